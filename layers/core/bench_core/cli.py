@@ -1,0 +1,116 @@
+"""`bench-server`: run the local server and manage keys, for self-hosters."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .config import Settings
+from .keys import new_key
+from .models import LOGIN_PATTERN, SLUG_PATTERN, iso, utcnow
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(data_dir=Path(args.data_dir) if args.data_dir else None)
+
+
+def _store(args: argparse.Namespace):  # noqa: ANN202 - the Store protocol
+    from .store import open_store
+
+    return open_store(_settings(args))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .local import create_local_app
+
+    settings = _settings(args)
+    if args.host not in ("127.0.0.1", "localhost", "::1") and settings.public_url is None:
+        print("note: set BENCH_PUBLIC_URL to the address users reach this server at",
+              file=sys.stderr)
+    app = create_local_app(settings)
+    print(f"Bench is running at http://{args.host}:{args.port}  (data: {settings.data_dir})",
+          flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                access_log=False)
+    return 0
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    import re
+
+    if not re.match(LOGIN_PATTERN, args.login):
+        return _fail(f"invalid login {args.login!r}: letters, digits and dashes, up to 39")
+    if args.agent and not re.match(SLUG_PATTERN, args.agent):
+        return _fail(f"invalid agent slug {args.agent!r}: letters, digits, '.', '_', '-'")
+    raw, record = new_key(args.login.lower(), args.agent.lower() if args.agent else None,
+                          args.name)
+    _store(args).create_key(record)
+    print(raw)
+    return 0
+
+
+def cmd_keys_list(args: argparse.Namespace) -> int:
+    for k in _store(args).list_keys(args.login.lower() if args.login else None):
+        state = f"revoked {k.revoked_at}" if k.revoked_at else "active"
+        print(f"{k.prefix}…\t{k.login}\t{k.agent_slug or '*'}\t{k.name or ''}\t"
+              f"created {k.created_at}\tlast used {k.last_used_at or 'never'}\t{state}")
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    store = _store(args)
+    matches = [k for k in store.list_keys() if k.prefix.startswith(args.prefix.rstrip("…"))]
+    if len(matches) != 1:
+        return _fail(f"{len(matches)} keys match {args.prefix!r}: give a prefix naming one key "
+                     "(see `bench-server keys list`)")
+    if not store.revoke_key(matches[0].key_hash, iso(utcnow())):
+        return _fail(f"key {matches[0].prefix}… is already revoked")
+    print(f"revoked {matches[0].prefix}…")
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"bench-server: {message}", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench-server", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    data = argparse.ArgumentParser(add_help=False)
+    data.add_argument("--data-dir", help="where the SQLite file lives (env BENCH_DATA_DIR, "
+                                         "default ./.bench)")
+
+    serve = sub.add_parser("serve", parents=[data], help="run the local server")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--log-level", default="warning")
+    serve.set_defaults(func=cmd_serve)
+
+    keys = sub.add_parser("keys", help="create, list and revoke API keys").add_subparsers(
+        dest="keys_command", required=True)
+    create = keys.add_parser("create", parents=[data], help="print a new key (shown once)")
+    create.add_argument("--login", required=True, help="the owner's login")
+    create.add_argument("--agent", help="bind the key to one agent (an ingest-only bka_ key)")
+    create.add_argument("--name", help="a label to recognise the key by")
+    create.set_defaults(func=cmd_keys_create)
+    listing = keys.add_parser("list", parents=[data], help="list keys (never the keys)")
+    listing.add_argument("--login")
+    listing.set_defaults(func=cmd_keys_list)
+    revoke = keys.add_parser("revoke", parents=[data], help="revoke a key by its prefix")
+    revoke.add_argument("prefix", help="the key's first characters, as `keys list` shows")
+    revoke.set_defaults(func=cmd_keys_revoke)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Request dependencies: services, the caller's key, the viewer, the bounded body."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import PayloadTooLarge, Unauthorized
+from ..keys import hash_key, looks_like_key, verify
+from ..models import KeyRecord, iso, utcnow
+from ..privacy import ANONYMOUS, Viewer
+from ..services import Services
+from . import get_services
+
+TOUCH_EVERY = timedelta(minutes=1)
+
+
+def presented_key(request: Request) -> str | None:
+    raw = request.headers.get("x-bench-key")
+    if raw is None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        raw = token.strip() if scheme.lower() == "bearer" else None
+    return raw.strip() if raw else None
+
+
+def authenticate(services: Services, raw: str) -> KeyRecord:
+    """The live key record for `raw`, recording its use at most once a minute."""
+    if not looks_like_key(raw):
+        raise Unauthorized("invalid or revoked API key")
+    record = verify(raw, services.store.key_by_hash(hash_key(raw)))
+    now = utcnow()
+    if record.last_used_at is None or record.last_used_at < iso(now - TOUCH_EVERY):
+        services.store.touch_key(record.key_hash, iso(now))
+    return record
+
+
+async def require_key(request: Request, services: Services = Depends(get_services)) -> KeyRecord:
+    raw = presented_key(request)
+    if raw is None:
+        raise Unauthorized("missing API key: send it as X-Bench-Key or Authorization: Bearer")
+    return await run_in_threadpool(authenticate, services, raw)
+
+
+async def current_viewer(request: Request, services: Services = Depends(get_services)) -> Viewer:
+    """Anonymous unless the request carries a valid key (a bad key is an error, not anonymity)."""
+    raw = presented_key(request)
+    if raw is None:
+        return ANONYMOUS
+    record = await run_in_threadpool(authenticate, services, raw)
+    return Viewer(login=record.login)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, refusing more than `limit` bytes without reading them all."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body over {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+

@@ -1,0 +1,20 @@
+"""`GET /healthz`: liveness plus a cheap store round trip."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+
+from .. import __version__
+from ..models import AgentRef
+from ..services import Services
+from . import get_services
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+def healthz(services: Services = Depends(get_services)) -> dict[str, Any]:
+    services.store.get_agent(AgentRef("-", "-"))
+    return {"status": "ok", "version": __version__, "store": services.settings.store}

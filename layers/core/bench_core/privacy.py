@@ -1,0 +1,84 @@
+"""The one place that decides what a viewer may see of an agent. Every read path asks here.
+
+- A private agent does not exist for anyone but its owner: not found, never "forbidden", so its
+  existence does not leak.
+- `hide_inputs` removes task inputs; `hide_outputs` removes outputs, and with them everything
+  that can carry output: error text, log values, task metadata, custom event data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import NotFound
+from .models import Agent, TaskState
+
+HIDDEN = "[hidden by owner]"
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is asking: a signed-in login, or nobody (`login=None`)."""
+
+    login: str | None = None
+
+    def owns(self, agent: Agent) -> bool:
+        return self.login is not None and self.login == agent.login
+
+
+ANONYMOUS = Viewer()
+
+
+def visible_agent(agent: Agent | None, viewer: Viewer) -> Agent:
+    """The agent if the viewer may see it at all; 404 otherwise."""
+    if agent is None or not (agent.is_public or viewer.owns(agent)):
+        raise NotFound("agent not found")
+    return agent
+
+
+def shows_inputs(agent: Agent, viewer: Viewer) -> bool:
+    return viewer.owns(agent) or not agent.hide_inputs
+
+
+def shows_outputs(agent: Agent, viewer: Viewer) -> bool:
+    return viewer.owns(agent) or not agent.hide_outputs
+
+
+def task_view(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    inputs, outputs = shows_inputs(agent, viewer), shows_outputs(agent, viewer)
+    return {
+        "task_id": task.task_id,
+        "parent_task_id": task.parent_task_id,
+        "name": task.name,
+        "status": task.status,
+        "input": task.input if inputs else HIDDEN,
+        "output": task.output if outputs else HIDDEN,
+        "metadata": task.metadata if outputs else HIDDEN,
+        "duration_ms": task.duration_ms,
+        "cost_usd": task.cost_usd,
+        "cost_breakdown": task.cost_breakdown,
+        "started_at": task.started_at,
+        "ended_at": task.ended_at,
+        "inputs_hidden": not inputs,
+        "outputs_hidden": not outputs,
+    }
+
+
+def event_view(event: dict[str, Any], agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    out = dict(event)
+    if not shows_inputs(agent, viewer) and "input" in out:
+        out["input"] = HIDDEN
+    if not shows_outputs(agent, viewer):
+        if "output" in out:
+            out["output"] = HIDDEN
+        if "data" in out:
+            out["data"] = _redacted_data(out["data"])
+    return out
+
+
+def _redacted_data(data: Any) -> Any:
+    """Cost logs are numbers the profile shows anyway: keep the amount, drop free-form details."""
+    if isinstance(data, dict) and data.get("label") == "cost":
+        return {"label": "cost", "cost_usd": data.get("cost_usd")}
+    return HIDDEN
