@@ -55,6 +55,8 @@ class SenderConfig:
     max_server_error_attempts: int = 10
     """A batch the server keeps failing with 5xx is given up after this many attempts, so one
     poisoned batch cannot block delivery forever. Network errors and 429 retry without limit."""
+    transport_factory: Callable[[], Transport] = default_transport
+    """Called once on the sender thread; httpx when installed, else the standard library."""
 
 
 class _Marker:
@@ -83,7 +85,6 @@ class Sender:
         meta: dict[str, Any],
         scrubber: Scrubber,
         config: SenderConfig,
-        transport_factory: Callable[[], Transport] = default_transport,
     ) -> None:
         self._url = url
         self._headers = {
@@ -96,7 +97,6 @@ class Sender:
         self._cfg = config
         self._max_queue = config.max_queue_size
         self._batch_size = config.max_batch_size
-        self._transport_factory = transport_factory
         self._queue: deque[Any] = deque()
         self._reset_thread_state()
         self._dropped = 0
@@ -115,13 +115,14 @@ class Sender:
     def push(self, event: dict[str, Any]) -> None:
         """Queue one event, or count it as dropped when the queue is full or closed."""
         queue = self._queue
-        if len(queue) >= self._max_queue or self._closed:
+        waiting = len(queue)
+        if waiting >= self._max_queue or self._closed:
             self._count_dropped(1)
             return
         queue.append(event)
         if self._thread is None:
             self._start()
-        if len(queue) >= self._batch_size and not self._wake.is_set():
+        if waiting >= self._batch_size and not self._wake.is_set():
             self._wake.set()
 
     def flush(self, timeout: Optional[float]) -> bool:
@@ -237,7 +238,7 @@ class Sender:
             delay: Optional[float] = None
             try:
                 if self._transport is None:
-                    self._transport = self._transport_factory()
+                    self._transport = self._cfg.transport_factory()
                 reply = self._transport.post(self._url, body, headers, self._cfg.request_timeout)
             except Exception as exc:  # noqa: BLE001 - any network failure is retryable
                 reason: tuple[Any, ...] = ("network", type(exc).__name__)

@@ -7,8 +7,6 @@ network failure as an exception, which the sender treats as retryable.
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol
 
@@ -30,6 +28,9 @@ class UrllibTransport:
     """Standard-library transport; honours ``HTTPS_PROXY``/``NO_PROXY`` like urllib does."""
 
     def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Response:
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 - URL is the configured endpoint

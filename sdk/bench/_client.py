@@ -1,0 +1,484 @@
+"""BenchAgent and BenchTask: the public surface, source-compatible with bench-observe 0.1.3.
+
+Recording an event builds a small dict and appends it to the sender's queue; everything slow
+(redaction, JSON, gzip, HTTP, retries) happens on the sender thread. No method here lets an SDK
+failure reach the agent: the agent's own return values and exceptions pass through unchanged.
+
+Adapters written for 0.1.3 import ``BenchAgent._push``, ``_uid`` and ``_now_iso`` from this
+module, so those names keep their meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import logging
+import math
+import threading
+import time
+import zlib
+from random import getrandbits
+from typing import Any, Awaitable, Callable, Optional, TypeVar, Union
+
+from bench import _config
+from bench._context import current
+from bench._privacy import Redactor, Scrubber
+from bench._sender import Sender, SenderConfig
+from bench._serialize import format_ts
+from bench._version import SDK_NAME, __version__
+
+_time = time.time
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+TaskFn = Callable[["BenchTask"], Union[Awaitable[T], T]]
+
+logger = logging.getLogger("bench")
+
+DEFAULT_FLUSH_TIMEOUT = 5.0
+"""Seconds ``flush``/``shutdown`` wait by default: long enough to deliver, short enough that a
+dead server never stalls the agent."""
+
+_FROM_CONTEXT: Any = object()
+"""Sentinel: find the parent task in the current context."""
+_UNSET: Any = object()
+
+_rollup_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def _uid() -> str:
+    """A random 20-hex-character id, the original client's format.
+
+    ``random`` is reseeded in forked children, so ids stay unique across processes; it is
+    three times cheaper than ``os.urandom`` on the agent's thread.
+    """
+    return getrandbits(80).to_bytes(10, "big").hex()
+
+
+def _now_iso() -> str:
+    """The current UTC time in the wire format, e.g. ``2026-12-02T16:12:28.123Z``."""
+    return format_ts(time.time())
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(message)
+
+
+def _snapshot(value: Any) -> Any:
+    """Copy a top-level dict or list, so an agent that keeps appending to it (a message list)
+    does not change what was recorded; the value is encoded later, on the sender thread."""
+    cls = value.__class__
+    return value.copy() if cls is dict or cls is list else value
+
+
+def _discard(event: dict[str, Any]) -> None:
+    """The queue of a disabled agent."""
+
+
+def _error_text(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+class BenchTask:
+    """One unit of agent work. Yielded by ``task_ctx``/``span`` and passed to task functions.
+
+    All methods are safe to call from any thread and never raise.
+    """
+
+    __slots__ = (
+        "_agent", "_name", "_task_id", "_parent", "_parent_id", "_sampled", "_start",
+        "_total_cost", "_cost_breakdown", "_metadata", "_output", "_ended",
+        "_token", "_opener",
+    )
+
+    def __init__(
+        self,
+        agent: BenchAgent,
+        name: str,
+        task_id: str,
+        parent: Optional[BenchTask] = None,
+        sampled: bool = True,
+    ) -> None:
+        self._agent = agent
+        self._name = name
+        self._task_id = task_id
+        self._parent = parent
+        self._parent_id = parent._task_id if parent is not None else None
+        self._sampled = sampled
+        self._start = time.monotonic()
+        self._total_cost = 0.0
+        self._cost_breakdown: list[dict[str, Any]] = []
+        self._metadata: Optional[dict[str, Any]] = None
+        self._output: Any = _UNSET
+        self._ended = False
+        self._token: Any = None
+        self._opener: Optional[Span] = None
+
+    @property
+    def task_id(self) -> str:
+        return self._task_id
+
+    @property
+    def parent_task_id(self) -> Optional[str]:
+        return self._parent_id
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def log(self, label: str, value: Any = None) -> None:
+        """Record a labelled value (a count, a document id, an intermediate answer)."""
+        if self._sampled:
+            self._agent._enqueue({
+                "id": _uid(), "kind": "task.log", "ts": _time(), "task_id": self._task_id,
+                "parent_task_id": self._parent_id, "name": self._name,
+                "data": {"label": label, "value": _snapshot(value)},
+            })
+
+    def cost(self, usd: float, details: Optional[dict[str, Any]] = None) -> None:
+        """Add owner-reported spend in USD; ``details`` defaults to ``{"source": "manual"}``.
+
+        Unlike 0.1.3, an invalid amount is logged and ignored instead of raising into the agent.
+        """
+        if usd.__class__ is not float and (isinstance(usd, bool) or not isinstance(usd, int)) or not 0 <= usd < math.inf:
+            _warn_once("cost", f"bench: ignoring cost {usd!r}: must be a finite non-negative USD amount")
+            return
+        cost_details = dict(details) if isinstance(details, dict) else {"source": "manual"}
+        self._total_cost += usd
+        self._cost_breakdown.append({**cost_details, "amount_usd": usd})
+        if self._sampled:
+            self._agent._enqueue({
+                "id": _uid(), "kind": "task.log", "ts": _time(), "task_id": self._task_id,
+                "parent_task_id": self._parent_id, "name": self._name,
+                "data": {"label": "cost", "cost_usd": usd, "cost_details": cost_details},
+            })
+
+    def metadata(self, obj: dict[str, Any]) -> None:
+        """Merge ``obj`` into the task's metadata, sent with its end event."""
+        if isinstance(obj, dict):
+            if self._metadata is None:
+                self._metadata = {}
+            self._metadata.update(obj)
+
+    def set_output(self, value: Any) -> None:
+        """Set what the task produced; wins over a task function's return value."""
+        self._output = value
+
+    async def subtask(self, name: str, input: Any, fn: TaskFn[T]) -> T:
+        """Run ``fn`` as a child of this task (explicit parent, as in 0.1.3)."""
+        return await self._agent._run(name, input, fn, self)
+
+
+class Span:
+    """A task opened by ``agent.span(...)`` (and ``agent.task_ctx(...)``), usable four ways.
+
+    ``with`` and ``async with`` yield the :class:`BenchTask`; as a decorator on a sync or async
+    function every call is a new task whose input is the call's arguments (unless ``input`` was
+    given) and whose output is the return value. The parent is whatever task is running in the
+    current context. One ``Span`` may be entered many times, even concurrently: each entry is its
+    own task, and exit finds it through the context.
+    """
+
+    __slots__ = ("_agent", "_name", "_input", "_parent")
+
+    def __init__(self, agent: BenchAgent, name: Optional[str], input: Any, parent: Any = _FROM_CONTEXT):
+        self._agent = agent
+        self._name = name
+        self._input = input
+        self._parent = parent
+
+    def __enter__(self) -> BenchTask:
+        return self._agent._begin(self._name or "task", self._input, self._parent, self)
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        self._agent._exit(self, exc)
+
+    async def __aenter__(self) -> BenchTask:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
+        self._agent._exit(self, exc)
+
+    def __call__(self, fn: F) -> F:
+        agent = self._agent
+        name = self._name or getattr(fn, "__qualname__", None) or "task"
+        describe = _describe_call(fn) if self._input is None else (lambda args, kwargs: self._input)
+
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def traced_async(*args: Any, **kwargs: Any) -> Any:
+                task = agent._begin(name, describe(args, kwargs) if agent._capture_input else None)
+                try:
+                    result = await fn(*args, **kwargs)
+                except BaseException as exc:
+                    agent._end(task, exc)
+                    raise
+                agent._end(task, None, result)
+                return result
+
+            return traced_async  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            task = agent._begin(name, describe(args, kwargs) if agent._capture_input else None)
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                agent._end(task, exc)
+                raise
+            agent._end(task, None, result)
+            return result
+
+        return traced  # type: ignore[return-value]
+
+
+def _describe_call(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """Turn a call's arguments into a readable input dict, leaving out ``self``/``cls``."""
+    try:
+        signature: Optional[inspect.Signature] = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+
+    def describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if signature is None:
+            return {"args": list(args), "kwargs": kwargs}
+        try:
+            arguments = signature.bind_partial(*args, **kwargs).arguments
+        except TypeError:
+            return {"args": list(args), "kwargs": kwargs}
+        return {k: v for k, v in arguments.items() if k not in ("self", "cls")}
+
+    return describe
+
+
+class BenchAgent:
+    """Records tasks and events for one agent and delivers them in the background.
+
+    Create it with :func:`bench.observe`. Async API as in 0.1.3 (``task``, ``task_ctx``,
+    ``flush``), plus ``span`` for sync and async code alike and ``*_sync`` variants of
+    ``flush``/``shutdown`` for code without an event loop.
+    """
+
+    def __init__(
+        self,
+        api_key: Optional[str] = None,
+        agent: Optional[str] = None,
+        *,
+        display_name: Optional[str] = None,
+        model: Optional[str] = None,
+        framework: Optional[str] = None,
+        architecture: Optional[str] = None,
+        tools: Optional[list[str]] = None,
+        endpoint: Optional[str] = None,
+        flush_interval_ms: int = 2000,
+        max_batch_size: int = 50,
+        max_queue_size: int = 10_000,
+        sample_rate: float = 1.0,
+        capture_input: bool = True,
+        capture_output: bool = True,
+        redact: Optional[Redactor] = None,
+        sender_config: Optional[SenderConfig] = None,
+    ) -> None:
+        server = _config.base_url(endpoint)
+        key = None if _config.disabled() else _config.api_key(api_key, server)
+        slug = _config.agent_slug(agent)
+        self._slug = slug
+        self._sample_rate = min(max(float(sample_rate), 0.0), 1.0)
+        self._capture_input = capture_input
+        self._sender: Optional[Sender] = None
+        self._enqueue: Callable[[dict[str, Any]], None] = _discard
+        if _config.disabled():
+            return
+        if not key or not slug:
+            missing = "api_key (or BENCH_KEY)" if not key else "agent (or BENCH_AGENT)"
+            _warn_once("config", f"bench: no {missing} given; events are not recorded")
+            return
+        config = dataclasses.replace(
+            sender_config or SenderConfig(),
+            flush_interval=flush_interval_ms / 1000.0,
+            max_batch_size=max_batch_size,
+            max_queue_size=max_queue_size,
+        )
+        meta = {
+            "agent_slug": slug, "display_name": display_name, "model": model, "framework": framework,
+            "architecture": architecture, "tools": tools, "sdk": {"name": SDK_NAME, "version": __version__},
+        }
+        scrubber = Scrubber(capture_input=capture_input, capture_output=capture_output, redact=redact)
+        self._sender = Sender(url=server + "/ingest", api_key=key, meta=meta, scrubber=scrubber, config=config)
+        self._enqueue = self._sender.push
+
+    def __repr__(self) -> str:
+        state = "enabled" if self._sender is not None else "disabled"
+        return f"<BenchAgent {self._slug!r} {state}>"
+
+    # ── tasks ────────────────────────────────────────────────────────────────────────────
+
+    async def task(self, name: str, input: Any, fn: TaskFn[T]) -> T:
+        """Run ``fn(task)`` as a task and return its result; exceptions mark it ``failed`` and
+        propagate unchanged. Nested inside another task it becomes that task's child."""
+        return await self._run(name, input, fn, _FROM_CONTEXT)
+
+    def task_ctx(self, name: str, input: Any = None) -> Span:
+        """``async with agent.task_ctx(name, input) as t:`` (0.1.3 form; same object as ``span``)."""
+        return Span(self, name, input)
+
+    def span(self, name: Optional[str] = None, input: Any = None) -> Span:
+        """A task for sync or async code: a context manager or a decorator.
+
+        ::
+
+            with agent.span("plan", {"goal": goal}) as t:        # sync
+                t.log("steps", 3)
+
+            async with agent.span("search", {"q": q}) as t:      # async
+                t.set_output(await search(q))
+
+            @agent.span("fetch")                                  # sync or async function
+            def fetch(url): ...
+
+        The parent is found through ``contextvars``: across ``await``, ``asyncio.gather`` and
+        threads started with a copied context (``asyncio.to_thread``, ``copy_context().run``).
+        Without ``name`` a decorated function's qualified name is used.
+        """
+        return Span(self, name, input)
+
+    def event(self, kind: str, data: Any = None) -> None:
+        """Record a custom event (e.g. ``"tool.use"``), linked to the current task if any."""
+        try:
+            task = current.get()
+            event: dict[str, Any] = {"id": _uid(), "kind": kind, "ts": _time(), "data": _snapshot(data)}
+            if task is not None:
+                if not task._sampled:
+                    return
+                event["task_id"] = task._task_id
+                event["parent_task_id"] = task._parent_id
+            elif not self._sample(event["id"]):
+                return
+            self._enqueue(event)
+        except Exception as exc:  # noqa: BLE001 - never raise into the agent
+            _warn_once("event", f"bench: could not record event: {exc!r}")
+
+    # ── delivery ─────────────────────────────────────────────────────────────────────────
+
+    async def flush(self, timeout: Optional[float] = DEFAULT_FLUSH_TIMEOUT) -> bool:
+        """Wait (without blocking the event loop) until queued events are delivered.
+
+        Returns False if ``timeout`` passed first; the events stay queued and keep retrying.
+        """
+        if self._sender is None:
+            return True
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(None, self.flush_sync, timeout)
+
+    def flush_sync(self, timeout: Optional[float] = DEFAULT_FLUSH_TIMEOUT) -> bool:
+        """Block until queued events are delivered or ``timeout`` passes; False on timeout."""
+        try:
+            return self._sender is None or self._sender.flush(timeout)
+        except Exception as exc:  # noqa: BLE001
+            _warn_once("flush", f"bench: flush failed: {exc!r}")
+            return False
+
+    async def shutdown(self, timeout: Optional[float] = DEFAULT_FLUSH_TIMEOUT) -> bool:
+        """Flush and stop the sender; later events are dropped. Async form of ``shutdown_sync``."""
+        if self._sender is None:
+            return True
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(None, self.shutdown_sync, timeout)
+
+    def shutdown_sync(self, timeout: Optional[float] = DEFAULT_FLUSH_TIMEOUT) -> bool:
+        """Flush, then stop the sender thread. Interpreter exit does this on its own."""
+        try:
+            return self._sender is None or self._sender.shutdown(timeout)
+        except Exception as exc:  # noqa: BLE001
+            _warn_once("shutdown", f"bench: shutdown failed: {exc!r}")
+            return False
+
+    # ── internals (``_push`` is used by adapters written for 0.1.3) ──────────────────────
+
+    def _push(self, event: dict[str, Any]) -> None:
+        """Queue a wire-format event dict. It is redacted and encoded later, on the sender."""
+        self._enqueue(event)
+
+    def _sample(self, root_id: str) -> bool:
+        """Keep a whole run or none of it, decided by a stable hash of its root id."""
+        if self._sender is None:
+            return False
+        rate = self._sample_rate
+        return rate >= 1.0 or zlib.crc32(root_id.encode()) < rate * 2**32
+
+    async def _run(self, name: str, input: Any, fn: TaskFn[T], parent: Any) -> T:
+        task = self._begin(name, input, parent)
+        try:
+            result = fn(task)
+            if inspect.isawaitable(result):
+                result = await result
+        except BaseException as exc:
+            self._end(task, exc)
+            raise
+        self._end(task, None, result)
+        return result  # type: ignore[return-value]
+
+    def _begin(self, name: str, input: Any, parent: Any = _FROM_CONTEXT, opener: Optional[Span] = None) -> BenchTask:
+        try:
+            if parent is _FROM_CONTEXT:
+                parent = current.get()
+            task_id = _uid()
+            sampled = parent._sampled if parent is not None else self._sample(task_id)
+            task = BenchTask(self, name, task_id, parent, sampled)
+            task._opener = opener
+            task._token = current.set(task)
+            if sampled:
+                self._enqueue({
+                    "id": _uid(), "kind": "task.start", "ts": _time(), "task_id": task_id,
+                    "parent_task_id": task._parent_id, "name": name, "input": _snapshot(input),
+                })
+            return task
+        except Exception as exc:  # noqa: BLE001 - the agent's work runs even if recording cannot
+            _warn_once("begin", f"bench: could not start task: {exc!r}")
+            return BenchTask(self, name, "", None, False)
+
+    def _exit(self, opener: Span, exc: Optional[BaseException]) -> None:
+        task = current.get()
+        if task is None or task._opener is not opener:
+            _warn_once("exit", "bench: a span was exited in another context than it was entered; not recorded")
+            return
+        self._end(task, exc)
+
+    def _end(self, task: BenchTask, exc: Optional[BaseException], result: Any = None) -> None:
+        try:
+            if task._token is not None:
+                try:
+                    current.reset(task._token)
+                except ValueError:  # ended in a different context than it began
+                    current.set(task._parent)
+            with _rollup_lock:
+                task._ended = True
+                breakdown = list(task._cost_breakdown)
+                parent = task._parent
+                if parent is not None and breakdown and not parent._ended:
+                    parent._total_cost += task._total_cost
+                    parent._cost_breakdown.extend(breakdown)
+            if not task._sampled:
+                return
+            if exc is not None:
+                status, output = "failed", _error_text(exc)
+            else:
+                status, output = "success", result if task._output is _UNSET else task._output
+            event = {
+                "id": _uid(), "kind": "task.end", "ts": _time(), "task_id": task._task_id,
+                "parent_task_id": task._parent_id, "name": task._name, "status": status,
+                "output": _snapshot(output), "duration_ms": int((time.monotonic() - task._start) * 1000),
+                "cost_usd": task._total_cost,
+                "data": dict(task._metadata) if task._metadata is not None else None,
+            }
+            if breakdown:
+                event["cost_breakdown"] = breakdown
+            self._enqueue(event)
+        except Exception as exc2:  # noqa: BLE001
+            _warn_once("end", f"bench: could not end task: {exc2!r}")

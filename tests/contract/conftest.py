@@ -1,0 +1,24 @@
+"""Every Store adapter runs the same contract suite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench_core.store import Store
+from bench_core.store.sqlite import SqliteStore
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        s = SqliteStore(tmp_path / "bench.db")
+        yield s
+        s.close()
+        return
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as s:
+        yield s

@@ -1,0 +1,240 @@
+"""The Store contract: what any adapter must do, proven against each one."""
+
+from __future__ import annotations
+
+import threading
+
+from bench_core import stats
+from bench_core.keys import new_key
+from bench_core.models import AgentMeta, AgentRef, iso, utcnow
+from bench_core.store import Store
+from tests.factories import clean, ev, task_events
+
+REF = AgentRef("alice", "agent-1")
+META = AgentMeta(slug="agent-1")
+
+
+def ingest(store: Store, events, meta: AgentMeta = META, login: str = "alice", dropped: int = 0):
+    return store.ingest(login, meta, clean(events), dropped=dropped)
+
+
+# ---- keys ------------------------------------------------------------------------------------
+
+
+def test_keys_are_found_by_hash_listed_and_revoked(store: Store) -> None:
+    _, owner = new_key("alice")
+    _, agent_key = new_key("alice", "agent-1", name="ci")
+    _, other = new_key("bob")
+    for record in (owner, agent_key, other):
+        store.create_key(record)
+    found = store.key_by_hash(agent_key.key_hash)
+    assert found is not None and found.agent_slug == "agent-1" and found.name == "ci"
+    assert store.key_by_hash("0" * 64) is None
+    assert {k.key_hash for k in store.list_keys("alice")} == {owner.key_hash, agent_key.key_hash}
+    assert len(store.list_keys()) == 3
+    when = iso(utcnow())
+    assert store.revoke_key(owner.key_hash, when) is True
+    assert store.revoke_key(owner.key_hash, when) is False
+    assert store.key_by_hash(owner.key_hash).revoked_at == when
+    store.touch_key(other.key_hash, when)
+    assert store.key_by_hash(other.key_hash).last_used_at == when
+
+
+# ---- agents ----------------------------------------------------------------------------------
+
+
+def test_first_batch_creates_a_public_agent_and_later_batches_update_its_details(
+        store: Store) -> None:
+    ingest(store, [ev("custom")], AgentMeta(slug="agent-1", display_name="Agent One",
+                                            model="m1", tools=["search"]))
+    agent = store.get_agent(REF)
+    assert agent is not None and agent.visibility == "public" and not agent.hide_inputs
+    assert (agent.display_name, agent.model, agent.tools) == ("Agent One", "m1", ["search"])
+    ingest(store, [ev("custom")], AgentMeta(slug="agent-1", framework="langchain"))
+    agent = store.get_agent(REF)
+    assert (agent.display_name, agent.model, agent.framework) == ("Agent One", "m1", "langchain")
+    assert [a.slug for a in store.list_agents("alice")] == ["agent-1"]
+    assert store.get_agent(AgentRef("bob", "agent-1")) is None
+
+
+def test_settings_update(store: Store) -> None:
+    ingest(store, [ev("custom")])
+    agent = store.update_agent(REF, {"visibility": "private", "hide_inputs": True})
+    assert agent.visibility == "private" and agent.hide_inputs and not agent.hide_outputs
+    assert store.update_agent(AgentRef("alice", "nope"), {"hide_inputs": True}) is None
+
+
+# ---- folding ---------------------------------------------------------------------------------
+
+
+def test_start_and_end_make_a_finished_run_with_counters(store: Store) -> None:
+    out = ingest(store, task_events("t1", cost=0.004, duration_ms=412))
+    assert (out.accepted, out.duplicates, out.finished) == (3, 0, [("t1", True)])
+    task = store.get_task(REF, "t1")
+    assert (task.status, task.name, task.duration_ms, task.cost_usd) == ("success", "search",
+                                                                         412, 0.004)
+    assert task.input == {"q": "t1"} and task.output == "ok"
+    s = store.get_agent(REF).stats
+    assert (s.runs, s.successes, s.failures) == (1, 1, 0)
+    assert abs(s.cost_usd_total - 0.004) < 1e-12
+    assert s.latency_hist[stats.bucket_index(412)] == 1 and sum(s.latency_hist) == 1
+
+
+def test_a_start_alone_is_a_running_task_and_not_a_run(store: Store) -> None:
+    ingest(store, task_events("t1")[:1])
+    assert store.get_task(REF, "t1").status == "running"
+    assert store.get_agent(REF).stats.runs == 0
+
+
+def test_an_end_without_its_start_still_makes_a_complete_task(store: Store) -> None:
+    ingest(store, [ev("task.end", "t9", name="lonely", status="error", output="boom",
+                      duration_ms=50, cost_usd=0.01)])
+    task = store.get_task(REF, "t9")
+    assert (task.status, task.output, task.name, task.cost_usd) == ("failed", "boom", "lonely",
+                                                                    0.01)
+    s = store.get_agent(REF).stats
+    assert (s.runs, s.failures) == (1, 1)
+
+
+def test_a_late_start_does_not_reopen_a_finished_task(store: Store) -> None:
+    start, end = task_events("t1")
+    ingest(store, [end])
+    ingest(store, [start])
+    task = store.get_task(REF, "t1")
+    assert task.status == "success" and task.input == {"q": "t1"}
+    assert store.get_agent(REF).stats.runs == 1
+
+
+def test_a_second_end_for_a_task_counts_once(store: Store) -> None:
+    events = task_events("t1")
+    ingest(store, events)
+    ingest(store, [ev("task.end", "t1", status="failed", output="again", duration_ms=5)])
+    task = store.get_task(REF, "t1")
+    assert task.status == "success"
+    assert store.get_agent(REF).stats.runs == 1
+
+
+def test_subtask_costs_are_not_counted_twice(store: Store) -> None:
+    """The original client: the parent's total includes the child's cost, and every cost is also
+    a log. The run costs 0.003 + 0.002, not 0.012."""
+    child = task_events("c1", "fetch", parent="p1", cost=0.002)
+    parent = [ev("task.start", "p1", name="research", input={"q": 1}),
+              ev("task.log", "p1", name="research",
+                 data={"label": "cost", "cost_usd": 0.003, "cost_details": {"source": "manual"}}),
+              *child,
+              ev("task.end", "p1", name="research", status="success", output="done",
+                 duration_ms=300, cost_usd=0.005, data=None)]
+    out = ingest(store, parent)
+    assert out.finished == [("c1", False), ("p1", True)]
+    s = store.get_agent(REF).stats
+    assert s.runs == 1 and abs(s.cost_usd_total - 0.005) < 1e-12
+    assert store.get_task(REF, "c1").parent_task_id == "p1"
+    assert store.subtask_ids(REF, ["p1"]) == {"p1": ["c1"]}
+
+
+def test_without_an_end_total_a_run_costs_its_logs_plus_its_subtasks(store: Store) -> None:
+    child = task_events("c1", "fetch", parent="p1", cost=0.002)
+    parent_end = ev("task.end", "p1", name="research", status="success", duration_ms=9)
+    ingest(store, [ev("task.start", "p1", name="research"), *child])
+    ingest(store, [ev("task.log", "p1", data={"label": "cost", "cost_usd": 0.001}), parent_end])
+    assert abs(store.get_task(REF, "p1").cost_usd - 0.003) < 1e-12
+    assert abs(store.get_agent(REF).stats.cost_usd_total - 0.003) < 1e-12
+
+
+def test_children_may_arrive_before_their_parent(store: Store) -> None:
+    ingest(store, task_events("c1", "fetch", parent="p1", cost=0.002))
+    assert store.get_agent(REF).stats.runs == 0
+    ingest(store, [ev("task.start", "p1", name="research"),
+                   ev("task.end", "p1", name="research", status="success", duration_ms=10)])
+    assert store.get_task(REF, "p1").cost_usd == 0.002
+    assert store.get_agent(REF).stats.runs == 1
+    tasks, _ = store.list_tasks(REF)
+    assert [t.task_id for t in tasks] == ["p1"]
+
+
+# ---- idempotency -----------------------------------------------------------------------------
+
+
+def test_a_replayed_batch_counts_once(store: Store) -> None:
+    events = task_events("t1", cost=0.5) + [ev("custom", data={"k": 1})]
+    first = ingest(store, events)
+    second = ingest(store, events)
+    assert (first.accepted, first.duplicates) == (4, 0)
+    assert (second.accepted, second.duplicates, second.finished) == (0, 4, [])
+    s = store.get_agent(REF).stats
+    assert s.runs == 1 and s.cost_usd_total == 0.5
+    assert len(store.recent_events(REF, 100)) == 4
+
+
+def test_eight_concurrent_senders_of_the_same_batch_count_once(store: Store) -> None:
+    events = [e for i in range(10) for e in task_events(f"t{i}", cost=0.1)]
+    results = []
+    barrier = threading.Barrier(8)
+
+    def send() -> None:
+        barrier.wait()
+        results.append(ingest(store, events))
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(r.accepted for r in results) == len(events)
+    assert sum(r.duplicates for r in results) == 7 * len(events)
+    s = store.get_agent(REF).stats
+    assert s.runs == 10 and abs(s.cost_usd_total - 1.0) < 1e-9
+    assert sum(s.latency_hist) == 10
+
+
+# ---- reads -----------------------------------------------------------------------------------
+
+
+def test_recent_events_are_newest_first_and_limited(store: Store) -> None:
+    events = [ev("custom", data={"i": i}) for i in range(30)]
+    ingest(store, events)
+    recent = store.recent_events(REF, 10)
+    assert [e["data"]["i"] for e in recent] == list(range(29, 19, -1))
+    assert recent[0]["kind"] == "custom" and recent[0]["id"] == events[-1]["id"]
+
+
+def test_task_listing_pages_newest_first_and_filters_by_status(store: Store) -> None:
+    for i in range(7):
+        ingest(store, task_events(f"t{i}", status="failed" if i % 3 == 0 else "success"))
+    page1, cursor = store.list_tasks(REF, limit=3)
+    page2, cursor2 = store.list_tasks(REF, limit=3, cursor=cursor)
+    page3, cursor3 = store.list_tasks(REF, limit=3, cursor=cursor2)
+    ids = [t.task_id for t in page1 + page2 + page3]
+    assert ids == [f"t{i}" for i in range(6, -1, -1)] and cursor3 is None
+    failed, _ = store.list_tasks(REF, status="failed")
+    assert [t.task_id for t in failed] == ["t6", "t3", "t0"]
+
+
+def test_task_events_hold_the_logs_of_one_task(store: Store) -> None:
+    ingest(store, [*task_events("t1", cost=0.1), *task_events("t2")])
+    kinds = [e["kind"] for e in store.task_events(REF, "t1")]
+    assert kinds == ["task.start", "task.log", "task.end"]
+
+
+def test_daily_counters(store: Store) -> None:
+    ingest(store, task_events("t1", cost=0.25) + task_events("t2", status="failed"))
+    days = store.daily(REF, "2026-01-01")
+    assert days == [{"day": "2026-12-02", "runs": 2, "successes": 1, "failures": 1,
+                     "cost_usd": 0.25}]
+
+
+def test_dropped_events_reported_by_the_sdk_are_counted(store: Store) -> None:
+    ingest(store, [ev("custom")], dropped=12)
+    ingest(store, [ev("custom")], dropped=3)
+    assert store.get_agent(REF).stats.dropped_events == 15
+
+
+def test_oversized_values_are_stored_truncated_with_a_marker(store: Store) -> None:
+    from bench_core.config import Limits
+
+    big = "x" * 100_000
+    events = task_events("t1", input=big)
+    store.ingest("alice", META, clean(events, Limits(max_field_bytes=1024)))
+    stored = store.get_task(REF, "t1").input
+    assert stored["_bench_truncated"] is True and stored["original_bytes"] > 100_000
+    assert len(stored["preview"]) <= 1024

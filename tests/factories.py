@@ -1,0 +1,56 @@
+"""Events and batches in the original client's wire format, for tests."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bench_core.config import Limits
+from bench_core.ingest import clean_event
+from bench_core.models import CleanEvent, WireEvent
+
+_clock = itertools.count()
+BASE = datetime(2026, 12, 2, 16, 0, 0, tzinfo=UTC)
+
+
+def ts(offset_ms: int | None = None) -> str:
+    """Increasing timestamps, so events sort in the order tests make them."""
+    ms = next(_clock) if offset_ms is None else offset_ms
+    return (BASE + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def ev(kind: str, task_id: str | None = None, **fields: Any) -> dict[str, Any]:
+    event: dict[str, Any] = {"id": uuid.uuid4().hex[:20], "kind": kind, "ts": ts()}
+    if task_id is not None:
+        event["task_id"] = task_id
+    event.update(fields)
+    return event
+
+
+def task_events(task_id: str, name: str = "search", *, status: str = "success",
+                parent: str | None = None, cost: float | None = None, duration_ms: int = 100,
+                output: Any = "ok", input: Any = None) -> list[dict[str, Any]]:
+    """start, a cost log (when `cost`), end -- as the original client sends a task."""
+    events = [ev("task.start", task_id, name=name, parent_task_id=parent,
+                 input=input if input is not None else {"q": task_id})]
+    if cost is not None:
+        events.append(ev("task.log", task_id, name=name, parent_task_id=parent,
+                         data={"label": "cost", "cost_usd": cost,
+                               "cost_details": {"source": "manual"}}))
+    end = ev("task.end", task_id, name=name, parent_task_id=parent, status=status,
+             output=output, duration_ms=duration_ms, cost_usd=cost or 0.0, data=None)
+    if cost:
+        end["cost_breakdown"] = [{"source": "manual", "amount_usd": cost}]
+    events.append(end)
+    return events
+
+
+def batch(slug: str, events: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
+    return {"agent_slug": slug, "display_name": None, "model": None, "framework": None,
+            "architecture": None, "tools": None, "events": events, **meta}
+
+
+def clean(events: list[dict[str, Any]], limits: Limits | None = None) -> list[CleanEvent]:
+    return [clean_event(WireEvent.model_validate(e), limits or Limits()) for e in events]

@@ -1,0 +1,269 @@
+"""Shared helpers for the SDK tests: a loopback fault server and an in-memory transport.
+
+The fault server is a real HTTP server on 127.0.0.1 (threads) that can be down, answer 500,
+answer 429 with ``Retry-After``, answer after 5 s, reset connections, or reject with 4xx/413. It
+records every received event by id, so tests can check "exactly once" on the receiving side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import pytest
+
+import bench
+from bench._sender import SenderConfig
+from bench._transport import HttpxTransport, Response, UrllibTransport
+
+HANG_GUARD = 60.0
+"""Generous upper bound for anything that should finish; only catches hangs, never timing."""
+
+FAST = SenderConfig(flush_interval=0.05, backoff_base=0.02, backoff_cap=0.2, request_timeout=10.0)
+
+
+@dataclass
+class Received:
+    """One request as the server saw it."""
+
+    at: float
+    headers: dict[str, str]
+    raw: bytes
+    body: dict[str, Any]
+
+
+@dataclass
+class FaultServer:
+    """A loopback ingest sink whose ``mode`` the test switches at will."""
+
+    mode: str = "ok"
+    retry_after: str = "1"
+    slow_seconds: float = 5.0
+    max_events: Optional[int] = None
+    requests: list[Received] = field(default_factory=list)
+    attempts: int = 0
+    responses_sent: int = 0
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
+    id_counts: Counter[str] = field(default_factory=Counter)
+    dropped_reported: int = 0
+    device_codes: dict[str, Optional[str]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: Optional[ThreadingHTTPServer] = None
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # ── lifecycle ──
+    def start(self) -> None:
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                sink._handle(self)
+
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self._server = server
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def down(self) -> None:
+        """Refuse connections (nothing listens on the port) until :meth:`up`."""
+        self.stop()
+
+    def up(self) -> None:
+        self.mode = "ok"
+        if self._server is None:
+            self.start()
+
+    # ── request handling ──
+    def _reply(self, handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], **headers: str) -> None:
+        data = json.dumps(payload).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            handler.send_header(name.replace("_", "-"), value)
+        handler.end_headers()
+        handler.wfile.write(data)
+        with self._lock:
+            self.responses_sent += 1
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        raw = handler.rfile.read(int(handler.headers.get("Content-Length", 0)))
+        with self._lock:
+            self.attempts += 1
+        if handler.path.startswith("/api/cli/device"):
+            return self._device(handler, json.loads(raw or b"{}"))
+        mode = self.mode
+        if mode == "reset":
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            handler.close_connection = True
+            handler.connection.close()
+            return
+        if mode == "500":
+            return self._reply(handler, 500, {"error": "internal", "detail": []})
+        if mode == "429":
+            return self._reply(handler, 429, {"error": "quota", "detail": []}, Retry_After=self.retry_after)
+        if mode == "400":
+            return self._reply(handler, 400, {"error": "invalid batch", "detail": ["events.0.kind"]})
+        if mode == "slow":
+            time.sleep(self.slow_seconds)
+        text = gzip.decompress(raw) if handler.headers.get("Content-Encoding") == "gzip" else raw
+        body = json.loads(text)
+        if self.max_events is not None and len(body["events"]) > self.max_events:
+            return self._reply(handler, 413, {"error": "too large", "detail": []})
+        with self._lock:
+            self.requests.append(Received(time.monotonic(), dict(handler.headers), raw, body))
+            new = 0
+            for event in body["events"]:
+                self.id_counts[event["id"]] += 1
+                if event["id"] not in self.events:
+                    self.events[event["id"]] = event
+                    new += 1
+            self.dropped_reported += body.get("dropped", 0)
+        slug = body.get("agent_slug")
+        self._reply(handler, 200, {
+            "accepted": new, "duplicates": len(body["events"]) - new,
+            "agent": f"tester/{slug}", "url": f"{self.url}/u/tester/{slug}",
+        })
+
+    def _device(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        """A fake of the server's device login, approved as soon as it is polled twice."""
+        if handler.path == "/api/cli/device/code":
+            code = f"dev{len(self.device_codes)}"
+            self.device_codes[code] = None
+            return self._reply(handler, 200, {
+                "device_code": code, "user_code": "ABCD-EFGH", "verification_uri": f"{self.url}/device",
+                "verification_uri_complete": f"{self.url}/device?code=ABCD-EFGH", "interval": 0, "expires_in": 60,
+            })
+        code = body.get("device_code")
+        if code not in self.device_codes:
+            return self._reply(handler, 400, {"error": "invalid_grant", "detail": []})
+        if self.device_codes[code] is None:
+            self.device_codes[code] = "pending"
+            return self._reply(handler, 400, {"error": "authorization_pending", "detail": []})
+        return self._reply(handler, 200, {"key": "bk_from_device_login", "login": "tester"})
+
+    # ── assertions helpers ──
+    def unique_events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.events.values())
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.unique_events() if e["kind"] == kind]
+
+    def tasks(self) -> dict[str, dict[str, Any]]:
+        """task_id -> end event."""
+        return {e["task_id"]: e for e in self.of_kind("task.end")}
+
+    def wait_for(self, predicate: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + HANG_GUARD
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError("condition not reached (hang guard)")
+            time.sleep(0.01)
+
+
+@pytest.fixture
+def sink() -> Iterator[FaultServer]:
+    server = FaultServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["urllib", "httpx"])
+def transport_factory(request: pytest.FixtureRequest) -> Callable[[], Any]:
+    return {"urllib": UrllibTransport, "httpx": HttpxTransport}[request.param]
+
+
+class MemoryTransport:
+    """An in-memory server: answers 200 and keeps the decoded bodies (for non-network tests)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
+
+    def __call__(self) -> MemoryTransport:
+        return self
+
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Response:
+        text = gzip.decompress(body) if headers.get("Content-Encoding") == "gzip" else body
+        self.raw.append(text)
+        self.bodies.append(json.loads(text))
+        return Response(200, None, b'{"accepted": 1}')
+
+    def close(self) -> None:
+        pass
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [e for b in self.bodies for e in b["events"]]
+
+    def kind(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] == kind]
+
+    def ends(self) -> dict[str, dict[str, Any]]:
+        """task name -> end event (names are unique within a test)."""
+        return {e["name"]: e for e in self.kind("task.end")}
+
+
+@pytest.fixture
+def memory() -> MemoryTransport:
+    return MemoryTransport()
+
+
+@pytest.fixture
+def make_agent(memory: MemoryTransport) -> Iterator[Callable[..., bench.BenchAgent]]:
+    """Agents that deliver into ``memory`` unless another config is passed; shut down after."""
+    made: list[bench.BenchAgent] = []
+
+    def make(
+        endpoint: str = "http://127.0.0.1:9",
+        transport: Optional[Callable[[], Any]] = None,
+        config: SenderConfig = FAST,
+        **kwargs: Any,
+    ) -> bench.BenchAgent:
+        config = dataclasses.replace(config, transport_factory=transport or memory)
+        kwargs.setdefault("api_key", "bk_test")
+        kwargs.setdefault("agent", "test-agent")
+        agent = bench.BenchAgent(endpoint=endpoint, sender_config=config, **kwargs)
+        made.append(agent)
+        return agent
+
+    yield make
+    for agent in made:
+        agent.shutdown_sync(timeout=5)
+
+
+def run_python(code: str, env: dict[str, str], cwd: Optional[Path] = None) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter (exit hooks, import side effects, the 0.1.3 client)."""
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=HANG_GUARD,
+    )

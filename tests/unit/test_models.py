@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from bench_core.models import IngestBatch, WireEvent
+from tests.factories import batch, ev, task_events
+
+
+def test_the_original_clients_batch_parses() -> None:
+    parsed = IngestBatch.model_validate(batch("My-Agent", task_events("t1", cost=0.004),
+                                              tools=["search"]))
+    assert parsed.agent_slug == "my-agent" and parsed.tools == ["search"]
+    assert [e.kind for e in parsed.events] == ["task.start", "task.log", "task.end"]
+
+
+def test_error_status_is_read_as_failed_and_naive_times_as_utc() -> None:
+    event = WireEvent.model_validate(ev("task.end", "t1", status="error",
+                                        ts="2026-12-02T16:12:28.123"))
+    assert event.status == "failed" and event.ts.utcoffset().total_seconds() == 0
+
+
+@pytest.mark.parametrize("bad, where", [
+    ({"status": "maybe"}, "status"),
+    ({"ts": "yesterday"}, "ts"),
+    ({"cost_usd": -1}, "cost_usd"),
+    ({"duration_ms": "slow"}, "duration_ms"),
+    ({"cost_breakdown": []}, "cost_breakdown"),
+])
+def test_bad_fields_are_named(bad: dict, where: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        WireEvent.model_validate({**ev("task.end", "t1", status="success"), **bad})
+    assert where in {str(loc) for e in info.value.errors() for loc in e["loc"]}
+
+
+def test_task_events_need_a_task_id_and_ends_need_a_status() -> None:
+    with pytest.raises(ValidationError, match="task_id"):
+        WireEvent.model_validate(ev("task.start"))
+    with pytest.raises(ValidationError, match="status"):
+        WireEvent.model_validate(ev("task.end", "t1"))
+
+
+def test_custom_events_need_no_task() -> None:
+    assert WireEvent.model_validate(ev("tool.use", data={"tool": "search"})).task_id is None
+
+
+@pytest.mark.parametrize("slug", ["", "-x", "a b", "x" * 65, "ü"])
+def test_bad_slugs_are_refused(slug: str) -> None:
+    with pytest.raises(ValidationError):
+        IngestBatch.model_validate(batch(slug, []))
