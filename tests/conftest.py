@@ -13,7 +13,6 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-
 from bench_core.config import Settings
 from bench_core.keys import new_key
 from bench_core.local import create_local_app
@@ -71,3 +70,22 @@ def bench_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSe
     yield running
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def original_client_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The original system's published client, `bench-observe==0.1.3`, installed into its own
+    directory: its `bench` package would clash with ours in the project's venv. Run it in a
+    subprocess with PYTHONPATH set to this directory."""
+    import subprocess
+    import sys
+
+    target = tmp_path_factory.mktemp("bench-observe-0.1.3")
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
+         "bench-observe==0.1.3"], capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        if "No matching distribution" in result.stderr or "connection" in result.stderr.lower():
+            pytest.skip(f"the package registry is unreachable: {result.stderr.strip()[-300:]}")
+        raise RuntimeError(f"pip install bench-observe==0.1.3 failed:\n{result.stderr}")
+    return target

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from bench_core.store import Store
 from bench_core.store.sqlite import SqliteStore
 

@@ -8,6 +8,7 @@ from bench_core import stats
 from bench_core.keys import new_key
 from bench_core.models import AgentMeta, AgentRef, iso, utcnow
 from bench_core.store import Store
+
 from tests.factories import clean, ev, task_events
 
 REF = AgentRef("alice", "agent-1")

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-
 from bench_core.models import AgentRef
+
 from tests.conftest import RunningServer
 from tests.factories import batch, ev, task_events
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
 from bench_core.privacy import HIDDEN
+
 from tests.conftest import RunningServer
 from tests.factories import batch, ev, task_events
 from tests.http.test_ingest_http import new_login, post

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
+from bench_core.models import IngestBatch, WireEvent
 from pydantic import ValidationError
 
-from bench_core.models import IngestBatch, WireEvent
 from tests.factories import batch, ev, task_events
 
 

@@ -5,7 +5,6 @@ import random
 
 import numpy as np
 import pytest
-
 from bench_core import stats
 
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-
 from bench_core.errors import Forbidden, Unauthorized
 from bench_core.keys import hash_key, may_write, new_key, verify
 from bench_core.values import TRUNCATED, cap

@@ -1,4 +1,4 @@
-"""Settings from the environment. The same names work in Lambda (set by the template) and locally."""
+"""Settings from the environment: the same names work in Lambda (the template sets them) and locally."""
 
 from __future__ import annotations
 

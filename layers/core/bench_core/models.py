@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
@@ -95,7 +102,7 @@ def utcnow() -> datetime:
 
 def iso(value: datetime) -> str:
     """ISO-8601 with milliseconds and a Z, sortable as text (SQLite and DynamoDB sort keys)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return value.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 @dataclass(frozen=True)

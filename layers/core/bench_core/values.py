@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from pydantic_core import to_json
 
 TRUNCATED = "_bench_truncated"
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Compact JSON (pydantic-core's encoder: several times faster than `json.dumps`)."""
+    return to_json(value, serialize_unknown=True).decode()
 
 
 def cap(value: Any, max_bytes: int) -> Any:
@@ -18,7 +20,7 @@ def cap(value: Any, max_bytes: int) -> Any:
         return value
     if isinstance(value, str) and len(value) * 4 <= max_bytes:
         return value
-    encoded = dumps(value).encode()
+    encoded = to_json(value, serialize_unknown=True)
     if len(encoded) <= max_bytes:
         return value
     preview = encoded[: max(0, max_bytes - 200)].decode(errors="ignore")

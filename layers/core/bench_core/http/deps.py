@@ -15,6 +15,7 @@ from ..services import Services
 from . import get_services
 
 TOUCH_EVERY = timedelta(minutes=1)
+MISSING_KEY = "missing API key: send it as X-Bench-Key or Authorization: Bearer"
 
 
 def presented_key(request: Request) -> str | None:
@@ -39,7 +40,7 @@ def authenticate(services: Services, raw: str) -> KeyRecord:
 async def require_key(request: Request, services: Services = Depends(get_services)) -> KeyRecord:
     raw = presented_key(request)
     if raw is None:
-        raise Unauthorized("missing API key: send it as X-Bench-Key or Authorization: Bearer")
+        raise Unauthorized(MISSING_KEY)
     return await run_in_threadpool(authenticate, services, raw)
 
 

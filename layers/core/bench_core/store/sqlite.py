@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -223,20 +223,36 @@ class SqliteStore:
                dropped: int = 0) -> IngestOutcome:
         with self._write() as conn:
             agent_id = self._ensure_agent(conn, login, meta)
-            fresh = [e for e in events if conn.execute(
-                "INSERT OR IGNORE INTO events (agent_id, event_id, kind, ts, task_id, body) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (agent_id, e.id, e.kind, e.ts, e.task_id, dumps(e.body))).rowcount == 1]
+            fresh = self._insert_new_events(conn, agent_id, events)
             task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
             states = self._load_tasks(conn, agent_id, task_ids)
             fold = fold_batch(states, fresh)
-            for state in fold.tasks.values():
-                self._save_task(conn, agent_id, state, existed=state.task_id in states)
+            self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
             for parent, amount in fold.child_costs.items():
                 self._add_child_cost(conn, agent_id, parent, amount)
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], fresh, dropped)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
                              finished=fold.finished)
+
+    def _insert_new_events(self, conn: sqlite3.Connection, agent_id: int,
+                           events: list[CleanEvent]) -> list[CleanEvent]:
+        """Insert the events not stored yet; return them, in batch order. `RETURNING` lists
+        only the rows actually inserted, so one statement per chunk does the dedupe."""
+        inserted: set[str] = set()
+        for i in range(0, len(events), 1000):
+            chunk = events[i:i + 1000]
+            rows = conn.execute(
+                "INSERT OR IGNORE INTO events (agent_id, event_id, kind, ts, task_id, body) "
+                f"VALUES {', '.join(['(?, ?, ?, ?, ?, ?)'] * len(chunk))} RETURNING event_id",
+                [v for e in chunk for v in (agent_id, e.id, e.kind, e.ts, e.task_id,
+                                            dumps(e.body))]).fetchall()
+            inserted.update(r[0] for r in rows)
+        fresh = []
+        for event in events:
+            if event.id in inserted:
+                inserted.discard(event.id)  # a repeated id within the batch counts once
+                fresh.append(event)
+        return fresh
 
     def _ensure_agent(self, conn: sqlite3.Connection, login: str, meta: AgentMeta) -> int:
         now = iso(utcnow())
@@ -269,26 +285,27 @@ class SqliteStore:
                 out[row["task_id"]] = _task_from_row(row)
         return out
 
-    def _save_task(self, conn: sqlite3.Connection, agent_id: int, s: TaskState,
-                   existed: bool) -> None:
-        values = (s.parent_task_id, s.name, s.status, _json_or_null(s.input),
-                  _json_or_null(s.output), _json_or_null(s.metadata), s.duration_ms, s.cost_usd,
-                  s.reported_cost_usd, s.cost_logged_usd, s.child_cost_usd,
-                  _json_or_null(s.cost_breakdown), s.started_at, s.ended_at, s.sort_ts)
-        if existed:
-            conn.execute(
-                "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
-                "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
-                "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
-                "ended_at = ?, sort_ts = ?, version = version + 1 "
-                "WHERE agent_id = ? AND task_id = ?", (*values, agent_id, s.task_id))
-        else:
-            conn.execute(
-                "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
-                "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
-                "cost_breakdown, started_at, ended_at, sort_ts, agent_id, task_id) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*values, agent_id, s.task_id))
+    def _save_tasks(self, conn: sqlite3.Connection, agent_id: int, tasks: Iterable[TaskState],
+                    existing: set[str]) -> None:
+        updates, inserts = [], []
+        for t in tasks:
+            row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
+                   _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,
+                   t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
+                   _json_or_null(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
+                   agent_id, t.task_id)
+            (updates if t.task_id in existing else inserts).append(row)
+        conn.executemany(
+            "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
+            "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
+            "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
+            "ended_at = ?, sort_ts = ?, version = version + 1 "
+            "WHERE agent_id = ? AND task_id = ?", updates)
+        conn.executemany(
+            "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
+            "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
+            "cost_breakdown, started_at, ended_at, sort_ts, agent_id, task_id) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,
                         amount: float) -> None:
@@ -320,13 +337,18 @@ class SqliteStore:
             "WHERE id = ?",
             (len(runs), ok, len(runs) - ok, sum(r.cost_usd for r in runs), json.dumps(hist),
              first, last, dropped, agent_id))
+        days: dict[str, list[float]] = {}
         for run in runs:
-            conn.execute(
-                "INSERT INTO agent_days (agent_id, day, runs, successes, failures, cost_usd) "
-                "VALUES (?, ?, 1, ?, ?, ?) ON CONFLICT (agent_id, day) DO UPDATE SET "
-                "runs = runs + 1, successes = successes + excluded.successes, "
-                "failures = failures + excluded.failures, cost_usd = cost_usd + excluded.cost_usd",
-                (agent_id, run.day, int(run.success), int(not run.success), run.cost_usd))
+            day = days.setdefault(run.day, [0, 0, 0, 0.0])
+            day[0] += 1
+            day[1 if run.success else 2] += 1
+            day[3] += run.cost_usd
+        conn.executemany(
+            "INSERT INTO agent_days (agent_id, day, runs, successes, failures, cost_usd) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, day) DO UPDATE SET "
+            "runs = runs + excluded.runs, successes = successes + excluded.successes, "
+            "failures = failures + excluded.failures, cost_usd = cost_usd + excluded.cost_usd",
+            [(agent_id, day, *counts) for day, counts in days.items()])
 
     # ---- reads -----------------------------------------------------------------------------
 

@@ -1,0 +1,155 @@
+"""Ingest throughput: events per second through `POST /ingest` on the local server (SQLite),
+batches of 50 from 4 concurrent sender processes, measured with 10k and with 1M events already
+stored, to show that the cost per event does not grow with history.
+
+    python benchmarks/perf/ingest.py [--stored 10000 1000000] [--batches-per-sender 200]
+
+Not a test: the numbers depend on the machine. Goal: >= 20,000 events/s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from bench_core.config import Limits
+from bench_core.ingest import clean_event
+from bench_core.keys import new_key
+from bench_core.models import AgentMeta, WireEvent
+from bench_core.store.sqlite import SqliteStore
+
+SLUG = "bench-agent"
+BATCH = 50
+
+
+def task_batch(prefix: str, n_tasks: int) -> list[dict]:
+    """`n_tasks` tasks of start, log, end: the shape the SDK sends."""
+    events = []
+    for i in range(n_tasks):
+        tid = f"{prefix}-{i}"
+        ts = "2026-12-02T16:00:00.000Z"
+        events += [
+            {"id": f"{tid}-s", "kind": "task.start", "ts": ts, "task_id": tid, "name": "search",
+             "input": {"query": "what is bench", "k": 5}},
+            {"id": f"{tid}-l", "kind": "task.log", "ts": ts, "task_id": tid, "name": "search",
+             "data": {"label": "found", "value": 3}},
+            {"id": f"{tid}-e", "kind": "task.end", "ts": ts, "task_id": tid, "name": "search",
+             "status": "success", "output": [1, 2, 3], "duration_ms": 120 + i % 300,
+             "cost_usd": 0.001},
+        ]
+    return events
+
+
+def prefill(path: Path, login: str, target: int) -> None:
+    store = SqliteStore(path)
+    limits = Limits()
+    stored = 0
+    while stored < target:
+        events = task_batch(uuid.uuid4().hex[:8], 334)[: min(1002, target - stored)]
+        store.ingest(login, AgentMeta(slug=SLUG),
+                     [clean_event(WireEvent.model_validate(e), limits) for e in events])
+        stored += len(events)
+    store.close()
+
+
+def sender(url: str, key: str, batches: int, queue: mp.Queue) -> None:
+    """One sender process on a keep-alive connection; the stdlib client, because a heavier one
+    would eat the CPU the server is being measured on."""
+    bodies = []
+    for _ in range(batches):
+        events = task_batch(uuid.uuid4().hex[:10], 17)[:BATCH]
+        bodies.append(json.dumps({"agent_slug": SLUG, "events": events}).encode())
+    headers = {"X-Bench-Key": key, "Content-Type": "application/json"}
+    conn = http.client.HTTPConnection(url.removeprefix("http://"), timeout=60)
+    queue.put("ready")
+    start = time.perf_counter()
+    for body in bodies:
+        conn.request("POST", "/ingest", body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        if response.status != 200:
+            raise RuntimeError(f"ingest answered {response.status}")
+    queue.put(time.perf_counter() - start)
+
+
+def measure(url: str, key: str, senders: int, batches: int) -> float:
+    queue: mp.Queue = mp.Queue()
+    procs = [mp.Process(target=sender, args=(url, key, batches, queue)) for _ in range(senders)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        assert queue.get(timeout=120) == "ready"
+    t0 = time.perf_counter()
+    for _ in procs:
+        queue.get(timeout=600)
+    elapsed = time.perf_counter() - t0
+    for p in procs:
+        p.join()
+    return senders * batches * BATCH / elapsed
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_at(stored: int, data_dir: Path, senders: int, batches: int) -> float:
+    raw, record = new_key("perf")
+    store = SqliteStore(data_dir / "bench.db")
+    store.create_key(record)
+    store.close()
+    prefill(data_dir / "bench.db", "perf", stored)
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
+         "--data-dir", str(data_dir)],
+        env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING"}, stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                httpx.get(url + "/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        measure(url, raw, senders, 10)  # warm up
+        return measure(url, raw, senders, batches)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stored", type=int, nargs="+", default=[10_000, 1_000_000])
+    parser.add_argument("--senders", type=int, default=4)
+    parser.add_argument("--batches-per-sender", type=int, default=200)
+    args = parser.parse_args()
+    results = {}
+    for stored in args.stored:
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            rate = run_at(stored, Path(tmp), args.senders, args.batches_per_sender)
+            results[stored] = rate
+            print(f"{stored:>9,} events stored: {rate:>9,.0f} events/s "
+                  f"({1e6 / rate:.1f} µs/event; run took {time.perf_counter() - t0:.0f} s)",
+                  flush=True)
+    if len(results) > 1:
+        lo, hi = min(results), max(results)
+        print(f"cost per event at {hi:,} vs {lo:,} stored: {results[lo] / results[hi]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
