@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint demo bench clean
+.PHONY: run test lint demo bench clean chromium
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,14 +15,29 @@ $(STAMP): pyproject.toml sdk/pyproject.toml
 run: $(STAMP)
 	$(BIN)/bench-server serve
 
-test: $(STAMP)
+# Browser tests use Debian's Chromium; install it when we can (root), else they are skipped.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "note: chromium not installed; browser tests will be skipped"; }
+
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# With `make run` going in another terminal: two example agents fill a profile in seconds.
+demo: $(STAMP)
+	@KEY=$$($(BIN)/bench-server keys create --login demo --name demo) && \
+	  export BENCH_KEY=$$KEY BENCH_ENDPOINT=$${BENCH_ENDPOINT:-http://127.0.0.1:8000} && \
+	  $(BIN)/python examples/research_agent.py --runs 20 && \
+	  $(BIN)/python examples/tool_agent.py --runs 20 && \
+	  echo "open $$BENCH_ENDPOINT/u/demo/research-agent and $$BENCH_ENDPOINT/u/demo/tool-agent"
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/perf/ingest.py
+	$(BIN)/python benchmarks/perf/sdk_overhead.py
 
 clean:
 	rm -rf $(VENV) .bench

@@ -57,6 +57,7 @@ def observe(
     capture_input: bool = True,
     capture_output: bool = True,
     redact: Optional[Redactor] = None,
+    sender_config: Optional[SenderConfig] = None,
 ) -> BenchAgent:
     """Start observing an agent; returns the :class:`BenchAgent` to record tasks with.
 
@@ -74,6 +75,7 @@ def observe(
         capture_input / capture_output: False sends no task inputs / no outputs or error text.
         redact: ``redact(value) -> value`` applied to every user value that leaves the process
             (inputs, outputs, error text, log values, event data, metadata, cost details).
+        sender_config: delivery tuning (timeouts, backoff, request size, transport).
 
     Without a key or slug, or with ``BENCH_DISABLED=1``, every method is a no-op.
     """
@@ -93,4 +95,5 @@ def observe(
         capture_input=capture_input,
         capture_output=capture_output,
         redact=redact,
+        sender_config=sender_config,
     )

@@ -144,7 +144,8 @@ class BenchTask:
 
         Unlike 0.1.3, an invalid amount is logged and ignored instead of raising into the agent.
         """
-        if usd.__class__ is not float and (isinstance(usd, bool) or not isinstance(usd, int)) or not 0 <= usd < math.inf:
+        valid_type = usd.__class__ is float or (isinstance(usd, int) and not isinstance(usd, bool))
+        if not valid_type or not 0 <= usd < math.inf:
             _warn_once("cost", f"bench: ignoring cost {usd!r}: must be a finite non-negative USD amount")
             return
         cost_details = dict(details) if isinstance(details, dict) else {"source": "manual"}
@@ -274,9 +275,9 @@ class BenchAgent:
         architecture: Optional[str] = None,
         tools: Optional[list[str]] = None,
         endpoint: Optional[str] = None,
-        flush_interval_ms: int = 2000,
-        max_batch_size: int = 50,
-        max_queue_size: int = 10_000,
+        flush_interval_ms: Optional[int] = None,
+        max_batch_size: Optional[int] = None,
+        max_queue_size: Optional[int] = None,
         sample_rate: float = 1.0,
         capture_input: bool = True,
         capture_output: bool = True,
@@ -297,12 +298,13 @@ class BenchAgent:
             missing = "api_key (or BENCH_KEY)" if not key else "agent (or BENCH_AGENT)"
             _warn_once("config", f"bench: no {missing} given; events are not recorded")
             return
-        config = dataclasses.replace(
-            sender_config or SenderConfig(),
-            flush_interval=flush_interval_ms / 1000.0,
-            max_batch_size=max_batch_size,
-            max_queue_size=max_queue_size,
-        )
+        config = sender_config or SenderConfig()
+        if flush_interval_ms is not None:
+            config = dataclasses.replace(config, flush_interval=flush_interval_ms / 1000.0)
+        if max_batch_size is not None:
+            config = dataclasses.replace(config, max_batch_size=max_batch_size)
+        if max_queue_size is not None:
+            config = dataclasses.replace(config, max_queue_size=max_queue_size)
         meta = {
             "agent_slug": slug, "display_name": display_name, "model": model, "framework": framework,
             "architecture": architecture, "tools": tools, "sdk": {"name": SDK_NAME, "version": __version__},
@@ -455,7 +457,7 @@ class BenchAgent:
             if task._token is not None:
                 try:
                     current.reset(task._token)
-                except ValueError:  # ended in a different context than it began
+                except (ValueError, RuntimeError):  # ended in another context than it began
                     current.set(task._parent)
             with _rollup_lock:
                 task._ended = True

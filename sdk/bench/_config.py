@@ -26,10 +26,6 @@ def base_url(endpoint: Optional[str] = None) -> str:
     return url[: -len("/ingest")] if url.endswith("/ingest") else url
 
 
-def ingest_url(endpoint: Optional[str] = None) -> str:
-    return base_url(endpoint) + "/ingest"
-
-
 def disabled() -> bool:
     """``BENCH_DISABLED=1`` (or true/yes/on) turns the SDK into no-ops."""
     return os.environ.get("BENCH_DISABLED", "").strip().lower() in {"1", "true", "yes", "on"}

@@ -15,6 +15,7 @@ import gzip
 import json
 import logging
 import os
+import queue
 import random
 import threading
 import time
@@ -25,12 +26,12 @@ from typing import Any, Callable, Optional
 
 from bench._privacy import Scrubber
 from bench._serialize import encode_event, format_ts
-from bench._transport import Response, Transport, default_transport
+from bench._transport import Response, Transport, UrllibTransport
 from bench._version import SDK_NAME, __version__
 
 logger = logging.getLogger("bench")
 
-EXIT_FLUSH_TIMEOUT = 5.0
+EXIT_FLUSH_TIMEOUT = 2.0
 """How long interpreter exit waits for queued events; a dead server must not hang the exit."""
 
 
@@ -45,8 +46,11 @@ class SenderConfig:
     flush_interval: float = 2.0
     """Seconds between sends when fewer than ``max_batch_size`` events wait."""
     max_request_events: int = 1_000
-    max_request_bytes: int = 1_000_000
-    """Uncompressed body size above which a batch is split into several requests."""
+    max_request_bytes: int = 5_000_000
+    """Uncompressed body size above which a batch is split into several requests (the server
+    takes up to 1,000 events and 5 MiB; one that answers 413 gets the batch again in halves)."""
+    max_in_flight: int = 4
+    """Requests sent at once, so a backlog drains even from a server slow to answer."""
     gzip_min_bytes: int = 8_192
     request_timeout: float = 10.0
     backoff_base: float = 0.5
@@ -55,8 +59,8 @@ class SenderConfig:
     max_server_error_attempts: int = 10
     """A batch the server keeps failing with 5xx is given up after this many attempts, so one
     poisoned batch cannot block delivery forever. Network errors and 429 retry without limit."""
-    transport_factory: Callable[[], Transport] = default_transport
-    """Called once on the sender thread; httpx when installed, else the standard library."""
+    transport_factory: Callable[[], Transport] = UrllibTransport
+    """Called once, on the sender thread (see ``bench._transport``)."""
 
 
 class _Marker:
@@ -109,6 +113,9 @@ class Sender:
         self._thread: Optional[threading.Thread] = None
         self._transport: Optional[Transport] = None
         self._closed = False
+        self._outbox: queue.Queue[Optional[list[bytes]]] = queue.Queue(maxsize=1)
+        self._settled = threading.Condition()
+        self._unsettled = 0
 
     # ── caller side: must stay cheap and must never raise ─────────────────────────────────
 
@@ -166,6 +173,18 @@ class Sender:
     # ── sender thread ─────────────────────────────────────────────────────────────────────
 
     def _run(self) -> None:
+        """The batcher: pops and encodes batches, hands them to the posters."""
+        try:
+            self._transport = self._cfg.transport_factory()
+        except Exception as exc:  # noqa: BLE001 - e.g. the httpx extra is not installed
+            self._warn_once(("transport",), f"bench: transport unavailable ({exc!r}); using the standard library")
+            self._transport = UrllibTransport()
+        posters = [
+            threading.Thread(target=self._post_loop, name=f"bench-post-{i}", daemon=True)
+            for i in range(self._cfg.max_in_flight)
+        ]
+        for poster in posters:
+            poster.start()
         while not self._abort.is_set():
             self._wake.wait(self._cfg.flush_interval)
             self._wake.clear()
@@ -173,30 +192,72 @@ class Sender:
                 self._drain()
             except Exception as exc:  # noqa: BLE001 - the thread must outlive any bug
                 self._warn_once(("internal", type(exc).__name__), f"bench: sender error: {exc!r}")
+        for _ in posters:
+            self._outbox.put(None)  # posters lose what is left (abort is set), then stop
+        for poster in posters:
+            poster.join()
         self._lose_queue()
-        if self._transport is not None:
-            self._transport.close()
+        self._transport.close()
 
     def _drain(self) -> None:
-        queue = self._queue
-        while queue and not self._abort.is_set():
+        queue_ = self._queue
+        while queue_ and not self._abort.is_set():
             events: list[bytes] = []
             markers: list[_Marker] = []
-            while queue and len(events) < self._cfg.max_request_events:
-                item = queue.popleft()
+            while queue_ and len(events) < self._cfg.max_request_events:
+                item = queue_.popleft()
                 if isinstance(item, _Marker):
                     markers.append(item)
                 else:
                     events.append(self._encode(item))
             if events:
+                self._hand_over(events)
+            if markers:
+                self._wait_settled()
+                for marker in markers:
+                    marker.done.set()
+
+    def _hand_over(self, events: list[bytes]) -> None:
+        """Give a batch to a free poster; waits (the queue absorbs events) while all are busy."""
+        with self._settled:
+            self._unsettled += 1
+        while not self._abort.is_set():
+            try:
+                self._outbox.put(events, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        self._settle(events, lost=True)
+
+    def _post_loop(self) -> None:
+        """A poster: up to ``max_in_flight`` requests run at once, so server latency is hidden."""
+        while True:
+            events = self._outbox.get()
+            if events is None:
+                return
+            try:
                 self._deliver(events)
-            for marker in markers:
-                marker.done.set()
+            except Exception as exc:  # noqa: BLE001
+                self._warn_once(("internal", type(exc).__name__), f"bench: sender error: {exc!r}")
+            self._settle(events)
+
+    def _settle(self, events: list[bytes], lost: bool = False) -> None:
+        if lost:
+            self._lose(events, "bench: stopped before delivery")
+        with self._settled:
+            self._unsettled -= 1
+            self._settled.notify_all()
+
+    def _wait_settled(self) -> None:
+        """Until every handed-over batch is delivered or given up (a flush marker needs it)."""
+        with self._settled:
+            while self._unsettled and not self._abort.is_set():
+                self._settled.wait(0.1)
 
     def _encode(self, event: dict[str, Any]) -> bytes:
         ts = event.get("ts")
-        if isinstance(ts, float):
-            event = {**event, "ts": format_ts(ts)}
+        if ts.__class__ is float:  # recorded as epoch seconds: formatting is the sender's job
+            event["ts"] = format_ts(ts)
         if self._scrubber is not None:
             event = self._scrubber.scrub(event)
         return encode_event(event)
@@ -231,14 +292,13 @@ class Sender:
         body = self._body(events, dropped)
         headers = self._headers
         if len(body) > self._cfg.gzip_min_bytes:
-            body = gzip.compress(body, compresslevel=5)
+            body = gzip.compress(body, compresslevel=1)
             headers = {**headers, "Content-Encoding": "gzip"}
         attempt = server_errors = 0
         while not self._abort.is_set():
             delay: Optional[float] = None
             try:
-                if self._transport is None:
-                    self._transport = self._cfg.transport_factory()
+                assert self._transport is not None
                 reply = self._transport.post(self._url, body, headers, self._cfg.request_timeout)
             except Exception as exc:  # noqa: BLE001 - any network failure is retryable
                 reason: tuple[Any, ...] = ("network", type(exc).__name__)

@@ -1,8 +1,13 @@
-"""One HTTP POST, two ways: the standard library by default, httpx when it is installed.
+"""One HTTP POST, two ways: the standard library by default, httpx on request.
 
-httpx (the ``bench-observe[httpx]`` extra) keeps connections alive and speaks HTTP/2 through
-proxies; the standard library needs nothing. Both report an HTTP status as a response and any
-network failure as an exception, which the sender treats as retryable.
+The standard library needs nothing and imports fast, which matters because the first import
+happens on the sender thread while a busy agent is producing events. httpx (the
+``bench-observe[httpx]`` extra) keeps connections alive, for a distant HTTPS server::
+
+    bench.observe(..., sender_config=bench.SenderConfig(transport_factory=HttpxTransport))
+
+Both report an HTTP status as a response and any network failure as an exception, which the
+sender treats as retryable.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ class UrllibTransport:
 
 
 class HttpxTransport:
-    """Pooled keep-alive transport, used when httpx is importable."""
+    """Pooled keep-alive transport (needs the ``httpx`` extra)."""
 
     def __init__(self) -> None:
         import httpx
@@ -58,10 +63,3 @@ class HttpxTransport:
     def close(self) -> None:
         self._client.close()
 
-
-def default_transport() -> Transport:
-    """httpx if installed, else the standard library; called on the sender thread, not at import."""
-    try:
-        return HttpxTransport()
-    except ImportError:
-        return UrllibTransport()

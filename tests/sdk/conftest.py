@@ -22,9 +22,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-import pytest
-
 import bench
+import pytest
 from bench._sender import SenderConfig
 from bench._transport import HttpxTransport, Response, UrllibTransport
 
@@ -54,6 +53,8 @@ class FaultServer:
     max_events: Optional[int] = None
     requests: list[Received] = field(default_factory=list)
     attempts: int = 0
+    attempt_times: list[float] = field(default_factory=list)
+    held: int = 0
     responses_sent: int = 0
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
     id_counts: Counter[str] = field(default_factory=Counter)
@@ -118,6 +119,7 @@ class FaultServer:
         raw = handler.rfile.read(int(handler.headers.get("Content-Length", 0)))
         with self._lock:
             self.attempts += 1
+            self.attempt_times.append(time.monotonic())
         if handler.path.startswith("/api/cli/device"):
             return self._device(handler, json.loads(raw or b"{}"))
         mode = self.mode
@@ -133,6 +135,8 @@ class FaultServer:
         if mode == "400":
             return self._reply(handler, 400, {"error": "invalid batch", "detail": ["events.0.kind"]})
         if mode == "slow":
+            with self._lock:
+                self.held += 1
             time.sleep(self.slow_seconds)
         text = gzip.decompress(raw) if handler.headers.get("Content-Encoding") == "gzip" else raw
         body = json.loads(text)
@@ -245,12 +249,15 @@ def make_agent(memory: MemoryTransport) -> Iterator[Callable[..., bench.BenchAge
     made: list[bench.BenchAgent] = []
 
     def make(
-        endpoint: str = "http://127.0.0.1:9",
+        endpoint: Optional[str] = None,
         transport: Optional[Callable[[], Any]] = None,
         config: SenderConfig = FAST,
         **kwargs: Any,
     ) -> bench.BenchAgent:
-        config = dataclasses.replace(config, transport_factory=transport or memory)
+        """Without ``endpoint`` events go to ``memory``; with one, over HTTP."""
+        if endpoint is None:
+            endpoint, transport = "http://127.0.0.1:9", memory
+        config = dataclasses.replace(config, transport_factory=transport or UrllibTransport)
         kwargs.setdefault("api_key", "bk_test")
         kwargs.setdefault("agent", "test-agent")
         agent = bench.BenchAgent(endpoint=endpoint, sender_config=config, **kwargs)

@@ -1,0 +1,160 @@
+"""The ``bench`` command: ``init``, ``doctor``, ``test``, ``login``.
+
+Standard library only. Each command is registered by one ``_add_*`` function on the shared
+subparser group, so a new command (or a group such as ``bench benchmark run``) is one more
+function. Every failure is one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
+
+from bench import _config
+from bench._login import LoginError, device_login
+from bench._project import INSTALL, ProjectError, detect_project, diagnose, init_project, snippet
+from bench._verify import VerifyError, send_verification_task
+from bench._version import __version__
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+class CliError(Exception):
+    """A failure to report as one line (``bench: <message>``) with exit status 1."""
+
+
+def _endpoint_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--endpoint", help="Bench server URL (default: BENCH_ENDPOINT, else http://127.0.0.1:8000)")
+
+
+# ── init ─────────────────────────────────────────────────────────────────────────────────────
+
+def _add_init(commands: Subparsers) -> None:
+    parser = commands.add_parser("init", help="detect the stack, write bench.agent.json and .env.example")
+    parser.add_argument("--agent", metavar="SLUG", help="agent slug (default: the project name)")
+    parser.add_argument("--name", help="display name (default: from the slug)")
+    parser.add_argument("--install", action="store_true", help="also pip install the SDK")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing bench.agent.json")
+    parser.set_defaults(run=_init)
+
+
+def _init(args: argparse.Namespace) -> int:
+    result = init_project(Path.cwd(), args.agent, args.name, args.force)
+    stack = ", ".join(result.project.stacks) or "no LLM library detected"
+    print(f"Bench is set up for {result.display_name} ({result.slug}). Stack: {stack}.")
+    print(f"{'Wrote' if result.manifest_written else 'Kept'} {result.manifest_path}")
+    print(f"Added a blank BENCH_KEY= to {result.env_path} (the key itself is never written).\n")
+    if args.install:
+        if subprocess.run([sys.executable, "-m", *shlex.split(INSTALL)]).returncode != 0:
+            raise CliError(f"install failed; run it yourself: {INSTALL}")
+        print("Installed bench-observe.\n")
+    else:
+        print(f"1. Install:     {INSTALL}")
+    print("2. Key:         export BENCH_KEY=... (from your dashboard, or run `bench login`)")
+    print("3. Instrument:\n")
+    print("\n".join(f"     {line}" for line in snippet(result.slug).splitlines()))
+    print("\n4. Verify:      bench test")
+    return 0
+
+
+# ── doctor ───────────────────────────────────────────────────────────────────────────────────
+
+def _add_doctor(commands: Subparsers) -> None:
+    parser = commands.add_parser("doctor", help="report what is missing before events can flow")
+    _endpoint_option(parser)
+    parser.set_defaults(run=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    issues = diagnose(Path.cwd(), args.endpoint)
+    for issue in issues:
+        print(f"✗ {issue}", file=sys.stderr)
+    if issues:
+        return 1
+    print(f"✓ Ready: agent {_config.agent_slug(None)} -> {_config.base_url(args.endpoint)}")
+    return 0
+
+
+# ── test ─────────────────────────────────────────────────────────────────────────────────────
+
+def _add_test(commands: Subparsers) -> None:
+    parser = commands.add_parser("test", help="send one verification task and print the profile URL")
+    parser.add_argument("--agent", metavar="SLUG", help="agent slug (default: BENCH_AGENT, then bench.agent.json)")
+    _endpoint_option(parser)
+    parser.set_defaults(run=_test)
+
+
+def _test(args: argparse.Namespace) -> int:
+    server = _config.base_url(args.endpoint)
+    slug = _config.agent_slug(args.agent)
+    if not slug:
+        raise CliError("no agent slug: run `bench init`, set BENCH_AGENT or pass --agent")
+    key = _config.api_key(None, server)
+    if not key:
+        raise CliError(f"no key: set BENCH_KEY or run `bench login --endpoint {server}`")
+    project = detect_project(Path.cwd())
+    answer = send_verification_task(server, key, slug, None, project.framework)
+    print(f"✓ Bench accepted the test task for {answer.get('agent') or slug}")
+    if answer.get("url"):
+        print(f"  Profile: {answer['url']}")
+    return 0
+
+
+# ── login ────────────────────────────────────────────────────────────────────────────────────
+
+def _add_login(commands: Subparsers) -> None:
+    parser = commands.add_parser("login", help="sign in (device flow); the key is stored outside the repo")
+    _endpoint_option(parser)
+    parser.set_defaults(run=_login)
+
+
+def _login(args: argparse.Namespace) -> int:
+    server = _config.base_url(args.endpoint)
+
+    def show(url: str, code: str) -> None:
+        print(f"Open {url} and approve the code {code}. Waiting…", flush=True)
+
+    result = device_login(server, show)
+    print(f"✓ Signed in{f' as {result.login}' if result.login else ''}. Key saved to {result.path}")
+    return 0
+
+
+# ── entry point ──────────────────────────────────────────────────────────────────────────────
+
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_init, _add_doctor, _add_test, _add_login)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench", description="Bench: observability for AI agents.")
+    parser.add_argument("--version", action="version", version=f"bench-observe {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args))
+    except (CliError, ProjectError, VerifyError, LoginError) as error:
+        print(f"bench: {error}", file=sys.stderr)
+    except OSError as error:
+        print(f"bench: {error.strerror or error}: {error.filename or ''}".rstrip(": "), file=sys.stderr)
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
