@@ -169,6 +169,15 @@ class BenchTask:
         """Set what the task produced; wins over a task function's return value."""
         self._output = value
 
+    def _record(self, data: dict[str, Any]) -> None:
+        """Queue a ``task.log`` whose data is ``data`` as given, not a label and a value: the
+        evidence records of ``bench.adapters``."""
+        if self._sampled:
+            self._agent._enqueue({
+                "id": _uid(), "kind": "task.log", "ts": _time(), "task_id": self._task_id,
+                "parent_task_id": self._parent_id, "name": self._name, "data": data,
+            })
+
     async def subtask(self, name: str, input: Any, fn: TaskFn[T]) -> T:
         """Run ``fn`` as a child of this task (explicit parent, as in 0.1.3)."""
         return await self._agent._run(name, input, fn, self)
@@ -444,6 +453,16 @@ class BenchAgent:
         except Exception as exc:  # noqa: BLE001 - the agent's work runs even if recording cannot
             _warn_once("begin", f"bench: could not start task: {exc!r}")
             return BenchTask(self, name, "", None, False)
+
+    def _begin_detached(self, name: str, input: Any, parent: Any = _FROM_CONTEXT) -> BenchTask:
+        """Begin a task without entering it: the current task stays current. For adapters
+        whose task ends elsewhere (a stream read later, a LangChain callback) and has no
+        children through the context; end it with ``_end``."""
+        task = self._begin(name, input, parent)
+        if task._token is not None:
+            current.reset(task._token)
+            task._token = None
+        return task
 
     def _exit(self, opener: Span, exc: Optional[BaseException]) -> None:
         task = current.get()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
+import pytest
 from bench_core import stats
 from bench_core.keys import new_key
 from bench_core.models import AgentMeta, AgentRef, iso, utcnow
 from bench_core.store import Store
 
-from tests.factories import clean, ev, task_events
+from tests.factories import clean, ev, task_events, ts
 
 REF = AgentRef("alice", "agent-1")
 META = AgentMeta(slug="agent-1")
@@ -239,3 +241,161 @@ def test_oversized_values_are_stored_truncated_with_a_marker(store: Store) -> No
     stored = store.get_task(REF, "t1").input
     assert stored["_bench_truncated"] is True and stored["original_bytes"] > 100_000
     assert len(stored["preview"]) <= 1024
+
+
+# ---- semantics under load and at the edges ---------------------------------------------------
+
+
+def _in_parallel(*sends) -> list:
+    """Run every send at the same moment, each on its own thread; their outcomes in order."""
+    barrier = threading.Barrier(len(sends))
+    results: list = [None] * len(sends)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        results[i] = sends[i]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(sends))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_concurrent_batches_for_one_task_fold_into_one_run(store: Store) -> None:
+    """Different parts of one task sent at once: every write folds on the latest task state."""
+    start = ev("task.start", "t1", name="search", input={"q": 1})
+    logs = [ev("task.log", "t1", data={"label": "cost", "cost_usd": 0.01}) for _ in range(6)]
+    end = ev("task.end", "t1", status="success", output="ok", duration_ms=100, cost_usd=0.06)
+    results = _in_parallel(*(lambda part=part: ingest(store, [part])
+                             for part in (start, *logs, end)))
+    assert sum(r.accepted for r in results) == 8
+    assert [f for r in results for f in r.finished] == [("t1", True)]
+    task = store.get_task(REF, "t1")
+    assert (task.status, task.input, task.output, task.cost_usd) == ("success", {"q": 1}, "ok",
+                                                                     0.06)
+    assert abs(task.cost_logged_usd - 0.06) < 1e-9
+    assert len(store.task_events(REF, "t1")) == 8
+    s = store.get_agent(REF).stats
+    assert (s.runs, sum(s.latency_hist)) == (1, 1)
+
+
+def test_concurrent_batches_of_different_tasks_all_count(store: Store) -> None:
+    batches = [[e for j in range(5) for e in task_events(f"t{i}-{j}", cost=0.01,
+                                                         duration_ms=10 * (i + 1))]
+               for i in range(8)]
+    _in_parallel(*(lambda b=b: ingest(store, b) for b in batches))
+    s = store.get_agent(REF).stats
+    assert (s.runs, s.successes, sum(s.latency_hist)) == (40, 40, 40)
+    assert abs(s.cost_usd_total - 0.4) < 1e-9
+    assert store.daily(REF, "2026-01-01")[0]["runs"] == 40
+    tasks, cursor = store.list_tasks(REF, limit=100)
+    assert len(tasks) == 40 and cursor is None
+
+
+def test_a_task_with_hundreds_of_events_in_one_batch(store: Store) -> None:
+    events = [ev("task.start", "t1", name="long")]
+    events += [ev("task.log", "t1", data={"label": "cost", "cost_usd": 0.001}) for _ in range(250)]
+    events.append(ev("task.end", "t1", status="success", duration_ms=5))
+    assert ingest(store, events).accepted == 252
+    assert [e["id"] for e in store.task_events(REF, "t1")] == [e["id"] for e in events]
+    assert abs(store.get_task(REF, "t1").cost_usd - 0.25) < 1e-9
+    s = store.get_agent(REF).stats
+    assert s.runs == 1 and abs(s.cost_usd_total - 0.25) < 1e-9
+    assert ingest(store, events).duplicates == 252
+
+
+def test_a_batch_of_many_large_events_is_stored_whole(store: Store) -> None:
+    events = [ev("custom", data={"i": i, "blob": "x" * 30_000}) for i in range(120)]
+    assert ingest(store, events).accepted == 120
+    assert [e["data"]["i"] for e in store.recent_events(REF, 200)] == list(range(119, -1, -1))
+
+
+def test_an_event_id_repeated_within_a_batch_counts_once(store: Store) -> None:
+    event = ev("custom", data={"n": 1})
+    out = ingest(store, [event, {**event, "data": {"n": 2}}])
+    assert (out.accepted, out.duplicates) == (1, 1)
+    assert [e["data"] for e in store.recent_events(REF, 10)] == [{"n": 1}]
+
+
+def test_events_of_one_millisecond_keep_their_arrival_order(store: Store) -> None:
+    when = ts()
+    ingest(store, [ev("custom", ts=when, data={"i": i}) for i in range(30)])
+    assert [e["data"]["i"] for e in store.recent_events(REF, 10)] == list(range(29, 19, -1))
+    ingest(store, [ev("task.start", "t1", ts=when), ev("task.log", "t1", ts=when, data={}),
+                   ev("task.end", "t1", ts=when, status="success")])
+    kinds = [e["kind"] for e in store.task_events(REF, "t1")]
+    assert kinds == ["task.start", "task.log", "task.end"]
+
+
+def test_tasks_started_in_the_same_millisecond_page_without_gaps(store: Store) -> None:
+    when = ts()
+    ingest(store, [e for i in range(5) for e in (ev("task.start", f"t{i}", ts=when),
+                                                 ev("task.end", f"t{i}", status="success"))])
+    seen, cursor = [], None
+    while True:
+        page, cursor = store.list_tasks(REF, limit=2, cursor=cursor)
+        seen += [t.task_id for t in page]
+        if cursor is None:
+            break
+    assert seen == ["t4", "t3", "t2", "t1", "t0"]
+
+
+def test_subtasks_list_under_their_parent_and_filter_by_status(store: Store) -> None:
+    ingest(store, [ev("task.start", "p1"),
+                   *task_events("c1", parent="p1"), *task_events("c2", parent="p1",
+                                                                 status="failed"),
+                   ev("task.end", "p1", status="success")])
+    roots, _ = store.list_tasks(REF)
+    children, _ = store.list_tasks(REF, parent="p1")
+    failed, _ = store.list_tasks(REF, parent="p1", status="failed")
+    assert [t.task_id for t in roots] == ["p1"]
+    assert [t.task_id for t in children] == ["c2", "c1"]
+    assert [t.task_id for t in failed] == ["c2"]
+    assert store.subtask_ids(REF, ["p1", "c1"]) == {"p1": ["c1", "c2"], "c1": []}
+
+
+def test_a_parent_known_only_from_its_subtasks_is_not_a_task_yet(store: Store) -> None:
+    ingest(store, task_events("c1", parent="p1", cost=0.002))
+    assert store.get_task(REF, "p1") is None
+    assert store.list_tasks(REF) == ([], None)
+    assert store.subtask_ids(REF, ["p1"]) == {"p1": ["c1"]}
+
+
+def test_the_event_window_only_widens(store: Store) -> None:
+    ingest(store, [ev("custom", ts=ts(5_000)), ev("custom", ts=ts(6_000))])
+    ingest(store, [ev("custom", ts=ts(1_000))])
+    ingest(store, [ev("custom", ts=ts(9_000))])
+    ingest(store, [ev("custom", ts=ts(7_000))])
+    s = store.get_agent(REF).stats
+    assert (s.first_event_at, s.last_event_at) == (ts(1_000), ts(9_000))
+
+
+def test_daily_counters_start_at_the_given_day(store: Store) -> None:
+    day = 24 * 3600 * 1000
+    ingest(store, [ev("task.end", "t1", ts=ts(0), status="success", cost_usd=0.5),
+                   ev("task.end", "t2", ts=ts(day), status="failed")])
+    assert [d["day"] for d in store.daily(REF, "2026-12-01")] == ["2026-12-02", "2026-12-03"]
+    assert store.daily(REF, "2026-12-03") == [{"day": "2026-12-03", "runs": 1, "successes": 0,
+                                               "failures": 1, "cost_usd": 0.0}]
+
+
+def test_only_the_owners_settings_can_be_changed(store: Store) -> None:
+    ingest(store, [ev("custom")], AgentMeta(slug="agent-1", display_name="One", model="m1"))
+    with pytest.raises(ValueError):
+        store.update_agent(REF, {"model": "m2"})
+    agent = store.update_agent(REF, {"display_name": "Uno", "hide_outputs": True})
+    assert (agent.display_name, agent.model, agent.hide_outputs) == ("Uno", "m1", True)
+    assert store.update_agent(REF, {}).display_name == "Uno"
+
+
+def test_keys_are_listed_by_exact_login_oldest_first(store: Store) -> None:
+    records = [replace(new_key(login)[1], created_at=ts(offset))
+               for login, offset in (("alice", 300), ("alice", 100), ("alicia", 200))]
+    for record in records:
+        store.create_key(record)
+    assert [k.key_hash for k in store.list_keys("alice")] == [records[1].key_hash,
+                                                              records[0].key_hash]
+    assert store.list_keys("ali") == []
+    assert [k.login for k in store.list_keys()] == ["alice", "alicia", "alice"]

@@ -12,6 +12,82 @@ def _int(name: str, default: int) -> int:
     return int(raw) if raw not in (None, "") else default
 
 
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw not in (None, "") else default
+
+
+BEDROCK_JUDGE_MODEL = "us.meta.llama3-3-70b-instruct-v1:0"
+"""Llama 3.3 70B through its US cross-region inference profile: the bare model id is refused
+for on-demand use in the US regions."""
+BEDROCK_PRICE_PER_MTOK_USD = 0.72
+"""Llama 3.3 70B on Bedrock, input and output alike, per million tokens (us-east-1 list price)."""
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The judge/describer and the embedder (SPEC section 5). `provider` is `heuristic` (offline,
+    no model), `openai_compat` (any `/v1/chat/completions` at `url`) or `bedrock` (Converse)."""
+
+    provider: str = "heuristic"
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    bedrock_model: str = BEDROCK_JUDGE_MODEL
+    timeout_s: float = 60.0
+    price_per_mtok_usd: float = 0.0
+    """Estimated cost per million tokens, recorded with each judgement (0 for local models)."""
+    embedder: str = "tfidf"
+    embed_model: str = "amazon.titan-embed-text-v2:0"
+    embed_dimensions: int = 512
+
+    @classmethod
+    def from_env(cls, store: str) -> LLMSettings:
+        on_aws = store == "dynamodb"
+        url = os.environ.get("BENCH_LLM_URL") or None
+        provider = os.environ.get("BENCH_LLM") or (
+            "bedrock" if on_aws else "openai_compat" if url else "heuristic")
+        price = BEDROCK_PRICE_PER_MTOK_USD if provider == "bedrock" else 0.0
+        return cls(
+            provider=provider, url=url, model=os.environ.get("BENCH_LLM_MODEL") or None,
+            api_key=os.environ.get("BENCH_LLM_API_KEY") or None,
+            bedrock_model=os.environ.get("BENCH_BEDROCK_MODEL") or BEDROCK_JUDGE_MODEL,
+            timeout_s=_float("BENCH_LLM_TIMEOUT_S", 60.0),
+            price_per_mtok_usd=_float("BENCH_LLM_PRICE_PER_MTOK_USD", price),
+            embedder=os.environ.get("BENCH_EMBEDDER") or ("bedrock" if on_aws else "tfidf"),
+            embed_model=os.environ.get("BENCH_EMBED_MODEL") or "amazon.titan-embed-text-v2:0",
+            embed_dimensions=_int("BENCH_EMBED_DIMENSIONS", 512))
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """How much judging a deployment does. The defaults keep a busy agent affordable: at about
+    600 tokens a task and $0.72 per million tokens, $0.50 a day judges some 1,100 tasks a day
+    (at most about $15 a month per agent); owners change both per agent."""
+
+    daily_budget_usd: float = 0.50
+    sample_rate: float = 1.0
+    max_attempts: int = 3
+    """Judge answers asked for per task before it is recorded as unscored."""
+    subtasks: bool = False
+    """Judge subtasks too (their scores stay on the subtask; the agent average is of runs)."""
+    workers: int = 2
+    """Local worker pool size (the single-machine server)."""
+    prompt: str | None = None
+    describe_prompt: str | None = None
+    """Pinned prompt versions (`judge-v1`); None uses the newest in benchmarks/eval-prompts.md."""
+
+    @classmethod
+    def from_env(cls) -> JudgeSettings:
+        return cls(daily_budget_usd=_float("BENCH_JUDGE_DAILY_BUDGET_USD", 0.50),
+                   sample_rate=_float("BENCH_JUDGE_SAMPLE_RATE", 1.0),
+                   max_attempts=_int("BENCH_JUDGE_MAX_ATTEMPTS", 3),
+                   subtasks=os.environ.get("BENCH_EVAL_SUBTASKS", "").lower() in ("1", "true"),
+                   workers=_int("BENCH_WORKERS", 2),
+                   prompt=os.environ.get("BENCH_JUDGE_PROMPT") or None,
+                   describe_prompt=os.environ.get("BENCH_DESCRIBE_PROMPT") or None)
+
+
 @dataclass(frozen=True)
 class Limits:
     """Ingest limits; generous for real agents, tight enough to keep one batch O(1) to process."""
@@ -22,6 +98,71 @@ class Limits:
     recent_events: int = 1000
 
 
+def _flag(name: str) -> bool | None:
+    """A yes/no variable; None when unset, so a default can depend on other settings."""
+    raw = os.environ.get(name, "").strip().lower()
+    return None if raw == "" else raw in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class AccountSettings:
+    """Sign-in, sessions, device login and the /try sandbox (bench_core.accounts).
+
+    Secrets come from the environment locally (`session_secret`, `github_client_secret`) and
+    from SSM on AWS, where the template passes parameter *names*, read through Powertools
+    Parameters. Without any session secret the local server keeps a random one in its data
+    directory. `local_signin` None means automatic: offered only without GitHub, on the
+    embedded store, to requests reaching a loopback address."""
+
+    session_secret: str | None = None
+    session_secret_parameter: str | None = None
+    github_client_id: str | None = None
+    github_client_secret: str | None = None
+    github_client_secret_parameter: str | None = None
+    github_url: str = "https://github.com"
+    github_api_url: str = "https://api.github.com"
+    """Where GitHub's OAuth and REST endpoints are (tests point them at a stand-in)."""
+    local_signin: bool | None = None
+    device_interval_s: int = 5
+    sandbox_per_hour: int = 5
+    """New /try sandboxes one client (IP address) may start per hour."""
+
+    @classmethod
+    def from_env(cls) -> AccountSettings:
+        return cls(
+            session_secret=os.environ.get("BENCH_SESSION_SECRET") or None,
+            session_secret_parameter=os.environ.get("BENCH_SESSION_SECRET_PARAMETER") or None,
+            github_client_id=os.environ.get("BENCH_GITHUB_CLIENT_ID") or None,
+            github_client_secret=os.environ.get("BENCH_GITHUB_CLIENT_SECRET") or None,
+            github_client_secret_parameter=(
+                os.environ.get("BENCH_GITHUB_CLIENT_SECRET_PARAMETER") or None),
+            github_url=os.environ.get("BENCH_GITHUB_URL") or "https://github.com",
+            github_api_url=os.environ.get("BENCH_GITHUB_API_URL") or "https://api.github.com",
+            local_signin=_flag("BENCH_LOCAL_SIGNIN"),
+            device_interval_s=_int("BENCH_DEVICE_INTERVAL_S", 5),
+            sandbox_per_hour=_int("BENCH_SANDBOX_PER_HOUR", 5))
+
+    @property
+    def github_enabled(self) -> bool:
+        return bool(self.github_client_id and (self.github_client_secret
+                                               or self.github_client_secret_parameter))
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """The live feed (bench_core.live). Unset: the in-process feed of the local server. On AWS
+    the template sets the WebSocket API's management endpoint (`https://…/{stage}`, for
+    `post_to_connection`) and its public `wss://` URL (for browsers)."""
+
+    endpoint: str | None = None
+    url: str | None = None
+
+    @classmethod
+    def from_env(cls) -> LiveSettings:
+        return cls(endpoint=os.environ.get("BENCH_LIVE_ENDPOINT") or None,
+                   url=os.environ.get("BENCH_LIVE_URL") or None)
+
+
 @dataclass(frozen=True)
 class Settings:
     store: str = "sqlite"
@@ -29,6 +170,13 @@ class Settings:
     table_name: str = "bench"
     public_url: str | None = None
     limits: Limits = field(default_factory=Limits)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    eval_state_machine_arn: str | None = None
+    cluster_state_machine_arn: str | None = None
+    """Set on AWS: workflows run as Step Functions executions; unset, in this process."""
+    accounts: AccountSettings = field(default_factory=AccountSettings)
+    live: LiveSettings = field(default_factory=LiveSettings)
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -42,7 +190,13 @@ class Settings:
                 max_body_bytes=_int("BENCH_MAX_BODY_BYTES", 5 * 1024 * 1024),
                 max_field_bytes=_int("BENCH_MAX_FIELD_BYTES", 32 * 1024),
             ),
+            "judge": JudgeSettings.from_env(),
+            "eval_state_machine_arn": os.environ.get("BENCH_EVAL_STATE_MACHINE_ARN") or None,
+            "cluster_state_machine_arn": os.environ.get("BENCH_CLUSTER_STATE_MACHINE_ARN") or None,
+            "accounts": AccountSettings.from_env(),
+            "live": LiveSettings.from_env(),
         }
+        values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
 

@@ -7,6 +7,9 @@ Both stores call this, so SQLite and DynamoDB cannot disagree about what a batch
   and inside the `task.end` total, and a parent's total already includes its subtasks'. So a
   task's cost is its `task.end` `cost_usd` when present, else its cost logs plus its children's.
 - Only a finished root task is a run; subtasks hand their cost to their parent.
+- Evidence (`task.log` records labelled `evidence`, priced by `pricing`) is never owner cost: a
+  task sums its own records and, like cost, its finished subtasks'; the agent's evidence totals
+  add each record once as it arrives (`BatchFold.evidence`), whatever its task's state.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from .models import CleanEvent, RunDelta, TaskState
+from .models import CleanEvent, RunDelta, TaskState, Usage, add_usage
+from .pricing import TOKEN_FIELDS, is_evidence, token_count
 
 
 @dataclass
@@ -26,6 +30,10 @@ class BatchFold:
     finished: list[tuple[str, bool]] = field(default_factory=list)
     child_costs: dict[str, float] = field(default_factory=dict)
     """Cost owed to parents that are not in this batch, by parent task id."""
+    child_evidence: dict[str, Usage] = field(default_factory=dict)
+    """Evidence owed to parents that are not in this batch, by parent task id."""
+    evidence: Usage | None = None
+    """The batch's evidence records summed, for the agent's counters."""
 
 
 def group_by_task(events: Iterable[CleanEvent]) -> dict[str, list[CleanEvent]]:
@@ -56,6 +64,7 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
             s.started_at = min(s.started_at or e.ts, e.ts)
         elif e.kind == "task.log":
             s.cost_logged_usd += logged_cost(body.get("data"))
+            s.evidence = add_usage(s.evidence, evidence_of(body.get("data")))
         elif e.kind == "task.end" and not s.finished:
             s.status = body["status"]
             s.output = body.get("output")
@@ -78,14 +87,15 @@ def close_task(s: TaskState) -> None:
 def fold_batch(states: dict[str, TaskState], events: list[CleanEvent]) -> BatchFold:
     """Fold every task of a batch. `states` holds the stored state of the tasks (and parents)
     known so far; children hand their cost to parents in memory when both are here."""
-    out = BatchFold()
+    out = BatchFold(evidence=batch_evidence(events))
     for task_id, task_events in group_by_task(events).items():
         before = states.get(task_id) or out.tasks.get(task_id)
-        if task_id in out.child_costs and before is not None:
-            before = replace(before, child_cost_usd=before.child_cost_usd
-                             + out.child_costs.pop(task_id))
-        elif task_id in out.child_costs:
-            before = TaskState(task_id=task_id, child_cost_usd=out.child_costs.pop(task_id))
+        owed_cost = out.child_costs.pop(task_id, 0.0)
+        owed_evidence = out.child_evidence.pop(task_id, None)
+        if owed_cost or owed_evidence is not None:
+            base = before or TaskState(task_id=task_id)
+            before = replace(base, child_cost_usd=base.child_cost_usd + owed_cost,
+                             evidence=add_usage(base.evidence, owed_evidence))
         after = fold_task(before, task_id, task_events)
         if after.finished and (before is None or not before.finished):
             close_task(after)
@@ -93,13 +103,24 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent]) -> BatchF
             out.finished.append((task_id, is_root))
             if is_root:
                 out.runs.append((task_id, run_delta(after)))
-            elif after.cost_usd:
-                parent = after.parent_task_id or ""
-                out.child_costs[parent] = out.child_costs.get(parent, 0.0) + after.cost_usd
+            else:
+                _hand_to_parent(out, after)
         out.tasks[task_id] = after
     for parent in [p for p in out.child_costs if p in out.tasks]:
         out.tasks[parent].child_cost_usd += out.child_costs.pop(parent)
+    for parent in [p for p in out.child_evidence if p in out.tasks]:
+        task = out.tasks[parent]
+        task.evidence = add_usage(task.evidence, out.child_evidence.pop(parent))
     return out
+
+
+def _hand_to_parent(out: BatchFold, child: TaskState) -> None:
+    """A finished subtask's cost and evidence, owed to its parent."""
+    parent = child.parent_task_id or ""
+    if child.cost_usd:
+        out.child_costs[parent] = out.child_costs.get(parent, 0.0) + child.cost_usd
+    if child.evidence is not None:
+        out.child_evidence[parent] = add_usage(out.child_evidence.get(parent), child.evidence)
 
 
 def run_delta(task: TaskState) -> RunDelta:
@@ -115,6 +136,28 @@ def logged_cost(data: object) -> float:
     if isinstance(amount, bool) or not isinstance(amount, (int, float)):
         return 0.0
     return float(amount) if math.isfinite(amount) and amount >= 0 else 0.0
+
+
+def evidence_of(data: object) -> Usage | None:
+    """The usage one evidence record proves (`pricing.price_evidence` made it), else None."""
+    if not is_evidence(data):
+        return None
+    assert isinstance(data, dict)
+    cost = data.get("cost_usd")
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not (
+            math.isfinite(cost) and cost >= 0):
+        cost = None
+    return Usage(cost_usd=None if cost is None else float(cost), calls=1,
+                 unpriced_calls=int(cost is None),
+                 **{name: token_count(data.get(name)) for name in TOKEN_FIELDS})
+
+
+def batch_evidence(events: Iterable[CleanEvent]) -> Usage | None:
+    total = None
+    for event in events:
+        if event.kind == "task.log":
+            total = add_usage(total, evidence_of(event.body.get("data")))
+    return total
 
 
 def _parse(ts: str) -> datetime:

@@ -1,18 +1,45 @@
-"""The single-machine server: every router over the embedded adapters, in one process."""
+"""The single-machine server: every router over the embedded adapters, in one process, with
+the eval and cluster workers running beside it (started and stopped with the app)."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
 from .config import Settings
-from .http import api, create_app, health, ingest
+from .http import (
+    api,
+    auth,
+    badge,
+    create_app,
+    dashboard,
+    device,
+    embed,
+    health,
+    ingest,
+    insights,
+    leaderboard,
+    live,
+    og,
+    otlp,
+    pages,
+    static,
+    try_,
+)
 from .services import Services
+from .workflows.local import LocalRunner
 
-ROUTERS = (ingest.router, api.router, health.router)
+ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.router, leaderboard.api_router,
+           leaderboard.router, pages.router, badge.router, embed.router, og.router, static.router,
+           auth.router, device.api_router, device.router, dashboard.router, try_.router, live.router)
 
 
 def create_local_app(settings: Settings | None = None) -> FastAPI:
     services = Services.from_settings(settings or Settings.from_env())
     app = create_app(*ROUTERS, services=services)
+    pages.install_error_pages(app)
+    workflows = services.workflows
+    if isinstance(workflows, LocalRunner):
+        app.router.on_startup.append(workflows.start)
+        app.router.on_shutdown.append(workflows.stop)
     app.router.on_shutdown.append(services.close)
     return app

@@ -6,7 +6,7 @@ dataclasses because ingest builds thousands of them per second and needs no re-v
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -18,6 +18,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from .pricing import is_evidence, price_evidence
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
@@ -66,6 +68,13 @@ class WireEvent(BaseModel):
             self.status = "failed"
         return self
 
+    @model_validator(mode="after")
+    def _evidence_is_priced_by_bench(self) -> WireEvent:
+        """Evidence cost comes from Bench's price table, never from the sender (`pricing`)."""
+        if self.kind == "task.log" and is_evidence(self.data):
+            self.data = price_evidence(self.data)
+        return self
+
 
 class IngestBatch(BaseModel):
     """The body of `POST /ingest`."""
@@ -83,7 +92,8 @@ class IngestBatch(BaseModel):
 
 
 class AgentSettingsPatch(BaseModel):
-    """The body of `PATCH /api/agents/{login}/{slug}`: only the owner's privacy switches."""
+    """The body of `PATCH /api/agents/{login}/{slug}`: the owner's privacy switches and judge
+    budget (`bench_core.eval_budget`)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -91,6 +101,8 @@ class AgentSettingsPatch(BaseModel):
     hide_inputs: bool | None = None
     hide_outputs: bool | None = None
     display_name: Label | None = None
+    judge_daily_budget_usd: Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)] | None = None
+    judge_sample_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
 
 
 # ---- domain records -------------------------------------------------------------------------
@@ -146,6 +158,20 @@ class AgentStats:
     eval_count: int = 0
     eval_score_sum: float = 0.0
     dropped_events: int = 0
+    eval_unscored: int = 0
+    eval_skipped: int = 0
+    eval_judge: str | None = None
+    """The judge of the scores in `eval_score_sum`, or "mixed" once two judges contributed."""
+    judge_tokens: int = 0
+    judge_cost_usd: float = 0.0
+    evidence_cost_usd_total: float = 0.0
+    """Cost proven by provider usage (adapters, OTLP spans) priced by Bench; apart from the
+    owner-reported `cost_usd_total`. Counted per evidence record as it arrives, so a subtask
+    reported after its run still counts."""
+    evidence_input_tokens: int = 0
+    evidence_output_tokens: int = 0
+    evidence_calls: int = 0
+    evidence_unpriced_calls: int = 0
 
 
 @dataclass
@@ -162,6 +188,9 @@ class Agent:
     hide_outputs: bool = False
     created_at: str = ""
     stats: AgentStats = field(default_factory=AgentStats)
+    judge_daily_budget_usd: float | None = None
+    judge_sample_rate: float | None = None
+    """Owner's judge budget; None means the deployment's default (`Settings.judge`)."""
 
     @property
     def ref(self) -> AgentRef:
@@ -206,6 +235,9 @@ class TaskState:
     started_at: str | None = None
     ended_at: str | None = None
     version: int = 0
+    eval: EvalResult | None = None
+    evidence: Usage | None = None
+    """Evidence of this task and its finished subtasks; None when there is none."""
 
     @property
     def finished(self) -> bool:
@@ -214,6 +246,79 @@ class TaskState:
     @property
     def sort_ts(self) -> str:
         return self.started_at or self.ended_at or ""
+
+
+@dataclass
+class Usage:
+    """Token usage and evidence cost, summed over evidence records (`pricing`). A count is None
+    when no record counted it, so a total is 0 only when a producer reported 0."""
+
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    reasoning_output_tokens: int | None = None
+    calls: int = 0
+    unpriced_calls: int = 0
+    """Records without a cost: models the price table does not know."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{name: _plus(getattr(self, name), getattr(other, name))
+                        for name in USAGE_FIELDS})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain fields (`asdict` deep-copies and is ten times slower on the ingest path)."""
+        return {name: getattr(self, name) for name in USAGE_FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
+        return cls(**{k: v for k, v in data.items() if k in USAGE_FIELDS})
+
+
+USAGE_FIELDS = tuple(Usage.__dataclass_fields__)
+
+
+def _plus(a: Any, b: Any) -> Any:
+    return a if b is None else b if a is None else a + b
+
+
+def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
+    """The sum of two evidence totals where either may be absent."""
+    return _plus(a, b)
+
+
+EvalStatus = Literal["scored", "unscored", "skipped"]
+
+
+@dataclass
+class EvalResult:
+    """What the judge made of one task. A score exists only when status is "scored": an answer
+    that could not be parsed is "unscored" with the reason, a task the budget left out "skipped".
+    `private` marks reasoning written while the agent hid inputs or outputs (it may quote them)."""
+
+    status: EvalStatus
+    judge: str
+    at: str
+    score: float | None = None
+    reasoning: str | None = None
+    reason: str | None = None
+    prompt_version: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 0
+    private: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        return cls(**{k: v for k, v in data.items() if k in _EVAL_FIELDS})
+
+
+_EVAL_FIELDS = frozenset(EvalResult.__dataclass_fields__)
 
 
 @dataclass(frozen=True)
@@ -244,6 +349,8 @@ class KeyRecord:
     created_at: str = ""
     last_used_at: str | None = None
     revoked_at: str | None = None
+    expires_at: str | None = None
+    """Set on temporary keys (the /try sandbox's); None for keys that live until revoked."""
 
     @property
     def kind(self) -> str:
@@ -251,4 +358,5 @@ class KeyRecord:
 
     @property
     def active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and (self.expires_at is None
+                                            or self.expires_at > iso(utcnow()))

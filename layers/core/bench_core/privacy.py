@@ -4,6 +4,9 @@
   existence does not leak.
 - `hide_inputs` removes task inputs; `hide_outputs` removes outputs, and with them everything
   that can carry output: error text, log values, task metadata, custom event data.
+- Either switch also hides what was derived from inputs and outputs: the judge's reasoning and
+  the labels of failure clusters (stored as private when written under a switch, so turning it
+  off later does not reveal them).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import NotFound
-from .models import Agent, TaskState
+from .models import Agent, EvalResult, TaskState
 
 HIDDEN = "[hidden by owner]"
 
@@ -35,6 +38,12 @@ def visible_agent(agent: Agent | None, viewer: Viewer) -> Agent:
     if agent is None or not (agent.is_public or viewer.owns(agent)):
         raise NotFound("agent not found")
     return agent
+
+
+def listed(agent: Agent) -> bool:
+    """Whether the agent may appear in public listings (leaderboard, search): public ones only,
+    even for their owner, because a listing is one shared, cacheable page for everyone."""
+    return agent.is_public
 
 
 def shows_inputs(agent: Agent, viewer: Viewer) -> bool:
@@ -62,7 +71,39 @@ def task_view(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]:
         "ended_at": task.ended_at,
         "inputs_hidden": not inputs,
         "outputs_hidden": not outputs,
+        "eval": eval_view(task.eval, agent, viewer),
     }
+
+
+def shows_derived(agent: Agent, viewer: Viewer, private: bool) -> bool:
+    """Whether text derived from inputs and outputs (judge reasoning, cluster labels) may be
+    shown: to the owner always; to others only if it was written while nothing was hidden and
+    nothing is hidden now."""
+    return viewer.owns(agent) or not (private or agent.hide_inputs or agent.hide_outputs)
+
+
+def eval_view(result: EvalResult | None, agent: Agent, viewer: Viewer) -> dict[str, Any] | None:
+    """A task's judgement. The score, judge and costs are always shown; the reasoning (and an
+    unscored answer's reason, which may quote the judge) only through `shows_derived`."""
+    if result is None:
+        return None
+    view = result.to_dict()
+    if not shows_derived(agent, viewer, result.private):
+        view["reasoning"] = HIDDEN if result.reasoning else None
+        if result.status == "unscored":
+            view["reason"] = HIDDEN
+    return view
+
+
+def insights_view(insights: dict[str, Any] | None, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    """Failure clusters; counts, shares and example task ids always, labels and terms only
+    through `shows_derived` (the examples themselves go through `task_view`)."""
+    if insights is None:
+        return {"clusters": [], "computed_at": None}
+    if shows_derived(agent, viewer, bool(insights.get("private"))):
+        return insights
+    return {**insights, "clusters": [{**c, "label": HIDDEN, "terms": []}
+                                     for c in insights.get("clusters", [])]}
 
 
 def event_view(event: dict[str, Any], agent: Agent, viewer: Viewer) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from ..models import KeyRecord, iso, utcnow
 from ..privacy import ANONYMOUS, Viewer
 from ..services import Services
 from . import get_services
+from .session_cookie import session_of
 
 TOUCH_EVERY = timedelta(minutes=1)
 MISSING_KEY = "missing API key: send it as X-Bench-Key or Authorization: Bearer"
@@ -45,10 +46,12 @@ async def require_key(request: Request, services: Services = Depends(get_service
 
 
 async def current_viewer(request: Request, services: Services = Depends(get_services)) -> Viewer:
-    """Anonymous unless the request carries a valid key (a bad key is an error, not anonymity)."""
+    """Anonymous unless the request carries a valid key (a bad key is an error, not anonymity)
+    or a browser session (a stale or forged cookie is simply signed out)."""
     raw = presented_key(request)
     if raw is None:
-        return ANONYMOUS
+        session = await session_of(request, services)
+        return ANONYMOUS if session is None else Viewer(login=session.login)
     record = await run_in_threadpool(authenticate, services, raw)
     return Viewer(login=record.login)
 

@@ -2,36 +2,67 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import Unauthorized
+from .. import telemetry
+from ..errors import BenchError, Unauthorized
 from ..ingest import decode_body, ingest
 from ..log import logger
-from ..models import IngestBatch, IngestOutcome, KeyRecord
+from ..models import AgentRef, IngestBatch, IngestOutcome, KeyRecord
 from ..services import Services
+from ..workflows.eval import hand_off
 from . import get_services
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
 
-router = APIRouter()
+
+async def count_rejections() -> AsyncIterator[None]:
+    """Counts each refused batch (bad key, body or field) as the `BatchesRejected` metric; a
+    router dependency, so whatever refuses the batch, endpoint or dependency, is counted."""
+    try:
+        yield
+    except BenchError:
+        telemetry.count("BatchesRejected")
+        raise
+
+
+router = APIRouter(dependencies=[Depends(count_rejections)])
 
 
 def public_base(request: Request, services: Services) -> str:
     return (services.settings.public_url or str(request.base_url)).rstrip("/")
 
 
+def ingest_as(services: Services, key: KeyRecord, body: bytes) -> tuple[IngestBatch,
+                                                                        IngestOutcome]:
+    """Store a batch written with `key` and hand its finished runs to the judge: what every
+    way in does (`POST /ingest`, the /try demo)."""
+    batch, outcome = ingest(services.store, key, body, services.settings.limits)
+    hand_off(services, AgentRef(key.login, batch.agent_slug), outcome)
+    return batch, outcome
+
+
 def authenticated_ingest(services: Services, raw_key: str, body: bytes
                          ) -> tuple[KeyRecord, IngestBatch, IngestOutcome]:
     """Key check and store write in one worker-thread hop (each hop costs a context switch)."""
     key = authenticate(services, raw_key)
-    batch, outcome = ingest(services.store, key, body, services.settings.limits)
-    return key, batch, outcome
+    return (key, *ingest_as(services, key, body))
+
+
+def publish_later(background: BackgroundTasks, services: Services, key: KeyRecord,
+                  batch: IngestBatch, outcome: IngestOutcome) -> None:
+    """Push the batch's new events to open dashboards after the response: on one machine once
+    it is sent, in Lambda before the invocation ends. Never the batch's failure either way."""
+    if outcome.accepted:
+        background.add_task(services.live.publish, AgentRef(key.login, batch.agent_slug),
+                            batch.events)
 
 
 @router.post("/ingest")
-async def post_ingest(request: Request,
+async def post_ingest(request: Request, background: BackgroundTasks,
                       services: Services = Depends(get_services)) -> dict[str, Any]:
     raw_key = presented_key(request)
     if raw_key is None:
@@ -40,6 +71,8 @@ async def post_ingest(request: Request,
     raw = await read_body(request, limits.max_body_bytes)
     body = decode_body(raw, request.headers.get("content-encoding"), limits.max_body_bytes)
     key, batch, outcome = await run_in_threadpool(authenticated_ingest, services, raw_key, body)
+    publish_later(background, services, key, batch, outcome)
+    telemetry.count("EventsIngested", outcome.accepted)
     path = f"{key.login}/{batch.agent_slug}"
     logger.info("batch ingested", extra={"agent": path, "accepted": outcome.accepted,
                                          "duplicates": outcome.duplicates})

@@ -11,10 +11,22 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Settings
-from ..models import Agent, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord, TaskState
+from ..models import (
+    Agent,
+    AgentMeta,
+    AgentRef,
+    CleanEvent,
+    EvalResult,
+    IngestOutcome,
+    KeyRecord,
+    TaskState,
+)
+
+if TYPE_CHECKING:
+    from ..live import LiveConnection
 
 
 class Store(Protocol):
@@ -25,10 +37,47 @@ class Store(Protocol):
     def revoke_key(self, key_hash: str, when: str) -> bool: ...
     def touch_key(self, key_hash: str, when: str) -> None: ...
 
+    def claim_login(self, login: str, github_id: int | None, when: str) -> bool:
+        """Create the user `login` if new and bind it to `github_id` if it has no GitHub
+        account yet, atomically; False if it belongs to another GitHub account (a renamed
+        account's old login taken by someone else). `github_id` None (local sign-in) binds
+        nothing and is always True."""
+        ...
+
+    # short-lived records (bench_core.accounts): sessions, device logins; kept until
+    # `expires_at`, and never returned after it even where deletion is lazy (DynamoDB TTL)
+    def put_grant(self, kind: str, grant_id: str, body: dict[str, Any], expires_at: str,
+                  now: str) -> bool:
+        """Store a record unless one of this kind and id is live at `now` (then False)."""
+        ...
+    def get_grant(self, kind: str, grant_id: str, now: str) -> dict[str, Any] | None: ...
+    def update_grant(self, kind: str, grant_id: str, expected: dict[str, Any],
+                     changes: dict[str, Any], now: str) -> bool:
+        """Compare-and-set: apply `changes` to the live record if its body holds every
+        `expected` value; False (nothing changed) otherwise."""
+        ...
+    def delete_grant(self, kind: str, grant_id: str) -> None: ...
+    def count_hit(self, bucket: str, expires_at: str) -> int:
+        """Add one to the counter `bucket` (created to live until `expires_at`) and return its
+        new value, atomically: rate limits."""
+        ...
+
+    # live-feed connections (API Gateway WebSockets; bench_core.live.apigw)
+    def add_connection(self, connection: LiveConnection) -> None: ...
+    def remove_connection(self, connection_id: str) -> None: ...
+    def live_connections(self, login: str, now: str) -> list[LiveConnection]:
+        """The unexpired connections watching any feed of `login` (an agent or the owner's),
+        in connection id order."""
+        ...
+
     # agents
     def get_agent(self, ref: AgentRef) -> Agent | None: ...
     def list_agents(self, login: str) -> list[Agent]: ...
     def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None: ...
+    def create_agent(self, agent: Agent) -> bool:
+        """Create `agent` (its names and privacy settings; no stats) before its first event,
+        so it can start out private; False, changing nothing, if it exists."""
+        ...
 
     # ingest: dedupe by event id, fold, update counters -- atomically
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
@@ -43,6 +92,41 @@ class Store(Protocol):
     def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]: ...
     def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]: ...
     def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]: ...
+
+    # the leaderboard: rankings kept on every write (bench_core.leaderboard), read in order
+    def leaderboard(self, sort: str, *, query: str | None = None, offset: int = 0,
+                    limit: int = 25) -> list[Agent]:
+        """Listed agents that qualify for `sort`, best first (ties: more runs, then login and
+        slug), whose search text contains `query` (case-insensitive); one index range read."""
+        ...
+
+    # evaluations (workflows/eval.py; rules in bench_core.evals)
+    def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
+        """Store `result` on the finished task and apply its `eval_delta` to the agent (and
+        today's judge spend), atomically; False (nothing changed) if the task is unknown or
+        unfinished or `result` may not replace the stored one."""
+        ...
+    def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
+        """Remember that these finished tasks await a result, before their evals start, so a
+        crash in between cannot lose them (a no-op where pending tasks can be queried)."""
+        ...
+    def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
+        """Finished runs without a result, ended (or marked pending) in [since, before)."""
+        ...
+    def judge_spend(self, ref: AgentRef, day: str) -> float: ...
+
+    # failure clusters (workflows/cluster.py)
+    def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
+        """The agent's failed and low-scored runs (`evals.LOW_SCORE`), newest first."""
+        ...
+    def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
+        """Store the agent's insights; the agent stops being due unless a failure was recorded
+        after `insights["computed_at"]`."""
+        ...
+    def get_insights(self, ref: AgentRef) -> dict[str, Any] | None: ...
+    def clusters_due(self, limit: int) -> list[AgentRef]:
+        """Agents with failed or low-scored runs recorded since their last insights."""
+        ...
 
     def close(self) -> None: ...
 

@@ -3,17 +3,7 @@
 `template.yaml` declares the same properties (a test checks they are equal) and the DynamoDB
 tests create their moto table from the template, so store, tests and deployment cannot drift.
 
-Key design (single table; `A` below is `{login}#{slug}`), item: pk, sk [gsi1pk, gsi1sk]
-[gsi2pk, gsi2sk]:
-
-- user:             USER#{login}, META
-- API key:          KEY#{sha256}, META  [KEYS, {login}#{created_at}#{hash}]
-- agent + counters: AGENT#{A}, META  [OWNER#{login}, AGENT#{slug}]
-- day counters:     AGENT#{A}, DAY#{yyyy-mm-dd}
-- task:             AGENT#{A}, TASK#{task_id}  [TASKS#{A}#{parent or ROOT}, {sort_ts}#{task_id}]
-                    [TSTATUS#{A}#{parent or ROOT}#{status}, {sort_ts}#{task_id}]
-- event (dedupe):   AGENT#{A}, EV#{event_id}  [EVENTS#{A}, {ts}#{event_id}]
-                    [TASKEV#{A}#{task_id}, {ts}#{event_id}]
+The key design (which item lives under which keys) is in `dynamodb.py`'s docstring.
 
 Leaderboard: sparse GSIs whose partition key `lbpk` ("PUBLIC") is set only on public agents and
 whose sort keys (`lb_runs`, `lb_success`, `lb_score`, `lb_cost`, `lb_latency`) are set only once

@@ -15,18 +15,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .. import stats
+from .. import evals, stats
 from ..folding import fold_batch
+from ..leaderboard import SORTS, rank_values, search_text
+from ..live import LiveConnection
 from ..models import (
     Agent,
     AgentMeta,
     AgentRef,
     AgentStats,
     CleanEvent,
+    EvalResult,
     IngestOutcome,
     KeyRecord,
     RunDelta,
     TaskState,
+    Usage,
     iso,
     utcnow,
 )
@@ -72,17 +76,94 @@ MIGRATIONS: list[str] = [
     CREATE INDEX tasks_by_parent ON tasks (agent_id, parent_task_id, sort_ts, task_id);
     CREATE INDEX tasks_by_status ON tasks (agent_id, parent_task_id, status, sort_ts, task_id);
     """,
+    # 2: evaluations, judge budget and spend, failure clusters (workflows/)
+    """
+    ALTER TABLE tasks ADD COLUMN eval_status TEXT;
+    ALTER TABLE tasks ADD COLUMN eval_score REAL;
+    ALTER TABLE tasks ADD COLUMN eval TEXT;
+    CREATE INDEX tasks_eval_pending ON tasks (ended_at)
+        WHERE eval_status IS NULL AND ended_at IS NOT NULL AND parent_task_id IS NULL;
+    CREATE INDEX tasks_low_score ON tasks (agent_id, sort_ts)
+        WHERE eval_score < 0.5 AND parent_task_id IS NULL;
+    ALTER TABLE agents ADD COLUMN eval_unscored INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN eval_skipped INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN eval_judge TEXT;
+    ALTER TABLE agents ADD COLUMN judge_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN judge_cost_usd REAL NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN judge_daily_budget_usd REAL;
+    ALTER TABLE agents ADD COLUMN judge_sample_rate REAL;
+    ALTER TABLE agents ADD COLUMN cluster_due_at TEXT;
+    CREATE INDEX agents_cluster_due ON agents (cluster_due_at) WHERE cluster_due_at IS NOT NULL;
+    CREATE TABLE judge_days (
+        agent_id INTEGER NOT NULL, day TEXT NOT NULL, tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0, PRIMARY KEY (agent_id, day)) WITHOUT ROWID;
+    CREATE TABLE insights (agent_id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+    """,
+    # 3: leaderboard ranks (bench_core.leaderboard): NULL where an agent does not qualify, so
+    # each partial index holds exactly one ranking, already in order
+    """
+    ALTER TABLE agents ADD COLUMN lb_text TEXT;
+    ALTER TABLE agents ADD COLUMN lb_runs REAL;
+    ALTER TABLE agents ADD COLUMN lb_success REAL;
+    ALTER TABLE agents ADD COLUMN lb_score REAL;
+    ALTER TABLE agents ADD COLUMN lb_cost REAL;
+    ALTER TABLE agents ADD COLUMN lb_latency REAL;
+    CREATE INDEX agents_lb_runs ON agents (lb_runs DESC, runs DESC, login, slug)
+        WHERE lb_runs IS NOT NULL;
+    CREATE INDEX agents_lb_success ON agents (lb_success DESC, runs DESC, login, slug)
+        WHERE lb_success IS NOT NULL;
+    CREATE INDEX agents_lb_score ON agents (lb_score DESC, runs DESC, login, slug)
+        WHERE lb_score IS NOT NULL;
+    CREATE INDEX agents_lb_cost ON agents (lb_cost ASC, runs DESC, login, slug)
+        WHERE lb_cost IS NOT NULL;
+    CREATE INDEX agents_lb_latency ON agents (lb_latency ASC, runs DESC, login, slug)
+        WHERE lb_latency IS NOT NULL;
+    """,
+    # 4: cost evidence (bench_core.pricing): a task's evidence as JSON (bench_core.models.Usage)
+    # and the agent's evidence totals, apart from owner-reported cost
+    """
+    ALTER TABLE tasks ADD COLUMN evidence TEXT;
+    ALTER TABLE agents ADD COLUMN evidence_cost_usd_total REAL NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN evidence_input_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN evidence_output_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN evidence_calls INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN evidence_unpriced_calls INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 5: accounts (bench_core.accounts): GitHub identities, temporary keys, short-lived grants
+    # (sessions, device logins), rate-limit counters, live-feed connections
+    """
+    ALTER TABLE users ADD COLUMN github_id INTEGER;
+    ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
+    CREATE TABLE grants (
+        kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, expires_at TEXT NOT NULL,
+        PRIMARY KEY (kind, id)) WITHOUT ROWID;
+    CREATE INDEX grants_expiry ON grants (expires_at);
+    CREATE TABLE counters (
+        bucket TEXT PRIMARY KEY, count INTEGER NOT NULL, expires_at TEXT NOT NULL) WITHOUT ROWID;
+    CREATE INDEX counters_expiry ON counters (expires_at);
+    CREATE TABLE live_connections (
+        connection_id TEXT PRIMARY KEY, login TEXT NOT NULL, slug TEXT, viewer TEXT,
+        expires_at TEXT NOT NULL) WITHOUT ROWID;
+    CREATE INDEX live_connections_login ON live_connections (login);
+    """,
 ]
+RANKED_SINCE = 3
+"""The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
 
+_EVIDENCE_STATS = ("evidence_cost_usd_total", "evidence_input_tokens", "evidence_output_tokens",
+                   "evidence_calls", "evidence_unpriced_calls")
 _AGENT_COLS = ("login, slug, display_name, model, framework, architecture, tools, visibility, "
                "hide_inputs, hide_outputs, created_at, runs, successes, failures, "
                "cost_usd_total, latency_hist, first_event_at, last_event_at, eval_count, "
-               "eval_score_sum, dropped_events")
+               "eval_score_sum, dropped_events, eval_unscored, eval_skipped, eval_judge, "
+               "judge_tokens, judge_cost_usd, judge_daily_budget_usd, judge_sample_rate, "
+               f"{', '.join(_EVIDENCE_STATS)}")
 _TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
               "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
-              "started_at, ended_at, version")
+              "started_at, ended_at, version, eval, evidence")
 _JSON_TASK_FIELDS = ("input", "output", "metadata", "cost_breakdown")
-SETTABLE = frozenset({"visibility", "hide_inputs", "hide_outputs", "display_name"})
+SETTABLE = frozenset({"visibility", "hide_inputs", "hide_outputs", "display_name",
+                      "judge_daily_budget_usd", "judge_sample_rate"})
 
 
 def _loads(text: str | None) -> Any:
@@ -99,26 +180,35 @@ class SqliteStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._write_lock = threading.Lock()
+        self._writer: sqlite3.Connection | None = None
         self._migrate()
 
     # ---- plumbing ---------------------------------------------------------------------------
 
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                               timeout=30)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA cache_size=-65536")
+        return conn
+
     def _conn(self) -> sqlite3.Connection:
+        """A reader connection per thread (WAL readers run in parallel with the writer)."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                   timeout=30)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            self._local.conn = conn
+            conn = self._local.conn = self._connect()
         return conn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
+        """One writer connection for the process: writes are serialized anyway, and a single
+        connection keeps its page cache warm instead of one cold cache per worker thread."""
         with self._write_lock:
+            if self._writer is None:
+                self._writer = self._connect()
+            conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -134,6 +224,9 @@ class SqliteStore:
                 for statement in filter(str.strip, script.split(";")):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
+            if version < RANKED_SINCE:
+                for login, slug in conn.execute("SELECT login, slug FROM agents").fetchall():
+                    self._refresh_rank(conn, login, slug)
 
     @property
     def schema_version(self) -> int:
@@ -144,6 +237,10 @@ class SqliteStore:
         if conn is not None:
             conn.close()
             self._local.conn = None
+        with self._write_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
 
     # ---- keys ------------------------------------------------------------------------------
 
@@ -152,10 +249,10 @@ class SqliteStore:
             conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)",
                          (record.login, record.created_at))
             conn.execute(
-                "INSERT INTO api_keys (key_hash, prefix, login, agent_slug, name, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO api_keys (key_hash, prefix, login, agent_slug, name, created_at, "
+                "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (record.key_hash, record.prefix, record.login, record.agent_slug, record.name,
-                 record.created_at))
+                 record.created_at, record.expires_at))
 
     def key_by_hash(self, key_hash: str) -> KeyRecord | None:
         row = self._conn().execute("SELECT * FROM api_keys WHERE key_hash = ?",
@@ -180,6 +277,83 @@ class SqliteStore:
             conn.execute("UPDATE api_keys SET last_used_at = ? WHERE key_hash = ?",
                          (when, key_hash))
 
+    # ---- users, grants, counters (bench_core.accounts) --------------------------------------
+
+    def claim_login(self, login: str, github_id: int | None, when: str) -> bool:
+        with self._write() as conn:
+            conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)",
+                         (login, when))
+            if github_id is None:
+                return True
+            conn.execute("UPDATE users SET github_id = ? WHERE login = ? AND github_id IS NULL",
+                         (github_id, login))
+            row = conn.execute("SELECT github_id FROM users WHERE login = ?", (login,)).fetchone()
+        return bool(row[0] == github_id)
+
+    def put_grant(self, kind: str, grant_id: str, body: dict[str, Any], expires_at: str,
+                  now: str) -> bool:
+        with self._write() as conn:
+            conn.execute("DELETE FROM grants WHERE expires_at <= ?", (now,))
+            cur = conn.execute(
+                "INSERT INTO grants (kind, id, body, expires_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, "
+                "expires_at = excluded.expires_at WHERE grants.expires_at <= ?",
+                (kind, grant_id, dumps(body), expires_at, now))
+            return cur.rowcount == 1
+
+    def get_grant(self, kind: str, grant_id: str, now: str) -> dict[str, Any] | None:
+        row = self._conn().execute(
+            "SELECT body FROM grants WHERE kind = ? AND id = ? AND expires_at > ?",
+            (kind, grant_id, now)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def update_grant(self, kind: str, grant_id: str, expected: dict[str, Any],
+                     changes: dict[str, Any], now: str) -> bool:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT body FROM grants WHERE kind = ? AND id = ? AND expires_at > ?",
+                (kind, grant_id, now)).fetchone()
+            body = json.loads(row[0]) if row else None
+            if body is None or any(body.get(k) != v for k, v in expected.items()):
+                return False
+            conn.execute("UPDATE grants SET body = ? WHERE kind = ? AND id = ?",
+                         (dumps({**body, **changes}), kind, grant_id))
+        return True
+
+    def delete_grant(self, kind: str, grant_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM grants WHERE kind = ? AND id = ?", (kind, grant_id))
+
+    def count_hit(self, bucket: str, expires_at: str) -> int:
+        with self._write() as conn:
+            conn.execute("DELETE FROM counters WHERE expires_at <= ?", (iso(utcnow()),))
+            row = conn.execute(
+                "INSERT INTO counters (bucket, count, expires_at) VALUES (?, 1, ?) "
+                "ON CONFLICT (bucket) DO UPDATE SET count = count + 1 RETURNING count",
+                (bucket, expires_at)).fetchone()
+        return int(row[0])
+
+    # ---- live-feed connections (bench_core.live.apigw) --------------------------------------
+
+    def add_connection(self, connection: LiveConnection) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM live_connections WHERE expires_at <= ?", (iso(utcnow()),))
+            conn.execute(
+                "INSERT OR REPLACE INTO live_connections (connection_id, login, slug, viewer, "
+                "expires_at) VALUES (?, ?, ?, ?, ?)",
+                (connection.connection_id, connection.login, connection.slug, connection.viewer,
+                 connection.expires_at))
+
+    def remove_connection(self, connection_id: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM live_connections WHERE connection_id = ?", (connection_id,))
+
+    def live_connections(self, login: str, now: str) -> list[LiveConnection]:
+        rows = self._conn().execute(
+            "SELECT connection_id, login, slug, viewer, expires_at FROM live_connections "
+            "WHERE login = ? AND expires_at > ? ORDER BY connection_id", (login, now)).fetchall()
+        return [LiveConnection(**dict(r)) for r in rows]
+
     # ---- agents ----------------------------------------------------------------------------
 
     def _agent_from_row(self, row: sqlite3.Row) -> Agent:
@@ -194,7 +368,12 @@ class SqliteStore:
                 cost_usd_total=d["cost_usd_total"], latency_hist=json.loads(d["latency_hist"]),
                 first_event_at=d["first_event_at"], last_event_at=d["last_event_at"],
                 eval_count=d["eval_count"], eval_score_sum=d["eval_score_sum"],
-                dropped_events=d["dropped_events"]))
+                dropped_events=d["dropped_events"], eval_unscored=d["eval_unscored"],
+                eval_skipped=d["eval_skipped"], eval_judge=d["eval_judge"],
+                judge_tokens=d["judge_tokens"], judge_cost_usd=d["judge_cost_usd"],
+                **{name: d[name] for name in _EVIDENCE_STATS}),
+            judge_daily_budget_usd=d["judge_daily_budget_usd"],
+            judge_sample_rate=d["judge_sample_rate"])
 
     def get_agent(self, ref: AgentRef) -> Agent | None:
         row = self._conn().execute(f"SELECT {_AGENT_COLS} FROM agents WHERE login = ? AND slug = ?",
@@ -215,7 +394,23 @@ class SqliteStore:
             with self._write() as conn:
                 conn.execute(f"UPDATE agents SET {sets} WHERE login = ? AND slug = ?",
                              (*changes.values(), ref.login, ref.slug))
+                self._refresh_rank(conn, ref.login, ref.slug)
         return self.get_agent(ref)
+
+    def create_agent(self, agent: Agent) -> bool:
+        with self._write() as conn:
+            conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)",
+                         (agent.login, agent.created_at))
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO agents (login, slug, display_name, visibility, hide_inputs, "
+                "hide_outputs, created_at, latency_hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (agent.login, agent.slug, agent.display_name, agent.visibility,
+                 int(agent.hide_inputs), int(agent.hide_outputs), agent.created_at,
+                 json.dumps(stats.empty_histogram())))
+            if cur.rowcount != 1:
+                return False
+            self._refresh_rank(conn, agent.login, agent.slug)
+        return True
 
     # ---- ingest ----------------------------------------------------------------------------
 
@@ -228,9 +423,12 @@ class SqliteStore:
             states = self._load_tasks(conn, agent_id, task_ids)
             fold = fold_batch(states, fresh)
             self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
-            for parent, amount in fold.child_costs.items():
-                self._add_child_cost(conn, agent_id, parent, amount)
+            for parent in fold.child_costs.keys() | fold.child_evidence.keys():
+                self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
+                                     fold.child_evidence.get(parent))
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], fresh, dropped)
+            self._apply_evidence(conn, agent_id, fold.evidence)
+            self._refresh_rank(conn, login, meta.slug)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
                              finished=fold.finished)
 
@@ -293,28 +491,50 @@ class SqliteStore:
                    _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    _json_or_null(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
-                   agent_id, t.task_id)
+                   _usage_json(t.evidence), agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
             "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
             "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
-            "ended_at = ?, sort_ts = ?, version = version + 1 "
+            "ended_at = ?, sort_ts = ?, evidence = ?, version = version + 1 "
             "WHERE agent_id = ? AND task_id = ?", updates)
         conn.executemany(
             "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
             "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
-            "cost_breakdown, started_at, ended_at, sort_ts, agent_id, task_id) VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
+            "cost_breakdown, started_at, ended_at, sort_ts, evidence, agent_id, task_id) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,
-                        amount: float) -> None:
-        """A parent not seen yet gets a placeholder row; its start/end fill it in later."""
+                        amount: float, evidence: Usage | None) -> None:
+        """A parent not seen yet gets a placeholder row; its start/end fill it in later. The
+        write lock is held, so adding to the parent's evidence may read it first."""
         conn.execute(
             "INSERT INTO tasks (agent_id, task_id, status, child_cost_usd, sort_ts) "
             "VALUES (?, ?, 'running', ?, '') ON CONFLICT (agent_id, task_id) "
             "DO UPDATE SET child_cost_usd = child_cost_usd + excluded.child_cost_usd",
             (agent_id, parent, amount))
+        if evidence is not None:
+            row = conn.execute("SELECT evidence FROM tasks WHERE agent_id = ? AND task_id = ?",
+                               (agent_id, parent)).fetchone()
+            before = _usage(row[0])
+            conn.execute("UPDATE tasks SET evidence = ? WHERE agent_id = ? AND task_id = ?",
+                         (_usage_json(before + evidence if before else evidence), agent_id,
+                          parent))
+
+    def _apply_evidence(self, conn: sqlite3.Connection, agent_id: int,
+                        total: Usage | None) -> None:
+        """The batch's evidence records, added to the agent's totals."""
+        if total is None:
+            return
+        conn.execute(
+            "UPDATE agents SET evidence_cost_usd_total = evidence_cost_usd_total + ?, "
+            "evidence_input_tokens = evidence_input_tokens + ?, "
+            "evidence_output_tokens = evidence_output_tokens + ?, "
+            "evidence_calls = evidence_calls + ?, "
+            "evidence_unpriced_calls = evidence_unpriced_calls + ? WHERE id = ?",
+            (total.cost_usd or 0.0, total.input_tokens or 0, total.output_tokens or 0,
+             total.calls, total.unpriced_calls, agent_id))
 
     def _apply_runs(self, conn: sqlite3.Connection, agent_id: int, runs: list[RunDelta],
                     fresh: list[CleanEvent], dropped: int) -> None:
@@ -427,8 +647,148 @@ class SqliteStore:
         return [dict(r) for r in rows]
 
 
+    # ---- evaluations -----------------------------------------------------------------------
+
+    def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT agents.id, parent_task_id, status, eval, eval_judge FROM tasks "
+                "JOIN agents ON agents.id = tasks.agent_id WHERE login = ? AND slug = ? "
+                "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, task_id)).fetchone()
+            if row is None:
+                return False
+            old = EvalResult.from_dict(json.loads(row["eval"])) if row["eval"] else None
+            if not evals.replaces(result, old):
+                return False
+            agent_id, is_run = row["id"], row["parent_task_id"] is None
+            conn.execute("UPDATE tasks SET eval_status = ?, eval_score = ?, eval = ? "
+                         "WHERE agent_id = ? AND task_id = ?",
+                         (result.status, result.score, dumps(result.to_dict()), agent_id, task_id))
+            d = evals.eval_delta(result, old, is_run=is_run)
+            due = result.at if is_run and evals.makes_cluster_due(row["status"], result) else None
+            conn.execute(
+                "UPDATE agents SET eval_count = eval_count + ?, eval_score_sum = eval_score_sum + ?, "
+                "eval_unscored = eval_unscored + ?, eval_skipped = eval_skipped + ?, "
+                "judge_tokens = judge_tokens + ?, judge_cost_usd = judge_cost_usd + ?, "
+                "eval_judge = ?, cluster_due_at = CASE WHEN ? IS NULL THEN cluster_due_at "
+                "ELSE max(coalesce(cluster_due_at, ''), ?) END WHERE id = ?",
+                (d.eval_count, d.eval_score_sum, d.eval_unscored, d.eval_skipped, d.judge_tokens,
+                 d.judge_cost_usd, evals.merged_judge(row["eval_judge"], result) if is_run
+                 else row["eval_judge"], due, due, agent_id))
+            if d.eval_count or d.eval_score_sum:
+                self._refresh_rank(conn, ref.login, ref.slug)
+            if d.judge_tokens or d.judge_cost_usd:
+                conn.execute(
+                    "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (agent_id, day) DO UPDATE SET tokens = tokens + excluded.tokens, "
+                    "cost_usd = cost_usd + excluded.cost_usd",
+                    (agent_id, result.at[:10], d.judge_tokens, d.judge_cost_usd))
+        return True
+
+    def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
+        """Nothing to do: a finished run without a result is pending by definition here, and
+        `pending_evals` finds it through a partial index."""
+
+    def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
+        rows = self._conn().execute(
+            "SELECT login, slug, task_id FROM tasks JOIN agents ON agents.id = tasks.agent_id "
+            "WHERE eval_status IS NULL AND ended_at IS NOT NULL AND parent_task_id IS NULL "
+            "AND ended_at >= ? AND ended_at < ? ORDER BY ended_at LIMIT ?",
+            (since, before, limit)).fetchall()
+        return [(AgentRef(r["login"], r["slug"]), r["task_id"]) for r in rows]
+
+    def judge_spend(self, ref: AgentRef, day: str) -> float:
+        row = self._conn().execute(
+            "SELECT cost_usd FROM judge_days JOIN agents ON agents.id = judge_days.agent_id "
+            "WHERE login = ? AND slug = ? AND day = ?", (ref.login, ref.slug, day)).fetchone()
+        return float(row[0]) if row else 0.0
+
+    # ---- failure clusters ------------------------------------------------------------------
+
+    def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
+        agent_id = self._agent_id(ref)
+        if agent_id is None:
+            return []
+        conn = self._conn()
+        failed = conn.execute(
+            f"SELECT {_TASK_COLS}, sort_ts FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
+            "AND status = 'failed' AND sort_ts != '' ORDER BY sort_ts DESC, task_id DESC LIMIT ?",
+            (agent_id, limit)).fetchall()
+        low = conn.execute(
+            f"SELECT {_TASK_COLS}, sort_ts FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
+            f"AND eval_score < {evals.LOW_SCORE} ORDER BY sort_ts DESC, task_id DESC LIMIT ?",
+            (agent_id, limit)).fetchall()
+        rows = {r["task_id"]: r for r in (*failed, *low)}.values()
+        newest = sorted(rows, key=lambda r: (r["sort_ts"], r["task_id"]), reverse=True)
+        return [_task_from_row(r) for r in newest[:limit]]
+
+    def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
+        with self._write() as conn:
+            agent_id = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
+                                    (ref.login, ref.slug)).fetchone()
+            if agent_id is None:
+                return
+            conn.execute("INSERT INTO insights (agent_id, body) VALUES (?, ?) "
+                         "ON CONFLICT (agent_id) DO UPDATE SET body = excluded.body",
+                         (agent_id[0], dumps(insights)))
+            conn.execute("UPDATE agents SET cluster_due_at = NULL WHERE id = ? AND cluster_due_at <= ?",
+                         (agent_id[0], insights["computed_at"]))
+
+    def get_insights(self, ref: AgentRef) -> dict[str, Any] | None:
+        row = self._conn().execute(
+            "SELECT body FROM insights JOIN agents ON agents.id = insights.agent_id "
+            "WHERE login = ? AND slug = ?", (ref.login, ref.slug)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def clusters_due(self, limit: int) -> list[AgentRef]:
+        rows = self._conn().execute(
+            "SELECT login, slug FROM agents WHERE cluster_due_at IS NOT NULL "
+            "ORDER BY cluster_due_at LIMIT ?", (limit,)).fetchall()
+        return [AgentRef(r["login"], r["slug"]) for r in rows]
+
+    # ---- leaderboard -----------------------------------------------------------------------
+
+    def _refresh_rank(self, conn: sqlite3.Connection, login: str, slug: str) -> None:
+        """Recompute the agent's leaderboard columns; called by every write that changes what
+        they derive from (counters, visibility, names)."""
+        row = conn.execute(f"SELECT {_AGENT_COLS} FROM agents WHERE login = ? AND slug = ?",
+                           (login, slug)).fetchone()
+        if row is None:
+            return
+        agent = self._agent_from_row(row)
+        values = rank_values(agent)
+        conn.execute(f"UPDATE agents SET lb_text = ?, {', '.join(f'lb_{s} = ?' for s in SORTS)} "
+                     "WHERE login = ? AND slug = ?",
+                     (search_text(agent), *values.values(), login, slug))
+
+    def leaderboard(self, sort: str, *, query: str | None = None, offset: int = 0,
+                    limit: int = 25) -> list[Agent]:
+        if sort not in SORTS:
+            raise ValueError(f"unknown leaderboard sort {sort!r}")
+        column = f"lb_{sort}"
+        where, args = [f"{column} IS NOT NULL"], []
+        if query:
+            where.append("instr(lb_text, ?) > 0")
+            args.append(query.lower())
+        rows = self._conn().execute(
+            f"SELECT {_AGENT_COLS} FROM agents WHERE {' AND '.join(where)} ORDER BY {column} "
+            f"{'DESC' if SORTS[sort].descending else 'ASC'}, runs DESC, login, slug "
+            "LIMIT ? OFFSET ?", (*args, limit, offset)).fetchall()
+        return [self._agent_from_row(r) for r in rows]
+
+
 def _task_from_row(row: sqlite3.Row) -> TaskState:
     d = {k: row[k] for k in _TASK_COLS.split(", ")}
     for name in _JSON_TASK_FIELDS:
         d[name] = _loads(d[name])
+    d["eval"] = EvalResult.from_dict(json.loads(d["eval"])) if d["eval"] else None
+    d["evidence"] = _usage(d["evidence"])
     return TaskState(**d)
+
+
+def _usage(text: str | None) -> Usage | None:
+    return None if text is None else Usage.from_dict(json.loads(text))
+
+
+def _usage_json(usage: Usage | None) -> str | None:
+    return None if usage is None else dumps(usage.to_dict())

@@ -1,0 +1,8 @@
+"""Lambda entry point for the WebSocket API's `$connect`, `$disconnect` and `$default` routes
+(the live feed): `$connect` authorises and records the connection, `$disconnect` forgets it,
+`$default` answers pings. Ingest pushes to the recorded connections."""
+
+from bench_core.live.gateway import WebSocketRoutes
+from bench_core.telemetry import instrument
+
+handler = instrument(WebSocketRoutes())

@@ -1,0 +1,123 @@
+"""`bench login`: the device flow (after RFC 8628), so a key reaches a terminal without being
+pasted anywhere.
+
+The CLI asks for a code pair: a long secret `device_code` it keeps, and a short `user_code` the
+user approves in a signed-in browser. The CLI polls with its device code; once approved, the
+poll hands over a fresh owner key exactly once. Only hashes of device codes are stored, codes
+expire after ten minutes, and polling faster than the interval is told to slow down.
+
+States: pending → approved | denied; approved → used (the key was handed over).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ..errors import TooManyRequests
+from ..models import iso, utcnow
+from ..store import Store
+
+DEVICE = "device"
+USER_CODE = "user_code"
+TTL = timedelta(minutes=10)
+USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"
+"""Consonants only (RFC 8628 6.1): no vowels to spell words, nothing to misread as a digit."""
+USER_CODE_LENGTH = 8
+DRAWS = 5
+
+
+@dataclass(frozen=True)
+class DeviceStart:
+    device_code: str
+    user_code: str
+    interval: int
+    expires_in: int
+
+
+def _hash(device_code: str) -> str:
+    return hashlib.sha256(device_code.encode()).hexdigest()
+
+
+def normalize_user_code(text: str) -> str | None:
+    """`ABCD-EFGH` from whatever a user typed (`abcd efgh`, `ABCDEFGH`); None if it is none."""
+    letters = re.sub(r"[\s-]", "", text.upper())
+    if len(letters) != USER_CODE_LENGTH or any(c not in USER_CODE_ALPHABET for c in letters):
+        return None
+    return f"{letters[:4]}-{letters[4:]}"
+
+
+def start(store: Store, interval: int) -> DeviceStart:
+    now = utcnow()
+    until = iso(now + TTL)
+    device_code = secrets.token_urlsafe(32)
+    for _ in range(DRAWS):  # a user code in use is drawn again (20^8 of them: rare)
+        letters = "".join(secrets.choice(USER_CODE_ALPHABET) for _ in range(USER_CODE_LENGTH))
+        user_code = f"{letters[:4]}-{letters[4:]}"
+        if store.put_grant(USER_CODE, user_code, {"device": _hash(device_code)}, until, iso(now)):
+            break
+    else:
+        raise TooManyRequests("no free login code right now; try again",
+                              headers={"Retry-After": "5"})
+    store.put_grant(DEVICE, _hash(device_code),
+                    {"status": "pending", "login": None, "user_code": user_code,
+                     "polled_at": None}, until, iso(now))
+    return DeviceStart(device_code, user_code, interval, int(TTL.total_seconds()))
+
+
+def pending(store: Store, user_code: str) -> bool:
+    """Whether `user_code` names a live login still awaiting a decision."""
+    device = _device_of(store, user_code)
+    return device is not None and device[1]["status"] == "pending"
+
+
+def decide(store: Store, user_code: str, login: str, approve: bool) -> bool:
+    """Approve (for `login`) or deny a pending code; False if it is unknown, expired or decided."""
+    device = _device_of(store, user_code)
+    if device is None:
+        return False
+    changes = {"status": "approved", "login": login} if approve else {"status": "denied"}
+    return store.update_grant(DEVICE, device[0], {"status": "pending"}, changes, iso(utcnow()))
+
+
+def poll(store: Store, device_code: str, interval: int) -> tuple[str, str | None]:
+    """("ok", login) exactly once after approval, else (RFC 8628 error code, None)."""
+    grant_id, now = _hash(device_code), utcnow()
+    record = store.get_grant(DEVICE, grant_id, iso(now))
+    if record is None:
+        return "expired_token", None
+    if record["status"] == "denied":
+        return "access_denied", None
+    if record["status"] == "approved":
+        taken = store.update_grant(DEVICE, grant_id, {"status": "approved"}, {"status": "used"},
+                                   iso(now))
+        return ("ok", str(record["login"])) if taken else ("expired_token", None)
+    if record["status"] != "pending":
+        return "expired_token", None
+    if _too_soon(record["polled_at"], now, interval):
+        return "slow_down", None
+    store.update_grant(DEVICE, grant_id, {"polled_at": record["polled_at"]},
+                       {"polled_at": iso(now)}, iso(now))
+    return "authorization_pending", None
+
+
+def _too_soon(polled_at: str | None, now: datetime, interval: int) -> bool:
+    """Polls closer than half the interval: clients sleep the interval between polls, and
+    network jitter must not turn an honest client's poll into a slow-down."""
+    if polled_at is None:
+        return False
+    last = datetime.fromisoformat(polled_at.replace("Z", "+00:00"))
+    return (now - last).total_seconds() < interval / 2
+
+
+def _device_of(store: Store, user_code: str) -> tuple[str, dict[str, object]] | None:
+    now = iso(utcnow())
+    pointer = store.get_grant(USER_CODE, user_code, now)
+    if pointer is None:
+        return None
+    grant_id = str(pointer["device"])
+    record = store.get_grant(DEVICE, grant_id, now)
+    return None if record is None else (grant_id, record)

@@ -1,0 +1,71 @@
+"""Sessions: a random id in a signed cookie, and a server-side record of whose it is.
+
+The signature turns away forged or tampered cookies without a store read; the record (kept
+only as a hash of the id, like API keys) makes signing out real: deleting it ends the session
+everywhere, even where a copy of the cookie lives on. A sandbox session (`/try`) is a separate
+kind: it sees its sandbox agent and nothing of the dashboard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ..models import iso, utcnow
+from ..store import Store
+from . import signing
+
+COOKIE = "bench_session"
+PURPOSE = "session"
+GRANT = "session"
+ACCOUNT_TTL = timedelta(days=14)
+SANDBOX_TTL = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    login: str
+    sandbox: bool
+    expires_at: datetime
+
+    @property
+    def max_age(self) -> int:
+        return max(0, int((self.expires_at - utcnow()).total_seconds()))
+
+
+def _grant_id(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
+def start(store: Store, secret: bytes, login: str, *, sandbox: bool = False
+          ) -> tuple[Session, str]:
+    """A new session for `login` and the cookie value that carries it."""
+    now = utcnow()
+    session = Session(secrets.token_urlsafe(32), login, sandbox,
+                      now + (SANDBOX_TTL if sandbox else ACCOUNT_TTL))
+    until = iso(session.expires_at)
+    store.put_grant(GRANT, _grant_id(session.session_id),
+                    {"login": login, "sandbox": sandbox, "until": until}, until, iso(now))
+    cookie = signing.sign(secret, PURPOSE, session.session_id, session.max_age,
+                          now=now.timestamp())
+    return session, cookie
+
+
+def load(store: Store, secret: bytes, cookie: str) -> Session | None:
+    """The live session a cookie carries; None for anything else (forged, tampered, expired,
+    signed out)."""
+    session_id = signing.unsign(secret, PURPOSE, cookie)
+    if not isinstance(session_id, str):
+        return None
+    record = store.get_grant(GRANT, _grant_id(session_id), iso(utcnow()))
+    if record is None:
+        return None
+    return Session(session_id, str(record["login"]), bool(record["sandbox"]),
+                   datetime.fromisoformat(str(record["until"]).replace("Z", "+00:00")))
+
+
+def end(store: Store, session: Session) -> None:
+    store.delete_grant(GRANT, _grant_id(session.session_id))

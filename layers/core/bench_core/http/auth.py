@@ -1,0 +1,169 @@
+"""Signing in and out: `/signin`, GitHub's OAuth round trip (`/auth/github`,
+`/auth/github/callback`), the local sign-in of a single machine (`/signin/local`), `/logout`.
+
+The OAuth `state` is bound to the browser that started the sign-in: it travels to GitHub in the
+URL and stays behind in a signed, short-lived cookie; a callback whose state does not match the
+cookie is refused, so nobody can finish a sign-in in someone else's browser. Every failure ends
+on an error page that says what happened, with no session created.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+
+import httpx
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from ..accounts import github, sessions, signing, valid_account_login
+from ..errors import Forbidden
+from ..models import iso, utcnow
+from ..services import Services
+from . import get_services
+from .browser import (
+    NO_STORE,
+    check_csrf,
+    clear_cookie,
+    csrf_for,
+    form_fields,
+    safe_next,
+    set_cookie,
+)
+from .ingest import public_base
+from .render import PageRoute, error_page, page
+from .session_cookie import session_of
+
+router = APIRouter(route_class=PageRoute)
+
+OAUTH_COOKIE = "bench_oauth"
+OAUTH_PURPOSE = "oauth-state"
+OAUTH_TTL_S = 600
+CALLBACK = "/auth/github/callback"
+
+
+def local_signin_allowed(request: Request, services: Services) -> bool:
+    """Local sign-in (any name, no password) is for one person's own machine: on when
+    BENCH_LOCAL_SIGNIN says so; by default only without GitHub, on the embedded store, for a
+    request that reached the server on a loopback address."""
+    settings = services.settings
+    if settings.accounts.local_signin is not None:
+        return settings.accounts.local_signin
+    if settings.accounts.github_enabled or settings.store != "sqlite":
+        return False
+    server = request.scope.get("server") or ("", 0)
+    try:
+        return ipaddress.ip_address(server[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def signed_in(request: Request, services: Services, login: str, target: str) -> Response:
+    """Start a session for `login` and go on to `target`."""
+    session, cookie = sessions.start(services.store, services.secrets.session_key(), login)
+    response = RedirectResponse(target, status_code=303, headers=NO_STORE)
+    set_cookie(response, request, services, sessions.COOKIE, cookie, session.max_age)
+    return response
+
+
+@router.get("/signin")
+async def signin_page(request: Request, next: str | None = None,
+                      services: Services = Depends(get_services)) -> Response:
+    target = safe_next(next)
+    session = await session_of(request, services)
+    if session is not None and not session.sandbox:
+        return RedirectResponse(target, status_code=303)
+    token = await csrf_for(request, services)
+    response = page(request, "signin.html", next=target, csrf=token.token,
+                    github=services.settings.accounts.github_enabled,
+                    local=local_signin_allowed(request, services), headers=NO_STORE)
+    return token.apply(response, request, services)
+
+
+@router.post("/signin/local")
+async def signin_local(request: Request, services: Services = Depends(get_services)) -> Response:
+    fields = await form_fields(request)
+    await check_csrf(request, services, fields)
+    if not local_signin_allowed(request, services):
+        raise Forbidden("local sign-in is off on this server: sign in with GitHub")
+    login = fields.get("login", "").strip().lower()
+    if not valid_account_login(login):
+        return error_page(request, 400, "Choose a name of letters, digits and single hyphens "
+                                        "(up to 39), as on GitHub.")
+    await run_in_threadpool(services.store.claim_login, login, None, iso(utcnow()))
+    return await run_in_threadpool(signed_in, request, services, login,
+                                   safe_next(fields.get("next")))
+
+
+@router.get("/auth/github")
+def github_start(request: Request, next: str | None = None,
+                 services: Services = Depends(get_services)) -> Response:
+    accounts = services.settings.accounts
+    if not accounts.github_enabled:
+        return error_page(request, 404, "GitHub sign-in is not set up on this server.")
+    state = secrets.token_urlsafe(24)
+    cookie = signing.sign(services.secrets.session_key(), OAUTH_PURPOSE,
+                          {"state": state, "next": safe_next(next)}, OAUTH_TTL_S)
+    url = github.authorize_url(accounts, state, public_base(request, services) + CALLBACK)
+    response = RedirectResponse(url, status_code=303, headers=NO_STORE)
+    set_cookie(response, request, services, OAUTH_COOKIE, cookie, OAUTH_TTL_S, path="/auth")
+    return response
+
+
+@router.get(CALLBACK)
+def github_callback(request: Request, code: str | None = None, state: str | None = None,
+                    error: str | None = None,
+                    services: Services = Depends(get_services)) -> Response:
+    started = signing.unsign(services.secrets.session_key(), OAUTH_PURPOSE,
+                             request.cookies.get(OAUTH_COOKIE, ""))
+    failure = _callback_problem(started, code, state, error)
+    if failure is not None:
+        response = error_page(request, 400, failure)
+    else:
+        assert isinstance(started, dict)  # _callback_problem checked it
+        response = _finish_github(request, services, str(code), safe_next(started.get("next")))
+    clear_cookie(response, request, services, OAUTH_COOKIE, path="/auth")
+    return response
+
+
+def _callback_problem(started: object, code: str | None, state: str | None,
+                      error: str | None) -> str | None:
+    """Why a callback cannot go on, in words for the person signing in; None if it can."""
+    if error == "access_denied":
+        return "Sign-in cancelled: GitHub said you did not authorize Bench. Nothing was changed."
+    if error:
+        return f"GitHub could not sign you in ({error[:100]})."
+    if not isinstance(started, dict) or not state or not code:
+        return "This sign-in link has expired or was not started in this browser. Try again."
+    if not secrets.compare_digest(str(started.get("state")), state):
+        return "This sign-in was not started in this browser (state mismatch). Try again."
+    return None
+
+
+def _finish_github(request: Request, services: Services, code: str, target: str) -> Response:
+    accounts = services.settings.accounts
+    redirect_uri = public_base(request, services) + CALLBACK
+    try:
+        with httpx.Client() as client:
+            token = github.exchange_code(accounts, services.secrets.github_client_secret(), code,
+                                         redirect_uri, client)
+            user = github.fetch_user(accounts, token, client)
+    except github.SignInFailed as exc:
+        return error_page(request, 400, f"Sign-in failed: {exc.message}.")
+    if not services.store.claim_login(user.login, user.id, iso(utcnow())):
+        return error_page(request, 403, f"The name {user.login} belongs to another GitHub "
+                                        "account on this Bench (it was renamed). Ask the admin.")
+    return signed_in(request, services, user.login, target)
+
+
+@router.post("/logout")
+async def logout(request: Request, services: Services = Depends(get_services)) -> Response:
+    fields = await form_fields(request)
+    await check_csrf(request, services, fields)
+    session = await session_of(request, services)
+    if session is not None:
+        await run_in_threadpool(sessions.end, services.store, session)
+    response = RedirectResponse("/", status_code=303, headers=NO_STORE)
+    clear_cookie(response, request, services, sessions.COOKIE)
+    return response

@@ -1,0 +1,194 @@
+"""The owner's dashboard (`/dashboard`): agents with live numbers, setting up a new agent
+(install command, a key shown once, a first-task template; then waiting for the first event),
+each agent's live feed and privacy settings, and API keys.
+
+Every page needs a signed-in account (sandbox sessions have none); every form is CSRF-checked
+and answers with a redirect, except the two that show a new key, which is on that page only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import NotFound
+from ..keys import new_key
+from ..live.messages import headline, summary
+from ..models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
+from ..privacy import Viewer
+from ..services import Services
+from ..views import agent_summary
+from . import get_services
+from .api import agent_ref
+from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
+from .ingest import public_base
+from .render import page
+
+router = APIRouter(prefix="/dashboard", route_class=AccountRoute)
+
+FEED_EVENTS = 25
+"""Events an agent's page shows before live ones arrive."""
+INSTALL = "pip install bench-observe"
+
+
+def _agents(services: Services, login: str) -> list[dict[str, Any]]:
+    """The owner's agents, most recently active first, each with its live-updated numbers."""
+    agents = services.store.list_agents(login)
+    agents.sort(key=lambda a: a.stats.last_event_at or a.created_at, reverse=True)
+    return [{**agent_summary(a, Viewer(login)), "headline": headline(a)} for a in agents]
+
+
+async def _page(request: Request, services: Services, login: str, template: str,
+                status: int = 200, **context: Any) -> Response:
+    """An account page: private, never stored by any cache, with a CSRF token for its forms."""
+    token = await csrf_for(request, services)
+    return page(request, template, viewer=Viewer(login), login=login, csrf=token.token,
+                base=public_base(request, services), status=status, headers=NO_STORE, **context)
+
+
+@router.get("")
+async def home(request: Request, services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    agents = await run_in_threadpool(_agents, services, session.login)
+    return await _page(request, services, session.login, "dashboard.html", agents=agents,
+                       channel=session.login)
+
+
+# ---- a new agent -------------------------------------------------------------------------------
+
+
+@router.get("/new")
+async def new_agent_form(request: Request, services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    return await _page(request, services, session.login, "dashboard_new.html", form={},
+                       problem=None, slug_pattern=SLUG_PATTERN)
+
+
+def _create(services: Services, login: str, fields: dict[str, str]) -> tuple[Agent | None, str]:
+    """The new agent and its first key, or None and why not."""
+    try:
+        ref = agent_ref(login, fields.get("slug", "").strip())
+        patch = AgentSettingsPatch(display_name=fields.get("display_name", "").strip() or None)
+    except (NotFound, ValidationError):
+        return None, "Name the agent with letters, digits, '.', '_' or '-' (up to 64)."
+    agent = Agent(login=login, slug=ref.slug, display_name=patch.display_name,
+                  visibility="private" if fields.get("visibility") == "private" else "public",
+                  hide_inputs="hide_inputs" in fields, hide_outputs="hide_outputs" in fields,
+                  created_at=iso(utcnow()))
+    if not services.store.create_agent(agent):
+        return None, f"You already have an agent called {ref.slug}."
+    raw, record = new_key(login, ref.slug, name=f"{ref.slug} setup")
+    services.store.create_key(record)
+    return agent, raw
+
+
+@router.post("/new")
+async def new_agent(request: Request, services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    fields = await form_fields(request)
+    await check_csrf(request, services, fields)
+    agent, key_or_problem = await run_in_threadpool(_create, services, session.login, fields)
+    if agent is None:
+        return await _page(request, services, session.login, "dashboard_new.html", status=400,
+                           form=fields, problem=key_or_problem, slug_pattern=SLUG_PATTERN)
+    return await _page(request, services, session.login, "dashboard_setup.html", agent=agent,
+                       key=key_or_problem, install=INSTALL, channel=f"{agent.login}/{agent.slug}")
+
+
+# ---- one agent ---------------------------------------------------------------------------------
+
+
+def _agent_page(services: Services, login: str, slug: str) -> dict[str, Any]:
+    ref = agent_ref(login, slug)
+    agent = services.store.get_agent(ref)
+    if agent is None:
+        raise NotFound("you have no agent of that name")
+    viewer = Viewer(login)
+    events = services.store.recent_events(ref, FEED_EVENTS)
+    keys = [k for k in services.store.list_keys(login) if k.agent_slug == agent.slug]
+    return {"a": agent_summary(agent, viewer), "headline": headline(agent),
+            "events": [summary(e, agent, viewer) for e in events], "keys": keys,
+            "channel": f"{agent.login}/{agent.slug}"}
+
+
+@router.get("/agents/{slug}")
+async def agent_page(request: Request, slug: str, saved: bool = False,
+                     services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    context = await run_in_threadpool(_agent_page, services, session.login, slug)
+    return await _page(request, services, session.login, "dashboard_agent.html", saved=saved,
+                       **context)
+
+
+@router.post("/agents/{slug}/settings")
+async def agent_settings(request: Request, slug: str,
+                         services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    fields = await form_fields(request)
+    await check_csrf(request, services, fields)
+    ref = agent_ref(session.login, slug)
+    patch = AgentSettingsPatch(
+        visibility="private" if fields.get("visibility") == "private" else "public",
+        hide_inputs="hide_inputs" in fields, hide_outputs="hide_outputs" in fields,
+        display_name=fields.get("display_name", "").strip()[:200] or None)
+    updated = await run_in_threadpool(services.store.update_agent, ref,
+                                      patch.model_dump(exclude_none=True))
+    if updated is None:
+        raise NotFound("you have no agent of that name")
+    return RedirectResponse(f"/dashboard/agents/{ref.slug}?saved=1", status_code=303,
+                            headers=NO_STORE)
+
+
+# ---- keys --------------------------------------------------------------------------------------
+
+
+def _keys(services: Services, login: str) -> dict[str, Any]:
+    keys = sorted(services.store.list_keys(login), key=lambda k: k.created_at, reverse=True)
+    return {"keys": keys, "slugs": [a.slug for a in services.store.list_agents(login)]}
+
+
+@router.get("/keys")
+async def keys_page(request: Request, services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    context = await run_in_threadpool(_keys, services, session.login)
+    return await _page(request, services, session.login, "dashboard_keys.html", created=None,
+                       **context)
+
+
+def _new_key(services: Services, login: str, fields: dict[str, str]) -> tuple[str, KeyRecord]:
+    scope = fields.get("scope", "owner")
+    slug = None if scope == "owner" else agent_ref(login, scope).slug
+    raw, record = new_key(login, slug, name=fields.get("name", "").strip()[:100] or None)
+    services.store.create_key(record)
+    return raw, record
+
+
+@router.post("/keys")
+async def create_key(request: Request, services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    fields = await form_fields(request)
+    await check_csrf(request, services, fields)
+    raw, record = await run_in_threadpool(_new_key, services, session.login, fields)
+    context = await run_in_threadpool(_keys, services, session.login)
+    return await _page(request, services, session.login, "dashboard_keys.html",
+                       created={"key": raw, "record": record}, **context)
+
+
+def _revoke(services: Services, login: str, key_hash: str) -> None:
+    record = services.store.key_by_hash(key_hash) if len(key_hash) == 64 else None
+    if record is None or record.login != login:
+        raise NotFound("you have no such key")
+    services.store.revoke_key(record.key_hash, iso(utcnow()))
+
+
+@router.post("/keys/revoke")
+async def revoke_key(request: Request, services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    fields = await form_fields(request)
+    await check_csrf(request, services, fields)
+    await run_in_threadpool(_revoke, services, session.login, fields.get("key", ""))
+    return RedirectResponse("/dashboard/keys", status_code=303, headers=NO_STORE)

@@ -1,0 +1,39 @@
+"""`GET /leaderboard` (HTML) and its JSON twin `GET /api/leaderboard`, same parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
+
+from .. import leaderboard as ranking
+from .. import views
+from ..caching import PUBLIC_60
+from ..services import Services
+from . import get_services, render
+from .render import PageRoute
+
+router = APIRouter(route_class=PageRoute)
+api_router = APIRouter()
+
+
+def board(services: Services, sort: str | None, q: str | None, page: str | None
+          ) -> dict[str, Any]:
+    sort, query, number = ranking.leaderboard_params(sort, q, page)
+    return views.leaderboard_page(services.store, sort, query, number)
+
+
+@router.get("/leaderboard")
+def leaderboard_html(request: Request, sort: str | None = None, q: str | None = None,
+                     page: str | None = None, services: Services = Depends(get_services)
+                     ) -> Response:
+    return render.page(request, "leaderboard.html", board=board(services, sort, q, page),
+                       sorts=ranking.SORTS)
+
+
+@api_router.get("/api/leaderboard")
+def leaderboard_json(sort: str | None = None, q: str | None = None, page: str | None = None,
+                     services: Services = Depends(get_services)) -> JSONResponse:
+    """Public agents only and the same for everyone, so shared caches may keep it a minute."""
+    return JSONResponse(board(services, sort, q, page), headers={"Cache-Control": PUBLIC_60})

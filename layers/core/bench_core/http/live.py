@@ -1,0 +1,139 @@
+"""The live feed over WebSockets: `/live/{login}/{slug}` (one agent) and `/live/{login}` (every
+agent of an owner, for the owner's dashboard) on the local server, and `GET /live-token`,
+which tells a page where to connect: here, or on AWS the WebSocket API with a short-lived
+signed token in the query (browsers cannot set headers on a WebSocket, and the API's domain
+never sees this site's cookies).
+
+A WebSocket is authorised before it is accepted, by the same rule as the profile page
+(`live.may_watch`); a handshake from another site's page is refused outright (cookies ride along
+on cross-site WebSocket handshakes, so the Origin header is checked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from .. import csrf
+from ..errors import NotFound
+from ..live import Channel, may_watch
+from ..live.local import POLICY_VIOLATION, LocalFeed, Subscriber
+from ..live.messages import hello
+from ..live.tokens import issue
+from ..models import Agent
+from ..privacy import Viewer
+from ..services import Services
+from . import get_services
+from .browser import NO_STORE
+from .ingest import public_base
+from .session_cookie import session_of
+
+router = APIRouter()
+
+
+
+def _agents_of(services: Services, channel: Channel) -> tuple[Agent | None, list[Agent]]:
+    """The watched agent (None for an owner's channel or an agent not created yet) and the
+    agents whose numbers the first message carries."""
+    if channel.ref is None:
+        return None, services.store.list_agents(channel.login)
+    agent = services.store.get_agent(channel.ref)
+    return agent, [agent] if agent else []
+
+
+async def _viewer(connection: Request | WebSocket, services: Services) -> Viewer:
+    session = await session_of(connection, services)
+    return Viewer(session.login if session else None)
+
+
+@router.get("/live-token")
+async def live_token(request: Request, channel: str,
+                     services: Services = Depends(get_services)) -> JSONResponse:
+    """Where the page's script connects for `channel` (`login/slug` or `login`), if the viewer
+    may watch it; 404 otherwise, as for the profile of a private agent."""
+    try:
+        wanted = Channel.parse(channel)
+    except ValueError as exc:
+        raise NotFound("no such feed") from exc
+    viewer = await _viewer(request, services)
+    agent, _ = await run_in_threadpool(_agents_of, services, wanted)
+    if not may_watch(wanted, agent, viewer):
+        raise NotFound("no such feed")
+    live = services.settings.live
+    if live.url:
+        secret = await run_in_threadpool(services.secrets.session_key)
+        query = urlencode({"channel": wanted.name, "token": issue(secret, wanted, viewer.login)})
+        return JSONResponse({"url": f"{live.url}?{query}"}, headers=NO_STORE)
+    base = public_base(request, services)
+    scheme = "wss" if base.startswith("https://") else "ws"
+    return JSONResponse({"url": f"{scheme}://{base.split('://', 1)[1]}/live/{wanted.name}"},
+                        headers=NO_STORE)
+
+
+@router.websocket("/live/{login}")
+async def owner_feed(websocket: WebSocket, login: str) -> None:
+    await _serve(websocket, login)
+
+
+@router.websocket("/live/{login}/{slug}")
+async def agent_feed(websocket: WebSocket, login: str, slug: str) -> None:
+    await _serve(websocket, f"{login}/{slug}")
+
+
+async def _serve(websocket: WebSocket, name: str) -> None:
+    services: Services = get_services(websocket)  # type: ignore[arg-type]
+    feed = services.live
+    try:
+        channel = Channel.parse(name)
+    except ValueError:
+        await websocket.close(code=POLICY_VIOLATION)
+        return
+    base = public_base(websocket, services)  # type: ignore[arg-type]
+    viewer = await _viewer(websocket, services)
+    agent, agents = await run_in_threadpool(_agents_of, services, channel)
+    if (not isinstance(feed, LocalFeed) or not csrf.same_origin(websocket.headers.get("origin"), base)
+            or not may_watch(channel, agent, viewer)):
+        await websocket.close(code=POLICY_VIOLATION)
+        return
+    subscriber = feed.subscribe(channel, viewer.login)
+    try:
+        await websocket.accept()
+        await websocket.send_text(hello(channel.name, agents))
+        await _pump(websocket, subscriber)
+    finally:
+        feed.unsubscribe(subscriber)
+
+
+async def _pump(websocket: WebSocket, subscriber: Subscriber) -> None:
+    """Send what the feed queues until either side closes. The client sends nothing but
+    pings; reading is how its close is noticed, which stops the sending at once."""
+    sender = asyncio.current_task()
+    client_gone = False
+
+    async def drain_incoming() -> None:
+        nonlocal client_gone
+        with contextlib.suppress(WebSocketDisconnect):
+            while True:
+                await websocket.receive_text()
+        client_gone = True
+        if sender is not None:
+            sender.cancel()
+
+    reader = asyncio.create_task(drain_incoming())
+    try:
+        while (message := await subscriber.queue.get()) is not None:
+            await websocket.send_text(message)
+        await websocket.close(code=subscriber.close_code or POLICY_VIOLATION)
+    except (WebSocketDisconnect, RuntimeError):
+        return
+    except asyncio.CancelledError:
+        if not client_gone or sender is None:
+            raise
+        sender.uncancel()  # our own cancel, from the reader: a normal end, not a cancellation
+    finally:
+        reader.cancel()

@@ -1,0 +1,66 @@
+"""`POST /v1/traces`: OTLP/HTTP trace export (SPEC section 3), the path an OpenTelemetry
+exporter appends to `OTEL_EXPORTER_OTLP_ENDPOINT`.
+
+Every answer, errors included, is in the request's encoding with its Content-Type (see
+`otlp.encode`); a media type that is neither OTLP JSON nor protobuf gets 415 as JSON.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from .. import telemetry
+from ..errors import BenchError, Unauthorized
+from ..ingest import decode_body
+from ..log import logger
+from ..otlp import ExportResult, UnsupportedMediaType, encoding_of, export_traces
+from ..otlp.encode import export_response, status_body
+from ..services import Services
+from ..workflows.eval import hand_off
+from . import get_services
+from .deps import MISSING_KEY, authenticate, presented_key, read_body
+
+router = APIRouter()
+JSON = "application/json"
+
+
+def authenticated_export(services: Services, raw_key: str, body: bytes, encoding: str,
+                         agent: str | None) -> ExportResult:
+    """Key check, decoding and store writes in one worker-thread hop."""
+    key = authenticate(services, raw_key)
+    result = export_traces(services.store, key, body, encoding, agent, services.settings.limits)
+    for ref, outcome in result.outcomes:
+        hand_off(services, ref, outcome)
+    return result
+
+
+@router.post("/v1/traces")
+async def post_traces(request: Request, services: Services = Depends(get_services)) -> Response:
+    content_type = request.headers.get("content-type") or JSON
+    encoding = encoding_of(content_type)
+    try:
+        if encoding is None:
+            raise UnsupportedMediaType(
+                f"unsupported Content-Type {content_type!r}: send application/x-protobuf or "
+                "application/json (OTLP/HTTP)")
+        raw_key = presented_key(request)
+        if raw_key is None:
+            raise Unauthorized(MISSING_KEY)
+        limit = services.settings.limits.max_body_bytes
+        body = decode_body(await read_body(request, limit),
+                           request.headers.get("content-encoding"), limit)
+        result = await run_in_threadpool(authenticated_export, services, raw_key, body, encoding,
+                                         request.headers.get("x-bench-agent"))
+    except BenchError as exc:
+        telemetry.count("BatchesRejected")
+        return Response(status_body(exc.status, exc.message, encoding or "json"),
+                        status_code=exc.status, headers=exc.headers,
+                        media_type=content_type if encoding else JSON)
+    accepted = sum(outcome.accepted for _, outcome in result.outcomes)
+    telemetry.count("EventsIngested", accepted)
+    telemetry.count("SpansIngested", result.spans)
+    logger.info("spans ingested", extra={"spans": result.spans, "rejected": result.rejected,
+                                         "accepted_events": accepted,
+                                         "agents": [ref.path for ref, _ in result.outcomes]})
+    return Response(export_response(result, encoding), media_type=content_type)

@@ -1,0 +1,99 @@
+"""What the leaderboard ranks by, and who qualifies: one definition both stores index.
+
+Each store keeps, per agent, the value it ranks by in each sort mode, written on every change to
+the agent (ingest, settings), never computed at read time: SQLite in indexed columns, DynamoDB
+in the sparse `lb_*` GSI keys. A value is absent (NULL / no attribute) when the agent does not
+qualify, so a ranking is one index range read, and a private agent is absent from all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from . import stats
+from .errors import BadRequest
+from .models import Agent
+from .privacy import listed
+
+MIN_RUNS = 10
+PAGE_SIZE = 25
+MAX_PAGE = 200
+TIE_DIGITS = 12
+"""Decimal places of a DynamoDB rank key below the value itself, holding the runs tie-break."""
+
+
+@dataclass(frozen=True)
+class Sort:
+    name: str
+    title: str
+    descending: bool
+    """Higher values rank first (rates, scores, runs); cost and latency rank lowest first."""
+    rule: str
+    """Who qualifies, in words, for the page."""
+
+
+SORTS = {s.name: s for s in (
+    Sort("runs", "Runs", True, "every public agent"),
+    Sort("success", "Success rate", True, f"at least {MIN_RUNS} runs"),
+    Sort("score", "Eval score", True, f"at least {MIN_RUNS} scored runs"),
+    Sort("cost", "Cost per run", False, f"at least {MIN_RUNS} runs with reported cost"),
+    Sort("latency", "p50 latency", False, f"at least {MIN_RUNS} timed runs"),
+)}
+
+
+def rank_values(agent: Agent) -> dict[str, float | None]:
+    """The value `agent` ranks by in each sort mode; None where it does not qualify."""
+    if not listed(agent):
+        return dict.fromkeys(SORTS)
+    s = agent.stats
+    enough = s.runs >= MIN_RUNS
+    return {
+        "runs": float(s.runs),
+        "success": s.successes / s.runs if enough else None,
+        "score": s.eval_score_sum / s.eval_count if s.eval_count >= MIN_RUNS else None,
+        "cost": s.cost_usd_total / s.runs if enough and s.cost_usd_total > 0 else None,
+        "latency": (stats.percentile(s.latency_hist, 50)
+                    if sum(s.latency_hist) >= MIN_RUNS else None),
+    }
+
+
+def search_text(agent: Agent) -> str | None:
+    """What `q=` matches against, lowercased (DynamoDB's `contains` is case-sensitive); None
+    for an agent that is not listed."""
+    if not listed(agent):
+        return None
+    fields = (agent.login, agent.slug, agent.display_name, agent.framework, agent.model)
+    return " ".join(f for f in fields if f).lower()
+
+
+def normalise_query(q: str | None) -> str | None:
+    q = " ".join((q or "").split()).lower()
+    return q[:100] or None
+
+
+def dynamo_rank_key(sort: str, value: float | None, runs: int) -> Decimal | None:
+    """A DynamoDB GSI sort key ordering by `value`, then by more runs first: the value (to
+    nine decimals) in the high digits and the runs tie-break in the low `TIE_DIGITS`."""
+    if value is None:
+        return None
+    tie = min(runs, 10 ** TIE_DIGITS - 1)
+    if not SORTS[sort].descending:
+        tie = 10 ** TIE_DIGITS - 1 - tie
+    return Decimal(round(value * 10**9)) * 10 ** TIE_DIGITS + tie
+
+
+def leaderboard_params(sort: str | None, q: str | None, page: str | None
+                       ) -> tuple[str, str | None, int]:
+    """`sort`, `q` and `page` of a leaderboard request, defaults filled in; 400 for values the
+    page cannot serve, naming the parameter and what it accepts."""
+    sort = sort or "runs"
+    if sort not in SORTS:
+        raise BadRequest(f"unknown sort {sort!r}: use one of {', '.join(SORTS)}",
+                         [{"loc": ["query", "sort"], "msg": "unknown sort"}])
+    number = page or "1"
+    if not (number.isascii() and number.isdigit() and len(number) <= 4
+            and 1 <= int(number) <= MAX_PAGE):
+        raise BadRequest(f"page must be a whole number from 1 to {MAX_PAGE}",
+                         [{"loc": ["query", "page"], "msg": "invalid page"}])
+    return sort, normalise_query(q), int(number)

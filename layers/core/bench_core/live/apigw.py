@@ -1,0 +1,110 @@
+"""The live feed on AWS: API Gateway WebSocket connections, recorded in the store by `$connect`
+(`gateway.py`), pushed to from ingest with `post_to_connection`.
+
+A push reads the owner's connections (one Query) and stops there when nobody watches, so an
+idle agent costs one read per batch. Connections API Gateway reports gone (410) are removed as
+they are found; a viewer whose agent has gone private since connecting is disconnected.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.exceptions import ClientError
+from starlette.concurrency import run_in_threadpool
+
+from ..log import logger
+from ..models import AgentRef, iso, utcnow
+from . import LiveConnection
+from .messages import Delivery
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+MAX_PARALLEL_POSTS = 16
+"""Connections posted to at once: one agent's watchers are reached in about one round trip."""
+
+
+def management_client(endpoint: str) -> Any:
+    """The API Gateway Management API client for the WebSocket stage at `endpoint`
+    (`https://{api}.execute-api.{region}.amazonaws.com/{stage}`)."""
+    return boto3.client("apigatewaymanagementapi", endpoint_url=endpoint)
+
+
+class ApiGatewayFeed:
+    def __init__(self, store: Store, endpoint: str, *, client: Any = None) -> None:
+        self.store = store
+        self.endpoint = endpoint
+        self._client = client
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = management_client(self.endpoint)
+            return self._client
+
+    async def publish(self, ref: AgentRef, events: Sequence[Any]) -> None:
+        try:
+            await run_in_threadpool(self.push, ref, events)
+        except Exception:
+            logger.exception("live feed push failed", extra={"agent": ref.path})
+
+    def push(self, ref: AgentRef, events: Sequence[Any]) -> int:
+        """Send the batch to every connection watching `ref`; the number reached."""
+        connections = sorted((c for c in self.store.live_connections(ref.login, iso(utcnow()))
+                              if c.channel.covers(ref)), key=lambda c: c.connection_id)
+        if not connections:
+            return 0
+        agent = self.store.get_agent(ref)
+        if agent is None:
+            return 0
+        delivery = Delivery(agent, events)
+
+        def send(connection: LiveConnection) -> bool:
+            """One connection; its failure is logged and never stops the others."""
+            try:
+                messages = delivery.for_viewer(connection.viewer)
+                if messages is None:
+                    self.disconnect(connection)
+                    return False
+                return all(self.post(connection, message) for message in messages)
+            except Exception:
+                logger.exception("live push to a connection failed",
+                                 extra={"agent": ref.path, "connection": connection.connection_id})
+                return False
+
+        workers = min(MAX_PARALLEL_POSTS, len(connections))
+        if workers <= 1:
+            reached = [send(c) for c in connections]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                reached = list(pool.map(send, connections))
+        return sum(reached)
+
+    def post(self, connection: LiveConnection, message: str) -> bool:
+        """Post one message; False (and the connection forgotten) if it is gone."""
+        try:
+            self.client.post_to_connection(ConnectionId=connection.connection_id,
+                                           Data=message.encode())
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "GoneException":
+                raise
+            self.store.remove_connection(connection.connection_id)
+            return False
+        return True
+
+    def disconnect(self, connection: LiveConnection) -> None:
+        """Close a connection whose viewer may no longer watch (API Gateway then runs
+        `$disconnect`, which forgets it; forgetting it here too makes that certain)."""
+        self.store.remove_connection(connection.connection_id)
+        try:
+            self.client.delete_connection(ConnectionId=connection.connection_id)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "GoneException":
+                raise

@@ -1,0 +1,56 @@
+"""Responses in the request's own encoding, as OTLP/HTTP requires: an exporter that sent
+protobuf must get protobuf back, even for errors (two well-known backends broke strict exporters
+by answering JSON). Success is an `ExportTraceServiceResponse`; an error is a `google.rpc.Status`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import ExportResult
+
+GRPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 413: 8, 415: 3, 422: 3, 429: 8}
+"""HTTP status → the `google.rpc.Code` of the Status body (INVALID_ARGUMENT, UNAUTHENTICATED,
+PERMISSION_DENIED, NOT_FOUND, RESOURCE_EXHAUSTED); others are UNKNOWN, 5xx INTERNAL."""
+
+
+def export_response(result: ExportResult, encoding: str) -> bytes:
+    """Empty when every span was stored; `partialSuccess` saying how many were not and why."""
+    if encoding == "protobuf":
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        response = ExportTraceServiceResponse()
+        if result.rejected:
+            response.partial_success.rejected_spans = result.rejected
+            response.partial_success.error_message = result.error_message
+        return response.SerializeToString()
+    body = {}
+    if result.rejected:  # int64 is a decimal string in OTLP JSON
+        body["partialSuccess"] = {"rejectedSpans": str(result.rejected),
+                                  "errorMessage": result.error_message}
+    return json.dumps(body).encode()
+
+
+def status_body(http_status: int, message: str, encoding: str) -> bytes:
+    code = GRPC_CODES.get(http_status, 13 if http_status >= 500 else 2)
+    if encoding == "protobuf":
+        return _status_protobuf(code, message)
+    return json.dumps({"code": code, "message": message}).encode()
+
+
+def _status_protobuf(code: int, message: str) -> bytes:
+    """`google.rpc.Status{code, message}` written by hand: two fields are not worth a
+    dependency on googleapis-common-protos."""
+    text = message.encode()
+    return b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)

@@ -1,0 +1,146 @@
+"""Evidence cost: token counts priced from Bench's own price table (`prices.json`).
+
+Evidence is what a provider's usage report proves, not what anybody claims: the server prices
+every evidence record itself, whatever cost a client put in it, so an SDK cannot inflate or
+deflate it and the table can be corrected without a client release. A model the table does not
+know keeps its token counts and gets no cost (None), never a guess.
+
+Token conventions (OpenTelemetry GenAI semantic conventions): `input_tokens` counts every input
+token, cached ones included; `cache_read_input_tokens` and `cache_creation_input_tokens` are
+parts of it, `reasoning_output_tokens` is part of `output_tokens`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TABLE_PATH = Path(__file__).with_name("prices.json")
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                "cache_creation_input_tokens", "reasoning_output_tokens")
+EVIDENCE_LABEL = "evidence"
+_PER_TOKEN = 1e-6
+_DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+_VERSION_SUFFIX = re.compile(r"-v\d+(?::\d+)?$|:\d+$")
+_BEDROCK_REGION = re.compile(r"^(?:us|eu|apac|global|regional|us-gov|jp|au)\.")
+_BEDROCK_VENDORS = ("anthropic.", "openai.")
+"""Vendors whose models Bedrock sells at the vendor's own list price, under the vendor's name."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens of one model; a cache price of None means "billed as input"."""
+
+    model: str
+    provider: str
+    input: float
+    output: float
+    cache_read: float | None
+    cache_write: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    as_of: str
+    prices: dict[str, Price]
+
+    def lookup(self, model: str | None) -> Price | None:
+        """The price of `model` as providers and SDKs spell it: dated snapshots
+        (`gpt-4o-2024-08-06`, `claude-sonnet-4-5-20250929`), `-latest` aliases, `vendor/model`
+        routes and Bedrock ids (`us.anthropic.claude-...-v1:0`) find their base entry. Nothing
+        looser: `claude-opus-4-7` must not be priced as `claude-opus-4`."""
+        if not model:
+            return None
+        for name in _spellings(model):
+            price = self.prices.get(name)
+            if price is not None:
+                return price
+        return None
+
+    def source_of(self, price: Price) -> str:
+        return f"bench price table {self.as_of}: {price.source}"
+
+
+def _spellings(model: str) -> Iterator[str]:
+    name = model.strip().lower()
+    yield name
+    name = name.rsplit("/", 1)[-1]
+    yield name
+    name = _BEDROCK_REGION.sub("", name)
+    yield name
+    for vendor in _BEDROCK_VENDORS:
+        name = name.removeprefix(vendor)
+    name = _VERSION_SUFFIX.sub("", name)
+    yield name
+    name = name.removesuffix("-latest")
+    yield _DATE_SUFFIX.sub("", name)
+
+
+@functools.cache
+def price_table(path: Path = TABLE_PATH) -> PriceTable:
+    """The table, read once per process (on the first evidence record, not at import)."""
+    raw = json.loads(path.read_text())
+    sources: dict[str, str] = raw["sources"]
+    prices = {
+        name.lower(): Price(model=name, provider=entry["provider"], input=float(entry["input"]),
+                            output=float(entry["output"]), cache_read=entry.get("cache_read"),
+                            cache_write=entry.get("cache_write"),
+                            source=entry.get("source") or sources[entry["provider"]])
+        for name, entry in raw["models"].items()}
+    return PriceTable(as_of=raw["as_of"], prices=prices)
+
+
+def token_count(value: Any) -> int | None:
+    """A token count as sent, or None when it is absent or not a count (a count of 0 stays 0)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+        return int(value)
+    return None
+
+
+def cost_usd(price: Price, tokens: dict[str, int | None]) -> float | None:
+    """What the counted tokens cost at `price`; None when neither input nor output was counted.
+
+    Cached tokens are part of `input_tokens` by convention; a producer that reports them
+    separately (cache counts larger than the input count) is read that way instead of being
+    billed a negative number of uncached tokens."""
+    total_in, out = tokens.get("input_tokens"), tokens.get("output_tokens")
+    if total_in is None and out is None:
+        return None
+    read = tokens.get("cache_read_input_tokens") or 0
+    write = tokens.get("cache_creation_input_tokens") or 0
+    total_in = total_in or 0
+    uncached = total_in - read - write if read + write <= total_in else total_in
+    amount = (uncached * price.input + read * _or(price.cache_read, price.input)
+              + write * _or(price.cache_write, price.input) + (out or 0) * price.output)
+    return round(amount * _PER_TOKEN, 12)
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def price_evidence(data: dict[str, Any], table: PriceTable | None = None) -> dict[str, Any]:
+    """An evidence record with clean token counts and the cost and price source from the table
+    (None for both when the model is unknown or no tokens were counted)."""
+    table = table or price_table()
+    tokens = {name: token_count(data.get(name)) for name in TOKEN_FIELDS}
+    model = data.get("model") if isinstance(data.get("model"), str) else None
+    price = table.lookup(model)
+    cost = cost_usd(price, tokens) if price is not None else None
+    return {**data, **tokens, "label": EVIDENCE_LABEL, "cost_usd": cost,
+            "price_source": table.source_of(price) if cost is not None and price else None}
+
+
+def is_evidence(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("label") == EVIDENCE_LABEL

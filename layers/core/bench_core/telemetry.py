@@ -1,0 +1,101 @@
+"""Powertools Metrics and Tracer for the Lambda entry points, inert everywhere else.
+
+In Lambda, `instrument` wraps each handler: log lines carry the invocation's context, the
+metrics counted during the invocation go out as one CloudWatch EMF line (namespace `Bench`) when
+it ends, and X-Ray traces the handler and its DynamoDB calls.
+
+Outside Lambda (the local server, the CLI, tests) `count` records nothing -- Powertools would
+otherwise keep every data point and print EMF JSON to stdout every 100 of them -- and the
+tracer is never built, so the X-Ray SDK is neither imported nor needed there. Metrics also
+honour `POWERTOOLS_METRICS_DISABLED`, tracing `POWERTOOLS_TRACE_DISABLED`.
+
+Example, a Lambda entry point::
+
+    handler = instrument(Mangum(app, lifespan="off"))
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
+from .log import logger
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Tracer
+
+NAMESPACE = "Bench"
+SERVICE = "bench"
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+
+
+def in_lambda() -> bool:
+    """True inside a Lambda execution environment, whose runtime sets this variable."""
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+def metrics_enabled() -> bool:
+    """In Lambda, unless POWERTOOLS_METRICS_DISABLED (or POWERTOOLS_DEV) says otherwise."""
+    return in_lambda() and not is_metrics_disabled()
+
+
+def tracing_enabled() -> bool:
+    """In Lambda, unless POWERTOOLS_TRACE_DISABLED says otherwise."""
+    disabled = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower()
+    return in_lambda() and disabled not in ("1", "true", "yes", "on")
+
+
+def count(name: str, value: int = 1) -> None:
+    """Add `value` to the count metric `name` for this invocation (nothing outside Lambda).
+
+    A zero is recorded too: "a batch arrived and held nothing new" is worth seeing."""
+    if metrics_enabled():
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+@cache
+def tracer() -> Tracer:
+    """The X-Ray tracer, built on first use. It patches botocore only, the one client Bench's
+    handlers call: patching all would also import and wrap sqlite3, http.client, httpx, ..."""
+    from aws_lambda_powertools import Tracer
+
+    return Tracer(service=SERVICE, patch_modules=("botocore",))
+
+
+def instrument(handler: Handler) -> Handler:
+    """`handler` wrapped in Powertools' Lambda decorators: log context, metrics, tracing.
+
+    Responses are not copied into traces: they can hold private task data and X-Ray segments
+    are capped at 64 KB."""
+    # An invocation that counted nothing (a read) is normal, not worth a warning each time.
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    stage = os.environ.get("BENCH_STAGE")
+    if stage:
+        metrics.set_default_dimensions(stage=stage)
+    wrapped = metrics.log_metrics(_as_function(handler))
+    if tracing_enabled():
+        wrapped = tracer().capture_lambda_handler(wrapped, capture_response=False)
+    return logger.inject_lambda_context(wrapped, clear_state=True)
+
+
+def _as_function(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """`handler` as a plain function called `handler`: Powertools names the X-Ray subsegment
+    after `__name__`, which an adapter object such as Mangum does not have."""
+    if hasattr(handler, "__name__"):
+        return handler
+
+    def handler_(event: Any, context: Any) -> Any:
+        return handler(event, context)
+
+    handler_.__name__ = handler_.__qualname__ = "handler"
+    return handler_

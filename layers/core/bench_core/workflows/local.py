@@ -1,0 +1,131 @@
+"""The single-machine runner: a bounded worker pool in the server process, and an hourly timer.
+
+The queue lives in memory, so nothing in it survives a stop; nothing needs to. What it holds is
+found again from the store: at start (and every hour) the sweep re-finds finished runs without
+a result, and agents whose failures are not clustered yet are still marked due. A full queue
+drops work the same way, to be swept later, rather than growing without bound.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from datetime import timedelta
+
+from ..llm import Backoff, LLMUnavailable
+from ..log import logger
+from ..models import AgentRef
+from ..services import Services
+from . import cluster, parse_agent
+from .eval import run_eval, start_state
+
+Job = tuple[str, str, str]
+"""("eval", "login/slug", task_id) or ("cluster", "login/slug", "")."""
+HOUR_S = 3600.0
+
+
+class LocalRunner:
+    def __init__(self, services: Services, *, workers: int | None = None, max_queue: int = 10_000,
+                 interval_s: float = HOUR_S, retry: Backoff | None = None) -> None:
+        self.services = services
+        self.workers = workers or services.settings.judge.workers
+        self.interval_s = interval_s
+        self._queue: queue.Queue[Job | None] = queue.Queue(max_queue)
+        self._queued: set[Job] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._retry = retry or Backoff(attempts=4, base_s=5.0, cap_s=60.0, sleep=self._stop.wait)
+
+    # ---- the Workflows port ----------------------------------------------------------------
+
+    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+        for task_id in task_ids:
+            self._submit(("eval", ref.path, task_id))
+
+    def start_clusters(self, refs: list[AgentRef]) -> None:
+        for ref in refs:
+            self._submit(("cluster", ref.path, ""))
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers, and the timer whose first round is the startup sweep."""
+        if self._threads:
+            return
+        self._stop.clear()
+        self._threads = [threading.Thread(target=self._work, name=f"bench-worker-{i}", daemon=True)
+                         for i in range(self.workers)]
+        self._threads.append(threading.Thread(target=self._timer, name="bench-timer", daemon=True))
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop taking jobs; a job in progress finishes (or is found again at the next start)."""
+        self._stop.set()
+        for _ in range(self.workers):
+            try:
+                self._queue.put_nowait(None)
+            except queue.Full:
+                break
+        for thread in self._threads:
+            thread.join(timeout_s)
+        self._threads = []
+
+    # ---- inside ----------------------------------------------------------------------------
+
+    def _submit(self, job: Job) -> None:
+        with self._lock:
+            if job in self._queued:
+                return
+            try:
+                self._queue.put_nowait(job)
+            except queue.Full:
+                logger.warning("work queue full; the sweep will pick this up", extra={"job": job})
+                return
+            self._queued.add(job)
+
+    def _timer(self) -> None:
+        self.scheduled_round(startup=True)
+        while not self._stop.wait(self.interval_s):
+            self.scheduled_round()
+
+    def scheduled_round(self, startup: bool = False) -> None:
+        """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters. At
+        startup nothing can be in flight, so even the youngest unjudged runs are swept."""
+        try:
+            state = cluster.sweep_evals(self.services, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,
+                                        workflows=self)
+            due = cluster.due_agents(self.services, state)["agents"]
+            self.start_clusters([parse_agent(path) for path in due])
+        except Exception:
+            logger.exception("scheduled round failed; retrying at the next one")
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            job = self._queue.get()
+            if job is None:
+                return
+            try:
+                self._run(job)
+            except Exception:
+                logger.exception("job failed", extra={"job": job})
+            finally:
+                with self._lock:
+                    self._queued.discard(job)
+
+    def _run(self, job: Job) -> None:
+        kind, agent, task_id = job
+        if kind == "cluster":
+            cluster.cluster_agent(self.services, {"agent": agent})
+            return
+        for attempt in range(1, self._retry.attempts + 1):
+            try:
+                run_eval(self.services, start_state(agent, task_id))
+                return
+            except LLMUnavailable as exc:
+                if attempt == self._retry.attempts or self._stop.is_set():
+                    logger.warning("judge unavailable; the sweep will retry",
+                                   extra={"job": job, "error": str(exc)})
+                    return
+                self._retry.wait(attempt)

@@ -1,0 +1,77 @@
+"""The workflows port on AWS: each eval and each cluster request is a Step Functions execution.
+
+Evals run on an Express state machine (one per finished run: Express bills per request and
+duration, Standard per state transition, and eval volume follows ingest volume); clustering
+runs on a Standard one (hourly or on demand, long-running, exactly once). See template.yaml.
+
+Before its executions start, a run is marked pending in the store, so a crash or a failed start
+in between loses nothing: the hourly sweep starts whatever is still pending later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..log import logger
+from ..models import AgentRef, iso, utcnow
+from ..store import Store
+from .eval import start_state
+
+START_WORKERS = 8
+
+
+def execution_name(kind: str, key: str, unique: str) -> str:
+    """A valid execution name (≤ 80 chars of [A-Za-z0-9-_]) that says what it runs."""
+    return f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:24]}-{unique}"[:80]
+
+
+class StepFunctionsStarter:
+    def __init__(self, eval_arn: str | None, cluster_arn: str | None, store: Store,
+                 client: Any = None) -> None:
+        self.eval_arn = eval_arn
+        self.cluster_arn = cluster_arn
+        self.store = store
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("stepfunctions")
+        return self._client
+
+    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+        if not task_ids or not self.eval_arn:
+            return
+        try:
+            self.store.mark_evals_pending(ref, task_ids, iso(utcnow()))
+        except Exception:
+            logger.exception("could not mark evals pending", extra={"agent": ref.path})
+        stamp = str(time.time_ns())
+        with ThreadPoolExecutor(max_workers=min(START_WORKERS, len(task_ids))) as pool:
+            list(pool.map(lambda task_id: self._start(
+                self.eval_arn or "", execution_name("eval", f"{ref.path}/{task_id}", stamp),
+                start_state(ref.path, task_id)), task_ids))
+
+    def start_clusters(self, refs: list[AgentRef]) -> None:
+        """One execution for these agents; the same request within a minute is the same
+        execution (Standard workflows dedupe a name with the same input)."""
+        if not refs or not self.cluster_arn:
+            return
+        paths = sorted(ref.path for ref in refs)
+        name = execution_name("cluster", ",".join(paths), utcnow().strftime("%Y%m%d%H%M"))
+        self._start(self.cluster_arn, name, {"agents": paths})
+
+    def _start(self, arn: str, name: str, payload: dict[str, Any]) -> None:
+        try:
+            self.client.start_execution(stateMachineArn=arn, name=name, input=json.dumps(payload))
+        except Exception as exc:
+            if getattr(exc, "response", {}).get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+                return  # this very request ran a moment ago
+            logger.exception("could not start execution; the sweep will retry",
+                             extra={"state_machine": arn, "execution": name})

@@ -1,0 +1,290 @@
+"""The live feed and accounts as Lambda runs them: API Gateway's WebSocket events for
+LiveFunction, HTTP API events for DashboardFunction and IngestFunction's push, the template's
+environment (the session secret from SSM, through Powertools), moto's DynamoDB -- and
+post_to_connection through botocore's Stubber, since moto never answers 410 Gone."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+from aws_lambda_powertools.utilities import parameters
+from bench_core import csrf
+from bench_core.accounts import sessions
+from bench_core.live import Channel
+from bench_core.live import apigw as live_apigw
+from bench_core.live.tokens import issue
+from bench_core.models import Agent, iso, utcnow
+from botocore.stub import ANY, Stubber
+
+from tests.aws import cfn
+from tests.aws.lambda_runtime import LambdaContext, fresh_function_module, websocket_event
+from tests.aws.test_handlers import Deployment, _granted, _needed, new_login
+from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
+from tests.factories import batch, task_events
+
+SECRET = "session-secret-for-the-live-tests-0123456789"
+API_GATEWAY_LIMIT = 128 * 1024
+
+
+@dataclass
+class Posted:
+    """What the push sent, per connection id (read off the stubbed client's calls)."""
+
+    messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    sizes: list[int] = field(default_factory=list)
+
+    def record(self, params: dict[str, Any], **_: Any) -> None:
+        if "Data" in params:
+            self.sizes.append(len(params["Data"]))
+            self.messages.setdefault(params["ConnectionId"], []).append(json.loads(params["Data"]))
+
+
+@dataclass
+class LiveSite:
+    site: Deployment
+    transformed: dict[str, Any]
+    stub: Stubber
+    posted: Posted
+    live: Any = None
+
+    @property
+    def store(self) -> Any:
+        return self.site.store
+
+    def websocket(self, route: str, connection_id: str, *, query: dict[str, str] | None = None,
+                  body: str | None = None) -> dict[str, Any]:
+        """Invoke LiveFunction as API Gateway does, in the environment the template gives it."""
+        from unittest import mock
+
+        event = websocket_event(route, connection_id=connection_id, body=body)
+        if query is not None:
+            event["queryStringParameters"] = query
+            event["multiValueQueryStringParameters"] = {k: [v] for k, v in query.items()}
+        environment = cfn.environment(self.transformed, "LiveFunction", self.site.refs)
+        self.site.aws.current = "LiveFunction"
+        try:
+            with mock.patch.dict("os.environ", environment):
+                if self.live is None:
+                    self.live = fresh_function_module(
+                        cfn.functions(self.transformed)["LiveFunction"].code_dir)
+                return self.live.handler(event, LambdaContext("LiveFunction"))
+        finally:
+            self.site.aws.current = "test"
+
+    def connect(self, connection_id: str, channel: str, viewer: str | None = None,
+                token: str | None = None) -> int:
+        query = {"channel": channel}
+        if viewer is not None or token is not None:
+            query["token"] = token or issue(SECRET.encode(), Channel.parse(channel), viewer)
+        return self.websocket("$connect", connection_id, query=query)["statusCode"]
+
+    def connected(self, login: str) -> list[str]:
+        return [c.connection_id for c in self.store.live_connections(login, iso(utcnow()))]
+
+
+@pytest.fixture
+def live(request: pytest.FixtureRequest, transformed: dict[str, Any],
+         monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveSite]:
+    site: Deployment = request.getfixturevalue("_deployment")
+    parameters.clear_caches()  # each test reads the secret from its own moto SSM
+    name = cfn.environment(transformed, "LiveFunction", site.refs)["BENCH_SESSION_SECRET_PARAMETER"]
+    boto3.client("ssm").put_parameter(Name=name, Value=SECRET, Type="SecureString")
+    endpoint = cfn.environment(transformed, "IngestFunction", site.refs)["BENCH_LIVE_ENDPOINT"]
+    client = boto3.client("apigatewaymanagementapi", endpoint_url=endpoint)
+    posted = Posted()
+    client.meta.events.register("provide-client-params.apigatewaymanagementapi.PostToConnection",
+                                posted.record)
+    monkeypatch.setattr(live_apigw, "management_client", lambda url: client)
+    monkeypatch.setattr(live_apigw, "MAX_PARALLEL_POSTS", 1)  # the Stubber answers in order
+    with Stubber(client) as stub:
+        yield LiveSite(site, transformed, stub, posted)
+
+
+def make_agent(live: LiveSite, login: str, slug: str, **settings: Any) -> None:
+    live.store.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow()), **settings))
+
+
+# ---- $connect, $disconnect, $default ----------------------------------------------------------------
+
+
+def test_connect_lets_the_owner_watch_a_private_agent_and_no_one_else(live: LiveSite) -> None:
+    owner, other = new_login(), new_login()
+    make_agent(live, owner, "secret", visibility="private")
+    channel = f"{owner}/secret"
+    assert live.connect("anon", channel) == 403
+    assert live.connect("other", channel, viewer=other) == 403
+    assert live.connect("forged", channel, token="e30.9999999999.forged") == 403
+    assert live.connect("elsewhere", channel,
+                        token=issue(SECRET.encode(), Channel(owner, "other"), owner)) == 403
+    assert live.connect("owner-conn", channel, viewer=owner) == 200
+    assert live.connect("owner-all", owner, viewer=owner) == 200
+    assert live.connect("other-all", owner, viewer=other) == 403
+    assert live.connect("bad", "not a channel!", token="x") == 403
+    (own, everything) = sorted(live.store.live_connections(owner, iso(utcnow())),
+                               key=lambda c: c.connection_id)
+    assert (own.connection_id, own.slug, own.viewer) == ("owner-all", None, owner)
+    assert (everything.connection_id, everything.slug) == ("owner-conn", "secret")
+    assert own.expires_at > iso(utcnow())
+
+
+def test_a_public_agents_feed_is_open_to_anyone(live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "open")
+    assert live.connect("anyone", f"{owner}/open") == 200
+    assert live.connected(owner) == ["anyone"]
+
+
+def test_disconnect_forgets_the_connection(live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "open")
+    live.connect("c1", f"{owner}/open")
+    assert live.websocket("$disconnect", "c1")["statusCode"] == 200
+    assert live.connected(owner) == []
+
+
+def test_default_answers_pings_and_explains_anything_else(live: LiveSite) -> None:
+    pong = live.websocket("$default", "c1", body='{"action": "ping"}')
+    assert pong == {"statusCode": 200, "body": '{"type": "pong"}'}
+    other = live.websocket("$default", "c1", body='{"action": "subscribe"}')
+    assert other["statusCode"] == 400 and "ping" in json.loads(other["body"])["error"]
+
+
+# ---- ingest pushes ----------------------------------------------------------------------------------
+
+
+def expect_posts(live: LiveSite, *connections: tuple[str, bool]) -> None:
+    """The Stubber's answers, in the order the push makes its calls: (id, still there)."""
+    for connection_id, there in connections:
+        if there:
+            live.stub.add_response("post_to_connection", {},
+                                   {"ConnectionId": connection_id, "Data": ANY})
+        else:
+            live.stub.add_client_error("post_to_connection", service_error_code="GoneException",
+                                       http_status_code=410,
+                                       expected_params={"ConnectionId": connection_id, "Data": ANY})
+
+
+def test_ingest_pushes_summaries_and_forgets_gone_connections(live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "pushed", hide_inputs=True)
+    for connection_id, viewer in (("c1-public", None), ("c2-gone", None), ("c3-owner", owner)):
+        assert live.connect(connection_id, f"{owner}/pushed", viewer=viewer) == 200
+    expect_posts(live, ("c1-public", True), ("c2-gone", False), ("c3-owner", True))
+    key = live.site.create_key(owner, "pushed")
+    events = task_events("t1", input={"secret": "question"}, output="answer")
+    sent = live.site.request("POST", "/ingest", headers={"X-Bench-Key": key},
+                             json_body=batch("pushed", events))
+    assert sent.status == 200, sent.body
+    live.stub.assert_no_pending_responses()
+    assert live.connected(owner) == ["c1-public", "c3-owner"]
+    (public,), (own,) = live.posted.messages["c1-public"], live.posted.messages["c3-owner"]
+    assert [e["kind"] for e in public["events"]] == ["task.start", "task.end"]
+    assert "question" not in json.dumps(public) and "answer" in json.dumps(public)
+    assert "question" in json.dumps(own)
+    assert own["stats"]["runs"] == 1
+
+
+def test_a_big_batch_is_pushed_in_messages_under_the_limit(live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "big")
+    live.connect("only", f"{owner}/big", viewer=owner)
+    for _ in range(20):
+        live.stub.add_response("post_to_connection", {}, {"ConnectionId": "only", "Data": ANY})
+    events = [{"id": f"e{i}", "kind": "custom", "ts": "2026-12-02T16:00:00Z",
+               "data": {"blob": "é" * 500, "n": i}} for i in range(800)]
+    key = live.site.create_key(owner)
+    assert live.site.request("POST", "/ingest", headers={"X-Bench-Key": key},
+                             json_body=batch("big", events)).status == 200
+    received = [e["id"] for m in live.posted.messages["only"] for e in m["events"]]
+    assert received == [e["id"] for e in events]
+    assert len(live.posted.sizes) > 1 and max(live.posted.sizes) < API_GATEWAY_LIMIT
+
+
+def test_a_feed_made_private_disconnects_its_other_watchers(live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "closing")
+    live.connect("a-stranger", f"{owner}/closing")
+    live.connect("b-owner", f"{owner}/closing", viewer=owner)
+    live.store.update_agent(Agent(login=owner, slug="closing").ref, {"visibility": "private"})
+    live.stub.add_response("delete_connection", {}, {"ConnectionId": "a-stranger"})
+    expect_posts(live, ("b-owner", True))
+    key = live.site.create_key(owner)
+    assert live.site.request("POST", "/ingest", headers={"X-Bench-Key": key},
+                             json_body=batch("closing", task_events("t1"))).status == 200
+    live.stub.assert_no_pending_responses()
+    assert live.connected(owner) == ["b-owner"]
+    assert "a-stranger" not in live.posted.messages
+
+
+# ---- DashboardFunction --------------------------------------------------------------------------------
+
+
+def session_cookie(live: LiveSite, login: str, *, sandbox: bool = False) -> str:
+    _, cookie = sessions.start(live.store, SECRET.encode(), login, sandbox=sandbox)
+    return f"{sessions.COOKIE}={cookie}"
+
+
+def test_a_page_gets_a_token_that_connect_accepts(live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "watched", visibility="private")
+    headers = {"Cookie": session_cookie(live, owner)}
+    answer = live.site.request("GET", "/live-token", query=f"channel={owner}/watched",
+                               headers=headers)
+    assert answer.status == 200, answer.body
+    url = answer.json()["url"]
+    assert url.startswith("wss://liveapi-stand-in.execute-api.us-east-1.amazonaws.com/prod?")
+    token = re.search(r"token=([^&]+)", url).group(1)
+    assert live.connect("from-page", f"{owner}/watched", token=token) == 200
+    refused = live.site.request("GET", "/live-token", query=f"channel={owner}/watched")
+    assert refused.status == 404
+
+
+def test_the_dashboard_and_a_sandbox_demo_run_on_lambda(live: LiveSite) -> None:
+    owner = new_login()
+    page = live.site.request("GET", "/dashboard", headers={"Cookie": session_cookie(live, owner)})
+    assert page.status == 200 and f"@{owner}" in page.body.decode()
+    assert live.site.request("GET", "/dashboard").status == 303
+    binding = "b" * 32
+    started = live.site.request(
+        "POST", "/try", body=f"csrf={csrf.token(SECRET.encode(), binding)}".encode(),
+        headers={"Cookie": f"{csrf.ANON_COOKIE}={binding}",
+                 "Content-Type": "application/x-www-form-urlencoded"})
+    assert started.status == 200, started.body
+    sandbox_login = re.search(r"@(try--[0-9a-f]+)/", started.body.decode()).group(1)
+    live.connect("demo-watcher", f"{sandbox_login}/demo-agent", viewer=sandbox_login)
+    expect_posts(live, ("demo-watcher", True))
+    cookie = session_cookie(live, sandbox_login, sandbox=True)
+    session_id = sessions.load(live.store, SECRET.encode(), cookie.split("=", 1)[1]).session_id
+    demo = live.site.request("POST", "/try/demo", body=b"step=0", headers={
+        "Cookie": cookie, "X-CSRF-Token": csrf.token(SECRET.encode(), session_id),
+        "Content-Type": "application/x-www-form-urlencoded"})
+    assert demo.status == 200, demo.body
+    live.stub.assert_no_pending_responses()
+    (message,) = live.posted.messages["demo-watcher"]
+    assert message["stats"]["runs"] == 1
+    code = live.site.request("POST", "/api/cli/device/code", json_body={})
+    assert code.status == 200 and code.json()["verification_uri"].endswith("/device")
+
+
+# ---- permissions ------------------------------------------------------------------------------------
+
+
+def test_every_aws_call_of_the_live_feed_and_accounts_is_granted(live: LiveSite) -> None:
+    test_the_dashboard_and_a_sandbox_demo_run_on_lambda(live)
+    test_a_feed_made_private_disconnects_its_other_watchers(live)
+    calls = live.site.aws.calls
+    by_function = {c[0] for c in calls} - {"test setup", "test"}
+    assert {"LiveFunction", "DashboardFunction", "IngestFunction"} <= by_function
+    assert any(c[1] == "ssm" for c in calls), "the secret came from SSM"
+    for function_id in by_function:
+        granted = _granted(live.transformed, function_id)
+        for who, service, operation, params in calls:
+            if who == function_id:
+                missing = _needed(service, operation, params) - granted
+                assert not missing, f"{function_id} calls {operation} without {missing}"

@@ -1,0 +1,411 @@
+"""The state machines, executed by moto's Step Functions interpreter with canned Lambda results
+(queued through moto's API): their flow, retries with backoff and failure paths; and a check
+that their Task states call exactly the Python steps, in order."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+import pytest
+import requests
+from bench_core.workflows import cluster as cluster_wf
+from bench_core.workflows import eval as eval_wf
+from moto import mock_aws
+from moto.awslambda_simple.models import LambdaSimpleBackend
+
+from tests.aws import cfn
+
+MACHINES = cfn.REPO / "statemachines"
+QUEUE_URL = "http://motoapi.amazonaws.com/moto-api/static/lambda-simple/response"
+HANG_GUARD_S = 60
+
+
+# ---- the definitions agree with the Python steps ----------------------------------------------
+
+
+def definition(name: str) -> dict[str, Any]:
+    return json.loads((MACHINES / f"{name}.asl.json").read_text())
+
+
+def states_of(machine: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every state by name, those inside Map processors included."""
+    found = {}
+    for name, state in machine["States"].items():
+        found[name] = state
+        inner = state.get("ItemProcessor") or state.get("Iterator")
+        if inner:
+            found |= states_of(inner)
+    return found
+
+
+def step_paths(machine: dict[str, Any]) -> list[list[str]]:
+    """The steps each path from the start calls, in order (Catch edges lead to ends)."""
+    states = states_of(machine)
+
+    def walk(name: str | None, seen: list[str]) -> list[list[str]]:
+        if name is None:
+            return [seen]
+        state = states[name]
+        here = seen + ([state["Parameters"]["step"]] if state["Type"] == "Task" else [])
+        if state["Type"] == "Map":
+            (here,) = walk(state["ItemProcessor"]["StartAt"], here)
+        nexts = [c["Next"] for c in state.get("Choices", [])] + \
+            [n for n in (state.get("Default"), state.get("Next")) if n]
+        return [p for n in nexts for p in walk(n, here)] if nexts else [here]
+
+    return walk(machine["StartAt"], [])
+
+
+@pytest.mark.parametrize("name, steps", [("eval", eval_wf.STEPS), ("cluster", cluster_wf.STEPS)])
+def test_task_states_call_the_python_steps_in_order(name: str, steps: dict[str, Any]) -> None:
+    machine = definition(name)
+    tasks = [s for s in states_of(machine).values() if s["Type"] == "Task"]
+    assert [t["Parameters"]["step"] for t in tasks] == list(steps), "one Task per step, in order"
+    order = list(steps)
+    paths = step_paths(machine)
+    for path in paths:
+        assert path == sorted(path, key=order.index), f"steps out of order on a path: {path}"
+    assert max(paths, key=len) == order, "some path runs every step"
+    for task in tasks:
+        assert task["Resource"] in ("${EvalFunctionArn}", "${ClusterFunctionArn}")
+        assert task["Parameters"] == {"step": task["Parameters"]["step"], "state.$": "$"}
+        assert task["Retry"] and all(r["BackoffRate"] >= 2 for r in task["Retry"]), task
+
+
+def test_every_task_has_retry_and_the_eval_judge_backs_off_on_an_unavailable_model() -> None:
+    judge = definition("eval")["States"]["Judge"]
+    (unavailable,) = [r for r in judge["Retry"] if r["ErrorEquals"] == ["LLMUnavailable"]]
+    assert unavailable["IntervalSeconds"] >= 10 and unavailable["MaxAttempts"] >= 2
+    for machine in ("eval", "cluster"):
+        for state in states_of(definition(machine)).values():
+            if state["Type"] == "Task":
+                assert state["Retry"] and ("Catch" in state or machine == "cluster")
+
+
+# ---- executed under moto -----------------------------------------------------------------------
+
+
+@dataclass
+class Sfn:
+    client: Any
+    eval_arn: str
+    cluster_arn: str
+    sleeps: list[float] = field(default_factory=list)
+
+    def queue(self, *results: dict[str, Any]) -> None:
+        """What the next Lambda invocations return, in order; a dict with `errorType` is an
+        unhandled function error, the way Lambda reports an exception."""
+        response = requests.post(QUEUE_URL, json={"results": [json.dumps(r) for r in results],
+                                                  "region": "us-east-1"}, timeout=10)
+        assert response.status_code == 201
+
+    def run(self, arn: str, name: str, payload: dict[str, Any]) -> dict[str, Any]:
+        execution = self.client.start_execution(stateMachineArn=arn, name=name,
+                                                input=json.dumps(payload))["executionArn"]
+        deadline = time.monotonic() + HANG_GUARD_S
+        while (described := self.client.describe_execution(executionArn=execution))["status"] \
+                == "RUNNING":
+            assert time.monotonic() < deadline, "execution hangs (hang guard)"
+            time.sleep(0.02)
+        events = self.client.get_execution_history(executionArn=execution)["events"]
+        return {**described, "events": events}
+
+
+def invocations(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The payload of every Lambda invocation, in order."""
+    return [json.loads(e["lambdaFunctionScheduledEventDetails"]["input"]) for e in run["events"]
+            if e["type"] == "LambdaFunctionScheduled"]
+
+
+def error(kind: str, message: str = "scripted") -> dict[str, Any]:
+    return {"errorType": kind, "errorMessage": message, "stackTrace": []}
+
+
+def _as_function_error(invoke: Any) -> Any:
+    def wrapped(self: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any,
+                headers: Any, response_headers: dict[str, str]) -> Any:
+        payload = invoke(self, function_name, qualifier, body, headers, response_headers)
+        try:
+            reported = json.loads(payload)
+        except ValueError:
+            return payload
+        if isinstance(reported, dict) and "errorType" in reported:
+            response_headers["x-amz-function-error"] = "Unhandled"
+        return payload
+
+    return wrapped
+
+
+@pytest.fixture
+def sfn() -> Iterator[Sfn]:
+    import moto.stepfunctions.parser.asl.component.common.retry.retrier_decl as retrier
+
+    recorder = Sfn(None, "", "")
+
+    class Clock:  # the retrier's waits, recorded instead of slept
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            recorder.sleeps.append(seconds)
+
+    with mock.patch.object(LambdaSimpleBackend, "invoke",
+                           _as_function_error(LambdaSimpleBackend.invoke)), \
+            mock.patch.object(retrier, "time", Clock), \
+            mock_aws(config={"stepfunctions": {"execute_state_machine": True},
+                             "lambda": {"use_docker": False}}):
+        role = boto3.client("iam").create_role(
+            RoleName="bench-test", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        lam, client = boto3.client("lambda"), boto3.client("stepfunctions")
+        arns = {}
+        for name, kind in (("eval", "EXPRESS"), ("cluster", "STANDARD")):
+            function = lam.create_function(FunctionName=f"bench-{name}", Runtime="python3.12",
+                                           Role=role, Handler="app.handler",
+                                           Code={"ZipFile": b"app"})["FunctionArn"]
+            body = (MACHINES / f"{name}.asl.json").read_text().replace(
+                f"${{{name.capitalize()}FunctionArn}}", function)
+            arns[name] = client.create_state_machine(name=f"bench-{name}", definition=body,
+                                                     roleArn=role, type=kind)["stateMachineArn"]
+        recorder.client, recorder.eval_arn, recorder.cluster_arn = client, arns["eval"], arns["cluster"]
+        yield recorder
+
+
+START = eval_wf.start_state("alice/agent-1", "t1")
+JUDGED = {**START, "next": "record", "result": {"status": "scored", "score": 0.8}}
+DONE = {**JUDGED, "next": "done", "outcome": "scored"}
+
+
+def test_eval_runs_load_judge_record_passing_each_steps_state_on(sfn: Sfn) -> None:
+    sfn.queue({**START, "next": "judge"}, JUDGED, DONE)
+    run = sfn.run(sfn.eval_arn, "eval-happy", START)
+    assert run["status"] == "SUCCEEDED" and json.loads(run["output"]) == DONE
+    assert invocations(run) == [{"step": "load", "state": START},
+                                {"step": "judge", "state": {**START, "next": "judge"}},
+                                {"step": "record", "state": JUDGED}]
+    assert sfn.sleeps == []
+
+
+def test_a_budget_skip_goes_from_load_straight_to_record(sfn: Sfn) -> None:
+    skipped = {**START, "next": "record", "result": {"status": "skipped"}}
+    sfn.queue(skipped, {**skipped, "next": "done"})
+    run = sfn.run(sfn.eval_arn, "eval-skip", START)
+    assert run["status"] == "SUCCEEDED"
+    assert [i["step"] for i in invocations(run)] == ["load", "record"]
+
+
+def test_a_task_already_judged_ends_after_load(sfn: Sfn) -> None:
+    sfn.queue({**START, "next": "done", "outcome": "already scored"})
+    run = sfn.run(sfn.eval_arn, "eval-done", START)
+    assert run["status"] == "SUCCEEDED" and [i["step"] for i in invocations(run)] == ["load"]
+
+
+def test_an_unavailable_judge_is_retried_with_growing_backoff(sfn: Sfn) -> None:
+    sfn.queue({**START, "next": "judge"}, error("LLMUnavailable"), error("LLMUnavailable"),
+              JUDGED, DONE)
+    run = sfn.run(sfn.eval_arn, "eval-retry", START)
+    assert run["status"] == "SUCCEEDED"
+    assert [i["step"] for i in invocations(run)] == ["load", "judge", "judge", "judge", "record"]
+    retry = definition("eval")["States"]["Judge"]["Retry"][0]
+    assert len(sfn.sleeps) == 2  # full jitter: each wait is at most its backoff step
+    assert 0 <= sfn.sleeps[0] <= retry["IntervalSeconds"]
+    assert 0 <= sfn.sleeps[1] <= retry["IntervalSeconds"] * retry["BackoffRate"]
+
+
+def test_a_judge_down_past_its_retries_leaves_the_task_pending(sfn: Sfn) -> None:
+    attempts = definition("eval")["States"]["Judge"]["Retry"][0]["MaxAttempts"] + 1
+    sfn.queue({**START, "next": "judge"}, *[error("LLMUnavailable")] * attempts)
+    run = sfn.run(sfn.eval_arn, "eval-down", START)
+    assert run["status"] == "FAILED" and run["error"] == "EvalLeftPending"
+    assert [i["step"] for i in invocations(run)] == ["load"] + ["judge"] * attempts
+
+
+def test_an_unexpected_error_fails_the_eval_without_recording_anything(sfn: Sfn) -> None:
+    sfn.queue(error("ValueError", "not an agent path"))
+    run = sfn.run(sfn.eval_arn, "eval-broken", START)
+    assert run["status"] == "FAILED" and run["error"] == "EvalLeftPending"
+    assert [i["step"] for i in invocations(run)] == ["load"]
+
+
+def test_the_hourly_run_sweeps_finds_due_agents_and_clusters_each(sfn: Sfn) -> None:
+    sfn.queue({"swept": 3}, {"swept": 3, "agents": ["alice/a"]},
+              {"agent": "alice/a", "clusters": 2, "considered": 40})
+    run = sfn.run(sfn.cluster_arn, "cluster-hourly", {})
+    assert run["status"] == "SUCCEEDED"
+    assert invocations(run) == [{"step": "sweep_evals", "state": {}},
+                                {"step": "due_agents", "state": {"swept": 3}},
+                                {"step": "cluster_agent", "state": {"agent": "alice/a"}}]
+    assert json.loads(run["output"])["results"] == [
+        {"agent": "alice/a", "clusters": 2, "considered": 40}]
+
+
+def test_a_refresh_clusters_the_named_agents_only(sfn: Sfn) -> None:
+    sfn.queue({"agent": "alice/a", "clusters": 1}, {"agent": "alice/a", "clusters": 1})
+    run = sfn.run(sfn.cluster_arn, "cluster-refresh", {"agents": ["alice/a", "bob/b"]})
+    assert run["status"] == "SUCCEEDED"
+    calls = invocations(run)
+    assert sorted(c["state"]["agent"] for c in calls) == ["alice/a", "bob/b"]
+    assert {c["step"] for c in calls} == {"cluster_agent"}
+
+
+def test_one_agent_failing_does_not_fail_the_run(sfn: Sfn) -> None:
+    attempts = definition("cluster")["States"]["ClusterEachAgent"]["ItemProcessor"]["States"][
+        "ClusterAgent"]["Retry"][0]["MaxAttempts"] + 1
+    sfn.queue(*[error("MemoryError")] * attempts)
+    run = sfn.run(sfn.cluster_arn, "cluster-failing", {"agents": ["alice/a"]})
+    assert run["status"] == "SUCCEEDED"
+    (result,) = json.loads(run["output"])["results"]
+    assert result["error"]["Error"] == "MemoryError"
+    assert len(sfn.sleeps) == attempts - 1
+
+
+def test_a_failed_sweep_does_not_stop_the_clustering(sfn: Sfn) -> None:
+    sfn.queue(*[error("RuntimeError")] * 4, {"agents": []})
+    run = sfn.run(sfn.cluster_arn, "cluster-sweep-broken", {})
+    assert run["status"] == "SUCCEEDED"
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] * 4 + ["due_agents"]
+
+
+def test_the_definitions_are_in_the_template_with_their_function_arns() -> None:
+    resources = cfn.load_template()["Resources"]
+    machines = {r["Properties"]["DefinitionUri"]: r["Properties"] for r in resources.values()
+                if r["Type"] == "AWS::Serverless::StateMachine"}
+    assert set(machines) == {"statemachines/eval.asl.json", "statemachines/cluster.asl.json"}
+    assert machines["statemachines/eval.asl.json"]["Type"] == "EXPRESS"
+    assert machines["statemachines/cluster.asl.json"]["Type"] == "STANDARD"
+    for uri, props in machines.items():
+        placeholders = set(re.findall(r"\$\{(\w+)\}", Path(cfn.REPO / uri).read_text()))
+        assert placeholders == set(props["DefinitionSubstitutions"]), uri
+
+
+# ---- starting executions (the Workflows port on AWS) --------------------------------------------
+
+
+class PendingMarks:
+    """The store's side of starting evals: what was marked pending."""
+
+    def __init__(self) -> None:
+        self.marked: list[tuple[str, list[str]]] = []
+
+    def mark_evals_pending(self, ref: Any, task_ids: list[str], when: str) -> None:
+        self.marked.append((ref.path, task_ids))
+
+
+def executions(sfn: Sfn, arn: str) -> list[dict[str, Any]]:
+    listed = sfn.client.list_executions(stateMachineArn=arn)["executions"]
+    return [{**e, "input": json.loads(sfn.client.describe_execution(
+        executionArn=e["executionArn"])["input"])} for e in listed]
+
+
+def test_the_starter_marks_runs_pending_then_starts_one_eval_each(sfn: Sfn) -> None:
+    from bench_core.models import AgentRef
+    from bench_core.workflows.stepfunctions import StepFunctionsStarter
+
+    marks = PendingMarks()
+    starter = StepFunctionsStarter(sfn.eval_arn, sfn.cluster_arn, marks, client=sfn.client)  # type: ignore[arg-type]
+    starter.start_evals(AgentRef("alice", "agent-1"), ["t1", "t2"])
+    assert marks.marked == [("alice/agent-1", ["t1", "t2"])]
+    started = executions(sfn, sfn.eval_arn)
+    assert sorted(e["input"]["task_id"] for e in started) == ["t1", "t2"]
+    assert all(e["input"] == eval_wf.start_state("alice/agent-1", e["input"]["task_id"])
+               for e in started)
+    assert all(re.fullmatch(r"eval-[0-9a-f]{24}-\d+", e["name"]) for e in started)
+
+
+def test_a_repeated_refresh_is_one_cluster_execution_and_a_failed_start_never_raises(
+        sfn: Sfn) -> None:
+    from bench_core.models import AgentRef
+    from bench_core.workflows.stepfunctions import StepFunctionsStarter
+
+    starter = StepFunctionsStarter(None, sfn.cluster_arn, PendingMarks(), client=sfn.client)  # type: ignore[arg-type]
+    for _ in range(2):
+        starter.start_clusters([AgentRef("alice", "agent-1")])
+    (started,) = executions(sfn, sfn.cluster_arn)
+    assert started["input"] == {"agents": ["alice/agent-1"]}
+    starter.start_evals(AgentRef("alice", "agent-1"), ["t1"])  # no eval machine: nothing
+    broken = StepFunctionsStarter(sfn.eval_arn.replace("bench-eval", "missing"), None,
+                                  PendingMarks(), client=sfn.client)  # type: ignore[arg-type]
+    broken.start_evals(AgentRef("alice", "agent-1"), ["t1"])
+
+
+# ---- the Lambdas behind the Task states, on DynamoDB ------------------------------------------
+
+
+def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_calls(
+        transformed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The functions' handlers (as Lambda loads them) run each step against the moto table, as
+    their state machines would call them; every DynamoDB call they make is granted to their
+    role in the template, and the sweep starts evals on the eval state machine."""
+    import botocore.client
+    from bench_core.models import AgentMeta, AgentRef, iso, utcnow
+    from bench_core.workflows import lambdas
+
+    from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
+    from tests.aws.moto_table import TABLE_NAME, dynamo_store
+    from tests.aws.test_handlers import _granted, _needed
+    from tests.factories import clean, task_events
+
+    calls: list[tuple[str, str, str, dict[str, Any]]] = []
+    current = ["test setup"]
+    make_call = botocore.client.BaseClient._make_api_call
+
+    def recording(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        service = client.meta.service_model.service_name
+        if service in ("dynamodb", "stepfunctions"):
+            calls.append((current[0], service, operation, params))
+        return make_call(client, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+    monkeypatch.setattr(lambdas, "_services", None)
+    functions = {f.code_dir.name: f for f in cfn.functions(transformed).values()}
+    with dynamo_store() as store:
+        role = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")
+        machine = boto3.client("stepfunctions").create_state_machine(
+            name="bench-eval", definition=(MACHINES / "eval.asl.json").read_text(),
+            roleArn=role["Role"]["Arn"], type="EXPRESS")["stateMachineArn"]
+        for name, value in {"BENCH_STORE": "dynamodb", "BENCH_TABLE_NAME": TABLE_NAME,
+                            "BENCH_LLM": "heuristic", "BENCH_EMBEDDER": "tfidf",
+                            "BENCH_EVAL_STATE_MACHINE_ARN": machine}.items():
+            monkeypatch.setenv(name, value)
+        ref = AgentRef("alice", "agent-1")
+        store.ingest("alice", AgentMeta(slug="agent-1"), clean(
+            task_events("ok") + task_events("f1", status="failed", output="TimeoutError")
+            + task_events("f2", status="failed", output="HTTP 429 Too Many Requests")))
+        an_hour_ago = iso(utcnow() - timedelta(hours=1))
+        store.mark_evals_pending(ref, ["ok", "f1", "f2"], an_hour_ago)
+
+        def invoke(function: str, step: str, state: dict[str, Any]) -> dict[str, Any]:
+            current[0] = functions[function].logical_id
+            handler = fresh_function_module(functions[function].code_dir).handler
+            try:
+                return handler({"step": step, "state": state}, LambdaContext())
+            finally:
+                current[0] = "test"
+
+        for task_id in ("ok", "f1"):
+            state = eval_wf.start_state(ref.path, task_id)
+            while state["next"] != eval_wf.DONE:
+                state = invoke("eval", state["next"], state)
+        assert store.get_task(ref, "f1").eval.score == 0.0
+        assert store.pending_evals(an_hour_ago, iso(utcnow()), 10) == [(ref, "f2")]
+        swept = invoke("cluster", "sweep_evals", {})
+        assert swept["swept"] == 1
+        assert invoke("cluster", "due_agents", swept)["agents"] == [ref.path]
+        assert invoke("cluster", "cluster_agent", {"agent": ref.path})["clusters"] == 1
+        assert store.get_insights(ref)["considered"] == 2
+    started = [(who, json.loads(p["input"])["task_id"]) for who, _, op, p in calls
+               if op == "StartExecution"]
+    assert started == [("ClusterFunction", "f2")]
+    for function_id in ("EvalFunction", "ClusterFunction"):
+        granted = _granted(transformed, function_id)
+        made = [call[1:] for call in calls if call[0] == function_id]
+        assert made, function_id
+        for service, operation, params in made:
+            missing = _needed(service, operation, params) - granted
+            assert not missing, f"{function_id} calls {operation} without {missing}"

@@ -1,0 +1,302 @@
+"""The deployment, checked offline: lint, transform, routes, code, table, permissions.
+
+`sam build && sam deploy` cannot run here; these checks catch what would break it (or break the
+deployed app) without an AWS account.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from bench_core.store.dynamodb_table import TABLE_PROPERTIES
+
+from tests.aws import cfn
+from tests.aws.lambda_runtime import load_function_module
+
+# Properties CloudFormation knows but the store's definition need not (names, tags).
+CFN_ONLY_TABLE_PROPERTIES = {"TableName", "Tags"}
+HEAVY_MODULES = ("numpy", "sklearn", "scipy", "pandas")
+MAX_HANDLER_LINES = 25
+
+# Built in this tree, not deployed by template.yaml yet: each names what will deploy it. The
+# tests fail once an entry is deployed, so these lists only shrink; anything new that one
+# machine serves must be deployed or listed here.
+FUNCTIONS_NOT_DEPLOYED_YET: dict[str, str] = {}
+ROUTES_NOT_DEPLOYED_YET: dict[str, str] = {}  # local route path -> what will serve it on AWS
+
+
+# ---- the template as a whole --------------------------------------------------------------------
+
+
+# Where people are likely to deploy (all 46 regions take a minute; these catch a resource type
+# or property missing in a region just the same).
+LINT_REGIONS = ["us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-central-1",
+                "ap-northeast-1", "ap-southeast-2"]
+
+
+def test_cfn_lint_finds_no_error_or_warning() -> None:
+    from cfnlint.api import ManualArgs, lint_file
+
+    matches = lint_file(cfn.TEMPLATE, ManualArgs(regions=LINT_REGIONS))
+    assert [f"{m.rule.id} line {m.linenumber}: {m.message}" for m in matches] == []
+
+
+def test_template_uses_no_yaml_aliases() -> None:
+    """CloudFormation rejects YAML anchors and aliases; only some tools expand them first."""
+    events = yaml.parse(cfn.TEMPLATE.read_text(), Loader=yaml.SafeLoader)
+    assert not [e for e in events if isinstance(e, yaml.AliasEvent)]
+
+
+def test_sam_translator_turns_the_template_into_cloudformation(
+        transformed: dict[str, Any]) -> None:
+    kinds = {r["Type"] for r in transformed["Resources"].values()}
+    assert not [k for k in kinds if k.startswith("AWS::Serverless::")]
+    assert {"AWS::Lambda::Function", "AWS::Lambda::LayerVersion", "AWS::DynamoDB::Table",
+            "AWS::ApiGatewayV2::Api", "AWS::ApiGatewayV2::Stage"} <= kinds
+
+
+def test_parameters_and_outputs_for_what_differs_per_install() -> None:
+    template = cfn.load_template()
+    assert {"Stage", "DomainName", "GitHubClientId", "SessionSecretParameter",
+            "GitHubClientSecretParameter"} <= set(template["Parameters"])
+    assert {"ApiUrl", "WebSocketUrl", "TableName"} <= set(template["Outputs"])
+
+
+def test_every_function_runs_python312_on_arm64_with_the_core_layer(
+        transformed: dict[str, Any]) -> None:
+    layers = cfn.resources_of_type(transformed, "AWS::Lambda::LayerVersion")
+    assert len(layers) == 1
+    (layer_id, layer), = layers.items()
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    assert layer["Properties"]["Content"]["S3Key"] == "layers/core/"
+    sam_layer = cfn.load_template()["Resources"]["CoreLayer"]
+    assert sam_layer["Metadata"]["BuildMethod"] == "python3.12"
+    for logical_id, fn in cfn.resources_of_type(transformed, "AWS::Lambda::Function").items():
+        props = fn["Properties"]
+        assert (props["Runtime"], props["Architectures"]) == ("python3.12", ["arm64"]), logical_id
+        assert {"Ref": layer_id} in props["Layers"], logical_id
+        assert props["TracingConfig"] == {"Mode": "Active"}, logical_id
+        assert props["LoggingConfig"]["LogFormat"] == "JSON", logical_id
+        assert props["Environment"]["Variables"]["BENCH_STORE"] == "dynamodb", logical_id
+
+
+def test_samconfig_deploys_with_sensible_defaults() -> None:
+    config = tomllib.loads((cfn.REPO / "samconfig.toml").read_text())
+    deploy = config["default"]["deploy"]["parameters"]
+    assert config["default"]["global"]["parameters"]["stack_name"] == "bench"
+    assert set(deploy["capabilities"].split()) == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
+    assert deploy["resolve_s3"] is True and deploy["confirm_changeset"] is True
+    assert "region" not in deploy, "the region comes from the deployer's AWS configuration"
+
+
+# ---- the table ------------------------------------------------------------------------------------
+
+
+def test_table_in_the_template_is_the_store_definition() -> None:
+    declared = {k: v for k, v in cfn.table_properties().items()
+                if k not in CFN_ONLY_TABLE_PROPERTIES}
+    assert declared == TABLE_PROPERTIES
+
+
+def test_table_outlives_the_stack() -> None:
+    table = cfn.load_template()["Resources"][cfn.TABLE_RESOURCE]
+    assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")
+
+
+# ---- functions and routes -------------------------------------------------------------------------
+
+
+@cache
+def import_report(code_dir: Path, handler: str) -> dict[str, Any]:
+    """Import a handler as Lambda would (its folder and the layer on the path, nothing else of
+    the repository) in a fresh interpreter, configured for DynamoDB."""
+    module, _, attribute = handler.rpartition(".")
+    script = (
+        "import importlib, json, sys\n"
+        "try:\n"
+        f"    handler = getattr(importlib.import_module({module!r}), {attribute!r})\n"
+        "    error = None if callable(handler) else 'handler is not callable'\n"
+        "except Exception as exc:\n"
+        "    error = f'{type(exc).__name__}: {exc}'\n"
+        f"heavy = sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)\n"
+        "print(json.dumps({'error': error, 'heavy': heavy}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "AWS_LAMBDA"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(code_dir), str(cfn.REPO / "layers" / "core")]),
+               BENCH_STORE="dynamodb", BENCH_TABLE_NAME="bench-import-check")
+    done = subprocess.run([sys.executable, "-c", script], cwd=code_dir, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        return {"error": done.stderr[-2000:], "heavy": []}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def function_dirs() -> list[Path]:
+    return sorted(p for p in cfn.FUNCTIONS_DIR.iterdir() if (p / "app.py").exists())
+
+
+def test_every_function_folder_has_exactly_one_function_resource(
+        transformed: dict[str, Any]) -> None:
+    deployed = sorted(f.code_dir for f in cfn.functions(transformed).values())
+    assert len(deployed) == len(set(deployed))
+    assert all(d.exists() for d in deployed), deployed
+    expected = [d for d in function_dirs() if d.name not in FUNCTIONS_NOT_DEPLOYED_YET]
+    assert deployed == expected
+    assert not [d for d in deployed if d.name in FUNCTIONS_NOT_DEPLOYED_YET], \
+        "deployed now: drop it from FUNCTIONS_NOT_DEPLOYED_YET"
+
+
+@pytest.mark.parametrize("code_dir", function_dirs(), ids=lambda p: p.name)
+def test_function_handler_imports_with_dynamodb_settings_and_no_heavy_libraries(
+        transformed: dict[str, Any], code_dir: Path) -> None:
+    """Also for functions not deployed yet: their handler must import as Lambda would."""
+    deployed = [f for f in cfn.functions(transformed).values() if f.code_dir == code_dir]
+    handler = deployed[0].handler if deployed else "app.handler"
+    module = handler.rpartition(".")[0]
+    assert (code_dir / (module.replace(".", "/") + ".py")).exists(), handler
+    report = import_report(code_dir, handler)
+    assert report["error"] is None, report
+    assert report["heavy"] == [], "heavy libraries are imported when used, not at import"
+
+
+@pytest.mark.parametrize("code_dir", function_dirs(), ids=lambda p: p.name)
+def test_function_entry_point_is_thin(code_dir: Path) -> None:
+    code = [line for line in (code_dir / "app.py").read_text().splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+    docstring_lines = _docstring_lines(code_dir / "app.py")
+    assert len(code) - docstring_lines <= MAX_HANDLER_LINES
+
+
+def _docstring_lines(path: Path) -> int:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    doc = ast.get_docstring(tree, clean=False)
+    return len([line for line in doc.splitlines() if line.strip()]) if doc else 0
+
+
+def test_every_http_route_reaches_a_function_whose_handler_imports(
+        transformed: dict[str, Any]) -> None:
+    functions = cfn.functions(transformed)
+    routes = cfn.http_routes(transformed)
+    assert {(r.method, r.path) for r in routes} >= {("POST", "/ingest"),
+                                                     ("ANY", "/api/{proxy+}"),
+                                                     ("GET", "/healthz")}
+    for route in routes:
+        assert route.function in functions, route
+        function = functions[route.function]
+        assert import_report(function.code_dir, function.handler)["error"] is None, route
+
+
+def test_every_route_the_local_server_serves_is_routed_to_a_function_serving_it(
+        transformed: dict[str, Any]) -> None:
+    """The AWS deployment serves the same surface as one machine: each route mounted locally is
+    reachable through the HTTP API, at a function whose own app serves it (as Starlette would
+    match the request), unless it is listed as not deployed yet."""
+    from bench_core.local import ROUTERS
+    from fastapi.routing import APIRoute
+
+    functions = cfn.functions(transformed)
+    routes = cfn.http_routes(transformed)
+    missing, deployed_now = [], set()
+    for router in ROUTERS:
+        for local in router.routes:
+            if not isinstance(local, APIRoute):
+                continue
+            for method in sorted(local.methods):
+                sample = _sample_path(local.path)
+                route = cfn.route_for(routes, method, sample)
+                served = route is not None and _serves(
+                    load_function_module(functions[route.function].code_dir).app, method, sample)
+                if local.path in ROUTES_NOT_DEPLOYED_YET:
+                    if served:
+                        deployed_now.add(local.path)
+                elif not served:
+                    where = route.function if route else "no function"
+                    missing.append(f"{method} {local.path} -> {where}")
+    assert missing == [], "served locally, not on AWS"
+    assert deployed_now == set(), "deployed now: drop from ROUTES_NOT_DEPLOYED_YET"
+
+
+def _serves(app: Any, method: str, path: str) -> bool:
+    from starlette.routing import Match
+
+    scope = {"type": "http", "method": method, "path": path, "root_path": "",
+             "query_string": b"", "headers": []}
+    return any(route.matches(scope)[0] == Match.FULL for route in app.router.routes)
+
+
+def _sample_path(path: str) -> str:
+    """A concrete path for a route template: every `{param}` becomes a plain segment."""
+    import re
+
+    return re.sub(r"\{[^}]+\}", "x", path)
+
+
+# ---- the WebSocket API --------------------------------------------------------------------------
+
+
+def test_websocket_api_routes_connect_disconnect_and_default_to_the_live_function(
+        transformed: dict[str, Any]) -> None:
+    resources = transformed["Resources"]
+    routes = {r["Properties"]["RouteKey"]: (logical_id, r["Properties"])
+              for logical_id, r in cfn.resources_of_type(transformed,
+                                                         "AWS::ApiGatewayV2::Route").items()
+              if r["Properties"]["ApiId"] == {"Ref": "LiveApi"}}
+    assert set(routes) == {"$connect", "$disconnect", "$default"}
+    functions = cfn.functions(transformed)
+    for _, props in routes.values():
+        integration = resources[props["Target"]["Fn::Join"][1][1]["Ref"]]["Properties"]
+        function_arn = integration["IntegrationUri"]["Fn::Sub"][1]["FunctionArn"]
+        function = functions[function_arn["Fn::GetAtt"][0]]
+        assert function.code_dir.name == "live"
+        assert import_report(function.code_dir, function.handler)["error"] is None
+    default_route_id = routes["$default"][0]
+    responses = [r["Properties"] for r in
+                 cfn.resources_of_type(transformed, "AWS::ApiGatewayV2::RouteResponse").values()]
+    assert {"ApiId": {"Ref": "LiveApi"}, "RouteId": {"Ref": default_route_id},
+            "RouteResponseKey": "$default"} in responses, "$default must answer the client"
+    stages = [s for s in cfn.resources_of_type(transformed, "AWS::ApiGatewayV2::Stage").values()
+              if s["Properties"]["ApiId"] == {"Ref": "LiveApi"}]
+    assert len(stages) == 1
+
+
+# ---- permissions -------------------------------------------------------------------------------
+
+TABLE_ARN = {"Fn::GetAtt": [cfn.TABLE_RESOURCE, "Arn"]}
+INDEX_ARN = {"Fn::Sub": "${" + cfn.TABLE_RESOURCE + ".Arn}/index/*"}
+
+
+def test_roles_grant_no_wildcard_where_a_narrower_grant_exists(
+        transformed: dict[str, Any]) -> None:
+    for function in cfn.functions(transformed).values():
+        statements = cfn.role_statements(transformed, function.role)
+        assert statements, function
+        for statement in statements:
+            where = f"{function.logical_id}: {statement}"
+            actions, resources = cfn.as_list(statement["Action"]), cfn.as_list(statement["Resource"])
+            assert statement["Effect"] == "Allow", where
+            assert not [a for a in actions if "*" in a], where
+            if "*" in resources:  # X-Ray has no resource-level permissions
+                assert all(a.startswith("xray:") for a in actions), where
+            if any(a.startswith("dynamodb:") for a in actions):
+                assert all(r in (TABLE_ARN, INDEX_ARN) for r in resources), where
+                if INDEX_ARN in resources:  # only Query and Scan read an index
+                    assert set(actions) <= {"dynamodb:Query"}, where
+            if any(a.startswith("logs:") for a in actions):
+                assert resources == [{"Fn::GetAtt": ["FunctionLogs", "Arn"]}], where
+
+
+def test_each_function_has_its_own_role(transformed: dict[str, Any]) -> None:
+    roles = [f.role for f in cfn.functions(transformed).values()]
+    assert len(roles) == len(set(roles))

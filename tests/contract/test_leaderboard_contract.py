@@ -1,0 +1,106 @@
+"""The leaderboard contract: every store keeps its rankings on write and reads them in order,
+public agents only, the same way (`bench_core.leaderboard` says who ranks by what)."""
+
+from __future__ import annotations
+
+from bench_core.leaderboard import MIN_RUNS
+from bench_core.models import AgentMeta, AgentRef
+from bench_core.store import Store
+
+from tests.factories import clean, task_events
+
+
+def runs(store: Store, login: str, slug: str, n: int, *, failures: int = 0,
+         duration_ms: int = 100, cost: float | None = 0.01, **meta: object) -> None:
+    """`n` finished runs for login/slug, the last `failures` of them failed."""
+    events = []
+    for i in range(n):
+        events += task_events(f"{slug}-{i}-{duration_ms}", status="failed" if i >= n - failures
+                              else "success", duration_ms=duration_ms, cost=cost)
+    store.ingest(login, AgentMeta(slug=slug, **meta), clean(events))
+
+
+def slugs(store: Store, sort: str, **kwargs: object) -> list[str]:
+    return [a.slug for a in store.leaderboard(sort, **kwargs)]
+
+
+def test_each_sort_orders_its_qualified_agents(store: Store) -> None:
+    runs(store, "alice", "steady", 40, failures=4, duration_ms=300, cost=0.02)
+    runs(store, "alice", "fast", 12, failures=6, duration_ms=50, cost=0.001)
+    runs(store, "bob", "perfect", 10, duration_ms=900, cost=None)
+    runs(store, "bob", "newcomer", MIN_RUNS - 1, duration_ms=10, cost=0.0001)
+    assert slugs(store, "runs") == ["steady", "fast", "perfect", "newcomer"]
+    assert slugs(store, "success") == ["perfect", "steady", "fast"]
+    assert slugs(store, "latency") == ["fast", "steady", "perfect"]
+    assert slugs(store, "cost") == ["fast", "steady"]  # "perfect" reports no cost
+    assert slugs(store, "score") == []  # nobody has scored runs
+
+
+def test_ties_go_to_the_agent_with_more_runs(store: Store) -> None:
+    runs(store, "alice", "small", 10, failures=5)
+    runs(store, "alice", "large", 30, failures=15)
+    assert slugs(store, "success") == ["large", "small"]
+    assert slugs(store, "latency") == ["large", "small"]
+
+
+def test_rankings_follow_new_runs(store: Store) -> None:
+    runs(store, "alice", "a", 10, failures=2)
+    runs(store, "alice", "b", 10, failures=1)
+    assert slugs(store, "success") == ["b", "a"]
+    runs(store, "alice", "b", 10, failures=10, duration_ms=101)
+    assert slugs(store, "success") == ["a", "b"]
+    assert [a.stats.runs for a in store.leaderboard("runs")] == [20, 10]
+
+
+def test_private_agents_are_never_ranked_and_return_when_public(store: Store) -> None:
+    runs(store, "alice", "open", 10)
+    runs(store, "alice", "closed", 20)
+    store.update_agent(AgentRef("alice", "closed"), {"visibility": "private"})
+    for sort in ("runs", "success", "latency", "cost"):
+        assert slugs(store, sort) == ["open"], sort
+    runs(store, "alice", "closed", 5, duration_ms=7)  # still private after more runs
+    assert slugs(store, "runs") == ["open"]
+    store.update_agent(AgentRef("alice", "closed"), {"visibility": "public"})
+    assert slugs(store, "runs") == ["closed", "open"]
+
+
+def test_search_matches_login_slug_names_framework_and_model(store: Store) -> None:
+    runs(store, "alice", "researcher", 3, display_name="Deep Research", framework="LangChain")
+    runs(store, "bob", "coder", 2, model="Llama-3.3-70B")
+    assert slugs(store, "runs", query="RESEARCH") == ["researcher"]
+    assert slugs(store, "runs", query="langchain") == ["researcher"]
+    assert slugs(store, "runs", query="llama-3.3") == ["coder"]
+    assert slugs(store, "runs", query="bob") == ["coder"]
+    assert slugs(store, "runs", query="nothing like it") == []
+    store.update_agent(AgentRef("bob", "coder"), {"display_name": "Code Monkey"})
+    assert slugs(store, "runs", query="monkey") == ["coder"]
+
+
+def test_pages_are_offsets_into_one_order(store: Store) -> None:
+    for i in range(7):
+        runs(store, "alice", f"agent-{i}", i + 1)
+    everyone = slugs(store, "runs")
+    assert everyone == [f"agent-{i}" for i in range(6, -1, -1)]
+    pages = [slugs(store, "runs", offset=offset, limit=3) for offset in (0, 3, 6)]
+    assert pages == [everyone[0:3], everyone[3:6], everyone[6:]]
+    assert slugs(store, "runs", query="agent", offset=5, limit=5) == everyone[5:]
+
+
+def test_dynamodb_ranks_from_sparse_indexes_with_one_query_and_no_scan() -> None:
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        runs(store, "alice", "open", 12)
+        runs(store, "alice", "closed", 12)
+        store.update_agent(AgentRef("alice", "closed"), {"visibility": "private"})
+        calls: list[tuple[str, str | None]] = []
+        store.client.meta.events.register(
+            "before-parameter-build.dynamodb",
+            lambda model, params, **_: calls.append((model.name, params.get("IndexName"))))
+        for sort in ("runs", "success", "score", "cost", "latency"):
+            store.leaderboard(sort, query="alice")
+        assert calls == [("Query", f"lb_{sort}") for sort in
+                         ("runs", "success", "score", "cost", "latency")]
+        closed = store.client.get_item(TableName=store.table_name, Key={
+            "pk": {"S": "AGENT#alice#closed"}, "sk": {"S": "META"}})["Item"]
+        assert not [name for name in closed if name == "lbpk" or name.startswith("lb_")]

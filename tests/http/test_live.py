@@ -1,0 +1,200 @@
+"""The local live feed over real WebSockets: what reaches whom, how fast, and how big."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import bench
+import httpx
+import pytest
+import websockets
+from bench_core.live.messages import MAX_MESSAGE_BYTES
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from tests.conftest import RunningServer
+from tests.factories import batch, ev, task_events
+from tests.http.accounts_support import Browser
+
+API_GATEWAY_LIMIT = 128 * 1024
+
+
+def run(test: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(test())
+
+
+def watch(server: RunningServer, channel: str, browser: Browser | None = None,
+          origin: str | None = None) -> Any:
+    """Open the feed as a page of `browser` (signed in or not) would."""
+    headers = {"Origin": origin or server.url}
+    if browser is not None and browser.session_cookie:
+        headers["Cookie"] = f"bench_session={browser.session_cookie}"
+    ws_url = server.url.replace("http://", "ws://") + f"/live/{channel}"
+    return websockets.connect(ws_url, additional_headers=headers, max_size=None)
+
+
+async def next_events(ws: Any, timeout: float = 10) -> dict[str, Any]:
+    """The next message carrying events (hello messages are skipped)."""
+    while True:
+        message = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+        if message["type"] == "events":
+            return message
+
+
+async def post(server: RunningServer, key: str, body: dict[str, Any]) -> None:
+    async with httpx.AsyncClient() as client:
+        r = await client.post(server.url + "/ingest", json=body, headers={"X-Bench-Key": key},
+                              timeout=60)
+        assert r.status_code == 200, r.text
+
+
+def owner_with_agent(server: RunningServer, slug: str, **settings: str) -> tuple[Browser, str, str]:
+    browser = Browser(server.url)
+    login = browser.sign_in()
+    return browser, login, browser.new_agent(slug, **settings)
+
+
+def test_a_watcher_receives_what_the_sdk_sends_within_a_second(
+        bench_server: RunningServer) -> None:
+    browser, login, key = owner_with_agent(bench_server, "live-sdk")
+
+    def send_with_the_sdk() -> None:
+        agent = bench.observe(api_key=key, agent="live-sdk", endpoint=bench_server.url)
+        with agent.span("answer", {"question": "live?"}) as t:
+            t.set_output("yes")
+        assert agent.flush_sync(10)
+
+    async def test() -> None:
+        async with watch(bench_server, f"{login}/live-sdk", browser) as ws:
+            hello = json.loads(await ws.recv())
+            assert hello["type"] == "hello" and hello["channel"] == f"{login}/live-sdk"
+            await asyncio.to_thread(send_with_the_sdk)
+            seen: list[dict[str, Any]] = []
+            while not any(e["kind"] == "task.end" for e in seen):
+                seen += (await next_events(ws, timeout=1.0))["events"]
+            end = next(e for e in seen if e["kind"] == "task.end")
+            assert end["name"] == "answer" and end["status"] == "success"
+            assert end["output"] == "yes"
+
+    run(test)
+
+
+def test_a_public_feed_leaves_out_what_the_owner_hides(bench_server: RunningServer) -> None:
+    owner, login, key = owner_with_agent(bench_server, "hiding", hide_inputs="on")
+
+    async def test() -> None:
+        async with watch(bench_server, f"{login}/hiding") as anonymous, \
+                watch(bench_server, f"{login}/hiding", owner) as mine:
+            await post(bench_server, key, batch("hiding", task_events(
+                "t1", input={"secret": "the question"}, output="the answer")))
+            public = (await next_events(anonymous))["events"]
+            own = (await next_events(mine))["events"]
+            start = next(e for e in public if e["kind"] == "task.start")
+            assert start["input"] == "[hidden by owner]"
+            assert "the question" not in json.dumps(public)
+            assert "the answer" in json.dumps(public), "outputs are not hidden"
+            assert "the question" in next(e for e in own if e["kind"] == "task.start")["input"]
+
+    run(test)
+
+
+def test_a_private_feed_reaches_its_owner_only(bench_server: RunningServer) -> None:
+    owner, login, key = owner_with_agent(bench_server, "private-feed", visibility="private")
+    stranger = Browser(bench_server.url)
+    stranger.sign_in()
+    channel = f"{login}/private-feed"
+    assert Browser(bench_server.url).get("/live-token", channel=channel).status_code == 404
+    assert stranger.get("/live-token", channel=channel).status_code == 404
+    assert owner.get("/live-token", channel=channel).json()["url"].endswith(f"/live/{channel}")
+
+    async def test() -> None:
+        for who in (None, stranger):
+            with pytest.raises(InvalidStatus) as refused:
+                async with watch(bench_server, channel, who):
+                    pass
+            assert refused.value.response.status_code == 403
+        async with watch(bench_server, channel, owner) as mine:
+            await post(bench_server, key, batch("private-feed", task_events("t1")))
+            assert len((await next_events(mine))["events"]) == 2
+
+    run(test)
+
+
+def test_a_feed_made_private_drops_its_public_watchers(bench_server: RunningServer) -> None:
+    owner, login, key = owner_with_agent(bench_server, "going-private")
+
+    async def test() -> None:
+        async with watch(bench_server, f"{login}/going-private") as anonymous, \
+                watch(bench_server, f"{login}/going-private", owner) as mine:
+            await post(bench_server, key, batch("going-private", [ev("custom")]))
+            await next_events(anonymous)
+            await next_events(mine)
+            owner.post("/dashboard/agents/going-private/settings", {"visibility": "private"},
+                       token_from="/dashboard/agents/going-private")
+            await post(bench_server, key, batch("going-private", task_events("secret-run")))
+            with pytest.raises(ConnectionClosed) as closed:
+                await next_events(anonymous)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+            assert any(e["task_id"] == "secret-run" for e in (await next_events(mine))["events"])
+
+    run(test)
+
+
+def test_a_handshake_from_another_site_is_refused_even_with_the_owners_cookie(
+        bench_server: RunningServer) -> None:
+    owner, login, _ = owner_with_agent(bench_server, "hijack")
+
+    async def test() -> None:
+        with pytest.raises(InvalidStatus):
+            async with watch(bench_server, f"{login}/hijack", owner, origin="https://evil.example"):
+                pass
+
+    run(test)
+
+
+def test_the_owners_channel_carries_every_agent_and_only_to_the_owner(
+        bench_server: RunningServer) -> None:
+    owner, login, key_a = owner_with_agent(bench_server, "first")
+    key_b = owner.new_agent("second", visibility="private")
+    stranger = Browser(bench_server.url)
+    stranger.sign_in()
+
+    async def test() -> None:
+        with pytest.raises(InvalidStatus):
+            async with watch(bench_server, login, stranger):
+                pass
+        async with watch(bench_server, login, owner) as mine:
+            hello = json.loads(await mine.recv())
+            assert set(hello["agents"]) == {f"{login}/first", f"{login}/second"}
+            await post(bench_server, key_a, batch("first", task_events("a")))
+            await post(bench_server, key_b, batch("second", task_events("b")))
+            agents = {(await next_events(mine))["agent"], (await next_events(mine))["agent"]}
+            assert agents == {f"{login}/first", f"{login}/second"}
+
+    run(test)
+
+
+def test_a_big_batch_arrives_whole_in_messages_under_the_api_gateway_limit(
+        bench_server: RunningServer) -> None:
+    owner, login, key = owner_with_agent(bench_server, "big-batch")
+    events = [ev("custom", data={"blob": "x" * 4000, "n": i}) for i in range(1000)]
+
+    async def test() -> None:
+        async with watch(bench_server, f"{login}/big-batch", owner) as mine:
+            await post(bench_server, key, batch("big-batch", events))
+            received: list[str] = []
+            sizes: list[int] = []
+            while len(received) < len(events):
+                raw = await asyncio.wait_for(mine.recv(), 10)
+                message = json.loads(raw)
+                if message["type"] == "events":
+                    sizes.append(len(raw.encode()))
+                    received += [e["id"] for e in message["events"]]
+                    last = message
+            assert received == [e["id"] for e in events]
+            assert len(sizes) > 1 and max(sizes) <= MAX_MESSAGE_BYTES < API_GATEWAY_LIMIT
+            assert last["stats"]["runs"] == 0 and "shown" in last["stats"]
+
+    run(test)

@@ -1,0 +1,114 @@
+"""The single-machine worker pool: work is found again after a stop, duplicates collapse, a
+full queue drops to the sweep, an unavailable judge is retried and then left pending."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from bench_core.config import Settings
+from bench_core.llm import Backoff, Completion, LLMUnavailable
+from bench_core.models import AgentMeta, AgentRef
+from bench_core.services import Services
+from bench_core.workflows.local import LocalRunner
+
+from tests.factories import clean, task_events
+
+REF = AgentRef("alice", "agent-1")
+HANG_GUARD_S = 60
+
+
+def wait_until(condition: Callable[[], bool]) -> None:
+    """Poll until `condition` holds; the deadline only guards against a hang."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("gave up waiting (hang guard)")
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    s = Services.from_settings(Settings(data_dir=tmp_path))
+    yield s
+    s.close()
+
+
+def ingest(services: Services, *task_ids: str) -> None:
+    events = [e for t in task_ids for e in task_events(t)]
+    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(events))
+
+
+def judged(services: Services, *task_ids: str) -> bool:
+    return all((t := services.store.get_task(REF, tid)) is not None and t.eval is not None
+               for tid in task_ids)
+
+
+def test_runs_finished_while_the_server_was_down_are_judged_at_start(services: Services) -> None:
+    ingest(services, "t1", "t2")
+    runner = LocalRunner(services, workers=2)
+    runner.start()
+    try:
+        wait_until(lambda: judged(services, "t1", "t2"))
+    finally:
+        runner.stop()
+    assert services.store.get_agent(REF).stats.eval_count == 2
+
+
+def test_handed_off_runs_are_judged_and_stop_is_prompt(services: Services) -> None:
+    runner = LocalRunner(services, workers=1)
+    runner.start()
+    try:
+        ingest(services, "t1")
+        runner.start_evals(REF, ["t1"])
+        wait_until(lambda: judged(services, "t1"))
+    finally:
+        runner.stop(timeout_s=5)
+    assert runner._threads == []
+
+
+def test_duplicates_collapse_and_a_full_queue_leaves_work_to_the_sweep(services: Services) -> None:
+    ingest(services, "t1", "t2")
+    runner = LocalRunner(services, workers=1, max_queue=1)
+    runner.start_evals(REF, ["t1", "t1", "t2"])  # not started: t1 queued once, t2 dropped
+    assert runner._queue.qsize() == 1
+    runner.start()
+    try:
+        wait_until(lambda: judged(services, "t1", "t2"))  # t2 comes back through the sweep
+    finally:
+        runner.stop()
+
+
+class FlakyLLM:
+    label = "openai_compat:flaky"
+
+    def __init__(self) -> None:
+        self.up = False
+        self.calls = 0
+
+    def complete(self, system, messages, *, max_tokens):  # noqa: ANN001, ANN201 - the LLM port
+        self.calls += 1
+        if not self.up:
+            raise LLMUnavailable("down")
+        return Completion(json.dumps({"score": 0.4, "reasoning": "meh"}), 10, 5)
+
+
+def test_an_unavailable_judge_is_retried_then_the_task_waits_for_the_next_round(
+        services: Services) -> None:
+    llm = FlakyLLM()
+    services.provide(llm=llm)
+    ingest(services, "t1")
+    runner = LocalRunner(services, workers=1, retry=Backoff(attempts=3, sleep=lambda s: None))
+    runner.start()
+    try:
+        wait_until(lambda: llm.calls == 3 and not runner._queued)
+        assert not judged(services, "t1")
+        llm.up = True
+        runner.scheduled_round(startup=True)
+        wait_until(lambda: judged(services, "t1"))
+    finally:
+        runner.stop()
+    assert services.store.get_task(REF, "t1").eval.judge == "openai_compat:flaky"

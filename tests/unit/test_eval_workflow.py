@@ -1,0 +1,198 @@
+"""The eval steps, run directly over a real SQLite store with a scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from bench_core.config import JudgeSettings, Settings
+from bench_core.llm import Completion, LLMUnavailable
+from bench_core.models import AgentMeta, AgentRef
+from bench_core.privacy import HIDDEN, Viewer, task_view
+from bench_core.services import Services
+from bench_core.views import agent_summary
+from bench_core.workflows import eval as eval_wf
+
+from tests.factories import clean, task_events
+
+REF = AgentRef("alice", "agent-1")
+
+
+class ScriptedLLM:
+    """A model that answers from a script (the last answer repeats), or is unavailable."""
+
+    label = "openai_compat:scripted"
+
+    def __init__(self, *answers: str, tokens: tuple[int, int] = (100, 20)) -> None:
+        self.answers = list(answers)
+        self.tokens = tokens
+        self.calls = 0
+
+    def complete(self, system, messages, *, max_tokens):  # noqa: ANN001, ANN201 - the LLM port
+        self.calls += 1
+        if not self.answers:
+            raise LLMUnavailable("scripted outage")
+        text = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return Completion(text, *self.tokens)
+
+
+def verdict(score: float) -> str:
+    return json.dumps({"score": score, "reasoning": f"It deserves {score}."})
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    s = Services.from_settings(Settings(data_dir=tmp_path))
+    yield s
+    s.close()
+
+
+def with_llm(services: Services, llm: ScriptedLLM, price: float = 0.72, **judge: object) -> Services:
+    settings = replace(services.settings, llm=replace(services.settings.llm, price_per_mtok_usd=price),
+                       judge=replace(JudgeSettings(), **judge))
+    return Services(settings, services.store).provide(llm=llm)
+
+
+def ingest(services: Services, *tasks: str, status: str = "success", output: object = "an answer",
+           slug: str = "agent-1") -> None:
+    events = [e for t in tasks for e in task_events(t, status=status, output=output)]
+    services.store.ingest("alice", AgentMeta(slug=slug), clean(events))
+
+
+def run(services: Services, task_id: str, **options: object) -> dict:
+    return eval_wf.run_eval(services, eval_wf.start_state(REF.path, task_id, **options))
+
+
+def test_offline_judge_scores_a_finished_run_and_labels_it(services: Services) -> None:
+    ingest(services, "t1")
+    final = run(services, "t1")
+    assert final["outcome"] == "scored"
+    result = services.store.get_task(REF, "t1").eval
+    assert (result.status, result.judge, result.score) == ("scored", "heuristic-v1", 1.0)
+    assert result.cost_usd == 0 and result.input_tokens == 0
+    summary = agent_summary(services.store.get_agent(REF), Viewer())
+    assert summary["avg_eval_score"] == 1.0 and summary["avg_eval_score_judge"] == "heuristic-v1"
+    assert summary["judged_share"] == 1.0
+
+
+def test_a_model_judge_records_its_tokens_and_cost_on_task_and_agent(services: Services) -> None:
+    ingest(services, "t1")
+    s = with_llm(services, ScriptedLLM(verdict(0.6)))
+    run(s, "t1")
+    result = s.store.get_task(REF, "t1").eval
+    assert (result.score, result.judge, result.input_tokens, result.output_tokens) == \
+        (0.6, "openai_compat:scripted", 100, 20)
+    assert result.cost_usd == pytest.approx(120 * 0.72 / 1e6)
+    evals = agent_summary(s.store.get_agent(REF), Viewer())["evals"]
+    assert evals["judge_tokens"] == 120 and evals["judge_cost_usd"] == pytest.approx(result.cost_usd, abs=1e-6)
+
+
+def test_an_invalid_answer_ends_unscored_and_never_enters_the_average(services: Services) -> None:
+    ingest(services, "t1", "t2")
+    s = with_llm(services, ScriptedLLM(verdict(0.5), "not json at all"), max_attempts=2)
+    run(s, "t1")
+    run(s, "t2")
+    assert s.store.get_task(REF, "t2").eval.status == "unscored"
+    assert "not valid JSON" in s.store.get_task(REF, "t2").eval.reason
+    summary = agent_summary(s.store.get_agent(REF), Viewer())
+    assert summary["avg_eval_score"] == 0.5 and summary["eval_count"] == 1
+    assert summary["evals"]["unscored"] == 1 and summary["judged_share"] == 1.0
+
+
+def test_an_unavailable_judge_leaves_the_task_pending_for_the_sweep(services: Services) -> None:
+    ingest(services, "t1")
+    s = with_llm(services, ScriptedLLM())
+    with pytest.raises(LLMUnavailable):
+        run(s, "t1")
+    assert s.store.get_task(REF, "t1").eval is None
+    assert s.store.pending_evals("2026-01-01", "2027-01-01", 10) == [(REF, "t1")]
+
+
+def test_a_judged_task_is_not_judged_again_unless_forced(services: Services) -> None:
+    ingest(services, "t1")
+    llm = ScriptedLLM(verdict(0.3), verdict(0.8))
+    s = with_llm(services, llm)
+    run(s, "t1")
+    assert run(s, "t1")["outcome"] == "already scored" and llm.calls == 1
+    run(s, "t1", force=True)
+    stats = s.store.get_agent(REF).stats
+    assert (stats.eval_count, stats.eval_score_sum) == (1, pytest.approx(0.8))
+
+
+def test_running_and_unknown_tasks_are_left_alone(services: Services) -> None:
+    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("open")[:1]))
+    assert run(services, "open")["outcome"] == "no finished task to judge"
+    assert run(services, "nope")["next"] == "done"
+
+
+def test_a_spent_daily_budget_skips_tasks_and_says_so(services: Services) -> None:
+    ingest(services, "t1", "t2")
+    s = with_llm(services, ScriptedLLM(verdict(0.9), tokens=(600_000, 400_000)), price=0.72,
+                 daily_budget_usd=0.5)
+    run(s, "t1")  # costs $0.72: the budget is spent after it
+    final = run(s, "t2")
+    result = s.store.get_task(REF, "t2").eval
+    assert final["outcome"] == "skipped" and result.status == "skipped" and result.score is None
+    assert "budget" in result.reason
+    evals = agent_summary(s.store.get_agent(REF), Viewer())["evals"]
+    assert (evals["scored"], evals["skipped"], evals["judged_share"]) == (1, 1, 0.5)
+
+
+def test_the_owners_sampling_rate_decides_the_same_way_every_time(services: Services) -> None:
+    ingest(services, *[f"t{i}" for i in range(40)])
+    services.store.update_agent(REF, {"judge_sample_rate": 0.5})
+    outcomes = [run(services, f"t{i}")["outcome"] for i in range(40)]
+    assert 5 < outcomes.count("skipped") < 35 and outcomes.count("scored") + outcomes.count("skipped") == 40
+    again = [run(services, f"t{i}", force=True)["outcome"] for i in range(40)]
+    assert [o == "skipped" for o in outcomes] == [o in ("skipped", "kept the earlier result")
+                                                  for o in again]
+
+
+def test_a_zero_budget_turns_judging_off_for_the_agent(services: Services) -> None:
+    ingest(services, "t1")
+    services.store.update_agent(REF, {"judge_daily_budget_usd": 0.0})
+    assert run(services, "t1")["outcome"] == "skipped"
+
+
+def test_reasoning_written_while_outputs_are_hidden_stays_private(services: Services) -> None:
+    ingest(services, "t1", status="failed", output="secret stack trace")
+    services.store.update_agent(REF, {"hide_outputs": True})
+    run(services, "t1")
+    task = services.store.get_task(REF, "t1")
+    assert task.eval.private and "secret" in task.eval.reasoning
+    agent = services.store.update_agent(REF, {"hide_outputs": False})
+    public = task_view(task, agent, Viewer())["eval"]
+    assert public["reasoning"] == HIDDEN and public["score"] == 0.0
+    assert task_view(task, agent, Viewer("alice"))["eval"]["reasoning"].startswith("The task failed")
+
+
+def test_hand_off_starts_evals_of_runs_only_unless_subtasks_are_configured(
+        services: Services) -> None:
+    started: list[tuple[AgentRef, list[str]]] = []
+
+    class Recorder:
+        def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+            started.append((ref, task_ids))
+
+        def start_clusters(self, refs: list[AgentRef]) -> None:
+            raise AssertionError("not expected")
+
+    outcome = services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(
+        task_events("sub", parent="root") + task_events("root")))
+    eval_wf.hand_off(services.provide(workflows=Recorder()), REF, outcome)
+    with_subtasks = Services(replace(services.settings, judge=JudgeSettings(subtasks=True)),
+                             services.store).provide(workflows=Recorder())
+    eval_wf.hand_off(with_subtasks, REF, outcome)
+    assert started == [(REF, ["root"]), (REF, ["sub", "root"])]
+
+
+def test_a_failing_start_never_fails_the_ingest(services: Services) -> None:
+    class Broken:
+        def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+            raise RuntimeError("state machine gone")
+
+    outcome = services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("t1")))
+    eval_wf.hand_off(services.provide(workflows=Broken()), REF, outcome)
