@@ -131,6 +131,11 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+SETTABLE = frozenset({"visibility", "hide_inputs", "hide_outputs", "display_name",
+                      "judge_daily_budget_usd", "judge_sample_rate"})
+"""Agent fields an owner may change; every adapter's `update_agent` refuses the rest."""
+
+
 def encode_cursor(*parts: str) -> str:
     return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
 

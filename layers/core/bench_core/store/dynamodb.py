@@ -68,13 +68,12 @@ from ..models import (
     utcnow,
 )
 from ..values import dumps
-from . import decode_cursor, encode_cursor
+from . import SETTABLE, decode_cursor, encode_cursor
 from . import dynamodb_accounts as accounts
 from . import dynamodb_codec as codec
 from .dynamodb_codec import AgentKeys, Update
 from .dynamodb_evals import DynamoEvals
 from .dynamodb_leaderboard import DynamoLeaderboard
-from .sqlite import SETTABLE
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000

@@ -35,7 +35,7 @@ from ..models import (
     utcnow,
 )
 from ..values import dumps
-from . import decode_cursor, encode_cursor
+from . import SETTABLE, decode_cursor, encode_cursor
 
 MIGRATIONS: list[str] = [
     # 1: the foundation
@@ -162,8 +162,6 @@ _TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, d
               "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
               "started_at, ended_at, version, eval, evidence")
 _JSON_TASK_FIELDS = ("input", "output", "metadata", "cost_breakdown")
-SETTABLE = frozenset({"visibility", "hide_inputs", "hide_outputs", "display_name",
-                      "judge_daily_budget_usd", "judge_sample_rate"})
 
 
 def _loads(text: str | None) -> Any:
