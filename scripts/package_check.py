@@ -35,7 +35,7 @@ SKIPPED_SOURCE = {"requirements.txt", "__pycache__"}
 ELF_MAGIC = b"\x7fELF"
 EM_AARCH64 = 183
 WATCHED = ("pydantic_core", "pydantic", "fastapi", "starlette", "mangum",
-           "aws_lambda_powertools", "aws_xray_sdk", "boto3", "botocore")
+           "aws_lambda_powertools", "aws_xray_sdk", "boto3", "botocore", "mcp")
 
 
 @dataclass

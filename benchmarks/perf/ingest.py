@@ -5,6 +5,14 @@ stored, to show that the cost per event does not grow with history.
     python benchmarks/perf/ingest.py [--stored 10000 1000000] [--batches-per-sender 200]
 
 Not a test: the numbers depend on the machine. Goal: >= 20,000 events/s on 2 cores.
+
+Where the time goes (CPU per batch of 50, in process, December 2026): parsing 0.55-0.8 ms,
+cleaning 0.45-0.6 ms, the SQLite write 2.1-2.4 ms (half of it inside SQLite: the event and
+task inserts with their indexes), key check and eval hand-off about 1 ms; the HTTP layer adds
+1.5-2 ms. One process therefore tops out near 12,000 events/s even with free HTTP, and the
+senders share the same two cores. `uvicorn --workers 2` measured slower, not faster (writers
+queue on SQLite's one write lock), and would split the in-process live feed and eval workers,
+so the server stays one process.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from typing import Optional
 from bench._client import BenchAgent, BenchTask, Span
 from bench._context import current_task
 from bench._privacy import Redactor
+from bench._reuse import verify_invocation
 from bench._sender import SenderConfig
 from bench._version import __version__
 from bench.lambda_ import lambda_handler
@@ -37,6 +38,7 @@ __all__ = [
     "current_task",
     "lambda_handler",
     "observe",
+    "verify_invocation",
 ]
 
 

@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import inspect
 import logging
-import math
 import threading
 import time
 import zlib
@@ -27,6 +26,9 @@ from bench._privacy import Redactor, Scrubber
 from bench._sender import Sender, SenderConfig
 from bench._serialize import format_ts
 from bench._version import SDK_NAME, __version__
+
+MAX_TASK_COST_USD = 1_000_000.0
+"""The server refuses a task (or cost log) costing more (bench_core.models.MAX_COST_USD)."""
 
 _time = time.time
 
@@ -145,8 +147,9 @@ class BenchTask:
         Unlike 0.1.3, an invalid amount is logged and ignored instead of raising into the agent.
         """
         valid_type = usd.__class__ is float or (isinstance(usd, int) and not isinstance(usd, bool))
-        if not valid_type or not 0 <= usd < math.inf:
-            _warn_once("cost", f"bench: ignoring cost {usd!r}: must be a finite non-negative USD amount")
+        if not valid_type or not 0 <= usd <= MAX_TASK_COST_USD - self._total_cost:
+            _warn_once("cost", f"bench: ignoring cost {usd!r}: must be a non-negative USD amount "
+                               f"keeping the task at most {MAX_TASK_COST_USD:.0f} USD")
             return
         cost_details = dict(details) if isinstance(details, dict) else {"source": "manual"}
         self._total_cost += usd

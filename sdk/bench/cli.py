@@ -1,4 +1,4 @@
-"""The ``bench`` command: ``init``, ``doctor``, ``test``, ``login``.
+"""The ``bench`` command: ``init``, ``doctor``, ``test``, ``login``, ``publish``, ``call``, ``benchmark``.
 
 Standard library only. Each command is registered by one ``_add_*`` function on the shared
 subparser group, so a new command (or a group such as ``bench benchmark run``) is one more
@@ -8,6 +8,7 @@ function. Every failure is one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import subprocess
 import sys
@@ -15,8 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from bench import _config
+from bench._benchmark import BenchmarkError, run_benchmark, show_run
+from bench._benchmark import list_lines as benchmark_list_lines
+from bench._benchmark import run_lines as benchmark_run_lines
 from bench._login import LoginError, device_login
 from bench._project import INSTALL, ProjectError, detect_project, diagnose, init_project, snippet
+from bench._reuse import ReuseError, call, publish
 from bench._verify import VerifyError, send_verification_task
 from bench._version import __version__
 
@@ -124,9 +129,108 @@ def _login(args: argparse.Namespace) -> int:
     return 0
 
 
+# ── publish ──────────────────────────────────────────────────────────────────────────────────
+
+def _add_publish(commands: Subparsers) -> None:
+    parser = commands.add_parser("publish", help="publish the capability card of bench.agent.json")
+    _endpoint_option(parser)
+    parser.set_defaults(run=_publish)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    answer = publish(_config.base_url(args.endpoint), Path.cwd())
+    callable_ = "takes calls through Bench" if answer.get("callable") else "takes no calls (invocation disabled)"
+    print(f"✓ Published the capability card of {answer.get('agent')}; it {callable_}.")
+    if answer.get("invocation_secret"):
+        print("  Invocation secret (shown once; the agent verifies calls with it, see bench.verify_invocation):")
+        print(f"  {answer['invocation_secret']}")
+    print("  Nobody may call it until you grant them calls (dashboard, or POST .../grants).")
+    return 0
+
+
+# ── call ─────────────────────────────────────────────────────────────────────────────────────
+
+def _add_call(commands: Subparsers) -> None:
+    parser = commands.add_parser("call", help="call a published agent through Bench (needs the owner's grant)")
+    parser.add_argument("agent", metavar="@LOGIN/SLUG")
+    parser.add_argument("--input", required=True, metavar="JSON", help="the input, as JSON")
+    parser.add_argument("--skill", help="the skill id to ask for (optional)")
+    _endpoint_option(parser)
+    parser.set_defaults(run=_call)
+
+
+def _call(args: argparse.Namespace) -> int:
+    output = call(_config.base_url(args.endpoint), args.agent, args.input, args.skill)
+    print(output if isinstance(output, str) else json.dumps(output, indent=2, ensure_ascii=False))
+    return 0
+
+
+# ── benchmark ────────────────────────────────────────────────────────────────────────────────
+
+def _add_benchmark(commands: Subparsers) -> None:
+    parser = commands.add_parser("benchmark", help="run an agent on a benchmark suite; list suites; show a run")
+    group = parser.add_subparsers(title="benchmark commands", metavar="ACTION")
+    run = group.add_parser("run", help="run the agent on every case, submit the evidence, print the graded run")
+    run.add_argument("suite", help="suite id, e.g. grounded-research-v1")
+    run.add_argument("--agent", required=True, metavar="MODULE:FUNCTION",
+                     help="the agent: a function of one case input")
+    run.add_argument("--repeats", type=int, metavar="K", help="runs per case (default: the suite's)")
+    run.add_argument("--timeout", type=float, metavar="SECONDS",
+                     help="per attempt; a slower answer is recorded as a timeout")
+    run.add_argument("--agent-slug", metavar="SLUG",
+                     help="Bench agent the run belongs to (default: BENCH_AGENT, then bench.agent.json)")
+    run.add_argument("--suite-dir", type=Path, metavar="DIR",
+                     help="a local suite folder (default: benchmarks/SUITE if present, else the server's)")
+    _endpoint_option(run)
+    run.set_defaults(run=_benchmark_run)
+    listing = group.add_parser("list", help="suites, versions and their top results")
+    _endpoint_option(listing)
+    listing.set_defaults(run=_benchmark_list)
+    show = group.add_parser("show", help="one run's aggregates and per-case results")
+    show.add_argument("run_id", metavar="RUN_ID")
+    _endpoint_option(show)
+    show.set_defaults(run=_benchmark_show)
+    parser.set_defaults(run=lambda args: _usage(parser))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _benchmark_run(args: argparse.Namespace) -> int:
+    server = _config.base_url(args.endpoint)
+    slug = _config.agent_slug(args.agent_slug)
+    if not slug:
+        raise CliError("no agent slug: pass --agent-slug, set BENCH_AGENT or run `bench init`")
+    key = _config.api_key(None, server)
+    if not key:
+        raise CliError(f"no key: set BENCH_KEY or run `bench login --endpoint {server}`")
+    if args.repeats is not None and not 1 <= args.repeats <= 10:
+        raise CliError("--repeats must be between 1 and 10")
+    if args.timeout is not None and args.timeout <= 0:
+        raise CliError("--timeout must be a positive number of seconds")
+    graded = run_benchmark(args.suite, args.agent, server=server, key=key, slug=slug, repeats=args.repeats,
+                           timeout=args.timeout, suite_dir=args.suite_dir)
+    print("\n".join(benchmark_run_lines(graded, server)))
+    return 0
+
+
+def _benchmark_list(args: argparse.Namespace) -> int:
+    print("\n".join(benchmark_list_lines(_config.base_url(args.endpoint))) or "No suites on this server.")
+    return 0
+
+
+def _benchmark_show(args: argparse.Namespace) -> int:
+    server = _config.base_url(args.endpoint)
+    print("\n".join(benchmark_run_lines(show_run(server, _config.api_key(None, server), args.run_id), server)))
+    return 0
+
+
 # ── entry point ──────────────────────────────────────────────────────────────────────────────
 
-COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_init, _add_doctor, _add_test, _add_login)
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_init, _add_doctor, _add_test, _add_login,
+                                                        _add_publish, _add_call, _add_benchmark)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,7 +250,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         return int(args.run(args))
-    except (CliError, ProjectError, VerifyError, LoginError) as error:
+    except (CliError, ProjectError, VerifyError, LoginError, ReuseError, BenchmarkError) as error:
         print(f"bench: {error}", file=sys.stderr)
     except OSError as error:
         print(f"bench: {error.strerror or error}: {error.filename or ''}".rstrip(": "), file=sys.stderr)

@@ -190,6 +190,25 @@ def test_ingest_pushes_summaries_and_forgets_gone_connections(live: LiveSite) ->
     assert own["stats"]["runs"] == 1
 
 
+def test_an_otlp_export_is_pushed_like_a_batch(live: LiveSite) -> None:
+    from tests.http.test_otlp_http import Trace, body
+
+    owner = new_login()
+    make_agent(live, owner, "traced")
+    assert live.connect("c1-owner", f"{owner}/traced", viewer=owner) == 200
+    expect_posts(live, ("c1-owner", True))
+    trace = Trace()
+    sent = live.site.request(
+        "POST", "/v1/traces", json_body=json.loads(body(trace.span("agent"), trace.span("tool"))),
+        headers={"X-Bench-Key": live.site.create_key(owner, "traced"),
+                 "X-Bench-Agent": "traced"})
+    assert sent.status == 200, sent.body
+    live.stub.assert_no_pending_responses()
+    (message,) = live.posted.messages["c1-owner"]
+    ends = {e["task_id"]: e["status"] for e in message["events"] if e["kind"] == "task.end"}
+    assert ends == {trace.task("agent"): "success", trace.task("tool"): "failed"}
+
+
 def test_a_big_batch_is_pushed_in_messages_under_the_limit(live: LiveSite) -> None:
     owner = new_login()
     make_agent(live, owner, "big")

@@ -62,6 +62,13 @@ def test_each_function_with_its_layers_fits_lambda_for_arm64_python312() -> None
     # happened to ship aarch64 wheels (what the manylinux2014 tag alone leads to).
     for package in ("pydantic", "pydantic_core", "fastapi"):
         assert _release(layer["versions"][package]) >= _release(version(package)), package
+    assert _release(report["functions"]["McpFunction"]["versions"]["mcp"]) >= (2, 3)
+    # A library a function packages itself shadows the layer's copy (/var/task comes first on
+    # the path): McpFunction brings pydantic and starlette with the MCP SDK, which must be the
+    # very releases the layer holds, or code tested against one would run on another.
+    for name, function in report["functions"].items():
+        for package, release in function["versions"].items():
+            assert release == layer["versions"].get(package, release), (name, package)
 
 
 def _release(text: str) -> tuple[int, ...]:

@@ -204,16 +204,16 @@ def test_every_route_the_local_server_serves_is_routed_to_a_function_serving_it(
     reachable through the HTTP API, at a function whose own app serves it (as Starlette would
     match the request), unless it is listed as not deployed yet."""
     from bench_core.local import ROUTERS
-    from fastapi.routing import APIRoute
+    from starlette.routing import Route
 
     functions = cfn.functions(transformed)
     routes = cfn.http_routes(transformed)
     missing, deployed_now = [], set()
     for router in ROUTERS:
         for local in router.routes:
-            if not isinstance(local, APIRoute):
+            if not isinstance(local, Route):  # FastAPI's routes and plain ASGI ones (/mcp)
                 continue
-            for method in sorted(local.methods):
+            for method in sorted(local.methods or ("GET", "POST")):  # none: every method
                 sample = _sample_path(local.path)
                 route = cfn.route_for(routes, method, sample)
                 served = route is not None and _serves(

@@ -232,6 +232,17 @@ def test_dropped_events_reported_by_the_sdk_are_counted(store: Store) -> None:
     assert store.get_agent(REF).stats.dropped_events == 15
 
 
+def test_a_replayed_batch_does_not_count_its_dropped_events_again(store: Store) -> None:
+    """A client retrying a batch the server stored (its reply was lost) resends the same
+    events and the same `dropped`: only the first delivery counts."""
+    first = ev("custom")
+    assert ingest(store, [first], dropped=7).accepted == 1
+    assert ingest(store, [first], dropped=7).duplicates == 1
+    assert store.get_agent(REF).stats.dropped_events == 7
+    ingest(store, [first, ev("custom")], dropped=2)  # something new: a new batch, it counts
+    assert store.get_agent(REF).stats.dropped_events == 9
+
+
 def test_oversized_values_are_stored_truncated_with_a_marker(store: Store) -> None:
     from bench_core.config import Limits
 
@@ -354,6 +365,22 @@ def test_subtasks_list_under_their_parent_and_filter_by_status(store: Store) -> 
     assert [t.task_id for t in children] == ["c2", "c1"]
     assert [t.task_id for t in failed] == ["c2"]
     assert store.subtask_ids(REF, ["p1", "c1"]) == {"p1": ["c1", "c2"], "c1": []}
+
+
+@pytest.mark.parametrize("parent", ["ROOT", "P#ROOT", "root", "x#failed", "#", " "])
+def test_a_parent_id_that_looks_like_a_listing_key_is_only_a_parent(store: Store,
+                                                                    parent: str) -> None:
+    ingest(store, [*task_events("r1"), *task_events(parent), *task_events("c1", parent=parent,
+                                                                          status="failed")])
+    roots, _ = store.list_tasks(REF)
+    failed_roots, _ = store.list_tasks(REF, status="failed")
+    children, _ = store.list_tasks(REF, parent=parent)
+    failed_children, _ = store.list_tasks(REF, parent=parent, status="failed")
+    assert sorted(t.task_id for t in roots) == sorted(["r1", parent])
+    assert failed_roots == []
+    assert [t.task_id for t in children] == [t.task_id for t in failed_children] == ["c1"]
+    assert store.subtask_ids(REF, [parent, "r1"]) == {parent: ["c1"], "r1": []}
+    assert store.get_task(REF, "c1").parent_task_id == parent
 
 
 def test_a_parent_known_only_from_its_subtasks_is_not_a_task_yet(store: Store) -> None:

@@ -151,6 +151,15 @@ def test_an_agent_key_may_not_write_another_agent(bench_server: RunningServer) -
     (json.dumps(batch("bad", [ev("task.end", "t1", status="success", cost_breakdown=[])])
                 ).encode(), 422, ["events", 0, "cost_breakdown"]),
     (json.dumps({"events": []}).encode(), 422, ["agent_slug"]),
+    (json.dumps(batch("bad", [*task_events("t1")[:1], ev("task.end", "t1", status="success",
+                                                         cost_usd=-0.5)])).encode(), 422,
+     ["events", 1, "cost_usd"]),
+    (json.dumps(batch("bad", [ev("task.end", "t1", status="success", cost_usd=2e6)])).encode(),
+     422, ["events", 0, "cost_usd"]),
+    (json.dumps(batch("bad", [ev("task.end", "t1", status="success", duration_ms=4e9)])
+                ).encode(), 422, ["events", 0, "duration_ms"]),
+    (json.dumps(batch("bad", [ev("task.log", "t1", data={"label": "cost", "cost_usd": 1e20})])
+                ).encode(), 422, ["events", 0, "data"]),
 ])
 def test_malformed_batches_name_the_field_and_store_nothing(
         bench_server: RunningServer, owner: tuple[str, str], body: bytes, status: int,

@@ -198,3 +198,27 @@ def test_a_big_batch_arrives_whole_in_messages_under_the_api_gateway_limit(
             assert last["stats"]["runs"] == 0 and "shown" in last["stats"]
 
     run(test)
+
+
+def test_a_watcher_receives_the_tasks_of_an_otlp_export(bench_server: RunningServer) -> None:
+    from tests.http.test_otlp_http import Trace, body
+
+    browser, login, key = owner_with_agent(bench_server, "live-otel")
+    trace = Trace()
+
+    async def test() -> None:
+        async with watch(bench_server, f"{login}/live-otel", browser) as ws:
+            async with httpx.AsyncClient() as client:
+                r = await client.post(
+                    bench_server.url + "/v1/traces", timeout=60,
+                    content=body(*(trace.span(n) for n in ("agent", "chat", "tool"))),
+                    headers={"Content-Type": "application/json", "X-Bench-Key": key,
+                             "X-Bench-Agent": "live-otel"})
+                assert r.status_code == 200, r.text
+            events = (await next_events(ws))["events"]
+            ends = {e["task_id"]: e for e in events if e["kind"] == "task.end"}
+            assert set(ends) == {trace.task(n) for n in ("agent", "chat", "tool")}
+            assert ends[trace.task("tool")]["status"] == "failed"
+            assert ends[trace.task("agent")]["name"] == "invoke_agent weather"
+
+    run(test)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from bench_core.privacy import HIDDEN
@@ -130,3 +132,39 @@ def test_a_bad_key_on_a_read_is_401_not_anonymous(bench_server: RunningServer, a
     login, slug, _ = agent
     r = api(bench_server, f"/api/agents/{login}/{slug}", "bk_" + "q" * 40)
     assert r.status_code == 401
+
+
+def test_evidence_stays_visible_when_content_is_hidden(bench_server: RunningServer) -> None:
+    login, slug = new_login(), "caller"
+    key = bench_server.create_key(login)
+    start, end = task_events("t1", "chat gpt-4o", input={"prompt": "secret-in"},
+                             output="secret-out")
+    record = {"label": "evidence", "provider": "openai", "model": "gpt-4o", "operation": "chat",
+              "input_tokens": 1000, "output_tokens": 500, "cache_read_input_tokens": 200,
+              "messages": "secret-smuggled"}
+    assert post(bench_server, batch(slug, [start, ev("task.log", "t1", data=record), end]),
+                key).status_code == 200
+    base = f"/api/agents/{login}/{slug}"
+    for hide in (False, True):
+        r = httpx.patch(bench_server.url + base, json={"hide_inputs": hide, "hide_outputs": hide},
+                        headers={"X-Bench-Key": key})
+        assert r.status_code == 200
+        listed = api(bench_server, base + "/tasks").json()["tasks"][0]
+        recent = api(bench_server, base).json()["recent_tasks"][0]
+        detail = api(bench_server, base + "/tasks/t1").json()
+        for task in (listed, recent, detail):
+            evidence = task["evidence"]
+            assert (evidence["input_tokens"], evidence["output_tokens"], evidence["calls"]) == (
+                1000, 500, 1)
+            assert evidence["cost_usd"] == pytest.approx(0.00725)
+            assert task["outputs_hidden"] is hide
+        [shown] = detail["evidence"]["records"]
+        assert (shown["provider"], shown["model"], shown["input_tokens"]) == ("openai", "gpt-4o",
+                                                                              1000)
+        assert shown["price_source"].startswith("bench price table")
+        logged = next(e["data"] for e in detail["events"] if e["kind"] == "task.log")
+        assert logged["model"] == "gpt-4o" and logged["cost_usd"] == pytest.approx(0.00725)
+        assert ("secret" in json.dumps(detail)) is not hide
+    owner_log = next(e["data"] for e in api(bench_server, base + "/tasks/t1", key).json()["events"]
+                     if e["kind"] == "task.log")
+    assert owner_log["messages"] == "secret-smuggled"

@@ -214,7 +214,9 @@ def test_invalid_cost_is_ignored_not_raised(make_agent, memory, caplog) -> None:
         t.cost(-1)
         t.cost("3")  # type: ignore[arg-type]
         t.cost(True)  # type: ignore[arg-type]
+        t.cost(float("inf"))
         t.cost(2)
+        t.cost(999_999)  # would take the task over the server's limit
     assert agent.flush_sync(HANG_GUARD)
     end = memory.ends()["costly"]
     assert end["cost_usd"] == 2

@@ -4,14 +4,16 @@ full queue drops to the sweep, an unavailable judge is retried and then left pen
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from bench_core.config import Settings
 from bench_core.llm import Backoff, Completion, LLMUnavailable
-from bench_core.models import AgentMeta, AgentRef
+from bench_core.models import Agent, AgentMeta, AgentRef, iso, utcnow
 from bench_core.services import Services
 from bench_core.workflows.local import LocalRunner
 
@@ -82,6 +84,29 @@ def test_duplicates_collapse_and_a_full_queue_leaves_work_to_the_sweep(services:
         runner.stop()
 
 
+class Recorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_a_full_queue_warns_at_most_once_a_minute_not_once_per_job(services: Services) -> None:
+    recorder = Recorder()
+    logging.getLogger("bench").addHandler(recorder)  # the Powertools logger's own logger
+    try:
+        runner = LocalRunner(services, workers=1, max_queue=1)
+        runner.start_evals(REF, ["t1", "t2", "t3", "t4"])
+        assert sum("work queue full" in m for m in recorder.messages) == 1
+        assert runner._queue.get_nowait() == ("eval", REF.path, "t1")  # room again
+        runner.start_evals(REF, ["t5", "t6", "t7"])  # t5 fits, then a new overflow
+        assert sum("work queue full" in m for m in recorder.messages) == 1
+    finally:
+        logging.getLogger("bench").removeHandler(recorder)
+
+
 class FlakyLLM:
     label = "openai_compat:flaky"
 
@@ -112,3 +137,16 @@ def test_an_unavailable_judge_is_retried_then_the_task_waits_for_the_next_round(
     finally:
         runner.stop()
     assert services.store.get_task(REF, "t1").eval.judge == "openai_compat:flaky"
+
+
+def test_the_scheduled_round_purges_what_has_expired(services: Services) -> None:
+    sandbox = AgentRef("try--0123456789ab", "demo-agent")
+    services.store.create_agent(Agent(login=sandbox.login, slug=sandbox.slug, created_at="",
+                                      expires_at=iso(utcnow() - timedelta(seconds=1))))
+    services.store.spared_events = 1
+    old = [{**e, "ts": iso(utcnow() - timedelta(days=60))} for e in task_events("t1")]
+    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(old))
+    LocalRunner(services, workers=1).scheduled_round()
+    assert services.store.list_agents(sandbox.login) == []
+    assert len(services.store.task_events(REF, "t1")) == 1
+    assert services.store.get_task(REF, "t1").status == "success"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from bench_core.models import IngestBatch, WireEvent
+from bench_core.models import MAX_COST_USD, IngestBatch, WireEvent
 from pydantic import ValidationError
 
 from tests.factories import batch, ev, task_events
@@ -26,6 +26,9 @@ def test_error_status_is_read_as_failed_and_naive_times_as_utc() -> None:
     ({"cost_usd": -1}, "cost_usd"),
     ({"duration_ms": "slow"}, "duration_ms"),
     ({"cost_breakdown": []}, "cost_breakdown"),
+    ({"cost_usd": 1_000_000.01}, "cost_usd"),
+    ({"duration_ms": -1}, "duration_ms"),
+    ({"duration_ms": 31 * 86_400_000}, "duration_ms"),
 ])
 def test_bad_fields_are_named(bad: dict, where: str) -> None:
     with pytest.raises(ValidationError) as info:
@@ -48,3 +51,26 @@ def test_custom_events_need_no_task() -> None:
 def test_bad_slugs_are_refused(slug: str) -> None:
     with pytest.raises(ValidationError):
         IngestBatch.model_validate(batch(slug, []))
+
+
+@pytest.mark.parametrize("amount", [-0.01, 1e7, 1e300])
+def test_a_cost_log_out_of_range_is_refused(amount: float) -> None:
+    with pytest.raises(ValidationError) as info:
+        WireEvent.model_validate(ev("task.log", "t1", data={"label": "cost", "cost_usd": amount}))
+    [error] = info.value.errors()
+    assert error["loc"] == ("data",) and "cost_usd" in error["msg"]
+
+
+def test_the_largest_cost_and_duration_are_accepted() -> None:
+    event = WireEvent.model_validate(ev("task.end", "t1", status="success", cost_usd=1_000_000,
+                                        duration_ms=30 * 86_400_000))
+    assert (event.cost_usd, event.duration_ms) == (1_000_000, 30 * 86_400_000)
+    log = WireEvent.model_validate(ev("task.log", "t1", data={"label": "cost", "cost_usd": 1e6}))
+    assert log.data["cost_usd"] == 1e6
+    assert WireEvent.model_validate(ev("custom", data={"label": "cost", "cost_usd": -5}))
+
+
+def test_the_sdk_holds_costs_to_the_servers_limit() -> None:
+    from bench._client import MAX_TASK_COST_USD
+
+    assert MAX_TASK_COST_USD == MAX_COST_USD

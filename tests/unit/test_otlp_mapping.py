@@ -128,6 +128,7 @@ def test_an_empty_request_has_no_spans() -> None:
     ({"parentSpanId": "abc"}, "invalid parentSpanId"),
     ({"startTimeUnixNano": "0"}, "startTimeUnixNano and endTimeUnixNano must be set"),
     ({"endTimeUnixNano": str(T0 - 1)}, "span ends before it starts"),
+    ({"endTimeUnixNano": str(T0 + 31 * 86_400 * 10**9)}, "span lasts over 30 days"),
 ])
 def test_spans_that_make_no_sense_are_named_for_rejection(fields: dict[str, Any],
                                                           problem: str) -> None:

@@ -96,6 +96,8 @@ class Limits:
     max_body_bytes: int = 5 * 1024 * 1024
     max_field_bytes: int = 32 * 1024
     recent_events: int = 1000
+    event_retention_days: int = 30
+    """How long raw events are kept (0: for ever); tasks, counters and evals stay (`retention`)."""
 
 
 def _flag(name: str) -> bool | None:
@@ -163,6 +165,34 @@ class LiveSettings:
                    url=os.environ.get("BENCH_LIVE_URL") or None)
 
 
+def _ports(name: str, default: frozenset[int]) -> frozenset[int]:
+    raw = os.environ.get(name, "").strip()
+    return frozenset(int(p) for p in raw.split(",") if p.strip()) if raw else default
+
+
+@dataclass(frozen=True)
+class ReuseSettings:
+    """Calls through Bench to published agents (bench_core.reuse): how far Bench reaches out.
+
+    `allow_loopback` lets calls reach 127.0.0.1/::1 over plain http on any port, for the
+    project's own tests only; the deployed template never sets it (a test checks)."""
+
+    allowed_ports: frozenset[int] = frozenset({443})
+    allow_loopback: bool = False
+    timeout_s: float = 10.0
+    max_response_bytes: int = 1024 * 1024
+    max_input_bytes: int = 256 * 1024
+    max_redirects: int = 3
+
+    @classmethod
+    def from_env(cls) -> ReuseSettings:
+        return cls(allowed_ports=_ports("BENCH_REUSE_PORTS", frozenset({443})),
+                   allow_loopback=bool(_flag("BENCH_REUSE_ALLOW_LOOPBACK_FOR_TESTS")),
+                   timeout_s=_float("BENCH_REUSE_TIMEOUT_S", 10.0),
+                   max_response_bytes=_int("BENCH_REUSE_MAX_RESPONSE_BYTES", 1024 * 1024),
+                   max_input_bytes=_int("BENCH_REUSE_MAX_INPUT_BYTES", 256 * 1024))
+
+
 @dataclass(frozen=True)
 class Settings:
     store: str = "sqlite"
@@ -177,6 +207,7 @@ class Settings:
     """Set on AWS: workflows run as Step Functions executions; unset, in this process."""
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
+    reuse: ReuseSettings = field(default_factory=ReuseSettings)
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -189,12 +220,14 @@ class Settings:
                 max_events_per_batch=_int("BENCH_MAX_EVENTS_PER_BATCH", 1000),
                 max_body_bytes=_int("BENCH_MAX_BODY_BYTES", 5 * 1024 * 1024),
                 max_field_bytes=_int("BENCH_MAX_FIELD_BYTES", 32 * 1024),
+                event_retention_days=_int("BENCH_EVENT_RETENTION_DAYS", 30),
             ),
             "judge": JudgeSettings.from_env(),
             "eval_state_machine_arn": os.environ.get("BENCH_EVAL_STATE_MACHINE_ARN") or None,
             "cluster_state_machine_arn": os.environ.get("BENCH_CLUSTER_STATE_MACHINE_ARN") or None,
             "accounts": AccountSettings.from_env(),
             "live": LiveSettings.from_env(),
+            "reuse": ReuseSettings.from_env(),
         }
         values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})

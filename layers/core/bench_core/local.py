@@ -10,6 +10,7 @@ from .http import (
     api,
     auth,
     badge,
+    benchmarks,
     create_app,
     dashboard,
     device,
@@ -19,9 +20,12 @@ from .http import (
     insights,
     leaderboard,
     live,
+    mcp,
     og,
     otlp,
     pages,
+    reuse,
+    reuse_dashboard,
     static,
     try_,
 )
@@ -30,7 +34,9 @@ from .workflows.local import LocalRunner
 
 ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.router, leaderboard.api_router,
            leaderboard.router, pages.router, badge.router, embed.router, og.router, static.router,
-           auth.router, device.api_router, device.router, dashboard.router, try_.router, live.router)
+           auth.router, device.api_router, device.router, dashboard.router, try_.router, live.router,
+           mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
+           benchmarks.api_router, benchmarks.router)
 
 
 def create_local_app(settings: Settings | None = None) -> FastAPI:

@@ -2,6 +2,8 @@
 
 The wire models are exactly what the original client sends (SPEC section 2); the records are
 dataclasses because ingest builds thousands of them per second and needs no re-validation.
+The wire models build their validators on first use (`defer_build`), so a Lambda that never
+validates one (badge, eval, live) does not pay for them at import.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -25,6 +28,12 @@ SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
 
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, to_lower=True)]
+MAX_COST_USD = 1_000_000.0
+"""The most one task (or one cost log) may cost: far above any real run, far below where sums
+of many tasks would lose precision (DynamoDB clamps numbers at 1e15)."""
+MAX_DURATION_MS = 30 * 24 * 3600 * 1000.0
+"""The longest a task may take: 30 days."""
+Cost = Annotated[float, Field(ge=0, le=MAX_COST_USD, allow_inf_nan=False)]
 Label = Annotated[str, StringConstraints(max_length=200)]
 TASK_KINDS = frozenset({"task.start", "task.log", "task.end"})
 
@@ -32,7 +41,7 @@ TASK_KINDS = frozenset({"task.start", "task.log", "task.end"})
 class WireEvent(BaseModel):
     """One event of a batch. Unknown keys are ignored so newer clients keep working."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
     kind: Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -44,8 +53,8 @@ class WireEvent(BaseModel):
     output: Any = None
     data: Any = None
     status: Literal["success", "failed", "error"] | None = None
-    duration_ms: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
-    cost_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    duration_ms: Annotated[float, Field(ge=0, le=MAX_DURATION_MS, allow_inf_nan=False)] | None = None
+    cost_usd: Cost | None = None
     cost_breakdown: Annotated[list[dict[str, Any]], Field(min_length=1)] | None = None
 
     @field_validator("ts")
@@ -57,6 +66,18 @@ class WireEvent(BaseModel):
     @classmethod
     def _blank_parent_is_none(cls, value: str | None) -> str | None:
         return value or None
+
+    @field_validator("data")
+    @classmethod
+    def _cost_logs_are_costs(cls, value: Any, info: ValidationInfo) -> Any:
+        """A `cost` log's amount adds to its task's cost, so it is held to `cost_usd`'s range."""
+        if info.data.get("kind") == "task.log" and isinstance(value, dict) \
+                and value.get("label") == "cost":
+            amount = value.get("cost_usd")
+            if isinstance(amount, int | float) and not isinstance(amount, bool) \
+                    and not 0 <= amount <= MAX_COST_USD:
+                raise ValueError(f"a cost log's cost_usd must be from 0 to {MAX_COST_USD:.0f} USD")
+        return value
 
     @model_validator(mode="after")
     def _task_events_name_their_task(self) -> WireEvent:
@@ -79,7 +100,7 @@ class WireEvent(BaseModel):
 class IngestBatch(BaseModel):
     """The body of `POST /ingest`."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     agent_slug: Slug
     display_name: Label | None = None
@@ -95,7 +116,7 @@ class AgentSettingsPatch(BaseModel):
     """The body of `PATCH /api/agents/{login}/{slug}`: the owner's privacy switches and judge
     budget (`bench_core.eval_budget`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     visibility: Literal["public", "private"] | None = None
     hide_inputs: bool | None = None
@@ -191,6 +212,8 @@ class Agent:
     judge_daily_budget_usd: float | None = None
     judge_sample_rate: float | None = None
     """Owner's judge budget; None means the deployment's default (`Settings.judge`)."""
+    expires_at: str | None = None
+    """Set on temporary agents (the /try sandbox's): the agent and all it holds go then."""
 
     @property
     def ref(self) -> AgentRef:

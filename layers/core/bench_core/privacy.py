@@ -7,6 +7,8 @@
 - Either switch also hides what was derived from inputs and outputs: the judge's reasoning and
   the labels of failure clusters (stored as private when written under a switch, so turning it
   off later does not reveal them).
+- Cost evidence (provider, model, token counts, Bench's price) is usage, not content: it stays
+  visible under either switch, cut down to `EVIDENCE_FIELDS` so nothing else rides along.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from typing import Any
 
 from .errors import NotFound
 from .models import Agent, EvalResult, TaskState
+from .pricing import EVIDENCE_LABEL, TOKEN_FIELDS, is_evidence
 
 HIDDEN = "[hidden by owner]"
+EVIDENCE_FIELDS = ("provider", "model", "operation", *TOKEN_FIELDS, "cost_usd", "price_source")
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,14 @@ def shows_outputs(agent: Agent, viewer: Viewer) -> bool:
     return viewer.owns(agent) or not agent.hide_outputs
 
 
-def task_view(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+def shows_invocation_url(agent: Agent, viewer: Viewer) -> bool:
+    """A published agent's endpoint URL is its owner's business: others call through Bench."""
+    return viewer.owns(agent)
+
+
+def task_view(task: TaskState, agent: Agent, viewer: Viewer,
+              events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A task as `viewer` may see it; with its stored `events`, its evidence records too."""
     inputs, outputs = shows_inputs(agent, viewer), shows_outputs(agent, viewer)
     return {
         "task_id": task.task_id,
@@ -72,7 +83,25 @@ def task_view(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]:
         "inputs_hidden": not inputs,
         "outputs_hidden": not outputs,
         "eval": eval_view(task.eval, agent, viewer),
+        "evidence": evidence_view(task, events),
     }
+
+
+def evidence_view(task: TaskState, events: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """A task's provider-proven usage, for every viewer: the totals of its own and its finished
+    subtasks' records and, given its events, its own records (provider, model, tokens, cost).
+    None when it has none."""
+    if task.evidence is None:
+        return None
+    view = task.evidence.to_dict()
+    if events is not None:
+        view["records"] = [evidence_record(e["data"]) for e in events
+                           if e.get("kind") == "task.log" and is_evidence(e.get("data"))]
+    return view
+
+
+def evidence_record(data: dict[str, Any]) -> dict[str, Any]:
+    return {"label": EVIDENCE_LABEL, **{name: data.get(name) for name in EVIDENCE_FIELDS}}
 
 
 def shows_derived(agent: Agent, viewer: Viewer, private: bool) -> bool:
@@ -119,7 +148,10 @@ def event_view(event: dict[str, Any], agent: Agent, viewer: Viewer) -> dict[str,
 
 
 def _redacted_data(data: Any) -> Any:
-    """Cost logs are numbers the profile shows anyway: keep the amount, drop free-form details."""
+    """Cost logs are numbers the profile shows anyway: keep the amount, drop free-form details;
+    evidence keeps its usage fields."""
+    if is_evidence(data):
+        return evidence_record(data)
     if isinstance(data, dict) and data.get("label") == "cost":
         return {"label": "cost", "cost_usd": data.get("cost_usd")}
     return HIDDEN

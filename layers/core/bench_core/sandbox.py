@@ -2,7 +2,8 @@
 
 A sandbox is a throwaway owner (`try--<random>`: GitHub allows no double hyphen, so no real
 account can ever have such a login), one private agent, and an agent key bound to it that
-expires in 24 hours, as does the browser session that owns it. Being private, the agent appears
+expires in 24 hours, as do the browser session that owns it and the agent with all its data
+(a temporary agent: the store deletes it then, see `store.sqlite_retention`). Being private, the agent appears
 on no public surface -- not the leaderboard, not search -- and only that browser sees it.
 Starting one is rate-limited per client; the demo run goes through the same ingest as any agent.
 """
@@ -44,11 +45,11 @@ def allow_start(store: Store, client: str, per_hour: int) -> bool:
 def create(store: Store) -> tuple[str, str]:
     """A new sandbox: its login and its agent key (the only time the key is seen)."""
     now = utcnow()
-    login = LOGIN_PREFIX + secrets.token_hex(6)
+    login, expires_at = LOGIN_PREFIX + secrets.token_hex(6), iso(now + TTL)
     store.create_agent(Agent(login=login, slug=SLUG, display_name=DISPLAY_NAME,
-                             visibility="private", created_at=iso(now)))
+                             visibility="private", created_at=iso(now), expires_at=expires_at))
     raw, record = new_key(login, SLUG, name="sandbox")
-    store.create_key(replace(record, expires_at=iso(now + TTL)))
+    store.create_key(replace(record, expires_at=expires_at))
     return login, raw
 
 

@@ -6,8 +6,9 @@ it ends, and X-Ray traces the handler and its DynamoDB calls.
 
 Outside Lambda (the local server, the CLI, tests) `count` records nothing -- Powertools would
 otherwise keep every data point and print EMF JSON to stdout every 100 of them -- and the
-tracer is never built, so the X-Ray SDK is neither imported nor needed there. Metrics also
-honour `POWERTOOLS_METRICS_DISABLED`, tracing `POWERTOOLS_TRACE_DISABLED`.
+tracer is never built, so the X-Ray SDK is neither imported nor needed there (in Lambda it is
+built on the first invocation, not at import). Metrics also honour
+`POWERTOOLS_METRICS_DISABLED`, tracing `POWERTOOLS_TRACE_DISABLED`.
 
 Example, a Lambda entry point::
 
@@ -16,6 +17,7 @@ Example, a Lambda entry point::
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Callable
@@ -84,8 +86,25 @@ def instrument(handler: Handler) -> Handler:
         metrics.set_default_dimensions(stage=stage)
     wrapped = metrics.log_metrics(_as_function(handler))
     if tracing_enabled():
-        wrapped = tracer().capture_lambda_handler(wrapped, capture_response=False)
+        wrapped = _traced_from_first_call(wrapped)
     return logger.inject_lambda_context(wrapped, clear_state=True)
+
+
+def _traced_from_first_call(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """`handler` traced by X-Ray, the tracer built when the first invocation starts, not at
+    import: building it loads the X-Ray SDK and patches botocore (about 150 ms), which would
+    put the badge's import over its budget. The first request imports botocore for the store
+    anyway, and patching happens before any client is made, so every DynamoDB call is traced."""
+    traced: Callable[..., Any] | None = None
+
+    @functools.wraps(handler)
+    def handler_(event: Any, context: Any) -> Any:
+        nonlocal traced
+        if traced is None:
+            traced = tracer().capture_lambda_handler(handler, capture_response=False)
+        return traced(event, context)
+
+    return handler_
 
 
 def _as_function(handler: Callable[..., Any]) -> Callable[..., Any]:

@@ -81,7 +81,7 @@ def get_task(login: str, slug: str, task_id: str, viewer: Viewer = Depends(curre
         raise NotFound("task not found")
     children = services.store.subtask_ids(agent.ref, [task_id])[task_id]
     events = services.store.task_events(agent.ref, task_id)
-    return {**task_view(task, agent, viewer), "subtask_ids": children,
+    return {**task_view(task, agent, viewer, events), "subtask_ids": children,
             "events": [event_view(e, agent, viewer) for e in events]}
 
 

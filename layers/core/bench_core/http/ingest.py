@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse
 
 from .. import telemetry
 from ..errors import BenchError, Unauthorized
@@ -52,18 +53,18 @@ def authenticated_ingest(services: Services, raw_key: str, body: bytes
     return (key, *ingest_as(services, key, body))
 
 
-def publish_later(background: BackgroundTasks, services: Services, key: KeyRecord,
-                  batch: IngestBatch, outcome: IngestOutcome) -> None:
-    """Push the batch's new events to open dashboards after the response: on one machine once
-    it is sent, in Lambda before the invocation ends. Never the batch's failure either way."""
+def publish_later(background: BackgroundTasks, services: Services, ref: AgentRef,
+                  events: Sequence[Any], outcome: IngestOutcome) -> None:
+    """Push a batch's events to open dashboards after the response, if any was new: on one
+    machine once it is sent, in Lambda before the invocation ends. Never the batch's failure
+    either way. `events` are wire events or stored event bodies (`LiveFeed.publish`)."""
     if outcome.accepted:
-        background.add_task(services.live.publish, AgentRef(key.login, batch.agent_slug),
-                            batch.events)
+        background.add_task(services.live.publish, ref, events)
 
 
 @router.post("/ingest")
 async def post_ingest(request: Request, background: BackgroundTasks,
-                      services: Services = Depends(get_services)) -> dict[str, Any]:
+                      services: Services = Depends(get_services)) -> JSONResponse:
     raw_key = presented_key(request)
     if raw_key is None:
         raise Unauthorized(MISSING_KEY)
@@ -71,10 +72,13 @@ async def post_ingest(request: Request, background: BackgroundTasks,
     raw = await read_body(request, limits.max_body_bytes)
     body = decode_body(raw, request.headers.get("content-encoding"), limits.max_body_bytes)
     key, batch, outcome = await run_in_threadpool(authenticated_ingest, services, raw_key, body)
-    publish_later(background, services, key, batch, outcome)
+    publish_later(background, services, AgentRef(key.login, batch.agent_slug), batch.events,
+                  outcome)
     telemetry.count("EventsIngested", outcome.accepted)
     path = f"{key.login}/{batch.agent_slug}"
     logger.info("batch ingested", extra={"agent": path, "accepted": outcome.accepted,
                                          "duplicates": outcome.duplicates})
-    return {"accepted": outcome.accepted, "duplicates": outcome.duplicates, "agent": path,
-            "url": f"{public_base(request, services)}/u/{path}"}
+    # A response, not a dict: FastAPI would validate and re-encode a dict on the hot path.
+    return JSONResponse({"accepted": outcome.accepted, "duplicates": outcome.duplicates,
+                         "agent": path, "url": f"{public_base(request, services)}/u/{path}"},
+                        background=background)

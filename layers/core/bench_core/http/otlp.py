@@ -7,7 +7,7 @@ Every answer, errors included, is in the request's encoding with its Content-Typ
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from .. import telemetry
@@ -20,6 +20,7 @@ from ..services import Services
 from ..workflows.eval import hand_off
 from . import get_services
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
+from .ingest import publish_later
 
 router = APIRouter()
 JSON = "application/json"
@@ -36,7 +37,8 @@ def authenticated_export(services: Services, raw_key: str, body: bytes, encoding
 
 
 @router.post("/v1/traces")
-async def post_traces(request: Request, services: Services = Depends(get_services)) -> Response:
+async def post_traces(request: Request, background: BackgroundTasks,
+                      services: Services = Depends(get_services)) -> Response:
     content_type = request.headers.get("content-type") or JSON
     encoding = encoding_of(content_type)
     try:
@@ -57,6 +59,8 @@ async def post_traces(request: Request, services: Services = Depends(get_service
         return Response(status_body(exc.status, exc.message, encoding or "json"),
                         status_code=exc.status, headers=exc.headers,
                         media_type=content_type if encoding else JSON)
+    for ref, outcome in result.outcomes:
+        publish_later(background, services, ref, [e.body for e in result.events[ref]], outcome)
     accepted = sum(outcome.accepted for _, outcome in result.outcomes)
     telemetry.count("EventsIngested", accepted)
     telemetry.count("SpansIngested", result.spans)

@@ -15,9 +15,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import charts, views
 from .. import compare as comparison
 from .. import formatting as fmt
+from ..benchmarks import views as benchmark_views
 from ..errors import BadRequest, NotFound
 from ..models import Agent
 from ..privacy import Viewer, visible_agent
+from ..reuse.capability import capability_view
 from ..services import Services
 from ..store import Store
 from . import error_response, get_services
@@ -70,7 +72,9 @@ def profile_context(store: Store, agent: Agent, viewer: Viewer, base: str) -> di
     return {"p": p, "base": base, "description": description(p), "snippets": snippets(base, p),
             "embed_sizes": EMBED_SIZES,
             "daily_chart": Markup(charts.daily_runs(p["window"], p["daily"]) or ""),
-            "latency_chart": Markup(charts.latency_histogram(p["latency_hist"]) or "")}
+            "latency_chart": Markup(charts.latency_histogram(p["latency_hist"]) or ""),
+            "capability": capability_view(store, agent, viewer),
+            "benchmarks": benchmark_views.visible_runs(store, agent, viewer)}
 
 
 @router.get("/vs")
@@ -97,8 +101,10 @@ def compare(request: Request, a: str, agent1: str, b: str, agent2: str,
     left, right = sides
     summaries = [views.agent_summary(agent, viewer) for agent in sides]
     lines = comparison.compare(*summaries, left.stats.latency_hist, right.stats.latency_hist)
+    benchmarks = [benchmark_views.visible_runs(services.store, agent, viewer) for agent in sides]
     return page(request, "compare.html", viewer=viewer, a=summaries[0], b=summaries[1],
-                lines=lines, alpha=comparison.ALPHA, min_sample=comparison.MIN_SAMPLE)
+                lines=lines, alpha=comparison.ALPHA, min_sample=comparison.MIN_SAMPLE,
+                benchmarks=benchmarks)
 
 
 def install_error_pages(app: FastAPI) -> None:

@@ -44,6 +44,8 @@ class ExportResult:
     reasons: dict[str, int] = field(default_factory=dict)
     """Why spans were rejected: reason → count."""
     outcomes: list[tuple[AgentRef, IngestOutcome]] = field(default_factory=list)
+    events: dict[AgentRef, list[CleanEvent]] = field(default_factory=dict)
+    """What was stored for each agent, for the live feed."""
 
     @property
     def error_message(self) -> str:
@@ -86,8 +88,9 @@ def export_traces(store: Store, key: KeyRecord, body: bytes, encoding: str,
     for slug in by_agent:
         may_write(key, key.login, slug)
     for slug, events in by_agent.items():
-        outcome = store.ingest(key.login, AgentMeta(slug=slug), events)
-        result.outcomes.append((AgentRef(key.login, slug), outcome))
+        ref = AgentRef(key.login, slug)
+        result.outcomes.append((ref, store.ingest(key.login, AgentMeta(slug=slug), events)))
+        result.events[ref] = events
     return result
 
 

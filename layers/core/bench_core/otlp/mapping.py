@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from ..config import Limits
-from ..models import CleanEvent
+from ..models import MAX_DURATION_MS, CleanEvent
 from ..pricing import price_evidence
 from ..values import cap
 from .decode import INVALID_ID, STATUS_ERROR, Span
@@ -61,6 +61,8 @@ def span_problem(span: Span) -> str | None:
         return "startTimeUnixNano and endTimeUnixNano must be set"
     if span.end_ns < span.start_ns:
         return "span ends before it starts"
+    if span.end_ns - span.start_ns > MAX_DURATION_MS * 1e6:
+        return "span lasts over 30 days"
     return None
 
 

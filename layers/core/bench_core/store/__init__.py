@@ -26,7 +26,9 @@ from ..models import (
 )
 
 if TYPE_CHECKING:
+    from ..benchmarks.records import RunRecord
     from ..live import LiveConnection
+    from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 
 
 class Store(Protocol):
@@ -79,7 +81,8 @@ class Store(Protocol):
         so it can start out private; False, changing nothing, if it exists."""
         ...
 
-    # ingest: dedupe by event id, fold, update counters -- atomically
+    # ingest: dedupe by event id, fold, update counters -- atomically. `dropped` (events the
+    # client could not send) counts only if the batch brought a new event: a replay does not.
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome: ...
 
@@ -128,6 +131,63 @@ class Store(Protocol):
         """Agents with failed or low-scored runs recorded since their last insights."""
         ...
 
+    # authorized reuse (bench_core.reuse): capability cards, invocation grants, quota, usage
+    def put_capability(self, ref: AgentRef, card: dict[str, Any], when: str, secret: str
+                       ) -> bool:
+        """Publish or replace the agent's card. `secret` becomes its invocation secret only if
+        it has none yet; True when it did (first publish: the owner sees it this once)."""
+        ...
+    def get_capability(self, ref: AgentRef) -> PublishedCapability | None: ...
+    def rotate_invocation_secret(self, ref: AgentRef, secret: str, when: str) -> bool:
+        """Replace the invocation secret of a published card; False if there is none."""
+        ...
+    def put_invocation_grant(self, grant: InvocationGrant) -> None:
+        """Create or replace the grant of `grant.caller` (its counters carry on)."""
+        ...
+    def get_invocation_grant(self, ref: AgentRef, caller: str) -> InvocationGrant | None: ...
+    def invocation_grants(self, ref: AgentRef) -> list[InvocationGrant]:
+        """The agent's grants, by caller."""
+        ...
+    def delete_invocation_grant(self, ref: AgentRef, caller: str) -> bool: ...
+    def take_invocation_quota(self, ref: AgentRef, caller: str,
+                              windows: list[QuotaWindow]) -> QuotaWindow | None:
+        """Count one call of `caller` in every window unless one is full, atomically: None
+        when counted, else the first full window (and nothing counted)."""
+        ...
+    def record_usage(self, usage: UsageRecord) -> None: ...
+    def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
+        """The login's calls through Bench, newest first."""
+        ...
+
+    # benchmarks (bench_core.benchmarks): the suite registry, runs with their attempts, rankings
+    def register_suite(self, suite: str, content_hash: str, when: str) -> str:
+        """Register `suite` (`<name>-v<N>`) with `content_hash` unless it is registered, and
+        return the registered hash, atomically: a published suite never changes."""
+        ...
+    def registered_suites(self) -> dict[str, str]:
+        """Every registered suite's content hash, by suite id."""
+        ...
+    def save_benchmark_run(self, run: RunRecord) -> bool:
+        """Store the run with its attempts and make it the agent's ranked run of the suite
+        unless a later one is; False (nothing changed) if a run with its id exists."""
+        ...
+    def get_benchmark_run(self, run_id: str) -> RunRecord | None: ...
+    def benchmark_runs_of(self, ref: AgentRef, limit: int) -> list[RunRecord]:
+        """The agent's runs, newest first, without their attempts."""
+        ...
+    def benchmark_ranking(self, suite: str, *, limit: int, after: str | None = None
+                          ) -> list[RunRecord]:
+        """Each agent's latest run of `suite`, best first (`RunRecord.rank_key`), after the
+        rank key `after`; without attempts, private agents included (callers filter)."""
+        ...
+
+    # retention (sqlite_retention, dynamodb_retention): raw events for the configured days,
+    # a temporary agent (/try) with everything it holds until its `expires_at`
+    def purge_expired(self, now: str) -> int:
+        """Delete what has expired by `now`; the rows deleted (0 where the database expires
+        items itself: DynamoDB's TTL)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -156,9 +216,11 @@ def open_store(settings: Settings) -> Store:
     if settings.store == "dynamodb":
         from .dynamodb import DynamoStore
 
-        return DynamoStore(settings.table_name)
+        return DynamoStore(settings.table_name,
+                           event_retention_days=settings.limits.event_retention_days)
     if settings.store == "sqlite":
         from .sqlite import SqliteStore
 
-        return SqliteStore(settings.sqlite_path)
+        return SqliteStore(settings.sqlite_path,
+                           event_retention_days=settings.limits.event_retention_days)
     raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")

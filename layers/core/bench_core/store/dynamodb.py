@@ -7,8 +7,9 @@ Key design (single table; `A` below is `{login}#{slug}`), item: pk, sk [gsi1pk, 
 - API key:          KEY#{sha256}, META  [KEYS, {login}#{created_at}#{hash}]
 - agent + counters: AGENT#{A}, META  [OWNER#{login}, AGENT#{slug}]
 - day counters:     AGENT#{A}, DAY#{yyyy-mm-dd}
-- task:             AGENT#{A}, TASK#{task_id}  [TASKS#{A}#{parent or ROOT}, {sort_ts}#{task_id}]
-                    [TSTATUS#{A}#{parent or ROOT}#{status}, {sort_ts}#{task_id}]
+- task:             AGENT#{A}, TASK#{task_id}  [TASKS#{A}#{L}, {sort_ts}#{task_id}]
+                    [TSTATUS#{A}#{L}#{status}, {sort_ts}#{task_id}]
+                    where `L` is ROOT for a root task, else P#{parent_task_id}
 - event (dedupe):   AGENT#{A}, EV#{event_id}  [EVENTS#{A}, {ts}#{event_id}]
                     [TASKEV#{A}#{task_id}, {ts}#{event_id}]
 
@@ -33,6 +34,7 @@ Reads use the base table for one item or one agent's days (strongly consistent) 
 for listings (eventually consistent, like every GSI). Nothing scans.
 
 Evaluations, judge spend, failure clusters and their work queues: `dynamodb_evals.py`.
+Benchmark runs and the suite registry: `dynamodb_benchmarks.py`.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from ..config import Limits
 from ..errors import TooManyRequests
 from ..folding import BatchFold, fold_batch, group_by_task
 from ..live import LiveConnection
@@ -71,9 +74,12 @@ from ..values import dumps
 from . import SETTABLE, decode_cursor, encode_cursor
 from . import dynamodb_accounts as accounts
 from . import dynamodb_codec as codec
+from .dynamodb_benchmarks import DynamoBenchmarks
 from .dynamodb_codec import AgentKeys, Update
 from .dynamodb_evals import DynamoEvals
 from .dynamodb_leaderboard import DynamoLeaderboard
+from .dynamodb_retention import DynamoRetention
+from .dynamodb_reuse import DynamoReuse
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
@@ -104,11 +110,14 @@ def _busy() -> TooManyRequests:
                            headers={"Retry-After": "1"})
 
 
-class DynamoStore(DynamoLeaderboard, DynamoEvals):
-    def __init__(self, table_name: str, *, client: Any = None) -> None:
+class DynamoStore(DynamoLeaderboard, DynamoEvals, DynamoReuse, DynamoBenchmarks, DynamoRetention):
+    def __init__(self, table_name: str, *, client: Any = None,
+                 event_retention_days: int = Limits.event_retention_days) -> None:
         """`client` is a boto3 DynamoDB (low-level) client; by default one is made on first use,
-        for the region in the environment."""
+        for the region in the environment. Events expire `event_retention_days` after their
+        time (0: never; `dynamodb_retention`)."""
         self.table_name = table_name
+        self.event_retention_days = event_retention_days
         self._client = client
         self._owns_client = client is None
         self._client_lock = threading.Lock()
@@ -304,8 +313,11 @@ class DynamoStore(DynamoLeaderboard, DynamoEvals):
     # ---- agents -----------------------------------------------------------------------------
 
     def get_agent(self, ref: AgentRef) -> Agent | None:
+        """A temporary agent past its expiry is gone, even before TTL deletes it."""
         item = self._get(AgentKeys(ref.login, ref.slug).key(codec.META))
-        return codec.agent_from_item(item) if item else None
+        if not item or item.get("until") is not None and item["until"] <= iso(utcnow()):
+            return None
+        return codec.agent_from_item(item)
 
     def list_agents(self, login: str) -> list[Agent]:
         items = self._query(f"OWNER#{login}", index="gsi1")
@@ -330,7 +342,8 @@ class DynamoStore(DynamoLeaderboard, DynamoEvals):
 
     def create_agent(self, agent: Agent) -> bool:
         try:
-            self._transact([{"Update": codec.user_upsert(agent.login, agent.created_at)
+            self._transact([{"Update": codec.user_upsert(agent.login, agent.created_at,
+                                                         agent.expires_at)
                              .params(self.table_name)},
                             self._put(accounts.agent_item(agent))])
         except ClientError as exc:
@@ -353,12 +366,16 @@ class DynamoStore(DynamoLeaderboard, DynamoEvals):
             [agent.key(codec.EVENT + event_id) for event_id in firsts], only_keys=True)}
         fresh = [e for e in firsts.values() if e.id not in stored]
         now = iso(utcnow())
-        if not self._upsert_agent(agent, meta, dropped, [e.ts for e in fresh], now):
+        dropped = dropped if fresh or not events else 0  # a replayed batch reported them already
+        old = self._upsert_agent(agent, meta, dropped, [e.ts for e in fresh], now)
+        if not old:
             self._update(codec.user_upsert(login, now))
+        agent = codec.temporary(agent, old)
         arrival = time.time_ns()
         write = _BatchWrite(self, agent, self._load_tasks(agent, _task_ids(fresh)),
                             {e.id: dumps(e.body) for e in fresh},
-                            {e.id: arrival + i for i, e in enumerate(fresh)})
+                            {e.id: arrival + i for i, e in enumerate(fresh)},
+                            self.event_retention_days)
         for unit in _units(fresh, write.bodies):
             write.commit(unit)
         if write.accepted or meta.updates():
@@ -481,13 +498,14 @@ class _Plan:
 class _BatchWrite:
     """The fresh events of one batch, written unit by unit on the task states read so far.
     `bodies` holds each event's JSON; `seqs` numbers the events in batch order (see
-    `codec.event_item`)."""
+    `codec.event_item`); they expire `retention_days` after their time (`codec.event_expiry`)."""
 
     store: DynamoStore
     agent: AgentKeys
     states: dict[str, TaskState]
     bodies: dict[str, str]
     seqs: dict[str, int]
+    retention_days: int
     accepted: list[CleanEvent] = field(default_factory=list)
     finished: list[tuple[str, bool]] = field(default_factory=list)
 
@@ -516,8 +534,9 @@ class _BatchWrite:
                                             fold.child_evidence.get(parent))
                     for parent in fold.child_costs.keys() | fold.child_evidence.keys()]
         updates += codec.run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
-        puts = [self.store._put(codec.event_item(agent, e, self.bodies[e.id], self.seqs[e.id]))
-                for e in unit]
+        puts = [self.store._put(codec.event_item(
+            agent, e, self.bodies[e.id], self.seqs[e.id],
+            codec.event_expiry(agent, e.ts, self.retention_days))) for e in unit]
         return _Plan(unit, puts + [{"Update": u.params(table)} for u in updates], fold)
 
     def _after_cancel(self, exc: ClientError, plan: _Plan, attempt: int) -> list[CleanEvent]:

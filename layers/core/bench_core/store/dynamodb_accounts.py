@@ -77,4 +77,6 @@ def agent_item(agent: Agent) -> dict[str, Any]:
         "hide_inputs": agent.hide_inputs, "hide_outputs": agent.hide_outputs}
     if agent.display_name is not None:
         attrs["display_name"] = agent.display_name
+    if agent.expires_at is not None:
+        attrs |= ttl(agent.expires_at)
     return to_item(attrs)

@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -41,6 +41,9 @@ from ..values import dumps
 
 META = "META"
 ROOT = "ROOT"
+PARENT = "P#"
+"""Task listings: roots are under `ROOT`, subtasks under `PARENT` + their parent's id, so no
+client-chosen id (not even "ROOT") can name the root listing."""
 TASK = "TASK#"
 EVENT = "EV#"
 DAY = "DAY#"
@@ -97,10 +100,13 @@ def _float(value: Decimal | None) -> float | None:
 
 @dataclass(frozen=True)
 class AgentKeys:
-    """Every key that belongs to one agent (`AGENT` in the key design is `{login}#{slug}`)."""
+    """Every key that belongs to one agent (`AGENT` in the key design is `{login}#{slug}`).
+    `expires_at` (epoch seconds) is set for a temporary agent: every item written for it
+    carries it as its TTL (`expiring`), so DynamoDB deletes the agent whole."""
 
     login: str
     slug: str
+    expires_at: int | None = None
 
     @property
     def name(self) -> str:
@@ -121,10 +127,15 @@ class AgentKeys:
         return f"TASKEV#{self.name}#{task_id}"
 
     def tasks_pk(self, parent: str | None) -> str:
-        return f"TASKS#{self.name}#{parent or ROOT}"
+        return f"TASKS#{self.name}#{_listing(parent)}"
 
     def status_pk(self, parent: str | None, status: str) -> str:
-        return f"TSTATUS#{self.name}#{parent or ROOT}#{status}"
+        return f"TSTATUS#{self.name}#{_listing(parent)}#{status}"
+
+
+def _listing(parent: str | None) -> str:
+    """Which listing a task is in: the roots, or its parent's subtasks (`PARENT`)."""
+    return ROOT if parent is None else PARENT + parent
 
 
 def user_key(login: str) -> dict[str, Any]:
@@ -210,8 +221,38 @@ def ttl(until: str) -> dict[str, Any]:
 # ---- users, keys, agents --------------------------------------------------------------------
 
 
-def user_upsert(login: str, now: str) -> Update:
-    return Update(user_key(login), set={"login": login}, set_if_absent={"created_at": now})
+def user_upsert(login: str, now: str, until: str | None = None) -> Update:
+    """`until`: the user of a temporary agent goes with it."""
+    update = Update(user_key(login), set={"login": login}, set_if_absent={"created_at": now})
+    if until is not None:
+        update.set["expires_at"] = ttl(until)["expires_at"]
+    return update
+
+
+def temporary(agent: AgentKeys, item: dict[str, Any] | None) -> AgentKeys:
+    """`agent` with the expiry its stored agent `item` holds, if it is a temporary agent."""
+    if item is None or item.get("expires_at") is None:
+        return agent
+    return replace(agent, expires_at=int(item["expires_at"]))
+
+
+def expiry(agent: AgentKeys) -> dict[str, Any]:
+    """The TTL attribute of an item of `agent`: none unless it is temporary."""
+    return {} if agent.expires_at is None else {"expires_at": agent.expires_at}
+
+
+def expiring(update: Update, agent: AgentKeys) -> Update:
+    update.set |= expiry(agent)
+    return update
+
+
+def event_expiry(agent: AgentKeys, ts: str, retention_days: int) -> int | None:
+    """When an event of time `ts` expires: `retention_days` later (0: never), or with its
+    temporary agent if that is sooner."""
+    times = [agent.expires_at]
+    if retention_days > 0:
+        times.append(ttl(ts)["expires_at"] + retention_days * 86_400)
+    return min((t for t in times if t is not None), default=None)
 
 
 def key_item(record: KeyRecord) -> dict[str, Any]:
@@ -268,7 +309,7 @@ def agent_from_item(item: dict[str, Any]) -> Agent:
             eval_judge=item.get("eval_judge"), judge_tokens=count("judge_tokens"),
             judge_cost_usd=float(item.get("judge_cost_usd", 0))),
         judge_daily_budget_usd=_float(item.get("judge_daily_budget_usd")),
-        judge_sample_rate=_float(item.get("judge_sample_rate")))
+        judge_sample_rate=_float(item.get("judge_sample_rate")), expires_at=item.get("until"))
 
 
 _EVIDENCE_COUNTS = ("evidence_input_tokens", "evidence_output_tokens", "evidence_calls",
@@ -297,10 +338,10 @@ def run_updates(agent: AgentKeys, runs: list[RunDelta],
     by_day: dict[str, list[RunDelta]] = defaultdict(list)
     for run in runs:
         by_day[run.day].append(run)
-    days = [Update(agent.key(DAY + day), add={
+    days = [expiring(Update(agent.key(DAY + day), add={
         "runs": len(day_runs), "successes": sum(r.success for r in day_runs),
         "failures": sum(not r.success for r in day_runs),
-        "cost_usd": sum((number(r.cost_usd) for r in day_runs), Decimal(0))})
+        "cost_usd": sum((number(r.cost_usd) for r in day_runs), Decimal(0))}), agent)
         for day, day_runs in by_day.items()]
     return [counters, *days]
 
@@ -314,12 +355,16 @@ def day_from_item(item: dict[str, Any]) -> dict[str, Any]:
 # ---- events and tasks -----------------------------------------------------------------------
 
 
-def event_item(agent: AgentKeys, event: CleanEvent, body: str, seq: int) -> dict[str, Any]:
-    """An event, kept once per id. `seq` orders events of the same millisecond by arrival, as
-    SQLite's rowid does; the sort keys alone would order them by (random) event id."""
+def event_item(agent: AgentKeys, event: CleanEvent, body: str, seq: int,
+               expires_at: int | None = None) -> dict[str, Any]:
+    """An event, kept once per id until `expires_at` (`event_expiry`). `seq` orders events of
+    the same millisecond by arrival, as SQLite's rowid does; the sort keys alone would order
+    them by (random) event id."""
     sort_key = f"{event.ts}#{event.id}"
     attrs: dict[str, Any] = {"pk": agent.pk, "sk": EVENT + event.id, "gsi1pk": agent.events_pk,
                              "gsi1sk": sort_key, "seq": seq, "body": body}
+    if expires_at is not None:
+        attrs["expires_at"] = expires_at
     if event.task_id is not None:
         attrs |= {"gsi2pk": agent.task_events_pk(event.task_id), "gsi2sk": sort_key}
     return to_item(attrs)
@@ -344,7 +389,8 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState) ->
                for name in _TASK_JSON}
     fields |= {"gsi1pk": agent.tasks_pk(after.parent_task_id), "gsi1sk": sort_key,
                "gsi2pk": agent.status_pk(after.parent_task_id, after.status), "gsi2sk": sort_key}
-    update = _set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}), fields)
+    update = expiring(_set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
+                                     fields), agent)
     child_cost = after.child_cost_usd - (before.child_cost_usd if before else 0.0)
     if child_cost:
         update.add["child_cost_usd"] = number(child_cost)
@@ -362,7 +408,8 @@ def child_cost_update(agent: AgentKeys, parent: str, amount: float,
     """A finished subtask's cost and evidence, added to a parent this write does not fold. A
     parent not seen yet becomes a placeholder (no index keys, so no listing shows it) until its
     events come."""
-    update = Update(agent.key(TASK + parent), add={"version": 1, **evidence_adds(None, evidence)})
+    update = expiring(Update(agent.key(TASK + parent),
+                             add={"version": 1, **evidence_adds(None, evidence)}), agent)
     if amount:
         update.add["child_cost_usd"] = number(amount)
     return update

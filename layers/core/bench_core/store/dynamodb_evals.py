@@ -84,7 +84,8 @@ class DynamoEvals:
             owner = self._get(agent.key(codec.META)) if is_run else None
             delta = evals.eval_delta(result, old, is_run=is_run)
             try:
-                self._transact(self._result_actions(agent, task, owner, delta, result))
+                self._transact(self._result_actions(codec.temporary(agent, owner), task, owner, delta,
+                                                    result))
             except self.client.exceptions.TransactionCanceledException:
                 continue  # the task or the agent's judge label moved: read again
             if delta.eval_count or delta.eval_score_sum:
@@ -119,8 +120,9 @@ class DynamoEvals:
         elif counters:
             updates.append(Update(agent.key(codec.META), add=counters))
         if delta.judge_tokens or delta.judge_cost_usd:
-            updates.append(Update(agent.key(JDAY + result.at[:10]), add={
-                "tokens": delta.judge_tokens, "cost_usd": codec.number(delta.judge_cost_usd)}))
+            updates.append(codec.expiring(Update(agent.key(JDAY + result.at[:10]), add={
+                "tokens": delta.judge_tokens, "cost_usd": codec.number(delta.judge_cost_usd)}),
+                agent))
         actions = [{"Update": u.params(self.table_name)} for u in updates]
         if owner is not None:
             actions += self._marker_actions(agent, task, result)
@@ -136,13 +138,14 @@ class DynamoEvals:
         actions: list[dict[str, Any]] = [
             {"Delete": {"TableName": self.table_name, "Key": pending_key(agent, task_id)}}]
         if result.status == "scored" and (result.score or 0.0) < evals.LOW_SCORE:
-            actions.append({"Put": {"TableName": self.table_name,
-                                    "Item": {**low_key, **codec.to_item({"task_id": task_id})}}})
+            actions.append({"Put": {"TableName": self.table_name, "Item": {
+                **low_key, **codec.to_item({"task_id": task_id, **codec.expiry(agent)})}}})
         else:
             actions.append({"Delete": {"TableName": self.table_name, "Key": low_key}})
         if evals.makes_cluster_due(state.status, result):
-            actions.append({"Update": Update(due_key(agent), set={
-                "login": agent.login, "slug": agent.slug, "due_at": result.at}).params(self.table_name)})
+            actions.append({"Update": codec.expiring(Update(due_key(agent), set={
+                "login": agent.login, "slug": agent.slug, "due_at": result.at}), agent
+            ).params(self.table_name)})
         return actions
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:
@@ -191,10 +194,12 @@ class DynamoEvals:
 
     def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
         agent = AgentKeys(ref.login, ref.slug)
-        if self._get(agent.key(codec.META)) is None:
+        owner = self._get(agent.key(codec.META))
+        if owner is None:
             return
         self.client.put_item(TableName=self.table_name, Item={
-            **agent.key(INSIGHTS), **codec.to_item({"body": dumps(insights)})})
+            **agent.key(INSIGHTS),
+            **codec.to_item({"body": dumps(insights), **codec.expiry(codec.temporary(agent, owner))})})
         # A failure recorded while clustering (due_at after computed_at) keeps the agent due.
         with contextlib.suppress(self.client.exceptions.ConditionalCheckFailedException):
             self.client.delete_item(TableName=self.table_name, Key=due_key(agent),

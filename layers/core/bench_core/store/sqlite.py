@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import evals, stats
+from ..config import Limits
 from ..folding import fold_batch
 from ..leaderboard import SORTS, rank_values, search_text
 from ..live import LiveConnection
@@ -36,6 +37,10 @@ from ..models import (
 )
 from ..values import dumps
 from . import SETTABLE, decode_cursor, encode_cursor
+from .sqlite_benchmarks import MIGRATION as BENCHMARKS_SCHEMA
+from .sqlite_benchmarks import SqliteBenchmarks
+from .sqlite_retention import RETENTION_SCHEMA, SqliteRetention
+from .sqlite_reuse import REUSE_SCHEMA, SqliteReuse
 
 MIGRATIONS: list[str] = [
     # 1: the foundation
@@ -146,6 +151,12 @@ MIGRATIONS: list[str] = [
         expires_at TEXT NOT NULL) WITHOUT ROWID;
     CREATE INDEX live_connections_login ON live_connections (login);
     """,
+    # authorized reuse (bench_core.reuse): capability cards, grants, quota counters, usage
+    REUSE_SCHEMA,
+    # benchmark suites' registry, runs, attempts and rankings (bench_core.benchmarks)
+    BENCHMARKS_SCHEMA,
+    # temporary agents (the /try sandbox's) and their purge (sqlite_retention)
+    RETENTION_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
@@ -157,7 +168,7 @@ _AGENT_COLS = ("login, slug, display_name, model, framework, architecture, tools
                "cost_usd_total, latency_hist, first_event_at, last_event_at, eval_count, "
                "eval_score_sum, dropped_events, eval_unscored, eval_skipped, eval_judge, "
                "judge_tokens, judge_cost_usd, judge_daily_budget_usd, judge_sample_rate, "
-               f"{', '.join(_EVIDENCE_STATS)}")
+               f"{', '.join(_EVIDENCE_STATS)}, expires_at")
 _TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
               "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
               "started_at, ended_at, version, eval, evidence")
@@ -172,9 +183,12 @@ def _json_or_null(value: Any) -> str | None:
     return None if value is None else dumps(value)
 
 
-class SqliteStore:
-    def __init__(self, path: Path | str) -> None:
+class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
+    def __init__(self, path: Path | str, *,
+                 event_retention_days: int = Limits.event_retention_days) -> None:
+        """Events older than `event_retention_days` go at `purge_expired` (0: never)."""
         self.path = Path(path)
+        self.event_retention_days = event_retention_days
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -371,11 +385,14 @@ class SqliteStore:
                 judge_tokens=d["judge_tokens"], judge_cost_usd=d["judge_cost_usd"],
                 **{name: d[name] for name in _EVIDENCE_STATS}),
             judge_daily_budget_usd=d["judge_daily_budget_usd"],
-            judge_sample_rate=d["judge_sample_rate"])
+            judge_sample_rate=d["judge_sample_rate"], expires_at=d["expires_at"])
 
     def get_agent(self, ref: AgentRef) -> Agent | None:
-        row = self._conn().execute(f"SELECT {_AGENT_COLS} FROM agents WHERE login = ? AND slug = ?",
-                                   (ref.login, ref.slug)).fetchone()
+        """A temporary agent past its expiry is gone, even before `purge_expired` runs."""
+        row = self._conn().execute(
+            f"SELECT {_AGENT_COLS} FROM agents WHERE login = ? AND slug = ? "
+            "AND (expires_at IS NULL OR expires_at > ?)",
+            (ref.login, ref.slug, iso(utcnow()))).fetchone()
         return self._agent_from_row(row) if row else None
 
     def list_agents(self, login: str) -> list[Agent]:
@@ -401,10 +418,11 @@ class SqliteStore:
                          (agent.login, agent.created_at))
             cur = conn.execute(
                 "INSERT OR IGNORE INTO agents (login, slug, display_name, visibility, hide_inputs, "
-                "hide_outputs, created_at, latency_hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "hide_outputs, created_at, latency_hist, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (agent.login, agent.slug, agent.display_name, agent.visibility,
                  int(agent.hide_inputs), int(agent.hide_outputs), agent.created_at,
-                 json.dumps(stats.empty_histogram())))
+                 json.dumps(stats.empty_histogram()), agent.expires_at))
             if cur.rowcount != 1:
                 return False
             self._refresh_rank(conn, agent.login, agent.slug)
@@ -424,7 +442,8 @@ class SqliteStore:
             for parent in fold.child_costs.keys() | fold.child_evidence.keys():
                 self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
                                      fold.child_evidence.get(parent))
-            self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], fresh, dropped)
+            self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], fresh,
+                             dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
             self._refresh_rank(conn, login, meta.slug)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),

@@ -1,4 +1,5 @@
-"""The single-machine runner: a bounded worker pool in the server process, and an hourly timer.
+"""The single-machine runner: a bounded worker pool in the server process, and an hourly timer
+(which also purges expired data, as DynamoDB's TTL does on AWS).
 
 The queue lives in memory, so nothing in it survives a stop; nothing needs to. What it holds is
 found again from the store: at start (and every hour) the sweep re-finds finished runs without
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from datetime import timedelta
 
 from ..llm import Backoff, LLMUnavailable
 from ..log import logger
-from ..models import AgentRef
+from ..models import AgentRef, iso, utcnow
 from ..services import Services
 from . import cluster, parse_agent
 from .eval import run_eval, start_state
@@ -22,6 +24,7 @@ from .eval import run_eval, start_state
 Job = tuple[str, str, str]
 """("eval", "login/slug", task_id) or ("cluster", "login/slug", "")."""
 HOUR_S = 3600.0
+OVERFLOW_WARN_EVERY_S = 60.0
 
 
 class LocalRunner:
@@ -32,6 +35,8 @@ class LocalRunner:
         self.interval_s = interval_s
         self._queue: queue.Queue[Job | None] = queue.Queue(max_queue)
         self._queued: set[Job] = set()
+        self._refused = 0
+        self._warned_at: float | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -81,7 +86,14 @@ class LocalRunner:
             try:
                 self._queue.put_nowait(job)
             except queue.Full:
-                logger.warning("work queue full; the sweep will pick this up", extra={"job": job})
+                self._refused += 1
+                # At most once a minute, with a count: a log line per refused job cost more
+                # than the ingest that caused it, while ingest was already outpacing us.
+                now = time.monotonic()
+                if self._warned_at is None or now - self._warned_at >= OVERFLOW_WARN_EVERY_S:
+                    logger.warning("work queue full; the sweep will pick up what does not fit",
+                                   extra={"job": job, "refused": self._refused})
+                    self._warned_at, self._refused = now, 0
                 return
             self._queued.add(job)
 
@@ -92,7 +104,14 @@ class LocalRunner:
 
     def scheduled_round(self, startup: bool = False) -> None:
         """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters. At
-        startup nothing can be in flight, so even the youngest unjudged runs are swept."""
+        startup nothing can be in flight, so even the youngest unjudged runs are swept. Also
+        what DynamoDB's TTL does there: delete what has expired (`Store.purge_expired`)."""
+        try:
+            purged = self.services.store.purge_expired(iso(utcnow()))
+            if purged:
+                logger.info("expired data purged", extra={"rows": purged})
+        except Exception:
+            logger.exception("purge failed; retrying at the next round")
         try:
             state = cluster.sweep_evals(self.services, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,
                                         workflows=self)

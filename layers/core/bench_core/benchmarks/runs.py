@@ -1,0 +1,182 @@
+"""A submitted run in, a stored run out: checked against the published suite, every output's
+hash verified, every attempt graded here, and the summary recomputed here. What the client says
+about scores or its summary is accepted on the wire and ignored.
+
+Suites are immutable once published: the first valid run of a suite version registers its
+content hash (`Store.register_suite`); a run of any other content under that version is refused
+with 409, and so is every run once the server's own copy changed under the same version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from ..errors import Conflict, Invalid
+from ..keys import may_write
+from ..models import Agent, AgentRef, KeyRecord, Label, Slug, iso, utcnow
+from ..services import Services
+from ..values import cap
+from . import aggregate
+from .grading import Grade, grade_all, grader_for
+from .records import Attempt, AttemptStatus, RunRecord
+from .suites import Suite, load_suite, value_hash
+
+HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"
+MAX_ERROR_CHARS = 2000
+MAX_ATTEMPTS = 1000
+DAY_MS = 86_400_000
+
+
+class AttemptIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    case_id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    repeat: Annotated[int, Field(ge=0, lt=10)]
+    status: AttemptStatus
+    output: Any = None
+    output_hash: Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
+    error: Annotated[str, StringConstraints(max_length=MAX_ERROR_CHARS)] | None = None
+    duration_ms: Annotated[float, Field(ge=0, le=DAY_MS, allow_inf_nan=False)]
+    cost_usd: Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)] | None = None
+    started_at: Annotated[str, StringConstraints(max_length=40)] | None = None
+    input: Any = None
+    """Optional: when sent it must be the case's input."""
+    score: Any = None
+    judge: Any = None
+    reasoning: Any = None
+    """A client's own grade, if it sends one: ignored, the server grades."""
+
+
+class RunIn(BaseModel):
+    """The body of `POST /api/benchmarks/{suite}/runs`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_slug: Slug
+    display_name: Label | None = None
+    suite_hash: Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
+    repeats: Annotated[int, Field(ge=1, le=10)]
+    attempts: Annotated[list[AttemptIn], Field(min_length=1, max_length=MAX_ATTEMPTS)]
+    nonce: Annotated[str, StringConstraints(min_length=8, max_length=64)] | None = None
+    """Makes a resubmitted run (a retry after a lost answer) the same run."""
+    summary: Any = None
+    """Ignored: the server recomputes every aggregate from the attempts."""
+    sdk: dict[str, Any] | None = None
+
+
+def _invalid(message: str, loc: list[Any]) -> Invalid:
+    return Invalid(message, [{"loc": loc, "msg": message}])
+
+
+def next_version(suite: Suite) -> str:
+    return f"{suite.manifest.name}-v{suite.manifest.version + 1}"
+
+
+def check_same_suite(suite: Suite, local_hash: str, submitted: str) -> None:
+    """409 unless the run used this server's suite (the one it grades against)."""
+    if submitted != local_hash:
+        raise Conflict(f"suite {suite.suite_id} is published with content hash {local_hash}, but "
+                       f"this run used {submitted}; a published suite never changes: run the "
+                       f"published suite (bench benchmark run fetches it) or publish the change "
+                       f"as {next_version(suite)}",
+                       [{"loc": ["suite_hash"], "msg": "differs from the published suite"}])
+
+
+def check_published(services: Services, suite: Suite, local_hash: str) -> None:
+    """Register the suite on its first valid run; 409 if this server's copy differs from the
+    version published before (edited in place instead of becoming a new version)."""
+    registered = services.store.register_suite(suite.suite_id, local_hash, iso(utcnow()))
+    if registered != local_hash:
+        raise Conflict(f"this server's copy of {suite.suite_id} differs from the published one "
+                       f"({registered}); a published suite never changes: publish the change as "
+                       f"{next_version(suite)}")
+
+
+def check_attempts(suite: Suite, run: RunIn) -> None:
+    """Every case exactly `repeats` times, outputs matching their hashes, inputs (when sent)
+    the case's own: 422 naming the first attempt that is not."""
+    seen: set[tuple[str, int]] = set()
+    for i, attempt in enumerate(run.attempts):
+        case = suite.case(attempt.case_id)
+        if case is None:
+            raise _invalid(f"unknown case {attempt.case_id!r} in {suite.suite_id}", ["attempts", i, "case_id"])
+        if attempt.repeat >= run.repeats:
+            raise _invalid(f"repeat {attempt.repeat} is not below repeats={run.repeats}", ["attempts", i, "repeat"])
+        if (attempt.case_id, attempt.repeat) in seen:
+            raise _invalid(f"case {attempt.case_id!r} repeat {attempt.repeat} is submitted twice",
+                           ["attempts", i])
+        seen.add((attempt.case_id, attempt.repeat))
+        if value_hash(attempt.output) != attempt.output_hash:
+            raise _invalid("output_hash is not the SHA-256 of the output's canonical JSON",
+                           ["attempts", i, "output_hash"])
+        if attempt.input is not None and attempt.input != suite.agent_input(case):
+            raise _invalid(f"input is not the input of case {attempt.case_id!r}", ["attempts", i, "input"])
+    missing = [f"{c.id}#{r}" for c in suite.cases for r in range(run.repeats) if (c.id, r) not in seen]
+    if missing:
+        raise _invalid(f"a run covers every case {run.repeats} time(s); missing {', '.join(missing[:10])}"
+                       f"{' …' if len(missing) > 10 else ''}", ["attempts"])
+
+
+def failed_grade(attempt: AttemptIn, judge: str) -> Grade:
+    what = "timed out" if attempt.status == "timeout" else "raised an error"
+    detail = f": {attempt.error[:200]}" if attempt.error else ""
+    return Grade(0.0, f"The agent {what}{detail}; not graded.", judge)
+
+
+def graded_attempts(services: Services, suite: Suite, run: RunIn) -> tuple[list[Attempt], str]:
+    grader = grader_for(services.llm, suite)
+    answered = [a for a in run.attempts if a.status == "ok"]
+    grades = grade_all(grader, ((suite.case(a.case_id), a.output, a.output_hash) for a in answered))
+    threshold = suite.manifest.grading.pass_threshold
+    field_bytes = services.settings.limits.max_field_bytes
+    attempts = []
+    for a in run.attempts:
+        case = suite.case(a.case_id)
+        assert case is not None  # check_attempts saw to it
+        grade = grades[(a.case_id, a.output_hash)] if a.status == "ok" else failed_grade(a, grader.label)
+        attempts.append(Attempt(
+            case_id=a.case_id, repeat=a.repeat, status=a.status, input=suite.agent_input(case),
+            output=cap(a.output, field_bytes), output_hash=a.output_hash, error=a.error,
+            duration_ms=a.duration_ms, cost_usd=a.cost_usd, started_at=a.started_at,
+            score=grade.score, passed=a.status == "ok" and grade.score >= threshold,
+            judge=grade.judge, prompt_version=grade.prompt_version, reasoning=grade.reasoning,
+            judge_tokens=grade.tokens))
+    return attempts, grader.label
+
+
+def run_id_for(ref: AgentRef, nonce: str | None) -> str:
+    if nonce is None:
+        return secrets.token_hex(8)
+    return hashlib.sha256(f"{ref.path}#{nonce}".encode()).hexdigest()[:16]
+
+
+def submit_run(services: Services, key: KeyRecord, suite_id: str, run: RunIn) -> RunRecord:
+    """Store `run` of `suite_id` for the key's agent and return it as stored (the earlier
+    record when the same nonce was submitted before)."""
+    packaged = load_suite(suite_id)
+    suite, local_hash = packaged.suite, packaged.content_hash
+    may_write(key, key.login, run.agent_slug)
+    check_same_suite(suite, local_hash, run.suite_hash)
+    check_attempts(suite, run)
+    check_published(services, suite, local_hash)
+    ref = AgentRef(key.login, run.agent_slug)
+    run_id = run_id_for(ref, run.nonce)
+    earlier = services.store.get_benchmark_run(run_id)
+    if earlier is not None:
+        return earlier
+    attempts, judge = graded_attempts(services, suite, run)
+    attempts.sort(key=lambda a: ([c.id for c in suite.cases].index(a.case_id), a.repeat))
+    now = iso(utcnow())
+    if services.store.get_agent(ref) is None:
+        services.store.create_agent(Agent(login=ref.login, slug=ref.slug,
+                                          display_name=run.display_name, created_at=now))
+    record = RunRecord(run_id=run_id, login=ref.login, slug=ref.slug, suite=suite_id,
+                       suite_hash=local_hash, submitted_at=now, repeats=run.repeats, judge=judge,
+                       summary=aggregate.summarize(attempts, [c.id for c in suite.cases], run.repeats),
+                       attempts=attempts)
+    services.store.save_benchmark_run(record)
+    return record

@@ -1,0 +1,142 @@
+"""Benchmarks over HTTP (SPEC section 8): submitting a run (`POST /api/benchmarks/{suite}/runs`),
+the registry and suites as JSON (`api_router`), and the pages `/benchmarks`,
+`/benchmarks/{suite}` and `/benchmarks/{suite}/runs/{id}` (`router`). The meaning is in
+`bench_core.benchmarks`; what a viewer may see of a run is decided by `privacy.py`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from ..benchmarks import views
+from ..benchmarks.records import LABEL, RunRecord
+from ..benchmarks.runs import RunIn, submit_run
+from ..benchmarks.suites import load_suite
+from ..caching import PUBLIC_60
+from ..errors import BadRequest, Invalid, NotFound
+from ..ingest import validation_detail
+from ..models import Agent, AgentRef, KeyRecord
+from ..privacy import Viewer, visible_agent
+from ..services import Services
+from . import get_services, render
+from .deps import current_viewer, read_body, require_key
+from .render import PageRoute
+
+router = APIRouter(route_class=PageRoute)
+api_router = APIRouter(prefix="/api/benchmarks")
+
+TOP_ON_REGISTRY = 10
+RANKING_ON_SUITE = 50
+
+
+def parse_run(body: bytes) -> RunIn:
+    try:
+        return RunIn.model_validate_json(body)
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise BadRequest("body is not valid JSON", validation_detail(exc)) from exc
+        raise Invalid("invalid benchmark run", validation_detail(exc)) from exc
+
+
+def visible_run(services: Services, suite_id: str | None, run_id: str, viewer: Viewer
+                ) -> tuple[RunRecord, Agent]:
+    """The run (of `suite_id`, when given) and its agent if the viewer may see the agent; 404
+    alike otherwise."""
+    run = services.store.get_benchmark_run(run_id) if len(run_id) <= 64 else None
+    if run is None or suite_id not in (None, run.suite):
+        raise NotFound("benchmark run not found")
+    try:
+        agent = visible_agent(services.store.get_agent(AgentRef(run.login, run.slug)), viewer)
+    except NotFound:
+        raise NotFound("benchmark run not found") from None
+    return run, agent
+
+
+def suite_detail(services: Services, suite_id: str, ranking: int) -> dict[str, Any]:
+    packaged = load_suite(suite_id)
+    return {**views.suite_info(packaged.suite, packaged.content_hash), "label": LABEL,
+            "published_hash": services.store.registered_suites().get(suite_id),
+            "ranking": views.ranking(services.store, suite_id, ranking)}
+
+
+# ---- JSON ---------------------------------------------------------------------------------------
+
+
+@api_router.post("/{suite}/runs", status_code=201)
+async def post_run(suite: str, request: Request, key: KeyRecord = Depends(require_key),
+                   services: Services = Depends(get_services)) -> dict[str, Any]:
+    """Owner keys for any agent of theirs, agent keys for their own agent (created if new)."""
+    run = parse_run(await read_body(request, services.settings.limits.max_body_bytes))
+    return await run_in_threadpool(submitted_run, services, key, suite, run)
+
+
+def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) -> dict[str, Any]:
+    """Grade and store the run (in a worker thread: grading may ask a model), then show it to
+    its owner."""
+    record = submit_run(services, key, suite, run)
+    agent = services.store.get_agent(AgentRef(record.login, record.slug))
+    assert agent is not None  # submit_run created it
+    return views.run_detail(record, agent, Viewer(key.login))
+
+
+@api_router.get("")
+def list_suites(top: int = Query(5, ge=0, le=50), services: Services = Depends(get_services)
+                ) -> JSONResponse:
+    """Public agents only and the same for everyone, so shared caches may keep it a minute."""
+    return JSONResponse({"suites": views.suites_overview(services.store, top)},
+                        headers={"Cache-Control": PUBLIC_60})
+
+
+@api_router.get("/{suite}")
+def get_suite(suite: str, services: Services = Depends(get_services)) -> JSONResponse:
+    """The suite's definition as published (what `bench benchmark run` fetches), its hash and
+    ranking."""
+    detail = suite_detail(services, suite, RANKING_ON_SUITE)
+    return JSONResponse({**detail, "definition": load_suite(suite).document},
+                        headers={"Cache-Control": PUBLIC_60})
+
+
+@api_router.get("/runs/{run_id}")
+def get_run_by_id(run_id: str, viewer: Viewer = Depends(current_viewer),
+                  services: Services = Depends(get_services)) -> dict[str, Any]:
+    """A run by id alone (`bench benchmark show RUN_ID`)."""
+    run, agent = visible_run(services, None, run_id, viewer)
+    return views.run_detail(run, agent, viewer)
+
+
+@api_router.get("/{suite}/runs/{run_id}")
+def get_run(suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
+            services: Services = Depends(get_services)) -> dict[str, Any]:
+    run, agent = visible_run(services, suite, run_id, viewer)
+    return views.run_detail(run, agent, viewer)
+
+
+# ---- pages --------------------------------------------------------------------------------------
+
+
+@router.get("/benchmarks")
+def registry_page(request: Request, viewer: Viewer = Depends(current_viewer),
+                  services: Services = Depends(get_services)) -> Response:
+    return render.page(request, "benchmarks.html", viewer=viewer,
+                       suites=views.suites_overview(services.store, TOP_ON_REGISTRY))
+
+
+@router.get("/benchmarks/{suite}")
+def suite_page(request: Request, suite: str, viewer: Viewer = Depends(current_viewer),
+               services: Services = Depends(get_services)) -> Response:
+    return render.page(request, "benchmark_suite.html", viewer=viewer,
+                       s=suite_detail(services, suite, RANKING_ON_SUITE),
+                       cases=load_suite(suite).suite.cases)
+
+
+@router.get("/benchmarks/{suite}/runs/{run_id}")
+def run_page(request: Request, suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
+             services: Services = Depends(get_services)) -> Response:
+    run, agent = visible_run(services, suite, run_id, viewer)
+    return render.page(request, "benchmark_run.html", viewer=viewer,
+                       r=views.run_detail(run, agent, viewer),
+                       private=not agent.is_public)

@@ -1,0 +1,90 @@
+"""The owner's dashboard page for authorized reuse, `/dashboard/agents/{slug}/reuse`: the
+published capability card, and the grants to call the agent (add, replace, revoke; every form
+CSRF-checked, answered with a redirect)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse, Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import Invalid, NotFound
+from ..ingest import validation_detail
+from ..models import Agent, utcnow
+from ..privacy import Viewer
+from ..reuse import capability, grants
+from ..reuse.models import GrantRequest
+from ..services import Services
+from . import get_services
+from .api import agent_ref
+from .browser import NO_STORE, AccountRoute, account_session, check_csrf, form_fields
+from .dashboard import _page as account_page
+
+router = APIRouter(prefix="/dashboard", route_class=AccountRoute)
+
+
+def _own_agent(services: Services, login: str, slug: str) -> Agent:
+    agent = services.store.get_agent(agent_ref(login, slug))
+    if agent is None:
+        raise NotFound("you have no agent of that name")
+    return agent
+
+
+def _reuse_page(services: Services, login: str, slug: str) -> dict[str, Any]:
+    agent = _own_agent(services, login, slug)
+    return {"agent": agent,
+            "card": capability.capability_view(services.store, agent, Viewer(login)),
+            "grants": services.store.invocation_grants(agent.ref)}
+
+
+@router.get("/agents/{slug}/reuse")
+async def reuse_page(request: Request, slug: str,
+                     services: Services = Depends(get_services)) -> Response:
+    session = await account_session(request, services)
+    context = await run_in_threadpool(_reuse_page, services, session.login, slug)
+    return await account_page(request, services, session.login, "dashboard_reuse.html",
+                              **context)
+
+
+def _grant_from_form(services: Services, login: str, slug: str, fields: dict[str, str]) -> None:
+    agent = _own_agent(services, login, slug)
+    try:
+        request = GrantRequest.model_validate(
+            {name: fields.get(name) or None for name in GrantRequest.model_fields})
+    except ValidationError as exc:
+        raise Invalid("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                                for e in validation_detail(exc))) from exc
+    services.store.put_invocation_grant(grants.new_grant(agent, request, utcnow()))
+
+
+async def _checked_form(request: Request, services: Services) -> tuple[str, dict[str, str]]:
+    """The signed-in owner and the fields of a form this site made."""
+    session = await account_session(request, services)
+    fields = await form_fields(request)
+    await check_csrf(request, services, fields)
+    return session.login, fields
+
+
+def _back(login: str, slug: str) -> RedirectResponse:
+    return RedirectResponse(f"/dashboard/agents/{agent_ref(login, slug).slug}/reuse",
+                            status_code=303, headers=NO_STORE)
+
+
+@router.post("/agents/{slug}/reuse/grants")
+async def grant_form(request: Request, slug: str,
+                     services: Services = Depends(get_services)) -> Response:
+    login, fields = await _checked_form(request, services)
+    await run_in_threadpool(_grant_from_form, services, login, slug, fields)
+    return _back(login, slug)
+
+
+@router.post("/agents/{slug}/reuse/revoke")
+async def revoke_form(request: Request, slug: str,
+                      services: Services = Depends(get_services)) -> Response:
+    login, fields = await _checked_form(request, services)
+    await run_in_threadpool(services.store.delete_invocation_grant, agent_ref(login, slug),
+                            fields.get("caller", "").lower())
+    return _back(login, slug)

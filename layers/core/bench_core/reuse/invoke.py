@@ -1,0 +1,149 @@
+"""One call to a published agent through Bench, end to end:
+
+1. the agent must be visible to the caller (a private agent is not found) and take calls;
+2. the caller needs a live grant (`grants`), and the call must fit its quota, counted
+   atomically before anything goes out;
+3. the input goes to the endpoint (`outbound`) with the signature headers (`signing`);
+4. whatever happens there, the call is recorded twice: as a task of the agent (through the
+   ingest fold, so its stats count it; named `invoked`, the caller in its metadata) and as
+   usage of the caller; then the caller gets the answer, or 502/504 saying what went wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from .. import telemetry
+from ..errors import BenchError, Forbidden, PayloadTooLarge
+from ..ingest import clean_event
+from ..log import logger
+from ..models import Agent, AgentMeta, AgentRef, KeyRecord, WireEvent, iso, utcnow
+from ..privacy import Viewer, visible_agent
+from ..services import Services
+from ..values import dumps
+from ..workflows.eval import hand_off
+from . import grants, outbound, signing
+from .models import InvokeRequest, UsageRecord
+
+TASK_NAME = "invoked"
+ERROR_PREVIEW = 500
+"""Characters of a failing endpoint's answer quoted back to the caller."""
+
+
+class BadGateway(BenchError):
+    status = 502
+
+
+class GatewayTimeout(BenchError):
+    status = 504
+
+
+@dataclass
+class Call:
+    """What happened to one forwarded call."""
+
+    call_id: str
+    started: datetime
+    duration_ms: float
+    output: Any = None
+    error: BenchError | None = None
+
+
+def invoke(services: Services, key: KeyRecord, ref: AgentRef,
+           request: InvokeRequest) -> dict[str, Any]:
+    store, settings = services.store, services.settings.reuse
+    now = utcnow()
+    agent = visible_agent(store.get_agent(ref), Viewer(key.login))
+    record = store.get_capability(ref)
+    endpoint = record.endpoint if record is not None else None
+    if record is None or endpoint is None:
+        raise Forbidden(f"{ref.path} takes no calls through Bench: its owner has published no "
+                        "invocation endpoint", [{"loc": ["invocation"], "msg": "not published"}])
+    payload = dumps({"input": request.input, "skill": request.skill}).encode()
+    if len(payload) > settings.max_input_bytes:
+        raise PayloadTooLarge(f"input over {settings.max_input_bytes} bytes",
+                              [{"loc": ["body", "input"], "msg": "too large"}])
+    grant = grants.grant_for(store, agent, key, now)
+    if grant is not None:
+        grants.take_quota(store, agent, key.login, grant, now)
+    call = _forward(services, endpoint, record.secret, key.login, ref, payload)
+    _record(services, agent, key.login, request, call)
+    if call.error is not None:
+        raise call.error
+    return {"agent": ref.path, "call_id": call.call_id, "output": call.output,
+            "duration_ms": call.duration_ms}
+
+
+def _forward(services: Services, endpoint: str, secret: str, caller: str, ref: AgentRef,
+             payload: bytes) -> Call:
+    call = Call(call_id=uuid.uuid4().hex, started=utcnow(), duration_ms=0.0)
+    headers = {"Content-Type": "application/json", "Accept": "application/json",
+               "User-Agent": "Bench (authorized reuse)", "X-Bench-Call": call.call_id,
+               **signing.signed_headers(secret, int(time.time()), caller, ref.path,
+                                        payload)}
+    began = time.monotonic()
+    try:
+        answer = outbound.post(endpoint, payload, headers, services.settings.reuse)
+        call.output = _output(answer)
+    except outbound.RefusedEndpoint as exc:
+        call.error = BadGateway(f"the agent's endpoint is refused: {exc}")
+    except outbound.OutboundTimeout as exc:
+        call.error = GatewayTimeout(f"the agent did not answer: {exc}")
+    except outbound.OutboundFailed as exc:
+        call.error = BadGateway(f"the agent's endpoint failed: {exc}")
+    except BadGateway as exc:
+        call.error = exc
+    call.duration_ms = round((time.monotonic() - began) * 1000, 3)
+    return call
+
+
+def _output(answer: outbound.Answer) -> Any:
+    """The agent's answer: JSON if it says so, else text; 502 for an error status."""
+    text = answer.body.decode("utf-8", errors="replace")
+    if not 200 <= answer.status < 300:
+        raise BadGateway(f"the agent answered HTTP {answer.status}",
+                         [{"loc": ["agent"], "status": answer.status,
+                           "body": text[:ERROR_PREVIEW]}])
+    if "json" not in answer.content_type.lower():
+        return text
+    try:
+        return json.loads(text) if text else None
+    except ValueError as exc:
+        raise BadGateway("the agent's answer is not valid JSON",
+                         [{"loc": ["agent"], "body": text[:ERROR_PREVIEW]}]) from exc
+
+
+def _record(services: Services, agent: Agent, caller: str, request: InvokeRequest,
+            call: Call) -> None:
+    """The call as a task of the agent and as usage of the caller. A failure here is logged:
+    the call has happened and counted, so its answer still goes back."""
+    status = "failed" if call.error is not None else "success"
+    ended = call.started + timedelta(milliseconds=call.duration_ms)
+    common = {"task_id": call.call_id, "name": TASK_NAME}
+    events = [
+        WireEvent(id=uuid.uuid4().hex, kind="task.start", ts=call.started,
+                  input=request.input, **common),
+        WireEvent(id=uuid.uuid4().hex, kind="task.end", ts=ended, status=status,
+                  output=call.error.message if call.error else call.output,
+                  duration_ms=call.duration_ms,
+                  data={"invoked_by": caller, "via": "bench", "skill": request.skill},
+                  **common)]
+    try:
+        limits = services.settings.limits
+        outcome = services.store.ingest(agent.login, AgentMeta(slug=agent.slug),
+                                        [clean_event(e, limits) for e in events])
+        hand_off(services, agent.ref, outcome)
+        services.store.record_usage(UsageRecord(
+            login=caller, at=iso(call.started), call_id=call.call_id,
+            agent=f"{agent.login}/{agent.slug}", status=status,
+            http_status=call.error.status if call.error else 200,
+            duration_ms=call.duration_ms, error=call.error.message if call.error else None))
+    except Exception:
+        logger.exception("could not record a call", extra={"agent": agent.ref.path,
+                                                            "call_id": call.call_id})
+    telemetry.count("AgentCalls")

@@ -1,0 +1,183 @@
+"""The capability card and invocation grants: pydantic models at the edge (the `capability`
+and `invocation` parts of `bench.agent.json`, the owner's grant form) and plain records of
+what the store keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AnyUrl, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from ..models import LOGIN_PATTERN, SLUG_PATTERN
+
+EVERYONE = "*"
+"""A grant to every signed-in account (each caller gets the grant's quota for itself)."""
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=50)]
+MediaType = Annotated[str, StringConstraints(pattern=r"^[\w.+-]+/[\w.+-]+$", max_length=100)]
+Example = Annotated[str, StringConstraints(max_length=2000)] | dict[str, Any]
+
+
+class Skill(BaseModel):
+    """One thing the agent does (after the A2A agent card's skills)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
+    name: Name
+    description: Text = ""
+    tags: Annotated[list[Tag], Field(max_length=20)] = []
+    input_modes: Annotated[list[MediaType], Field(max_length=10)] = ["application/json"]
+    output_modes: Annotated[list[MediaType], Field(max_length=10)] = ["application/json"]
+    examples: Annotated[list[Example], Field(max_length=10)] = []
+
+
+class Capability(BaseModel):
+    """What the agent can do: `capability` in bench.agent.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal["1"] = "1"
+    description: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1,
+                                                  max_length=2000)]
+    skills: Annotated[list[Skill], Field(max_length=50)] = []
+
+    @field_validator("skills")
+    @classmethod
+    def _unique_ids(cls, skills: list[Skill]) -> list[Skill]:
+        ids = [s.id for s in skills]
+        if len(ids) != len(set(ids)):
+            raise ValueError("skill ids must be unique")
+        return skills
+
+
+class Invocation(BaseModel):
+    """How Bench reaches the agent: `invocation` in bench.agent.json. `disabled` publishes the
+    card without taking calls."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["http", "disabled"]
+    url: Annotated[AnyUrl, Field(max_length=2000)] | None = None
+
+    @model_validator(mode="after")
+    def _http_needs_url(self) -> Invocation:
+        if self.mode == "http" and self.url is None:
+            raise ValueError("mode http needs the url of the agent's endpoint")
+        if self.mode == "disabled" and self.url is not None:
+            raise ValueError("mode disabled takes no url")
+        return self
+
+
+class CapabilityCard(BaseModel):
+    """The body of `PUT /api/agents/{login}/{slug}/capability`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    capability: Capability
+    invocation: Invocation = Invocation(mode="disabled")
+
+
+class GrantRequest(BaseModel):
+    """The body of `POST /api/agents/{login}/{slug}/grants` (and the dashboard's form)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    caller: Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True,
+                                             pattern=f"{LOGIN_PATTERN}|^\\*$")]
+    calls_per_day: Annotated[int, Field(ge=1, le=1_000_000)]
+    calls_per_minute: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    expires_at: datetime | None = None
+
+    @field_validator("expires_at")
+    @classmethod
+    def _future_utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if value <= datetime.now(UTC):
+            raise ValueError("expires_at must be in the future")
+        return value
+
+
+class InvokeRequest(BaseModel):
+    """The body of `POST /api/agents/{login}/{slug}/invoke`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: Any
+    skill: Annotated[str, StringConstraints(pattern=SLUG_PATTERN)] | None = None
+
+
+# ---- stored records -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishedCapability:
+    login: str
+    slug: str
+    card: dict[str, Any]
+    """A `CapabilityCard` as JSON (`model_dump(mode="json")`)."""
+    secret: str
+    """The key of the agent's signature header (`signing`); shown to the owner once."""
+    published_at: str
+    updated_at: str
+
+    @property
+    def endpoint(self) -> str | None:
+        invocation = self.card.get("invocation") or {}
+        return invocation.get("url") if invocation.get("mode") == "http" else None
+
+
+@dataclass(frozen=True)
+class InvocationGrant:
+    login: str
+    slug: str
+    caller: str
+    """A login, or `EVERYONE`."""
+    calls_per_day: int
+    calls_per_minute: int | None
+    expires_at: str | None
+    created_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"caller": self.caller, "calls_per_day": self.calls_per_day,
+                "calls_per_minute": self.calls_per_minute, "expires_at": self.expires_at,
+                "created_at": self.created_at}
+
+
+@dataclass(frozen=True)
+class QuotaWindow:
+    """One counter a call counts in: `bucket` names the window (`day:2026-12-03`), which ends
+    at `until`; at most `limit` calls fit."""
+
+    name: str
+    bucket: str
+    limit: int
+    until: str
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """One call a login made through Bench (its side of the record; the agent's is a task)."""
+
+    login: str
+    at: str
+    call_id: str
+    """The id of the task recorded on the agent."""
+    agent: str
+    status: str
+    """`success` or `failed`."""
+    http_status: int
+    """What Bench answered the caller."""
+    duration_ms: float
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": self.at, "call_id": self.call_id, "agent": self.agent,
+                "status": self.status, "http_status": self.http_status,
+                "duration_ms": self.duration_ms, "error": self.error}

@@ -1,0 +1,71 @@
+"""The benchmark part of the Store port, on every adapter: the suite registry keeps the first
+hash, runs round-trip with their attempts, a run id is stored once, rankings are in order."""
+
+from __future__ import annotations
+
+from bench_core.benchmarks.records import Attempt, RunRecord
+from bench_core.models import AgentRef
+from bench_core.store import Store
+
+SUITE = "demo-v1"
+
+
+def attempt(case_id: str, repeat: int, passed: bool) -> Attempt:
+    return Attempt(case_id=case_id, repeat=repeat, status="ok", input={"question": case_id},
+                   output={"answer": f"{case_id}/{repeat}", "ü": [1, 2.5]}, output_hash="sha256:" + "a" * 64,
+                   duration_ms=12.5, cost_usd=0.01, score=1.0 if passed else 0.0, passed=passed,
+                   judge="grounding-heuristic-v1", reasoning="because")
+
+
+def run(run_id: str, slug: str, pass_rate: float, at: str, *, login: str = "alice", suite: str = SUITE,
+        pass_hat_k: float = 0.0, attempts: list[Attempt] | None = None) -> RunRecord:
+    return RunRecord(run_id=run_id, login=login, slug=slug, suite=suite, suite_hash="sha256:" + "b" * 64,
+                     submitted_at=at, repeats=2, judge="grounding-heuristic-v1",
+                     summary={"pass_rate": pass_rate, "pass_hat_k": pass_hat_k, "k": 2},
+                     attempts=attempts or [])
+
+
+def test_a_registered_suite_keeps_its_first_hash(store: Store) -> None:
+    assert store.registered_suites() == {}
+    assert store.register_suite(SUITE, "sha256:first", "2026-12-01T00:00:00.000Z") == "sha256:first"
+    assert store.register_suite(SUITE, "sha256:second", "2026-12-02T00:00:00.000Z") == "sha256:first"
+    assert store.register_suite("demo-v2", "sha256:second", "2026-12-02T00:00:00.000Z") == "sha256:second"
+    assert store.registered_suites() == {SUITE: "sha256:first", "demo-v2": "sha256:second"}
+
+
+def test_a_run_round_trips_with_its_attempts_in_order_and_is_stored_once(store: Store) -> None:
+    attempts = [attempt(c, r, c != "b") for c in ("z", "b", "a") for r in range(2)]
+    record = run("r1", "agent", 0.66, "2026-12-01T10:00:00.000Z", attempts=attempts)
+    assert store.get_benchmark_run("r1") is None
+    assert store.save_benchmark_run(record) is True
+    assert store.get_benchmark_run("r1") == record
+    assert store.save_benchmark_run(run("r1", "agent", 0.0, "2026-12-02T00:00:00.000Z")) is False
+    assert store.get_benchmark_run("r1") == record
+
+
+def test_an_agents_runs_are_listed_newest_first_without_attempts(store: Store) -> None:
+    for i, at in enumerate(["2026-12-01T10:00:00.000Z", "2026-12-03T10:00:00.000Z", "2026-12-02T10:00:00.000Z"]):
+        store.save_benchmark_run(run(f"r{i}", "agent", 0.5, at, attempts=[attempt("a", 0, True)]))
+    store.save_benchmark_run(run("other", "agent", 0.5, "2026-12-04T10:00:00.000Z", login="bob"))
+    runs = store.benchmark_runs_of(AgentRef("alice", "agent"), 10)
+    assert [r.run_id for r in runs] == ["r1", "r2", "r0"]
+    assert all(r.attempts == [] for r in runs)
+    assert [r.run_id for r in store.benchmark_runs_of(AgentRef("alice", "agent"), 2)] == ["r1", "r2"]
+    assert store.benchmark_runs_of(AgentRef("alice", "nobody"), 5) == []
+
+
+def test_the_ranking_holds_each_agents_latest_run_best_first(store: Store) -> None:
+    store.save_benchmark_run(run("a1", "ant", 0.9, "2026-12-01T00:00:00.000Z"))
+    store.save_benchmark_run(run("b1", "bee", 0.5, "2026-12-01T00:00:00.000Z", pass_hat_k=0.5))
+    store.save_benchmark_run(run("c1", "cat", 0.5, "2026-12-01T00:00:00.000Z", pass_hat_k=0.2))
+    store.save_benchmark_run(run("d1", "dog", 0.7, "2026-12-01T00:00:00.000Z", suite="demo-v2"))
+    assert [r.run_id for r in store.benchmark_ranking(SUITE, limit=10)] == ["a1", "b1", "c1"]
+    # a later run replaces the agent's entry, better or worse; an earlier one does not
+    store.save_benchmark_run(run("a2", "ant", 0.1, "2026-12-02T00:00:00.000Z"))
+    store.save_benchmark_run(run("a0", "ant", 1.0, "2026-11-30T00:00:00.000Z"))
+    ranked = store.benchmark_ranking(SUITE, limit=10)
+    assert [r.run_id for r in ranked] == ["b1", "c1", "a2"]
+    assert [r.run_id for r in store.benchmark_ranking(SUITE, limit=2)] == ["b1", "c1"]
+    assert [r.run_id for r in store.benchmark_ranking(SUITE, limit=10, after=ranked[0].rank_key)] == ["c1", "a2"]
+    assert [r.run_id for r in store.benchmark_ranking("demo-v2", limit=10)] == ["d1"]
+    assert store.benchmark_ranking("nothing-v1", limit=10) == []

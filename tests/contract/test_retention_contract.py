@@ -1,0 +1,179 @@
+"""Retention, on every adapter: raw events go `event_retention_days` after their time, a
+temporary agent (the /try sandbox's) goes whole at its expiry; tasks, counters and evals stay.
+
+SQLite deletes in `purge_expired`; DynamoDB stamps the table's TTL attribute as it writes.
+moto deletes nothing by TTL, so `expire` does what DynamoDB's TTL would: delete every item
+whose `expires_at` has passed. The same assertions then hold for both.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from bench_core import sandbox
+from bench_core.keys import hash_key, new_key
+from bench_core.models import Agent, AgentMeta, AgentRef, EvalResult, iso
+from bench_core.store import Store
+from bench_core.store.dynamodb import DynamoStore
+from bench_core.store.sqlite import SqliteStore
+
+from tests.factories import clean, ev, task_events
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+REF = AgentRef("alice", "agent-1")
+TEMP = AgentRef("try--0123456789ab", "demo-agent")
+
+
+def at(when: datetime) -> str:
+    return iso(when)
+
+
+def ingest(store: Store, ref: AgentRef, events: list[dict[str, Any]]):
+    return store.ingest(ref.login, AgentMeta(slug=ref.slug), clean(events))
+
+
+def timed(events: list[dict[str, Any]], when: datetime) -> list[dict[str, Any]]:
+    """`events` happening at `when`, a millisecond apart, in order."""
+    return [{**e, "ts": at(when + timedelta(milliseconds=i))} for i, e in enumerate(events)]
+
+
+def dynamo_items(store: DynamoStore) -> list[dict[str, Any]]:
+    pages = store.client.get_paginator("scan").paginate(TableName=store.table_name)
+    return [item for page in pages for item in page["Items"]]
+
+
+def expire(store: Store, when: datetime) -> None:
+    """Let `when` come: SQLite's purge, or DynamoDB's TTL deletion."""
+    if isinstance(store, DynamoStore):
+        for item in dynamo_items(store):
+            if "expires_at" in item and int(item["expires_at"]["N"]) <= when.timestamp():
+                store.client.delete_item(TableName=store.table_name,
+                                         Key={"pk": item["pk"], "sk": item["sk"]})
+    else:
+        store.purge_expired(at(when))
+
+
+def spare_newest(store: Store, n: int) -> None:
+    """SQLite spares each agent's newest events (1,000 normally; DynamoDB cannot)."""
+    if isinstance(store, SqliteStore):
+        store.spared_events = n
+
+
+def test_events_past_the_retention_go_and_tasks_and_counters_stay(store: Store) -> None:
+    spare_newest(store, 2)
+    ingest(store, REF, timed(task_events("old", cost=0.5), NOW - timedelta(days=40)))
+    ingest(store, REF, timed([*task_events("new"), ev("custom")], NOW - timedelta(hours=1)))
+    expire(store, NOW)
+    assert store.task_events(REF, "old") == []
+    assert [e["kind"] for e in store.recent_events(REF, 10)] == ["custom", "task.end",
+                                                                  "task.start"]
+    old = store.get_task(REF, "old")
+    assert old is not None and (old.status, old.cost_usd, old.input) == ("success", 0.5,
+                                                                        {"q": "old"})
+    assert [t.task_id for t in store.list_tasks(REF)[0]] == ["new", "old"]
+    stats = store.get_agent(REF).stats
+    assert (stats.runs, stats.cost_usd_total) == (2, 0.5)
+    assert sum(d["runs"] for d in store.daily(REF, "2000-01-01")) == 2
+
+
+def test_events_within_the_retention_stay(store: Store) -> None:
+    ingest(store, REF, timed(task_events("t1"), NOW - timedelta(days=29)))
+    expire(store, NOW)
+    assert len(store.task_events(REF, "t1")) == 2
+
+
+def test_a_retention_of_zero_keeps_events_for_ever(store: Store) -> None:
+    store.event_retention_days = 0
+    spare_newest(store, 1)
+    ingest(store, REF, timed(task_events("t1"), NOW - timedelta(days=4000)))
+    expire(store, NOW + timedelta(days=4000))
+    assert len(store.task_events(REF, "t1")) == 2
+
+
+def test_sqlite_spares_each_agents_newest_events(tmp_path) -> None:
+    store = SqliteStore(tmp_path / "bench.db")
+    store.spared_events = 3
+    other = AgentRef("bob", "quiet")
+    ingest(store, REF, timed([ev("custom", data={"n": i}) for i in range(5)], NOW - timedelta(days=90)))
+    ingest(store, other, timed([ev("custom") for _ in range(2)], NOW - timedelta(days=90)))
+    assert store.purge_expired(at(NOW)) == 2
+    assert [e["data"]["n"] for e in store.recent_events(REF, 10)] == [4, 3, 2]
+    assert len(store.recent_events(other, 10)) == 2
+    store.close()
+
+
+def start_sandbox(store: Store, expires: datetime) -> str:
+    """A temporary agent as `sandbox.create` makes it, with a key expiring with it."""
+    assert store.create_agent(Agent(login=TEMP.login, slug=TEMP.slug, visibility="private",
+                                    created_at=at(NOW), expires_at=at(expires)))
+    _, key = new_key(TEMP.login, TEMP.slug, name="sandbox")
+    key.expires_at = at(expires)
+    store.create_key(key)
+    return key.key_hash
+
+
+def test_a_temporary_agent_goes_whole_at_its_expiry(store: Store) -> None:
+    expires = NOW + timedelta(hours=24)
+    key_hash = start_sandbox(store, expires)
+    ingest(store, REF, timed(task_events("kept", status="failed"), NOW))
+    ingest(store, TEMP, timed([*task_events("p1", status="failed"),
+                               *task_events("c1", parent="p1", cost=0.1)], NOW))
+    result = EvalResult(status="scored", judge="heuristic-v1", at=at(NOW), score=0.1,
+                        input_tokens=10, cost_usd=0.001, attempts=1)
+    assert store.record_eval(TEMP, "p1", result)
+    store.save_insights(TEMP, {"computed_at": at(NOW - timedelta(seconds=1)), "clusters": []})
+    assert store.get_agent(TEMP).expires_at == at(expires)
+
+    expire(store, expires - timedelta(seconds=1))
+    assert store.get_agent(TEMP).stats.runs == 1
+    assert store.get_task(TEMP, "c1") is not None and store.get_insights(TEMP) is not None
+    assert TEMP in store.clusters_due(100)
+
+    expire(store, expires + timedelta(seconds=1))
+    assert store.get_agent(TEMP) is None and store.list_agents(TEMP.login) == []
+    assert store.list_tasks(TEMP) == ([], None)
+    assert store.get_task(TEMP, "p1") is None and store.get_task(TEMP, "c1") is None
+    assert store.recent_events(TEMP, 10) == [] and store.task_events(TEMP, "p1") == []
+    assert store.daily(TEMP, "2000-01-01") == [] and store.get_insights(TEMP) is None
+    assert store.key_by_hash(key_hash) is None
+    assert TEMP not in store.clusters_due(100)
+    assert store.get_agent(REF).stats.runs == 1 and len(store.task_events(REF, "kept")) == 2
+    if isinstance(store, DynamoStore):
+        left = [item["pk"]["S"] for item in dynamo_items(store)
+                if TEMP.login in str(item)]
+        assert left == [], left
+
+
+def test_an_expired_temporary_agent_is_gone_before_any_purge(store: Store) -> None:
+    start_sandbox(store, NOW - timedelta(seconds=1))
+    assert store.get_agent(TEMP) is None
+
+
+@pytest.mark.parametrize("retention_days", [30, 7])
+def test_dynamodb_stamps_events_with_their_time_plus_the_retention(retention_days: int) -> None:
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        store.event_retention_days = retention_days
+        when = NOW - timedelta(days=3)
+        ingest(store, REF, timed(task_events("t1"), when))
+        items = dynamo_items(store)
+        events = [i for i in items if i["sk"]["S"].startswith("EV#")]
+        assert len(events) == 2
+        for item in events:
+            ts = datetime.fromisoformat(item["gsi1sk"]["S"].partition("#")[0].replace("Z",
+                                                                                     "+00:00"))
+            assert int(item["expires_at"]["N"]) == math.ceil(
+                (ts + timedelta(days=retention_days)).timestamp())
+        others = [i for i in items if not i["sk"]["S"].startswith("EV#")]
+        assert others and all("expires_at" not in i for i in others)
+
+
+def test_a_sandbox_agent_expires_with_its_key(store: Store) -> None:
+    login, raw = sandbox.create(store)
+    key = store.key_by_hash(hash_key(raw))
+    agent = store.get_agent(AgentRef(login, sandbox.SLUG))
+    assert key.expires_at is not None and agent.expires_at == key.expires_at

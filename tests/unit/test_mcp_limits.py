@@ -1,0 +1,49 @@
+"""The MCP server's backstops, through the official client connected in-process: an answer
+larger than the limit is a tool error, not a huge response; a tool outside `serving` fails as
+a tool error, not a crash of the server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from bench_core.mcp import server as mcp_server
+from bench_core.models import AgentMeta, CleanEvent
+from bench_core.store.sqlite import SqliteStore
+from mcp import Client
+from mcp.types import CallToolResult
+
+
+def call(tool: str, arguments: dict) -> CallToolResult:
+    async def run() -> CallToolResult:
+        async with Client(mcp_server.server) as client:
+            return await client.call_tool(tool, arguments)
+    return asyncio.run(run())
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    store = SqliteStore(tmp_path / "bench.db")
+    event = CleanEvent(id="e1", kind="task.start", ts="2026-12-03T10:00:00.000Z", task_id="t1",
+                       body={"name": "search"})
+    store.ingest("ada", AgentMeta(slug="big", display_name="Big Agent"), [event])
+    return store
+
+
+def test_an_answer_over_the_size_limit_is_a_tool_error(store: SqliteStore,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    with mcp_server.serving(store):
+        assert not call("search_agents", {}).is_error
+        monkeypatch.setattr(mcp_server, "MAX_RESULT_BYTES", 100)
+        result = call("search_agents", {})
+    assert result.is_error
+    assert "too large" in result.content[0].text
+
+
+def test_the_store_is_only_the_one_being_served(store: SqliteStore) -> None:
+    with mcp_server.serving(store):
+        found = call("search_agents", {"query": "big"})
+    assert [a["slug"] for a in found.structured_content["agents"]] == ["big"]
+    outside = call("search_agents", {"query": "big"})
+    assert outside.is_error and outside.structured_content is None
