@@ -12,9 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from bench_core.http.pages import EMBED_SIZES
 
+from tests.benchmark_support import SUITE, run_body
 from tests.conftest import RunningServer
 from tests.http.surfaces_data import Seeded, seed_agent
 
@@ -49,6 +51,15 @@ def agents(bench_server: RunningServer) -> tuple[Seeded, Seeded]:
     second = seed_agent(bench_server, runs=25, failures=9, duration_ms=1400, cost=0.02,
                         display_name="Coder", model="gpt-4o", framework=tag)
     return first, second
+
+
+@pytest.fixture(scope="module")
+def benchmark_run(bench_server: RunningServer, agents: tuple[Seeded, Seeded]) -> str:
+    """A benchmark run by the first agent, so its profile and the benchmark pages show one."""
+    response = httpx.post(f"{bench_server.url}/api/benchmarks/{SUITE}/runs", json=run_body(agents[0].slug),
+                          headers={"X-Bench-Key": agents[0].key}, timeout=60)
+    assert response.status_code == 201, response.text
+    return response.json()["run_id"]
 
 
 @dataclass
@@ -116,22 +127,26 @@ def background_is_dark(page: Any, selector: str = "body") -> bool:
     return sum(rgb) / 3 < 128
 
 
-def page_paths(agents: tuple[Seeded, Seeded]) -> dict[str, str]:
+def page_paths(agents: tuple[Seeded, Seeded], run_id: str) -> dict[str, str]:
     first, second = agents
     return {"profile": f"/u/{first.path}",
             "leaderboard": "/leaderboard?sort=success",
             "compare": f"/vs/@{first.login}/{first.slug}/@{second.login}/{second.slug}",
-            "landing": "/"}
+            "landing": "/",
+            "benchmarks": "/benchmarks",
+            "suite": f"/benchmarks/{SUITE}",
+            "benchmark-run": f"/benchmarks/{SUITE}/runs/{run_id}"}
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("name", ["profile", "leaderboard", "compare", "landing"])
-def test_page_renders_cleanly(browser: Any, bench_server: RunningServer, agents, name: str,
-                              scheme: str, width: int) -> None:
+@pytest.mark.parametrize("name", ["profile", "leaderboard", "compare", "landing", "benchmarks", "suite",
+                                  "benchmark-run"])
+def test_page_renders_cleanly(browser: Any, bench_server: RunningServer, agents, benchmark_run: str,
+                              name: str, scheme: str, width: int) -> None:
     watched = Watched(browser, width, scheme)
     try:
-        page = watched.open(bench_server.url + page_paths(agents)[name])
+        page = watched.open(bench_server.url + page_paths(agents, benchmark_run)[name])
         watched.shot(f"{name}-{scheme}-{width}")
         assert watched.problems == []
         assert background_is_dark(page) == (scheme == "dark")
