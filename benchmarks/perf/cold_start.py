@@ -48,10 +48,11 @@ start = time.perf_counter()
 from bench_core import telemetry
 if telemetry.tracing_enabled():
     telemetry.tracer()
-if hasattr(app, "app"):
-    import bench_core.store.dynamodb
+http = hasattr(app, "app") or hasattr(app, "ROUTES")  # an ASGI app, or routes it serves itself
+if http:
+    import bench_core.store.dynamodb, bench_core.views
 first_ms = (time.perf_counter() - start) * 1000
-print(f"{handler_ms:.1f} {first_ms:.1f} {int(hasattr(app, 'app'))} {','.join(heavy) or '-'}")
+print(f"{handler_ms:.1f} {first_ms:.1f} {int(http)} {','.join(heavy) or '-'}")
 """
 
 

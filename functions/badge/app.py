@@ -1,11 +1,12 @@
 """Lambda entry point for `GET /badge/{login}/{slug}.svg` (HTTP API, payload format 2.0).
 
-No FastAPI here: a bare Starlette app around the badge renderer (`bench_core.badge_app`) keeps
-the import within the badge's 150 ms cold-start goal; the store loads on the first request."""
+No FastAPI, Starlette or Mangum: the handler reads API Gateway's event itself
+(`bench_core.badge_app`), which keeps the import within the badge's 150 ms cold-start goal; the
+store loads on the first request."""
 
-from bench_core.badge_app import create_badge_app
+from bench_core.badge_app import ROUTES, lambda_handler
 from bench_core.telemetry import instrument
-from mangum import Mangum
 
-app = create_badge_app()
-handler = instrument(Mangum(app, lifespan="off"))
+__all__ = ["ROUTES", "handler"]
+
+handler = instrument(lambda_handler())

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, TextIO
 
+from bench import _http
 from bench._serialize import format_ts
 from bench._version import SDK_NAME, __version__
 
@@ -114,36 +115,14 @@ async def _await(awaitable: Any) -> Any:
 
 # ── the suite and the server ─────────────────────────────────────────────────────────────────
 
-def _request(method: str, url: str, key: Optional[str], body: Optional[bytes] = None) -> Any:
+def _request(method: str, url: str, key: Optional[str], body: Any = None) -> Any:
     """One JSON request; a non-2xx answer is a `BenchmarkError` quoting the server's error and
     the fields it names, a network failure a `ConnectionError`."""
-    import urllib.error
-    import urllib.request
-
-    headers = {"Accept": "application/json", "User-Agent": f"{SDK_NAME}/{__version__}"}
-    if key:
-        headers["X-Bench-Key"] = key
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(url, data=body, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as reply:  # noqa: S310 - the configured server
-            status, raw = reply.status, reply.read()
-    except urllib.error.HTTPError as error:
-        with error:
-            status, raw = error.code, error.read()
-    except OSError as exc:
-        raise ConnectionError(f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
-    try:
-        payload = json.loads(raw or b"{}")
-    except ValueError:
-        payload = {"error": raw[:200].decode("utf-8", "replace")}
-    if not 200 <= status < 300:
-        detail = "; ".join(f"{'.'.join(map(str, d.get('loc', [])))}: {d.get('msg')}" if isinstance(d, dict)
-                           else str(d) for d in payload.get("detail") or [])
-        raise BenchmarkError(f"the server answered {status}: {payload.get('error', '')}"
-                             + (f" ({detail})" if detail else ""))
-    return payload
+    reply = _http.request(method, url, key, body, timeout=REQUEST_TIMEOUT)
+    if not reply.ok:
+        raise BenchmarkError(f"the server answered {reply.status}: {reply.error}"
+                             + (f" ({reply.fields})" if reply.fields else ""))
+    return reply.payload
 
 
 def load_suite(suite: str, server: str, suite_dir: Optional[Path] = None) -> Dict[str, Any]:
@@ -209,10 +188,9 @@ def run_attempts(agent: Callable[[Dict[str, Any]], Any], document: Dict[str, Any
 def submit(server: str, key: str, suite: str, body: Dict[str, Any]) -> Dict[str, Any]:
     """POST the run; network failures are retried with the same nonce (the server stores a
     resubmitted run once)."""
-    data = json.dumps(body).encode("utf-8")
     for attempt in range(1, SUBMIT_TRIES + 1):
         try:
-            return _request("POST", f"{server}/api/benchmarks/{suite}/runs", key, data)  # type: ignore[no-any-return]
+            return _request("POST", f"{server}/api/benchmarks/{suite}/runs", key, body)  # type: ignore[no-any-return]
         except ConnectionError as exc:
             if attempt == SUBMIT_TRIES:
                 raise BenchmarkError(f"{exc}; the run was not submitted") from exc

@@ -22,11 +22,11 @@ import hmac
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from bench import _config
-from bench._version import SDK_NAME, __version__
+from bench import _config, _http
 
 TIMEOUT = 60.0
 MAX_AGE_S = 300
@@ -38,45 +38,24 @@ class ReuseError(Exception):
 
 
 def _request(method: str, url: str, key: str, body: Optional[dict[str, Any]] = None
-             ) -> tuple[int, dict[str, Any], Optional[str]]:
-    """Status, JSON answer and Retry-After of one request to the Bench server."""
-    import urllib.error
-    import urllib.request
-
-    headers = {"X-Bench-Key": key, "Accept": "application/json",
-               "User-Agent": f"{SDK_NAME}/{__version__}"}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(url, data=data, headers=headers, method=method)
+             ) -> _http.Reply:
+    """The server's reply, its JSON always an object (any other JSON as its ``output``)."""
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as reply:  # noqa: S310 - the configured server
-            status, raw, retry = reply.status, reply.read(), reply.headers.get("Retry-After")
-    except urllib.error.HTTPError as error:
-        with error:
-            status, raw, retry = error.code, error.read(), error.headers.get("Retry-After")
-    except OSError as exc:
-        raise ReuseError(f"cannot reach {url.split('/api/')[0]}: {getattr(exc, 'reason', exc)}") from exc
-    try:
-        payload = json.loads(raw or b"{}")
-    except ValueError:
-        payload = {"error": raw[:200].decode("utf-8", "replace")}
-    return status, payload if isinstance(payload, dict) else {"output": payload}, retry
+        reply = _http.request(method, url, key, body, timeout=TIMEOUT)
+    except ConnectionError as exc:
+        raise ReuseError(str(exc)) from exc
+    return reply if isinstance(reply.payload, dict) else replace(reply, payload={"output": reply.payload})
 
 
-def _failure(status: int, payload: dict[str, Any], retry: Optional[str]) -> ReuseError:
-    message = str(payload.get("error") or f"HTTP {status}")
-    details = [d for d in payload.get("detail") or [] if isinstance(d, dict)]
-    fields = "; ".join(f"{'.'.join(str(p) for p in d.get('loc', []))}: {d.get('msg', '')}"
-                       for d in details if d.get("msg"))
-    if status == 401:
+def _failure(reply: _http.Reply) -> ReuseError:
+    message = reply.error
+    if reply.status == 401:
         message = "the server rejected the key (401); check BENCH_KEY or run `bench login`"
-    elif status == 429 and retry:
-        message = f"{message} (429; retry after {retry} s)"
+    elif reply.status == 429 and reply.retry_after:
+        message = f"{message} (429; retry after {reply.retry_after} s)"
     else:
-        message = f"{message} ({status})"
-    return ReuseError(f"{message}: {fields}" if fields and status == 422 else message)
+        message = f"{message} ({reply.status})"
+    return ReuseError(f"{message}: {reply.fields}" if reply.fields and reply.status == 422 else message)
 
 
 def _key(server: str) -> str:
@@ -87,10 +66,10 @@ def _key(server: str) -> str:
 
 
 def _login(server: str, key: str) -> str:
-    status, payload, retry = _request("GET", f"{server}/api/usage?limit=1", key)
-    if status != 200 or not isinstance(payload.get("login"), str):
-        raise _failure(status, payload, retry)
-    return str(payload["login"])
+    reply = _request("GET", f"{server}/api/usage?limit=1", key)
+    if reply.status != 200 or not isinstance(reply.payload.get("login"), str):
+        raise _failure(reply)
+    return str(reply.payload["login"])
 
 
 def read_card(root: Path) -> tuple[str, dict[str, Any]]:
@@ -116,13 +95,12 @@ def publish(server: str, root: Path) -> dict[str, Any]:
     slug, card = read_card(root)
     key = _key(server)
     login = _login(server, key)
-    status, payload, retry = _request("PUT", f"{server}/api/agents/{login}/{slug}/capability",
-                                      key, card)
-    if status == 404:
+    reply = _request("PUT", f"{server}/api/agents/{login}/{slug}/capability", key, card)
+    if reply.status == 404:
         raise ReuseError(f"{login}/{slug} does not exist yet: send it a first task (`bench test`)")
-    if status != 200:
-        raise _failure(status, payload, retry)
-    return payload
+    if reply.status != 200:
+        raise _failure(reply)
+    return reply.payload  # type: ignore[no-any-return]
 
 
 def call(server: str, agent: str, input_json: str, skill: Optional[str] = None) -> Any:
@@ -137,11 +115,10 @@ def call(server: str, agent: str, input_json: str, skill: Optional[str] = None) 
     body: dict[str, Any] = {"input": value}
     if skill:
         body["skill"] = skill
-    status, payload, retry = _request("POST", f"{server}/api/agents/{path}/invoke",
-                                      _key(server), body)
-    if status != 200:
-        raise _failure(status, payload, retry)
-    return payload.get("output")
+    reply = _request("POST", f"{server}/api/agents/{path}/invoke", _key(server), body)
+    if reply.status != 200:
+        raise _failure(reply)
+    return reply.payload.get("output")
 
 
 def verify_invocation(secret: str, headers: Mapping[str, str], body: bytes, *,

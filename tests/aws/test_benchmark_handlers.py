@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.aws.test_handlers import Deployment, _granted, _needed, new_login
+from tests.aws.test_handlers import Deployment, assert_granted, new_login
 from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
 from tests.benchmark_support import SUITE, new_slug, run_body
 
@@ -51,10 +51,4 @@ def test_a_run_submitted_through_lambda_is_served_by_the_api_and_the_pages(
     assert site.request("GET", f"/benchmarks/{SUITE}/runs/missing", headers=html).status == 404
     assert {"ApiFunction", "WebFunction"} <= set(site.api.invocations)
 
-    for function_id in ("ApiFunction", "WebFunction"):
-        granted = _granted(transformed, function_id)
-        calls = [c for c in site.aws.calls if c[0] == function_id]
-        assert calls, function_id
-        for _, service, operation, params in calls:
-            missing = _needed(service, operation, params) - granted
-            assert not missing, f"{function_id} calls {operation} without {missing}"
+    assert_granted(transformed, site.aws.calls, ("ApiFunction", "WebFunction"))

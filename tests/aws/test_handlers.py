@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,6 +296,24 @@ def _granted(transformed: dict[str, Any], function_id: str) -> set[tuple[str, bo
     return granted
 
 
+def assert_granted(transformed: dict[str, Any], calls: list[tuple[str, str, str, dict[str, Any]]],
+                   function_ids: Iterable[str] | None = None) -> set[str]:
+    """Every AWS call in `calls` (as `AwsCalls` records them) that one of `function_ids` made
+    (default: every function that made one) is granted to that function's role, and each of
+    them made one: a missing grant would be an AccessDenied in production. The functions that
+    made calls."""
+    made = {call[0] for call in calls} - {"test setup", "test"}
+    checked = made if function_ids is None else set(function_ids)
+    assert checked <= made, f"made no AWS call: {sorted(checked - made)}"
+    for function_id in checked:
+        granted = _granted(transformed, function_id)
+        for who, service, operation, params in calls:
+            if who == function_id:
+                missing = _needed(service, operation, params) - granted
+                assert not missing, f"{function_id} calls {operation} without {missing}"
+    return made
+
+
 def test_every_aws_call_a_function_makes_is_granted_to_its_role(
         transformed: dict[str, Any], deployment: Deployment) -> None:
     """The adapters' real AWS calls, made through the handlers, checked against the template's
@@ -316,14 +334,7 @@ def test_every_aws_call_a_function_makes_is_granted_to_its_role(
     patched = deployment.request("PATCH", base, json_body={"hide_inputs": True},
                                  headers={"X-Bench-Key": key})
     assert patched.status == 200, patched.body
-    by_function = {c[0] for c in deployment.aws.calls} - {"test setup", "test"}
-    assert by_function == {"IngestFunction", "ApiFunction"}
-    for function_id in by_function:
-        granted = _granted(transformed, function_id)
-        for who, service, operation, params in deployment.aws.calls:
-            if who == function_id:
-                missing = _needed(service, operation, params) - granted
-                assert not missing, f"{function_id} calls {operation} without {missing}"
+    assert assert_granted(transformed, deployment.aws.calls) == {"IngestFunction", "ApiFunction"}
 
 
 # ---- X-Ray, as in Lambda -------------------------------------------------------------------------

@@ -348,7 +348,7 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
 
     from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
-    from tests.aws.test_handlers import _granted, _needed
+    from tests.aws.test_handlers import assert_granted
     from tests.factories import clean, task_events
 
     calls: list[tuple[str, str, str, dict[str, Any]]] = []
@@ -402,10 +402,4 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
     started = [(who, json.loads(p["input"])["task_id"]) for who, _, op, p in calls
                if op == "StartExecution"]
     assert started == [("ClusterFunction", "f2")]
-    for function_id in ("EvalFunction", "ClusterFunction"):
-        granted = _granted(transformed, function_id)
-        made = [call[1:] for call in calls if call[0] == function_id]
-        assert made, function_id
-        for service, operation, params in made:
-            missing = _needed(service, operation, params) - granted
-            assert not missing, f"{function_id} calls {operation} without {missing}"
+    assert_granted(transformed, calls, ("EvalFunction", "ClusterFunction"))

@@ -11,11 +11,13 @@ import sys
 import xml.etree.ElementTree as ET
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.aws import cfn
 from tests.aws.test_handlers import Deployment, _granted, _needed, new_login
 from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
+from tests.conftest import RunningServer
 from tests.factories import batch, task_events
 
 
@@ -25,15 +27,19 @@ def site(request: pytest.FixtureRequest) -> Deployment:
     return request.getfixturevalue("_deployment")
 
 
-def seed(site: Deployment, slug: str = "shown", runs: int = 12) -> tuple[str, str]:
-    login = new_login()
-    key = site.create_key(login)
+def agent_batch(slug: str = "shown", runs: int = 12) -> dict[str, Any]:
+    """`runs` tasks, the first one failed, with costs, latencies and outputs."""
     events = [e for i in range(runs)
               for e in task_events(f"t{i}", status="failed" if i == 0 else "success",
                                    duration_ms=200 + i, cost=0.01, output=f"secret-{i}")]
+    return batch(slug, events, display_name="Lambda Agent", framework="on-lambda")
+
+
+def seed(site: Deployment, slug: str = "shown", runs: int = 12) -> tuple[str, str]:
+    login = new_login()
+    key = site.create_key(login)
     r = site.request("POST", "/ingest", headers={"X-Bench-Key": key},
-                           json_body=batch(slug, events, display_name="Lambda Agent",
-                                           framework="on-lambda"))
+                     json_body=agent_batch(slug, runs))
     assert r.status == 200, r.body
     return login, key
 
@@ -55,6 +61,64 @@ def test_badges_are_served_by_the_badge_function(site: Deployment) -> None:
     bad = site.request("GET", f"/badge/{login}/shown.svg", query="metric=speed")
     assert bad.status == 400 and bad.json()["detail"][0]["loc"] == ["query", "metric"]
     assert set(site.api.invocations) == {"IngestFunction", "BadgeFunction"}
+
+
+# What a cache or a browser acts on; the local server adds only `x-request-id` and lengths.
+BADGE_HEADERS = ("content-type", "cache-control", "etag", "content-security-policy",
+                 "x-content-type-options", "retry-after")
+
+
+def test_the_badge_function_answers_every_request_as_the_local_server_does(
+        site: Deployment, bench_server: RunningServer) -> None:
+    """The same agent on both; every kind of badge request gets the same status, caching and
+    security headers and body from the Lambda handler as from the local FastAPI server."""
+    login = new_login()
+    body = agent_batch()
+    r = httpx.post(f"{bench_server.url}/ingest", json=body, timeout=30,
+                   headers={"X-Bench-Key": bench_server.create_key(login)})
+    assert r.status_code == 200, r.text
+    r = site.request("POST", "/ingest", json_body=body,
+                     headers={"X-Bench-Key": site.create_key(login)})
+    assert r.status == 200, r.body
+    requests = [(f"{login}/shown.svg", "")] + [
+        (f"{login}/shown.svg", f"metric={metric}&style={style}")
+        for metric in ("success", "runs", "cost", "latency")
+        for style in ("flat", "flat-square", "for-the-badge")] + [
+        (f"{login.upper()}/Shown.svg", "metric=runs&metric=cost"),  # case, the last value wins
+        (f"{login}/shown.svg", "metric=&style="),  # empty means the default
+        (f"{login}/shown.svg", "metric=speed"), (f"{login}/shown.svg", "style=plastic"),
+        ("nobody-at-all/nothing.svg", "style=for-the-badge"), (f"{login}/shown.png", ""),
+        (f"{login}/.svg", "")]
+    statuses = set()
+    for path, query in requests:
+        local = httpx.get(f"{bench_server.url}/badge/{path}" + (f"?{query}" if query else ""),
+                          timeout=10)
+        on_lambda = site.request("GET", f"/badge/{path}", query=query)
+        case = f"{path}?{query}"
+        assert on_lambda.status == local.status_code, case
+        assert ({h: on_lambda.headers.get(h) for h in BADGE_HEADERS}
+                == {h: local.headers.get(h) for h in BADGE_HEADERS}), case
+        assert on_lambda.body == local.content, case
+        statuses.add(local.status_code)
+        if local.status_code == 200:
+            conditional = {"If-None-Match": f'W/{local.headers["etag"]}'}
+            again = httpx.get(f"{bench_server.url}/badge/{path}", params=query, headers=conditional,
+                              timeout=10)
+            again_lambda = site.request("GET", f"/badge/{path}", query=query, headers=conditional)
+            assert again.status_code == again_lambda.status == 304, case
+            assert again_lambda.body == again.content == b""
+            assert ({h: again_lambda.headers.get(h) for h in BADGE_HEADERS}
+                    == {h: again.headers.get(h) for h in BADGE_HEADERS}), case
+    assert statuses == {200, 400, 404}
+
+
+def test_a_failing_store_is_a_500_json_error_not_a_crashed_invocation(site: Deployment) -> None:
+    """As the local server answers an unexpected error; API Gateway would otherwise turn the
+    invocation's exception into its own bare 500."""
+    site.api.environments["BadgeFunction"]["BENCH_TABLE_NAME"] = "no-such-table"
+    r = site.request("GET", "/badge/someone/something.svg")
+    assert (r.status, r.json()) == (500, {"error": "internal error", "detail": []})
+    assert "cache-control" not in r.headers
 
 
 def test_pages_are_served_by_the_web_function(site: Deployment) -> None:
@@ -102,12 +166,13 @@ def test_every_call_the_surfaces_make_is_granted_to_their_roles(
             assert not missing, f"{function_id} calls {operation} without {missing}"
 
 
-def test_the_badge_function_imports_neither_fastapi_nor_the_store() -> None:
-    """Its cold start is Starlette, Powertools and the renderer; pydantic models and boto3
-    load on the first request."""
+def test_the_badge_function_imports_no_web_framework_nor_the_store() -> None:
+    """Its cold start is Powertools and the renderer; pydantic models and boto3 load on the
+    first request."""
+    heavy = ("fastapi", "starlette", "mangum", "pydantic", "boto3", "botocore.client",
+             "jinja2")
     script = ("import json, sys, app\n"
-              "print(json.dumps(sorted(m for m in ('fastapi', 'pydantic', 'boto3', 'jinja2')"
-              " if m in sys.modules)))")
+              f"print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))")
     code_dir = cfn.FUNCTIONS_DIR / "badge"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_dir),
                                                          str(cfn.REPO / "layers" / "core")]),

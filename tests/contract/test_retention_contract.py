@@ -1,5 +1,7 @@
-"""Retention, on every adapter: raw events go `event_retention_days` after their time, a
-temporary agent (the /try sandbox's) goes whole at its expiry; tasks, counters and evals stay.
+"""Retention, on every adapter: raw events go `event_retention_days` after their time, usage
+records of calls through Bench at their own expiry, a temporary agent (the /try sandbox's)
+goes whole at its expiry (also its capability card, grants and benchmark runs); tasks,
+counters and evals stay.
 
 SQLite deletes in `purge_expired`; DynamoDB stamps the table's TTL attribute as it writes.
 moto deletes nothing by TTL, so `expire` does what DynamoDB's TTL would: delete every item
@@ -14,8 +16,10 @@ from typing import Any
 
 import pytest
 from bench_core import sandbox
+from bench_core.benchmarks.records import Attempt, RunRecord
 from bench_core.keys import hash_key, new_key
 from bench_core.models import Agent, AgentMeta, AgentRef, EvalResult, iso
+from bench_core.reuse.models import InvocationGrant, UsageRecord
 from bench_core.store import Store
 from bench_core.store.dynamodb import DynamoStore
 from bench_core.store.sqlite import SqliteStore
@@ -25,6 +29,7 @@ from tests.factories import clean, ev, task_events
 NOW = datetime.now(UTC).replace(microsecond=0)
 REF = AgentRef("alice", "agent-1")
 TEMP = AgentRef("try--0123456789ab", "demo-agent")
+SUITE = "demo-v1"
 
 
 def at(when: datetime) -> str:
@@ -177,3 +182,63 @@ def test_a_sandbox_agent_expires_with_its_key(store: Store) -> None:
     key = store.key_by_hash(hash_key(raw))
     agent = store.get_agent(AgentRef(login, sandbox.SLUG))
     assert key.expires_at is not None and agent.expires_at == key.expires_at
+
+
+# ---- authorized reuse and benchmarks -----------------------------------------------------------
+
+
+def usage(login: str, call_id: str, expires: datetime | None) -> UsageRecord:
+    return UsageRecord(login=login, at=at(NOW - timedelta(minutes=1)), call_id=call_id,
+                       agent=f"{REF.login}/{REF.slug}", status="success", http_status=200,
+                       duration_ms=3.5, expires_at=at(expires) if expires else None)
+
+
+def test_usage_records_go_at_their_expiry_and_are_hidden_from_it_on(store: Store) -> None:
+    going = usage("carol", "going", NOW + timedelta(days=30))
+    kept = usage("carol", "kept", None)
+    for record in (going, kept):
+        store.record_usage(record)
+    assert store.list_usage("carol", 10) == [kept, going]
+    expire(store, NOW + timedelta(days=30) - timedelta(seconds=1))
+    assert store.list_usage("carol", 10) == [kept, going]
+    expire(store, NOW + timedelta(days=30))
+    assert store.list_usage("carol", 10) == [kept]
+    store.record_usage(usage("carol", "past", NOW - timedelta(seconds=1)))
+    assert store.list_usage("carol", 10) == [kept], "expired, even before any purge"
+
+
+def test_a_temporary_agents_card_grants_and_benchmark_runs_go_with_it(store: Store) -> None:
+    expires = NOW + timedelta(hours=24)
+    start_sandbox(store, expires)
+    store.create_agent(Agent(login=REF.login, slug=REF.slug, created_at=at(NOW)))
+    card = {"capability": {"description": "d", "skills": []}, "invocation": {"mode": "disabled"}}
+    for ref in (TEMP, REF):
+        assert store.put_capability(ref, card, at(NOW), "bis_secret")
+        store.put_invocation_grant(InvocationGrant(
+            login=ref.login, slug=ref.slug, caller="dave", calls_per_day=5, calls_per_minute=None,
+            expires_at=None, created_at=at(NOW)))
+        assert store.save_benchmark_run(benchmark_run(f"run-{ref.login}", ref))
+    store.record_usage(usage(TEMP.login, "sandbox-call", expires))
+
+    expire(store, expires + timedelta(seconds=1))
+    assert store.get_capability(TEMP) is None and store.invocation_grants(TEMP) == []
+    assert store.get_benchmark_run(f"run-{TEMP.login}") is None
+    assert store.list_usage(TEMP.login, 10) == []
+    assert [r.run_id for r in store.benchmark_ranking(SUITE, limit=10)] == [f"run-{REF.login}"]
+    assert store.get_capability(REF) is not None and len(store.invocation_grants(REF)) == 1
+    kept = store.get_benchmark_run(f"run-{REF.login}")
+    assert kept is not None and len(kept.attempts) == 1
+    if isinstance(store, DynamoStore):
+        left = [(item["pk"]["S"], item["sk"]["S"]) for item in dynamo_items(store)
+                if TEMP.login in str(item)]
+        assert left == [], left
+
+
+def benchmark_run(run_id: str, ref: AgentRef) -> RunRecord:
+    attempt = Attempt(case_id="c1", repeat=0, status="ok", input={"question": "q"},
+                      output="a", output_hash="sha256:" + "a" * 64, duration_ms=1.0, score=1.0,
+                      passed=True, judge="grounding-heuristic-v1", reasoning="fine")
+    return RunRecord(run_id=run_id, login=ref.login, slug=ref.slug, suite=SUITE,
+                     suite_hash="sha256:" + "b" * 64, submitted_at=at(NOW), repeats=1,
+                     judge="grounding-heuristic-v1", summary={"pass_rate": 1.0, "pass_hat_k": 1.0, "k": 1},
+                     attempts=[attempt])

@@ -12,10 +12,12 @@ import pytest
 from bench._benchmark import value_hash
 from bench_core.benchmarks.aggregate import summarize
 from bench_core.benchmarks.suites import load_suite
+from bench_core.config import LLMSettings
 from bench_core.models import AgentRef
 
 from tests.benchmark_support import SUITE, new_slug, run_body, suite_document, with_output
 from tests.conftest import RunningServer, start_server
+from tests.fake_openai import Reply, fake_openai, verdict
 
 RUNS = f"/api/benchmarks/{SUITE}/runs"
 
@@ -101,6 +103,36 @@ def test_a_server_whose_suite_changed_under_a_published_version_refuses_runs(tmp
     finally:
         uvicorn_server.should_exit = True
         thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("failure", [Reply(status=503), Reply(status=401), Reply(raw="not a completion")],
+                         ids=["unavailable", "refused", "garbled"])
+def test_a_failing_judge_gives_a_503_naming_it_and_stores_nothing(tmp_path: Path, failure: Reply) -> None:
+    with fake_openai(failure) as judge:
+        server, uvicorn_server, thread = start_server(
+            tmp_path, llm=LLMSettings(provider="openai_compat", url=judge.url, model="judge-model", timeout_s=5))
+        try:
+            key = server.create_key("dora")
+            body = run_body("graded", repeats=1, nonce="same-run-again")
+            r = post(server, key, body)
+            assert r.status_code == 503, r.text
+            assert r.json()["error"] == ("the benchmark judge (openai_compat:judge-model) is unavailable; nothing "
+                                         "was stored: submit the run again in a minute")
+            assert r.json()["detail"] == [{"loc": ["judge"], "msg": "unavailable",
+                                           "judge": "openai_compat:judge-model"}]
+            assert int(r.headers["retry-after"]) > 0
+            assert judge.url not in r.text, "the judge's address is the server's business"
+            assert judge.requests, "the judge was asked"
+            assert server.store.get_agent(AgentRef("dora", "graded")) is None
+            assert server.store.benchmark_runs_of(AgentRef("dora", "graded"), 5) == []
+            judge.script(verdict(0.9))
+            again = post(server, key, body)
+            assert again.status_code == 201, again.text
+            assert {a["judge"] for a in again.json()["attempts"] if a["status"] == "ok"} == {
+                "openai_compat:judge-model"}
+        finally:
+            uvicorn_server.should_exit = True
+            thread.join(timeout=10)
 
 
 @pytest.mark.parametrize(("change", "status", "loc"), [

@@ -4,11 +4,14 @@ grants, quotas under concurrency, outbound safety, signatures, and the record on
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import bench
@@ -27,6 +30,7 @@ from tests.http.reuse_support import (
     serve_bench,
     serve_endpoint,
 )
+from tests.http.test_live import next_events, run, watch
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +41,10 @@ def endpoint() -> Iterator[AgentEndpoint]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     yield from serve_bench(tmp_path_factory.mktemp("reuse"))
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def call(server: RunningServer, key: str, owner: str, slug: str = "helper",
@@ -51,6 +59,14 @@ def grant(server: RunningServer, owner_key: str, owner: str, caller: str, slug: 
     return httpx.post(f"{server.url}/api/agents/{owner}/{slug}/grants",
                       headers={"X-Bench-Key": owner_key},
                       json={"caller": caller, "calls_per_day": 100, **quota}, timeout=10)
+
+
+def granted_caller(server: RunningServer, owner_key: str, owner: str, **quota: Any
+                   ) -> tuple[str, str]:
+    """A new caller granted calls to `owner`'s helper (`grant`'s quota unless given), and its key."""
+    caller = new_login()
+    assert grant(server, owner_key, owner, caller, **quota).status_code == 201
+    return caller, server.create_key(caller)
 
 
 # ---- deny by default, grants, revocation, expiry ---------------------------------------------
@@ -150,9 +166,7 @@ def test_only_the_owner_manages_the_card_and_grants(server: RunningServer,
 def test_the_daily_quota_is_exact_under_twenty_concurrent_calls(
         server: RunningServer, endpoint: AgentEndpoint) -> None:
     owner, owner_key, slug = published(server, endpoint)
-    caller = new_login()
-    caller_key = server.create_key(caller)
-    assert grant(server, owner_key, owner, caller, calls_per_day=7).status_code == 201
+    caller, caller_key = granted_caller(server, owner_key, owner, calls_per_day=7)
     with ThreadPoolExecutor(max_workers=20) as pool:
         replies = list(pool.map(lambda _: call(server, caller_key, owner), range(20)))
     statuses = sorted(r.status_code for r in replies)
@@ -169,9 +183,7 @@ def test_the_daily_quota_is_exact_under_twenty_concurrent_calls(
 def test_a_per_minute_quota_answers_429_with_retry_after_within_the_minute(
         server: RunningServer, endpoint: AgentEndpoint) -> None:
     owner, owner_key, _ = published(server, endpoint)
-    caller = new_login()
-    caller_key = server.create_key(caller)
-    assert grant(server, owner_key, owner, caller, calls_per_minute=1).status_code == 201
+    caller, caller_key = granted_caller(server, owner_key, owner, calls_per_minute=1)
     assert call(server, caller_key, owner).status_code == 200
     refused = call(server, caller_key, owner)
     assert refused.status_code == 429
@@ -185,9 +197,7 @@ def test_a_per_minute_quota_answers_429_with_retry_after_within_the_minute(
 def test_a_call_is_recorded_as_a_task_of_the_agent_and_as_usage_of_the_caller(
         server: RunningServer, endpoint: AgentEndpoint) -> None:
     owner, owner_key, slug = published(server, endpoint)
-    caller = new_login()
-    caller_key = server.create_key(caller)
-    grant(server, owner_key, owner, caller)
+    caller, caller_key = granted_caller(server, owner_key, owner)
     answer = call(server, caller_key, owner, body={"input": {"q": "what?"}, "skill": "qa"}).json()
     task = server.get(f"/api/agents/{owner}/{slug}/tasks/{answer['call_id']}")
     assert (task["name"], task["status"], task["input"]) == ("invoked", "success", {"q": "what?"})
@@ -195,10 +205,33 @@ def test_a_call_is_recorded_as_a_task_of_the_agent_and_as_usage_of_the_caller(
     assert task["metadata"] == {"invoked_by": caller, "via": "bench", "skill": "qa"}
     assert task["duration_ms"] == answer["duration_ms"]
     (usage,) = server.get("/api/usage", caller_key)["usage"]
-    assert usage | {"at": None, "duration_ms": None} == {
+    assert usage | {"at": None, "duration_ms": None, "expires_at": None} == {
         "at": None, "call_id": answer["call_id"], "agent": f"{owner}/{slug}",
-        "status": "success", "http_status": 200, "duration_ms": None, "error": None}
+        "status": "success", "http_status": 200, "duration_ms": None, "error": None,
+        "expires_at": None}
+    kept = parse_iso(usage["expires_at"]) - parse_iso(usage["at"])
+    assert kept == timedelta(days=server.services.settings.limits.event_retention_days)
     assert server.get("/api/usage", owner_key)["usage"] == [], "usage is the caller's"
+
+
+@pytest.mark.parametrize(("path", "status"), [("/echo", "success"), ("/fail", "failed")])
+def test_a_call_reaches_the_owners_live_feed_as_an_ingested_task_does(
+        server: RunningServer, endpoint: AgentEndpoint, path: str, status: str) -> None:
+    browser = Browser(server.url)
+    owner, owner_key, slug = published(server, endpoint, path, owner=browser.sign_in())
+    caller, caller_key = granted_caller(server, owner_key, owner)
+
+    async def test() -> None:
+        async with watch(server, f"{owner}/{slug}", browser) as feed:
+            reply = await asyncio.to_thread(call, server, caller_key, owner)
+            assert reply.status_code == (200 if status == "success" else 502), reply.text
+            events = (await next_events(feed))["events"]
+            assert [e["kind"] for e in events] == ["task.start", "task.end"]
+            assert (events[1]["name"], events[1]["status"]) == ("invoked", status)
+            (usage,) = server.get("/api/usage", caller_key)["usage"]
+            assert {e["task_id"] for e in events} == {usage["call_id"]}
+
+    run(test)
 
 
 def test_the_agent_can_verify_that_a_call_came_through_bench_and_from_whom(
@@ -241,9 +274,7 @@ def test_endpoint_failures_are_502_or_504_and_still_recorded(
         server: RunningServer, endpoint: AgentEndpoint, path: str, status: int,
         error: str) -> None:
     owner, owner_key, slug = published(server, endpoint, path)
-    caller = new_login()
-    caller_key = server.create_key(caller)
-    grant(server, owner_key, owner, caller)
+    caller, caller_key = granted_caller(server, owner_key, owner)
     reply = call(server, caller_key, owner)
     assert reply.status_code == status, reply.text
     assert error in reply.json()["error"]
@@ -378,9 +409,7 @@ def test_a_public_card_is_shown_to_everyone_without_its_endpoint(
 def test_a_private_agents_card_and_calls_exist_for_nobody_but_its_owner(
         server: RunningServer, endpoint: AgentEndpoint) -> None:
     owner, key, slug = published(server, endpoint, visibility="private")
-    caller = new_login()
-    caller_key = server.create_key(caller)
-    grant(server, key, owner, caller)
+    caller, caller_key = granted_caller(server, key, owner)
     path = f"{server.url}/api/agents/{owner}/{slug}/capability"
     assert httpx.get(path).status_code == 404
     assert httpx.get(path, headers={"X-Bench-Key": caller_key}).status_code == 404
@@ -406,9 +435,7 @@ def test_a_bad_call_is_refused_before_it_counts(server: RunningServer, endpoint:
                                                 body: dict[str, Any], status: int,
                                                 loc: list[str] | None) -> None:
     owner, owner_key, _ = published(server, endpoint)
-    caller = new_login()
-    caller_key = server.create_key(caller)
-    grant(server, owner_key, owner, caller, calls_per_day=1)
+    caller, caller_key = granted_caller(server, owner_key, owner, calls_per_day=1)
     reply = call(server, caller_key, owner, body=body)
     assert reply.status_code == status, reply.text
     if loc:
@@ -457,6 +484,32 @@ def test_the_owner_manages_grants_from_the_dashboard(server: RunningServer,
     assert browser.post(page + "/revoke", {"caller": caller}, token_from=page).status_code == 303
     assert server.store.invocation_grants(AgentRef(owner, slug)) == []
     assert Browser(server.url).get(page).status_code == 303, "signed out: off to sign in"
+
+
+def test_the_owner_rotates_the_invocation_secret_from_the_dashboard_and_sees_it_once(
+        server: RunningServer, endpoint: AgentEndpoint) -> None:
+    browser = Browser(server.url)
+    owner, _, slug = published(server, endpoint, owner=browser.sign_in())
+    ref = AgentRef(owner, slug)
+    first = endpoint.secrets[f"{owner}/{slug}"]
+    page = f"/dashboard/agents/{slug}/reuse"
+    shown = browser.get(page).text
+    assert f'action="{page}/secret"' in shown and "data-secret" not in shown
+    assert first not in shown
+    forged = browser.post(page + "/secret", {}, token_from=None)
+    assert forged.status_code == 403
+    assert server.store.get_capability(ref).secret == first
+    rotated = browser.post(page + "/secret", {}, token_from=page)
+    assert rotated.status_code == 200, rotated.text
+    assert "no-store" in rotated.headers["cache-control"]
+    found = re.search(r"data-secret>(bis_[A-Za-z0-9_-]+)<", rotated.text)
+    assert found, "the new secret is shown"
+    assert found.group(1) != first and server.store.get_capability(ref).secret == found.group(1)
+    assert found.group(1) not in browser.get(page).text, "shown once"
+    stranger = Browser(server.url)
+    stranger.sign_in()
+    assert stranger.post(page + "/secret", {}, token_from="/dashboard").status_code == 404
+    assert server.store.get_capability(ref).secret == found.group(1)
 
 
 def test_usage_needs_a_key(server: RunningServer) -> None:

@@ -97,7 +97,8 @@ class Limits:
     max_field_bytes: int = 32 * 1024
     recent_events: int = 1000
     event_retention_days: int = 30
-    """How long raw events are kept (0: for ever); tasks, counters and evals stay (`retention`)."""
+    """How long raw events, and callers' usage records (`reuse.invoke.usage_expiry`), are kept
+    (0: for ever); tasks, counters and evals stay (`retention`)."""
 
 
 def _flag(name: str) -> bool | None:

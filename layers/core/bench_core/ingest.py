@@ -10,6 +10,7 @@ import zlib
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import to_json
 
 from .config import Limits
 from .errors import BadRequest, Invalid, PayloadTooLarge
@@ -63,19 +64,29 @@ def parse_batch(body: bytes, limits: Limits) -> IngestBatch:
 
 
 def clean_event(event: WireEvent, limits: Limits) -> CleanEvent:
+    """The stored body of `event`: the fields it sent, oversized values capped. Every value's
+    JSON is part of the body's, so a body within the field cap needs no per-field check, and
+    its JSON goes to the store as is: one encoding per event on the common path."""
+    fields = event.__dict__
     body: dict[str, Any] = {"id": event.id, "kind": event.kind, "ts": iso(event.ts)}
     if event.task_id is not None:
         body["task_id"] = event.task_id
     for name in _KEPT_FIELDS:
-        value = getattr(event, name)
+        value = fields[name]
         if value is not None:
             body[name] = value
     for name in _CAPPED_FIELDS:
-        value = getattr(event, name)
-        if value is not None or name in event.model_fields_set:
-            body[name] = cap(value, limits.max_field_bytes)
-    if "cost_breakdown" in body:
-        body["cost_breakdown"] = cap(body["cost_breakdown"], limits.max_field_bytes)
+        value = fields[name]
+        if value is not None or name in event.model_fields_set:  # an explicit null is kept
+            body[name] = value
+    encoded = to_json(body, serialize_unknown=True)
+    max_bytes = limits.max_field_bytes
+    if len(encoded) <= max_bytes:
+        return CleanEvent(id=event.id, kind=event.kind, ts=body["ts"], task_id=event.task_id,
+                          body=body, body_json=encoded.decode())
+    for name in ("cost_breakdown", *_CAPPED_FIELDS):
+        if name in body:
+            body[name] = cap(body[name], max_bytes)
     return CleanEvent(id=event.id, kind=event.kind, ts=body["ts"], task_id=event.task_id,
                       body=body)
 

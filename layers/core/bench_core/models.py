@@ -134,8 +134,12 @@ def utcnow() -> datetime:
 
 
 def iso(value: datetime) -> str:
-    """ISO-8601 with milliseconds and a Z, sortable as text (SQLite and DynamoDB sort keys)."""
-    return value.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    """ISO-8601 with milliseconds and a Z, sortable as text (SQLite and DynamoDB sort keys).
+    Already-UTC values (validated wire times, `utcnow`) skip the conversion: ingest formats
+    every event's time."""
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    return value.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 @dataclass(frozen=True)
@@ -233,6 +237,9 @@ class CleanEvent:
     ts: str
     task_id: str | None
     body: dict[str, Any]
+    body_json: str | None = field(default=None, compare=False, repr=False)
+    """`body` as compact JSON when ingest already encoded it (to measure it), so the store need
+    not encode it again; None means encode `body`."""
 
     def get(self, name: str) -> Any:
         return self.body.get(name)

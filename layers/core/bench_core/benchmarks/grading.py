@@ -20,10 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..llm import LLM, Message
+from ..errors import BenchError
+from ..llm import LLM, LLMError, Message
 from ..llm.judge import InvalidVerdict, parse_verdict
 from ..llm.prompts import load_prompt
 from ..llm.text import as_text, clip
+from ..log import logger
 from .suites import Case, Suite
 
 OFFLINE_LABEL = "grounding-heuristic-v1"
@@ -32,8 +34,17 @@ MAX_ANSWER_TOKENS = 300
 MAX_ATTEMPTS = 3
 PARALLEL = 16
 """Concurrent judge calls while grading one run."""
+JUDGE_RETRY_AFTER_S = 60
+"""What a run refused for a failing judge is told to wait before it is submitted again."""
 _BRACKETS = re.compile(r"\[([^\[\]]{1,200})\]")
 _ID_LIKE = re.compile(r"^[A-Za-z]{1,3}\d{1,3}$")
+
+
+class JudgeUnavailable(BenchError):
+    """The judge could not grade (its model unreachable, erroring or misconfigured): 503, the
+    run is not stored, and the same submission may be sent again later."""
+
+    status = 503
 
 
 @dataclass(frozen=True)
@@ -101,7 +112,7 @@ def render_facts(case: Case) -> str:
 class ModelGrader:
     """The suite's judge prompt on the configured model, parsed strictly (`parse_verdict`);
     an unusable answer is asked for again, then graded 0 with the reason (never a made-up
-    score). `LLMUnavailable` propagates: the run is not stored, and the caller may resubmit."""
+    score). A model that cannot answer (`LLMError`) fails the whole run (`grade_all`)."""
 
     def __init__(self, llm: LLM, prompt_name: str) -> None:
         self.llm = llm
@@ -135,9 +146,21 @@ def grader_for(llm: LLM | None, suite: Suite) -> Grader:
 
 def grade_all(grader: Grader, work: Iterable[tuple[Case, Any, str]]) -> dict[tuple[str, str], Grade]:
     """Grades by (case id, output hash) for each (case, output, output hash): an answer given
-    twice (a deterministic agent's repeats) is graded once; model calls run in parallel."""
+    twice (a deterministic agent's repeats) is graded once; model calls run in parallel.
+    `JudgeUnavailable` once the model fails one (the grades not yet started are dropped)."""
     unique = {(case.id, digest): (case, output) for case, output, digest in work}
     keys = list(unique)
-    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+    pool = ThreadPoolExecutor(max_workers=PARALLEL)
+    try:
         grades = list(pool.map(lambda k: grader.grade(*unique[k]), keys))
+    except LLMError as exc:
+        # The model's own error names its endpoint: for the server's log, not the caller.
+        logger.warning("benchmark judge failed", extra={"judge": grader.label, "error": str(exc)})
+        raise JudgeUnavailable(
+            f"the benchmark judge ({grader.label}) is unavailable; nothing was stored: submit "
+            f"the run again in a minute",
+            [{"loc": ["judge"], "msg": "unavailable", "judge": grader.label}],
+            headers={"Retry-After": str(JUDGE_RETRY_AFTER_S)}) from exc
+    finally:
+        pool.shutdown(cancel_futures=True)
     return dict(zip(keys, grades, strict=True))

@@ -42,6 +42,12 @@ def get_services(request: Request) -> Services:
     return services
 
 
+async def services_of(request: Request) -> Services:
+    """`get_services` as a dependency: FastAPI runs a plain-function dependency in a worker
+    thread, and that hop cost more than the lookup on the ingest hot path."""
+    return get_services(request)
+
+
 def error_response(status: int, message: str, detail: list[Any] | None = None,
                    headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message, "detail": detail or []}, status_code=status,

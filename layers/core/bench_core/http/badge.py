@@ -1,11 +1,19 @@
-"""`GET /badge/{login}/{slug}.svg` in a FastAPI app: the endpoint of `bench_core.badge_app`,
-which the badge Lambda serves without FastAPI."""
+"""`GET /badge/{login}/{slug}.svg` in a FastAPI app: `bench_core.badge_app.badge_answer`, the
+same function the badge Lambda answers with."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
 
-from ..badge_app import PATH, badge
+from ..badge_app import PATH, badge_answer
+from . import get_services
+from .render import reply_response
 
 router = APIRouter()
-router.add_api_route(PATH, badge, methods=["GET"], include_in_schema=False)
+
+
+@router.get(PATH, include_in_schema=False)
+def badge(login: str, slug: str, request: Request) -> Response:
+    return reply_response(badge_answer(get_services(request).store, login, slug,
+                                       request.query_params, request.headers.get("if-none-match")))

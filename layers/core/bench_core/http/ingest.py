@@ -16,7 +16,7 @@ from ..log import logger
 from ..models import AgentRef, IngestBatch, IngestOutcome, KeyRecord
 from ..services import Services
 from ..workflows.eval import hand_off
-from . import get_services
+from . import services_of
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
 
 
@@ -64,7 +64,7 @@ def publish_later(background: BackgroundTasks, services: Services, ref: AgentRef
 
 @router.post("/ingest")
 async def post_ingest(request: Request, background: BackgroundTasks,
-                      services: Services = Depends(get_services)) -> JSONResponse:
+                      services: Services = Depends(services_of)) -> JSONResponse:
     raw_key = presented_key(request)
     if raw_key is None:
         raise Unauthorized(MISSING_KEY)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -24,9 +25,10 @@ from ..privacy import Viewer
 from ..reuse import capability, grants, invoke
 from ..reuse.models import CapabilityCard, GrantRequest, InvokeRequest
 from ..services import Services
-from . import get_services
+from . import error_response, get_services
 from .api import agent_ref, load_visible
 from .deps import current_viewer, read_body, require_key
+from .ingest import publish_later
 
 router = APIRouter(prefix="/api")
 invoke_router = APIRouter(prefix="/api")
@@ -116,13 +118,22 @@ def list_usage(limit: int = Query(50, ge=1, le=USAGE_LIMIT), key: KeyRecord = De
 
 
 @invoke_router.post("/agents/{login}/{slug}/invoke")
-async def post_invoke(login: str, slug: str, request: Request,
+async def post_invoke(login: str, slug: str, request: Request, background: BackgroundTasks,
                       key: KeyRecord = Depends(require_key),
-                      services: Services = Depends(get_services)) -> dict[str, Any]:
+                      services: Services = Depends(get_services)) -> JSONResponse:
+    """The agent's answer, or 502/504; either way the recorded call goes to the agent's live
+    feed after the response, as an ingested batch does."""
     raw = await read_body(request, services.settings.reuse.max_input_bytes + INVOKE_BODY_SLACK)
     try:
         body = InvokeRequest.model_validate_json(raw)
     except ValidationError as exc:
         raise Invalid("invalid call", [{**d, "loc": ["body", *d["loc"]]}
                                        for d in validation_detail(exc)]) from exc
-    return await run_in_threadpool(invoke.invoke, services, key, agent_ref(login, slug), body)
+    call = await run_in_threadpool(invoke.invoke, services, key, agent_ref(login, slug), body)
+    if call.outcome is not None:
+        publish_later(background, services, call.ref, call.events, call.outcome)
+    response = (JSONResponse(call.answer) if call.error is None else
+                error_response(call.error.status, call.error.message, call.error.detail,
+                               call.error.headers))
+    response.background = background
+    return response

@@ -1,6 +1,7 @@
 """The owner's dashboard page for authorized reuse, `/dashboard/agents/{slug}/reuse`: the
-published capability card, and the grants to call the agent (add, replace, revoke; every form
-CSRF-checked, answered with a redirect)."""
+published capability card (and rotating its invocation secret), and the grants to call the
+agent (add, replace, revoke). Every form is CSRF-checked and answered with a redirect, but for
+the rotation, whose answer is the page showing the new secret once."""
 
 from __future__ import annotations
 
@@ -79,6 +80,21 @@ async def grant_form(request: Request, slug: str,
     login, fields = await _checked_form(request, services)
     await run_in_threadpool(_grant_from_form, services, login, slug, fields)
     return _back(login, slug)
+
+
+def _rotated(services: Services, login: str, slug: str) -> dict[str, Any]:
+    agent = _own_agent(services, login, slug)
+    rotated = capability.rotate_secret(services.store, agent, utcnow())
+    return {**_reuse_page(services, login, slug), "new_secret": rotated[capability.SECRET_FIELD]}
+
+
+@router.post("/agents/{slug}/reuse/secret")
+async def rotate_secret_form(request: Request, slug: str,
+                             services: Services = Depends(get_services)) -> Response:
+    """A new invocation secret, shown on this answer only (never stored by a cache)."""
+    login, _ = await _checked_form(request, services)
+    context = await run_in_threadpool(_rotated, services, login, slug)
+    return await account_page(request, services, login, "dashboard_reuse.html", **context)
 
 
 @router.post("/agents/{slug}/reuse/revoke")

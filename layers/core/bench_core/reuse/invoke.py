@@ -6,7 +6,9 @@
 3. the input goes to the endpoint (`outbound`) with the signature headers (`signing`);
 4. whatever happens there, the call is recorded twice: as a task of the agent (through the
    ingest fold, so its stats count it; named `invoked`, the caller in its metadata) and as
-   usage of the caller; then the caller gets the answer, or 502/504 saying what went wrong.
+   usage of the caller (kept as long as raw events, `usage_expiry`); then the caller gets the
+   answer, or 502/504 saying what went wrong, and the recorded events go to the agent's live
+   feed as an ingested batch's do (`Invocation`, published by the router after the answer).
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from .. import telemetry
 from ..errors import BenchError, Forbidden, PayloadTooLarge
 from ..ingest import clean_event
 from ..log import logger
-from ..models import Agent, AgentMeta, AgentRef, KeyRecord, WireEvent, iso, utcnow
+from ..models import (
+    Agent,
+    AgentMeta,
+    AgentRef,
+    IngestOutcome,
+    KeyRecord,
+    WireEvent,
+    iso,
+    utcnow,
+)
 from ..privacy import Viewer, visible_agent
 from ..services import Services
 from ..values import dumps
@@ -54,8 +65,22 @@ class Call:
     error: BenchError | None = None
 
 
+@dataclass
+class Invocation:
+    """What a call came to: the caller's answer, or the error to answer with; and the events it
+    was recorded as for the agent `ref` (`outcome` None: they could not be stored)."""
+
+    ref: AgentRef
+    answer: dict[str, Any] | None
+    error: BenchError | None
+    events: list[WireEvent]
+    outcome: IngestOutcome | None
+
+
 def invoke(services: Services, key: KeyRecord, ref: AgentRef,
-           request: InvokeRequest) -> dict[str, Any]:
+           request: InvokeRequest) -> Invocation:
+    """Check, count, forward and record one call; refusals before anything goes out
+    (not found, no grant, over quota, too large) raise."""
     store, settings = services.store, services.settings.reuse
     now = utcnow()
     agent = visible_agent(store.get_agent(ref), Viewer(key.login))
@@ -72,11 +97,12 @@ def invoke(services: Services, key: KeyRecord, ref: AgentRef,
     if grant is not None:
         grants.take_quota(store, agent, key.login, grant, now)
     call = _forward(services, endpoint, record.secret, key.login, ref, payload)
-    _record(services, agent, key.login, request, call)
-    if call.error is not None:
-        raise call.error
-    return {"agent": ref.path, "call_id": call.call_id, "output": call.output,
-            "duration_ms": call.duration_ms}
+    events = _events(key.login, request, call)
+    outcome = _record(services, agent, key, events, call)
+    answer = None if call.error is not None else {
+        "agent": ref.path, "call_id": call.call_id, "output": call.output,
+        "duration_ms": call.duration_ms}
+    return Invocation(agent.ref, answer, call.error, events, outcome)
 
 
 def _forward(services: Services, endpoint: str, secret: str, caller: str, ref: AgentRef,
@@ -118,14 +144,12 @@ def _output(answer: outbound.Answer) -> Any:
                          [{"loc": ["agent"], "body": text[:ERROR_PREVIEW]}]) from exc
 
 
-def _record(services: Services, agent: Agent, caller: str, request: InvokeRequest,
-            call: Call) -> None:
-    """The call as a task of the agent and as usage of the caller. A failure here is logged:
-    the call has happened and counted, so its answer still goes back."""
+def _events(caller: str, request: InvokeRequest, call: Call) -> list[WireEvent]:
+    """The call as a task of the agent: its start and its end."""
     status = "failed" if call.error is not None else "success"
     ended = call.started + timedelta(milliseconds=call.duration_ms)
     common = {"task_id": call.call_id, "name": TASK_NAME}
-    events = [
+    return [
         WireEvent(id=uuid.uuid4().hex, kind="task.start", ts=call.started,
                   input=request.input, **common),
         WireEvent(id=uuid.uuid4().hex, kind="task.end", ts=ended, status=status,
@@ -133,17 +157,36 @@ def _record(services: Services, agent: Agent, caller: str, request: InvokeReques
                   duration_ms=call.duration_ms,
                   data={"invoked_by": caller, "via": "bench", "skill": request.skill},
                   **common)]
+
+
+def usage_expiry(started: datetime, key: KeyRecord, retention_days: int) -> str | None:
+    """When a usage record goes: as raw events do, `retention_days` after the call (0: never),
+    or with the caller's key if that is temporary (a /try sandbox's) and sooner."""
+    times = [key.expires_at] if key.expires_at else []
+    if retention_days > 0:
+        times.append(iso(started + timedelta(days=retention_days)))
+    return min(times, default=None)
+
+
+def _record(services: Services, agent: Agent, key: KeyRecord, events: list[WireEvent],
+            call: Call) -> IngestOutcome | None:
+    """The call as a task of the agent and as usage of the caller. A failure here is logged:
+    the call has happened and counted, so its answer still goes back."""
+    outcome = None
     try:
         limits = services.settings.limits
         outcome = services.store.ingest(agent.login, AgentMeta(slug=agent.slug),
                                         [clean_event(e, limits) for e in events])
         hand_off(services, agent.ref, outcome)
         services.store.record_usage(UsageRecord(
-            login=caller, at=iso(call.started), call_id=call.call_id,
-            agent=f"{agent.login}/{agent.slug}", status=status,
+            login=key.login, at=iso(call.started), call_id=call.call_id,
+            agent=f"{agent.login}/{agent.slug}",
+            status="failed" if call.error is not None else "success",
             http_status=call.error.status if call.error else 200,
-            duration_ms=call.duration_ms, error=call.error.message if call.error else None))
+            duration_ms=call.duration_ms, error=call.error.message if call.error else None,
+            expires_at=usage_expiry(call.started, key, limits.event_retention_days)))
     except Exception:
         logger.exception("could not record a call", extra={"agent": agent.ref.path,
                                                             "call_id": call.call_id})
     telemetry.count("AgentCalls")
+    return outcome

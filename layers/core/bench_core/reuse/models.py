@@ -176,8 +176,11 @@ class UsageRecord:
     """What Bench answered the caller."""
     duration_ms: float
     error: str | None = None
+    expires_at: str | None = None
+    """When the record goes (`invoke.usage_expiry`; None: kept for ever)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"at": self.at, "call_id": self.call_id, "agent": self.agent,
                 "status": self.status, "http_status": self.http_status,
-                "duration_ms": self.duration_ms, "error": self.error}
+                "duration_ms": self.duration_ms, "error": self.error,
+                "expires_at": self.expires_at}

@@ -154,9 +154,11 @@ class Store(Protocol):
         """Count one call of `caller` in every window unless one is full, atomically: None
         when counted, else the first full window (and nothing counted)."""
         ...
-    def record_usage(self, usage: UsageRecord) -> None: ...
+    def record_usage(self, usage: UsageRecord) -> None:
+        """Kept until `usage.expires_at` (None: for ever)."""
+        ...
     def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
-        """The login's calls through Bench, newest first."""
+        """The login's calls through Bench, newest first; none past its expiry."""
         ...
 
     # benchmarks (bench_core.benchmarks): the suite registry, runs with their attempts, rankings

@@ -373,7 +373,7 @@ class DynamoStore(DynamoLeaderboard, DynamoEvals, DynamoReuse, DynamoBenchmarks,
         agent = codec.temporary(agent, old)
         arrival = time.time_ns()
         write = _BatchWrite(self, agent, self._load_tasks(agent, _task_ids(fresh)),
-                            {e.id: dumps(e.body) for e in fresh},
+                            {e.id: e.body_json or dumps(e.body) for e in fresh},
                             {e.id: arrival + i for i, e in enumerate(fresh)},
                             self.event_retention_days)
         for unit in _units(fresh, write.bodies):

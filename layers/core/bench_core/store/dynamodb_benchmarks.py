@@ -12,6 +12,8 @@ A suite is registered with a Put conditional on its absence: the first hash stay
 attempts are written first and its META item last (conditional on its absence), so a run is
 visible only once complete and a resubmission (same run id) changes nothing. The rank item
 holds the agent's latest run, replaced only by a later one; a ranking is one Query on gsi2.
+A temporary agent's (the /try sandbox's) run, attempt and rank items carry its TTL, as its
+other items do (`dynamodb_retention`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from botocore.exceptions import ClientError
 from ..benchmarks.records import Attempt, RunRecord
 from ..models import AgentRef
 from . import dynamodb_codec as codec
+from .dynamodb_codec import AgentKeys
 
 SUITES = "BSUITES"
 BATCH_WRITE = 25
@@ -85,17 +88,21 @@ class DynamoBenchmarks:
         pk = _run_pk(run.run_id)
         if self._get(codec.to_item({"pk": pk, "sk": codec.META})) is not None:
             return False
-        self._write_all([codec.to_item({"pk": pk, "sk": f"ATT#{i:04d}", "body": a.model_dump_json()})
+        agent = AgentKeys(run.login, run.slug)
+        ttl = codec.expiry(codec.temporary(agent, self._get(agent.key(codec.META))))
+        self._write_all([codec.to_item({"pk": pk, "sk": f"ATT#{i:04d}", "body": a.model_dump_json(),
+                                        **ttl})
                          for i, a in enumerate(run.attempts)])
         body = run.without_attempts().model_dump_json()
         if not self._put_if_absent(codec.to_item({
                 "pk": pk, "sk": codec.META, "gsi1pk": f"BRUNS#{run.login}#{run.slug}",
-                "gsi1sk": f"{run.submitted_at}#{run.run_id}", "body": body})):
+                "gsi1sk": f"{run.submitted_at}#{run.run_id}", "body": body, **ttl})):
             return False
         self._put_if_absent(
             codec.to_item({"pk": _rank_pk(run.suite), "sk": f"{run.login}#{run.slug}",
                            "gsi2pk": _rank_pk(run.suite), "gsi2sk": run.rank_key,
-                           "run_id": run.run_id, "submitted_at": run.submitted_at, "body": body}),
+                           "run_id": run.run_id, "submitted_at": run.submitted_at, "body": body,
+                           **ttl}),
             "attribute_not_exists(pk) OR submitted_at <= :at", {":at": run.submitted_at})
         return True
 

@@ -5,7 +5,12 @@ partition. Item (pk, sk; `A` is `{login}#{slug}`):
 - capability card:  AGENT#{A}, CAPABILITY                   card (JSON text), secret, times
 - grant:            AGENT#{A}, IGRANT#{caller}              quota, expiry
 - quota counter:    AGENT#{A}, QUOTA#{caller}#{bucket}      n (+ TTL: the window's end)
-- usage:            USAGE#{login}, {at}#{call id}           agent, status, ...
+- usage:            USAGE#{login}, {at}#{call id}           agent, status, ... (+ TTL)
+
+A temporary agent's (the /try sandbox's) card and grants carry its TTL, as its other items
+do (`dynamodb_retention`); quota counters have their window's, never more than a day. A usage
+record has its own expiry (`UsageRecord.expires_at`) and is hidden from it on, since TTL
+deletion can lag.
 
 A quota take is one conditional `ADD` per window (`attribute_not_exists(n) OR n < :limit`):
 one UpdateItem for one window, one transaction for several, so a call refused by one window
@@ -21,7 +26,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TooManyRequests
-from ..models import AgentRef
+from ..models import AgentRef, iso, utcnow
 from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 from ..values import dumps
 from . import dynamodb_codec as codec
@@ -61,15 +66,20 @@ class DynamoReuse:
         def _query(self, pk: str, sk: str = "", **options: Any) -> Any: ...
         def _update(self, update: Update, returns: str = "NONE") -> dict[str, Any]: ...
 
+    def _agent_keys(self, ref: AgentRef) -> AgentKeys:
+        """`ref`'s keys with its expiry if it is a temporary agent (one read)."""
+        agent = AgentKeys(ref.login, ref.slug)
+        return codec.temporary(agent, self._get(agent.key(codec.META)))
+
     # ---- capability cards --------------------------------------------------------------------
 
     def put_capability(self, ref: AgentRef, card: dict[str, Any], when: str, secret: str
                        ) -> bool:
-        item = self._update(Update(AgentKeys(ref.login, ref.slug).key(CAPABILITY),
-                                   set={"card": dumps(card), "updated_at": when,
+        agent = self._agent_keys(ref)
+        item = self._update(codec.expiring(Update(
+            agent.key(CAPABILITY), set={"card": dumps(card), "updated_at": when,
                                         "login": ref.login, "slug": ref.slug},
-                                   set_if_absent={"secret": secret, "published_at": when}),
-                            returns="ALL_NEW")
+            set_if_absent={"secret": secret, "published_at": when}), agent), returns="ALL_NEW")
         return bool(item["secret"] == secret)
 
     def get_capability(self, ref: AgentRef) -> PublishedCapability | None:
@@ -94,11 +104,13 @@ class DynamoReuse:
     # ---- grants ------------------------------------------------------------------------------
 
     def put_invocation_grant(self, grant: InvocationGrant) -> None:
+        agent = self._agent_keys(AgentRef(grant.login, grant.slug))
         attrs = {"login": grant.login, "slug": grant.slug, "caller": grant.caller,
                  **{name: getattr(grant, name) for name in _GRANT_FIELDS}}
         self.client.put_item(TableName=self.table_name, Item={
-            **AgentKeys(grant.login, grant.slug).key(GRANT + grant.caller),
-            **codec.to_item({k: v for k, v in attrs.items() if v is not None})})
+            **agent.key(GRANT + grant.caller),
+            **codec.to_item({k: v for k, v in attrs.items() if v is not None}),
+            **codec.to_item(codec.expiry(agent))})
 
     def get_invocation_grant(self, ref: AgentRef, caller: str) -> InvocationGrant | None:
         item = self._get(AgentKeys(ref.login, ref.slug).key(GRANT + caller))
@@ -148,12 +160,16 @@ class DynamoReuse:
                                                            *_USAGE_FIELDS)}
         self.client.put_item(TableName=self.table_name, Item=codec.to_item({
             "pk": f"USAGE#{usage.login}", "sk": f"{usage.at}#{usage.call_id}",
-            **{k: v for k, v in attrs.items() if v is not None}}))
+            **{k: v for k, v in attrs.items() if v is not None},
+            **(codec.ttl(usage.expires_at) if usage.expires_at else {})}))
 
     def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
-        items = itertools.islice(self._query(f"USAGE#{login}", forward=False, page=limit), limit)
+        now = iso(utcnow())
+        live = (item for item in self._query(f"USAGE#{login}", forward=False, page=limit)
+                if item.get("until") is None or item["until"] > now)
         return [UsageRecord(login=item["login"], at=item["at"], call_id=item["call_id"],
                             agent=item["agent"], status=item["status"],
                             http_status=int(item["http_status"]),
-                            duration_ms=float(item["duration_ms"]), error=item.get("error"))
-                for item in items]
+                            duration_ms=float(item["duration_ms"]), error=item.get("error"),
+                            expires_at=item.get("until"))
+                for item in itertools.islice(live, limit)]

@@ -40,7 +40,7 @@ from . import SETTABLE, decode_cursor, encode_cursor
 from .sqlite_benchmarks import MIGRATION as BENCHMARKS_SCHEMA
 from .sqlite_benchmarks import SqliteBenchmarks
 from .sqlite_retention import RETENTION_SCHEMA, SqliteRetention
-from .sqlite_reuse import REUSE_SCHEMA, SqliteReuse
+from .sqlite_reuse import REUSE_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 
 MIGRATIONS: list[str] = [
     # 1: the foundation
@@ -157,6 +157,8 @@ MIGRATIONS: list[str] = [
     BENCHMARKS_SCHEMA,
     # temporary agents (the /try sandbox's) and their purge (sqlite_retention)
     RETENTION_SCHEMA,
+    # usage records of calls through Bench expire (sqlite_reuse, purged by sqlite_retention)
+    USAGE_EXPIRY_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
@@ -460,7 +462,7 @@ class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
                 "INSERT OR IGNORE INTO events (agent_id, event_id, kind, ts, task_id, body) "
                 f"VALUES {', '.join(['(?, ?, ?, ?, ?, ?)'] * len(chunk))} RETURNING event_id",
                 [v for e in chunk for v in (agent_id, e.id, e.kind, e.ts, e.task_id,
-                                            dumps(e.body))]).fetchall()
+                                            e.body_json or dumps(e.body))]).fetchall()
             inserted.update(r[0] for r in rows)
         fresh = []
         for event in events:

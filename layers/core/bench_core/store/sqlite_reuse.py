@@ -35,8 +35,16 @@ REUSE_SCHEMA = """
 """
 """The migration adding these tables (appended to `sqlite.MIGRATIONS`)."""
 
+USAGE_EXPIRY_SCHEMA = """
+    ALTER TABLE invocation_usage ADD COLUMN expires_at TEXT;
+    CREATE INDEX invocation_usage_expiry ON invocation_usage (expires_at)
+        WHERE expires_at IS NOT NULL;
+"""
+"""The migration giving usage records an expiry (`UsageRecord.expires_at`; purged by
+`sqlite_retention`), appended to `sqlite.MIGRATIONS`."""
+
 _GRANT_COLS = "login, slug, caller, calls_per_day, calls_per_minute, expires_at, created_at"
-_USAGE_COLS = "login, at, call_id, agent, status, http_status, duration_ms, error"
+_USAGE_COLS = "login, at, call_id, agent, status, http_status, duration_ms, error, expires_at"
 
 
 class SqliteReuse:
@@ -123,12 +131,14 @@ class SqliteReuse:
     def record_usage(self, usage: UsageRecord) -> None:
         with self._write() as conn:
             conn.execute(f"INSERT OR REPLACE INTO invocation_usage ({_USAGE_COLS}) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (usage.login, usage.at, usage.call_id, usage.agent, usage.status,
-                          usage.http_status, usage.duration_ms, usage.error))
+                          usage.http_status, usage.duration_ms, usage.error, usage.expires_at))
 
     def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
+        """Expired records are left out before the purge deletes them."""
         rows: Iterator[sqlite3.Row] = self._conn().execute(
             f"SELECT {_USAGE_COLS} FROM invocation_usage WHERE login = ? "
-            "ORDER BY at DESC, call_id DESC LIMIT ?", (login, limit))
+            "AND (expires_at IS NULL OR expires_at > ?) "
+            "ORDER BY at DESC, call_id DESC LIMIT ?", (login, iso(utcnow()), limit))
         return [UsageRecord(**dict(r)) for r in rows]
