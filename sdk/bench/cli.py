@@ -37,6 +37,18 @@ def _endpoint_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--endpoint", help="Bench server URL (default: BENCH_ENDPOINT, else http://127.0.0.1:8000)")
 
 
+def _agent_target(endpoint: Optional[str], slug: Optional[str], flag: str) -> tuple[str, str, str]:
+    """The server, agent slug and key a command writes with, or a CliError naming what is missing."""
+    server = _config.base_url(endpoint)
+    slug = _config.agent_slug(slug)
+    if not slug:
+        raise CliError(f"no agent slug: pass {flag}, set BENCH_AGENT or run `bench init`")
+    key = _config.api_key(None, server)
+    if not key:
+        raise CliError(f"no key: set BENCH_KEY or run `bench login --endpoint {server}`")
+    return server, slug, key
+
+
 # ── init ─────────────────────────────────────────────────────────────────────────────────────
 
 def _add_init(commands: Subparsers) -> None:
@@ -95,13 +107,7 @@ def _add_test(commands: Subparsers) -> None:
 
 
 def _test(args: argparse.Namespace) -> int:
-    server = _config.base_url(args.endpoint)
-    slug = _config.agent_slug(args.agent)
-    if not slug:
-        raise CliError("no agent slug: run `bench init`, set BENCH_AGENT or pass --agent")
-    key = _config.api_key(None, server)
-    if not key:
-        raise CliError(f"no key: set BENCH_KEY or run `bench login --endpoint {server}`")
+    server, slug, key = _agent_target(args.endpoint, args.agent, "--agent")
     project = detect_project(Path.cwd())
     answer = send_verification_task(server, key, slug, None, project.framework)
     print(f"✓ Bench accepted the test task for {answer.get('agent') or slug}")
@@ -199,13 +205,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _benchmark_run(args: argparse.Namespace) -> int:
-    server = _config.base_url(args.endpoint)
-    slug = _config.agent_slug(args.agent_slug)
-    if not slug:
-        raise CliError("no agent slug: pass --agent-slug, set BENCH_AGENT or run `bench init`")
-    key = _config.api_key(None, server)
-    if not key:
-        raise CliError(f"no key: set BENCH_KEY or run `bench login --endpoint {server}`")
+    server, slug, key = _agent_target(args.endpoint, args.agent_slug, "--agent-slug")
     if args.repeats is not None and not 1 <= args.repeats <= 10:
         raise CliError("--repeats must be between 1 and 10")
     if args.timeout is not None and args.timeout <= 0:

@@ -43,8 +43,8 @@ def get_services(request: Request) -> Services:
 
 
 async def services_of(request: Request) -> Services:
-    """`get_services` as a dependency: FastAPI runs a plain-function dependency in a worker
-    thread, and that hop cost more than the lookup on the ingest hot path."""
+    """`get_services` as every route's dependency: FastAPI runs a plain-function dependency in
+    a worker thread, a hop that costs more than the lookup itself."""
     return get_services(request)
 
 

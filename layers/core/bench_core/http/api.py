@@ -13,7 +13,7 @@ from ..models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentSettings
 from ..privacy import Viewer, event_view, task_view, visible_agent
 from ..services import Services
 from ..views import agent_detail
-from . import get_services
+from . import services_of
 from .deps import current_viewer, require_key
 
 router = APIRouter(prefix="/api")
@@ -38,7 +38,7 @@ def load_visible(services: Services, login: str, slug: str, viewer: Viewer) -> A
 
 @router.get("/agents/{login}/{slug}")
 def get_agent(login: str, slug: str, viewer: Viewer = Depends(current_viewer),
-              services: Services = Depends(get_services)) -> dict[str, Any]:
+              services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = load_visible(services, login, slug, viewer)
     return agent_detail(services.store, agent, viewer)
 
@@ -46,7 +46,7 @@ def get_agent(login: str, slug: str, viewer: Viewer = Depends(current_viewer),
 @router.get("/agents/{login}/{slug}/events")
 def get_events(login: str, slug: str, limit: int = Query(100, ge=1, le=1000),
                viewer: Viewer = Depends(current_viewer),
-               services: Services = Depends(get_services)) -> dict[str, Any]:
+               services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = load_visible(services, login, slug, viewer)
     events = services.store.recent_events(agent.ref, limit)
     return {"events": [event_view(e, agent, viewer) for e in events]}
@@ -56,7 +56,7 @@ def get_events(login: str, slug: str, limit: int = Query(100, ge=1, le=1000),
 def get_tasks(login: str, slug: str, status: str | None = None, parent: str | None = None,
               cursor: str | None = None, limit: int = Query(50, ge=1, le=200),
               viewer: Viewer = Depends(current_viewer),
-              services: Services = Depends(get_services)) -> dict[str, Any]:
+              services: Services = Depends(services_of)) -> dict[str, Any]:
     if status is not None and status not in TASK_STATUSES:
         raise BadRequest(f"unknown status {status!r}: use one of {', '.join(TASK_STATUSES)}",
                          [{"loc": ["query", "status"], "msg": "unknown status"}])
@@ -74,7 +74,7 @@ def get_tasks(login: str, slug: str, status: str | None = None, parent: str | No
 
 @router.get("/agents/{login}/{slug}/tasks/{task_id}")
 def get_task(login: str, slug: str, task_id: str, viewer: Viewer = Depends(current_viewer),
-             services: Services = Depends(get_services)) -> dict[str, Any]:
+             services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = load_visible(services, login, slug, viewer)
     task = services.store.get_task(agent.ref, task_id)
     if task is None:
@@ -88,7 +88,7 @@ def get_task(login: str, slug: str, task_id: str, viewer: Viewer = Depends(curre
 @router.patch("/agents/{login}/{slug}")
 async def patch_agent(login: str, slug: str, patch: AgentSettingsPatch,
                       key: KeyRecord = Depends(require_key),
-                      services: Services = Depends(get_services)) -> dict[str, Any]:
+                      services: Services = Depends(services_of)) -> dict[str, Any]:
     ref = agent_ref(login, slug)
     if key.login != ref.login:
         raise NotFound("agent not found")

@@ -21,7 +21,7 @@ from ..accounts import github, sessions, signing, valid_account_login
 from ..errors import Forbidden
 from ..models import iso, utcnow
 from ..services import Services
-from . import get_services
+from . import services_of
 from .browser import (
     NO_STORE,
     check_csrf,
@@ -69,7 +69,7 @@ def signed_in(request: Request, services: Services, login: str, target: str) -> 
 
 @router.get("/signin")
 async def signin_page(request: Request, next: str | None = None,
-                      services: Services = Depends(get_services)) -> Response:
+                      services: Services = Depends(services_of)) -> Response:
     target = safe_next(next)
     session = await session_of(request, services)
     if session is not None and not session.sandbox:
@@ -82,7 +82,7 @@ async def signin_page(request: Request, next: str | None = None,
 
 
 @router.post("/signin/local")
-async def signin_local(request: Request, services: Services = Depends(get_services)) -> Response:
+async def signin_local(request: Request, services: Services = Depends(services_of)) -> Response:
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
     if not local_signin_allowed(request, services):
@@ -98,7 +98,7 @@ async def signin_local(request: Request, services: Services = Depends(get_servic
 
 @router.get("/auth/github")
 def github_start(request: Request, next: str | None = None,
-                 services: Services = Depends(get_services)) -> Response:
+                 services: Services = Depends(services_of)) -> Response:
     accounts = services.settings.accounts
     if not accounts.github_enabled:
         return error_page(request, 404, "GitHub sign-in is not set up on this server.")
@@ -114,7 +114,7 @@ def github_start(request: Request, next: str | None = None,
 @router.get(CALLBACK)
 def github_callback(request: Request, code: str | None = None, state: str | None = None,
                     error: str | None = None,
-                    services: Services = Depends(get_services)) -> Response:
+                    services: Services = Depends(services_of)) -> Response:
     started = signing.unsign(services.secrets.session_key(), OAUTH_PURPOSE,
                              request.cookies.get(OAUTH_COOKIE, ""))
     failure = _callback_problem(started, code, state, error)
@@ -158,7 +158,7 @@ def _finish_github(request: Request, services: Services, code: str, target: str)
 
 
 @router.post("/logout")
-async def logout(request: Request, services: Services = Depends(get_services)) -> Response:
+async def logout(request: Request, services: Services = Depends(services_of)) -> Response:
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
     session = await session_of(request, services)

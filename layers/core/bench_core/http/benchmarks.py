@@ -22,7 +22,7 @@ from ..ingest import validation_detail
 from ..models import Agent, AgentRef, KeyRecord
 from ..privacy import Viewer, visible_agent
 from ..services import Services
-from . import get_services, render
+from . import render, services_of
 from .deps import current_viewer, read_body, require_key
 from .render import PageRoute
 
@@ -68,7 +68,7 @@ def suite_detail(services: Services, suite_id: str, ranking: int) -> dict[str, A
 
 @api_router.post("/{suite}/runs", status_code=201)
 async def post_run(suite: str, request: Request, key: KeyRecord = Depends(require_key),
-                   services: Services = Depends(get_services)) -> dict[str, Any]:
+                   services: Services = Depends(services_of)) -> dict[str, Any]:
     """Owner keys for any agent of theirs, agent keys for their own agent (created if new)."""
     run = parse_run(await read_body(request, services.settings.limits.max_body_bytes))
     return await run_in_threadpool(submitted_run, services, key, suite, run)
@@ -84,7 +84,7 @@ def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) ->
 
 
 @api_router.get("")
-def list_suites(top: int = Query(5, ge=0, le=50), services: Services = Depends(get_services)
+def list_suites(top: int = Query(5, ge=0, le=50), services: Services = Depends(services_of)
                 ) -> JSONResponse:
     """Public agents only and the same for everyone, so shared caches may keep it a minute."""
     return JSONResponse({"suites": views.suites_overview(services.store, top)},
@@ -92,7 +92,7 @@ def list_suites(top: int = Query(5, ge=0, le=50), services: Services = Depends(g
 
 
 @api_router.get("/{suite}")
-def get_suite(suite: str, services: Services = Depends(get_services)) -> JSONResponse:
+def get_suite(suite: str, services: Services = Depends(services_of)) -> JSONResponse:
     """The suite's definition as published (what `bench benchmark run` fetches), its hash and
     ranking."""
     detail = suite_detail(services, suite, RANKING_ON_SUITE)
@@ -102,7 +102,7 @@ def get_suite(suite: str, services: Services = Depends(get_services)) -> JSONRes
 
 @api_router.get("/runs/{run_id}")
 def get_run_by_id(run_id: str, viewer: Viewer = Depends(current_viewer),
-                  services: Services = Depends(get_services)) -> dict[str, Any]:
+                  services: Services = Depends(services_of)) -> dict[str, Any]:
     """A run by id alone (`bench benchmark show RUN_ID`)."""
     run, agent = visible_run(services, None, run_id, viewer)
     return views.run_detail(run, agent, viewer)
@@ -110,7 +110,7 @@ def get_run_by_id(run_id: str, viewer: Viewer = Depends(current_viewer),
 
 @api_router.get("/{suite}/runs/{run_id}")
 def get_run(suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
-            services: Services = Depends(get_services)) -> dict[str, Any]:
+            services: Services = Depends(services_of)) -> dict[str, Any]:
     run, agent = visible_run(services, suite, run_id, viewer)
     return views.run_detail(run, agent, viewer)
 
@@ -120,14 +120,14 @@ def get_run(suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
 
 @router.get("/benchmarks")
 def registry_page(request: Request, viewer: Viewer = Depends(current_viewer),
-                  services: Services = Depends(get_services)) -> Response:
+                  services: Services = Depends(services_of)) -> Response:
     return render.page(request, "benchmarks.html", viewer=viewer,
                        suites=views.suites_overview(services.store, TOP_ON_REGISTRY))
 
 
 @router.get("/benchmarks/{suite}")
 def suite_page(request: Request, suite: str, viewer: Viewer = Depends(current_viewer),
-               services: Services = Depends(get_services)) -> Response:
+               services: Services = Depends(services_of)) -> Response:
     return render.page(request, "benchmark_suite.html", viewer=viewer,
                        s=suite_detail(services, suite, RANKING_ON_SUITE),
                        cases=load_suite(suite).suite.cases)
@@ -135,7 +135,7 @@ def suite_page(request: Request, suite: str, viewer: Viewer = Depends(current_vi
 
 @router.get("/benchmarks/{suite}/runs/{run_id}")
 def run_page(request: Request, suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
-             services: Services = Depends(get_services)) -> Response:
+             services: Services = Depends(services_of)) -> Response:
     run, agent = visible_run(services, suite, run_id, viewer)
     return render.page(request, "benchmark_run.html", viewer=viewer,
                        r=views.run_detail(run, agent, viewer),

@@ -22,7 +22,7 @@ from ..models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, ut
 from ..privacy import Viewer
 from ..services import Services
 from ..views import agent_summary
-from . import get_services
+from . import services_of
 from .api import agent_ref
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
 from .ingest import public_base
@@ -51,7 +51,7 @@ async def _page(request: Request, services: Services, login: str, template: str,
 
 
 @router.get("")
-async def home(request: Request, services: Services = Depends(get_services)) -> Response:
+async def home(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     agents = await run_in_threadpool(_agents, services, session.login)
     return await _page(request, services, session.login, "dashboard.html", agents=agents,
@@ -62,7 +62,7 @@ async def home(request: Request, services: Services = Depends(get_services)) -> 
 
 
 @router.get("/new")
-async def new_agent_form(request: Request, services: Services = Depends(get_services)) -> Response:
+async def new_agent_form(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     return await _page(request, services, session.login, "dashboard_new.html", form={},
                        problem=None, slug_pattern=SLUG_PATTERN)
@@ -87,7 +87,7 @@ def _create(services: Services, login: str, fields: dict[str, str]) -> tuple[Age
 
 
 @router.post("/new")
-async def new_agent(request: Request, services: Services = Depends(get_services)) -> Response:
+async def new_agent(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
@@ -117,7 +117,7 @@ def _agent_page(services: Services, login: str, slug: str) -> dict[str, Any]:
 
 @router.get("/agents/{slug}")
 async def agent_page(request: Request, slug: str, saved: bool = False,
-                     services: Services = Depends(get_services)) -> Response:
+                     services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     context = await run_in_threadpool(_agent_page, services, session.login, slug)
     return await _page(request, services, session.login, "dashboard_agent.html", saved=saved,
@@ -126,7 +126,7 @@ async def agent_page(request: Request, slug: str, saved: bool = False,
 
 @router.post("/agents/{slug}/settings")
 async def agent_settings(request: Request, slug: str,
-                         services: Services = Depends(get_services)) -> Response:
+                         services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
@@ -152,7 +152,7 @@ def _keys(services: Services, login: str) -> dict[str, Any]:
 
 
 @router.get("/keys")
-async def keys_page(request: Request, services: Services = Depends(get_services)) -> Response:
+async def keys_page(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     context = await run_in_threadpool(_keys, services, session.login)
     return await _page(request, services, session.login, "dashboard_keys.html", created=None,
@@ -168,7 +168,7 @@ def _new_key(services: Services, login: str, fields: dict[str, str]) -> tuple[st
 
 
 @router.post("/keys")
-async def create_key(request: Request, services: Services = Depends(get_services)) -> Response:
+async def create_key(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
@@ -186,7 +186,7 @@ def _revoke(services: Services, login: str, key_hash: str) -> None:
 
 
 @router.post("/keys/revoke")
-async def revoke_key(request: Request, services: Services = Depends(get_services)) -> Response:
+async def revoke_key(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)

@@ -12,7 +12,7 @@ from ..keys import hash_key, looks_like_key, verify
 from ..models import KeyRecord, iso, utcnow
 from ..privacy import ANONYMOUS, Viewer
 from ..services import Services
-from . import get_services
+from . import services_of
 from .session_cookie import session_of
 
 TOUCH_EVERY = timedelta(minutes=1)
@@ -38,14 +38,14 @@ def authenticate(services: Services, raw: str) -> KeyRecord:
     return record
 
 
-async def require_key(request: Request, services: Services = Depends(get_services)) -> KeyRecord:
+async def require_key(request: Request, services: Services = Depends(services_of)) -> KeyRecord:
     raw = presented_key(request)
     if raw is None:
         raise Unauthorized(MISSING_KEY)
     return await run_in_threadpool(authenticate, services, raw)
 
 
-async def current_viewer(request: Request, services: Services = Depends(get_services)) -> Viewer:
+async def current_viewer(request: Request, services: Services = Depends(services_of)) -> Viewer:
     """Anonymous unless the request carries a valid key (a bad key is an error, not anonymity)
     or a browser session (a stale or forged cookie is simply signed out)."""
     raw = presented_key(request)

@@ -21,7 +21,7 @@ from ..errors import TooManyRequests
 from ..keys import new_key
 from ..models import iso, utcnow
 from ..services import Services
-from . import get_services
+from . import services_of
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
 from .ingest import public_base
 from .render import page
@@ -49,7 +49,7 @@ def _start(services: Services, client: str) -> device.DeviceStart:
 
 
 @api_router.post("/code")
-async def device_code(request: Request, services: Services = Depends(get_services)
+async def device_code(request: Request, services: Services = Depends(services_of)
                       ) -> JSONResponse:
     client = request.client.host if request.client else "unknown"
     started = await run_in_threadpool(_start, services, client)
@@ -72,7 +72,7 @@ def _token(services: Services, device_code: str) -> dict[str, Any]:
 
 
 @api_router.post("/token")
-async def device_token(body: TokenRequest, services: Services = Depends(get_services)
+async def device_token(body: TokenRequest, services: Services = Depends(services_of)
                        ) -> JSONResponse:
     answer = await run_in_threadpool(_token, services, body.device_code)
     return JSONResponse(answer, status_code=400 if "error" in answer else 200, headers=NO_STORE)
@@ -80,7 +80,7 @@ async def device_token(body: TokenRequest, services: Services = Depends(get_serv
 
 @router.get("/device")
 async def device_page(request: Request, code: str = "",
-                      services: Services = Depends(get_services)) -> Response:
+                      services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     user_code = device.normalize_user_code(code) if code else None
     known = user_code is not None and await run_in_threadpool(device.pending, services.store,
@@ -91,7 +91,7 @@ async def device_page(request: Request, code: str = "",
 
 
 @router.post("/device")
-async def device_decide(request: Request, services: Services = Depends(get_services)) -> Response:
+async def device_decide(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)

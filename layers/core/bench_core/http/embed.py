@@ -16,7 +16,7 @@ from ..caching import Reply, cacheable
 from ..errors import BadRequest, NotFound
 from ..privacy import ANONYMOUS
 from ..services import Services
-from . import get_services
+from . import services_of
 from .api import agent_ref
 from .pages import EMBED_SIZES
 from .render import SECURITY_HEADERS, PageRoute, inline_hash, render, reply_response
@@ -43,7 +43,7 @@ def embed_params(size: str | None, theme: str | None) -> tuple[str, str]:
 
 @router.get("/embed/{login}/{slug}")
 def embed(request: Request, login: str, slug: str, size: str | None = None,
-          theme: str | None = None, services: Services = Depends(get_services)) -> Response:
+          theme: str | None = None, services: Services = Depends(services_of)) -> Response:
     size, theme = embed_params(size, theme)
     agent = views.public_agent(services.store, agent_ref(login, slug))
     if agent is None:

@@ -9,12 +9,12 @@ from fastapi import APIRouter, Depends
 from .. import __version__
 from ..models import AgentRef
 from ..services import Services
-from . import get_services
+from . import services_of
 
 router = APIRouter()
 
 
 @router.get("/healthz")
-def healthz(services: Services = Depends(get_services)) -> dict[str, Any]:
+def healthz(services: Services = Depends(services_of)) -> dict[str, Any]:
     services.store.get_agent(AgentRef("-", "-"))
     return {"status": "ok", "version": __version__, "store": services.settings.store}

@@ -13,7 +13,7 @@ from ..errors import Forbidden, NotFound
 from ..models import KeyRecord
 from ..privacy import Viewer, insights_view
 from ..services import Services
-from . import get_services
+from . import services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer, require_key
 
@@ -22,14 +22,14 @@ router = APIRouter(prefix="/api")
 
 @router.get("/agents/{login}/{slug}/insights")
 def get_insights(login: str, slug: str, viewer: Viewer = Depends(current_viewer),
-                 services: Services = Depends(get_services)) -> dict[str, Any]:
+                 services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = load_visible(services, login, slug, viewer)
     return insights_view(services.store.get_insights(agent.ref), agent, viewer)
 
 
 @router.post("/agents/{login}/{slug}/insights/refresh", status_code=202)
 async def refresh_insights(login: str, slug: str, key: KeyRecord = Depends(require_key),
-                           services: Services = Depends(get_services)) -> JSONResponse:
+                           services: Services = Depends(services_of)) -> JSONResponse:
     """Start a cluster run for the agent and answer at once (202): the new clusters appear at
     GET .../insights when it is done (their `computed_at` moves)."""
     ref = agent_ref(login, slug)

@@ -11,7 +11,7 @@ from .. import leaderboard as ranking
 from .. import views
 from ..caching import PUBLIC_60
 from ..services import Services
-from . import get_services, render
+from . import render, services_of
 from .render import PageRoute
 
 router = APIRouter(route_class=PageRoute)
@@ -26,7 +26,7 @@ def board(services: Services, sort: str | None, q: str | None, page: str | None
 
 @router.get("/leaderboard")
 def leaderboard_html(request: Request, sort: str | None = None, q: str | None = None,
-                     page: str | None = None, services: Services = Depends(get_services)
+                     page: str | None = None, services: Services = Depends(services_of)
                      ) -> Response:
     return render.page(request, "leaderboard.html", board=board(services, sort, q, page),
                        sorts=ranking.SORTS)
@@ -34,6 +34,6 @@ def leaderboard_html(request: Request, sort: str | None = None, q: str | None = 
 
 @api_router.get("/api/leaderboard")
 def leaderboard_json(sort: str | None = None, q: str | None = None, page: str | None = None,
-                     services: Services = Depends(get_services)) -> JSONResponse:
+                     services: Services = Depends(services_of)) -> JSONResponse:
     """Public agents only and the same for everyone, so shared caches may keep it a minute."""
     return JSONResponse(board(services, sort, q, page), headers={"Cache-Control": PUBLIC_60})

@@ -28,7 +28,7 @@ from ..live.tokens import issue
 from ..models import Agent
 from ..privacy import Viewer
 from ..services import Services
-from . import get_services
+from . import get_services, services_of
 from .browser import NO_STORE
 from .ingest import public_base
 from .session_cookie import session_of
@@ -53,7 +53,7 @@ async def _viewer(connection: Request | WebSocket, services: Services) -> Viewer
 
 @router.get("/live-token")
 async def live_token(request: Request, channel: str,
-                     services: Services = Depends(get_services)) -> JSONResponse:
+                     services: Services = Depends(services_of)) -> JSONResponse:
     """Where the page's script connects for `channel` (`login/slug` or `login`), if the viewer
     may watch it; 404 otherwise, as for the profile of a private agent."""
     try:

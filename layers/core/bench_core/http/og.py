@@ -11,7 +11,7 @@ from ..caching import Reply, cacheable
 from ..errors import NotFound
 from ..og import render_og
 from ..services import Services
-from . import get_services
+from . import services_of
 from .api import agent_ref
 from .render import PageRoute, reply_response
 
@@ -20,7 +20,7 @@ router = APIRouter(route_class=PageRoute)
 
 @router.get("/og/{login}/{slug}.png")
 def og_image(request: Request, login: str, slug: str,
-             services: Services = Depends(get_services)) -> Response:
+             services: Services = Depends(services_of)) -> Response:
     summary = views.public_summary(services.store, agent_ref(login, slug))
     if summary is None:
         raise NotFound("agent not found")

@@ -18,7 +18,7 @@ from ..otlp import ExportResult, UnsupportedMediaType, encoding_of, export_trace
 from ..otlp.encode import export_response, status_body
 from ..services import Services
 from ..workflows.eval import hand_off
-from . import get_services
+from . import services_of
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
 from .ingest import publish_later
 
@@ -38,7 +38,7 @@ def authenticated_export(services: Services, raw_key: str, body: bytes, encoding
 
 @router.post("/v1/traces")
 async def post_traces(request: Request, background: BackgroundTasks,
-                      services: Services = Depends(get_services)) -> Response:
+                      services: Services = Depends(services_of)) -> Response:
     content_type = request.headers.get("content-type") or JSON
     encoding = encoding_of(content_type)
     try:

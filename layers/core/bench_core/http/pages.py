@@ -22,7 +22,7 @@ from ..privacy import Viewer, visible_agent
 from ..reuse.capability import capability_view
 from ..services import Services
 from ..store import Store
-from . import error_response, get_services
+from . import error_response, services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer
 from .ingest import public_base
@@ -35,7 +35,7 @@ EMBED_SIZES = {"sm": (320, 100), "md": (420, 180), "lg": (560, 360)}
 
 
 @router.get("/")
-def landing(request: Request, services: Services = Depends(get_services)) -> Response:
+def landing(request: Request, services: Services = Depends(services_of)) -> Response:
     top = views.leaderboard_page(services.store, "runs", None, 1)["agents"][:5]
     return page(request, "landing.html", top=top, base=public_base(request, services))
 
@@ -60,7 +60,7 @@ def snippets(base: str, s: dict[str, Any]) -> dict[str, str]:
 
 @router.get("/u/{login}/{slug}")
 def profile(request: Request, login: str, slug: str, viewer: Viewer = Depends(current_viewer),
-            services: Services = Depends(get_services)) -> Response:
+            services: Services = Depends(services_of)) -> Response:
     agent = load_visible(services, login, slug, viewer)
     return page(request, "profile.html", viewer=viewer,
                 **profile_context(services.store, agent, viewer, public_base(request, services)))
@@ -91,7 +91,7 @@ def compare_form(a: str = "", b: str = "") -> Response:
 @router.get("/vs/@{a}/{agent1}/@{b}/{agent2}")
 def compare(request: Request, a: str, agent1: str, b: str, agent2: str,
             viewer: Viewer = Depends(current_viewer),
-            services: Services = Depends(get_services)) -> Response:
+            services: Services = Depends(services_of)) -> Response:
     sides = []
     for login, slug in ((a, agent1), (b, agent2)):
         try:

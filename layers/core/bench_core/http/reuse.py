@@ -25,7 +25,7 @@ from ..privacy import Viewer
 from ..reuse import capability, grants, invoke
 from ..reuse.models import CapabilityCard, GrantRequest, InvokeRequest
 from ..services import Services
-from . import error_response, get_services
+from . import error_response, services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer, read_body, require_key
 from .ingest import publish_later
@@ -55,14 +55,14 @@ def owned_agent(services: Services, key: KeyRecord, login: str, slug: str) -> Ag
 @router.put("/agents/{login}/{slug}/capability")
 def put_capability(login: str, slug: str, card: CapabilityCard,
                    key: KeyRecord = Depends(require_key),
-                   services: Services = Depends(get_services)) -> dict[str, Any]:
+                   services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
     return capability.publish(services.store, services.settings.reuse, agent, card, utcnow())
 
 
 @router.get("/agents/{login}/{slug}/capability")
 def get_capability(login: str, slug: str, viewer: Viewer = Depends(current_viewer),
-                   services: Services = Depends(get_services)) -> dict[str, Any]:
+                   services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = load_visible(services, login, slug, viewer)
     view = capability.capability_view(services.store, agent, viewer)
     if view is None:
@@ -72,7 +72,7 @@ def get_capability(login: str, slug: str, viewer: Viewer = Depends(current_viewe
 
 @router.post("/agents/{login}/{slug}/capability/secret")
 def rotate_secret(login: str, slug: str, key: KeyRecord = Depends(require_key),
-                  services: Services = Depends(get_services)) -> dict[str, Any]:
+                  services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
     return capability.rotate_secret(services.store, agent, utcnow())
 
@@ -82,7 +82,7 @@ def rotate_secret(login: str, slug: str, key: KeyRecord = Depends(require_key),
 
 @router.get("/agents/{login}/{slug}/grants")
 def list_grants(login: str, slug: str, key: KeyRecord = Depends(require_key),
-                services: Services = Depends(get_services)) -> dict[str, Any]:
+                services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
     return {"grants": [g.to_dict() for g in services.store.invocation_grants(agent.ref)]}
 
@@ -90,7 +90,7 @@ def list_grants(login: str, slug: str, key: KeyRecord = Depends(require_key),
 @router.post("/agents/{login}/{slug}/grants", status_code=201)
 def post_grant(login: str, slug: str, request: GrantRequest,
                key: KeyRecord = Depends(require_key),
-               services: Services = Depends(get_services)) -> dict[str, Any]:
+               services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
     grant = grants.new_grant(agent, request, utcnow())
     services.store.put_invocation_grant(grant)
@@ -99,7 +99,7 @@ def post_grant(login: str, slug: str, request: GrantRequest,
 
 @router.delete("/agents/{login}/{slug}/grants/{caller}")
 def delete_grant(login: str, slug: str, caller: str, key: KeyRecord = Depends(require_key),
-                 services: Services = Depends(get_services)) -> dict[str, Any]:
+                 services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
     if not services.store.delete_invocation_grant(agent.ref, caller.lower()):
         raise NotFound(f"no grant to {caller}")
@@ -108,7 +108,7 @@ def delete_grant(login: str, slug: str, caller: str, key: KeyRecord = Depends(re
 
 @router.get("/usage")
 def list_usage(limit: int = Query(50, ge=1, le=USAGE_LIMIT), key: KeyRecord = Depends(require_key),
-               services: Services = Depends(get_services)) -> dict[str, Any]:
+               services: Services = Depends(services_of)) -> dict[str, Any]:
     """The caller's own calls through Bench, newest first (and who the caller is)."""
     return {"login": key.login,
             "usage": [u.to_dict() for u in services.store.list_usage(key.login, limit)]}
@@ -120,7 +120,7 @@ def list_usage(limit: int = Query(50, ge=1, le=USAGE_LIMIT), key: KeyRecord = De
 @invoke_router.post("/agents/{login}/{slug}/invoke")
 async def post_invoke(login: str, slug: str, request: Request, background: BackgroundTasks,
                       key: KeyRecord = Depends(require_key),
-                      services: Services = Depends(get_services)) -> JSONResponse:
+                      services: Services = Depends(services_of)) -> JSONResponse:
     """The agent's answer, or 502/504; either way the recorded call goes to the agent's live
     feed after the response, as an ingested batch does."""
     raw = await read_body(request, services.settings.reuse.max_input_bytes + INVOKE_BODY_SLACK)

@@ -19,7 +19,7 @@ from ..privacy import Viewer
 from ..reuse import capability, grants
 from ..reuse.models import GrantRequest
 from ..services import Services
-from . import get_services
+from . import services_of
 from .api import agent_ref
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, form_fields
 from .dashboard import _page as account_page
@@ -43,7 +43,7 @@ def _reuse_page(services: Services, login: str, slug: str) -> dict[str, Any]:
 
 @router.get("/agents/{slug}/reuse")
 async def reuse_page(request: Request, slug: str,
-                     services: Services = Depends(get_services)) -> Response:
+                     services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
     context = await run_in_threadpool(_reuse_page, services, session.login, slug)
     return await account_page(request, services, session.login, "dashboard_reuse.html",
@@ -76,7 +76,7 @@ def _back(login: str, slug: str) -> RedirectResponse:
 
 @router.post("/agents/{slug}/reuse/grants")
 async def grant_form(request: Request, slug: str,
-                     services: Services = Depends(get_services)) -> Response:
+                     services: Services = Depends(services_of)) -> Response:
     login, fields = await _checked_form(request, services)
     await run_in_threadpool(_grant_from_form, services, login, slug, fields)
     return _back(login, slug)
@@ -90,7 +90,7 @@ def _rotated(services: Services, login: str, slug: str) -> dict[str, Any]:
 
 @router.post("/agents/{slug}/reuse/secret")
 async def rotate_secret_form(request: Request, slug: str,
-                             services: Services = Depends(get_services)) -> Response:
+                             services: Services = Depends(services_of)) -> Response:
     """A new invocation secret, shown on this answer only (never stored by a cache)."""
     login, _ = await _checked_form(request, services)
     context = await run_in_threadpool(_rotated, services, login, slug)
@@ -99,7 +99,7 @@ async def rotate_secret_form(request: Request, slug: str,
 
 @router.post("/agents/{slug}/reuse/revoke")
 async def revoke_form(request: Request, slug: str,
-                      services: Services = Depends(get_services)) -> Response:
+                      services: Services = Depends(services_of)) -> Response:
     login, fields = await _checked_form(request, services)
     await run_in_threadpool(services.store.delete_invocation_grant, agent_ref(login, slug),
                             fields.get("caller", "").lower())

@@ -19,7 +19,7 @@ from ..models import AgentRef, WireEvent
 from ..privacy import Viewer
 from ..services import Services
 from ..values import dumps
-from . import get_services
+from . import services_of
 from .browser import NO_STORE, check_csrf, csrf_for, form_fields, set_cookie
 from .ingest import ingest_as, public_base
 from .render import PageRoute, error_page, page
@@ -40,7 +40,7 @@ async def _page(request: Request, services: Services, login: str | None,
 
 
 @router.get("/try")
-async def try_page(request: Request, services: Services = Depends(get_services)) -> Response:
+async def try_page(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await session_of(request, services)
     if session is not None and not session.sandbox:
         return RedirectResponse("/dashboard/new", status_code=303)
@@ -58,7 +58,7 @@ def _start(services: Services, client: str) -> tuple[str, str, sessions.Session,
 
 
 @router.post("/try")
-async def start_sandbox(request: Request, services: Services = Depends(get_services)) -> Response:
+async def start_sandbox(request: Request, services: Services = Depends(services_of)) -> Response:
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
     client = request.client.host if request.client else "unknown"
@@ -90,7 +90,7 @@ def _demo(services: Services, login: str, steps: list[int]
 
 @router.post("/try/demo")
 async def run_demo(request: Request, background: BackgroundTasks,
-                   services: Services = Depends(get_services)) -> Response:
+                   services: Services = Depends(services_of)) -> Response:
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
     session = await session_of(request, services)
