@@ -9,20 +9,22 @@ Not a test: the numbers depend on the machine. Goal: >= 20,000 events/s on 2 cor
 rate it prints the server's CPU time per batch (user + system, all threads), which moves far
 less than the rate when the machine is shared. `--workers` sets the server's eval worker pool
 (`BENCH_WORKERS`; default 2, as `bench-server serve` runs): the local judge runs in the same
-process and competes with ingest for the interpreter, so `--workers 0` shows ingest's own cost.
-`--in-process` also prints the ceiling without HTTP: parse + clean + `store.ingest`, and
-`store.ingest` alone.
+process, keeping to a quarter of the CPU while batches arrive (`workflows/local.py`), so
+`--workers 0` shows ingest's own cost. `--in-process` also prints the ceiling without HTTP:
+parse + clean + `store.ingest`, and `store.ingest` alone.
 
 Where the time goes (CPU per batch of 50, in process, December 2026, quiet machine): parsing
 about 0.3 ms, cleaning and encoding about 0.3 ms (one JSON encoding per event, reused by the
 store), `store.ingest` 1.4-1.9 ms, of which COMMIT is about 0.5 ms on average: each batch
 writes some 42 pages to the WAL (the event and task rows and their seven indexes, the agent's
 counters and leaderboard columns), and every ~24 batches SQLite copies the WAL back (a
-checkpoint, with an fsync). The server's event loop adds about 1-1.5 ms (uvicorn, FastAPI
-routing and middleware, one worker-thread hop). With the eval workers judging beside it, they
-take about a third of the interpreter. `uvicorn --workers 2` measured slower, not faster
-(writers queue on SQLite's one write lock), and would split the in-process live feed and eval
-workers, so the server stays one process.
+checkpoint, with an fsync). The server adds about 1 ms of its own (uvicorn, FastAPI routing
+and middleware) and 0.6-0.9 ms in the kernel (loopback TCP). The batch is stored on the event
+loop: the worker-thread hop it used to take cost 0.7 ms of CPU more per batch, measured side
+by side. One process is one core's worth of Python (the GIL), so the in-process figure is the
+ceiling of the whole server. `uvicorn --workers 2` measured slower, not faster (writers queue
+on SQLite's one write lock), and would split the in-process live feed and eval workers, so the
+server stays one process.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ numbers pages expose (`data-metric` / `data-value`) so tests can hold them again
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -45,6 +46,17 @@ def seed_agent(server: RunningServer, *, runs: int = 12, failures: int = 3,
     response = post(server, batch(slug, events, **meta), key)
     assert response.status_code == 200, response.text
     return Seeded(login, slug, key)
+
+
+def wait_until_judged(server: RunningServer, agent: Seeded, runs: int) -> None:
+    """Poll until the server's judge has scored all `runs`: it works in the background, and
+    more slowly while batches keep arriving. The deadline only guards against a hang."""
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{server.url}/api/agents/{agent.path}",
+                    headers={"X-Bench-Key": agent.key}).json()["eval_count"] < runs:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{agent.path}: not all {runs} runs judged (hang guard)")
+        time.sleep(0.05)
 
 
 def set_agent(server: RunningServer, agent: Seeded, **changes: Any) -> None:

@@ -17,7 +17,14 @@ from bench_core import formatting as fmt
 
 from tests.conftest import RunningServer
 from tests.factories import batch, ev, task_events
-from tests.http.surfaces_data import Seeded, fetch, json_value, seed_agent, shown_metrics
+from tests.http.surfaces_data import (
+    Seeded,
+    fetch,
+    json_value,
+    seed_agent,
+    shown_metrics,
+    wait_until_judged,
+)
 from tests.http.test_ingest_http import new_login, post
 
 FORMAT = {"runs": fmt.count, "successes": fmt.count, "failures": fmt.count,
@@ -29,9 +36,12 @@ FORMAT = {"runs": fmt.count, "successes": fmt.count, "failures": fmt.count,
 
 @pytest.fixture(scope="module")
 def agent(bench_server: RunningServer) -> Seeded:
-    return seed_agent(bench_server, runs=14, failures=4, display_name="Golden Agent",
-                      model="model-golden", framework="fw-" + uuid.uuid4().hex[:8],
-                      tools=["web_search"])
+    """Judged before any test reads it, so that the numbers hold still between two reads."""
+    seeded = seed_agent(bench_server, runs=14, failures=4, display_name="Golden Agent",
+                        model="model-golden", framework="fw-" + uuid.uuid4().hex[:8],
+                        tools=["web_search"])
+    wait_until_judged(bench_server, seeded, runs=14)
+    return seeded
 
 
 def assert_golden(shown: list[tuple[str, str, str]], summary: dict) -> None:
@@ -172,10 +182,12 @@ def test_leaderboard_json_rejects_unknown_values(bench_server: RunningServer, pa
 def test_leaderboard_page_and_json_agree(bench_server: RunningServer) -> None:
     tag = "lb-" + uuid.uuid4().hex[:8]
     busy = seed_agent(bench_server, runs=20, failures=2, framework=tag, duration_ms=900)
-    seed_agent(bench_server, runs=12, failures=6, framework=tag, login=busy.login,
-               key=busy.key, slug="second", duration_ms=100, cost=0.01)
-    seed_agent(bench_server, runs=3, failures=0, framework=tag, login=busy.login, key=busy.key,
-               slug="newcomer")
+    second = seed_agent(bench_server, runs=12, failures=6, framework=tag, login=busy.login,
+                        key=busy.key, slug="second", duration_ms=100, cost=0.01)
+    newcomer = seed_agent(bench_server, runs=3, failures=0, framework=tag, login=busy.login,
+                          key=busy.key, slug="newcomer")
+    for seeded, runs in ((busy, 20), (second, 12), (newcomer, 3)):
+        wait_until_judged(bench_server, seeded, runs)
     for sort, order in (("runs", ["agent", "second", "newcomer"]), ("success", ["agent", "second"]),
                         ("latency", ["second", "agent"]), ("cost", ["agent", "second"])):
         data = httpx.get(f"{bench_server.url}/api/leaderboard", params={"sort": sort, "q": tag}).json()

@@ -15,7 +15,7 @@ from bench_core.config import Settings
 from bench_core.llm import Backoff, Completion, LLMUnavailable
 from bench_core.models import Agent, AgentMeta, AgentRef, iso, utcnow
 from bench_core.services import Services
-from bench_core.workflows.local import LocalRunner
+from bench_core.workflows.local import JUDGE_SHARE_UNDER_LOAD, LocalRunner, pause_after
 
 from tests.factories import clean, task_events
 
@@ -70,6 +70,30 @@ def test_handed_off_runs_are_judged_and_stop_is_prompt(services: Services) -> No
     finally:
         runner.stop(timeout_s=5)
     assert runner._threads == []
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_while_ingest_is_busy_the_workers_keep_to_their_share_of_the_cpu(workers: int) -> None:
+    job_cpu_s = 0.004
+    pause = pause_after(job_cpu_s, workers, busy=True)
+    share_of_all_workers = workers * job_cpu_s / (job_cpu_s + pause)
+    assert share_of_all_workers == pytest.approx(JUDGE_SHARE_UNDER_LOAD)
+    assert pause_after(job_cpu_s, workers, busy=False) == 0.0
+
+
+def test_runs_are_still_judged_while_batches_keep_arriving(services: Services) -> None:
+    """The pause under load slows the judge; it never stops it."""
+    runner = LocalRunner(services, workers=1)
+    runner.start()
+    tasks = [f"t{i}" for i in range(20)]
+    try:
+        for task_id in tasks:
+            ingest(services, task_id)
+            runner.start_evals(REF, [task_id])
+        wait_until(lambda: (runner.start_evals(REF, []), judged(services, *tasks))[1])
+    finally:
+        runner.stop(timeout_s=5)
+    assert services.store.get_agent(REF).stats.eval_count == len(tasks)
 
 
 def test_duplicates_collapse_and_a_full_queue_leaves_work_to_the_sweep(services: Services) -> None:

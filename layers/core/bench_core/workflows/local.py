@@ -5,6 +5,11 @@ The queue lives in memory, so nothing in it survives a stop; nothing needs to. W
 found again from the store: at start (and every hour) the sweep re-finds finished runs without
 a result, and agents whose failures are not clustered yet are still marked due. A full queue
 drops work the same way, to be swept later, rather than growing without bound.
+
+Judging shares the interpreter with ingest, so while batches keep arriving the workers take
+turns with it: after each job a worker pauses in proportion to the CPU the job used, which
+keeps the judge to `JUDGE_SHARE_UNDER_LOAD` of the CPU (a judge that waits on a remote model
+uses little CPU and hardly pauses). A score may come later; a batch is never slowed by it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,18 @@ Job = tuple[str, str, str]
 """("eval", "login/slug", task_id) or ("cluster", "login/slug", "")."""
 HOUR_S = 3600.0
 OVERFLOW_WARN_EVERY_S = 60.0
+JUDGE_SHARE_UNDER_LOAD = 0.25
+"""Of the CPU, what all workers together may take while ingest is busy."""
+BUSY_FOR_S = 1.0
+"""Ingest counts as busy this long after a batch finished a run."""
+
+
+def pause_after(job_cpu_s: float, workers: int, busy: bool) -> float:
+    """Seconds a worker waits after a job that used `job_cpu_s` of CPU, so that `workers` of
+    them together take `JUDGE_SHARE_UNDER_LOAD` of the CPU while ingest is busy."""
+    if not busy:
+        return 0.0
+    return job_cpu_s * (workers / JUDGE_SHARE_UNDER_LOAD - 1)
 
 
 class LocalRunner:
@@ -37,6 +54,7 @@ class LocalRunner:
         self._queued: set[Job] = set()
         self._refused = 0
         self._warned_at: float | None = None
+        self._last_batch_at = float("-inf")
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -45,6 +63,7 @@ class LocalRunner:
     # ---- the Workflows port ----------------------------------------------------------------
 
     def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+        self._last_batch_at = time.monotonic()
         for task_id in task_ids:
             self._submit(("eval", ref.path, task_id))
 
@@ -125,6 +144,7 @@ class LocalRunner:
             job = self._queue.get()
             if job is None:
                 return
+            cpu_before = time.thread_time()
             try:
                 self._run(job)
             except Exception:
@@ -132,6 +152,8 @@ class LocalRunner:
             finally:
                 with self._lock:
                     self._queued.discard(job)
+            busy = time.monotonic() - self._last_batch_at < BUSY_FOR_S
+            self._stop.wait(pause_after(time.thread_time() - cpu_before, self.workers, busy))
 
     def _run(self, job: Job) -> None:
         kind, agent, task_id = job
