@@ -20,7 +20,7 @@ writes some 42 pages to the WAL (the event and task rows and their seven indexes
 counters and leaderboard columns), and every ~24 batches SQLite copies the WAL back (a
 checkpoint, with an fsync). The server adds about 1 ms of its own (uvicorn, FastAPI routing
 and middleware) and 0.6-0.9 ms in the kernel (loopback TCP). The batch is stored on the event
-loop: the worker-thread hop it used to take cost 0.7 ms of CPU more per batch, measured side
+loop: the worker-thread hop it used to take cost 1.5 ms of CPU more per batch, measured side
 by side. One process is one core's worth of Python (the GIL), so the in-process figure is the
 ceiling of the whole server. `uvicorn --workers 2` measured slower, not faster (writers queue
 on SQLite's one write lock), and would split the in-process live feed and eval workers, so the

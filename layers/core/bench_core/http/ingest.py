@@ -64,9 +64,10 @@ async def post_ingest(request: Request, background: BackgroundTasks,
     raw = await read_body(request, limits.max_body_bytes)
     body = decode_body(raw, request.headers.get("content-encoding"), limits.max_body_bytes)
     # On the event loop, not a worker thread: the work is CPU under the GIL either way, and the
-    # hop cost 0.7 ms of CPU per batch of 50 and a sixth of the throughput (benchmarks/perf/
-    # ingest.py). The only waits are SQLite's write lock, which other writers hold for
-    # milliseconds, and a WAL checkpoint now and then; in Lambda there is nothing to overlap.
+    # hop cost 1.5 ms of CPU per batch of 50 (5.7 against 4.2 ms) and a quarter of the
+    # throughput (benchmarks/perf/ingest.py, side by side). The only waits are SQLite's write
+    # lock, which other writers hold for milliseconds, and a WAL checkpoint now and then; in
+    # Lambda there is nothing to overlap.
     key = authenticate(services, raw_key)
     batch, outcome = ingest_as(services, key, body)
     publish_later(background, services, AgentRef(key.login, batch.agent_slug), batch.events,
