@@ -1,10 +1,12 @@
 """Lambda entry point for the JSON read API (`/api/...`, failure insights, benchmark runs,
 capability cards, grants and usage included) and `GET /healthz` (HTTP API, 2.0)."""
 
-from bench_core.http import api, benchmarks, create_app, health, insights, reuse
-from bench_core.telemetry import instrument
-from mangum import Mangum
+from bench_core.telemetry import instrument, loading
 
-app = create_app(api.router, insights.router, benchmarks.api_router, reuse.router,
-                 health.router)
+with loading():
+    from bench_core.http import api, benchmarks, create_app, health, insights, reuse
+    from mangum import Mangum
+
+    app = create_app(api.router, insights.router, benchmarks.api_router, reuse.router,
+                     health.router)
 handler = instrument(Mangum(app, lifespan="off"))

@@ -3,10 +3,12 @@
 functions/ingest does), `/live-token` for pages connecting to the WebSocket API, and the
 owner's page of grants to call an agent (`/dashboard/agents/{slug}/reuse`)."""
 
-from bench_core.http import auth, create_app, dashboard, device, live, reuse_dashboard, try_
-from bench_core.telemetry import instrument
-from mangum import Mangum
+from bench_core.telemetry import instrument, loading
 
-app = create_app(auth.router, device.api_router, device.router, dashboard.router,
-                 reuse_dashboard.router, try_.router, live.router)
+with loading():
+    from bench_core.http import auth, create_app, dashboard, device, live, reuse_dashboard, try_
+    from mangum import Mangum
+
+    app = create_app(auth.router, device.api_router, device.router, dashboard.router,
+                     reuse_dashboard.router, try_.router, live.router)
 handler = instrument(Mangum(app, lifespan="off"))

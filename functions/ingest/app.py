@@ -3,9 +3,11 @@
 Mounts only the two ingest routers, so the function imports nothing it does not serve.
 """
 
-from bench_core.http import create_app, ingest, otlp
-from bench_core.telemetry import instrument
-from mangum import Mangum
+from bench_core.telemetry import instrument, loading
 
-app = create_app(ingest.router, otlp.router)
+with loading():
+    from bench_core.http import create_app, ingest, otlp
+    from mangum import Mangum
+
+    app = create_app(ingest.router, otlp.router)
 handler = instrument(Mangum(app, lifespan="off"))

@@ -1,9 +1,11 @@
 """Lambda entry point for calls to published agents through Bench (HTTP API, 2.0):
 `POST /api/agents/{login}/{slug}/invoke`; the one function that calls out to the internet."""
 
-from bench_core.http import create_app, reuse
-from bench_core.telemetry import instrument
-from mangum import Mangum
+from bench_core.telemetry import instrument, loading
 
-app = create_app(reuse.invoke_router)
+with loading():
+    from bench_core.http import create_app, reuse
+    from mangum import Mangum
+
+    app = create_app(reuse.invoke_router)
 handler = instrument(Mangum(app, lifespan="off"))

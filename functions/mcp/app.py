@@ -3,9 +3,11 @@
 Mangum's lifespan stays off: the MCP transport and its session manager are made per request
 (bench_core.mcp.transport), so a warm instance serves any number of invocations."""
 
-from bench_core.http import create_app, mcp
-from bench_core.telemetry import instrument
-from mangum import Mangum
+from bench_core.telemetry import instrument, loading
 
-app = create_app(mcp.router)
+with loading():
+    from bench_core.http import create_app, mcp
+    from mangum import Mangum
+
+    app = create_app(mcp.router)
 handler = instrument(Mangum(app, lifespan="off"))

@@ -3,11 +3,13 @@ profiles and their OG images, the leaderboard and its JSON twin, compare pages, 
 the static files they use. Unknown addresses a browser asks this function for get the HTML
 404 page."""
 
-from bench_core.http import benchmarks, create_app, embed, leaderboard, og, pages, static
-from bench_core.telemetry import instrument
-from mangum import Mangum
+from bench_core.telemetry import instrument, loading
 
-app = create_app(pages.router, leaderboard.router, leaderboard.api_router, embed.router,
-                 og.router, static.router, benchmarks.router)
-pages.install_error_pages(app)
+with loading():
+    from bench_core.http import benchmarks, create_app, embed, leaderboard, og, pages, static
+    from mangum import Mangum
+
+    app = create_app(pages.router, leaderboard.router, leaderboard.api_router, embed.router,
+                     og.router, static.router, benchmarks.router)
+    pages.install_error_pages(app)
 handler = instrument(Mangum(app, lifespan="off"))

@@ -129,7 +129,7 @@ def import_report(code_dir: Path, handler: str) -> dict[str, Any]:
         "except Exception as exc:\n"
         "    error = f'{type(exc).__name__}: {exc}'\n"
         f"heavy = sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)\n"
-        "print(json.dumps({'error': error, 'heavy': heavy}))\n"
+        "print(json.dumps({'error': error, 'heavy': heavy, 'modules': sorted(sys.modules)}))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "AWS_LAMBDA"))}
     env.update(PYTHONPATH=os.pathsep.join([str(code_dir), str(cfn.REPO / "layers" / "core")]),
@@ -137,7 +137,7 @@ def import_report(code_dir: Path, handler: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-c", script], cwd=code_dir, env=env,
                           capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        return {"error": done.stderr[-2000:], "heavy": []}
+        return {"error": done.stderr[-2000:], "heavy": [], "modules": []}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -167,6 +167,16 @@ def test_function_handler_imports_with_dynamodb_settings_and_no_heavy_libraries(
     report = import_report(code_dir, handler)
     assert report["error"] is None, report
     assert report["heavy"] == [], "heavy libraries are imported when used, not at import"
+
+
+def test_the_api_function_loads_neither_templates_nor_graders_at_import() -> None:
+    """It serves JSON: Jinja2 comes with the first page rendered, the graders (and the LLM port)
+    with the first benchmark run submitted, not with every cold start."""
+    report = import_report(cfn.FUNCTIONS_DIR / "api", "app.handler")
+    assert report["error"] is None, report
+    loaded = set(report["modules"])
+    assert "bench_core.benchmarks.runs" not in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "jinja2"}
 
 
 @pytest.mark.parametrize("code_dir", function_dirs(), ids=lambda p: p.name)

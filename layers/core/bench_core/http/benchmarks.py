@@ -5,7 +5,7 @@ the registry and suites as JSON (`api_router`), and the pages `/benchmarks`,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -14,7 +14,6 @@ from starlette.concurrency import run_in_threadpool
 
 from ..benchmarks import views
 from ..benchmarks.records import LABEL, RunRecord
-from ..benchmarks.runs import RunIn, submit_run
 from ..benchmarks.suites import load_suite
 from ..caching import PUBLIC_60
 from ..errors import BadRequest, Invalid, NotFound
@@ -26,6 +25,9 @@ from . import render, services_of
 from .deps import current_viewer, read_body, require_key
 from .render import PageRoute
 
+if TYPE_CHECKING:
+    from ..benchmarks.runs import RunIn
+
 router = APIRouter(route_class=PageRoute)
 api_router = APIRouter(prefix="/api/benchmarks")
 
@@ -34,6 +36,10 @@ RANKING_ON_SUITE = 50
 
 
 def parse_run(body: bytes) -> RunIn:
+    # Here, not at import: submitting brings the graders and the LLM port (~40 ms of a cold
+    # start) that the reading routes, and the pages, never use.
+    from ..benchmarks.runs import RunIn
+
     try:
         return RunIn.model_validate_json(body)
     except ValidationError as exc:
@@ -77,6 +83,8 @@ async def post_run(suite: str, request: Request, key: KeyRecord = Depends(requir
 def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) -> dict[str, Any]:
     """Grade and store the run (in a worker thread: grading may ask a model), then show it to
     its owner."""
+    from ..benchmarks.runs import submit_run
+
     record = submit_run(services, key, suite, run)
     agent = services.store.get_agent(AgentRef(record.login, record.slug))
     assert agent is not None  # submit_run created it
