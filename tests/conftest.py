@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,21 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
+
+HANG_GUARD_S = 120
+
+
+def poll(fetch: Callable[[], Any], done: Callable[[Any], bool]) -> Any:
+    """`fetch()` again until `done` holds for its value, which is returned: for what a server
+    does in the background. The deadline only guards against a hang."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while True:
+        value = fetch()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting (hang guard); last: {value}")
+        time.sleep(0.1)
 
 @dataclass
 class RunningServer:

@@ -4,9 +4,8 @@ refresh produces failure insights. Polls have a generous hang guard, never a tim
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +14,8 @@ import httpx
 import pytest
 from bench_core.config import LLMSettings
 
-from tests.conftest import RunningServer, start_server
+from tests.conftest import RunningServer, poll, start_server
 from tests.fake_openai import FakeOpenAI, fake_openai, verdict
-
-HANG_GUARD_S = 120
-
-
-def poll(fetch: Callable[[], Any], done: Callable[[Any], bool]) -> Any:
-    deadline = time.monotonic() + HANG_GUARD_S
-    while True:
-        value = fetch()
-        if done(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting (hang guard); last: {value}")
-        time.sleep(0.1)
 
 
 def send_tasks(server: RunningServer, key: str, slug: str) -> None:

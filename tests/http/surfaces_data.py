@@ -3,7 +3,6 @@ numbers pages expose (`data-metric` / `data-value`) so tests can hold them again
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -11,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, poll
 from tests.factories import batch, task_events
 from tests.http.test_ingest_http import new_login, post
 
@@ -49,14 +48,11 @@ def seed_agent(server: RunningServer, *, runs: int = 12, failures: int = 3,
 
 
 def wait_until_judged(server: RunningServer, agent: Seeded, runs: int) -> None:
-    """Poll until the server's judge has scored all `runs`: it works in the background, and
-    more slowly while batches keep arriving. The deadline only guards against a hang."""
-    deadline = time.monotonic() + 60
-    while httpx.get(f"{server.url}/api/agents/{agent.path}",
-                    headers={"X-Bench-Key": agent.key}).json()["eval_count"] < runs:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{agent.path}: not all {runs} runs judged (hang guard)")
-        time.sleep(0.05)
+    """Until the server's judge has scored all `runs`: it works in the background, and more
+    slowly while batches keep arriving."""
+    poll(lambda: httpx.get(f"{server.url}/api/agents/{agent.path}",
+                           headers={"X-Bench-Key": agent.key}).json()["eval_count"],
+         lambda judged: judged >= runs)
 
 
 def set_agent(server: RunningServer, agent: Seeded, **changes: Any) -> None:

@@ -33,7 +33,8 @@ OVERFLOW_WARN_EVERY_S = 60.0
 JUDGE_SHARE_UNDER_LOAD = 0.25
 """Of the CPU, what all workers together may take while ingest is busy."""
 BUSY_FOR_S = 1.0
-"""Ingest counts as busy this long after a batch finished a run."""
+"""Ingest counts as busy this long after the last `start_evals`: a batch that finished runs
+(the hourly sweep queues through it too, so one second after a sweep also counts)."""
 
 
 def pause_after(job_cpu_s: float, workers: int, busy: bool) -> float:
