@@ -36,8 +36,8 @@ demo: $(STAMP)
 	  echo "open $$BENCH_ENDPOINT/u/demo/research-agent and $$BENCH_ENDPOINT/u/demo/tool-agent"
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/perf/ingest.py
-	$(BIN)/python benchmarks/perf/sdk_overhead.py
+	$(BIN)/python tests/perf/ingest.py
+	$(BIN)/python tests/perf/sdk_overhead.py
 
 clean:
 	rm -rf $(VENV) .bench

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from bench_core.config import Settings
-from bench_core.keys import new_key
+from bench_core.domain.keys import new_key
 from bench_core.local import create_local_app
-from bench_core.services import Services
+from bench_core.runtime.adapters import Services
+from bench_core.runtime.config import Settings
 
 
 def free_port() -> int:

@@ -7,9 +7,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench_core.config import Limits
-from bench_core.ingest import clean_event
-from bench_core.models import CleanEvent, WireEvent
+from bench_core.domain.models import CleanEvent, WireEvent
+from bench_core.ingest.wire import clean_event
+from bench_core.runtime.config import Limits
 
 _clock = itertools.count()
 BASE = datetime(2026, 12, 2, 16, 0, 0, tzinfo=UTC)

@@ -1,7 +1,7 @@
 """Lambda entry point for the JSON read API (`/api/...`, failure insights, benchmark runs,
 capability cards, grants and usage included) and `GET /healthz` (HTTP API, 2.0)."""
 
-from bench_core.telemetry import instrument, loading
+from bench_core.runtime.lambda_instrumentation import instrument, loading
 
 with loading():
     from bench_core.http import api, benchmarks, create_app, health, insights, reuse

@@ -3,12 +3,12 @@
 functions/ingest does), `/live-token` for pages connecting to the WebSocket API, and the
 owner's page of grants to call an agent (`/dashboard/agents/{slug}/reuse`)."""
 
-from bench_core.telemetry import instrument, loading
+from bench_core.runtime.lambda_instrumentation import instrument, loading
 
 with loading():
-    from bench_core.http import auth, create_app, dashboard, device, live, reuse_dashboard, try_
+    from bench_core.http import auth, create_app, dashboard, device, live, reuse_dashboard, trial
     from mangum import Mangum
 
     app = create_app(auth.router, device.api_router, device.router, dashboard.router,
-                     reuse_dashboard.router, try_.router, live.router)
+                     reuse_dashboard.router, trial.router, live.router)
 handler = instrument(Mangum(app, lifespan="off"))

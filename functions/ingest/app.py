@@ -3,7 +3,7 @@
 Mounts only the two ingest routers, so the function imports nothing it does not serve.
 """
 
-from bench_core.telemetry import instrument, loading
+from bench_core.runtime.lambda_instrumentation import instrument, loading
 
 with loading():
     from bench_core.http import create_app, ingest, otlp

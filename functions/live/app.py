@@ -2,7 +2,7 @@
 (the live feed): `$connect` authorises and records the connection, `$disconnect` forgets it,
 `$default` answers pings. Ingest pushes to the recorded connections."""
 
-from bench_core.live.gateway import WebSocketRoutes
-from bench_core.telemetry import instrument
+from bench_core.lambdas.websocket import WebSocketRoutes
+from bench_core.runtime.lambda_instrumentation import instrument
 
 handler = instrument(WebSocketRoutes())

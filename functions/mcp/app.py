@@ -3,7 +3,7 @@
 Mangum's lifespan stays off: the MCP transport and its session manager are made per request
 (bench_core.mcp.transport), so a warm instance serves any number of invocations."""
 
-from bench_core.telemetry import instrument, loading
+from bench_core.runtime.lambda_instrumentation import instrument, loading
 
 with loading():
     from bench_core.http import create_app, mcp

@@ -3,7 +3,7 @@ profiles and their OG images, the leaderboard and its JSON twin, compare pages, 
 the static files they use. Unknown addresses a browser asks this function for get the HTML
 404 page."""
 
-from bench_core.telemetry import instrument, loading
+from bench_core.runtime.lambda_instrumentation import instrument, loading
 
 with loading():
     from bench_core.http import benchmarks, create_app, embed, leaderboard, og, pages, static

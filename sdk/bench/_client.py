@@ -28,7 +28,7 @@ from bench._serialize import format_ts
 from bench._version import SDK_NAME, __version__
 
 MAX_TASK_COST_USD = 1_000_000.0
-"""The server refuses a task (or cost log) costing more (bench_core.models.MAX_COST_USD)."""
+"""The server refuses a task (or cost log) costing more (bench_core.domain.models.MAX_COST_USD)."""
 
 _time = time.time
 

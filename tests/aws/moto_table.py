@@ -10,8 +10,8 @@ from typing import Any
 from unittest import mock
 
 import boto3
-from bench_core.store.dynamodb import DynamoStore
-from bench_core.store.dynamodb_table import create_table_kwargs
+from bench_core.store.dynamodb.store import DynamoStore
+from bench_core.store.dynamodb.table import create_table_kwargs
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 

@@ -15,8 +15,8 @@ from typing import Any
 import botocore.client
 import httpx
 import pytest
-from bench_core.keys import new_key
-from bench_core.store.dynamodb import DynamoStore
+from bench_core.domain.keys import new_key
+from bench_core.store.dynamodb.store import DynamoStore
 
 from tests.aws import cfn
 from tests.aws.lambda_runtime import (
@@ -351,7 +351,7 @@ from tests.aws.lambda_runtime import DeployedHttpApi
 from tests.aws.lambda_runtime import stand_ins
 from tests.aws.moto_table import TABLE_NAME, dynamo_store
 from tests.factories import batch, task_events
-from bench_core.keys import new_key
+from bench_core.domain.keys import new_key
 
 with dynamo_store() as store:
     transformed = cfn.transform()

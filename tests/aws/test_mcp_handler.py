@@ -110,9 +110,9 @@ def submit_benchmark_run(site: Deployment, key: str, slug: str) -> None:
     """A run of every case, stored through the benchmark feature's own code on moto's table."""
     from bench_core.benchmarks.runs import RunIn, submit_run
     from bench_core.benchmarks.suites import load_suite, value_hash
-    from bench_core.config import Settings
-    from bench_core.keys import hash_key
-    from bench_core.services import Services
+    from bench_core.domain.keys import hash_key
+    from bench_core.runtime.adapters import Services
+    from bench_core.runtime.config import Settings
 
     packaged = load_suite("grounded-research-v1")
     attempts = [{"case_id": c.id, "repeat": 0, "status": "ok", "output": "see [S1]",

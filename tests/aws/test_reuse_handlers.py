@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bench_core.config import ReuseSettings
-from bench_core.models import AgentRef
+from bench_core.domain.models import AgentRef
+from bench_core.runtime.config import ReuseSettings
 
 from tests.aws import cfn
 from tests.aws.test_handlers import Deployment, assert_granted, new_login

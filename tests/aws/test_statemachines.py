@@ -17,8 +17,8 @@ from unittest import mock
 import boto3
 import pytest
 import requests
-from bench_core.workflows import cluster as cluster_wf
-from bench_core.workflows import eval as eval_wf
+from bench_core.clustering import workflow as cluster_workflow
+from bench_core.evals import workflow as eval_wf
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
@@ -65,7 +65,7 @@ def step_paths(machine: dict[str, Any]) -> list[list[str]]:
     return walk(machine["StartAt"], [])
 
 
-@pytest.mark.parametrize("name, steps", [("eval", eval_wf.STEPS), ("cluster", cluster_wf.STEPS)])
+@pytest.mark.parametrize("name, steps", [("eval", eval_wf.STEPS), ("cluster", cluster_workflow.STEPS)])
 def test_task_states_call_the_python_steps_in_order(name: str, steps: dict[str, Any]) -> None:
     machine = definition(name)
     tasks = [s for s in states_of(machine).values() if s["Type"] == "Task"]
@@ -304,7 +304,7 @@ def executions(sfn: Sfn, arn: str) -> list[dict[str, Any]]:
 
 
 def test_the_starter_marks_runs_pending_then_starts_one_eval_each(sfn: Sfn) -> None:
-    from bench_core.models import AgentRef
+    from bench_core.domain.models import AgentRef
     from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
     marks = PendingMarks()
@@ -320,7 +320,7 @@ def test_the_starter_marks_runs_pending_then_starts_one_eval_each(sfn: Sfn) -> N
 
 def test_a_repeated_refresh_is_one_cluster_execution_and_a_failed_start_never_raises(
         sfn: Sfn) -> None:
-    from bench_core.models import AgentRef
+    from bench_core.domain.models import AgentRef
     from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
     starter = StepFunctionsStarter(None, sfn.cluster_arn, PendingMarks(), client=sfn.client)  # type: ignore[arg-type]
@@ -343,8 +343,8 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
     their state machines would call them; every DynamoDB call they make is granted to their
     role in the template, and the sweep starts evals on the eval state machine."""
     import botocore.client
-    from bench_core.models import AgentMeta, AgentRef, iso, utcnow
-    from bench_core.workflows import lambdas
+    from bench_core.domain.models import AgentMeta, AgentRef, iso, utcnow
+    from bench_core.lambdas import workflow_steps as lambdas
 
     from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
     from tests.aws.moto_table import TABLE_NAME, dynamo_store

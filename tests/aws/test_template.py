@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from bench_core.store.dynamodb_table import TABLE_PROPERTIES
+from bench_core.store.dynamodb.table import TABLE_PROPERTIES
 
 from tests.aws import cfn
 from tests.aws.lambda_runtime import load_function_module

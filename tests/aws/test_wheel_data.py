@@ -42,6 +42,6 @@ def test_the_wheel_holds_every_data_file(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("bench_server-*.whl")
     wanted = data_files()
-    assert {"bench_core/prices.json", "bench_core/llm/eval-prompts.md"} <= wanted
+    assert {"bench_core/domain/prices.json", "bench_core/evals/eval-prompts.md"} <= wanted
     missing = wanted - set(zipfile.ZipFile(wheel).namelist())
     assert not missing, f"not in the wheel (add them to package-data): {sorted(missing)}"

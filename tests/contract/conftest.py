@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from bench_core.store import Store
-from bench_core.store.sqlite import SqliteStore
+from bench_core.store.sqlite.store import SqliteStore
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])

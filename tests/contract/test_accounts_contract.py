@@ -7,9 +7,9 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from bench_core.keys import new_key
-from bench_core.live import LiveConnection
-from bench_core.models import Agent, AgentMeta, AgentRef
+from bench_core.domain.keys import new_key
+from bench_core.domain.live import LiveConnection
+from bench_core.domain.models import Agent, AgentMeta, AgentRef
 from bench_core.store import Store
 
 from tests.factories import clean, task_events

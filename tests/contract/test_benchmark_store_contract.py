@@ -4,7 +4,7 @@ hash, runs round-trip with their attempts, a run id is stored once, rankings are
 from __future__ import annotations
 
 from bench_core.benchmarks.records import Attempt, RunRecord
-from bench_core.models import AgentRef
+from bench_core.domain.models import AgentRef
 from bench_core.store import Store
 
 SUITE = "demo-v1"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from bench_core.models import AgentMeta, AgentRef, EvalResult
+from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.store import Store
 
 from tests.factories import clean, task_events
@@ -157,7 +157,7 @@ def test_owner_sets_the_judge_budget_and_sampling_rate(store: Store) -> None:
 
 
 def test_scores_move_the_agent_on_the_eval_score_leaderboard(store: Store) -> None:
-    from bench_core.leaderboard import MIN_RUNS
+    from bench_core.domain.ranking import MIN_RUNS
 
     ingest(store, [e for i in range(MIN_RUNS) for e in task_events(f"t{i}")])
     for i in range(MIN_RUNS):

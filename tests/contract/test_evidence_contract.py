@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bench_core.models import AgentMeta, AgentRef
+from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.store import Store
 
 from tests.factories import clean, ev, task_events

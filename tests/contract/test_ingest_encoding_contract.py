@@ -3,10 +3,10 @@ be exactly the cleaned body, and the cap must still be measured in bytes, not ch
 
 from __future__ import annotations
 
-from bench_core.config import Limits
-from bench_core.models import AgentMeta, AgentRef
+from bench_core.domain.field_limits import TRUNCATED, dumps
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.runtime.config import Limits
 from bench_core.store import Store
-from bench_core.values import TRUNCATED, dumps
 
 from tests.factories import clean, ev
 

@@ -1,10 +1,10 @@
 """The leaderboard contract: every store keeps its rankings on write and reads them in order,
-public agents only, the same way (`bench_core.leaderboard` says who ranks by what)."""
+public agents only, the same way (`bench_core.domain.ranking` says who ranks by what)."""
 
 from __future__ import annotations
 
-from bench_core.leaderboard import MIN_RUNS
-from bench_core.models import AgentMeta, AgentRef
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.ranking import MIN_RUNS
 from bench_core.store import Store
 
 from tests.factories import clean, task_events

@@ -11,10 +11,10 @@ from typing import Any
 import boto3
 import numpy as np
 import pytest
-from bench_core.config import BEDROCK_JUDGE_MODEL
 from bench_core.embed.bedrock import BedrockEmbedder
 from bench_core.llm import Backoff, LLMError, LLMUnavailable
 from bench_core.llm.bedrock import BedrockLLM
+from bench_core.runtime.config import BEDROCK_JUDGE_MODEL
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 

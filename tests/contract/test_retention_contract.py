@@ -15,14 +15,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from bench_core import sandbox
 from bench_core.benchmarks.records import Attempt, RunRecord
-from bench_core.keys import hash_key, new_key
-from bench_core.models import Agent, AgentMeta, AgentRef, EvalResult, iso
+from bench_core.domain.keys import hash_key, new_key
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, EvalResult, iso
 from bench_core.reuse.models import InvocationGrant, UsageRecord
 from bench_core.store import Store
-from bench_core.store.dynamodb import DynamoStore
-from bench_core.store.sqlite import SqliteStore
+from bench_core.store.dynamodb.store import DynamoStore
+from bench_core.store.sqlite.store import SqliteStore
+from bench_core.trial import sandbox
 
 from tests.factories import clean, ev, task_events
 

@@ -6,9 +6,9 @@ import threading
 from dataclasses import replace
 
 import pytest
-from bench_core import stats
-from bench_core.keys import new_key
-from bench_core.models import AgentMeta, AgentRef, iso, utcnow
+from bench_core.domain import stats
+from bench_core.domain.keys import new_key
+from bench_core.domain.models import AgentMeta, AgentRef, iso, utcnow
 from bench_core.store import Store
 
 from tests.factories import clean, ev, task_events, ts
@@ -244,7 +244,7 @@ def test_a_replayed_batch_does_not_count_its_dropped_events_again(store: Store) 
 
 
 def test_oversized_values_are_stored_truncated_with_a_marker(store: Store) -> None:
-    from bench_core.config import Limits
+    from bench_core.runtime.config import Limits
 
     big = "x" * 100_000
     events = task_events("t1", input=big)

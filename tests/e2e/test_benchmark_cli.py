@@ -17,7 +17,7 @@ from typing import Any
 from bench._benchmark import value_hash
 from bench_core.benchmarks.aggregate import summarize
 from bench_core.benchmarks.suites import load_suite
-from bench_core.models import AgentRef
+from bench_core.domain.models import AgentRef
 
 from tests.benchmark_support import REPO, SUITE, SUITE_DIR, new_slug
 from tests.conftest import RunningServer

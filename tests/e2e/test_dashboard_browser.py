@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 import uvicorn
-from bench_core import sandbox
-from bench_core.config import AccountSettings, Settings
 from bench_core.local import create_local_app
+from bench_core.runtime.config import AccountSettings, Settings
+from bench_core.trial import sandbox
 from playwright.sync_api import expect
 
 from tests.conftest import free_port

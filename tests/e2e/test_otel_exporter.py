@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import httpx
 import pytest
-from bench_core.models import AgentRef, TaskState
+from bench_core.domain.models import AgentRef, TaskState
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -16,8 +16,8 @@ from typing import Any
 
 import bench
 import httpx
-from bench_core.config import ReuseSettings
-from bench_core.models import Agent, iso, utcnow
+from bench_core.domain.models import Agent, iso, utcnow
+from bench_core.runtime.config import ReuseSettings
 
 from tests.conftest import RunningServer, start_server
 

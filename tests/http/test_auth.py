@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from bench_core.accounts import signing
-from bench_core.config import AccountSettings
+from bench_core.accounts import signed_tokens
+from bench_core.runtime.config import AccountSettings
 
 from tests.conftest import RunningServer, start_server
 from tests.http.accounts_support import Browser, new_login
@@ -255,8 +255,8 @@ def test_a_tampered_or_forged_session_cookie_is_signed_out(bench_server: Running
     good = browser.session_cookie
     assert good is not None
     payload, expires, signature = good.split(".")
-    forged_payload = signing.sign(b"x" * 48, "session", "whatever", 3600).split(".")[0]
-    other_secret = signing.sign(b"another secret, not the server's.....", "session", "id", 3600)
+    forged_payload = signed_tokens.sign(b"x" * 48, "session", "whatever", 3600).split(".")[0]
+    other_secret = signed_tokens.sign(b"another secret, not the server's.....", "session", "id", 3600)
     for cookie in (f"{forged_payload}.{expires}.{signature}",  # someone else's session id
                    f"{payload}.{int(expires) + 10**6}.{signature}",  # extended expiry
                    f"{payload}.{expires}.{signature[:-2]}AA",  # bad signature
@@ -271,8 +271,8 @@ def test_an_expired_session_cookie_is_signed_out(bench_server: RunningServer) ->
     secret = bench_server.services.secrets.session_key()
     browser = Browser(bench_server.url)
     browser.sign_in()
-    session_id = signing.unsign(secret, "session", browser.session_cookie or "")
-    expired = signing.sign(secret, "session", session_id, 60, now=1_000_000)
+    session_id = signed_tokens.unsign(secret, "session", browser.session_cookie or "")
+    expired = signed_tokens.sign(secret, "session", session_id, 60, now=1_000_000)
     browser.http.cookies.set("bench_session", expired)
     assert browser.get("/dashboard").status_code == 303
 

@@ -12,8 +12,8 @@ import pytest
 from bench._benchmark import value_hash
 from bench_core.benchmarks.aggregate import summarize
 from bench_core.benchmarks.suites import load_suite
-from bench_core.config import LLMSettings
-from bench_core.models import AgentRef
+from bench_core.domain.models import AgentRef
+from bench_core.runtime.config import LLMSettings
 
 from tests.benchmark_support import SUITE, new_slug, run_body, suite_document, with_output
 from tests.conftest import RunningServer, start_server

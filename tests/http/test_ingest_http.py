@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from bench_core.models import AgentRef
+from bench_core.domain.models import AgentRef
 
 from tests.conftest import RunningServer
 from tests.factories import batch, ev, task_events

@@ -11,7 +11,7 @@ import bench
 import httpx
 import pytest
 import websockets
-from bench_core.live.messages import MAX_MESSAGE_BYTES
+from bench_core.reads.live_events import MAX_MESSAGE_BYTES
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.conftest import RunningServer

@@ -86,7 +86,7 @@ def secretive(bench_server: RunningServer, tag: str) -> Seeded:
 
 
 def _ref(agent: Seeded) -> Any:
-    from bench_core.models import AgentRef
+    from bench_core.domain.models import AgentRef
 
     return AgentRef(agent.login, agent.slug)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from bench_core.models import AgentRef
+from bench_core.domain.models import AgentRef
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,

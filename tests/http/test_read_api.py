@@ -6,7 +6,7 @@ import json
 
 import httpx
 import pytest
-from bench_core.privacy import HIDDEN
+from bench_core.domain.privacy import HIDDEN
 
 from tests.conftest import RunningServer
 from tests.factories import batch, ev, task_events

@@ -17,7 +17,7 @@ from typing import Any
 import bench
 import httpx
 import pytest
-from bench_core.models import AgentRef
+from bench_core.domain.models import AgentRef
 from bench_core.reuse.capability import public_capability
 
 from tests.conftest import RunningServer

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import httpx
 import pytest
-from bench_core import formatting as fmt
+from bench_core.render import formatting as fmt
 
 from tests.conftest import RunningServer
 from tests.http.surfaces_data import Seeded, seed_agent

@@ -13,7 +13,7 @@ import uuid
 
 import httpx
 import pytest
-from bench_core import formatting as fmt
+from bench_core.render import formatting as fmt
 
 from tests.conftest import RunningServer
 from tests.factories import batch, ev, task_events

@@ -13,10 +13,10 @@ from datetime import timedelta
 import httpx
 import pytest
 import websockets
-from bench_core import sandbox
-from bench_core.config import AccountSettings
-from bench_core.keys import new_key
-from bench_core.models import iso, utcnow
+from bench_core.domain.keys import new_key
+from bench_core.domain.models import iso, utcnow
+from bench_core.runtime.config import AccountSettings
+from bench_core.trial import sandbox
 
 from tests.conftest import RunningServer, start_server
 from tests.factories import batch, task_events

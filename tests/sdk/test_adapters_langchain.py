@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from bench.adapters.langchain import BenchCallbackHandler
-from bench_core.models import AgentRef
+from bench_core.domain.models import AgentRef
 from langchain_core.callbacks import CallbackManagerForLLMRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel

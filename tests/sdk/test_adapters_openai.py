@@ -245,7 +245,7 @@ def test_the_server_prices_the_evidence(base_url: str, bench_server: RunningServ
     with agent.span("answer") as task:
         wrapped.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
     assert agent.shutdown_sync(timeout=10)
-    from bench_core.models import AgentRef
+    from bench_core.domain.models import AgentRef
 
     ref = AgentRef(login, "priced")
     parent = bench_server.store.get_task(ref, task.task_id)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bench_core.clustering import group
-from bench_core.config import Settings
+from bench_core.clustering import workflow as cluster
+from bench_core.clustering.describe import TERMS_LABEL
+from bench_core.clustering.kmeans import group
+from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
+from bench_core.domain.privacy import HIDDEN, Viewer, insights_view
 from bench_core.llm import Completion, LLMUnavailable
-from bench_core.llm.describe import TERMS_LABEL
-from bench_core.models import AgentMeta, AgentRef, EvalResult
-from bench_core.privacy import HIDDEN, Viewer, insights_view
-from bench_core.services import Services
-from bench_core.workflows import cluster
+from bench_core.runtime.adapters import Services
+from bench_core.runtime.config import Settings
 
 from tests.factories import clean, task_events
 
@@ -198,8 +198,8 @@ def test_http_routers_and_the_eval_workflow_do_not_import_numpy_or_sklearn() -> 
         "import importlib, json, pkgutil, sys\n"
         "import bench_core.http as http\n"
         "for m in pkgutil.iter_modules(http.__path__): importlib.import_module(f'bench_core.http.{m.name}')\n"
-        "import bench_core.workflows.eval, bench_core.workflows.cluster, bench_core.workflows.local\n"
-        "import bench_core.local, bench_core.services\n"
+        "import bench_core.evals.workflow, bench_core.clustering.workflow, bench_core.workflows.local\n"
+        "import bench_core.local, bench_core.runtime.adapters\n"
         "print(json.dumps(sorted(m for m in ('numpy', 'sklearn', 'scipy') if m in sys.modules)))\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

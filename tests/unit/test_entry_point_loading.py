@@ -7,7 +7,7 @@ import gc
 from collections.abc import Iterator
 
 import pytest
-from bench_core.telemetry import loading
+from bench_core.runtime.lambda_instrumentation import loading
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench_core.llm.heuristic import heuristic_score
-from bench_core.llm.judge import InvalidVerdict, parse_verdict
-from bench_core.llm.prompts import PromptError, load_prompt, prompts_path
-from bench_core.models import TaskState
-from bench_core.values import TRUNCATED
+from bench_core.domain.field_limits import TRUNCATED
+from bench_core.domain.models import TaskState
+from bench_core.evals.heuristic import heuristic_score
+from bench_core.evals.judge import InvalidVerdict, parse_verdict
+from bench_core.evals.prompts import PromptError, load_prompt, prompts_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,7 +84,7 @@ def test_the_newest_version_wins_unless_one_is_pinned(tmp_path: Path) -> None:
 
 def test_the_copy_packaged_for_lambda_is_the_benchmarks_file() -> None:
     """Lambda packages hold only what is under the layer's folder, so the layer carries a copy;
-    after editing benchmarks/eval-prompts.md, copy it to layers/core/bench_core/llm/."""
-    packaged = REPO / "layers" / "core" / "bench_core" / "llm" / "eval-prompts.md"
+    after editing benchmarks/eval-prompts.md, copy it to layers/core/bench_core/evals/."""
+    packaged = REPO / "layers" / "core" / "bench_core" / "evals" / "eval-prompts.md"
     assert packaged.read_text() == (REPO / "benchmarks" / "eval-prompts.md").read_text(), \
-        "run: cp benchmarks/eval-prompts.md layers/core/bench_core/llm/eval-prompts.md"
+        "run: cp benchmarks/eval-prompts.md layers/core/bench_core/evals/eval-prompts.md"

@@ -11,10 +11,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from bench_core.config import Settings
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
 from bench_core.llm import Backoff, Completion, LLMUnavailable
-from bench_core.models import Agent, AgentMeta, AgentRef, iso, utcnow
-from bench_core.services import Services
+from bench_core.runtime.adapters import Services
+from bench_core.runtime.config import Settings
 from bench_core.workflows.local import JUDGE_SHARE_UNDER_LOAD, LocalRunner, pause_after
 
 from tests.factories import clean, task_events

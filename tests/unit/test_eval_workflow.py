@@ -8,13 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from bench_core.config import JudgeSettings, Settings
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.privacy import HIDDEN, Viewer, task_view
+from bench_core.evals import workflow
 from bench_core.llm import Completion, LLMUnavailable
-from bench_core.models import AgentMeta, AgentRef
-from bench_core.privacy import HIDDEN, Viewer, task_view
-from bench_core.services import Services
-from bench_core.views import agent_summary
-from bench_core.workflows import eval as eval_wf
+from bench_core.reads.agents import agent_summary
+from bench_core.runtime.adapters import Services
+from bench_core.runtime.config import JudgeSettings, Settings
 
 from tests.factories import clean, task_events
 
@@ -63,7 +63,7 @@ def ingest(services: Services, *tasks: str, status: str = "success", output: obj
 
 
 def run(services: Services, task_id: str, **options: object) -> dict:
-    return eval_wf.run_eval(services, eval_wf.start_state(REF.path, task_id, **options))
+    return workflow.run_eval(services, workflow.start_state(REF.path, task_id, **options))
 
 
 def test_offline_judge_scores_a_finished_run_and_labels_it(services: Services) -> None:
@@ -182,10 +182,10 @@ def test_hand_off_starts_evals_of_runs_only_unless_subtasks_are_configured(
 
     outcome = services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(
         task_events("sub", parent="root") + task_events("root")))
-    eval_wf.hand_off(services.provide(workflows=Recorder()), REF, outcome)
+    workflow.hand_off(services.provide(workflows=Recorder()), REF, outcome)
     with_subtasks = Services(replace(services.settings, judge=JudgeSettings(subtasks=True)),
                              services.store).provide(workflows=Recorder())
-    eval_wf.hand_off(with_subtasks, REF, outcome)
+    workflow.hand_off(with_subtasks, REF, outcome)
     assert started == [(REF, ["root"]), (REF, ["sub", "root"])]
 
 
@@ -195,4 +195,4 @@ def test_a_failing_start_never_fails_the_ingest(services: Services) -> None:
             raise RuntimeError("state machine gone")
 
     outcome = services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("t1")))
-    eval_wf.hand_off(services.provide(workflows=Broken()), REF, outcome)
+    workflow.hand_off(services.provide(workflows=Broken()), REF, outcome)

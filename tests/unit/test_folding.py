@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bench_core.folding import fold_batch, fold_task, logged_cost
-from bench_core.models import TaskState
+from bench_core.domain.folding import fold_batch, fold_task, logged_cost
+from bench_core.domain.models import TaskState
 
 from tests.factories import clean, ev, task_events
 

@@ -7,13 +7,13 @@ import asyncio
 import json
 
 import pytest
-from bench_core.accounts import signing
-from bench_core.live import Channel, may_watch
+from bench_core.accounts import signed_tokens
+from bench_core.accounts.live_tokens import issue, viewer_of
+from bench_core.domain.live import Channel, may_watch
+from bench_core.domain.models import Agent, AgentRef
+from bench_core.domain.privacy import ANONYMOUS, Viewer
 from bench_core.live.local import MAX_BACKLOG, TRY_AGAIN_LATER, Subscriber
-from bench_core.live.messages import MAX_MESSAGE_BYTES, Delivery, pack
-from bench_core.live.tokens import issue, viewer_of
-from bench_core.models import Agent, AgentRef
-from bench_core.privacy import ANONYMOUS, Viewer
+from bench_core.reads.live_events import MAX_MESSAGE_BYTES, Delivery, pack
 
 SECRET = b"k" * 48
 
@@ -87,7 +87,7 @@ def test_live_tokens_name_one_channel_and_one_viewer() -> None:
     assert viewer_of(SECRET, token, Channel("alice", "other")) is None
     assert viewer_of(b"other secret" * 4, token, channel) is None
     assert viewer_of(SECRET, issue(SECRET, channel, None), channel) is None
-    session_like = signing.sign(SECRET, "session", {"c": "alice/bot", "v": "alice"}, 60)
+    session_like = signed_tokens.sign(SECRET, "session", {"c": "alice/bot", "v": "alice"}, 60)
     assert viewer_of(SECRET, session_like, channel) is None, "tokens are bound to their purpose"
-    expired = signing.sign(SECRET, "live", {"c": "alice/bot", "v": "alice"}, 60, now=1_000)
+    expired = signed_tokens.sign(SECRET, "live", {"c": "alice/bot", "v": "alice"}, 60, now=1_000)
     assert viewer_of(SECRET, expired, channel) is None

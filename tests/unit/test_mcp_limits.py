@@ -8,9 +8,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from bench_core.domain.models import AgentMeta, CleanEvent
 from bench_core.mcp import server as mcp_server
-from bench_core.models import AgentMeta, CleanEvent
-from bench_core.store.sqlite import SqliteStore
+from bench_core.store.sqlite.store import SqliteStore
 from mcp import Client
 from mcp.types import CallToolResult
 

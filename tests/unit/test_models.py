@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from bench_core.models import MAX_COST_USD, IngestBatch, WireEvent
+from bench_core.domain.models import MAX_COST_USD, IngestBatch, WireEvent
 from pydantic import ValidationError
 
 from tests.factories import batch, ev, task_events

@@ -1,4 +1,4 @@
-"""OTLP decoding (JSON and protobuf) and the span → task-events mapping (bench_core.otlp)."""
+"""OTLP decoding (JSON and protobuf) and the span → task-events mapping (bench_core.ingest.otlp)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 from typing import Any
 
 import pytest
-from bench_core.config import Limits
-from bench_core.otlp import slugify
-from bench_core.otlp.decode import INVALID_ID, DecodeError, Span, SpanEvent, decode
-from bench_core.otlp.mapping import span_events, span_problem
+from bench_core.ingest.otlp import slugify
+from bench_core.ingest.otlp.decode import INVALID_ID, DecodeError, Span, SpanEvent, decode
+from bench_core.ingest.otlp.mapping import span_events, span_problem
+from bench_core.runtime.config import Limits
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 
@@ -248,8 +248,8 @@ def test_agent_names_become_slugs(name: str | None, slug: str | None) -> None:
 
 def test_protobuf_is_imported_only_by_a_protobuf_request() -> None:
     """The ingest Lambda's cold start must not pay for the protobuf classes."""
-    code = ("import sys, bench_core.http.otlp, bench_core.otlp.encode; "
-            "from bench_core.otlp.decode import decode; "
+    code = ("import sys, bench_core.http.otlp, bench_core.ingest.otlp.encode; "
+            "from bench_core.ingest.otlp.decode import decode; "
             "loaded = lambda: any(m.startswith(('google.protobuf', 'opentelemetry.proto')) "
             "for m in sys.modules); "
             "assert not loaded(); decode(b'{}', 'json'); assert not loaded(); "

@@ -1,4 +1,4 @@
-"""The price table and evidence pricing (bench_core.pricing)."""
+"""The price table and evidence pricing (bench_core.domain.pricing)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from bench_core.pricing import TABLE_PATH, cost_usd, price_evidence, price_table, token_count
+from bench_core.domain.pricing import TABLE_PATH, cost_usd, price_evidence, price_table, token_count
 
 
 def test_the_table_file_names_its_date_unit_and_a_source_for_every_model() -> None:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from bench_core.config import ReuseSettings
 from bench_core.reuse.outbound import RefusedEndpoint, check, refused_reason
+from bench_core.runtime.config import ReuseSettings
 
 STRICT = ReuseSettings()
 TESTING = ReuseSettings(allow_loopback=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bench_core.models import KeyRecord, iso
+from bench_core.domain.models import KeyRecord, iso
 from bench_core.reuse.invoke import usage_expiry
 
 STARTED = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)

@@ -5,7 +5,7 @@ import random
 
 import numpy as np
 import pytest
-from bench_core import stats
+from bench_core.domain import stats
 
 
 def test_buckets_cover_one_millisecond_to_over_an_hour() -> None:

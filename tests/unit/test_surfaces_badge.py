@@ -7,31 +7,31 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from bench_core import glyphs
-from bench_core.badge import (
+from bench_core.domain.errors import BadRequest
+from bench_core.render import font_widths
+from bench_core.render.badge import (
     STYLES,
     badge_params,
     badge_reply,
     render_badge,
     text_width,
 )
-from bench_core.caching import Reply, cacheable, etag_matches, etag_of
-from bench_core.errors import BadRequest
+from bench_core.render.http_caching import Reply, cacheable, etag_matches, etag_of
 
 SVG = "{http://www.w3.org/2000/svg}"
 DEJAVU = Path("/usr/share/fonts/truetype/dejavu")
 
 
-@pytest.mark.parametrize("table, font", [(glyphs.REGULAR, "DejaVuSans.ttf"),
-                                         (glyphs.BOLD, "DejaVuSans-Bold.ttf")])
+@pytest.mark.parametrize("table, font", [(font_widths.REGULAR, "DejaVuSans.ttf"),
+                                         (font_widths.BOLD, "DejaVuSans-Bold.ttf")])
 def test_glyph_widths_are_the_fonts_own(table: tuple[int, ...], font: str) -> None:
     path = DEJAVU / font
     if not path.exists():
         pytest.skip(f"{path} is not installed (Debian: fonts-dejavu-core)")
     from PIL import ImageFont
 
-    face = ImageFont.truetype(str(path), glyphs.UNITS_PER_EM, layout_engine=ImageFont.Layout.BASIC)
-    codes = [*range(*glyphs.FIRST_RANGE), *range(*glyphs.SECOND_RANGE)]
+    face = ImageFont.truetype(str(path), font_widths.UNITS_PER_EM, layout_engine=ImageFont.Layout.BASIC)
+    codes = [*range(*font_widths.FIRST_RANGE), *range(*font_widths.SECOND_RANGE)]
     assert list(table) == [int(face.getlength(chr(c))) for c in codes]
 
 

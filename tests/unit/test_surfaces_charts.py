@@ -5,9 +5,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from bench_core import charts, stats
-from bench_core import formatting as fmt
-from bench_core.views import day_window
+from bench_core.domain import stats
+from bench_core.reads.agents import day_window
+from bench_core.render import charts
+from bench_core.render import formatting as fmt
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -7,8 +7,8 @@ import math
 import random
 
 import pytest
-from bench_core import stats
-from bench_core.compare import (
+from bench_core.domain import stats
+from bench_core.reads.compare import (
     MIN_SAMPLE,
     bounded_mean_p,
     compare,

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench_core import stats
-from bench_core.errors import BadRequest
-from bench_core.leaderboard import (
+from bench_core.domain import stats
+from bench_core.domain.errors import BadRequest
+from bench_core.domain.models import Agent, AgentStats
+from bench_core.domain.ranking import (
     MAX_PAGE,
     MIN_RUNS,
     SORTS,
@@ -17,8 +18,7 @@ from bench_core.leaderboard import (
     rank_values,
     search_text,
 )
-from bench_core.models import Agent, AgentStats
-from bench_core.store.sqlite import SqliteStore
+from bench_core.store.sqlite.store import SqliteStore
 
 
 def agent(runs: int = 20, successes: int = 15, *, cost: float = 0.2, evals: int = 0,

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import pytest
-from bench_core.errors import Forbidden, Unauthorized
-from bench_core.keys import hash_key, may_write, new_key, verify
-from bench_core.values import TRUNCATED, cap
+from bench_core.domain.errors import Forbidden, Unauthorized
+from bench_core.domain.field_limits import TRUNCATED, cap
+from bench_core.domain.keys import hash_key, may_write, new_key, verify
 
 
 def test_small_values_pass_through_and_big_ones_carry_a_marker() -> None:

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .config import Settings
-from .keys import new_key
-from .models import LOGIN_PATTERN, SLUG_PATTERN, iso, utcnow
+from .domain.keys import new_key
+from .domain.models import LOGIN_PATTERN, SLUG_PATTERN, iso, utcnow
+from .runtime.config import Settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -17,7 +17,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _store(args: argparse.Namespace):  # noqa: ANN202 - the Store protocol
-    from .store import open_store
+    from .runtime.adapters import open_store
 
     return open_store(_settings(args))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from .config import Settings
 from .http import (
     api,
     auth,
@@ -27,14 +26,15 @@ from .http import (
     reuse,
     reuse_dashboard,
     static,
-    try_,
+    trial,
 )
-from .services import Services
+from .runtime.adapters import Services
+from .runtime.config import Settings
 from .workflows.local import LocalRunner
 
 ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.router, leaderboard.api_router,
            leaderboard.router, pages.router, badge.router, embed.router, og.router, static.router,
-           auth.router, device.api_router, device.router, dashboard.router, try_.router, live.router,
+           auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
            benchmarks.api_router, benchmarks.router)
 

@@ -9,7 +9,7 @@
 - `device`: `bench login`'s device flow (approve a code in a signed-in browser).
 
 Logins are GitHub's, lowercased; GitHub forbids two hyphens in a row, which leaves names such
-as `try--…` free for the sandbox (`bench_core.sandbox`) without ever meeting a real account.
+as `try--…` free for the sandbox (`bench_core.trial.sandbox`) without ever meeting a real account.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..errors import TooManyRequests
-from ..models import iso, utcnow
+from ..domain.errors import TooManyRequests
+from ..domain.models import iso, utcnow
 from ..store import Store
 
 DEVICE = "device"

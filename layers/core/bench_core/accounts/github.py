@@ -17,8 +17,8 @@ from urllib.parse import urlencode
 
 import httpx
 
-from ..config import AccountSettings
-from ..errors import BenchError
+from ..domain.errors import BenchError
+from ..runtime.config import AccountSettings
 from . import valid_account_login
 
 TIMEOUT_S = 10.0

@@ -17,8 +17,8 @@ import os
 import secrets
 import threading
 
-from ..config import Settings
-from ..errors import BenchError
+from ..domain.errors import BenchError
+from ..runtime.config import Settings
 
 LOCAL_SECRET_FILE = "session-secret"
 MIN_SECRET_CHARS = 32

@@ -13,9 +13,9 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..models import iso, utcnow
+from ..domain.models import iso, utcnow
 from ..store import Store
-from . import signing
+from . import signed_tokens as signing
 
 COOKIE = "bench_session"
 PURPOSE = "session"

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from .. import stats
+from ..domain import stats
 from .records import Attempt
 
 

@@ -20,12 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import BenchError
+from ..domain.errors import BenchError
+from ..domain.task_text import as_text, clip
+from ..evals.judge import InvalidVerdict, parse_verdict
+from ..evals.prompts import load_prompt
 from ..llm import LLM, LLMError, Message
-from ..llm.judge import InvalidVerdict, parse_verdict
-from ..llm.prompts import load_prompt
-from ..llm.text import as_text, clip
-from ..log import logger
+from ..runtime.log import logger
 from .suites import Case, Suite
 
 OFFLINE_LABEL = "grounding-heuristic-v1"

@@ -15,11 +15,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..errors import Conflict, Invalid
-from ..keys import may_write
-from ..models import Agent, AgentRef, KeyRecord, Label, Slug, iso, utcnow
-from ..services import Services
-from ..values import cap
+from ..domain.errors import Conflict, Invalid
+from ..domain.field_limits import cap
+from ..domain.keys import may_write
+from ..domain.models import Agent, AgentRef, KeyRecord, Label, Slug, iso, utcnow
+from ..runtime.adapters import Services
 from . import aggregate
 from .grading import Grade, grade_all, grader_for
 from .records import Attempt, AttemptStatus, RunRecord

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..errors import NotFound
+from ..domain.errors import NotFound
 
 SUITES_DIR = Path(__file__).parent / "suites"
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]

@@ -1,38 +1,7 @@
-"""The Embedder port: texts → L2-normalised vectors, for clustering failures (ARCHITECTURE: embed/).
+"""The Embedder port (`base.py`): `tfidf.py` offline, `bedrock.py` on AWS."""
 
-- `tfidf.TfidfEmbedder`: scikit-learn TF-IDF + truncated SVD, fitted on the texts it is given
-  (vectors compare within one call, which is how clustering uses them); no network.
-- `bedrock.BedrockEmbedder`: Titan Text Embeddings V2 (512 dimensions by default).
+from .base import (
+    Embedder,
+)
 
-numpy and scikit-learn are imported only inside these adapters: nothing an HTTP function or the
-eval workflow imports may pull them in (cold starts, and only the cluster function ships them).
-"""
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Protocol
-
-from ..config import LLMSettings
-
-if TYPE_CHECKING:
-    import numpy as np
-
-
-class Embedder(Protocol):
-    label: str
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """One row per text, each of unit length (or all zeros for a text with no content)."""
-        ...
-
-
-def open_embedder(settings: LLMSettings) -> Embedder:
-    if settings.embedder == "tfidf":
-        from .tfidf import TfidfEmbedder
-
-        return TfidfEmbedder()
-    if settings.embedder == "bedrock":
-        from .bedrock import BedrockEmbedder
-
-        return BedrockEmbedder(settings.embed_model, dimensions=settings.embed_dimensions)
-    raise ValueError(f"unknown BENCH_EMBEDDER {settings.embedder!r}: use tfidf or bedrock")
+__all__ = ["Embedder"]

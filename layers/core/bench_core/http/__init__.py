@@ -14,10 +14,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..config import Settings
-from ..errors import BenchError
-from ..log import logger
-from ..services import Services
+from ..domain.errors import BenchError
+from ..runtime.adapters import Services
+from ..runtime.config import Settings
+from ..runtime.log import logger
 
 
 def create_app(*routers: APIRouter, services: Services | None = None) -> FastAPI:

@@ -8,11 +8,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import BadRequest, Forbidden, NotFound
-from ..models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentSettingsPatch, KeyRecord
-from ..privacy import Viewer, event_view, task_view, visible_agent
-from ..services import Services
-from ..views import agent_detail
+from ..domain.errors import BadRequest, Forbidden, NotFound
+from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentSettingsPatch, KeyRecord
+from ..domain.privacy import Viewer, event_view, task_view, visible_agent
+from ..reads.agents import agent_detail
+from ..runtime.adapters import Services
 from . import services_of
 from .deps import current_viewer, require_key
 

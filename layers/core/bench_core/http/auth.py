@@ -17,10 +17,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import github, sessions, signing, valid_account_login
-from ..errors import Forbidden
-from ..models import iso, utcnow
-from ..services import Services
+from ..accounts import github, sessions, valid_account_login
+from ..accounts import signed_tokens as signing
+from ..domain.errors import Forbidden
+from ..domain.models import iso, utcnow
+from ..runtime.adapters import Services
 from . import services_of
 from .browser import (
     NO_STORE,
@@ -32,8 +33,8 @@ from .browser import (
     set_cookie,
 )
 from .ingest import public_base
-from .render import PageRoute, error_page, page
 from .session_cookie import session_of
+from .templating import PageRoute, error_page, page
 
 router = APIRouter(route_class=PageRoute)
 

@@ -1,4 +1,4 @@
-"""`GET /badge/{login}/{slug}.svg` in a FastAPI app: `bench_core.badge_app.badge_answer`, the
+"""`GET /badge/{login}/{slug}.svg` in a FastAPI app: `bench_core.lambdas.badge.badge_answer`, the
 same function the badge Lambda answers with."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ..badge_app import PATH, badge_answer
+from ..lambdas.badge import PATH, badge_answer
 from . import get_services
-from .render import reply_response
+from .templating import reply_response
 
 router = APIRouter()
 

@@ -12,18 +12,18 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..benchmarks import views
+from ..benchmarks import read_models
 from ..benchmarks.records import LABEL, RunRecord
 from ..benchmarks.suites import load_suite
-from ..caching import PUBLIC_60
-from ..errors import BadRequest, Invalid, NotFound
-from ..ingest import validation_detail
-from ..models import Agent, AgentRef, KeyRecord
-from ..privacy import Viewer, visible_agent
-from ..services import Services
-from . import render, services_of
+from ..domain.errors import BadRequest, Invalid, NotFound
+from ..domain.models import Agent, AgentRef, KeyRecord
+from ..domain.privacy import Viewer, visible_agent
+from ..ingest.wire import validation_detail
+from ..render.http_caching import PUBLIC_60
+from ..runtime.adapters import Services
+from . import services_of, templating
 from .deps import current_viewer, read_body, require_key
-from .render import PageRoute
+from .templating import PageRoute
 
 if TYPE_CHECKING:
     from ..benchmarks.runs import RunIn
@@ -64,9 +64,9 @@ def visible_run(services: Services, suite_id: str | None, run_id: str, viewer: V
 
 def suite_detail(services: Services, suite_id: str, ranking: int) -> dict[str, Any]:
     packaged = load_suite(suite_id)
-    return {**views.suite_info(packaged.suite, packaged.content_hash), "label": LABEL,
+    return {**read_models.suite_info(packaged.suite, packaged.content_hash), "label": LABEL,
             "published_hash": services.store.registered_suites().get(suite_id),
-            "ranking": views.ranking(services.store, suite_id, ranking)}
+            "ranking": read_models.ranking(services.store, suite_id, ranking)}
 
 
 # ---- JSON ---------------------------------------------------------------------------------------
@@ -88,14 +88,14 @@ def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) ->
     record = submit_run(services, key, suite, run)
     agent = services.store.get_agent(AgentRef(record.login, record.slug))
     assert agent is not None  # submit_run created it
-    return views.run_detail(record, agent, Viewer(key.login))
+    return read_models.run_detail(record, agent, Viewer(key.login))
 
 
 @api_router.get("")
 def list_suites(top: int = Query(5, ge=0, le=50), services: Services = Depends(services_of)
                 ) -> JSONResponse:
     """Public agents only and the same for everyone, so shared caches may keep it a minute."""
-    return JSONResponse({"suites": views.suites_overview(services.store, top)},
+    return JSONResponse({"suites": read_models.suites_overview(services.store, top)},
                         headers={"Cache-Control": PUBLIC_60})
 
 
@@ -113,14 +113,14 @@ def get_run_by_id(run_id: str, viewer: Viewer = Depends(current_viewer),
                   services: Services = Depends(services_of)) -> dict[str, Any]:
     """A run by id alone (`bench benchmark show RUN_ID`)."""
     run, agent = visible_run(services, None, run_id, viewer)
-    return views.run_detail(run, agent, viewer)
+    return read_models.run_detail(run, agent, viewer)
 
 
 @api_router.get("/{suite}/runs/{run_id}")
 def get_run(suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
             services: Services = Depends(services_of)) -> dict[str, Any]:
     run, agent = visible_run(services, suite, run_id, viewer)
-    return views.run_detail(run, agent, viewer)
+    return read_models.run_detail(run, agent, viewer)
 
 
 # ---- pages --------------------------------------------------------------------------------------
@@ -129,14 +129,14 @@ def get_run(suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
 @router.get("/benchmarks")
 def registry_page(request: Request, viewer: Viewer = Depends(current_viewer),
                   services: Services = Depends(services_of)) -> Response:
-    return render.page(request, "benchmarks.html", viewer=viewer,
-                       suites=views.suites_overview(services.store, TOP_ON_REGISTRY))
+    return templating.page(request, "benchmarks.html", viewer=viewer,
+                       suites=read_models.suites_overview(services.store, TOP_ON_REGISTRY))
 
 
 @router.get("/benchmarks/{suite}")
 def suite_page(request: Request, suite: str, viewer: Viewer = Depends(current_viewer),
                services: Services = Depends(services_of)) -> Response:
-    return render.page(request, "benchmark_suite.html", viewer=viewer,
+    return templating.page(request, "benchmark_suite.html", viewer=viewer,
                        s=suite_detail(services, suite, RANKING_ON_SUITE),
                        cases=load_suite(suite).suite.cases)
 
@@ -145,6 +145,6 @@ def suite_page(request: Request, suite: str, viewer: Viewer = Depends(current_vi
 def run_page(request: Request, suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
              services: Services = Depends(services_of)) -> Response:
     run, agent = visible_run(services, suite, run_id, viewer)
-    return render.page(request, "benchmark_run.html", viewer=viewer,
-                       r=views.run_detail(run, agent, viewer),
+    return templating.page(request, "benchmark_run.html", viewer=viewer,
+                       r=read_models.run_detail(run, agent, viewer),
                        private=not agent.is_public)

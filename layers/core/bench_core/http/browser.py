@@ -17,14 +17,14 @@ from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from .. import csrf
 from ..accounts.sessions import Session
-from ..errors import BadRequest, Forbidden
-from ..services import Services
+from ..domain.errors import BadRequest, Forbidden
+from ..runtime.adapters import Services
+from . import csrf
 from .deps import read_body
 from .ingest import public_base
-from .render import PageRoute
 from .session_cookie import session_of
+from .templating import PageRoute
 
 FORM_LIMIT = 16 * 1024
 """Account forms hold a few short fields; anything bigger is not one of ours."""

@@ -15,18 +15,18 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import NotFound
-from ..keys import new_key
-from ..live.messages import headline, summary
-from ..models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
-from ..privacy import Viewer
-from ..services import Services
-from ..views import agent_summary
+from ..domain.errors import NotFound
+from ..domain.keys import new_key
+from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
+from ..domain.privacy import Viewer
+from ..reads.agents import agent_summary
+from ..reads.live_events import headline, summary
+from ..runtime.adapters import Services
 from . import services_of
 from .api import agent_ref
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
 from .ingest import public_base
-from .render import page
+from .templating import page
 
 router = APIRouter(prefix="/dashboard", route_class=AccountRoute)
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import PayloadTooLarge, Unauthorized
-from ..keys import hash_key, looks_like_key, verify
-from ..models import KeyRecord, iso, utcnow
-from ..privacy import ANONYMOUS, Viewer
-from ..services import Services
+from ..domain.errors import PayloadTooLarge, Unauthorized
+from ..domain.keys import hash_key, looks_like_key, verify
+from ..domain.models import KeyRecord, iso, utcnow
+from ..domain.privacy import ANONYMOUS, Viewer
+from ..runtime.adapters import Services
 from . import services_of
 from .session_cookie import session_of
 

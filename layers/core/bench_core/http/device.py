@@ -17,14 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..accounts import device
-from ..errors import TooManyRequests
-from ..keys import new_key
-from ..models import iso, utcnow
-from ..services import Services
+from ..domain.errors import TooManyRequests
+from ..domain.keys import new_key
+from ..domain.models import iso, utcnow
+from ..runtime.adapters import Services
 from . import services_of
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
 from .ingest import public_base
-from .render import page
+from .templating import page
 
 api_router = APIRouter(prefix="/api/cli/device")
 router = APIRouter(route_class=AccountRoute)

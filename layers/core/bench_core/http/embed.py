@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from .. import charts, views
-from ..caching import Reply, cacheable
-from ..errors import BadRequest, NotFound
-from ..privacy import ANONYMOUS
-from ..services import Services
+from ..domain.errors import BadRequest, NotFound
+from ..domain.privacy import ANONYMOUS
+from ..reads import agents
+from ..render import charts
+from ..render.http_caching import Reply, cacheable
+from ..runtime.adapters import Services
 from . import services_of
 from .api import agent_ref
 from .pages import EMBED_SIZES
-from .render import SECURITY_HEADERS, PageRoute, inline_hash, render, reply_response
+from .templating import SECURITY_HEADERS, PageRoute, inline_hash, render, reply_response
 
 router = APIRouter(route_class=PageRoute)
 
@@ -45,12 +46,12 @@ def embed_params(size: str | None, theme: str | None) -> tuple[str, str]:
 def embed(request: Request, login: str, slug: str, size: str | None = None,
           theme: str | None = None, services: Services = Depends(services_of)) -> Response:
     size, theme = embed_params(size, theme)
-    agent = views.public_agent(services.store, agent_ref(login, slug))
+    agent = agents.public_agent(services.store, agent_ref(login, slug))
     if agent is None:
         raise NotFound("agent not found")
-    window, daily = views.daily_series(services.store, agent)
+    window, daily = agents.daily_series(services.store, agent)
     runs_by_day = {row["day"]: row["runs"] for row in daily}
-    summary = views.agent_summary(agent, ANONYMOUS)
+    summary = agents.agent_summary(agent, ANONYMOUS)
     html = render("embed.html", s=summary, size=size, theme=theme, refresh=REFRESH_SECONDS,
                   dims=EMBED_SIZES[size], profile_url=f"/u/{agent.login}/{agent.slug}",
                   spark=charts.sparkline([runs_by_day.get(d, 0) for d in window],

@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from .. import __version__
-from ..models import AgentRef
-from ..services import Services
+from ..domain.models import AgentRef
+from ..runtime.adapters import Services
 from . import services_of
 
 router = APIRouter()

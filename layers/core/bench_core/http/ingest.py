@@ -8,13 +8,13 @@ from typing import Any
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from starlette.responses import JSONResponse
 
-from .. import telemetry
-from ..errors import BenchError, Unauthorized
-from ..ingest import decode_body, ingest
-from ..log import logger
-from ..models import AgentRef, IngestBatch, IngestOutcome, KeyRecord
-from ..services import Services
-from ..workflows.eval import hand_off
+from ..domain.errors import BenchError, Unauthorized
+from ..domain.models import AgentRef, IngestBatch, IngestOutcome, KeyRecord
+from ..evals.workflow import hand_off
+from ..ingest.wire import decode_body, ingest
+from ..runtime import lambda_instrumentation
+from ..runtime.adapters import Services
+from ..runtime.log import logger
 from . import services_of
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
 
@@ -25,7 +25,7 @@ async def count_rejections() -> AsyncIterator[None]:
     try:
         yield
     except BenchError:
-        telemetry.count("BatchesRejected")
+        lambda_instrumentation.count("BatchesRejected")
         raise
 
 
@@ -65,14 +65,14 @@ async def post_ingest(request: Request, background: BackgroundTasks,
     body = decode_body(raw, request.headers.get("content-encoding"), limits.max_body_bytes)
     # On the event loop, not a worker thread: the work is CPU under the GIL either way, and the
     # hop cost 1.5 ms of CPU per batch of 50 (5.7 against 4.2 ms) and a quarter of the
-    # throughput (benchmarks/perf/ingest.py, side by side). The only waits are SQLite's write
+    # throughput (tests/perf/ingest.py, side by side). The only waits are SQLite's write
     # lock, which other writers hold for milliseconds, and a WAL checkpoint now and then; in
     # Lambda there is nothing to overlap.
     key = authenticate(services, raw_key)
     batch, outcome = ingest_as(services, key, body)
     publish_later(background, services, AgentRef(key.login, batch.agent_slug), batch.events,
                   outcome)
-    telemetry.count("EventsIngested", outcome.accepted)
+    lambda_instrumentation.count("EventsIngested", outcome.accepted)
     path = f"{key.login}/{batch.agent_slug}"
     logger.info("batch ingested", extra={"agent": path, "accepted": outcome.accepted,
                                          "duplicates": outcome.duplicates})

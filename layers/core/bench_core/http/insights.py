@@ -9,10 +9,10 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import Forbidden, NotFound
-from ..models import KeyRecord
-from ..privacy import Viewer, insights_view
-from ..services import Services
+from ..domain.errors import Forbidden, NotFound
+from ..domain.models import KeyRecord
+from ..domain.privacy import Viewer, insights_view
+from ..runtime.adapters import Services
 from . import services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer, require_key

@@ -7,12 +7,12 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from .. import leaderboard as ranking
-from .. import views
-from ..caching import PUBLIC_60
-from ..services import Services
-from . import render, services_of
-from .render import PageRoute
+from ..domain import ranking
+from ..reads import agents as views
+from ..render.http_caching import PUBLIC_60
+from ..runtime.adapters import Services
+from . import services_of, templating
+from .templating import PageRoute
 
 router = APIRouter(route_class=PageRoute)
 api_router = APIRouter()
@@ -28,7 +28,7 @@ def board(services: Services, sort: str | None, q: str | None, page: str | None
 def leaderboard_html(request: Request, sort: str | None = None, q: str | None = None,
                      page: str | None = None, services: Services = Depends(services_of)
                      ) -> Response:
-    return render.page(request, "leaderboard.html", board=board(services, sort, q, page),
+    return templating.page(request, "leaderboard.html", board=board(services, sort, q, page),
                        sorts=ranking.SORTS)
 
 

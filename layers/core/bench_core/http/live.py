@@ -19,16 +19,15 @@ from fastapi import APIRouter, Depends, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from .. import csrf
-from ..errors import NotFound
-from ..live import Channel, may_watch
+from ..accounts.live_tokens import issue
+from ..domain.errors import NotFound
+from ..domain.live import Channel, may_watch
+from ..domain.models import Agent
+from ..domain.privacy import Viewer
 from ..live.local import POLICY_VIOLATION, LocalFeed, Subscriber
-from ..live.messages import hello
-from ..live.tokens import issue
-from ..models import Agent
-from ..privacy import Viewer
-from ..services import Services
-from . import get_services, services_of
+from ..reads.live_events import hello
+from ..runtime.adapters import Services
+from . import csrf, get_services, services_of
 from .browser import NO_STORE
 from .ingest import public_base
 from .session_cookie import session_of

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from .. import views
-from ..caching import Reply, cacheable
-from ..errors import NotFound
-from ..og import render_og
-from ..services import Services
+from ..domain.errors import NotFound
+from ..reads import agents
+from ..render.http_caching import Reply, cacheable
+from ..render.og_card import render_og
+from ..runtime.adapters import Services
 from . import services_of
 from .api import agent_ref
-from .render import PageRoute, reply_response
+from .templating import PageRoute, reply_response
 
 router = APIRouter(route_class=PageRoute)
 
@@ -21,7 +21,7 @@ router = APIRouter(route_class=PageRoute)
 @router.get("/og/{login}/{slug}.png")
 def og_image(request: Request, login: str, slug: str,
              services: Services = Depends(services_of)) -> Response:
-    summary = views.public_summary(services.store, agent_ref(login, slug))
+    summary = agents.public_summary(services.store, agent_ref(login, slug))
     if summary is None:
         raise NotFound("agent not found")
     png = render_og(summary)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from .. import telemetry
-from ..errors import BenchError, Unauthorized
-from ..ingest import decode_body
-from ..log import logger
-from ..otlp import ExportResult, UnsupportedMediaType, encoding_of, export_traces
-from ..otlp.encode import export_response, status_body
-from ..services import Services
-from ..workflows.eval import hand_off
+from ..domain.errors import BenchError, Unauthorized
+from ..evals.workflow import hand_off
+from ..ingest.otlp import ExportResult, UnsupportedMediaType, encoding_of, export_traces
+from ..ingest.otlp.encode import export_response, status_body
+from ..ingest.wire import decode_body
+from ..runtime import lambda_instrumentation
+from ..runtime.adapters import Services
+from ..runtime.log import logger
 from . import services_of
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
 from .ingest import publish_later
@@ -55,15 +55,15 @@ async def post_traces(request: Request, background: BackgroundTasks,
         result = await run_in_threadpool(authenticated_export, services, raw_key, body, encoding,
                                          request.headers.get("x-bench-agent"))
     except BenchError as exc:
-        telemetry.count("BatchesRejected")
+        lambda_instrumentation.count("BatchesRejected")
         return Response(status_body(exc.status, exc.message, encoding or "json"),
                         status_code=exc.status, headers=exc.headers,
                         media_type=content_type if encoding else JSON)
     for ref, outcome in result.outcomes:
         publish_later(background, services, ref, [e.body for e in result.events[ref]], outcome)
     accepted = sum(outcome.accepted for _, outcome in result.outcomes)
-    telemetry.count("EventsIngested", accepted)
-    telemetry.count("SpansIngested", result.spans)
+    lambda_instrumentation.count("EventsIngested", accepted)
+    lambda_instrumentation.count("SpansIngested", result.spans)
     logger.info("spans ingested", extra={"spans": result.spans, "rejected": result.rejected,
                                          "accepted_events": accepted,
                                          "agents": [ref.path for ref, _ in result.outcomes]})

@@ -12,21 +12,22 @@ from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import charts, views
-from .. import compare as comparison
-from .. import formatting as fmt
-from ..benchmarks import views as benchmark_views
-from ..errors import BadRequest, NotFound
-from ..models import Agent
-from ..privacy import Viewer, visible_agent
+from ..benchmarks import read_models
+from ..domain.errors import BadRequest, NotFound
+from ..domain.models import Agent
+from ..domain.privacy import Viewer, visible_agent
+from ..reads import agents as views
+from ..reads import compare as comparison
+from ..render import charts
+from ..render import formatting as fmt
 from ..reuse.capability import capability_view
-from ..services import Services
+from ..runtime.adapters import Services
 from ..store import Store
 from . import error_response, services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer
 from .ingest import public_base
-from .render import PageRoute, error_page, page
+from .templating import PageRoute, error_page, page
 
 router = APIRouter(route_class=PageRoute)
 
@@ -67,14 +68,14 @@ def profile(request: Request, login: str, slug: str, viewer: Viewer = Depends(cu
 
 
 def profile_context(store: Store, agent: Agent, viewer: Viewer, base: str) -> dict[str, Any]:
-    """What profile.html renders (also what benchmarks/perf/surfaces.py times)."""
+    """What profile.html renders (also what tests/perf/surfaces.py times)."""
     p = views.profile(store, agent, viewer)
     return {"p": p, "base": base, "description": description(p), "snippets": snippets(base, p),
             "embed_sizes": EMBED_SIZES,
             "daily_chart": Markup(charts.daily_runs(p["window"], p["daily"]) or ""),
             "latency_chart": Markup(charts.latency_histogram(p["latency_hist"]) or ""),
             "capability": capability_view(store, agent, viewer),
-            "benchmarks": benchmark_views.visible_runs(store, agent, viewer)}
+            "benchmarks": read_models.visible_runs(store, agent, viewer)}
 
 
 @router.get("/vs")
@@ -101,7 +102,7 @@ def compare(request: Request, a: str, agent1: str, b: str, agent2: str,
     left, right = sides
     summaries = [views.agent_summary(agent, viewer) for agent in sides]
     lines = comparison.compare(*summaries, left.stats.latency_hist, right.stats.latency_hist)
-    benchmarks = [benchmark_views.visible_runs(services.store, agent, viewer) for agent in sides]
+    benchmarks = [read_models.visible_runs(services.store, agent, viewer) for agent in sides]
     return page(request, "compare.html", viewer=viewer, a=summaries[0], b=summaries[1],
                 lines=lines, alpha=comparison.ALPHA, min_sample=comparison.MIN_SAMPLE,
                 benchmarks=benchmarks)

@@ -18,13 +18,13 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import Forbidden, Invalid, NotFound
-from ..ingest import validation_detail
-from ..models import Agent, KeyRecord, utcnow
-from ..privacy import Viewer
+from ..domain.errors import Forbidden, Invalid, NotFound
+from ..domain.models import Agent, KeyRecord, utcnow
+from ..domain.privacy import Viewer
+from ..ingest.wire import validation_detail
 from ..reuse import capability, grants, invoke
 from ..reuse.models import CapabilityCard, GrantRequest, InvokeRequest
-from ..services import Services
+from ..runtime.adapters import Services
 from . import error_response, services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer, read_body, require_key

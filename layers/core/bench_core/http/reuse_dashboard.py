@@ -12,13 +12,13 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import Invalid, NotFound
-from ..ingest import validation_detail
-from ..models import Agent, utcnow
-from ..privacy import Viewer
+from ..domain.errors import Invalid, NotFound
+from ..domain.models import Agent, utcnow
+from ..domain.privacy import Viewer
+from ..ingest.wire import validation_detail
 from ..reuse import capability, grants
 from ..reuse.models import GrantRequest
-from ..services import Services
+from ..runtime.adapters import Services
 from . import services_of
 from .api import agent_ref
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, form_fields

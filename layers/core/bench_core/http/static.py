@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from ..errors import NotFound
-from .render import STATIC, STATIC_VERSION
+from ..domain.errors import NotFound
+from .templating import STATIC, STATIC_VERSION
 
 router = APIRouter()
 

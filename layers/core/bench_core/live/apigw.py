@@ -17,10 +17,10 @@ import boto3
 from botocore.exceptions import ClientError
 from starlette.concurrency import run_in_threadpool
 
-from ..log import logger
-from ..models import AgentRef, iso, utcnow
-from . import LiveConnection
-from .messages import Delivery
+from ..domain.live import LiveConnection
+from ..domain.models import AgentRef, iso, utcnow
+from ..reads.live_events import Delivery
+from ..runtime.log import logger
 
 if TYPE_CHECKING:
     from ..store import Store

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from ..log import logger
-from ..models import AgentRef
-from . import Channel
-from .messages import Delivery
+from ..domain.live import Channel
+from ..domain.models import AgentRef
+from ..reads.live_events import Delivery
+from ..runtime.log import logger
 
 if TYPE_CHECKING:
     from ..store import Store

@@ -1,81 +1,12 @@
-"""The LLM port: one chat completion, behind three adapters (ARCHITECTURE: llm/).
+"""The LLM port (`base.py`): one chat completion; `openai_compat.py` and `bedrock.py` adapters."""
 
-- `bedrock.BedrockLLM`: Bedrock's Converse API (Llama 3.3 70B through its inference profile).
-- `openai_compat.OpenAICompatLLM`: any OpenAI-compatible `/v1/chat/completions` (Ollama, vLLM).
-- none: no model at all; the judge is then `heuristic.py` and clusters are described by their
-  terms. `open_llm` returns None for it, so callers cannot mistake a heuristic for a model.
+from .base import (
+    LLM,
+    Backoff,
+    Completion,
+    LLMError,
+    LLMUnavailable,
+    Message,
+)
 
-Adapters retry throttling, timeouts and 5xx with backoff themselves and raise `LLMUnavailable`
-once those retries are spent, so a caller (a worker, a Step Functions Retry) can try later.
-Token usage comes back with every answer: it is what judging costs.
-"""
-
-from __future__ import annotations
-
-import random
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, Protocol, TypedDict
-
-from ..config import LLMSettings
-
-
-class Message(TypedDict):
-    role: Literal["user", "assistant"]
-    content: str
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    input_tokens: int
-    output_tokens: int
-
-
-class LLMError(Exception):
-    """The model could not be asked (refused request, bad configuration)."""
-
-
-class LLMUnavailable(LLMError):
-    """The model is there but not answering now (throttled, timed out, 5xx): try again later."""
-
-
-class LLM(Protocol):
-    label: str
-    """Who answers, as recorded with every result: `bedrock:<model>`, `openai_compat:<model>`."""
-
-    def complete(self, system: str, messages: list[Message], *, max_tokens: int) -> Completion: ...
-
-
-def open_llm(settings: LLMSettings) -> LLM | None:
-    """The adapter `settings.provider` names; None for `heuristic` (no model)."""
-    if settings.provider == "heuristic":
-        return None
-    if settings.provider == "openai_compat":
-        from .openai_compat import OpenAICompatLLM
-
-        if not settings.url:
-            raise ValueError("BENCH_LLM=openai_compat needs BENCH_LLM_URL (e.g. http://127.0.0.1:11434/v1)")
-        return OpenAICompatLLM(settings.url, settings.model or "llama3.3", api_key=settings.api_key,
-                               timeout_s=settings.timeout_s)
-    if settings.provider == "bedrock":
-        from .bedrock import BedrockLLM
-
-        return BedrockLLM(settings.bedrock_model, timeout_s=settings.timeout_s)
-    raise ValueError(f"unknown BENCH_LLM {settings.provider!r}: use heuristic, openai_compat or bedrock")
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Exponential backoff with full jitter; `sleep` is injectable so tests do not wait."""
-
-    attempts: int = 4
-    base_s: float = 0.5
-    cap_s: float = 8.0
-    sleep: Callable[[float], None] = time.sleep
-
-    def wait(self, attempt: int, retry_after: float | None = None) -> None:
-        """Sleep before retry number `attempt` (1-based); a server's Retry-After wins if longer."""
-        delay = random.uniform(0, min(self.cap_s, self.base_s * 2 ** (attempt - 1)))
-        self.sleep(min(self.cap_s, max(delay, retry_after or 0.0)))
+__all__ = ["Message", "Completion", "LLMError", "LLMUnavailable", "LLM", "Backoff"]

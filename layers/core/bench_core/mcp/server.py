@@ -19,8 +19,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from ..errors import BenchError
-from ..models import LOGIN_PATTERN, SLUG_PATTERN
+from ..domain.errors import BenchError
+from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN
 from ..store import Store
 from . import tools
 

@@ -12,11 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import leaderboard, views
-from ..benchmarks.views import agent_benchmark_results, suites_overview
-from ..errors import NotFound
-from ..models import Agent, AgentRef
-from ..privacy import ANONYMOUS, listed
+from ..benchmarks.read_models import agent_benchmark_results, suites_overview
+from ..domain import ranking as leaderboard
+from ..domain.errors import NotFound
+from ..domain.models import Agent, AgentRef
+from ..domain.privacy import ANONYMOUS, listed
+from ..reads import agents as views
 from ..reuse.capability import public_capability
 from ..store import Store
 

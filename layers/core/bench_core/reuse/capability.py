@@ -10,13 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..config import ReuseSettings
-from ..errors import Invalid, NotFound, PayloadTooLarge
-from ..models import Agent, iso
-from ..privacy import ANONYMOUS, Viewer, shows_invocation_url, visible_agent
+from ..domain.errors import Invalid, NotFound, PayloadTooLarge
+from ..domain.field_limits import dumps
+from ..domain.models import Agent, iso
+from ..domain.privacy import ANONYMOUS, Viewer, shows_invocation_url, visible_agent
+from ..runtime.config import ReuseSettings
 from ..store import Store
-from ..values import dumps
-from . import outbound, signing
+from . import call_signature, outbound
 from .models import CapabilityCard, PublishedCapability
 
 SECRET_FIELD = "invocation_secret"
@@ -37,14 +37,14 @@ def publish(store: Store, settings: ReuseSettings, agent: Agent, card: Capabilit
     if len(dumps(stored)) > MAX_CARD_BYTES:
         raise PayloadTooLarge(f"the capability card is over {MAX_CARD_BYTES} bytes",
                               [{"loc": ["body", "capability"], "msg": "too large"}])
-    secret = signing.new_secret()
+    secret = call_signature.new_secret()
     first = store.put_capability(agent.ref, stored, iso(now), secret)
     view = owner_view(store, agent)
     return {**view, SECRET_FIELD: secret} if first else view
 
 
 def rotate_secret(store: Store, agent: Agent, now: datetime) -> dict[str, Any]:
-    secret = signing.new_secret()
+    secret = call_signature.new_secret()
     if not store.rotate_invocation_secret(agent.ref, secret, iso(now)):
         raise NotFound(f"{agent.login}/{agent.slug} has no published capability card")
     return {**owner_view(store, agent), SECRET_FIELD: secret}

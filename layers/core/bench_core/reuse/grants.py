@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ..errors import Forbidden, TooManyRequests
-from ..models import Agent, KeyRecord, iso
+from ..domain.errors import Forbidden, TooManyRequests
+from ..domain.models import Agent, KeyRecord, iso
 from ..store import Store
 from .models import EVERYONE, GrantRequest, InvocationGrant, QuotaWindow
 

@@ -20,11 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from .. import telemetry
-from ..errors import BenchError, Forbidden, PayloadTooLarge
-from ..ingest import clean_event
-from ..log import logger
-from ..models import (
+from ..domain.errors import BenchError, Forbidden, PayloadTooLarge
+from ..domain.field_limits import dumps
+from ..domain.models import (
     Agent,
     AgentMeta,
     AgentRef,
@@ -34,11 +32,14 @@ from ..models import (
     iso,
     utcnow,
 )
-from ..privacy import Viewer, visible_agent
-from ..services import Services
-from ..values import dumps
-from ..workflows.eval import hand_off
-from . import grants, outbound, signing
+from ..domain.privacy import Viewer, visible_agent
+from ..evals.workflow import hand_off
+from ..ingest.wire import clean_event
+from ..runtime import lambda_instrumentation
+from ..runtime.adapters import Services
+from ..runtime.log import logger
+from . import call_signature as signing
+from . import grants, outbound
 from .models import InvokeRequest, UsageRecord
 
 TASK_NAME = "invoked"
@@ -188,5 +189,5 @@ def _record(services: Services, agent: Agent, key: KeyRecord, events: list[WireE
     except Exception:
         logger.exception("could not record a call", extra={"agent": agent.ref.path,
                                                             "call_id": call.call_id})
-    telemetry.count("AgentCalls")
+    lambda_instrumentation.count("AgentCalls")
     return outcome

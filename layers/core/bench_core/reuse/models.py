@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from ..models import LOGIN_PATTERN, SLUG_PATTERN
+from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN
 
 EVERYONE = "*"
 """A grant to every signed-in account (each caller gets the grant's quota for itself)."""

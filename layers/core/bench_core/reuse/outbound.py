@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from ..config import ReuseSettings
+from ..runtime.config import ReuseSettings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

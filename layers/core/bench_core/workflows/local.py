@@ -19,12 +19,13 @@ import threading
 import time
 from datetime import timedelta
 
+from ..clustering import workflow as cluster
+from ..domain.models import AgentRef, iso, utcnow
+from ..evals.workflow import run_eval, start_state
 from ..llm import Backoff, LLMUnavailable
-from ..log import logger
-from ..models import AgentRef, iso, utcnow
-from ..services import Services
-from . import cluster, parse_agent
-from .eval import run_eval, start_state
+from ..runtime.adapters import Services
+from ..runtime.log import logger
+from . import parse_agent
 
 Job = tuple[str, str, str]
 """("eval", "login/slug", task_id) or ("cluster", "login/slug", "")."""

@@ -16,10 +16,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..log import logger
-from ..models import AgentRef, iso, utcnow
+from ..domain.models import AgentRef, iso, utcnow
+from ..evals.workflow import start_state
+from ..runtime.log import logger
 from ..store import Store
-from .eval import start_state
 
 START_WORKERS = 8
 

@@ -1,0 +1,30 @@
+"""Live-feed tokens: how a page tells API Gateway's `$connect` who is watching what.
+
+A browser cannot set headers on a WebSocket, and the WebSocket API's domain never sees this
+site's session cookie, so the page fetches a token (`GET /live-token`, where the cookie is seen)
+and puts it in the connection URL. It names the channel and the viewer, is signed with the
+session secret for this purpose alone, and lives five minutes: long enough to connect, too short
+to be worth stealing from a log. Reconnecting fetches a new one.
+"""
+
+from __future__ import annotations
+
+from ..domain.live import Channel
+from . import signed_tokens
+
+PURPOSE = "live"
+TTL_S = 300
+
+
+def issue(secret: bytes, channel: Channel, viewer: str | None) -> str:
+    return signed_tokens.sign(secret, PURPOSE, {"c": channel.name, "v": viewer}, TTL_S)
+
+
+def viewer_of(secret: bytes, token: str, channel: Channel) -> str | None:
+    """The signed-in viewer a valid token for `channel` names; None for an anonymous token, a
+    token for another channel, or anything forged or expired."""
+    data = signed_tokens.unsign(secret, PURPOSE, token)
+    if not isinstance(data, dict) or data.get("c") != channel.name:
+        return None
+    viewer = data.get("v")
+    return viewer if isinstance(viewer, str) else None

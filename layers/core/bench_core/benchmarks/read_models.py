@@ -1,0 +1,108 @@
+"""What the API, the pages and MCP show of benchmarks, through the privacy gate (`privacy.py`).
+
+Every result here is labelled *benchmark evidence* (`records.LABEL`), apart from the owner
+telemetry of the rest of Bench. Rankings and public summaries hold listed (public) agents only;
+a run's attempts show inputs, outputs and the judge's reasoning only as `privacy` allows.
+`agent_benchmark_results` and `suites_overview` are what the MCP server serves: JSON values only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.models import Agent, AgentRef
+from ..domain.privacy import HIDDEN, Viewer, listed, shows_derived, shows_inputs, shows_outputs
+from ..store import Store
+from .records import LABEL, Attempt, RunRecord
+from .suites import Suite, packaged_suites
+
+AGENT_RUNS = 20
+RANKING_PAGE = 50
+
+
+def run_summary(run: RunRecord) -> dict[str, Any]:
+    """A run's public headline: who, which suite, and the server's aggregates."""
+    s = run.summary
+    return {"label": LABEL, "run_id": run.run_id, "agent": f"{run.login}/{run.slug}",
+            "login": run.login, "slug": run.slug, "suite": run.suite,
+            "suite_hash": run.suite_hash, "judge": run.judge, "submitted_at": run.submitted_at,
+            "repeats": run.repeats, "attempts": s["attempts"], "cases": s["cases"],
+            "pass_rate": s["pass_rate"], "pass_rate_ci95": s["pass_rate_ci95"],
+            "pass_hat_k": s["pass_hat_k"], "pass_at_k": s["pass_at_k"], "k": s["k"],
+            "mean_score": s["mean_score"], "cost_usd_total": s["cost_usd_total"],
+            "latency_ms": s["latency_ms"], "url": f"/benchmarks/{run.suite}/runs/{run.run_id}"}
+
+
+def attempt_view(attempt: Attempt, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    view = attempt.model_dump()
+    if not shows_inputs(agent, viewer):
+        view["input"] = HIDDEN
+    if not shows_outputs(agent, viewer):
+        view["output"] = HIDDEN
+        view["error"] = HIDDEN if attempt.error else None
+    if not shows_derived(agent, viewer, private=False):
+        view["reasoning"] = HIDDEN
+    view["inputs_hidden"] = view["input"] == HIDDEN
+    view["outputs_hidden"] = view["output"] == HIDDEN
+    return view
+
+
+def run_detail(run: RunRecord, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    """The whole run: summary, per-case aggregates, every attempt's evidence (gated)."""
+    return {**run_summary(run), "summary": run.summary,
+            "attempts": [attempt_view(a, agent, viewer) for a in run.attempts]}
+
+
+def ranking(store: Store, suite_id: str, limit: int) -> list[dict[str, Any]]:
+    """Each listed agent's latest run of the suite, best first (pass rate, then pass^k),
+    numbered; private agents are skipped, however many there are."""
+    found: list[dict[str, Any]] = []
+    after: str | None = None
+    while len(found) < limit:
+        page = store.benchmark_ranking(suite_id, limit=RANKING_PAGE, after=after)
+        for run in page:
+            agent = store.get_agent(AgentRef(run.login, run.slug))
+            if agent is not None and listed(agent) and len(found) < limit:
+                found.append({"rank": len(found) + 1, "display_name": agent.display_name or agent.slug,
+                              **run_summary(run)})
+        if len(page) < RANKING_PAGE:
+            break
+        after = page[-1].rank_key
+    return found
+
+
+def suite_info(suite: Suite, content_hash: str) -> dict[str, Any]:
+    m = suite.manifest
+    return {"suite": suite.suite_id, "name": m.name, "version": m.version,
+            "description": m.description, "content_hash": content_hash, "cases": len(suite.cases),
+            "judge_prompt": m.grading.judge_prompt, "offline_grader": m.grading.offline_grader,
+            "pass_threshold": m.grading.pass_threshold, "repeats": m.grading.repeats}
+
+
+def suites_overview(store: Store, top: int = 5) -> list[dict[str, Any]]:
+    """Every suite this server has, by name, each version with its description, whether it is
+    published (registered by a first run) and its `top` results."""
+    registered = store.registered_suites()
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for suite_id, packaged in packaged_suites().items():
+        suite = packaged.suite
+        version = {**suite_info(suite, packaged.content_hash), "published": suite_id in registered,
+                   "top": ranking(store, suite_id, top) if top > 0 else []}
+        by_name.setdefault(suite.manifest.name, []).append(version)
+    return [{"name": name, "label": LABEL,
+             "versions": sorted(versions, key=lambda v: -v["version"])}
+            for name, versions in sorted(by_name.items())]
+
+
+def agent_benchmark_results(store: Store, agent: Agent) -> list[dict[str, Any]]:
+    """The agent's runs as anyone may see them, newest first; none for an unlisted agent."""
+    if not listed(agent):
+        return []
+    return [run_summary(run) for run in store.benchmark_runs_of(agent.ref, AGENT_RUNS)]
+
+
+def visible_runs(store: Store, agent: Agent, viewer: Viewer) -> list[dict[str, Any]]:
+    """The agent's runs for a page the viewer may already see (its owner sees a private one's)."""
+    if viewer.owns(agent):
+        return [run_summary(run) for run in store.benchmark_runs_of(agent.ref, AGENT_RUNS)]
+    return agent_benchmark_results(store, agent)

@@ -1,0 +1,107 @@
+"""ClusterWorkflow: failure clusters per agent, hourly for agents with new failures and on demand.
+
+Steps over JSON-able states (the cluster state machine's Task states call exactly `STEPS`):
+
+- `sweep_evals`: restart evals of finished runs that never got a result (the judge was down, a
+  start was lost); idempotent, as evals are.
+- `due_agents`: the agents with failed or low-scored runs since their last clusters.
+- `cluster_agent` (a Map over agents on AWS): the agent's failed and low-scored runs, newest
+  first and bounded, embedded, grouped by k-means, described in one line each, stored.
+
+numpy and scikit-learn are imported inside `cluster_agent` only (via `bench_core.clustering.kmeans`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from ..domain.models import AgentRef, TaskState, iso, utcnow
+from ..domain.task_text import as_text
+from ..runtime.adapters import Services
+from ..workflows import State, Workflows, parse_agent
+from .describe import describe, top_terms, words
+
+MAX_TASKS = 1000
+"""Failures considered per agent (the newest): enough to see its failure modes, bounded cost."""
+TEXT_CHARS = 2000
+EXAMPLES = 3
+SWEEP_WINDOW = timedelta(days=2)
+SWEEP_MIN_AGE = timedelta(minutes=10)
+"""Runs younger than this are probably being judged right now; the next sweep gets them."""
+SWEEP_LIMIT = 5000
+DUE_LIMIT = 500
+
+
+def sweep_evals(services: Services, state: State, min_age: timedelta = SWEEP_MIN_AGE,
+                workflows: Workflows | None = None) -> State:
+    """Start evals (through `workflows`, by default the services') of runs that ended within
+    `SWEEP_WINDOW`, at least `min_age` ago, and still have no result."""
+    now = utcnow()
+    pending = services.store.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
+    by_agent: dict[AgentRef, list[str]] = defaultdict(list)
+    for ref, task_id in pending:
+        by_agent[ref].append(task_id)
+    for ref, task_ids in by_agent.items():
+        (workflows or services.workflows).start_evals(ref, task_ids)
+    return {**state, "swept": len(pending)}
+
+
+def due_agents(services: Services, state: State) -> State:
+    return {**state, "agents": [ref.path for ref in services.store.clusters_due(DUE_LIMIT)]}
+
+
+def cluster_agent(services: Services, state: State) -> State:
+    ref = parse_agent(state["agent"])
+    agent = services.store.get_agent(ref)
+    if agent is None:
+        return {"agent": ref.path, "clusters": 0, "outcome": "agent not found"}
+    started = iso(utcnow())
+    tasks = services.store.cluster_candidates(ref, MAX_TASKS)
+    insights = build_insights(services, tasks)
+    insights.update(computed_at=started, private=agent.hide_inputs or agent.hide_outputs)
+    services.store.save_insights(ref, insights)
+    return {"agent": ref.path, "clusters": len(insights["clusters"]), "considered": len(tasks)}
+
+
+def failure_text(task: TaskState) -> str:
+    """What a failure says about itself: the error (a failed task's output) or, for a run
+    judged poor, its output and the judge's reasoning."""
+    text = as_text(task.output, TEXT_CHARS)
+    if task.status != "failed" and task.eval is not None and task.eval.reasoning:
+        text = f"{text}\n{task.eval.reasoning}"
+    return text
+
+
+def build_insights(services: Services, tasks: list[TaskState]) -> dict[str, Any]:
+    """Group `tasks` and describe each group; the stored shape of `failure_clusters`."""
+    from .kmeans import group
+
+    texts = [failure_text(t) for t in tasks]
+    grouping = group(services.embedder.embed(texts)) if tasks else None
+    vocab = [words(t) for t in texts]
+    clusters = []
+    for members in grouping.nearest if grouping else []:
+        inside = set(members)
+        terms = top_terms([vocab[i] for i in members],
+                          [v for i, v in enumerate(vocab) if i not in inside])
+        examples = members[:EXAMPLES]
+        text = describe(services.llm, [texts[i] for i in examples], terms, len(members),
+                        services.settings.judge.describe_prompt)
+        clusters.append({"label": text.label, "describer": text.describer,
+                         "prompt_version": text.prompt_version, "terms": terms,
+                         "count": len(members), "share": round(len(members) / len(tasks), 4),
+                         "example_task_ids": [tasks[i].task_id for i in examples]})
+    return {"clusters": clusters, "considered": len(tasks),
+            "failed": sum(t.status == "failed" for t in tasks),
+            "low_scored": sum(t.status != "failed" for t in tasks),
+            "silhouette": round(grouping.silhouette, 4) if grouping and grouping.silhouette else None,
+            "embedder": services.embedder.label if tasks else None}
+
+
+STEPS: dict[str, Callable[[Services, State], State]] = {
+    "sweep_evals": sweep_evals, "due_agents": due_agents, "cluster_agent": cluster_agent}
+"""The steps in order; the cluster state machine's Task states call exactly these."""
+

@@ -1,0 +1,392 @@
+"""Pydantic models of the wire format (the edge) and plain records of the domain (the inside).
+
+The wire models are exactly what the original client sends (SPEC section 2); the records are
+dataclasses because ingest builds thousands of them per second and needs no re-validation.
+The wire models build their validators on first use (`defer_build`), so a Lambda that never
+validates one (badge, eval, live) does not pay for them at import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from .pricing import is_evidence, price_evidence
+
+SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
+
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, to_lower=True)]
+MAX_COST_USD = 1_000_000.0
+"""The most one task (or one cost log) may cost: far above any real run, far below where sums
+of many tasks would lose precision (DynamoDB clamps numbers at 1e15)."""
+MAX_DURATION_MS = 30 * 24 * 3600 * 1000.0
+"""The longest a task may take: 30 days."""
+Cost = Annotated[float, Field(ge=0, le=MAX_COST_USD, allow_inf_nan=False)]
+Label = Annotated[str, StringConstraints(max_length=200)]
+TASK_KINDS = frozenset({"task.start", "task.log", "task.end"})
+
+
+class WireEvent(BaseModel):
+    """One event of a batch. Unknown keys are ignored so newer clients keep working."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    ts: datetime
+    task_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+    parent_task_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    name: Annotated[str, StringConstraints(max_length=256)] | None = None
+    input: Any = None
+    output: Any = None
+    data: Any = None
+    status: Literal["success", "failed", "error"] | None = None
+    duration_ms: Annotated[float, Field(ge=0, le=MAX_DURATION_MS, allow_inf_nan=False)] | None = None
+    cost_usd: Cost | None = None
+    cost_breakdown: Annotated[list[dict[str, Any]], Field(min_length=1)] | None = None
+
+    @field_validator("ts")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @field_validator("parent_task_id")
+    @classmethod
+    def _blank_parent_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+    @field_validator("data")
+    @classmethod
+    def _cost_logs_are_costs(cls, value: Any, info: ValidationInfo) -> Any:
+        """A `cost` log's amount adds to its task's cost, so it is held to `cost_usd`'s range."""
+        if info.data.get("kind") == "task.log" and isinstance(value, dict) \
+                and value.get("label") == "cost":
+            amount = value.get("cost_usd")
+            if isinstance(amount, int | float) and not isinstance(amount, bool) \
+                    and not 0 <= amount <= MAX_COST_USD:
+                raise ValueError(f"a cost log's cost_usd must be from 0 to {MAX_COST_USD:.0f} USD")
+        return value
+
+    @model_validator(mode="after")
+    def _task_events_name_their_task(self) -> WireEvent:
+        if self.kind in TASK_KINDS and not self.task_id:
+            raise ValueError(f"{self.kind} events need a task_id")
+        if self.kind == "task.end" and self.status is None:
+            raise ValueError("task.end events need a status (success or failed)")
+        if self.status == "error":
+            self.status = "failed"
+        return self
+
+    @model_validator(mode="after")
+    def _evidence_is_priced_by_bench(self) -> WireEvent:
+        """Evidence cost comes from Bench's price table, never from the sender (`pricing`)."""
+        if self.kind == "task.log" and is_evidence(self.data):
+            self.data = price_evidence(self.data)
+        return self
+
+
+class IngestBatch(BaseModel):
+    """The body of `POST /ingest`."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    agent_slug: Slug
+    display_name: Label | None = None
+    model: Label | None = None
+    framework: Label | None = None
+    architecture: Label | None = None
+    tools: Annotated[list[Label], Field(max_length=100)] | None = None
+    events: list[WireEvent]
+    dropped: Annotated[int, Field(ge=0)] | None = None
+
+
+class AgentSettingsPatch(BaseModel):
+    """The body of `PATCH /api/agents/{login}/{slug}`: the owner's privacy switches and judge
+    budget (`bench_core.evals.budget`)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    visibility: Literal["public", "private"] | None = None
+    hide_inputs: bool | None = None
+    hide_outputs: bool | None = None
+    display_name: Label | None = None
+    judge_daily_budget_usd: Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)] | None = None
+    judge_sample_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+
+
+# ---- domain records -------------------------------------------------------------------------
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(value: datetime) -> str:
+    """ISO-8601 with milliseconds and a Z, sortable as text (SQLite and DynamoDB sort keys).
+    Already-UTC values (validated wire times, `utcnow`) skip the conversion: ingest formats
+    every event's time."""
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    return value.isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    login: str
+    slug: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.login}/{self.slug}"
+
+
+@dataclass
+class AgentMeta:
+    """What a batch says about its agent; kept and updated on every batch that sends it."""
+
+    slug: str
+    display_name: str | None = None
+    model: str | None = None
+    framework: str | None = None
+    architecture: str | None = None
+    tools: list[str] | None = None
+
+    def updates(self) -> dict[str, Any]:
+        """The fields the batch actually sent, so a batch without them erases nothing."""
+        return {k: v for k, v in (("display_name", self.display_name), ("model", self.model),
+                                  ("framework", self.framework),
+                                  ("architecture", self.architecture), ("tools", self.tools))
+                if v is not None}
+
+
+@dataclass
+class AgentStats:
+    runs: int = 0
+    successes: int = 0
+    failures: int = 0
+    cost_usd_total: float = 0.0
+    latency_hist: list[int] = field(default_factory=list)
+    first_event_at: str | None = None
+    last_event_at: str | None = None
+    eval_count: int = 0
+    eval_score_sum: float = 0.0
+    dropped_events: int = 0
+    eval_unscored: int = 0
+    eval_skipped: int = 0
+    eval_judge: str | None = None
+    """The judge of the scores in `eval_score_sum`, or "mixed" once two judges contributed."""
+    judge_tokens: int = 0
+    judge_cost_usd: float = 0.0
+    evidence_cost_usd_total: float = 0.0
+    """Cost proven by provider usage (adapters, OTLP spans) priced by Bench; apart from the
+    owner-reported `cost_usd_total`. Counted per evidence record as it arrives, so a subtask
+    reported after its run still counts."""
+    evidence_input_tokens: int = 0
+    evidence_output_tokens: int = 0
+    evidence_calls: int = 0
+    evidence_unpriced_calls: int = 0
+
+
+@dataclass
+class Agent:
+    login: str
+    slug: str
+    display_name: str | None = None
+    model: str | None = None
+    framework: str | None = None
+    architecture: str | None = None
+    tools: list[str] | None = None
+    visibility: str = "public"
+    hide_inputs: bool = False
+    hide_outputs: bool = False
+    created_at: str = ""
+    stats: AgentStats = field(default_factory=AgentStats)
+    judge_daily_budget_usd: float | None = None
+    judge_sample_rate: float | None = None
+    """Owner's judge budget; None means the deployment's default (`Settings.judge`)."""
+    expires_at: str | None = None
+    """Set on temporary agents (the /try sandbox's): the agent and all it holds go then."""
+
+    @property
+    def ref(self) -> AgentRef:
+        return AgentRef(self.login, self.slug)
+
+    @property
+    def is_public(self) -> bool:
+        return self.visibility == "public"
+
+
+@dataclass
+class CleanEvent:
+    """A validated event with oversized values already truncated, ready to store and fold."""
+
+    id: str
+    kind: str
+    ts: str
+    task_id: str | None
+    body: dict[str, Any]
+    body_json: str | None = field(default=None, compare=False, repr=False)
+    """`body` as compact JSON when ingest already encoded it (to measure it), so the store need
+    not encode it again; None means encode `body`."""
+
+    def get(self, name: str) -> Any:
+        return self.body.get(name)
+
+
+@dataclass
+class TaskState:
+    """A task as folded from its events so far; `version` guards optimistic concurrency."""
+
+    task_id: str
+    parent_task_id: str | None = None
+    name: str | None = None
+    status: str = "running"
+    input: Any = None
+    output: Any = None
+    metadata: Any = None
+    duration_ms: float | None = None
+    cost_usd: float | None = None
+    reported_cost_usd: float | None = None
+    cost_logged_usd: float = 0.0
+    child_cost_usd: float = 0.0
+    cost_breakdown: list[dict[str, Any]] | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    version: int = 0
+    eval: EvalResult | None = None
+    evidence: Usage | None = None
+    """Evidence of this task and its finished subtasks; None when there is none."""
+
+    @property
+    def finished(self) -> bool:
+        return self.ended_at is not None
+
+    @property
+    def sort_ts(self) -> str:
+        return self.started_at or self.ended_at or ""
+
+
+@dataclass
+class Usage:
+    """Token usage and evidence cost, summed over evidence records (`pricing`). A count is None
+    when no record counted it, so a total is 0 only when a producer reported 0."""
+
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    reasoning_output_tokens: int | None = None
+    calls: int = 0
+    unpriced_calls: int = 0
+    """Records without a cost: models the price table does not know."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{name: _plus(getattr(self, name), getattr(other, name))
+                        for name in USAGE_FIELDS})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain fields (`asdict` deep-copies and is ten times slower on the ingest path)."""
+        return {name: getattr(self, name) for name in USAGE_FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
+        return cls(**{k: v for k, v in data.items() if k in USAGE_FIELDS})
+
+
+USAGE_FIELDS = tuple(Usage.__dataclass_fields__)
+
+
+def _plus(a: Any, b: Any) -> Any:
+    return a if b is None else b if a is None else a + b
+
+
+def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
+    """The sum of two evidence totals where either may be absent."""
+    return _plus(a, b)
+
+
+EvalStatus = Literal["scored", "unscored", "skipped"]
+
+
+@dataclass
+class EvalResult:
+    """What the judge made of one task. A score exists only when status is "scored": an answer
+    that could not be parsed is "unscored" with the reason, a task the budget left out "skipped".
+    `private` marks reasoning written while the agent hid inputs or outputs (it may quote them)."""
+
+    status: EvalStatus
+    judge: str
+    at: str
+    score: float | None = None
+    reasoning: str | None = None
+    reason: str | None = None
+    prompt_version: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 0
+    private: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        return cls(**{k: v for k, v in data.items() if k in _EVAL_FIELDS})
+
+
+_EVAL_FIELDS = frozenset(EvalResult.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class RunDelta:
+    """What one finished root task adds to its agent's counters."""
+
+    day: str
+    success: bool
+    duration_ms: float | None
+    cost_usd: float
+
+
+@dataclass
+class IngestOutcome:
+    accepted: int
+    duplicates: int
+    finished: list[tuple[str, bool]] = field(default_factory=list)
+    """(task_id, is_root) of each task this batch finished, for evals and live pushes."""
+
+
+@dataclass
+class KeyRecord:
+    key_hash: str
+    prefix: str
+    login: str
+    agent_slug: str | None = None
+    name: str | None = None
+    created_at: str = ""
+    last_used_at: str | None = None
+    revoked_at: str | None = None
+    expires_at: str | None = None
+    """Set on temporary keys (the /try sandbox's); None for keys that live until revoked."""
+
+    @property
+    def kind(self) -> str:
+        return "agent" if self.agent_slug else "owner"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None and (self.expires_at is None
+                                            or self.expires_at > iso(utcnow()))

@@ -1,0 +1,2 @@
+"""Ingest, the one write path: the `/ingest` wire format, OTLP decoding and mapping, and the pipeline
+every source calls."""

@@ -1,0 +1,133 @@
+"""OpenTelemetry ingest (SPEC section 3): an OTLP trace export → tasks, through the same store
+write as `POST /ingest`.
+
+`export_traces` decodes a request (`decode`), maps each span to task events (`mapping`), groups
+them by agent and stores each group atomically. Spans that cannot be stored are counted and
+named in the `ExportResult`, which the HTTP edge turns into OTLP's `partialSuccess`; a body that
+is not an export request at all is a `DecodeError` (400).
+
+The agent is the `X-Bench-Agent` header, else the resource's `service.name` (the SDK default
+`unknown_service…` does not count), else its `gen_ai.agent.name`, else the `gen_ai.agent.name`
+of a span of the same resource in the request; names are turned into slugs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...domain.errors import BadRequest, BenchError
+from ...domain.keys import may_write
+from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
+from ...runtime.config import Limits
+from ...store import Store
+from .decode import DecodeError, Span, decode
+from .mapping import span_events, span_problem
+
+ENCODINGS = {"application/json": "json", "application/x-protobuf": "protobuf",
+             "application/protobuf": "protobuf"}
+"""Request media types and their encoding; the response answers in the same one."""
+_SLUG = re.compile(SLUG_PATTERN)
+_NOT_SLUG = re.compile(r"[^a-z0-9_.-]+")
+
+
+class UnsupportedMediaType(BenchError):
+    status = 415
+
+
+@dataclass
+class ExportResult:
+    spans: int = 0
+    rejected: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    """Why spans were rejected: reason → count."""
+    outcomes: list[tuple[AgentRef, IngestOutcome]] = field(default_factory=list)
+    events: dict[AgentRef, list[CleanEvent]] = field(default_factory=dict)
+    """What was stored for each agent, for the live feed."""
+
+    @property
+    def error_message(self) -> str:
+        return "; ".join(f"{n} span(s): {reason}" for reason, n in self.reasons.items())
+
+    def reject(self, reason: str) -> None:
+        self.rejected += 1
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+
+
+def encoding_of(content_type: str | None) -> str | None:
+    """"json", "protobuf", or None for a media type OTLP/HTTP does not define."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return ENCODINGS.get(media)
+
+
+def export_traces(store: Store, key: KeyRecord, body: bytes, encoding: str,
+                  agent_header: str | None, limits: Limits) -> ExportResult:
+    """Store the spans of one export request written with `key`; nothing is stored when an
+    agent it names may not be written with the key (403) or the body is not a request (400)."""
+    try:
+        spans = decode(body, encoding)
+    except DecodeError as exc:
+        raise BadRequest(str(exc)) from exc
+    header_slug = _header_slug(agent_header)
+    result = ExportResult()
+    by_agent: dict[str, list[CleanEvent]] = defaultdict(list)
+    names = _ResourceAgents(spans)
+    for span in spans:
+        problem = span_problem(span)
+        slug = header_slug or names.slug(span)
+        if problem is None and slug is None:
+            problem = "no agent: send X-Bench-Agent or set the service.name resource attribute"
+        if problem is not None:
+            result.reject(problem)
+            continue
+        assert slug is not None
+        by_agent[slug] += span_events(span, limits)
+        result.spans += 1
+    for slug in by_agent:
+        may_write(key, key.login, slug)
+    for slug, events in by_agent.items():
+        ref = AgentRef(key.login, slug)
+        result.outcomes.append((ref, store.ingest(key.login, AgentMeta(slug=slug), events)))
+        result.events[ref] = events
+    return result
+
+
+def _header_slug(value: str | None) -> str | None:
+    if value is None or not value.strip():
+        return None
+    if not _SLUG.match(value.strip()):
+        raise BadRequest(f"X-Bench-Agent {value!r} is not an agent slug: letters, digits, '_', "
+                         "'.', '-', at most 64, starting with a letter or digit")
+    return value.strip().lower()
+
+
+def slugify(name: Any) -> str | None:
+    """An agent name from telemetry (`My Agent`) as a slug (`my-agent`); None if nothing is left."""
+    if not isinstance(name, str):
+        return None
+    slug = _NOT_SLUG.sub("-", name.strip().lower()).lstrip("-_.")[:64]
+    return slug or None
+
+
+class _ResourceAgents:
+    """The agent of each resource of one request, decided once per resource."""
+
+    def __init__(self, spans: list[Span]) -> None:
+        self._by_resource: dict[int, str | None] = {}
+        self._span_names: dict[int, str] = {}
+        for span in spans:
+            name = span.attributes.get("gen_ai.agent.name")
+            if isinstance(name, str) and name.strip():
+                self._span_names.setdefault(id(span.resource), name)
+
+    def slug(self, span: Span) -> str | None:
+        key = id(span.resource)
+        if key not in self._by_resource:
+            service = span.resource.get("service.name")
+            if isinstance(service, str) and service.startswith("unknown_service"):
+                service = None
+            self._by_resource[key] = (slugify(service) or slugify(
+                span.resource.get("gen_ai.agent.name")) or slugify(self._span_names.get(key)))
+        return self._by_resource[key]

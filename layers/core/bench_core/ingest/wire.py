@@ -1,0 +1,104 @@
+"""`POST /ingest`: a raw body → validated events → one atomic store write.
+
+Everything that can reject a batch happens before the store is touched, so a rejected batch
+stores nothing. Oversized values are truncated with a marker instead of failing the batch.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import to_json
+
+from ..domain.errors import BadRequest, Invalid, PayloadTooLarge
+from ..domain.field_limits import cap
+from ..domain.keys import may_write
+from ..domain.models import AgentMeta, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent, iso
+from ..runtime.config import Limits
+from ..store import Store
+
+_CAPPED_FIELDS = ("input", "output", "data")
+_KEPT_FIELDS = ("name", "parent_task_id", "status", "duration_ms", "cost_usd", "cost_breakdown")
+
+
+def decode_body(raw: bytes, content_encoding: str | None, limit: int) -> bytes:
+    """The request body, gunzipped if the client compressed it; 413 past `limit` bytes either
+    way (a small gzip can hide a huge body)."""
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"request body over {limit} bytes")
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding in ("identity", ""):
+        return raw
+    if encoding != "gzip":
+        raise BadRequest(f"unsupported Content-Encoding {encoding!r}: send gzip or nothing")
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        body = inflater.decompress(raw, limit + 1)
+    except zlib.error as exc:
+        raise BadRequest(f"body is not valid gzip: {exc}") from exc
+    if len(body) > limit or inflater.unconsumed_tail:
+        raise PayloadTooLarge(f"decompressed body over {limit} bytes")
+    return body
+
+
+def validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic errors as `{"loc": [...], "msg": ...}`, without echoing the (maybe huge) input."""
+    return [{"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]}
+            for err in exc.errors(include_url=False, include_input=False)]
+
+
+def parse_batch(body: bytes, limits: Limits) -> IngestBatch:
+    try:
+        batch = IngestBatch.model_validate_json(body)
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise BadRequest("body is not valid JSON", validation_detail(exc)) from exc
+        raise Invalid("invalid ingest batch", validation_detail(exc)) from exc
+    if len(batch.events) > limits.max_events_per_batch:
+        raise PayloadTooLarge(
+            f"too many events: {len(batch.events)} > {limits.max_events_per_batch} per batch",
+            [{"loc": ["events"], "msg": f"at most {limits.max_events_per_batch} events"}])
+    return batch
+
+
+def clean_event(event: WireEvent, limits: Limits) -> CleanEvent:
+    """The stored body of `event`: the fields it sent, oversized values capped. Every value's
+    JSON is part of the body's, so a body within the field cap needs no per-field check, and
+    its JSON goes to the store as is: one encoding per event on the common path."""
+    fields = event.__dict__
+    body: dict[str, Any] = {"id": event.id, "kind": event.kind, "ts": iso(event.ts)}
+    if event.task_id is not None:
+        body["task_id"] = event.task_id
+    for name in _KEPT_FIELDS:
+        value = fields[name]
+        if value is not None:
+            body[name] = value
+    for name in _CAPPED_FIELDS:
+        value = fields[name]
+        if value is not None or name in event.model_fields_set:  # an explicit null is kept
+            body[name] = value
+    encoded = to_json(body, serialize_unknown=True)
+    max_bytes = limits.max_field_bytes
+    if len(encoded) <= max_bytes:
+        return CleanEvent(id=event.id, kind=event.kind, ts=body["ts"], task_id=event.task_id,
+                          body=body, body_json=encoded.decode())
+    for name in ("cost_breakdown", *_CAPPED_FIELDS):
+        if name in body:
+            body[name] = cap(body[name], max_bytes)
+    return CleanEvent(id=event.id, kind=event.kind, ts=body["ts"], task_id=event.task_id,
+                      body=body)
+
+
+def ingest(store: Store, key: KeyRecord, body: bytes, limits: Limits) -> tuple[IngestBatch,
+                                                                               IngestOutcome]:
+    """Validate and store one batch written with `key`; the outcome says what was new."""
+    batch = parse_batch(body, limits)
+    may_write(key, key.login, batch.agent_slug)
+    events = [clean_event(e, limits) for e in batch.events]
+    meta = AgentMeta(slug=batch.agent_slug, display_name=batch.display_name, model=batch.model,
+                     framework=batch.framework, architecture=batch.architecture,
+                     tools=batch.tools)
+    return batch, store.ingest(key.login, meta, events, dropped=batch.dropped or 0)
+

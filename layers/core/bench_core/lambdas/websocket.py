@@ -1,0 +1,108 @@
+"""The WebSocket API's routes on AWS (`functions/live`): `$connect` authorises and records the
+connection under the owner it watches (with a TTL), `$disconnect` forgets it, `$default`
+answers the page's keep-alive pings. Pushing is ingest's job (`apigw.ApiGatewayFeed`).
+
+`$connect` takes `?channel=login/slug` (or `login`) and who is watching from, in order: a
+live-feed token (`tokens.py`; what pages use), or the session cookie when the handshake comes
+from this site's own origin (only possible when the WebSocket API shares its domain); anyone else
+is anonymous. A refusal is a 403, which API Gateway turns into a failed handshake.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from ..accounts import sessions
+from ..accounts.live_tokens import viewer_of
+from ..accounts.secrets import SecretUnavailable
+from ..domain.live import Channel, LiveConnection, may_watch
+from ..domain.models import iso, utcnow
+from ..domain.privacy import Viewer
+from ..http.csrf import same_origin
+from ..runtime.adapters import Services
+from ..runtime.config import Settings
+from ..runtime.log import logger
+
+CONNECTION_TTL = timedelta(hours=2)
+"""API Gateway closes every WebSocket after two hours; a record outliving that is stale."""
+OK = {"statusCode": 200}
+FORBIDDEN = {"statusCode": 403}
+PONG = json.dumps({"type": "pong"})
+
+
+class WebSocketRoutes:
+    """The Lambda handler. Services are built from the environment on the first event and
+    kept for the warm execution environment's life, as the HTTP functions' apps do."""
+
+    def __init__(self, services: Services | None = None) -> None:
+        self._services = services
+
+    @property
+    def services(self) -> Services:
+        if self._services is None:
+            self._services = Services.from_settings(Settings.from_env())
+        return self._services
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        context_ = event["requestContext"]
+        route, connection_id = context_["routeKey"], context_["connectionId"]
+        if route == "$connect":
+            return self.connect(event, connection_id)
+        if route == "$disconnect":
+            self.services.store.remove_connection(connection_id)
+            return OK
+        return self.message(event.get("body"))
+
+    def connect(self, event: dict[str, Any], connection_id: str) -> dict[str, Any]:
+        params = event.get("queryStringParameters") or {}
+        try:
+            channel = Channel.parse(str(params.get("channel", "")))
+        except ValueError:
+            return FORBIDDEN
+        viewer = Viewer(self.viewer(event, params, channel))
+        store = self.services.store
+        agent = store.get_agent(channel.ref) if channel.ref else None
+        if not may_watch(channel, agent, viewer):
+            logger.info("live connection refused", extra={"channel": channel.name})
+            return FORBIDDEN
+        store.add_connection(LiveConnection(connection_id, channel.login, channel.slug,
+                                            viewer.login, iso(utcnow() + CONNECTION_TTL)))
+        return OK
+
+    def viewer(self, event: dict[str, Any], params: dict[str, Any], channel: Channel) -> str | None:
+        try:
+            secret = self.services.secrets.session_key()
+        except SecretUnavailable:
+            logger.exception("live connections are anonymous: no session secret")
+            return None
+        if params.get("token"):
+            return viewer_of(secret, str(params["token"]), channel)
+        headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+        cookie = _cookie(headers.get("cookie", ""), sessions.COOKIE)
+        public_url = self.services.settings.public_url
+        if cookie and public_url and headers.get("origin") and same_origin(headers["origin"],
+                                                                           public_url):
+            session = sessions.load(self.services.store, secret, cookie)
+            return session.login if session else None
+        return None
+
+    def message(self, body: str | None) -> dict[str, Any]:
+        try:
+            action = json.loads(body or "{}").get("action")
+        except (ValueError, AttributeError):
+            action = None
+        if action == "ping":
+            return {"statusCode": 200, "body": PONG}
+        return {"statusCode": 400,
+                "body": json.dumps({"error": "this feed only sends; the only message it takes is "
+                                             '{"action": "ping"}', "detail": []})}
+
+
+def _cookie(header: str, name: str) -> str | None:
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None

@@ -1,0 +1,27 @@
+"""The LiveFeed port: newly ingested events pushed to open dashboards, with no polling (SPEC 4).
+
+- `local.LocalFeed`: in-process pub/sub behind the local server's WebSocket endpoint
+  `/live/{login}/{slug}`; costs nothing while nobody watches.
+- `apigw.ApiGatewayFeed`: API Gateway WebSocket connections recorded in the store (with a TTL),
+  pushed to with `post_to_connection`; gone connections are removed as they are found.
+
+A connection watches a `Channel`: one agent, or every agent of one owner (the dashboard's list).
+Who may watch what is decided by `may_watch`, through the privacy gate; what each watcher is
+sent is built once per batch and audience by `messages.Delivery`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..domain.models import AgentRef
+
+if TYPE_CHECKING:
+    pass
+
+class LiveFeed(Protocol):
+    async def publish(self, ref: AgentRef, events: Sequence[Any]) -> None:
+        """Send a summary of `events` (just stored for `ref`; wire events or stored event
+        bodies) to everyone watching. Never raises: a feed problem is never ingest's problem."""
+        ...

@@ -1,0 +1,1 @@
+"""Rendering: badges, font widths, charts, the OG card, number formatting, HTTP caching."""

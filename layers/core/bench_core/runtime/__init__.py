@@ -1,0 +1,1 @@
+"""Configuration, the composition root (`adapters.py`), logging and Lambda instrumentation."""

@@ -1,0 +1,158 @@
+"""The composition root: which adapter of each port this process uses, opened once from settings.
+
+Entry points hold one `Services`; nothing else in bench_core decides between adapters.
+
+The store is opened at once; the LLM, judge, embedder and workflow starter are built on first
+use, so a Lambda that never judges (pages, badges) never pays for them at cold start.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..store import Store
+from .config import LLMSettings, Settings
+
+if TYPE_CHECKING:
+    from ..accounts.secrets import Secrets
+    from ..embed import Embedder
+    from ..evals.judge import Judge
+    from ..live import LiveFeed
+    from ..llm import LLM
+    from ..workflows import Workflows
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: Store
+    _built: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Services:
+        return cls(settings=settings, store=open_store(settings))
+
+    def provide(self, **adapters: Any) -> Services:
+        """Use these adapters (`llm`, `judge`, `embedder`, `workflows`, `live`) instead of building
+        them from settings: tests, and hosts wiring their own."""
+        with self._lock:
+            self._built.update(adapters)
+        return self
+
+    def _once(self, name: str, build: Callable[[], Any]) -> Any:
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = build()
+            return self._built[name]
+
+    @property
+    def llm(self) -> LLM | None:
+        """The judge's and describer's model; None when there is none (the heuristic judge)."""
+        return self._once("llm", lambda: open_llm(self.settings.llm))
+
+    @property
+    def judge(self) -> Judge:
+        from ..evals.judge import make_judge
+
+        return self._once("judge", lambda: make_judge(self.llm, self.settings.llm, self.settings.judge))
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._once("embedder", lambda: open_embedder(self.settings.llm))
+
+    @property
+    def workflows(self) -> Workflows:
+        return self._once("workflows", lambda: open_workflows(self))
+
+    @property
+    def live(self) -> LiveFeed:
+        """Where ingest pushes new events for open dashboards (bench_core.live)."""
+        return self._once("live", lambda: open_live_feed(self.settings, self.store))
+
+    @property
+    def secrets(self) -> Secrets:
+        """The session and GitHub secrets, read when first needed (bench_core.accounts)."""
+        from ..accounts.secrets import Secrets
+
+        return self._once("secrets", lambda: Secrets(self.settings))
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open_store(settings: Settings) -> Store:
+    """The adapter the settings name; imports only that adapter (boto3 is slow to import)."""
+    if settings.store == "dynamodb":
+        from ..store.dynamodb.store import DynamoStore
+
+        return DynamoStore(settings.table_name,
+                           event_retention_days=settings.limits.event_retention_days)
+    if settings.store == "sqlite":
+        from ..store.sqlite.store import SqliteStore
+
+        return SqliteStore(settings.sqlite_path,
+                           event_retention_days=settings.limits.event_retention_days)
+    raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")
+
+
+def open_live_feed(settings: Settings, store: Store) -> LiveFeed:
+    """API Gateway when the settings name its management endpoint (AWS), else in-process."""
+    if settings.live.endpoint:
+        from ..live.apigw import ApiGatewayFeed
+
+        return ApiGatewayFeed(store, settings.live.endpoint)
+    from ..live.local import LocalFeed
+
+    return LocalFeed(store)
+
+
+def open_llm(settings: LLMSettings) -> LLM | None:
+    """The adapter `settings.provider` names; None for `heuristic` (no model)."""
+    if settings.provider == "heuristic":
+        return None
+    if settings.provider == "openai_compat":
+        from ..llm.openai_compat import OpenAICompatLLM
+
+        if not settings.url:
+            raise ValueError("BENCH_LLM=openai_compat needs BENCH_LLM_URL (e.g. http://127.0.0.1:11434/v1)")
+        return OpenAICompatLLM(settings.url, settings.model or "llama3.3", api_key=settings.api_key,
+                               timeout_s=settings.timeout_s)
+    if settings.provider == "bedrock":
+        from ..llm.bedrock import BedrockLLM
+
+        return BedrockLLM(settings.bedrock_model, timeout_s=settings.timeout_s)
+    raise ValueError(f"unknown BENCH_LLM {settings.provider!r}: use heuristic, openai_compat or bedrock")
+
+
+def open_embedder(settings: LLMSettings) -> Embedder:
+    if settings.embedder == "tfidf":
+        from ..embed.tfidf import TfidfEmbedder
+
+        return TfidfEmbedder()
+    if settings.embedder == "bedrock":
+        from ..embed.bedrock import BedrockEmbedder
+
+        return BedrockEmbedder(settings.embed_model, dimensions=settings.embed_dimensions)
+    raise ValueError(f"unknown BENCH_EMBEDDER {settings.embedder!r}: use tfidf or bedrock")
+
+
+def open_workflows(services: Services) -> Workflows:
+    """Step Functions when the settings name the state machines (AWS); the in-process worker
+    pool with the embedded store (one machine; `local.py` starts and stops it); else none."""
+    settings = services.settings
+    if settings.eval_state_machine_arn or settings.cluster_state_machine_arn:
+        from ..workflows.stepfunctions import StepFunctionsStarter
+
+        return StepFunctionsStarter(settings.eval_state_machine_arn,
+                                    settings.cluster_state_machine_arn, services.store)
+    if settings.store == "sqlite":
+        from ..workflows.local import LocalRunner
+
+        return LocalRunner(services)
+    from ..workflows.base import NoWorkflows
+
+    return NoWorkflows()

@@ -1,0 +1,212 @@
+"""The Store port: everything Bench keeps, behind one interface with two adapters.
+
+- `sqlite.SqliteStore`: the embedded default, one file in WAL mode.
+- `dynamodb.DynamoStore`: one DynamoDB table for AWS.
+
+Both pass the same contract suite (tests/contract). Ingest is the only complex write; both
+adapters delegate its meaning to `bench_core.domain.folding` and differ only in how they make it atomic.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..domain.models import (
+    Agent,
+    AgentMeta,
+    AgentRef,
+    CleanEvent,
+    EvalResult,
+    IngestOutcome,
+    KeyRecord,
+    TaskState,
+)
+
+if TYPE_CHECKING:
+    from ..benchmarks.records import RunRecord
+    from ..domain.live import LiveConnection
+    from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
+
+
+class Store(Protocol):
+    # keys and users
+    def create_key(self, record: KeyRecord) -> None: ...
+    def key_by_hash(self, key_hash: str) -> KeyRecord | None: ...
+    def list_keys(self, login: str | None = None) -> list[KeyRecord]: ...
+    def revoke_key(self, key_hash: str, when: str) -> bool: ...
+    def touch_key(self, key_hash: str, when: str) -> None: ...
+
+    def claim_login(self, login: str, github_id: int | None, when: str) -> bool:
+        """Create the user `login` if new and bind it to `github_id` if it has no GitHub
+        account yet, atomically; False if it belongs to another GitHub account (a renamed
+        account's old login taken by someone else). `github_id` None (local sign-in) binds
+        nothing and is always True."""
+        ...
+
+    # short-lived records (bench_core.accounts): sessions, device logins; kept until
+    # `expires_at`, and never returned after it even where deletion is lazy (DynamoDB TTL)
+    def put_grant(self, kind: str, grant_id: str, body: dict[str, Any], expires_at: str,
+                  now: str) -> bool:
+        """Store a record unless one of this kind and id is live at `now` (then False)."""
+        ...
+    def get_grant(self, kind: str, grant_id: str, now: str) -> dict[str, Any] | None: ...
+    def update_grant(self, kind: str, grant_id: str, expected: dict[str, Any],
+                     changes: dict[str, Any], now: str) -> bool:
+        """Compare-and-set: apply `changes` to the live record if its body holds every
+        `expected` value; False (nothing changed) otherwise."""
+        ...
+    def delete_grant(self, kind: str, grant_id: str) -> None: ...
+    def count_hit(self, bucket: str, expires_at: str) -> int:
+        """Add one to the counter `bucket` (created to live until `expires_at`) and return its
+        new value, atomically: rate limits."""
+        ...
+
+    # live-feed connections (API Gateway WebSockets; bench_core.live.apigw)
+    def add_connection(self, connection: LiveConnection) -> None: ...
+    def remove_connection(self, connection_id: str) -> None: ...
+    def live_connections(self, login: str, now: str) -> list[LiveConnection]:
+        """The unexpired connections watching any feed of `login` (an agent or the owner's),
+        in connection id order."""
+        ...
+
+    # agents
+    def get_agent(self, ref: AgentRef) -> Agent | None: ...
+    def list_agents(self, login: str) -> list[Agent]: ...
+    def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None: ...
+    def create_agent(self, agent: Agent) -> bool:
+        """Create `agent` (its names and privacy settings; no stats) before its first event,
+        so it can start out private; False, changing nothing, if it exists."""
+        ...
+
+    # ingest: dedupe by event id, fold, update counters -- atomically. `dropped` (events the
+    # client could not send) counts only if the batch brought a new event: a replay does not.
+    def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
+               dropped: int = 0) -> IngestOutcome: ...
+
+    # reads
+    def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]: ...
+    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None: ...
+    def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
+                   limit: int = 50, cursor: str | None = None
+                   ) -> tuple[list[TaskState], str | None]: ...
+    def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]: ...
+    def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]: ...
+    def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]: ...
+
+    # the leaderboard: rankings kept on every write (bench_core.domain.ranking), read in order
+    def leaderboard(self, sort: str, *, query: str | None = None, offset: int = 0,
+                    limit: int = 25) -> list[Agent]:
+        """Listed agents that qualify for `sort`, best first (ties: more runs, then login and
+        slug), whose search text contains `query` (case-insensitive); one index range read."""
+        ...
+
+    # evaluations (workflows/eval.py; rules in bench_core.evals.records)
+    def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
+        """Store `result` on the finished task and apply its `eval_delta` to the agent (and
+        today's judge spend), atomically; False (nothing changed) if the task is unknown or
+        unfinished or `result` may not replace the stored one."""
+        ...
+    def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
+        """Remember that these finished tasks await a result, before their evals start, so a
+        crash in between cannot lose them (a no-op where pending tasks can be queried)."""
+        ...
+    def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
+        """Finished runs without a result, ended (or marked pending) in [since, before)."""
+        ...
+    def judge_spend(self, ref: AgentRef, day: str) -> float: ...
+
+    # failure clusters (workflows/cluster.py)
+    def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
+        """The agent's failed and low-scored runs (`evals.LOW_SCORE`), newest first."""
+        ...
+    def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
+        """Store the agent's insights; the agent stops being due unless a failure was recorded
+        after `insights["computed_at"]`."""
+        ...
+    def get_insights(self, ref: AgentRef) -> dict[str, Any] | None: ...
+    def clusters_due(self, limit: int) -> list[AgentRef]:
+        """Agents with failed or low-scored runs recorded since their last insights."""
+        ...
+
+    # authorized reuse (bench_core.reuse): capability cards, invocation grants, quota, usage
+    def put_capability(self, ref: AgentRef, card: dict[str, Any], when: str, secret: str
+                       ) -> bool:
+        """Publish or replace the agent's card. `secret` becomes its invocation secret only if
+        it has none yet; True when it did (first publish: the owner sees it this once)."""
+        ...
+    def get_capability(self, ref: AgentRef) -> PublishedCapability | None: ...
+    def rotate_invocation_secret(self, ref: AgentRef, secret: str, when: str) -> bool:
+        """Replace the invocation secret of a published card; False if there is none."""
+        ...
+    def put_invocation_grant(self, grant: InvocationGrant) -> None:
+        """Create or replace the grant of `grant.caller` (its counters carry on)."""
+        ...
+    def get_invocation_grant(self, ref: AgentRef, caller: str) -> InvocationGrant | None: ...
+    def invocation_grants(self, ref: AgentRef) -> list[InvocationGrant]:
+        """The agent's grants, by caller."""
+        ...
+    def delete_invocation_grant(self, ref: AgentRef, caller: str) -> bool: ...
+    def take_invocation_quota(self, ref: AgentRef, caller: str,
+                              windows: list[QuotaWindow]) -> QuotaWindow | None:
+        """Count one call of `caller` in every window unless one is full, atomically: None
+        when counted, else the first full window (and nothing counted)."""
+        ...
+    def record_usage(self, usage: UsageRecord) -> None:
+        """Kept until `usage.expires_at` (None: for ever)."""
+        ...
+    def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
+        """The login's calls through Bench, newest first; none past its expiry."""
+        ...
+
+    # benchmarks (bench_core.benchmarks): the suite registry, runs with their attempts, rankings
+    def register_suite(self, suite: str, content_hash: str, when: str) -> str:
+        """Register `suite` (`<name>-v<N>`) with `content_hash` unless it is registered, and
+        return the registered hash, atomically: a published suite never changes."""
+        ...
+    def registered_suites(self) -> dict[str, str]:
+        """Every registered suite's content hash, by suite id."""
+        ...
+    def save_benchmark_run(self, run: RunRecord) -> bool:
+        """Store the run with its attempts and make it the agent's ranked run of the suite
+        unless a later one is; False (nothing changed) if a run with its id exists."""
+        ...
+    def get_benchmark_run(self, run_id: str) -> RunRecord | None: ...
+    def benchmark_runs_of(self, ref: AgentRef, limit: int) -> list[RunRecord]:
+        """The agent's runs, newest first, without their attempts."""
+        ...
+    def benchmark_ranking(self, suite: str, *, limit: int, after: str | None = None
+                          ) -> list[RunRecord]:
+        """Each agent's latest run of `suite`, best first (`RunRecord.rank_key`), after the
+        rank key `after`; without attempts, private agents included (callers filter)."""
+        ...
+
+    # retention (sqlite_retention, dynamodb_retention): raw events for the configured days,
+    # a temporary agent (/try) with everything it holds until its `expires_at`
+    def purge_expired(self, now: str) -> int:
+        """Delete what has expired by `now`; the rows deleted (0 where the database expires
+        items itself: DynamoDB's TTL)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+SETTABLE = frozenset({"visibility", "hide_inputs", "hide_outputs", "display_name",
+                      "judge_daily_budget_usd", "judge_sample_rate"})
+"""Agent fields an owner may change; every adapter's `update_agent` refuses the rest."""
+
+
+def encode_cursor(*parts: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> list[str]:
+    """The parts of a cursor made by `encode_cursor`; ValueError for anything else."""
+    try:
+        parts = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError) as exc:
+        raise ValueError("malformed cursor") from exc
+    if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
+        raise ValueError("malformed cursor")
+    return parts

@@ -1,0 +1,1 @@
+"""The DynamoDB adapter of the Store port: one table, for AWS."""

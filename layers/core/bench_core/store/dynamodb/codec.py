@@ -1,0 +1,450 @@
+"""How Bench's records are laid out as DynamoDB items: keys, numbers, JSON values, updates.
+
+The one place that knows an item's attributes, so `dynamodb.py` reads as the write protocol and
+the queries. The key design is in `dynamodb_table.py` and `dynamodb.py`'s docstring.
+
+- Numbers: DynamoDB keeps exact decimals of at most 38 digits, so floats are rounded to 12
+  decimal places (far below any cost or duration that matters) and clamped to +-1e15; sums made
+  by `ADD` then never lose precision and never carry binary float noise.
+- Arbitrary JSON (inputs, outputs, metadata, cost breakdowns, event bodies) is stored as JSON
+  text: no Decimal conversion, no empty-set or nesting limits, and reads give back exactly what
+  SQLite gives.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from ...domain import stats
+from ...domain.field_limits import dumps
+from ...domain.models import (
+    USAGE_FIELDS,
+    Agent,
+    AgentMeta,
+    AgentStats,
+    CleanEvent,
+    EvalResult,
+    KeyRecord,
+    RunDelta,
+    TaskState,
+    Usage,
+)
+
+META = "META"
+ROOT = "ROOT"
+PARENT = "P#"
+"""Task listings: roots are under `ROOT`, subtasks under `PARENT` + their parent's id, so no
+client-chosen id (not even "ROOT") can name the root listing."""
+TASK = "TASK#"
+EVENT = "EV#"
+DAY = "DAY#"
+_MAX_NUMBER = 1e15
+_SERIALIZER = TypeSerializer()
+_DESERIALIZER = TypeDeserializer()
+
+_TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at")
+_TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
+_TASK_JSON = ("input", "output", "metadata", "cost_breakdown")
+_KEY_FIELDS = ("key_hash", "prefix", "login", "agent_slug", "name", "created_at", "last_used_at",
+               "revoked_at")
+_AGENT_TEXT = ("display_name", "model", "framework", "architecture", "created_at")
+_EVIDENCE = "ev_"
+"""Prefix of a task's evidence attributes (`models.Usage`), one number each, absent when unknown,
+so a subtask's evidence is ADDed to its parent without reading it, like `child_cost_usd`."""
+
+
+# ---- values ---------------------------------------------------------------------------------
+
+
+def number(x: float) -> Decimal:
+    """A float or int as a DynamoDB number (see the module docstring for why it is rounded)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return Decimal(x)
+    text = f"{max(-_MAX_NUMBER, min(_MAX_NUMBER, float(x))):.12f}".rstrip("0").rstrip(".")
+    return Decimal(text)
+
+
+def av(value: Any) -> dict[str, Any]:
+    """A Python value as an AttributeValue (boto3 refuses floats; they become `number`s)."""
+    return _SERIALIZER.serialize(number(value) if isinstance(value, float) else value)
+
+
+def to_item(attrs: dict[str, Any]) -> dict[str, Any]:
+    return {name: av(value) for name, value in attrs.items()}
+
+
+def plain(item: dict[str, Any]) -> dict[str, Any]:
+    """An item's AttributeValues as Python values (numbers come back as Decimal)."""
+    return {name: _DESERIALIZER.deserialize(value) for name, value in item.items()}
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _float(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)
+
+
+# ---- keys -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentKeys:
+    """Every key that belongs to one agent (`AGENT` in the key design is `{login}#{slug}`).
+    `expires_at` (epoch seconds) is set for a temporary agent: every item written for it
+    carries it as its TTL (`expiring`), so DynamoDB deletes the agent whole."""
+
+    login: str
+    slug: str
+    expires_at: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.login}#{self.slug}"
+
+    @property
+    def pk(self) -> str:
+        return f"AGENT#{self.name}"
+
+    def key(self, sk: str) -> dict[str, Any]:
+        return to_item({"pk": self.pk, "sk": sk})
+
+    @property
+    def events_pk(self) -> str:
+        return f"EVENTS#{self.name}"
+
+    def task_events_pk(self, task_id: str) -> str:
+        return f"TASKEV#{self.name}#{task_id}"
+
+    def tasks_pk(self, parent: str | None) -> str:
+        return f"TASKS#{self.name}#{_listing(parent)}"
+
+    def status_pk(self, parent: str | None, status: str) -> str:
+        return f"TSTATUS#{self.name}#{_listing(parent)}#{status}"
+
+
+def _listing(parent: str | None) -> str:
+    """Which listing a task is in: the roots, or its parent's subtasks (`PARENT`)."""
+    return ROOT if parent is None else PARENT + parent
+
+
+def user_key(login: str) -> dict[str, Any]:
+    return to_item({"pk": f"USER#{login}", "sk": META})
+
+
+def api_key_key(key_hash: str) -> dict[str, Any]:
+    return to_item({"pk": f"KEY#{key_hash}", "sk": META})
+
+
+def task_sort_key(sort_ts: str, task_id: str) -> str:
+    """Sorts like SQLite's `(sort_ts, task_id)`: every sort_ts has the same length. A task seen
+    only through logs has no sort_ts, so its key starts with `#`, before every real one."""
+    return f"{sort_ts}#{task_id}"
+
+
+# ---- update expressions ---------------------------------------------------------------------
+
+
+@dataclass
+class Update:
+    """One UpdateItem built field by field. Every attribute name goes through a `#name`
+    placeholder, since many of Bench's (name, status, input, day) are DynamoDB reserved words;
+    a `condition` names attributes the same way and its values by the `:names` it uses."""
+
+    key: dict[str, Any]
+    set: dict[str, Any] = field(default_factory=dict)
+    set_if_absent: dict[str, Any] = field(default_factory=dict)
+    add: dict[str, Any] = field(default_factory=dict)
+    remove: list[str] = field(default_factory=list)
+    condition: str | None = None
+    condition_values: dict[str, Any] = field(default_factory=dict)
+
+    def params(self, table: str) -> dict[str, Any]:
+        """The arguments of `UpdateItem`, or of an `Update` inside `TransactWriteItems`."""
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+
+        def name(attr: str) -> str:
+            names[f"#{attr}"] = attr
+            return f"#{attr}"
+
+        def value(v: Any) -> str:
+            placeholder = f":v{len(values)}"
+            values[placeholder] = av(v)
+            return placeholder
+
+        sets = [f"{name(k)} = {value(v)}" for k, v in self.set.items()]
+        sets += [f"{name(k)} = if_not_exists({name(k)}, {value(v)})"
+                 for k, v in self.set_if_absent.items()]
+        clauses = [("SET", sets), ("ADD", [f"{name(k)} {value(v)}" for k, v in self.add.items()]),
+                   ("REMOVE", [name(k) for k in self.remove])]
+        out: dict[str, Any] = {
+            "TableName": table, "Key": self.key,
+            "UpdateExpression": " ".join(f"{verb} {', '.join(parts)}"
+                                         for verb, parts in clauses if parts)}
+        if self.condition:
+            for attr in re.findall(r"#(\w+)", self.condition):
+                name(attr)
+            values.update({k: av(v) for k, v in self.condition_values.items()})
+            out["ConditionExpression"] = self.condition
+        out["ExpressionAttributeNames"] = names
+        if values:
+            out["ExpressionAttributeValues"] = values
+        return out
+
+
+def _set_or_remove(update: Update, fields: dict[str, Any]) -> Update:
+    update.set.update({k: v for k, v in fields.items() if v is not None})
+    update.remove.extend(k for k, v in fields.items() if v is None)
+    return update
+
+
+def ttl(until: str) -> dict[str, Any]:
+    """The expiry attributes of an item that lives until the ISO instant `until`: `expires_at`
+    (epoch seconds, the table's TTL attribute, so DynamoDB deletes it for free) and `until`
+    (the same instant, compared exactly on every read: TTL deletion can lag by a day or two,
+    so an expired item must never count as live)."""
+    epoch = math.ceil(datetime.fromisoformat(until.replace("Z", "+00:00")).timestamp())
+    return {"until": until, "expires_at": epoch}
+
+
+# ---- users, keys, agents --------------------------------------------------------------------
+
+
+def user_upsert(login: str, now: str, until: str | None = None) -> Update:
+    """`until`: the user of a temporary agent goes with it."""
+    update = Update(user_key(login), set={"login": login}, set_if_absent={"created_at": now})
+    if until is not None:
+        update.set["expires_at"] = ttl(until)["expires_at"]
+    return update
+
+
+def temporary(agent: AgentKeys, item: dict[str, Any] | None) -> AgentKeys:
+    """`agent` with the expiry its stored agent `item` holds, if it is a temporary agent."""
+    if item is None or item.get("expires_at") is None:
+        return agent
+    return replace(agent, expires_at=int(item["expires_at"]))
+
+
+def expiry(agent: AgentKeys) -> dict[str, Any]:
+    """The TTL attribute of an item of `agent`: none unless it is temporary."""
+    return {} if agent.expires_at is None else {"expires_at": agent.expires_at}
+
+
+def expiring(update: Update, agent: AgentKeys) -> Update:
+    update.set |= expiry(agent)
+    return update
+
+
+def event_expiry(agent: AgentKeys, ts: str, retention_days: int) -> int | None:
+    """When an event of time `ts` expires: `retention_days` later (0: never), or with its
+    temporary agent if that is sooner."""
+    times = [agent.expires_at]
+    if retention_days > 0:
+        times.append(ttl(ts)["expires_at"] + retention_days * 86_400)
+    return min((t for t in times if t is not None), default=None)
+
+
+def key_item(record: KeyRecord) -> dict[str, Any]:
+    """A temporary key (`expires_at`) gets the TTL attributes (`ttl`)."""
+    attrs = {name: getattr(record, name) for name in _KEY_FIELDS}
+    attrs = {k: v for k, v in attrs.items() if v is not None}
+    attrs |= {"pk": f"KEY#{record.key_hash}", "sk": META, "gsi1pk": "KEYS",
+              "gsi1sk": f"{record.login}#{record.created_at}#{record.key_hash}"}
+    if record.expires_at is not None:
+        attrs |= ttl(record.expires_at)
+    return to_item(attrs)
+
+
+def key_from_item(item: dict[str, Any]) -> KeyRecord:
+    return KeyRecord(**{name: item.get(name) for name in _KEY_FIELDS},
+                     expires_at=item.get("until"))
+
+
+def agent_upsert(agent: AgentKeys, meta: AgentMeta, now: str, dropped: int) -> Update:
+    """Create the agent on its first batch (public, its stats absent until first added to) and
+    keep what later batches say about it; a batch that omits a detail erases nothing."""
+    details = {k: (dumps(v) if k == "tools" else v) for k, v in meta.updates().items()}
+    update = Update(agent.key(META),
+                    set={"login": agent.login, "slug": agent.slug,
+                         "gsi1pk": f"OWNER#{agent.login}", "gsi1sk": f"AGENT#{agent.slug}",
+                         **details},
+                    set_if_absent={"created_at": now, "visibility": "public",
+                                   "hide_inputs": False, "hide_outputs": False})
+    if dropped:
+        update.add["dropped_events"] = dropped
+    return update
+
+
+def agent_from_item(item: dict[str, Any]) -> Agent:
+    def count(name: str) -> int:
+        return int(item.get(name, 0))
+
+    return Agent(
+        login=item["login"], slug=item["slug"], tools=_loads(item.get("tools")),
+        visibility=item.get("visibility", "public"),
+        hide_inputs=bool(item.get("hide_inputs")), hide_outputs=bool(item.get("hide_outputs")),
+        **{name: item.get(name) for name in _AGENT_TEXT},
+        stats=AgentStats(
+            runs=count("runs"), successes=count("successes"), failures=count("failures"),
+            cost_usd_total=float(item.get("cost_usd_total", 0)),
+            latency_hist=[count(f"h{i}") for i in range(stats.BUCKETS)],
+            first_event_at=item.get("first_event_at"), last_event_at=item.get("last_event_at"),
+            eval_count=count("eval_count"),
+            eval_score_sum=float(item.get("eval_score_sum", 0)),
+            dropped_events=count("dropped_events"),
+            evidence_cost_usd_total=float(item.get("evidence_cost_usd_total", 0)),
+            **{name: count(name) for name in _EVIDENCE_COUNTS},
+            eval_unscored=count("eval_unscored"), eval_skipped=count("eval_skipped"),
+            eval_judge=item.get("eval_judge"), judge_tokens=count("judge_tokens"),
+            judge_cost_usd=float(item.get("judge_cost_usd", 0))),
+        judge_daily_budget_usd=_float(item.get("judge_daily_budget_usd")),
+        judge_sample_rate=_float(item.get("judge_sample_rate")), expires_at=item.get("until"))
+
+
+_EVIDENCE_COUNTS = ("evidence_input_tokens", "evidence_output_tokens", "evidence_calls",
+                    "evidence_unpriced_calls")
+
+
+def run_updates(agent: AgentKeys, runs: list[RunDelta],
+                evidence: Usage | None = None) -> list[Update]:
+    """What finished root tasks add: the agent's counters and histogram, and each day's; and
+    what evidence records add to the agent's evidence totals. One update per item: a
+    transaction may touch an item only once."""
+    if not runs and not evidence:
+        return []
+    ok = sum(r.success for r in runs)
+    hist = Counter(stats.bucket_index(r.duration_ms) for r in runs if r.duration_ms is not None)
+    counters = Update(agent.key(META), add={
+        "runs": len(runs), "successes": ok, "failures": len(runs) - ok,
+        "cost_usd_total": sum((number(r.cost_usd) for r in runs), Decimal(0)),
+        **{f"h{i}": n for i, n in hist.items()}})
+    if evidence is not None:
+        counters.add |= {"evidence_cost_usd_total": number(evidence.cost_usd or 0.0),
+                         "evidence_input_tokens": evidence.input_tokens or 0,
+                         "evidence_output_tokens": evidence.output_tokens or 0,
+                         "evidence_calls": evidence.calls,
+                         "evidence_unpriced_calls": evidence.unpriced_calls}
+    by_day: dict[str, list[RunDelta]] = defaultdict(list)
+    for run in runs:
+        by_day[run.day].append(run)
+    days = [expiring(Update(agent.key(DAY + day), add={
+        "runs": len(day_runs), "successes": sum(r.success for r in day_runs),
+        "failures": sum(not r.success for r in day_runs),
+        "cost_usd": sum((number(r.cost_usd) for r in day_runs), Decimal(0))}), agent)
+        for day, day_runs in by_day.items()]
+    return [counters, *days]
+
+
+def day_from_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {"day": item["sk"][len(DAY):], "runs": int(item.get("runs", 0)),
+            "successes": int(item.get("successes", 0)), "failures": int(item.get("failures", 0)),
+            "cost_usd": float(item.get("cost_usd", 0))}
+
+
+# ---- events and tasks -----------------------------------------------------------------------
+
+
+def event_item(agent: AgentKeys, event: CleanEvent, body: str, seq: int,
+               expires_at: int | None = None) -> dict[str, Any]:
+    """An event, kept once per id until `expires_at` (`event_expiry`). `seq` orders events of
+    the same millisecond by arrival, as SQLite's rowid does; the sort keys alone would order
+    them by (random) event id."""
+    sort_key = f"{event.ts}#{event.id}"
+    attrs: dict[str, Any] = {"pk": agent.pk, "sk": EVENT + event.id, "gsi1pk": agent.events_pk,
+                             "gsi1sk": sort_key, "seq": seq, "body": body}
+    if expires_at is not None:
+        attrs["expires_at"] = expires_at
+    if event.task_id is not None:
+        attrs |= {"gsi2pk": agent.task_events_pk(event.task_id), "gsi2sk": sort_key}
+    return to_item(attrs)
+
+
+def event_order(item: dict[str, Any]) -> tuple[str, Decimal]:
+    """The (ts, arrival) order of an event item read from either event index."""
+    return item["gsi1sk"].partition("#")[0], item["seq"]
+
+
+def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState) -> Update:
+    """Write a folded task field by field, guarded by the version it was folded from.
+
+    `child_cost_usd` is only ever ADDed (subtasks add to it without reading the parent), and
+    every write bumps `version`, so a fold from a stale read fails its condition and is redone.
+    """
+    sort_key = task_sort_key(after.sort_ts, after.task_id)
+    fields: dict[str, Any] = {name: getattr(after, name) for name in _TASK_TEXT}
+    fields |= {name: None if getattr(after, name) is None else number(getattr(after, name))
+               for name in _TASK_NUMBERS}
+    fields |= {name: None if getattr(after, name) is None else dumps(getattr(after, name))
+               for name in _TASK_JSON}
+    fields |= {"gsi1pk": agent.tasks_pk(after.parent_task_id), "gsi1sk": sort_key,
+               "gsi2pk": agent.status_pk(after.parent_task_id, after.status), "gsi2sk": sort_key}
+    update = expiring(_set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
+                                     fields), agent)
+    child_cost = after.child_cost_usd - (before.child_cost_usd if before else 0.0)
+    if child_cost:
+        update.add["child_cost_usd"] = number(child_cost)
+    update.add |= evidence_adds(before.evidence if before else None, after.evidence)
+    if before is None:
+        update.condition = "attribute_not_exists(#pk)"
+    else:
+        update.condition = "#version = :expected"
+        update.condition_values = {":expected": before.version}
+    return update
+
+
+def child_cost_update(agent: AgentKeys, parent: str, amount: float,
+                      evidence: Usage | None = None) -> Update:
+    """A finished subtask's cost and evidence, added to a parent this write does not fold. A
+    parent not seen yet becomes a placeholder (no index keys, so no listing shows it) until its
+    events come."""
+    update = expiring(Update(agent.key(TASK + parent),
+                             add={"version": 1, **evidence_adds(None, evidence)}), agent)
+    if amount:
+        update.add["child_cost_usd"] = number(amount)
+    return update
+
+
+def evidence_adds(before: Usage | None, after: Usage | None) -> dict[str, Any]:
+    """The ADDs that turn stored evidence `before` into `after` (sums only grow). A count that
+    becomes known is ADDed whole, which creates it -- a count of 0 included."""
+    adds: dict[str, Any] = {}
+    for name in USAGE_FIELDS if after is not None else ():
+        new, old = getattr(after, name), getattr(before, name) if before is not None else None
+        if new is not None and (old is None or new != old):
+            adds[_EVIDENCE + name] = number(new - (old or 0))
+    return adds
+
+
+def evidence_from_item(item: dict[str, Any]) -> Usage | None:
+    if _EVIDENCE + "calls" not in item:
+        return None
+    values = {name: item.get(_EVIDENCE + name) for name in USAGE_FIELDS}
+    return Usage(**{name: None if value is None else float(value) if name == "cost_usd"
+                    else int(value) for name, value in values.items()})
+
+
+def task_from_item(item: dict[str, Any]) -> TaskState:
+    return TaskState(
+        task_id=item["sk"][len(TASK):], status=item.get("status", "running"),
+        **{name: item.get(name) for name in _TASK_TEXT if name != "status"},
+        **{name: _float(item.get(name)) for name in _TASK_NUMBERS if name != "cost_logged_usd"},
+        **{name: _loads(item.get(name)) for name in _TASK_JSON},
+        cost_logged_usd=float(item.get("cost_logged_usd", 0)),
+        child_cost_usd=float(item.get("child_cost_usd", 0)), version=int(item.get("version", 0)),
+        evidence=evidence_from_item(item), eval=eval_from_item(item))
+
+
+def eval_from_item(item: dict[str, Any]) -> EvalResult | None:
+    """The judge's result on a task item (written by `dynamodb_evals`), as JSON text."""
+    return EvalResult.from_dict(json.loads(item["eval"])) if item.get("eval") else None

@@ -1,0 +1,217 @@
+"""DynamoDB items and writes of evaluations, judge spend and failure clusters (the meaning is
+`bench_core.evals.records`; SQLite's adapter applies the same rules in one SQL transaction).
+
+Items (pk, sk; `AGENT` is `{login}#{slug}`):
+
+- the result:       on the task item: `eval` (JSON), `eval_status`, `eval_score`, `eval_version`
+- judge spend/day:  AGENT#{AGENT}, JDAY#{yyyy-mm-dd}      tokens, cost_usd
+- low-scored run:   AGENT#{AGENT}, LOW#{sort_ts}#{task_id}  (cluster material besides failures)
+- insights:         AGENT#{AGENT}, INSIGHTS                body (JSON)
+- pending eval:     EVALQ#{shard}, {AGENT}#{task_id}       login, slug, task_id, marked_at (+TTL)
+- agent due:        CLUSTERQ#{shard}, {AGENT}              login, slug, due_at
+
+Work queues are spread over `SHARDS` partitions so that no single partition takes every
+ingest's writes; a sweep reads them all (they hold only what is waiting, so they stay small).
+
+A result is one transaction over the task (guarded by the `eval_version` it was read at, so
+two concurrent results cannot both subtract the same old score), the agent's counters (ADD),
+the day's spend (ADD), the pending marker (deleted) and the due and low-score markers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ...domain.field_limits import dumps
+from ...domain.models import AgentRef, EvalResult, TaskState, iso
+from ...evals import records as evals
+from . import codec
+from .codec import AgentKeys, Update, _set_or_remove
+
+SHARDS = 8
+JDAY = "JDAY#"
+LOW = "LOW#"
+INSIGHTS = "INSIGHTS"
+PENDING_KEEP = timedelta(days=3)
+"""A pending marker outlives the sweep window, then DynamoDB's TTL removes it for free."""
+MAX_ATTEMPTS = 8
+
+
+def _shard(kind: str, key: str) -> str:
+    return f"{kind}#{int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % SHARDS}"
+
+
+def pending_key(agent: AgentKeys, task_id: str) -> dict[str, Any]:
+    sk = f"{agent.name}#{task_id}"
+    return codec.to_item({"pk": _shard("EVALQ", sk), "sk": sk})
+
+
+def due_key(agent: AgentKeys) -> dict[str, Any]:
+    return codec.to_item({"pk": _shard("CLUSTERQ", agent.name), "sk": agent.name})
+
+
+class DynamoEvals:
+    """The evaluation and cluster part of `DynamoStore` (which provides `_get`, `_query`,
+    `_update`, `_transact`, `_refresh_rank`, `client` and `table_name`)."""
+
+    table_name: str
+    client: Any
+    if TYPE_CHECKING:
+        def _get(self, key: dict[str, Any]) -> dict[str, Any] | None: ...
+        def _query(self, pk: str, sk: str = "", **options: Any) -> Any: ...
+        def _transact(self, actions: list[dict[str, Any]]) -> None: ...
+        def _update(self, update: Update, returns: str = "NONE") -> dict[str, Any]: ...
+        def _refresh_rank(self, ref: AgentRef) -> None: ...
+
+    # ---- results -----------------------------------------------------------------------------
+
+    def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
+        agent = AgentKeys(ref.login, ref.slug)
+        for _ in range(MAX_ATTEMPTS):
+            task = self._get(agent.key(codec.TASK + task_id))
+            if task is None or not task.get("ended_at"):
+                return False
+            old = codec.eval_from_item(task)
+            if not evals.replaces(result, old):
+                return False
+            is_run = task.get("parent_task_id") is None
+            owner = self._get(agent.key(codec.META)) if is_run else None
+            delta = evals.eval_delta(result, old, is_run=is_run)
+            try:
+                self._transact(self._result_actions(codec.temporary(agent, owner), task, owner, delta,
+                                                    result))
+            except self.client.exceptions.TransactionCanceledException:
+                continue  # the task or the agent's judge label moved: read again
+            if delta.eval_count or delta.eval_score_sum:
+                self._refresh_rank(ref)
+            return True
+        raise RuntimeError(f"could not record the eval of {ref.path}/{task_id}: too much contention")
+
+    def _result_actions(self, agent: AgentKeys, task: dict[str, Any], owner: dict[str, Any] | None,
+                        delta: evals.EvalDelta, result: EvalResult) -> list[dict[str, Any]]:
+        """`owner` is the agent item as read, for a run (None for a subtask)."""
+        version = int(task.get("eval_version", 0))
+        on_task = Update(agent.key(codec.TASK + task["sk"][len(codec.TASK):]),
+                         set={"eval": dumps(result.to_dict()), "eval_status": result.status},
+                         add={"eval_version": 1},
+                         condition=("#eval_version = :seen" if version else
+                                    "attribute_not_exists(#eval_version)"),
+                         condition_values={":seen": version} if version else {})
+        _set_or_remove(on_task, {"eval_score": result.score})
+        updates = [on_task]
+        counters = {k: v for k, v in vars(delta).items() if v}
+        if owner is not None:
+            judge = evals.merged_judge(owner.get("eval_judge"), result)
+            on_agent = Update(agent.key(codec.META), add=counters)
+            if judge != owner.get("eval_judge"):
+                on_agent.set["eval_judge"] = judge
+                on_agent.condition = ("#eval_judge = :was" if owner.get("eval_judge") else
+                                      "attribute_not_exists(#eval_judge)")
+                on_agent.condition_values = ({":was": owner["eval_judge"]}
+                                             if owner.get("eval_judge") else {})
+            if on_agent.add or on_agent.set:
+                updates.append(on_agent)
+        elif counters:
+            updates.append(Update(agent.key(codec.META), add=counters))
+        if delta.judge_tokens or delta.judge_cost_usd:
+            updates.append(codec.expiring(Update(agent.key(JDAY + result.at[:10]), add={
+                "tokens": delta.judge_tokens, "cost_usd": codec.number(delta.judge_cost_usd)}),
+                agent))
+        actions = [{"Update": u.params(self.table_name)} for u in updates]
+        if owner is not None:
+            actions += self._marker_actions(agent, task, result)
+        return actions
+
+    def _marker_actions(self, agent: AgentKeys, task: dict[str, Any],
+                        result: EvalResult) -> list[dict[str, Any]]:
+        """The run is no longer pending; it is cluster material if low-scored; its agent is
+        due for clustering if it failed or scored low."""
+        state = codec.task_from_item(task)
+        task_id = state.task_id
+        low_key = agent.key(f"{LOW}{state.sort_ts}#{task_id}")
+        actions: list[dict[str, Any]] = [
+            {"Delete": {"TableName": self.table_name, "Key": pending_key(agent, task_id)}}]
+        if result.status == "scored" and (result.score or 0.0) < evals.LOW_SCORE:
+            actions.append({"Put": {"TableName": self.table_name, "Item": {
+                **low_key, **codec.to_item({"task_id": task_id, **codec.expiry(agent)})}}})
+        else:
+            actions.append({"Delete": {"TableName": self.table_name, "Key": low_key}})
+        if evals.makes_cluster_due(state.status, result):
+            actions.append({"Update": codec.expiring(Update(due_key(agent), set={
+                "login": agent.login, "slug": agent.slug, "due_at": result.at}), agent
+            ).params(self.table_name)})
+        return actions
+
+    def judge_spend(self, ref: AgentRef, day: str) -> float:
+        item = self._get(AgentKeys(ref.login, ref.slug).key(JDAY + day))
+        return float(item.get("cost_usd", 0)) if item else 0.0
+
+    # ---- pending evals -----------------------------------------------------------------------
+
+    def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
+        """One small write per run, in parallel; a run marked before keeps its first time (the
+        sweep window counts from it, so a run that can never be judged is given up)."""
+        agent = AgentKeys(ref.login, ref.slug)
+        expires = iso(datetime.fromisoformat(when.replace("Z", "+00:00")) + PENDING_KEEP)
+
+        def mark(task_id: str) -> None:
+            self._update(Update(pending_key(agent, task_id),
+                                set={"login": ref.login, "slug": ref.slug, "task_id": task_id,
+                                     **codec.ttl(expires)},
+                                set_if_absent={"marked_at": when}))
+
+        if task_ids:
+            with ThreadPoolExecutor(max_workers=min(8, len(task_ids))) as pool:
+                list(pool.map(mark, task_ids))
+
+    def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
+        marks = [item for shard in range(SHARDS) for item in self._query(f"EVALQ#{shard}")
+                 if since <= item.get("marked_at", "") < before]
+        marks.sort(key=lambda item: item["marked_at"])
+        return [(AgentRef(item["login"], item["slug"]), item["task_id"]) for item in marks[:limit]]
+
+    # ---- failure clusters --------------------------------------------------------------------
+
+    def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
+        agent = AgentKeys(ref.login, ref.slug)
+        failed = self._query(agent.status_pk(None, "failed"), "#sk >= :low", index="gsi2",
+                             forward=False, page=limit, low="0")
+        tasks = {t.task_id: t for t in map(codec.task_from_item, itertools.islice(failed, limit))}
+        lows = itertools.islice(self._query(agent.pk, "begins_with(#sk, :low)", forward=False,
+                                            page=limit, low=LOW), limit)
+        for item in lows:
+            task = self._get(agent.key(codec.TASK + item["task_id"]))
+            if task is not None:
+                tasks.setdefault(item["task_id"], codec.task_from_item(task))
+        newest = sorted(tasks.values(), key=lambda t: (t.sort_ts, t.task_id), reverse=True)
+        return newest[:limit]
+
+    def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
+        agent = AgentKeys(ref.login, ref.slug)
+        owner = self._get(agent.key(codec.META))
+        if owner is None:
+            return
+        self.client.put_item(TableName=self.table_name, Item={
+            **agent.key(INSIGHTS),
+            **codec.to_item({"body": dumps(insights), **codec.expiry(codec.temporary(agent, owner))})})
+        # A failure recorded while clustering (due_at after computed_at) keeps the agent due.
+        with contextlib.suppress(self.client.exceptions.ConditionalCheckFailedException):
+            self.client.delete_item(TableName=self.table_name, Key=due_key(agent),
+                                    ConditionExpression="due_at <= :computed",
+                                    ExpressionAttributeValues=codec.to_item(
+                                        {":computed": insights["computed_at"]}))
+
+    def get_insights(self, ref: AgentRef) -> dict[str, Any] | None:
+        item = self._get(AgentKeys(ref.login, ref.slug).key(INSIGHTS))
+        return json.loads(item["body"]) if item else None
+
+    def clusters_due(self, limit: int) -> list[AgentRef]:
+        due = [item for shard in range(SHARDS) for item in self._query(f"CLUSTERQ#{shard}")]
+        due.sort(key=lambda item: item["due_at"])
+        return [AgentRef(item["login"], item["slug"]) for item in due[:limit]]

@@ -1,0 +1,107 @@
+"""The leaderboard on DynamoDB: sparse GSIs kept on the agent item, read with one Query each.
+
+On the agent item (AGENT#{login}#{slug}, META):
+
+- `lbpk` = "PUBLIC" while the agent is listed (`privacy.listed`), absent otherwise, so a
+  private agent is in no leaderboard index at all;
+- `lb_runs`, `lb_success`, `lb_score`, `lb_cost`, `lb_latency`: the GSI sort keys, present
+  only while the agent qualifies for that ranking (`leaderboard.rank_values`), encoded by
+  `leaderboard.dynamo_rank_key` so that the runs tie-break is part of the key;
+- `lb_text`: what `q=` searches (`leaderboard.search_text`), matched with `contains` as a
+  filter on the ranking's Query (never a Scan; it reads the listed agents in rank order until
+  the page is full, which is cheap for the thousands of agents one install lists).
+
+They are rewritten after every write that changes what they derive from (a batch's counters,
+a score, the owner's settings), from a consistent read of the item. The rewrite is conditional
+on those inputs being unchanged since the read, so two writers racing cannot leave ranks
+computed from stale counters (or a listing of an agent that just went private): the loser
+reads again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...domain.models import Agent, AgentRef
+from ...domain.ranking import SORTS, dynamo_rank_key, rank_values, search_text
+from . import codec
+from .codec import AgentKeys, Update
+
+LISTED = "PUBLIC"
+RANK_INPUTS = ("runs", "successes", "eval_count", "eval_score_sum", "visibility",
+               "display_name", "model", "framework")
+"""The agent attributes the rank keys derive from (the latency histogram moves with `runs`)."""
+MAX_ATTEMPTS = 8
+READ_PAGE = 200
+
+
+def rank_update(agent: AgentKeys, item: dict[str, Any]) -> Update:
+    """The write that brings the item's rank attributes in line with the item as read."""
+    record: Agent = codec.agent_from_item(item)
+    values = rank_values(record)
+    text = search_text(record)
+    fields: dict[str, Any] = {"lbpk": LISTED if text is not None else None, "lb_text": text}
+    fields |= {f"lb_{sort}": dynamo_rank_key(sort, value, record.stats.runs)
+               for sort, value in values.items()}
+    clauses, expected = [], {}
+    for i, name in enumerate(RANK_INPUTS):
+        if item.get(name) is None:
+            clauses.append(f"attribute_not_exists(#{name})")
+        else:
+            clauses.append(f"#{name} = :in{i}")
+            expected[f":in{i}"] = item[name]
+    return Update(agent.key(codec.META), set={k: v for k, v in fields.items() if v is not None},
+                  remove=[k for k, v in fields.items() if v is None],
+                  condition=" AND ".join(["attribute_exists(#pk)", *clauses]),
+                  condition_values=expected)
+
+
+class DynamoLeaderboard:
+    """The leaderboard half of `DynamoStore` (which provides `_get`, `_update`, `client` and
+    `table_name`)."""
+
+    table_name: str
+    client: Any
+    if TYPE_CHECKING:
+        def _get(self, key: dict[str, Any]) -> dict[str, Any] | None: ...
+        def _update(self, update: Update, returns: str = "NONE") -> dict[str, Any]: ...
+
+    def _refresh_rank(self, ref: AgentRef) -> None:
+        from .store import _ConditionFailed
+
+        agent = AgentKeys(ref.login, ref.slug)
+        for _ in range(MAX_ATTEMPTS):
+            item = self._get(agent.key(codec.META))
+            if item is None:
+                return
+            try:
+                self._update(rank_update(agent, item))
+                return
+            except _ConditionFailed:
+                continue  # changed since the read: rank what it is now
+        # Still contended after every attempt: each of the writers racing here refreshes
+        # after its own write, and the last of them will find the item quiet.
+
+    def leaderboard(self, sort: str, *, query: str | None = None, offset: int = 0,
+                    limit: int = 25) -> list[Agent]:
+        if sort not in SORTS:
+            raise ValueError(f"unknown leaderboard sort {sort!r}")
+        params: dict[str, Any] = {
+            "TableName": self.table_name, "IndexName": f"lb_{sort}",
+            "KeyConditionExpression": "#pk = :pk", "ExpressionAttributeNames": {"#pk": "lbpk"},
+            "ExpressionAttributeValues": {":pk": {"S": LISTED}},
+            "ScanIndexForward": not SORTS[sort].descending,
+            "Limit": min(READ_PAGE, offset + limit)}
+        if query:
+            params["FilterExpression"] = "contains(#text, :q)"
+            params["ExpressionAttributeNames"]["#text"] = "lb_text"
+            params["ExpressionAttributeValues"][":q"] = {"S": query.lower()}
+        found: list[dict[str, Any]] = []
+        while len(found) < offset + limit:
+            response = self.client.query(**params)
+            found += map(codec.plain, response["Items"])
+            if "LastEvaluatedKey" not in response:
+                break
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return [codec.agent_from_item(item) for item in found[offset:offset + limit]]
+

@@ -1,0 +1,1 @@
+"""The SQLite adapter of the Store port: the embedded default."""

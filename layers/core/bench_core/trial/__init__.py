@@ -1,0 +1,1 @@
+"""The `/try` trial: Bench without signing up."""

@@ -1,0 +1,49 @@
+"""The workflows port: starting evals and cluster runs, in this process or as Step Functions.
+
+The work itself is plain step functions (`eval.py`, `cluster.py`), each taking and returning a
+JSON-able state, so the local runner (`local.py`) and the Lambdas behind the state machines
+(`functions/eval`, `functions/cluster`) run the very same code. Starting work never waits for
+it: ingest hands finished runs to `start_evals` and returns.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..domain.models import AgentRef
+
+if TYPE_CHECKING:
+    pass
+
+State = dict[str, Any]
+"""What a step takes and returns: JSON-able, as Step Functions passes it between states."""
+
+
+class Workflows(Protocol):
+    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+        """Evaluate these finished tasks eventually; never raises for a failed start (the
+        sweep finds what could not be started)."""
+        ...
+
+    def start_clusters(self, refs: list[AgentRef]) -> None:
+        """Recompute these agents' failure clusters."""
+        ...
+
+
+def parse_agent(path: Any) -> AgentRef:
+    """The agent a workflow state names as "login/slug"; ValueError for anything else."""
+    login, sep, slug = str(path).partition("/")
+    if not (login and sep and slug) or "/" in slug:
+        raise ValueError(f"not an agent path: {path!r}")
+    return AgentRef(login, slug)
+
+
+class NoWorkflows:
+    """Shared storage without state machines (a DynamoDB store used from a laptop): this
+    process must not judge in the background, and the sweep of a real deployment will."""
+
+    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+        return None
+
+    def start_clusters(self, refs: list[AgentRef]) -> None:
+        return None

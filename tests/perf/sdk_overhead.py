@@ -1,0 +1,279 @@
+"""What observability costs the agent: caller-thread time per task, and how much arrives.
+
+Compares, side by side in one run and against one loopback sink (a separate process):
+
+* ``ours``      -- this repository's ``bench`` SDK (``agent.span`` + two logs + a cost)
+* ``0.1.3``     -- the original ``bench-observe`` 0.1.3 client (``task_ctx``, same calls), installed
+                   into an isolated directory because it is also called ``bench``
+* ``otel``      -- the OpenTelemetry SDK: one span with the same data as attributes and events,
+                   ``BatchSpanProcessor`` and the OTLP/HTTP exporter, default settings
+
+Each SDK runs in a fresh interpreter. A task is: start, two logs, a cost, end. Tasks run in bursts
+with a pause between them (agents wait on LLMs most of the time); only the time spent inside the
+SDK calls on the agent's thread is counted. The sink then reports how many of the sent events
+(spans for OTel) arrived. Every configuration runs with the sink answering at once and with a
+100 ms delay per request.
+
+    python tests/perf/sdk_overhead.py                    # 20k tasks, about 3 minutes
+    python tests/perf/sdk_overhead.py --tasks 2000       # quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+SDKS = ("ours", "0.1.3", "otel")
+
+
+# ── the sink (its own process, so its CPU does not compete with the measured agent) ──────────
+
+class SinkState:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latency = 0.0
+        self.reset()
+
+    def reset(self) -> None:
+        self.ids: set[str] = set()
+        self.events = 0
+        self.spans = 0
+        self.requests = 0
+        self.dropped_reported = 0
+
+
+def serve_sink() -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+    )
+
+    state = SinkState()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, body: bytes, content_type: str = "application/json") -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802
+            with state.lock:
+                stats = {"ids": len(state.ids), "events": state.events, "spans": state.spans,
+                         "requests": state.requests, "dropped_reported": state.dropped_reported}
+            self._send(json.dumps(stats).encode())
+
+        def do_POST(self) -> None:  # noqa: N802
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.headers.get("Content-Encoding") == "gzip":
+                raw = gzip.decompress(raw)
+            if self.path == "/reset":
+                with state.lock:
+                    state.reset()
+                    state.latency = json.loads(raw)["latency"]
+                return self._send(b"{}")
+            time.sleep(state.latency)
+            if self.path == "/v1/traces":
+                request = ExportTraceServiceRequest.FromString(raw)
+                spans = sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans)
+                with state.lock:
+                    state.spans += spans
+                    state.requests += 1
+                return self._send(ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
+            body = json.loads(raw)
+            with state.lock:
+                state.requests += 1
+                state.events += len(body["events"])
+                state.ids.update(e["id"] for e in body["events"])
+                state.dropped_reported += body.get("dropped", 0)
+            self._send(json.dumps({"accepted": len(body["events"]), "duplicates": 0}).encode())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+# ── workers: one SDK, one fresh interpreter ────────────────────────────────────────────────
+
+def run_ours(url: str, tasks: int, burst: int, pause: float) -> dict[str, Any]:
+    import bench
+
+    agent = bench.observe(api_key="bk_bench", agent="perf", endpoint=url)
+    caller = 0.0
+    for start in range(0, tasks, burst):
+        t0 = time.perf_counter()
+        for i in range(start, min(start + burst, tasks)):
+            with agent.span("task", {"i": i}) as t:
+                t.log("step", 1)
+                t.log("found", [1, 2, 3])
+                t.cost(0.001)
+        caller += time.perf_counter() - t0
+        time.sleep(pause)
+    agent.shutdown_sync(timeout=120)
+    return {"caller_s": caller, "sent": tasks * 5}
+
+
+def run_original(url: str, tasks: int, burst: int, pause: float) -> dict[str, Any]:
+    import bench
+
+    assert bench.__version__ in ("0.1.2", "0.1.3"), "PYTHONPATH must hold the original client"
+    agent = bench.observe(api_key="bk_bench", agent="perf", endpoint=url + "/ingest")
+
+    async def main() -> float:
+        caller = 0.0
+        for start in range(0, tasks, burst):
+            t0 = time.perf_counter()
+            for i in range(start, min(start + burst, tasks)):
+                async with agent.task_ctx("task", {"i": i}) as t:
+                    t.log("step", 1)
+                    t.log("found", [1, 2, 3])
+                    t.cost(0.001)
+            caller += time.perf_counter() - t0
+            await asyncio.sleep(pause)
+        await agent.flush()
+        return caller
+
+    return {"caller_s": asyncio.run(main()), "sent": tasks * 5}
+
+
+def run_otel(url: str, tasks: int, burst: int, pause: float) -> dict[str, Any]:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url + "/v1/traces")))
+    tracer = provider.get_tracer("perf")
+    caller = 0.0
+    for start in range(0, tasks, burst):
+        t0 = time.perf_counter()
+        for i in range(start, min(start + burst, tasks)):
+            with tracer.start_as_current_span("task", attributes={"input": json.dumps({"i": i})}) as span:
+                span.add_event("log", {"label": "step", "value": 1})
+                span.add_event("log", {"label": "found", "value": json.dumps([1, 2, 3])})
+                span.set_attribute("cost_usd", 0.001)
+        caller += time.perf_counter() - t0
+        time.sleep(pause)
+    provider.force_flush(120_000)
+    provider.shutdown()
+    return {"caller_s": caller, "sent": tasks}
+
+
+WORKERS = {"ours": run_ours, "0.1.3": run_original, "otel": run_otel}
+
+
+# ── orchestration ──────────────────────────────────────────────────────────────────────────
+
+def install_original() -> str:
+    target = tempfile.mkdtemp(prefix="bench-observe-0.1.3-")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", target, "bench-observe==0.1.3"],
+        check=True,
+    )
+    return target
+
+
+def sink_call(url: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    data = json.dumps(payload).encode() if payload is not None else None
+    with urllib.request.urlopen(urllib.request.Request(url + path, data=data), timeout=30) as reply:
+        return json.loads(reply.read())
+
+
+def measure(sdk: str, url: str, tasks: int, burst: int, pause: float, latency: float, original: str) -> dict[str, Any]:
+    sink_call(url, "/reset", {"latency": latency})
+    env = {**os.environ, "PYTHONPATH": original if sdk == "0.1.3" else ""}
+    env.pop("BENCH_DISABLED", None)
+    args = [sys.executable, str(HERE), "--worker", sdk, "--url", url, "--tasks", str(tasks),
+            "--burst", str(burst), "--pause-ms", str(pause * 1000)]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise RuntimeError(f"{sdk} worker failed:\n{done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    stats = sink_call(url, "/")
+    received = stats["spans"] if sdk == "otel" else stats["ids"]
+    return {
+        "sdk": sdk, "latency_ms": latency * 1000, "tasks": tasks,
+        "us_per_task": result["caller_s"] / tasks * 1e6,
+        "sent": result["sent"], "received": received, "requests": stats["requests"],
+        "dropped_reported": stats["dropped_reported"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", type=int, default=20_000)
+    parser.add_argument("--original-tasks-with-latency", type=int, default=1_000,
+                        help="0.1.3 waits on its own POSTs (about 10 ms a task at 100 ms latency), so fewer tasks")
+    parser.add_argument("--burst", type=int, default=100, help="tasks back to back between pauses")
+    parser.add_argument("--pause-ms", type=float, default=20.0,
+                        help="pause between bursts (the agent waiting on an LLM)")
+    parser.add_argument("--latencies-ms", default="0,100")
+    parser.add_argument("--sdks", default=",".join(SDKS))
+    parser.add_argument("--worker", choices=SDKS, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--sink", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.sink:
+        return serve_sink()
+    if args.worker:
+        print(json.dumps(WORKERS[args.worker](args.url, args.tasks, args.burst, args.pause_ms / 1000)))
+        return None
+
+    sdks = args.sdks.split(",")
+    original = install_original() if "0.1.3" in sdks else ""
+    sink = subprocess.Popen([sys.executable, str(HERE), "--sink"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{sink.stdout.readline().strip()}"
+        rows = []
+        for latency_ms in (float(x) for x in args.latencies_ms.split(",")):
+            for sdk in sdks:
+                tasks = args.original_tasks_with_latency if sdk == "0.1.3" and latency_ms > 0 else args.tasks
+                row = measure(sdk, url, tasks, args.burst, args.pause_ms / 1000, latency_ms / 1000, original)
+                rows.append(row)
+                print(f"  {sdk:6s} latency {latency_ms:5.0f} ms: {row['us_per_task']:8.1f} µs/task, "
+                      f"received {row['received']}/{row['sent']}", file=sys.stderr, flush=True)
+    finally:
+        sink.terminate()
+    report(rows)
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    print(f"\n{'sdk':7s} {'sink latency':>12s} {'tasks':>6s} {'µs/task (caller)':>17s} "
+          f"{'received/sent':>15s} {'requests':>8s} {'drops reported':>14s}")
+    for r in rows:
+        print(f"{r['sdk']:7s} {r['latency_ms']:>9.0f} ms {r['tasks']:>6d} {r['us_per_task']:>17.1f} "
+              f"{r['received']:>7d}/{r['sent']:<7d} {r['requests']:>8d} {r['dropped_reported']:>14d}")
+    by = {(r["sdk"], r["latency_ms"]): r["us_per_task"] for r in rows}
+    print()
+    for latency in sorted({r["latency_ms"] for r in rows}):
+        ours = by.get(("ours", latency))
+        if ours is None:
+            continue
+        for other in ("0.1.3", "otel"):
+            if (other, latency) in by:
+                print(f"at {latency:.0f} ms: ours / {other} = {ours / by[(other, latency)]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
