@@ -1,10 +1,8 @@
-"""Agents and what their pages read on DynamoDB: the agent item with its counters, its day
-counters and its newest events.
+"""Agents on DynamoDB: their names, privacy settings and stats.
 
-Items (pk, sk [gsi1pk, gsi1sk]; `A` is `{login}#{slug}`):
+Item (pk, sk [gsi1pk, gsi1sk]; `A` is `{login}#{slug}`):
 
 - agent + counters: AGENT#{A}, META  [OWNER#{login}, AGENT#{slug}]
-- day counters:     AGENT#{A}, DAY#{yyyy-mm-dd}
 
 The counters are written by ingest (`ingest.py`) and evals (`evals.py`); an owner's settings
 here. Every change to what the rankings derive from refreshes the agent's rank keys
@@ -13,7 +11,6 @@ here. Every change to what the rankings derive from refreshes the agent's rank k
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -42,8 +39,8 @@ def agent_item(agent: Agent) -> dict[str, Any]:
 
 
 class DynamoAgents:
-    """Agents, their settings and their page's reads, on `table`; `ranks` re-ranks an agent
-    whose settings changed."""
+    """Agents and their settings, on `table`; `ranks` re-ranks an agent whose settings
+    changed."""
 
     def __init__(self, table: Table, ranks: DynamoLeaderboard) -> None:
         self.table = table
@@ -90,27 +87,3 @@ class DynamoAgents:
             raise
         self.ranks.refresh(agent.ref)
         return True
-
-    # ---- reads ------------------------------------------------------------------------------
-
-    def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]:
-        """Newest first. Events of one millisecond go by arrival, so the ones tied with the
-        last kept are all read before cutting at `limit`."""
-        if limit <= 0:
-            return []
-        items = self.table.query(AgentKeys(ref.login, ref.slug).events_pk, index="gsi1",
-                                 forward=False, page=limit + 1)
-        kept: list[dict[str, Any]] = []
-        for item in items:
-            ts = codec.event_order(item)[0]
-            if len(kept) >= limit and ts != codec.event_order(kept[-1])[0]:
-                break
-            kept.append(item)
-        kept.sort(key=codec.event_order, reverse=True)
-        return [json.loads(item["body"]) for item in kept[:limit]]
-
-    def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:
-        items = self.table.query(AgentKeys(ref.login, ref.slug).pk,
-                                 "#sk BETWEEN :since AND :end",
-                                 since=codec.DAY + since_day, end="DAY$")
-        return [codec.day_from_item(item) for item in items]

@@ -1,6 +1,6 @@
-"""Ingest and tasks on DynamoDB: a batch's events, the tasks they fold into, and the task
-listings (the meaning of a batch is `bench_core.domain.folding`; SQLite's adapter makes the
-same writes atomic with one lock).
+"""Ingest and tasks on DynamoDB: a batch's events, the tasks and day counters they fold into,
+and their reads (the meaning of a batch is `bench_core.domain.folding`; SQLite's adapter makes
+the same writes atomic with one lock).
 
 Items (pk, sk [gsi1pk, gsi1sk] [gsi2pk, gsi2sk]; `A` is `{login}#{slug}`):
 
@@ -9,6 +9,7 @@ Items (pk, sk [gsi1pk, gsi1sk] [gsi2pk, gsi2sk]; `A` is `{login}#{slug}`):
                     where `L` is ROOT for a root task, else P#{parent_task_id}
 - event (dedupe):   AGENT#{A}, EV#{event_id}  [EVENTS#{A}, {ts}#{event_id}]
                     [TASKEV#{A}#{task_id}, {ts}#{event_id}]
+- day counters:     AGENT#{A}, DAY#{yyyy-mm-dd}
 
 The agent item (`agents.py`) holds the counters (`runs`, `successes`, `failures`,
 `cost_usd_total`, `dropped_events`) and the latency histogram as one number per bucket
@@ -138,6 +139,30 @@ class DynamoIngest:
         items = self.table.batch_get([agent.key(codec.TASK + task_id) for task_id in task_ids])
         states = map(codec.task_from_item, items)
         return {state.task_id: state for state in states}
+
+    # ---- reads: events and days ------------------------------------------------------------
+
+    def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]:
+        """Newest first. Events of one millisecond go by arrival, so the ones tied with the
+        last kept are all read before cutting at `limit`."""
+        if limit <= 0:
+            return []
+        items = self.table.query(AgentKeys(ref.login, ref.slug).events_pk, index="gsi1",
+                                 forward=False, page=limit + 1)
+        kept: list[dict[str, Any]] = []
+        for item in items:
+            ts = codec.event_order(item)[0]
+            if len(kept) >= limit and ts != codec.event_order(kept[-1])[0]:
+                break
+            kept.append(item)
+        kept.sort(key=codec.event_order, reverse=True)
+        return [json.loads(item["body"]) for item in kept[:limit]]
+
+    def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:
+        items = self.table.query(AgentKeys(ref.login, ref.slug).pk,
+                                 "#sk BETWEEN :since AND :end",
+                                 since=codec.DAY + since_day, end="DAY$")
+        return [codec.day_from_item(item) for item in items]
 
     # ---- tasks -----------------------------------------------------------------------------
 

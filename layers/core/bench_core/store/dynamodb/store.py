@@ -3,8 +3,8 @@
 Each concern keeps its items and writes in a file of its own, all on one shared `Table`
 (`client.py`); this module only assembles them into the `Store`:
 
-- `ingest.py`       batches, tasks and task listings
-- `agents.py`       agents, their settings, recent events and day counters
+- `ingest.py`       batches; the events, tasks and day counters they make, and their reads
+- `agents.py`       agents and their settings
 - `accounts.py`     API keys, users, grants, rate-limit counters, live connections
 - `evals.py`        eval results, judge spend, failure clusters and their queues
 - `leaderboard.py`  rank keys on the agent item and the ranking queries
@@ -66,19 +66,19 @@ class DynamoStore:
         self.add_connection = accounts.add_connection
         self.remove_connection = accounts.remove_connection
         self.live_connections = accounts.live_connections
-        # agents and their reads
+        # agents
         self.get_agent = agents.get_agent
         self.list_agents = agents.list_agents
         self.update_agent = agents.update_agent
         self.create_agent = agents.create_agent
-        self.recent_events = agents.recent_events
-        self.daily = agents.daily
         # ingest and tasks
         self.ingest = ingest.ingest
         self.get_task = ingest.get_task
         self.list_tasks = ingest.list_tasks
         self.subtask_ids = ingest.subtask_ids
         self.task_events = ingest.task_events
+        self.recent_events = ingest.recent_events
+        self.daily = ingest.daily
         # the leaderboard
         self.leaderboard = ranks.leaderboard
         # evaluations and failure clusters
