@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...domain.field_limits import cap
 from ...domain.models import CleanEvent
+from .conventions import SYSTEM_INSTRUCTIONS
+from .conventions import structured as _structured
 from .decode import INVALID_ID
 from .log_decode import LogRecord
-from .mapping import SYSTEM_INSTRUCTIONS, _iso, _structured, task_id
+from .mapping import _iso, task_id
 
 DETAILS = "gen_ai.client.inference.operation.details"
 INPUT_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
@@ -46,12 +49,14 @@ class SpanContent:
     input: list[Any] = field(default_factory=list)
     output: list[Any] = field(default_factory=list)
     system_instructions: Any = None
+    records: list[LogRecord] = field(default_factory=list)
 
     @property
     def task_id(self) -> str:
         return task_id(self.trace_id, self.span_id)
 
     def add(self, record: LogRecord) -> None:
+        self.records.append(record)
         self.time_ns = max(self.time_ns, record.time_ns)
         if record.event_name == DETAILS:
             attrs = record.attributes
@@ -81,10 +86,10 @@ class SpanContent:
             return None
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode())
         event_id = f"{self.task_id}:content:{digest.hexdigest()[:20]}"
-        ts = _iso(self.time_ns) if self.time_ns else None
+        ts = _iso(self.time_ns or time.time_ns())
         body = {"id": event_id, "kind": "task.content", "ts": ts, "task_id": self.task_id,
                 **fields}
-        return CleanEvent(id=event_id, kind="task.content", ts=ts or "", task_id=self.task_id,
+        return CleanEvent(id=event_id, kind="task.content", ts=ts, task_id=self.task_id,
                           body=body)
 
 
