@@ -23,6 +23,7 @@ from ..domain.models import (
     KeyRecord,
     TaskState,
 )
+from ..domain.runs import RunFilter
 
 if TYPE_CHECKING:
     from ..benchmarks.records import RunRecord
@@ -30,7 +31,21 @@ if TYPE_CHECKING:
     from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 
 
-class Store(Protocol):
+class RunStore(Protocol):
+    """Runs (`bench_core.domain.runs`): every task records its run; both adapters read a run in
+    one indexed range (SQLite `tasks_by_run`, DynamoDB `gsi3`)."""
+
+    def run_tasks(self, ref: AgentRef, run_id: str) -> list[TaskState]:
+        """Every started or finished task recorded under run `run_id`, the root included."""
+        ...
+    def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
+                  cursor: str | None = None) -> tuple[list[TaskState], str | None]:
+        """Root tasks that `where` keeps, newest first, and the cursor of the next page (a page
+        may hold fewer than `limit` where the adapter bounds what it examines)."""
+        ...
+
+
+class Store(RunStore, Protocol):
     # keys and users
     def create_key(self, record: KeyRecord) -> None: ...
     def key_by_hash(self, key_hash: str) -> KeyRecord | None: ...

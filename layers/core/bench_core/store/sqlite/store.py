@@ -35,6 +35,7 @@ from ...domain.models import (
     utcnow,
 )
 from ...domain.ranking import SORTS, rank_values, search_text
+from ...domain.runs import parent_ids
 from ...evals import records as evals
 from ...runtime.config import Limits
 from .. import SETTABLE, decode_cursor, encode_cursor
@@ -42,6 +43,7 @@ from .benchmarks import MIGRATION as BENCHMARKS_SCHEMA
 from .benchmarks import SqliteBenchmarks
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
+from .runs import RUNS_SCHEMA, SqliteRuns, backfill_runs
 
 MIGRATIONS: list[str] = [
     # 1: the foundation
@@ -160,9 +162,13 @@ MIGRATIONS: list[str] = [
     RETENTION_SCHEMA,
     # usage records of calls through Bench expire (sqlite_reuse, purged by sqlite_retention)
     USAGE_EXPIRY_SCHEMA,
+    # every task's run id and log entries (bench_core.domain.runs; sqlite_runs), backfilled
+    RUNS_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
+RUNS_SINCE = MIGRATIONS.index(RUNS_SCHEMA) + 1
+"""The migration that added run ids; tasks older than it get theirs on upgrade."""
 
 _EVIDENCE_STATS = ("evidence_cost_usd_total", "evidence_input_tokens", "evidence_output_tokens",
                    "evidence_calls", "evidence_unpriced_calls")
@@ -174,7 +180,7 @@ _AGENT_COLS = ("login, slug, display_name, model, framework, architecture, tools
                f"{', '.join(_EVIDENCE_STATS)}, expires_at")
 _TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
               "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
-              "started_at, ended_at, version, eval, evidence")
+              "started_at, ended_at, version, eval, evidence, run_id, logs")
 _JSON_TASK_FIELDS = ("input", "output", "metadata", "cost_breakdown")
 
 
@@ -186,7 +192,7 @@ def _json_or_null(value: Any) -> str | None:
     return None if value is None else dumps(value)
 
 
-class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
+class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention, SqliteRuns):
     def __init__(self, path: Path | str, *,
                  event_retention_days: int = Limits.event_retention_days) -> None:
         """Events older than `event_retention_days` go at `purge_expired` (0: never)."""
@@ -242,6 +248,8 @@ class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
             if version < RANKED_SINCE:
                 for login, slug in conn.execute("SELECT login, slug FROM agents").fetchall():
                     self._refresh_rank(conn, login, slug)
+            if 0 < version < RUNS_SINCE:
+                backfill_runs(conn)
 
     @property
     def schema_version(self) -> int:
@@ -439,9 +447,10 @@ class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
             agent_id = self._ensure_agent(conn, login, meta)
             fresh = self._insert_new_events(conn, agent_id, events)
             task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
-            states = self._load_tasks(conn, agent_id, task_ids)
+            states = self._load_tasks(conn, agent_id, task_ids | parent_ids(fresh))
             fold = fold_batch(states, fresh)
             self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
+            self._reassign_runs(conn, agent_id, fold.reassign)
             for parent in fold.child_costs.keys() | fold.child_evidence.keys():
                 self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
                                      fold.child_evidence.get(parent))
@@ -511,19 +520,20 @@ class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
                    _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    _json_or_null(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
-                   _usage_json(t.evidence), agent_id, t.task_id)
+                   _usage_json(t.evidence), t.run_id, dumps(t.logs), agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
             "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
             "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
-            "ended_at = ?, sort_ts = ?, evidence = ?, version = version + 1 "
+            "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, version = version + 1 "
             "WHERE agent_id = ? AND task_id = ?", updates)
         conn.executemany(
             "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
             "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
-            "cost_breakdown, started_at, ended_at, sort_ts, evidence, agent_id, task_id) VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
+            "cost_breakdown, started_at, ended_at, sort_ts, evidence, run_id, logs, agent_id, "
+            "task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,
                         amount: float, evidence: Usage | None) -> None:
@@ -803,6 +813,7 @@ def _task_from_row(row: sqlite3.Row) -> TaskState:
         d[name] = _loads(d[name])
     d["eval"] = EvalResult.from_dict(json.loads(d["eval"])) if d["eval"] else None
     d["evidence"] = _usage(d["evidence"])
+    d["logs"] = _loads(d["logs"]) or []
     return TaskState(**d)
 
 
