@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, TaskState
-from ...domain.runs import Reassign, RunFilter, append_log
+from ...domain.runs import RunFilter, append_log
 from .. import decode_cursor, encode_cursor
+from .agents import find_agent_id
+from .connection import Concern
+from .ingest import TASK_COLS, task_from_row
 
 RUNS_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN run_id TEXT;
@@ -51,37 +53,21 @@ def backfill_runs(conn: sqlite3.Connection) -> None:
                      [(dumps(entries), agent, task) for (agent, task), entries in logs.items()])
 
 
-class SqliteRuns:
-    """The runs part of `SqliteStore` (which provides `_conn`, `_agent_id` and the row codec)."""
-
-    if TYPE_CHECKING:
-        def _conn(self) -> sqlite3.Connection: ...
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-        def _agent_id(self, ref: AgentRef) -> int | None: ...
-
-    def _reassign_runs(self, conn: sqlite3.Connection, agent_id: int,
-                       moves: list[Reassign]) -> None:
-        """Inside ingest's transaction: tasks recorded under a run that turned out to have a
-        parent move to its run (indexed; usually no row matches)."""
-        conn.executemany("UPDATE tasks SET run_id = ? WHERE agent_id = ? AND run_id = ?",
-                         [(m.new, agent_id, m.old) for m in moves])
+class SqliteRuns(Concern):
+    """Reading runs: one indexed range per run, the roots newest first for the list."""
 
     def run_tasks(self, ref: AgentRef, run_id: str) -> list[TaskState]:
-        from .store import _TASK_COLS, _task_from_row  # the row codec lives with the tasks
-
-        agent_id = self._agent_id(ref)
+        agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
-        rows = self._conn().execute(
-            f"SELECT {_TASK_COLS} FROM tasks WHERE agent_id = ? AND run_id = ? "
+        rows = self.db.reader().execute(
+            f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND run_id = ? "
             "AND sort_ts != '' ORDER BY sort_ts, task_id", (agent_id, run_id)).fetchall()
-        return [_task_from_row(r) for r in rows]
+        return [task_from_row(r) for r in rows]
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> tuple[list[TaskState], str | None]:
-        from .store import _TASK_COLS, _task_from_row
-
-        agent_id = self._agent_id(ref)
+        agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return [], None
         sql = ["agent_id = ?", "parent_task_id IS NULL", "sort_ts != ''"]
@@ -100,9 +86,9 @@ class SqliteRuns:
             sort_ts, task_id = decode_cursor(cursor)
             sql.append("(sort_ts, task_id) < (?, ?)")
             args += [sort_ts, task_id]
-        rows = self._conn().execute(
-            f"SELECT {_TASK_COLS} FROM tasks WHERE {' AND '.join(sql)} "
+        rows = self.db.reader().execute(
+            f"SELECT {TASK_COLS} FROM tasks WHERE {' AND '.join(sql)} "
             "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
-        tasks = [_task_from_row(r) for r in rows[:limit]]
+        tasks = [task_from_row(r) for r in rows[:limit]]
         more = len(rows) > limit
         return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id) if more else None)
