@@ -10,10 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain.errors import BadRequest, NotFound
-from ..domain.models import Agent, TaskState
-from ..domain.privacy import Viewer, event_view, evidence_view, insights_view, task_view
-from ..domain.runs import RUN_STATUSES, Node, RunFilter, build_tree, find, walk
+from ..domain.models import Agent, AgentRef, TaskState
+from ..domain.privacy import (
+    Viewer,
+    event_view,
+    evidence_view,
+    insights_view,
+    task_view,
+    visible_agent,
+)
+from ..domain.runs import RUN_STATUSES, Node, RunFilter, build_tree, find, rows, walk
+from ..render import timeline
 from ..store import Store, decode_cursor, encode_cursor
+from .agents import agent_summary
 
 SPANS_PAGE = 1000
 """Spans per answer of the JSON twin; the rest follow by `next_cursor`."""
@@ -199,3 +208,75 @@ def runs_list(store: Store, agent: Agent, viewer: Viewer, where: RunFilter,
     return {"runs": [run_summary(t, agent, viewer) for t in tasks], "next_cursor": next_cursor,
             "content_searched": where.content}
 
+
+
+# ---- the pages ------------------------------------------------------------------------------
+
+
+def visible(store: Store, ref: AgentRef, viewer: Viewer) -> Agent:
+    """The agent if the viewer may see it (`privacy.visible_agent`: 404 otherwise)."""
+    return visible_agent(store.get_agent(ref), viewer)
+
+
+@dataclass
+class Elsewhere:
+    """The id named a subtask: its run's page shows it, selected."""
+
+    run_id: str
+    span_id: str
+
+
+def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
+             span: str | None = None, focus: str | None = None,
+             expand: str | None = None) -> dict[str, Any] | Elsewhere:
+    """What the run page draws: the header, the rows of the tree at `focus` (collapsed where
+    big), each with its waterfall bar, and the selected span's details."""
+    agent = visible(store, ref, viewer)
+    task, run_id = find_run(store, agent, task_id)
+    if run_id != task_id:
+        return Elsewhere(run_id, task_id)
+    run = load_run(store, agent, viewer, run_id)
+    top = focus_node(run, focus)
+    selected = find(run.tree, span) if span else None
+    drawn = rows(top, expand=lambda node: node.task_id == expand)
+    scale = timeline.extent(run.tree)
+    return {"agent": agent_summary(agent, viewer), "run": run_header(run, viewer),
+            "rows": [{"row": r, "bar": timeline.bar(r.node, scale) if r.kind == "span" else None}
+                     for r in drawn],
+            "axis": timeline.axis(scale), "focus": top if top is not run.tree else None,
+            "trail": _trail(run.tree, top), "selected": span_view(selected, agent, viewer)
+            if selected else None, "span_missing": bool(span) and selected is None}
+
+
+def _trail(tree: Node, node: Node) -> list[Node]:
+    """The ancestors of `node` from the root down, for the focused view's breadcrumbs."""
+    by_id = {n.task_id: n for n in walk(tree)}
+    trail: list[Node] = []
+    current = by_id.get(node.parent_id or "")
+    while current is not None and len(trail) < MAX_ANCESTRY:
+        trail.append(current)
+        current = by_id.get(current.parent_id or "")
+    return trail[::-1]
+
+
+def runs_page(store: Store, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
+              cursor: str | None) -> dict[str, Any]:
+    agent = visible(store, ref, viewer)
+    where = run_filter(agent, viewer, **filters)
+    return {"agent": agent_summary(agent, viewer), "filters": filters,
+            **runs_list(store, agent, viewer, where, cursor)}
+
+
+def runs_json(store: Store, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
+              cursor: str | None, limit: int) -> dict[str, Any]:
+    agent = visible(store, ref, viewer)
+    return runs_list(store, agent, viewer, run_filter(agent, viewer, **filters), cursor, limit)
+
+
+def run_answer(store: Store, ref: AgentRef, viewer: Viewer, task_id: str,
+               cursor: str | None) -> dict[str, Any]:
+    """The JSON twin; a subtask's id answers its run, naming the span asked for."""
+    agent = visible(store, ref, viewer)
+    _, run_id = find_run(store, agent, task_id)
+    answer = run_json(store, agent, viewer, run_id, cursor)
+    return answer if run_id == task_id else {**answer, "requested_span": task_id}
