@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...domain.models import AgentRef, TaskState
 from ...domain.runs import Reassign, RunFilter, append_log
 from .. import decode_cursor, encode_cursor
 from . import codec
+from .client import ConditionFailed, Table
 from .codec import AgentKeys, Update
 
 SCAN_LIMIT = 1000
@@ -33,40 +33,34 @@ _LOWEST = "0"
 """Every real sort key starts with a digit (placeholders start with `#`)."""
 
 
+def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
+    """After a batch's transaction: the tasks recorded under a run that turned out to have a
+    parent (`runs.Reassign`) move to its run, each guarded by the run it had."""
+    for move in moves:
+        for item in table.query(agent.run_pk(move.old), index="gsi3", projection="sk, gsi3sk"):
+            update = Update(agent.key(item["sk"]),
+                            set={"run_id": move.new, "gsi3pk": agent.run_pk(move.new)},
+                            add={"version": 1}, condition="#run_id = :old",
+                            condition_values={":old": move.old})
+            with contextlib.suppress(ConditionFailed):  # moved already (the index lags)
+                table.update(codec.expiring(update, agent))
+
+
 class DynamoRuns:
-    """The runs part of `DynamoStore` (which provides the client, `_query` and `_update`)."""
+    """Reading runs on `table`: one Query of `gsi3` per run, the roots newest first for the
+    list."""
 
-    table_name: str
-
-    if TYPE_CHECKING:
-        client: Any
-
-        def _query(self, pk: str, sk: str = "", *, index: str = "", forward: bool = True,
-                   page: int | None = None, projection: str = "", **bounds: str
-                   ) -> Iterator[dict[str, Any]]: ...
-        def _get(self, key: dict[str, Any]) -> dict[str, Any] | None: ...
-        def _update(self, update: Update, returns: str = "NONE") -> dict[str, Any]: ...
-
-    def _move_runs(self, agent: AgentKeys, moves: list[Reassign]) -> None:
-        from .store import _ConditionFailed  # the adapter's own error, defined with `_update`
-
-        for move in moves:
-            for item in self._query(agent.run_pk(move.old), index="gsi3", projection="sk, gsi3sk"):
-                update = Update(agent.key(item["sk"]),
-                                set={"run_id": move.new, "gsi3pk": agent.run_pk(move.new)},
-                                add={"version": 1}, condition="#run_id = :old",
-                                condition_values={":old": move.old})
-                with contextlib.suppress(_ConditionFailed):  # moved already (index lag)
-                    self._update(codec.expiring(update, agent))
+    def __init__(self, table: Table) -> None:
+        self.table = table
 
     def run_tasks(self, ref: AgentRef, run_id: str) -> list[TaskState]:
         agent = AgentKeys(ref.login, ref.slug)
-        root = self._get(agent.key(codec.TASK + run_id))
+        root = self.table.get(agent.key(codec.TASK + run_id))
         if root is None:
             return []
         if "run_id" not in root:
             self._migrate_run(agent, root)
-        items = self._query(agent.run_pk(run_id), "#sk >= :low", index="gsi3", low=_LOWEST)
+        items = self.table.query(agent.run_pk(run_id), "#sk >= :low", index="gsi3", low=_LOWEST)
         return [codec.task_from_item(item) for item in items]
 
     def _migrate_run(self, agent: AgentKeys, root: dict[str, Any]) -> None:
@@ -80,7 +74,7 @@ class DynamoRuns:
         while level:
             found = []
             for parent in level:
-                for item in self._query(agent.tasks_pk(parent), index="gsi1"):
+                for item in self.table.query(agent.tasks_pk(parent), index="gsi1"):
                     task_id = item["sk"][len(codec.TASK):]
                     if task_id not in seen:
                         seen.add(task_id)
@@ -90,13 +84,13 @@ class DynamoRuns:
         for item in [*tree, root]:
             task = codec.task_from_item(item)
             logs: list[dict[str, Any]] = []
-            for event in sorted(self._query(agent.task_events_pk(task.task_id), index="gsi2"),
+            for event in sorted(self.table.query(agent.task_events_pk(task.task_id), index="gsi2"),
                                 key=codec.event_order):
                 body = json.loads(event["body"])
                 if body.get("kind") == "task.log":
                     append_log(logs, body.get("ts", ""), body.get("data"))
             task.run_id = run_id
-            self._update(codec.expiring(Update(
+            self.table.update(codec.expiring(Update(
                 agent.key(item["sk"]), set={**codec.run_keys(agent, task),
                                             "logs": codec.dumps(logs)}), agent))
 
@@ -107,11 +101,11 @@ class DynamoRuns:
                      else ("gsi2", agent.status_pk(None, where.status)))
         if cursor:
             after = codec.task_sort_key(*decode_cursor(cursor))
-            items = self._query(pk, "#sk BETWEEN :low AND :after", index=index, forward=False,
+            items = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index, forward=False,
                                 page=min(SCAN_LIMIT, 4 * limit), low=_LOWEST, after=after)
             items = (item for item in items if item[f"{index}sk"] != after)
         else:
-            items = self._query(pk, "#sk >= :low", index=index, forward=False,
+            items = self.table.query(pk, "#sk >= :low", index=index, forward=False,
                                 page=min(SCAN_LIMIT, 4 * limit), low=_LOWEST)
         kept: list[TaskState] = []
         last: TaskState | None = None
