@@ -1,7 +1,8 @@
 """How Bench's records are laid out as DynamoDB items: keys, numbers, JSON values, updates.
 
-The one place that knows an item's attributes, so `dynamodb.py` reads as the write protocol and
-the queries. The key design is in `dynamodb_table.py` and `dynamodb.py`'s docstring.
+The one place that knows an item's attributes, so each concern (`ingest.py`, `evals.py`, ...)
+reads as its writes and queries. Each concern's docstring lists its items; the indexes are in
+`table.py`.
 
 - Numbers: DynamoDB keeps exact decimals of at most 38 digits, so floats are rounded to 12
   decimal places (far below any cost or duration that matters) and clamped to +-1e15; sums made
@@ -446,5 +447,5 @@ def task_from_item(item: dict[str, Any]) -> TaskState:
 
 
 def eval_from_item(item: dict[str, Any]) -> EvalResult | None:
-    """The judge's result on a task item (written by `dynamodb_evals`), as JSON text."""
+    """The judge's result on a task item (written by `evals.py`), as JSON text."""
     return EvalResult.from_dict(json.loads(item["eval"])) if item.get("eval") else None

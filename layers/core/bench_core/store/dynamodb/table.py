@@ -3,7 +3,8 @@
 `template.yaml` declares the same properties (a test checks they are equal) and the DynamoDB
 tests create their moto table from the template, so store, tests and deployment cannot drift.
 
-The key design (which item lives under which keys) is in `dynamodb.py`'s docstring.
+The key design (which item lives under which keys) is in each concern's docstring
+(`ingest.py`, `agents.py`, ...).
 
 Leaderboard: sparse GSIs whose partition key `lbpk` ("PUBLIC") is set only on public agents and
 whose sort keys (`lb_runs`, `lb_success`, `lb_score`, `lb_cost`, `lb_latency`) are set only once
