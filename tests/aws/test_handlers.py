@@ -260,6 +260,7 @@ _IAM_ACTIONS = {
     ("apigatewaymanagementapi", "PostToConnection"): "execute-api:ManageConnections",
     ("apigatewaymanagementapi", "DeleteConnection"): "execute-api:ManageConnections",
     ("bedrock-runtime", "Converse"): "bedrock:InvokeModel",
+    ("bedrock-runtime", "InvokeModel"): "bedrock:InvokeModel",
     ("ssm", "GetParameter"): "ssm:GetParameter",
     ("secretsmanager", "GetSecretValue"): "secretsmanager:GetSecretValue",
 }

@@ -10,6 +10,9 @@ Both stores call this, so SQLite and DynamoDB cannot disagree about what a batch
 - Evidence (`task.log` records labelled `evidence`, priced by `pricing`) is never owner cost: a
   task sums its own records and, like cost, its finished subtasks'; the agent's evidence totals
   add each record once as it arrives (`BatchFold.evidence`), whatever its task's state.
+- Content may come apart from the task (`task.content`, from OTLP log events, in any order with
+  the span's start and end): it fills an input or output the task has not got, and adds
+  messages a list lacks; a start or end without input or output leaves what content gave.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from .models import CleanEvent, RunDelta, TaskState, Usage, add_usage
 from .pricing import TOKEN_FIELDS, is_evidence, token_count
@@ -60,20 +64,35 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
         if e.kind == "task.start":
             if body.get("name"):
                 s.name = body["name"]
-            s.input = body.get("input")
+            if body.get("input") is not None:
+                s.input = body["input"]
             s.started_at = min(s.started_at or e.ts, e.ts)
         elif e.kind == "task.log":
             s.cost_logged_usd += logged_cost(body.get("data"))
             s.evidence = add_usage(s.evidence, evidence_of(body.get("data")))
+        elif e.kind == "task.content":
+            s.input = merge_content(s.input, body.get("input"))
+            s.output = merge_content(s.output, body.get("output"))
         elif e.kind == "task.end" and not s.finished:
             s.status = body["status"]
-            s.output = body.get("output")
+            if body.get("output") is not None:
+                s.output = body["output"]
             s.metadata = body.get("data")
             s.duration_ms = body.get("duration_ms")
             s.reported_cost_usd = body.get("cost_usd")
             s.cost_breakdown = body.get("cost_breakdown")
             s.ended_at = e.ts
     return s
+
+
+def merge_content(current: Any, new: Any) -> Any:
+    """`current` with what `new` adds: all of it where there was nothing, the messages a list
+    lacks (the same message sent on the span and as an event counts once), else nothing."""
+    if current is None:
+        return new
+    if isinstance(current, list) and isinstance(new, list):
+        return current + [message for message in new if message not in current]
+    return current
 
 
 def close_task(s: TaskState) -> None:

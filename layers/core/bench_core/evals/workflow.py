@@ -4,7 +4,9 @@
       └──judge──▶ judge ──▶ record ──▶ done
 
 - `load` decides: nothing to do (unknown, unfinished or already judged task), skip (the judge
-  budget, recorded as `skipped`), or judge.
+  budget, recorded as `skipped`), unscored without asking (`NO_CONTENT`: a successful run whose
+  input and output were not captured says nothing about its quality), or judge. A run left
+  unscored for `NO_CONTENT` is judged when its content arrives later (OTLP log events).
 - `judge` asks the judge. A judge that cannot be reached raises `LLMUnavailable`: no result is
   written, the caller retries with backoff (the worker pool, or the state machine's Retry), and
   past that the task stays pending for the sweep.
@@ -20,11 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..domain.models import EvalResult, iso, utcnow
+from ..domain.task_text import is_empty
 from ..runtime.adapters import Services
 from ..workflows import State, parse_agent
 from .budget import skip_reason
 
 DONE = "done"
+NO_CONTENT = "no content captured"
 
 
 def start_state(agent: str, task_id: str, *, force: bool = False) -> State:
@@ -38,9 +42,15 @@ def load(services: Services, state: State) -> State:
     task = services.store.get_task(ref, state["task_id"]) if agent else None
     if agent is None or task is None or not task.finished:
         return {**state, "next": DONE, "outcome": "no finished task to judge"}
-    if task.eval is not None and not state.get("force"):
+    captured = task.status == "failed" or not (is_empty(task.input) and is_empty(task.output))
+    waited_for_content = task.eval is not None and task.eval.reason == NO_CONTENT and captured
+    if task.eval is not None and not state.get("force") and not waited_for_content:
         return {**state, "next": DONE, "outcome": f"already {task.eval.status}"}
     now = utcnow()
+    if not captured:
+        unscored = EvalResult(status="unscored", judge=services.judge.label, at=iso(now),
+                              reason=NO_CONTENT)
+        return {**state, "next": "record", "result": unscored.to_dict()}
     reason = skip_reason(agent, task.task_id, services.store.judge_spend(ref, iso(now)[:10]),
                          services.settings.judge)
     if reason is None:

@@ -122,9 +122,11 @@ def open_llm(settings: LLMSettings) -> LLM | None:
         return OpenAICompatLLM(settings.url, settings.model or "llama3.3", api_key=settings.api_key,
                                timeout_s=settings.timeout_s)
     if settings.provider == "bedrock":
+        from ..llm import Backoff
         from ..llm.bedrock import BedrockLLM
 
-        return BedrockLLM(settings.bedrock_model, timeout_s=settings.timeout_s)
+        return BedrockLLM(settings.bedrock_model, timeout_s=settings.timeout_s,
+                          backoff=Backoff(attempts=settings.attempts, cap_s=settings.backoff_cap_s))
     raise ValueError(f"unknown BENCH_LLM {settings.provider!r}: use heuristic, openai_compat or bedrock")
 
 
