@@ -69,6 +69,11 @@ def eval_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
     return summary
 
 
+def visible(store: Store, ref: AgentRef, viewer: Viewer) -> Agent:
+    """The agent if `viewer` may see it; 404 alike when it is absent or hidden from them."""
+    return visible_agent(store.get_agent(ref), viewer)
+
+
 def agent_detail(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     tasks, _ = store.list_tasks(agent.ref, limit=RECENT_TASKS)
     return {**agent_summary(agent, viewer),
@@ -129,6 +134,11 @@ def failure_insights(store: Store, agent: Agent, viewer: Viewer) -> list[dict[st
     return None if insights is None else insights_view(insights, agent, viewer)["clusters"]
 
 
+def insights_of(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    """`GET .../insights`: the stored clusters (or none yet) through the privacy gate."""
+    return insights_view(store.get_insights(agent.ref), agent, viewer)
+
+
 def profile(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     """Everything the profile page shows: the read API's detail plus the series behind its
     charts, all from counters and the newest tasks (no scan of history)."""
@@ -136,6 +146,15 @@ def profile(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     return {**agent_detail(store, agent, viewer), "latency_hist": list(agent.stats.latency_hist),
             "window": window, "daily": daily, "cost_evidence": cost_evidence(agent, viewer),
             "insights": failure_insights(store, agent, viewer)}
+
+
+def profile_page(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    """What the profile page reads: the profile, the capability card and benchmark runs."""
+    from ..benchmarks.read_models import visible_runs
+    from ..reuse.capability import capability_view
+
+    return {"p": profile(store, agent, viewer), "capability": capability_view(store, agent, viewer),
+            "benchmarks": visible_runs(store, agent, viewer)}
 
 
 def leaderboard_page(store: Store, sort: str, query: str | None, page: int) -> dict[str, Any]:

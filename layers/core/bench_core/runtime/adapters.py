@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..domain.models import AgentRef
 from ..store import Store
 from .config import LLMSettings, Settings
 
@@ -79,6 +80,10 @@ class Services:
         from ..accounts.secrets import Secrets
 
         return self._once("secrets", lambda: Secrets(self.settings))
+
+    def check_store(self) -> None:
+        """A cheap round trip to the store (`GET /healthz`); raises if it cannot be reached."""
+        self.store.get_agent(AgentRef("-", "-"))
 
     def close(self) -> None:
         self.store.close()
