@@ -57,11 +57,13 @@ from ...domain.models import (
     iso,
     utcnow,
 )
+from ...domain.runs import parent_ids
 from .. import decode_cursor, encode_cursor
 from . import codec
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
 from .codec import AgentKeys, Update
 from .leaderboard import DynamoLeaderboard
+from .runs import move_runs
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
@@ -97,7 +99,7 @@ class DynamoIngest:
             self.table.update(codec.user_upsert(login, now))
         agent = codec.temporary(agent, old)
         arrival = time.time_ns()
-        write = _BatchWrite(self, agent, self.load_tasks(agent, _task_ids(fresh)),
+        write = _BatchWrite(self, agent, self.load_tasks(agent, _task_ids(fresh) | parent_ids(fresh)),
                             {e.id: e.body_json or dumps(e.body) for e in fresh},
                             {e.id: arrival + i for i, e in enumerate(fresh)},
                             self.retention_days)
@@ -249,7 +251,10 @@ class _BatchWrite:
                 if not unit:
                     return
                 continue
+            moves = [m for m in plan.fold.reassign
+                     if (held := self.states.get(m.old)) is not None and held.run_id == m.old]
             self._applied(plan)
+            move_runs(self.store.table, self.agent, moves)
             return
         raise busy()
 
@@ -259,8 +264,9 @@ class _BatchWrite:
         updates = [codec.task_update(agent, self.states.get(task_id), task)
                    for task_id, task in fold.tasks.items()]
         updates += [codec.child_cost_update(agent, parent, fold.child_costs.get(parent, 0.0),
-                                            fold.child_evidence.get(parent))
-                    for parent in fold.child_costs.keys() | fold.child_evidence.keys()]
+                                            fold.child_evidence.get(parent),
+                                            run_holder=parent in fold.unknown_parents)
+                    for parent in _untouched_parents(fold)]
         updates += codec.run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
         puts = [self.store.table.put_action(codec.event_item(
             agent, e, self.bodies[e.id], self.seqs[e.id],
@@ -277,7 +283,7 @@ class _BatchWrite:
                   if code == "ConditionalCheckFailed"}
         unit = [e for e in plan.events if e.id not in stored]
         if unit:
-            task_ids = _task_ids(unit)
+            task_ids = _task_ids(unit) | parent_ids(unit)
             for task_id in task_ids:
                 self.states.pop(task_id, None)
             self.states |= self.store.load_tasks(self.agent, task_ids)
@@ -290,14 +296,20 @@ class _BatchWrite:
             before = self.states.get(task_id)
             self.states[task_id] = replace(task, version=(before.version if before else 0) + 1)
         fold = plan.fold
-        for parent in fold.child_costs.keys() | fold.child_evidence.keys():
+        for parent in _untouched_parents(fold):
             before = self.states.get(parent) or TaskState(task_id=parent)
             self.states[parent] = replace(
                 before, child_cost_usd=before.child_cost_usd + fold.child_costs.get(parent, 0.0),
                 evidence=add_usage(before.evidence, fold.child_evidence.get(parent)),
+                run_id=parent if parent in fold.unknown_parents else before.run_id,
                 version=before.version + 1)
         self.accepted += plan.events
         self.finished += plan.fold.finished
+
+
+def _untouched_parents(fold: BatchFold) -> set[str]:
+    """Parents the batch writes without folding: owed cost or evidence, or holding a run."""
+    return fold.child_costs.keys() | fold.child_evidence.keys() | fold.unknown_parents
 
 
 def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:
