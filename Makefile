@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint demo bench clean chromium
+.PHONY: run test lint demo bench clean chromium node-deps sdk-wheel
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,8 +12,17 @@ $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]" -e ./sdk
 	touch $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/bench-server serve
+# The SDK wheel the server's /simple/ index serves, built from sdk/ (never committed); `sam build`
+# packs it into the core layer from the same place.
+SDK_DIST := layers/core/bench_core/sdk_dist
+sdk-wheel: $(STAMP)
+	@rm -rf $(SDK_DIST) && $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w $(SDK_DIST) ./sdk
+
+# `make run PORT=8001 HOST=0.0.0.0`: another port or address (HOST empty: the default, 127.0.0.1).
+PORT ?= 8000
+HOST ?= 127.0.0.1
+run: $(STAMP) sdk-wheel
+	$(BIN)/bench-server serve --port $(PORT) $(if $(HOST),--host $(HOST))
 
 # Browser tests use Debian's Chromium; install it when we can (root), else they are skipped.
 chromium:
@@ -21,7 +30,12 @@ chromium:
 	  && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "note: chromium not installed; browser tests will be skipped"; }
 
-test: $(STAMP) chromium
+# The Vercel AI SDK end-to-end test's npm packages (tests/e2e/node, from its lockfile), where npm is.
+node-deps:
+	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/e2e/node/node_modules/ai ]; then \
+	  (cd tests/e2e/node && npm ci --no-audit --no-fund --silent) || echo "note: npm ci failed; the Node test will install or skip"; fi
+
+test: $(STAMP) chromium node-deps
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -92,9 +92,13 @@ class HttpRoute:
     function: str  # logical id
 
     def matches(self, method: str, path: str) -> bool:
-        """Whether API Gateway would send `method path` to this route (ignoring precedence)."""
+        """Whether API Gateway would send `method path` to this route (ignoring precedence). A
+        trailing slash is not part of the match (`/simple/` takes the `/simple` route); the
+        function still sees the path as sent."""
         pattern = re.sub(r"\{[^/{}]+\+\}", ".+", self.path)
         pattern = re.sub(r"\{[^/{}]+\}", "[^/]+", pattern)
+        if len(path) > 1:
+            path = path.removesuffix("/")
         return self.method in ("ANY", method.upper()) and re.fullmatch(pattern, path) is not None
 
     @property
@@ -172,6 +176,13 @@ def environment(cfn: dict[str, Any], function_id: str, refs: dict[str, str],
     props = cfn["Resources"][function_id]["Properties"]
     variables = props.get("Environment", {}).get("Variables", {})
     return {name: _resolve(value, cfn, refs, conditions or {}) for name, value in variables.items()}
+
+
+def resolve(value: Any, cfn: dict[str, Any], refs: dict[str, str],
+            conditions: dict[str, bool] | None = None) -> str:
+    """One value of the template as CloudFormation would compute it (`refs` as in
+    `environment`; parameters not in `refs` at their defaults)."""
+    return _resolve(value, cfn, refs, conditions or {})
 
 
 def _resolve(value: Any, cfn: dict[str, Any], refs: dict[str, str],

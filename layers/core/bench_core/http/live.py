@@ -22,10 +22,9 @@ from starlette.concurrency import run_in_threadpool
 from ..accounts.live_tokens import issue
 from ..domain.errors import NotFound
 from ..domain.live import Channel, may_watch
-from ..domain.models import Agent
 from ..domain.privacy import Viewer
 from ..live.local import POLICY_VIOLATION, LocalFeed, Subscriber
-from ..reads.live_events import hello
+from ..reads.live_events import channel_agents, hello
 from ..runtime.adapters import Services
 from . import csrf, get_services, public_base, services_of
 from .browser import NO_STORE
@@ -33,15 +32,6 @@ from .session_cookie import session_of
 
 router = APIRouter()
 
-
-
-def _agents_of(services: Services, channel: Channel) -> tuple[Agent | None, list[Agent]]:
-    """The watched agent (None for an owner's channel or an agent not created yet) and the
-    agents whose numbers the first message carries."""
-    if channel.ref is None:
-        return None, services.store.list_agents(channel.login)
-    agent = services.store.get_agent(channel.ref)
-    return agent, [agent] if agent else []
 
 
 async def _viewer(connection: Request | WebSocket, services: Services) -> Viewer:
@@ -59,7 +49,7 @@ async def live_token(request: Request, channel: str,
     except ValueError as exc:
         raise NotFound("no such feed") from exc
     viewer = await _viewer(request, services)
-    agent, _ = await run_in_threadpool(_agents_of, services, wanted)
+    agent, _ = await run_in_threadpool(channel_agents, services.store, wanted)
     if not may_watch(wanted, agent, viewer):
         raise NotFound("no such feed")
     live = services.settings.live
@@ -93,7 +83,7 @@ async def _serve(websocket: WebSocket, name: str) -> None:
         return
     base = public_base(websocket, services)  # type: ignore[arg-type]
     viewer = await _viewer(websocket, services)
-    agent, agents = await run_in_threadpool(_agents_of, services, channel)
+    agent, agents = await run_in_threadpool(channel_agents, services.store, channel)
     if (not isinstance(feed, LocalFeed) or not csrf.same_origin(websocket.headers.get("origin"), base)
             or not may_watch(channel, agent, viewer)):
         await websocket.close(code=POLICY_VIOLATION)

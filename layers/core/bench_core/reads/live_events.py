@@ -15,9 +15,11 @@ from typing import Any
 from ..domain import stats
 from ..domain.errors import NotFound
 from ..domain.field_limits import dumps
+from ..domain.live import Channel
 from ..domain.models import Agent, WireEvent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, event_view, visible_agent
 from ..render import formatting as fmt
+from ..store import Store
 
 MAX_MESSAGE_BYTES = 96 * 1024
 """Below API Gateway's 128 KB per message, leaving room for framing."""
@@ -124,6 +126,15 @@ class Delivery:
         """The messages `login` may receive; None if the agent is now hidden from them (made
         private since they connected), and the connection should be closed."""
         return self.owner if Viewer(login).owns(self.agent) else self.public
+
+
+def channel_agents(store: Store, channel: Channel) -> tuple[Agent | None, list[Agent]]:
+    """The watched agent (None for an owner's channel or an agent not created yet) and the
+    agents whose numbers the first message carries."""
+    if channel.ref is None:
+        return None, store.list_agents(channel.login)
+    agent = store.get_agent(channel.ref)
+    return agent, [agent] if agent else []
 
 
 def hello(channel_name: str, agents: list[Agent]) -> str:

@@ -35,6 +35,11 @@ class LLMSettings:
     api_key: str | None = None
     bedrock_model: str = BEDROCK_JUDGE_MODEL
     timeout_s: float = 60.0
+    """How long one model call may wait for its answer."""
+    attempts: int = 4
+    """Calls per ask when the model is unavailable (throttled, timing out)."""
+    backoff_cap_s: float = 8.0
+    """Longest wait between those calls."""
     price_per_mtok_usd: float = 0.0
     """Estimated cost per million tokens, recorded with each judgement (0 for local models)."""
     embedder: str = "tfidf"
@@ -53,6 +58,8 @@ class LLMSettings:
             api_key=os.environ.get("BENCH_LLM_API_KEY") or None,
             bedrock_model=os.environ.get("BENCH_BEDROCK_MODEL") or BEDROCK_JUDGE_MODEL,
             timeout_s=_float("BENCH_LLM_TIMEOUT_S", 60.0),
+            attempts=max(1, _int("BENCH_LLM_ATTEMPTS", 4)),
+            backoff_cap_s=_float("BENCH_LLM_BACKOFF_CAP_S", 8.0),
             price_per_mtok_usd=_float("BENCH_LLM_PRICE_PER_MTOK_USD", price),
             embedder=os.environ.get("BENCH_EMBEDDER") or ("bedrock" if on_aws else "tfidf"),
             embed_model=os.environ.get("BENCH_EMBED_MODEL") or "amazon.titan-embed-text-v2:0",
@@ -194,6 +201,10 @@ class ReuseSettings:
                    max_input_bytes=_int("BENCH_REUSE_MAX_INPUT_BYTES", 256 * 1024))
 
 
+SDK_DIST = Path(__file__).resolve().parents[1] / "sdk_dist"
+"""The SDK wheels inside bench_core, where packaging puts them (and the core layer carries them)."""
+
+
 @dataclass(frozen=True)
 class Settings:
     store: str = "sqlite"
@@ -209,6 +220,8 @@ class Settings:
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
     reuse: ReuseSettings = field(default_factory=ReuseSettings)
+    sdk_dist_dir: Path | None = SDK_DIST
+    """Where the SDK wheels `/simple/` serves are (`make sdk-wheel` builds them there)."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -229,6 +242,8 @@ class Settings:
             "accounts": AccountSettings.from_env(),
             "live": LiveSettings.from_env(),
             "reuse": ReuseSettings.from_env(),
+            "sdk_dist_dir": Path(os.environ["BENCH_SDK_DIST"]) if os.environ.get(
+                "BENCH_SDK_DIST") else SDK_DIST,
         }
         values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})

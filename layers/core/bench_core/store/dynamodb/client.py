@@ -169,6 +169,16 @@ class Table:
                 raise busy()
         return found
 
+    def get_all(self, keys: list[dict[str, Any]], *, consistent: bool = True
+                ) -> list[dict[str, Any]]:
+        """The items of `keys` that exist, in the order of `keys` (an index page read by key)."""
+        def key_of(item: dict[str, Any]) -> tuple[Any, Any]:
+            return item["pk"], item["sk"]
+
+        found = {key_of(item): item for item in self.batch_get(keys, consistent=consistent)}
+        wanted = [key_of(codec.plain(key)) for key in keys]
+        return [found[key] for key in wanted if key in found]
+
     def write_all(self, items: list[dict[str, Any]]) -> None:
         """Put every item (unconditionally), 25 per BatchWriteItem."""
         for i in range(0, len(items), BATCH_WRITE):

@@ -179,7 +179,7 @@ class DynamoEvals:
                                   index="tstatus", forward=False, page=limit, low="0")
         keys = [agent.key(item["sk"]) for item in itertools.islice(failed, limit)]
         tasks = {t.task_id: t for t in map(codec.task_from_item,
-                                           self.table.batch_get(keys, consistent=False))}
+                                           self.table.get_all(keys, consistent=False))}
         lows = itertools.islice(self.table.query(agent.pk, "begins_with(#sk, :low)",
                                                  forward=False, page=limit, low=LOW), limit)
         for item in lows:

@@ -71,11 +71,13 @@ from ...domain.models import (
     iso,
     utcnow,
 )
+from ...domain.runs import parent_ids
 from .. import decode_cursor, encode_cursor
 from . import codec
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
 from .codec import AgentKeys, StoredEvent, Update
 from .leaderboard import DynamoLeaderboard
+from .runs import move_runs
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
@@ -106,7 +108,7 @@ class DynamoIngest:
         for event in events:
             firsts.setdefault(event.id, event)
         folded = [e for e in firsts.values() if _is_task_event(e)]
-        states, seen = self.load_tasks(agent, _task_ids(folded))
+        states, seen = self.load_tasks(agent, _task_ids(folded) | parent_ids(folded))
         candidates = [e for e in firsts.values() if not _is_task_event(e)
                       or codec.digest(e.id) not in seen.get(e.task_id or "", ())]
         now = iso(utcnow())
@@ -197,14 +199,7 @@ class DynamoIngest:
         return [e.body for e in newest]
 
     def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
-        agent = AgentKeys(ref.login, ref.slug)
-        task = self.table.get(agent.key(codec.TASK + task_id))
-        if task is None:
-            return []
-        kept: dict[str, StoredEvent] = {}
-        for page in self.table.batch_get([agent.key(sk) for sk in sorted(codec.task_pages(task))]):
-            _keep_first(kept, (e for e in codec.page_events(page) if e.task_id == task_id))
-        return [e.body for e in sorted(kept.values(), key=lambda e: e.order)]
+        return read_task_events(self.table, AgentKeys(ref.login, ref.slug), task_id)
 
     def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:
         items = self.table.query(AgentKeys(ref.login, ref.slug).pk,
@@ -245,10 +240,8 @@ class DynamoIngest:
     def _tasks(self, agent: AgentKeys, sks: list[str]) -> list[TaskState]:
         """The tasks of an index page, in its order, read by key (eventually consistent, as
         the index was)."""
-        found = {item["sk"]: codec.task_from_item(item)
-                 for item in self.table.batch_get([agent.key(sk) for sk in sks],
-                                                  consistent=False)}
-        return [found[sk] for sk in sks if sk in found]
+        items = self.table.get_all([agent.key(sk) for sk in sks], consistent=False)
+        return [codec.task_from_item(item) for item in items]
 
     def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
         """One query per parent, run side by side: a page asks for all of its tasks at once."""
@@ -262,6 +255,17 @@ class DynamoIngest:
             return {}
         with ThreadPoolExecutor(max_workers=min(8, len(task_ids))) as pool:
             return dict(zip(task_ids, pool.map(children, task_ids), strict=True))
+
+
+def read_task_events(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:
+    """The events of one task in time, then arrival, order: from the pages its item lists."""
+    task = table.get(agent.key(codec.TASK + task_id))
+    if task is None:
+        return []
+    kept: dict[str, StoredEvent] = {}
+    for page in table.batch_get([agent.key(sk) for sk in sorted(codec.task_pages(task))]):
+        _keep_first(kept, (e for e in codec.page_events(page) if e.task_id == task_id))
+    return [e.body for e in sorted(kept.values(), key=lambda e: e.order)]
 
 
 def _keep_first(kept: dict[str, StoredEvent], events: Iterable[StoredEvent]) -> None:
@@ -312,7 +316,10 @@ class _BatchWrite:
                 if not unit:
                     return
                 continue
+            moves = [m for m in plan.fold.reassign
+                     if (held := self.states.get(m.old)) is not None and held.run_id == m.old]
             self._applied(plan)
+            move_runs(self.store.table, self.agent, moves)
             return
         raise busy()
 
@@ -348,10 +355,11 @@ class _BatchWrite:
         updates = [codec.task_update(agent, self.states.get(task_id), task,
                                      new_seen.get(task_id, set()), on_pages.pop(task_id, set()))
                    for task_id, task in fold.tasks.items()]
-        owed = fold.child_costs.keys() | fold.child_evidence.keys() | on_pages.keys()
+        owed = _untouched_parents(fold) | on_pages.keys()
         updates += [codec.child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
                                             fold.child_evidence.get(task_id),
-                                            on_pages.get(task_id))
+                                            on_pages.get(task_id),
+                                            run_holder=task_id in fold.unknown_parents)
                     for task_id in owed]
         updates += codec.run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
         return _Plan(unit, [self.store.table.update_action(u) for u in updates], fold)
@@ -363,7 +371,7 @@ class _BatchWrite:
         if any(code not in _RETRYABLE | {"None", "ConditionalCheckFailed"} for code in reasons):
             raise exc
         task_ids = {e.task_id for e in plan.events if e.task_id is not None}
-        task_ids |= plan.fold.child_costs.keys() | plan.fold.child_evidence.keys()
+        task_ids |= _untouched_parents(plan.fold) | parent_ids(plan.events)
         for task_id in task_ids:
             self.states.pop(task_id, None)
             self.seen.pop(task_id, None)
@@ -382,7 +390,7 @@ class _BatchWrite:
             before = self.states.get(task_id)
             self.states[task_id] = replace(task, version=(before.version if before else 0) + 1)
         fold = plan.fold
-        touched = fold.child_costs.keys() | fold.child_evidence.keys()
+        touched = _untouched_parents(fold)
         touched |= {e.task_id for e in plan.events
                     if e.task_id is not None and e.task_id not in fold.tasks}
         for task_id in touched:
@@ -390,12 +398,18 @@ class _BatchWrite:
             self.states[task_id] = replace(
                 before, child_cost_usd=before.child_cost_usd + fold.child_costs.get(task_id, 0.0),
                 evidence=add_usage(before.evidence, fold.child_evidence.get(task_id)),
+                run_id=task_id if task_id in fold.unknown_parents else before.run_id,
                 version=before.version + 1)
         for event in plan.events:
             if _is_task_event(event) and event.task_id is not None:
                 self.seen.setdefault(event.task_id, set()).add(codec.digest(event.id))
         self.accepted += plan.events
         self.finished += plan.fold.finished
+
+
+def _untouched_parents(fold: BatchFold) -> set[str]:
+    """Parents the batch writes without folding: owed cost or evidence, or holding a run."""
+    return fold.child_costs.keys() | fold.child_evidence.keys() | fold.unknown_parents
 
 
 def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:

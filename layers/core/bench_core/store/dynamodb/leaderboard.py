@@ -100,10 +100,9 @@ class DynamoLeaderboard:
                    for entry in itertools.islice(self._ranked(sort, f"LB#{n}", query, best), best)]
         entries.sort(key=lambda entry: entry["pk"])  # ties: login, then slug
         entries.sort(key=lambda entry: entry[f"lb_{sort}"], reverse=SORTS[sort].descending)
-        keys = [{"pk": codec.av(e["pk"]), "sk": codec.av(e["sk"])} for e in entries[offset:best]]
-        found = {item["pk"]: item for item in self.table.batch_get(keys, consistent=False)}
-        return [codec.agent_from_item(found[e["pk"]]) for e in entries[offset:best]
-                if e["pk"] in found]
+        keys = [codec.to_item({"pk": e["pk"], "sk": e["sk"]}) for e in entries[offset:best]]
+        return [codec.agent_from_item(item)
+                for item in self.table.get_all(keys, consistent=False)]
 
     def _ranked(self, sort: str, partition: str, query: str | None, best: int
                 ) -> Iterator[dict[str, Any]]:

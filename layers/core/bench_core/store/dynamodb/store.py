@@ -11,6 +11,7 @@ Each concern keeps its items and writes in a file of its own, all on one shared 
 - `reuse.py`        capability cards, invocation grants, quota, usage
 - `benchmarks.py`   the suite registry, runs and their rankings
 - `retention.py`    what expires when (DynamoDB's TTL)
+- `runs.py`         every task's run (`gsi3`), a run in one Query, the runs list
 
 `codec.py` is the item layout they share (keys, numbers, JSON values, update expressions).
 Reads use the base table for one item or one agent's days (strongly consistent) and the GSIs
@@ -31,6 +32,7 @@ from .ingest import DynamoIngest
 from .leaderboard import DynamoLeaderboard
 from .retention import DynamoRetention
 from .reuse import DynamoReuse
+from .runs import DynamoRuns
 
 
 class DynamoStore:
@@ -50,6 +52,7 @@ class DynamoStore:
         reuse = DynamoReuse(table)
         benchmarks = DynamoBenchmarks(table)
         retention = DynamoRetention()
+        runs = DynamoRuns(table)
 
         # keys and users, grants, counters, live connections
         self.create_key = accounts.create_key
@@ -110,6 +113,9 @@ class DynamoStore:
         self.benchmark_ranking = benchmarks.benchmark_ranking
         # retention
         self.purge_expired = retention.purge_expired
+        # runs
+        self.run_tasks = runs.run_tasks
+        self.list_runs = runs.list_runs
 
     @property
     def table_name(self) -> str:

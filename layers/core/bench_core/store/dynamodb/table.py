@@ -11,7 +11,7 @@ entry, so an entry that nothing reads, or that changes whenever its item does, i
 every batch):
 
 - `gsi1`, `gsi2` (ALL): the cold listings that read whole items: API keys, an owner's agents,
-  live connections, benchmark suites, runs and rankings.
+  live connections, benchmark suites, benchmark runs and their rankings.
 - `tasks` (`tlpk`, `tlsk`) and `tstatus` (`tspk`, `tssk`), KEYS_ONLY: an agent's task listings
   (all, and by status), newest first; the page's tasks are then read by key. Updating a task
   (its cost, its eval) touches no index unless its listing keys move.
@@ -19,6 +19,8 @@ every batch):
   sort key exists only while an agent qualifies) and spread over `leaderboard.SHARDS`
   partitions `lbpk` = LB#{n} (absent while the agent is unlisted); they carry only `lb_text`,
   what `q=` filters on, and the page's agents are then read by key.
+- `gsi3` (`gsi3pk` = RUN#{login}#{slug}#{run_id}), KEYS_ONLY: every task of a run, so all
+  spans of a run come back from one Query, then read by key (`runs.py`).
 
 `expires_at` (epoch seconds) is the TTL attribute for anything temporary.
 """
@@ -28,7 +30,9 @@ from __future__ import annotations
 from typing import Any
 
 LEADERBOARD_KEYS = ("lb_runs", "lb_success", "lb_score", "lb_cost", "lb_latency")
-TASK_INDEXES = (("tasks", "tlpk", "tlsk"), ("tstatus", "tspk", "tssk"))
+TASK_INDEXES = (("gsi3", "gsi3pk", "gsi3sk"), ("tasks", "tlpk", "tlsk"),
+                ("tstatus", "tspk", "tssk"))
+"""The KEYS_ONLY indexes of task items: runs, listings, listings by status."""
 
 
 def _index(name: str, pk: str, sk: str, projection: str = "ALL",

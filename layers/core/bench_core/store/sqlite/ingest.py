@@ -24,6 +24,7 @@ from ...domain.models import (
     iso,
     utcnow,
 )
+from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
 from .agents import find_agent_id, load_json, refresh_rank
 from .connection import Concern
@@ -65,7 +66,7 @@ cost."""
 
 TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
              "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
-             "started_at, ended_at, version, eval, evidence")
+             "started_at, ended_at, version, eval, evidence, run_id, logs")
 _JSON_TASK_FIELDS = ("input", "output", "metadata", "cost_breakdown")
 
 
@@ -79,6 +80,7 @@ def task_from_row(row: sqlite3.Row) -> TaskState:
         d[name] = load_json(d[name])
     d["eval"] = EvalResult.from_dict(json.loads(d["eval"])) if d["eval"] else None
     d["evidence"] = _usage(d["evidence"])
+    d["logs"] = load_json(d["logs"]) or []
     return TaskState(**d)
 
 
@@ -90,6 +92,13 @@ def _usage_json(usage: Usage | None) -> str | None:
     return None if usage is None else dumps(usage.to_dict())
 
 
+def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]) -> None:
+    """Tasks recorded under a run that turned out to have a parent move to its run
+    (`domain.runs`; indexed by `tasks_by_run`, and usually no row matches)."""
+    conn.executemany("UPDATE tasks SET run_id = ? WHERE agent_id = ? AND run_id = ?",
+                     [(m.new, agent_id, m.old) for m in moves])
+
+
 class SqliteIngest(Concern):
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
@@ -97,9 +106,10 @@ class SqliteIngest(Concern):
             agent_id = self._ensure_agent(conn, login, meta)
             fresh = self._insert_new_events(conn, agent_id, events)
             task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
-            states = self._load_tasks(conn, agent_id, task_ids)
+            states = self._load_tasks(conn, agent_id, task_ids | parent_ids(fresh))
             fold = fold_batch(states, fresh)
             self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
+            reassign_runs(conn, agent_id, fold.reassign)
             for parent in fold.child_costs.keys() | fold.child_evidence.keys():
                 self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
                                      fold.child_evidence.get(parent))
@@ -169,19 +179,20 @@ class SqliteIngest(Concern):
                    _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    _json_or_null(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
-                   _usage_json(t.evidence), agent_id, t.task_id)
+                   _usage_json(t.evidence), t.run_id, dumps(t.logs), agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
             "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
             "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
-            "ended_at = ?, sort_ts = ?, evidence = ?, version = version + 1 "
+            "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, version = version + 1 "
             "WHERE agent_id = ? AND task_id = ?", updates)
         conn.executemany(
             "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
             "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
-            "cost_breakdown, started_at, ended_at, sort_ts, evidence, agent_id, task_id) VALUES "
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserts)
+            "cost_breakdown, started_at, ended_at, sort_ts, evidence, run_id, logs, agent_id, "
+            "task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,
                         amount: float, evidence: Usage | None) -> None:

@@ -1,7 +1,7 @@
 """The SQLite adapter: the embedded default. One file, WAL, versioned migrations.
 
 `SqliteStore` is the concerns of the Store port (one file each: ingest, agents, accounts, evals,
-leaderboard, reuse, benchmarks, retention) over one shared `connection.Database`. Each concern
+leaderboard, reuse, benchmarks, retention, runs) over one shared `connection.Database`. Each concern
 keeps its part of the schema; `MIGRATIONS` puts them in the order they were first applied.
 """
 
@@ -20,6 +20,7 @@ from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
+from .runs import RUNS_SCHEMA, SqliteRuns, backfill_runs
 
 MIGRATIONS: list[str] = [
     # 1: the foundation: users and keys, agents, their days, events and tasks
@@ -40,27 +41,34 @@ MIGRATIONS: list[str] = [
     RETENTION_SCHEMA,
     # 9: usage records of calls through Bench expire
     USAGE_EXPIRY_SCHEMA,
+    # 10: every task's run id (indexed) and log entries, backfilled on upgrade
+    RUNS_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
+RUNS_SINCE = 10
+"""The migration that added run ids; tasks older than it get theirs on upgrade."""
 
 
-def _rank_older_agents(conn: sqlite3.Connection, version: int) -> None:
-    """Rank the agents of a file from before the leaderboard."""
+def _upgrade(conn: sqlite3.Connection, version: int) -> None:
+    """Rank the agents of a file from before the leaderboard; give the tasks of a file from
+    before runs their run ids and log entries."""
     if version < RANKED_SINCE:
         for login, slug in conn.execute("SELECT login, slug FROM agents").fetchall():
             refresh_rank(conn, login, slug)
+    if 0 < version < RUNS_SINCE:
+        backfill_runs(conn)
 
 
 class SqliteStore(SqliteIngest, SqliteAgents, SqliteAccounts, SqliteEvals, SqliteLeaderboard,
-                  SqliteReuse, SqliteBenchmarks, SqliteRetention):
+                  SqliteReuse, SqliteBenchmarks, SqliteRetention, SqliteRuns):
     def __init__(self, path: Path | str, *,
                  event_retention_days: int = Limits.event_retention_days) -> None:
         """Events older than `event_retention_days` go at `purge_expired` (0: never)."""
         super().__init__(Database(path))
         self.path = self.db.path
         self.event_retention_days = event_retention_days
-        self.db.migrate(MIGRATIONS, _rank_older_agents)
+        self.db.migrate(MIGRATIONS, _upgrade)
 
     @property
     def schema_version(self) -> int:
