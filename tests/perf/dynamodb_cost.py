@@ -256,7 +256,7 @@ def item_kind(key: dict[str, Any]) -> str:
     pk, sk = key["pk"]["S"], key.get("sk", {}).get("S", "")
     if pk.startswith("AGENT#"):
         return "agent " + sk.split("#", 1)[0]
-    return pk.split("#", 1)[0] + ("" if sk in ("META", "") else " " + sk.split("#", 1)[0])
+    return pk.split("#", 1)[0]
 
 
 # ---- the workload -----------------------------------------------------------------------------
@@ -291,11 +291,17 @@ def ingest(store: Any, prefix: str) -> None:
 
 
 def profile_view(store: Any) -> None:
-    """What `GET /u/{login}/{slug}` reads for an anonymous visitor."""
-    from bench_core.http.pages import profile_context
-
+    """What `GET /u/{login}/{slug}` reads for an anonymous visitor (`reads.agents.profile_page`;
+    before it existed, the page's `profile_context` read the store itself)."""
     agent = store.get_agent(AgentRef(LOGIN, SLUG))
-    profile_context(store, agent, ANONYMOUS, "https://bench.example")
+    try:
+        from bench_core.reads.agents import profile_page
+    except ImportError:
+        from bench_core.http.pages import profile_context
+
+        profile_context(store, agent, ANONYMOUS, "https://bench.example")
+    else:
+        profile_page(store, agent, ANONYMOUS)
 
 
 def badge_view(store: Any) -> None:

@@ -432,18 +432,19 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
 
 
 def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
-    """A task's run attributes: `run_id` and the `gsi3` keys that read a run in one Query."""
-    if task.run_id is None:
-        return {"run_id": None, "gsi3pk": None, "gsi3sk": None}
+    """A task's run attributes: `run_id` and the `gsi3` keys that read a run's spans in one
+    Query. A run's root is read by its key (it is the run's id), so it takes no index entry."""
+    if task.run_id is None or task.parent_task_id is None:
+        return {"run_id": task.run_id, "gsi3pk": None, "gsi3sk": None}
     return {"run_id": task.run_id, "gsi3pk": agent.run_pk(task.run_id),
             "gsi3sk": task_sort_key(task.sort_ts, task.task_id)}
 
 
 def child_cost_update(agent: AgentKeys, parent: str, amount: float,
-                      evidence: Usage | None = None, pages: set[str] | None = None, *,
-                      run_holder: bool = False) -> Update:
-    """A finished subtask's cost and evidence (or only the `pages` holding events of a task
-    that are not folded), added to a task this write does not fold. A task not seen yet
+                      evidence: Usage | None = None, pages: set[str] | None = None,
+                      seen: set[bytes] | None = None, *, run_holder: bool = False) -> Update:
+    """A finished subtask's cost and evidence (or only the `pages` and `seen` digests of
+    events of a task that no `task.*` event folds), added to a task this write does not fold. A task not seen yet
     becomes a placeholder (no index keys, so no listing shows it) until its events come.
     `run_holder`: subtasks now record the parent as their run, which the placeholder
     remembers as `run_id` = its own id, so the parent's arrival moves them (`runs.Reassign`);
@@ -452,7 +453,7 @@ def child_cost_update(agent: AgentKeys, parent: str, amount: float,
                              add={"version": 1, **evidence_adds(None, evidence)}), agent)
     if amount:
         update.add["child_cost_usd"] = number(amount)
-    add_events(update, set(), pages or set())
+    add_events(update, seen or set(), pages or set())
     if run_holder:  # only while it is one: a parent that arrived meanwhile has its own run
         update.set["run_id"] = parent
         update.condition = "attribute_not_exists(#gsi3sk)"

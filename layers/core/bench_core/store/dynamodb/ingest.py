@@ -10,7 +10,7 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`):
                   `codec.digest` of every event folded into it, `pages` the pages its events
                   are on
 - event page:     AGENT#{A}, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
-- other event:    AGENT#{A}, EV#{event_id}   (an event no task folds: claimed by its id)
+- event claim:    AGENT#{A}, EV#{event_id}   (an event of no task, claimed by its id)
 - day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}
 
 The agent item (`agents.py`) holds the counters (`runs`, `successes`, `failures`,
@@ -22,21 +22,22 @@ What one batch costs is what it writes, so it writes little (`tests/perf/dynamod
 counts it): its events go onto a few pages (one item per 300 KB, not one per event), and
 duplicates are found by the tasks' own conditional writes, not by reading every event id.
 
-- Task events (`task.*`): a task's item keeps the digests of the events folded into it, so the
-  consistent read of the batch's tasks (needed to fold them anyway) tells which events are
-  new. The new ones go onto pages first, then one TransactWriteItems (100 items, 4 MB; normally
-  one per batch) writes each folded task as an Update conditional on the `version` it was
-  folded from, adding its new digests and pages, with the run counters as ADDs. A concurrent
-  sender of the same events moves the version: the transaction is cancelled, the tasks read
-  again, and the events it stored are duplicates. A batch that needs several transactions
-  splits between tasks (or within a huge task); each part folds on the state the previous one
-  left, and a retried batch finds the stored parts as duplicates. Retries are few and
-  jittered; past them the caller gets 429 and resends safely.
+- Events of a task (every event with a `task_id`): the task's item keeps the digests of the
+  events it holds, so the consistent read of the batch's tasks (needed to fold them anyway)
+  tells which events are new. The new ones go onto pages first, then one TransactWriteItems
+  (100 items, 4 MB; normally one per batch) writes each task as an Update conditional on the
+  `version` it was folded from, adding its new digests and pages, with the run counters (and
+  the batch's `dropped`) as ADDs. A concurrent sender of the same events moves the version:
+  the transaction is cancelled, the tasks read again, and the events it stored are
+  duplicates. A batch that needs several transactions splits between tasks (or within a huge
+  task); each part folds on the state the previous one left, and a retried batch finds the
+  stored parts as duplicates. Retries are few and jittered; past them the caller gets 429 and
+  resends safely.
 - A page is written before its transaction: a crash in between leaves events on a page that
   no task lists, and the resent batch (still new to every task) folds them once. Readers take
   each event id once, so an event on two pages (two senders, one of whom lost) shows once.
-- Other events count nowhere but in the answer: each is claimed by a Put of `EV#{id}`
-  conditional on its absence, then paged.
+- Events of no task count nowhere but in the answer: they are paged, then each is claimed by a
+  Put of `EV#{id}` conditional on its absence (a crash in between pages them again).
 - `first_event_at`/`last_event_at` are moved only outward, by conditional SETs.
 
 Reads use the base table for one item, one agent's days and pages (strongly consistent) and
@@ -107,36 +108,41 @@ class DynamoIngest:
         firsts: dict[str, CleanEvent] = {}
         for event in events:
             firsts.setdefault(event.id, event)
-        folded = [e for e in firsts.values() if _is_task_event(e)]
-        states, seen = self.load_tasks(agent, _task_ids(folded) | parent_ids(folded))
-        candidates = [e for e in firsts.values() if not _is_task_event(e)
-                      or codec.digest(e.id) not in seen.get(e.task_id or "", ())]
+        tracked = [e for e in firsts.values() if e.task_id is not None]
+        states, seen = self.load_tasks(agent, {e.task_id for e in tracked if e.task_id}
+                                       | parent_ids(tracked))
+        fresh = [e for e in tracked if codec.digest(e.id) not in seen.get(e.task_id or "", ())]
+        bodies = {e.id: e.body_json or dumps(e.body) for e in firsts.values()}
+        arrival = time.time_ns()
+        seqs = {event_id: arrival + i for i, event_id in enumerate(firsts)}
+        untracked = [e for e in firsts.values() if e.task_id is None]
+        claimed = self._store_untracked(agent, untracked, bodies, seqs) if untracked else []
         now = iso(utcnow())
-        others = [e for e in candidates if not _is_task_event(e)]
-        if others:  # claimed first: only claimed ones count as new (and for `dropped`)
-            known = codec.temporary(agent, self.table.get(agent.key(codec.META)))
-            claimed = {e.id for e in self._claim(known, others)}
-            candidates = [e for e in candidates if _is_task_event(e) or e.id in claimed]
-        dropped = dropped if candidates or not events else 0  # a replay reported them already
-        old = self._upsert_agent(agent, meta, dropped, [e.ts for e in candidates], now)
+        # `dropped` counts once, with the first write that stores an event (a replay reported
+        # them already): the first transaction, or here when no task has anything new
+        old = self._upsert_agent(agent, meta, dropped if not fresh and (claimed or not events)
+                                 else 0, [e.ts for e in [*fresh, *claimed]], now)
         if not old:
             self.table.update(codec.user_upsert(login, now))
         agent = codec.temporary(agent, old)
-        arrival = time.time_ns()
-        write = _BatchWrite(self, agent, states, seen,
-                            {e.id: e.body_json or dumps(e.body) for e in candidates},
-                            {e.id: arrival + i for i, e in enumerate(candidates)},
-                            self.retention_days)
-        for unit in _units(candidates, write.bodies):
+        write = _BatchWrite(self, agent, states, seen, bodies, seqs, self.retention_days,
+                            dropped if fresh else 0)
+        for unit in _units(fresh, bodies):
             write.commit(unit)
-        if write.accepted or meta.updates():
+        accepted = len(write.accepted) + len(claimed)
+        if accepted or meta.updates():
             self.ranks.refresh(AgentRef(login, meta.slug))
-        return IngestOutcome(accepted=len(write.accepted),
-                             duplicates=len(events) - len(write.accepted),
+        return IngestOutcome(accepted=accepted, duplicates=len(events) - accepted,
                              finished=write.finished)
 
-    def _claim(self, agent: AgentKeys, events: list[CleanEvent]) -> list[CleanEvent]:
-        """The events no task folds that were not stored before (one conditional Put each)."""
+    def _store_untracked(self, agent: AgentKeys, events: list[CleanEvent],
+                         bodies: dict[str, str], seqs: dict[str, int]) -> list[CleanEvent]:
+        """Events of no task: paged, then each claimed by a Put of its id conditional on its
+        absence; the ones claimed now are new. (A crash in between pages them twice, which
+        readers take once.)"""
+        agent = codec.temporary(agent, self.table.get(agent.key(codec.META)))
+        write_pages(self.table, agent, events, bodies, seqs, self.retention_days)
+
         def new(event: CleanEvent) -> bool:
             expires = codec.event_expiry(agent, event.ts, self.retention_days)
             item = {"pk": agent.pk, "sk": codec.EVENT + event.id}
@@ -299,11 +305,14 @@ class _BatchWrite:
     bodies: dict[str, str]
     seqs: dict[str, int]
     retention_days: int
+    dropped: int
+    """Counted with the first part that stores an event: a replay reported them already."""
     accepted: list[CleanEvent] = field(default_factory=list)
     finished: list[tuple[str, bool]] = field(default_factory=list)
 
     def commit(self, unit: list[CleanEvent]) -> None:
-        pages = self._write_pages(unit)
+        pages = write_pages(self.store.table, self.agent, unit, self.bodies, self.seqs,
+                            self.retention_days)
         for attempt in range(MAX_ATTEMPTS):
             plan = self._plan(unit, pages)
             try:
@@ -323,21 +332,6 @@ class _BatchWrite:
             return
         raise busy()
 
-    def _write_pages(self, unit: list[CleanEvent]) -> dict[str, str]:
-        """Put the unit's events on pages; the page of each event id."""
-        table, agent = self.store.table, self.agent
-        items, where = [], {}
-        for page in _paged(unit, self.bodies):
-            newest = max(e.ts for e in page)
-            sk = f"{codec.PAGE}{newest}#{uuid.uuid4().hex}"
-            expiry = [codec.event_expiry(agent, e.ts, self.retention_days) for e in page]
-            items.append(codec.page_item(
-                agent, sk, [codec.page_entry(e, self.bodies[e.id], self.seqs[e.id]) for e in page],
-                None if None in expiry else max(t for t in expiry if t is not None)))
-            where |= dict.fromkeys((e.id for e in page), sk)
-        table.write_all(items)
-        return where
-
     def _plan(self, unit: list[CleanEvent], pages: dict[str, str]) -> _Plan:
         agent = self.agent
         fold = fold_batch(self.states, unit)
@@ -346,8 +340,7 @@ class _BatchWrite:
         for event in unit:
             if event.task_id is not None:
                 on_pages.setdefault(event.task_id, set()).add(pages[event.id])
-                if _is_task_event(event):
-                    new_seen.setdefault(event.task_id, set()).add(codec.digest(event.id))
+                new_seen.setdefault(event.task_id, set()).add(codec.digest(event.id))
         for task_id, digests in new_seen.items():
             if len(self.seen.get(task_id, ())) + len(digests) > MAX_TASK_EVENTS:
                 raise PayloadTooLarge(f"task {task_id!r} has more than {MAX_TASK_EVENTS} events",
@@ -358,10 +351,15 @@ class _BatchWrite:
         owed = _untouched_parents(fold) | on_pages.keys()
         updates += [codec.child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
                                             fold.child_evidence.get(task_id),
-                                            on_pages.get(task_id),
+                                            on_pages.get(task_id), new_seen.get(task_id),
                                             run_holder=task_id in fold.unknown_parents)
                     for task_id in owed]
         updates += codec.run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
+        if self.dropped:
+            on_agent = next((u for u in updates if u.key == agent.key(codec.META)), None)
+            if on_agent is None:
+                updates.append(on_agent := Update(agent.key(codec.META)))
+            on_agent.add["dropped_events"] = self.dropped
         return _Plan(unit, [self.store.table.update_action(u) for u in updates], fold)
 
     def _after_cancel(self, exc: ClientError, plan: _Plan, attempt: int) -> list[CleanEvent]:
@@ -378,8 +376,8 @@ class _BatchWrite:
         states, seen = self.store.load_tasks(self.agent, task_ids)
         self.states |= states
         self.seen |= seen
-        unit = [e for e in plan.events if not _is_task_event(e)
-                or codec.digest(e.id) not in self.seen.get(e.task_id or "", ())]
+        unit = [e for e in plan.events
+                if codec.digest(e.id) not in self.seen.get(e.task_id or "", ())]
         if unit:
             pause(attempt)
         return unit
@@ -401,15 +399,30 @@ class _BatchWrite:
                 run_id=task_id if task_id in fold.unknown_parents else before.run_id,
                 version=before.version + 1)
         for event in plan.events:
-            if _is_task_event(event) and event.task_id is not None:
-                self.seen.setdefault(event.task_id, set()).add(codec.digest(event.id))
+            self.seen.setdefault(event.task_id or "", set()).add(codec.digest(event.id))
         self.accepted += plan.events
         self.finished += plan.fold.finished
+        self.dropped = 0
 
 
 def _untouched_parents(fold: BatchFold) -> set[str]:
     """Parents the batch writes without folding: owed cost or evidence, or holding a run."""
     return fold.child_costs.keys() | fold.child_evidence.keys() | fold.unknown_parents
+
+
+def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies: dict[str, str],
+                seqs: dict[str, int], retention_days: int) -> dict[str, str]:
+    """Put `events` on pages (each expiring with its newest event); the page of each event."""
+    items, where = [], {}
+    for page in _paged(events, bodies):
+        sk = f"{codec.PAGE}{max(e.ts for e in page)}#{uuid.uuid4().hex}"
+        expiry = [codec.event_expiry(agent, e.ts, retention_days) for e in page]
+        items.append(codec.page_item(
+            agent, sk, [codec.page_entry(e, bodies[e.id], seqs[e.id]) for e in page],
+            None if None in expiry else max(t for t in expiry if t is not None)))
+        where |= dict.fromkeys((e.id for e in page), sk)
+    table.write_all(items)
+    return where
 
 
 def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:
@@ -452,10 +465,6 @@ def _paged(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[Cl
 def _is_task_event(event: CleanEvent) -> bool:
     """What `folding.group_by_task` folds: the other events are only stored."""
     return event.task_id is not None and event.kind.startswith("task.")
-
-
-def _task_ids(events: Iterable[CleanEvent]) -> set[str]:
-    return {e.task_id for e in events if e.task_id is not None and _is_task_event(e)}
 
 
 def _pieces(events: list[CleanEvent], bodies: dict[str, str], fixed: int, each: int

@@ -1,7 +1,8 @@
 """Runs on DynamoDB (`bench_core.domain.runs`; SQLite's side is `sqlite_runs`).
 
-- Every task item carries `run_id` and the `gsi3` keys `gsi3pk` = `RUN#{A}#{run_id}`, `gsi3sk` =
-  `{sort_ts}#{task_id}`: all spans of a run are one Query of `gsi3` (paged by DynamoDB at 1 MB),
+- Every task item carries `run_id`, and every span below a root the `gsi3` keys `gsi3pk` =
+  `RUN#{A}#{run_id}`, `gsi3sk` = `{sort_ts}#{task_id}`: a run is its root (read by key, its id
+  is the run's) and one Query of `gsi3` for its spans (paged by DynamoDB at 1 MB),
   never a Scan (KEYS_ONLY: the spans are then read by key, 100 per BatchGetItem).
 - A parent not stored yet that subtasks record as their run is a placeholder whose `run_id` is
   its own id (`codec.child_cost_update`); when it arrives with a parent of its own, the tasks
@@ -64,8 +65,11 @@ class DynamoRuns:
             self._migrate_run(agent, root)
         keys = [agent.key(item["sk"]) for item in
                 self.table.query(agent.run_pk(run_id), "#sk >= :low", index="gsi3", low=_LOWEST)]
-        return [codec.task_from_item(item)
-                for item in self.table.get_all(keys, consistent=False)]
+        spans = [codec.task_from_item(item) for item in self.table.get_all(keys, consistent=False)
+                 if item["sk"] != root["sk"]]  # a root indexed before roots were left out
+        head = codec.task_from_item(root)
+        tasks = [head, *spans] if head.sort_ts else spans  # a placeholder is no span yet
+        return sorted(tasks, key=lambda t: codec.task_sort_key(t.sort_ts, t.task_id))
 
     def _migrate_run(self, agent: AgentKeys, root: dict[str, Any]) -> None:
         """Give a run stored before runs existed its run id and its tasks' log entries: walk
