@@ -30,6 +30,7 @@ from .http import (
 )
 from .runtime.adapters import Services
 from .runtime.config import Settings
+from .store import Store
 from .workflows.local import LocalRunner
 
 ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.router, leaderboard.api_router,
@@ -39,8 +40,10 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            benchmarks.api_router, benchmarks.router)
 
 
-def create_local_app(settings: Settings | None = None) -> FastAPI:
-    services = Services.from_settings(settings or Settings.from_env())
+def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:
+    """The app over `settings`' adapters; `store`, when given, instead of the one they name."""
+    settings = settings or Settings.from_env()
+    services = Services(settings, store) if store is not None else Services.from_settings(settings)
     app = create_app(*ROUTERS, services=services)
     pages.install_error_pages(app)
     workflows = services.workflows

@@ -17,21 +17,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import NotFound
-from .models import Agent, EvalResult, TaskState
+from .models import Agent, EvalResult, KeyRecord, TaskState
 from .pricing import EVIDENCE_LABEL, TOKEN_FIELDS, is_evidence
 
 HIDDEN = "[hidden by owner]"
+IMPLICIT_AGENT = {"visibility": "public", "hide_inputs": True, "hide_outputs": True}
+"""How an agent created by its first ingest, OTLP span or call starts: public numbers, badge,
+profile and leaderboard place, with its content hidden until the owner shows it."""
 EVIDENCE_FIELDS = ("provider", "model", "operation", *TOKEN_FIELDS, "cost_usd", "price_source")
 
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is asking: a signed-in login, or nobody (`login=None`)."""
+    """Who is asking: a signed-in login, or nobody (`login=None`). `agent_slug` is set for an
+    agent key (`bka_`): it owns that one agent and sees the rest as an anonymous visitor."""
 
     login: str | None = None
+    agent_slug: str | None = None
+
+    @classmethod
+    def of_key(cls, key: KeyRecord) -> Viewer:
+        """The viewer a key acts as: its owner for an owner key, one agent for an agent key."""
+        return cls(key.login, key.agent_slug)
 
     def owns(self, agent: Agent) -> bool:
-        return self.login is not None and self.login == agent.login
+        return (self.login is not None and self.login == agent.login
+                and self.agent_slug in (None, agent.slug))
+
+    def owns_account(self, login: str) -> bool:
+        """Whether the viewer acts for the whole account `login` (its dashboard, its feed of
+        every agent): a session or an owner key, never an agent key."""
+        return self.login is not None and self.login == login and self.agent_slug is None
 
 
 ANONYMOUS = Viewer()

@@ -98,4 +98,4 @@ async def patch_agent(login: str, slug: str, patch: AgentSettingsPatch,
     agent = await run_in_threadpool(services.store.update_agent, ref, changes)
     if agent is None:
         raise NotFound("agent not found")
-    return agent_detail(services.store, agent, Viewer(key.login))
+    return agent_detail(services.store, agent, Viewer.of_key(key))

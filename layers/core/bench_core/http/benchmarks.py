@@ -88,7 +88,7 @@ def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) ->
     record = submit_run(services, key, suite, run)
     agent = services.store.get_agent(AgentRef(record.login, record.slug))
     assert agent is not None  # submit_run created it
-    return read_models.run_detail(record, agent, Viewer(key.login))
+    return read_models.run_detail(record, agent, Viewer.of_key(key))
 
 
 @api_router.get("")

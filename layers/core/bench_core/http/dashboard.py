@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from ..domain.errors import NotFound
 from ..domain.keys import new_key
 from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
-from ..domain.privacy import Viewer
+from ..domain.privacy import IMPLICIT_AGENT, Viewer
 from ..reads.agents import agent_summary
 from ..reads.live_events import headline, summary
 from ..runtime.adapters import Services
@@ -64,7 +64,8 @@ async def home(request: Request, services: Services = Depends(services_of)) -> R
 @router.get("/new")
 async def new_agent_form(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
-    return await _page(request, services, session.login, "dashboard_new.html", form={},
+    form = {name: "on" for name in ("hide_inputs", "hide_outputs") if IMPLICIT_AGENT[name]}
+    return await _page(request, services, session.login, "dashboard_new.html", form=form,
                        problem=None, slug_pattern=SLUG_PATTERN)
 
 

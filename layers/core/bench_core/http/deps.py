@@ -53,7 +53,7 @@ async def current_viewer(request: Request, services: Services = Depends(services
         session = await session_of(request, services)
         return ANONYMOUS if session is None else Viewer(login=session.login)
     record = await run_in_threadpool(authenticate, services, raw)
-    return Viewer(login=record.login)
+    return Viewer.of_key(record)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

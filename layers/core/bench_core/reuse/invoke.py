@@ -84,7 +84,7 @@ def invoke(services: Services, key: KeyRecord, ref: AgentRef,
     (not found, no grant, over quota, too large) raise."""
     store, settings = services.store, services.settings.reuse
     now = utcnow()
-    agent = visible_agent(store.get_agent(ref), Viewer(key.login))
+    agent = visible_agent(store.get_agent(ref), Viewer.of_key(key))
     record = store.get_capability(ref)
     endpoint = record.endpoint if record is not None else None
     if record is None or endpoint is None:

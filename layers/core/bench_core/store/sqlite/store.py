@@ -34,6 +34,7 @@ from ...domain.models import (
     iso,
     utcnow,
 )
+from ...domain.privacy import IMPLICIT_AGENT
 from ...domain.ranking import SORTS, rank_values, search_text
 from ...evals import records as evals
 from ...runtime.config import Limits
@@ -479,9 +480,9 @@ class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
                            (login, meta.slug)).fetchone()
         if row is None:
-            cols = ["login", "slug", "created_at", "latency_hist", *updates]
+            cols = ["login", "slug", "created_at", "latency_hist", *IMPLICIT_AGENT, *updates]
             values = [login, meta.slug, now, json.dumps(stats.empty_histogram()),
-                      *updates.values()]
+                      *IMPLICIT_AGENT.values(), *updates.values()]
             cur = conn.execute(f"INSERT INTO agents ({', '.join(cols)}) VALUES "
                                f"({', '.join('?' * len(cols))})", values)
             return int(cur.lastrowid or 0)
