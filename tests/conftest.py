@@ -14,7 +14,7 @@ import httpx
 import pytest
 import uvicorn
 from bench_core.domain.keys import new_key
-from bench_core.local import create_local_app
+from bench_core.local import create_local_app, server_config
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.config import Settings
 
@@ -68,8 +68,8 @@ def start_server(data_dir: Path, over: Any = None, **settings: Any
     given."""
     port = free_port()
     app = create_local_app(Settings(data_dir=data_dir, **settings), store=over)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
-                                           access_log=False, lifespan="on"))
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, log_level="error",
+                                          lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -25,7 +25,7 @@ def _store(args: argparse.Namespace):  # noqa: ANN202 - the Store protocol
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .local import create_local_app
+    from .local import create_local_app, server_config
 
     settings = _settings(args)
     if args.host not in ("127.0.0.1", "localhost", "::1") and settings.public_url is None:
@@ -34,8 +34,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_local_app(settings)
     print(f"Bench is running at http://{args.host}:{args.port}  (data: {settings.data_dir})",
           flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                access_log=False)
+    uvicorn.Server(server_config(app, args.host, args.port, log_level=args.log_level)).run()
     return 0
 
 

@@ -9,7 +9,6 @@ on an error page that says what happened, with no session created.
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 
 import httpx
@@ -20,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from ..accounts import github, sessions, valid_account_login
 from ..accounts import signed_tokens as signing
 from ..domain.errors import Forbidden
+from ..domain.hosts import FORWARDING_HEADERS, host_name, is_loopback_name
 from ..domain.models import iso, utcnow
 from ..runtime.adapters import Services
 from . import services_of
@@ -47,17 +47,17 @@ CALLBACK = "/auth/github/callback"
 def local_signin_allowed(request: Request, services: Services) -> bool:
     """Local sign-in (any name, no password) is for one person's own machine: on when
     BENCH_LOCAL_SIGNIN says so; by default only without GitHub, on the embedded store, for a
-    request that reached the server on a loopback address."""
+    request from a loopback peer, to a loopback `Host`, with no forwarding header (a proxy on
+    the same machine has a loopback peer too: what it forwards is anyone's)."""
     settings = services.settings
     if settings.accounts.local_signin is not None:
         return settings.accounts.local_signin
     if settings.accounts.github_enabled or settings.store != "sqlite":
         return False
-    server = request.scope.get("server") or ("", 0)
-    try:
-        return ipaddress.ip_address(server[0]).is_loopback
-    except ValueError:
+    if any(name in request.headers for name in FORWARDING_HEADERS):
         return False
+    peer = request.client.host if request.client else ""
+    return is_loopback_name(peer) and is_loopback_name(host_name(request.headers.get("host", "")))
 
 
 def signed_in(request: Request, services: Services, login: str, target: str) -> Response:

@@ -8,6 +8,7 @@ from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from ..domain.errors import PayloadTooLarge, Unauthorized
+from ..domain.hosts import client_address
 from ..domain.keys import hash_key, looks_like_key, verify
 from ..domain.models import KeyRecord, iso, utcnow
 from ..domain.privacy import ANONYMOUS, Viewer
@@ -54,6 +55,14 @@ async def current_viewer(request: Request, services: Services = Depends(services
         return ANONYMOUS if session is None else Viewer(login=session.login)
     record = await run_in_threadpool(authenticate, services, raw)
     return Viewer.of_key(record)
+
+
+def client_of(request: Request, services: Services) -> str:
+    """The client's address for rate limits: the socket's peer (API Gateway's source IP under
+    Lambda), or what a trusted proxy says it forwarded for (`domain.hosts`)."""
+    peer = request.client.host if request.client else None
+    return client_address(peer, request.headers.get("x-forwarded-for"),
+                          services.settings.trusted_proxies)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

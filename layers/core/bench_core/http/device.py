@@ -23,6 +23,7 @@ from ..domain.models import iso, utcnow
 from ..runtime.adapters import Services
 from . import services_of
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
+from .deps import client_of
 from .ingest import public_base
 from .templating import page
 
@@ -51,7 +52,7 @@ def _start(services: Services, client: str) -> device.DeviceStart:
 @api_router.post("/code")
 async def device_code(request: Request, services: Services = Depends(services_of)
                       ) -> JSONResponse:
-    client = request.client.host if request.client else "unknown"
+    client = client_of(request, services)
     started = await run_in_threadpool(_start, services, client)
     uri = public_base(request, services) + "/device"
     return JSONResponse({"device_code": started.device_code, "user_code": started.user_code,

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..domain.hosts import Network, parse_networks
+
 
 def _int(name: str, default: int) -> int:
     raw = os.environ.get(name)
@@ -209,6 +211,10 @@ class Settings:
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
     reuse: ReuseSettings = field(default_factory=ReuseSettings)
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names the server answers to besides loopback ones and `public_url`'s host."""
+    trusted_proxies: tuple[Network, ...] = ()
+    """Peers whose `X-Forwarded-For` names the client (`domain.hosts.client_address`)."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -229,6 +235,10 @@ class Settings:
             "accounts": AccountSettings.from_env(),
             "live": LiveSettings.from_env(),
             "reuse": ReuseSettings.from_env(),
+            "allowed_hosts": tuple(h.strip() for h in
+                                   os.environ.get("BENCH_ALLOWED_HOSTS", "").split(",")
+                                   if h.strip()),
+            "trusted_proxies": parse_networks(os.environ.get("BENCH_TRUSTED_PROXIES", "")),
         }
         values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})
