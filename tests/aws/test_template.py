@@ -22,8 +22,9 @@ from bench_core.store.dynamodb.table import TABLE_PROPERTIES
 from tests.aws import cfn
 from tests.aws.lambda_runtime import load_function_module
 
-# Properties CloudFormation knows but the store's definition need not (names, tags).
-CFN_ONLY_TABLE_PROPERTIES = {"TableName", "Tags"}
+# Properties CloudFormation knows but the store's definition need not (names, tags, and the
+# encryption key, a deployment choice).
+CFN_ONLY_TABLE_PROPERTIES = {"TableName", "Tags", "SSESpecification"}
 HEAVY_MODULES = ("numpy", "sklearn", "scipy", "pandas")
 MAX_HANDLER_LINES = 25
 
@@ -106,6 +107,20 @@ def test_table_in_the_template_is_the_store_definition() -> None:
     declared = {k: v for k, v in cfn.table_properties().items()
                 if k not in CFN_ONLY_TABLE_PROPERTIES}
     assert declared == TABLE_PROPERTIES
+
+
+def test_table_uses_the_free_default_encryption_unless_a_key_is_given() -> None:
+    """`SSEEnabled: true` alone means the KMS-managed key, billed per request; the default
+    (no SSESpecification) is the AWS-owned key, free. A customer key is opt-in."""
+    template = cfn.load_template()
+    sse = template["Resources"][cfn.TABLE_RESOURCE]["Properties"]["SSESpecification"]
+    condition, with_key, without_key = sse["Fn::If"]
+    assert without_key == {"Ref": "AWS::NoValue"}
+    assert with_key == {"SSEEnabled": True, "SSEType": "KMS",
+                        "KMSMasterKeyId": {"Ref": "TableKmsKeyArn"}}
+    assert template["Parameters"]["TableKmsKeyArn"]["Default"] == ""
+    assert template["Conditions"][condition] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "TableKmsKeyArn"}, ""]}]}
 
 
 def test_table_outlives_the_stack() -> None:

@@ -45,7 +45,7 @@ import app
 handler_ms = (time.perf_counter() - start) * 1000
 heavy = [m for m in ("numpy", "sklearn", "scipy") if m in sys.modules]
 start = time.perf_counter()
-from bench_core import telemetry
+from bench_core.runtime import lambda_instrumentation as telemetry
 if telemetry.tracing_enabled():
     telemetry.tracer()
 http = hasattr(app, "app") or hasattr(app, "ROUTES")  # an ASGI app, or routes it serves itself

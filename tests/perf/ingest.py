@@ -45,9 +45,12 @@ from pathlib import Path
 import httpx
 from bench_core.domain.keys import new_key
 from bench_core.domain.models import AgentMeta, WireEvent
-from bench_core.ingest.wire import clean_event, ingest, parse_batch
-from bench_core.runtime.config import Limits
+from bench_core.ingest.pipeline import accept_batch
+from bench_core.ingest.wire import clean_event, parse_batch
+from bench_core.runtime.adapters import Services
+from bench_core.runtime.config import Limits, Settings
 from bench_core.store.sqlite.store import SqliteStore
+from bench_core.workflows import NoWorkflows
 
 SLUG = "bench-agent"
 BATCH = 50
@@ -131,19 +134,25 @@ def server_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _no_push(*_: object) -> None:
+    """No live push: nobody watches in the in-process measurement."""
+
+
 def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
-    """Events/s of parse + clean + `store.ingest` and of `store.ingest` alone, no HTTP."""
+    """Events/s of `accept_batch` (parse + clean + `store.ingest`, no evals started) and of
+    `store.ingest` alone, no HTTP."""
     _, record = new_key("perf")
     store = SqliteStore(data_dir / "in-process.db")
     store.create_key(record)
     limits = Limits()
+    ports = Services(Settings(), store).provide(workflows=NoWorkflows())
     bodies = [json.dumps({"agent_slug": SLUG, "events": task_batch(uuid.uuid4().hex[:10], 17)[:BATCH]}
                          ).encode() for _ in range(2 * batches)]
     for body in bodies[:20]:  # warm up
-        ingest(store, record, body, limits)
+        accept_batch(ports, record, body, later=_no_push)
     start = time.perf_counter()
     for body in bodies[20:batches]:
-        ingest(store, record, body, limits)
+        accept_batch(ports, record, body, later=_no_push)
     full = (batches - 20) * BATCH / (time.perf_counter() - start)
     cleaned = [[clean_event(e, limits) for e in parse_batch(b, limits).events] for b in bodies[batches:]]
     start = time.perf_counter()

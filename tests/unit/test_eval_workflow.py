@@ -11,6 +11,7 @@ import pytest
 from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.domain.privacy import HIDDEN, Viewer, task_view
 from bench_core.evals import workflow
+from bench_core.ingest.pipeline import queue_evals
 from bench_core.llm import Completion, LLMUnavailable
 from bench_core.reads.agents import agent_summary
 from bench_core.runtime.adapters import Services
@@ -169,7 +170,7 @@ def test_reasoning_written_while_outputs_are_hidden_stays_private(services: Serv
     assert task_view(task, agent, Viewer("alice"))["eval"]["reasoning"].startswith("The task failed")
 
 
-def test_hand_off_starts_evals_of_runs_only_unless_subtasks_are_configured(
+def test_queue_evals_starts_evals_of_runs_only_unless_subtasks_are_configured(
         services: Services) -> None:
     started: list[tuple[AgentRef, list[str]]] = []
 
@@ -182,10 +183,10 @@ def test_hand_off_starts_evals_of_runs_only_unless_subtasks_are_configured(
 
     outcome = services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(
         task_events("sub", parent="root") + task_events("root")))
-    workflow.hand_off(services.provide(workflows=Recorder()), REF, outcome)
+    queue_evals(services.provide(workflows=Recorder()), REF, outcome)
     with_subtasks = Services(replace(services.settings, judge=JudgeSettings(subtasks=True)),
                              services.store).provide(workflows=Recorder())
-    workflow.hand_off(with_subtasks, REF, outcome)
+    queue_evals(with_subtasks, REF, outcome)
     assert started == [(REF, ["root"]), (REF, ["sub", "root"])]
 
 
@@ -195,4 +196,4 @@ def test_a_failing_start_never_fails_the_ingest(services: Services) -> None:
             raise RuntimeError("state machine gone")
 
     outcome = services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("t1")))
-    workflow.hand_off(services.provide(workflows=Broken()), REF, outcome)
+    queue_evals(services.provide(workflows=Broken()), REF, outcome)

@@ -19,26 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..domain.models import AgentRef, EvalResult, IngestOutcome, iso, utcnow
+from ..domain.models import EvalResult, iso, utcnow
 from ..runtime.adapters import Services
-from ..runtime.log import logger
 from ..workflows import State, parse_agent
 from .budget import skip_reason
 
 DONE = "done"
-
-
-def hand_off(services: Services, ref: AgentRef, outcome: IngestOutcome) -> None:
-    """Start evals of the tasks a batch finished (runs; subtasks too if configured). Called
-    after the batch is stored; a failure here is logged, never the batch's failure."""
-    task_ids = [task_id for task_id, is_run in outcome.finished
-                if is_run or services.settings.judge.subtasks]
-    if not task_ids:
-        return
-    try:
-        services.workflows.start_evals(ref, task_ids)
-    except Exception:
-        logger.exception("could not start evals; the sweep will find them", extra={"agent": ref.path})
 
 
 def start_state(agent: str, task_id: str, *, force: bool = False) -> State:

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.requests import HTTPConnection
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -50,6 +51,12 @@ async def services_of(request: Request) -> Services:
     """`get_services` as every route's dependency: FastAPI runs a plain-function dependency in
     a worker thread, a hop that costs more than the lookup itself."""
     return get_services(request)
+
+
+def public_base(connection: HTTPConnection, services: Services) -> str:
+    """Where this server is reached from outside (`BENCH_PUBLIC_URL`, else the request's own
+    base), without a trailing slash: for links, redirects and same-origin checks."""
+    return (services.settings.public_url or str(connection.base_url)).rstrip("/")
 
 
 def error_response(status: int, message: str, detail: list[Any] | None = None,

@@ -22,7 +22,7 @@ from ..domain.errors import Forbidden
 from ..domain.hosts import FORWARDING_HEADERS, host_name, is_loopback_name
 from ..domain.models import iso, utcnow
 from ..runtime.adapters import Services
-from . import services_of
+from . import public_base, services_of
 from .browser import (
     NO_STORE,
     check_csrf,
@@ -32,7 +32,6 @@ from .browser import (
     safe_next,
     set_cookie,
 )
-from .ingest import public_base
 from .session_cookie import session_of
 from .templating import PageRoute, error_page, page
 

@@ -20,9 +20,8 @@ from starlette.concurrency import run_in_threadpool
 from ..accounts.sessions import Session
 from ..domain.errors import BadRequest, Forbidden
 from ..runtime.adapters import Services
-from . import csrf
+from . import csrf, public_base
 from .deps import read_body
-from .ingest import public_base
 from .session_cookie import session_of
 from .templating import PageRoute
 

@@ -22,10 +22,9 @@ from ..domain.privacy import IMPLICIT_AGENT, Viewer
 from ..reads.agents import agent_summary
 from ..reads.live_events import headline, summary
 from ..runtime.adapters import Services
-from . import services_of
+from . import public_base, services_of
 from .api import agent_ref
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
-from .ingest import public_base
 from .templating import page
 
 router = APIRouter(prefix="/dashboard", route_class=AccountRoute)

@@ -21,10 +21,9 @@ from ..domain.errors import TooManyRequests
 from ..domain.keys import new_key
 from ..domain.models import iso, utcnow
 from ..runtime.adapters import Services
-from . import services_of
+from . import public_base, services_of
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
 from .deps import client_of
-from .ingest import public_base
 from .templating import page
 
 api_router = APIRouter(prefix="/api/cli/device")

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from starlette.responses import JSONResponse
 
 from ..domain.errors import BenchError, Unauthorized
-from ..domain.models import AgentRef, IngestBatch, IngestOutcome, KeyRecord
-from ..evals.workflow import hand_off
-from ..ingest.wire import decode_body, ingest
+from ..ingest.pipeline import accept_batch
+from ..ingest.wire import decode_body
 from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
 from ..runtime.log import logger
-from . import services_of
+from . import public_base, services_of
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
 
 
@@ -30,28 +28,6 @@ async def count_rejections() -> AsyncIterator[None]:
 
 
 router = APIRouter(dependencies=[Depends(count_rejections)])
-
-
-def public_base(request: Request, services: Services) -> str:
-    return (services.settings.public_url or str(request.base_url)).rstrip("/")
-
-
-def ingest_as(services: Services, key: KeyRecord, body: bytes) -> tuple[IngestBatch,
-                                                                        IngestOutcome]:
-    """Store a batch written with `key` and hand its finished runs to the judge: what every
-    way in does (`POST /ingest`, the /try demo)."""
-    batch, outcome = ingest(services.store, key, body, services.settings.limits)
-    hand_off(services, AgentRef(key.login, batch.agent_slug), outcome)
-    return batch, outcome
-
-
-def publish_later(background: BackgroundTasks, services: Services, ref: AgentRef,
-                  events: Sequence[Any], outcome: IngestOutcome) -> None:
-    """Push a batch's events to open dashboards after the response, if any was new: on one
-    machine once it is sent, in Lambda before the invocation ends. Never the batch's failure
-    either way. `events` are wire events or stored event bodies (`LiveFeed.publish`)."""
-    if outcome.accepted:
-        background.add_task(services.live.publish, ref, events)
 
 
 @router.post("/ingest")
@@ -69,9 +45,7 @@ async def post_ingest(request: Request, background: BackgroundTasks,
     # lock, which other writers hold for milliseconds, and a WAL checkpoint now and then; in
     # Lambda there is nothing to overlap.
     key = authenticate(services, raw_key)
-    batch, outcome = ingest_as(services, key, body)
-    publish_later(background, services, AgentRef(key.login, batch.agent_slug), batch.events,
-                  outcome)
+    batch, outcome = accept_batch(services, key, body, later=background.add_task)
     lambda_instrumentation.count("EventsIngested", outcome.accepted)
     path = f"{key.login}/{batch.agent_slug}"
     logger.info("batch ingested", extra={"agent": path, "accepted": outcome.accepted,

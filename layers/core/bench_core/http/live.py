@@ -27,9 +27,8 @@ from ..domain.privacy import Viewer
 from ..live.local import POLICY_VIOLATION, LocalFeed, Subscriber
 from ..reads.live_events import hello
 from ..runtime.adapters import Services
-from . import csrf, get_services, services_of
+from . import csrf, get_services, public_base, services_of
 from .browser import NO_STORE
-from .ingest import public_base
 from .session_cookie import session_of
 
 router = APIRouter()

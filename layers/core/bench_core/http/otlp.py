@@ -11,7 +11,6 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..domain.errors import BenchError, Unauthorized
-from ..evals.workflow import hand_off
 from ..ingest.otlp import ExportResult, UnsupportedMediaType, encoding_of, export_traces
 from ..ingest.otlp.encode import export_response, status_body
 from ..ingest.wire import decode_body
@@ -20,20 +19,17 @@ from ..runtime.adapters import Services
 from ..runtime.log import logger
 from . import services_of
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
-from .ingest import publish_later
 
 router = APIRouter()
 JSON = "application/json"
 
 
 def authenticated_export(services: Services, raw_key: str, body: bytes, encoding: str,
-                         agent: str | None) -> ExportResult:
-    """Key check, decoding and store writes in one worker-thread hop."""
+                         agent: str | None, background: BackgroundTasks) -> ExportResult:
+    """Key check, decoding and store writes in one worker-thread hop; the live push waits in
+    `background` for the answer."""
     key = authenticate(services, raw_key)
-    result = export_traces(services.store, key, body, encoding, agent, services.settings.limits)
-    for ref, outcome in result.outcomes:
-        hand_off(services, ref, outcome)
-    return result
+    return export_traces(services, key, body, encoding, agent, later=background.add_task)
 
 
 @router.post("/v1/traces")
@@ -53,14 +49,12 @@ async def post_traces(request: Request, background: BackgroundTasks,
         body = decode_body(await read_body(request, limit),
                            request.headers.get("content-encoding"), limit)
         result = await run_in_threadpool(authenticated_export, services, raw_key, body, encoding,
-                                         request.headers.get("x-bench-agent"))
+                                         request.headers.get("x-bench-agent"), background)
     except BenchError as exc:
         lambda_instrumentation.count("BatchesRejected")
         return Response(status_body(exc.status, exc.message, encoding or "json"),
                         status_code=exc.status, headers=exc.headers,
                         media_type=content_type if encoding else JSON)
-    for ref, outcome in result.outcomes:
-        publish_later(background, services, ref, [e.body for e in result.events[ref]], outcome)
     accepted = sum(outcome.accepted for _, outcome in result.outcomes)
     lambda_instrumentation.count("EventsIngested", accepted)
     lambda_instrumentation.count("SpansIngested", result.spans)

@@ -23,10 +23,9 @@ from ..render import formatting as fmt
 from ..reuse.capability import capability_view
 from ..runtime.adapters import Services
 from ..store import Store
-from . import error_response, services_of
+from . import error_response, public_base, services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer
-from .ingest import public_base
 from .templating import PageRoute, error_page, page
 
 router = APIRouter(route_class=PageRoute)

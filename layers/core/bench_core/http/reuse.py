@@ -28,7 +28,6 @@ from ..runtime.adapters import Services
 from . import error_response, services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer, read_body, require_key
-from .ingest import publish_later
 
 router = APIRouter(prefix="/api")
 invoke_router = APIRouter(prefix="/api")
@@ -129,9 +128,8 @@ async def post_invoke(login: str, slug: str, request: Request, background: Backg
     except ValidationError as exc:
         raise Invalid("invalid call", [{**d, "loc": ["body", *d["loc"]]}
                                        for d in validation_detail(exc)]) from exc
-    call = await run_in_threadpool(invoke.invoke, services, key, agent_ref(login, slug), body)
-    if call.outcome is not None:
-        publish_later(background, services, call.ref, call.events, call.outcome)
+    call = await run_in_threadpool(lambda: invoke.invoke(services, key, agent_ref(login, slug), body,
+                                                         later=background.add_task))
     response = (JSONResponse(call.answer) if call.error is None else
                 error_response(call.error.status, call.error.message, call.error.detail,
                                call.error.headers))

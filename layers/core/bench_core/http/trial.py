@@ -15,14 +15,13 @@ from starlette.concurrency import run_in_threadpool
 from ..accounts import sessions
 from ..domain.errors import Forbidden, TooManyRequests
 from ..domain.field_limits import dumps
-from ..domain.models import AgentRef, WireEvent
 from ..domain.privacy import Viewer
+from ..ingest.pipeline import Later, accept_batch
 from ..runtime.adapters import Services
 from ..trial import sandbox
-from . import services_of
+from . import public_base, services_of
 from .browser import NO_STORE, check_csrf, csrf_for, form_fields, set_cookie
 from .deps import client_of
-from .ingest import ingest_as, public_base
 from .session_cookie import session_of
 from .templating import PageRoute, error_page, page
 
@@ -75,18 +74,13 @@ async def start_sandbox(request: Request, services: Services = Depends(services_
     return response
 
 
-def _demo(services: Services, login: str, steps: list[int]
-          ) -> list[tuple[AgentRef, list[WireEvent]]]:
-    """Ingest demo runs as the sandbox's own key; what each stored, for the live push."""
+def _demo(services: Services, login: str, steps: list[int], later: Later) -> None:
+    """Ingest demo runs as the sandbox's own key, as `POST /ingest` would."""
     key = sandbox.demo_key(services.store, login)
     if key is None:
         raise Forbidden("this sandbox has expired: start a new one")
-    sent = []
     for step in steps:
-        batch, outcome = ingest_as(services, key, dumps(sandbox.demo_batch(step)).encode())
-        if outcome.accepted:
-            sent.append((AgentRef(login, batch.agent_slug), batch.events))
-    return sent
+        accept_batch(services, key, dumps(sandbox.demo_batch(step)).encode(), later=later)
 
 
 @router.post("/try/demo")
@@ -99,8 +93,7 @@ async def run_demo(request: Request, background: BackgroundTasks,
         raise Forbidden("start a sandbox first")
     step = fields.get("step", "")
     steps = [int(step) % sandbox.DEMO_STEPS] if step.isdigit() else list(range(sandbox.DEMO_STEPS))
-    for ref, events in await run_in_threadpool(_demo, services, session.login, steps):
-        background.add_task(services.live.publish, ref, events)
+    await run_in_threadpool(_demo, services, session.login, steps, background.add_task)
     if step:
         return JSONResponse({"sent": len(steps)}, headers=NO_STORE)
     return RedirectResponse("/try", status_code=303, headers=NO_STORE)

@@ -1,4 +1,5 @@
-"""`POST /ingest`: a raw body → validated events → one atomic store write.
+"""The `POST /ingest` wire format: a raw body → a validated batch → clean events
+(`pipeline.accept_batch` stores them).
 
 Everything that can reject a batch happens before the store is touched, so a rejected batch
 stores nothing. Oversized values are truncated with a marker instead of failing the batch.
@@ -14,10 +15,8 @@ from pydantic_core import to_json
 
 from ..domain.errors import BadRequest, Invalid, PayloadTooLarge
 from ..domain.field_limits import cap
-from ..domain.keys import may_write
-from ..domain.models import AgentMeta, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent, iso
+from ..domain.models import CleanEvent, IngestBatch, WireEvent, iso
 from ..runtime.config import Limits
-from ..store import Store
 
 _CAPPED_FIELDS = ("input", "output", "data")
 _KEPT_FIELDS = ("name", "parent_task_id", "status", "duration_ms", "cost_usd", "cost_breakdown")
@@ -89,16 +88,4 @@ def clean_event(event: WireEvent, limits: Limits) -> CleanEvent:
             body[name] = cap(body[name], max_bytes)
     return CleanEvent(id=event.id, kind=event.kind, ts=body["ts"], task_id=event.task_id,
                       body=body)
-
-
-def ingest(store: Store, key: KeyRecord, body: bytes, limits: Limits) -> tuple[IngestBatch,
-                                                                               IngestOutcome]:
-    """Validate and store one batch written with `key`; the outcome says what was new."""
-    batch = parse_batch(body, limits)
-    may_write(key, key.login, batch.agent_slug)
-    events = [clean_event(e, limits) for e in batch.events]
-    meta = AgentMeta(slug=batch.agent_slug, display_name=batch.display_name, model=batch.model,
-                     framework=batch.framework, architecture=batch.architecture,
-                     tools=batch.tools)
-    return batch, store.ingest(key.login, meta, events, dropped=batch.dropped or 0)
 

@@ -7,8 +7,9 @@
 4. whatever happens there, the call is recorded twice: as a task of the agent (through the
    ingest fold, so its stats count it; named `invoked`, the caller in its metadata) and as
    usage of the caller (kept as long as raw events, `usage_expiry`); then the caller gets the
-   answer, or 502/504 saying what went wrong, and the recorded events go to the agent's live
-   feed as an ingested batch's do (`Invocation`, published by the router after the answer).
+   answer, or 502/504 saying what went wrong. The task goes through `ingest.pipeline.accept`
+   like any batch: its evals are queued, and its events reach the agent's live feed after the
+   answer (`later`).
 """
 
 from __future__ import annotations
@@ -26,15 +27,13 @@ from ..domain.models import (
     Agent,
     AgentMeta,
     AgentRef,
-    IngestOutcome,
     KeyRecord,
     WireEvent,
     iso,
     utcnow,
 )
 from ..domain.privacy import Viewer, visible_agent
-from ..evals.workflow import hand_off
-from ..ingest.wire import clean_event
+from ..ingest.pipeline import Later, accept
 from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
 from ..runtime.log import logger
@@ -68,18 +67,15 @@ class Call:
 
 @dataclass
 class Invocation:
-    """What a call came to: the caller's answer, or the error to answer with; and the events it
-    was recorded as for the agent `ref` (`outcome` None: they could not be stored)."""
+    """What a call came to for the agent `ref`: the caller's answer, or the error to answer with."""
 
     ref: AgentRef
     answer: dict[str, Any] | None
     error: BenchError | None
-    events: list[WireEvent]
-    outcome: IngestOutcome | None
 
 
-def invoke(services: Services, key: KeyRecord, ref: AgentRef,
-           request: InvokeRequest) -> Invocation:
+def invoke(services: Services, key: KeyRecord, ref: AgentRef, request: InvokeRequest, *,
+           later: Later) -> Invocation:
     """Check, count, forward and record one call; refusals before anything goes out
     (not found, no grant, over quota, too large) raise."""
     store, settings = services.store, services.settings.reuse
@@ -99,11 +95,11 @@ def invoke(services: Services, key: KeyRecord, ref: AgentRef,
         grants.take_quota(store, agent, key.login, grant, now)
     call = _forward(services, endpoint, record.secret, key.login, ref, payload)
     events = _events(key.login, request, call)
-    outcome = _record(services, agent, key, events, call)
+    _record(services, agent, key, events, call, later)
     answer = None if call.error is not None else {
         "agent": ref.path, "call_id": call.call_id, "output": call.output,
         "duration_ms": call.duration_ms}
-    return Invocation(agent.ref, answer, call.error, events, outcome)
+    return Invocation(agent.ref, answer, call.error)
 
 
 def _forward(services: Services, endpoint: str, secret: str, caller: str, ref: AgentRef,
@@ -170,15 +166,12 @@ def usage_expiry(started: datetime, key: KeyRecord, retention_days: int) -> str 
 
 
 def _record(services: Services, agent: Agent, key: KeyRecord, events: list[WireEvent],
-            call: Call) -> IngestOutcome | None:
+            call: Call, later: Later) -> None:
     """The call as a task of the agent and as usage of the caller. A failure here is logged:
     the call has happened and counted, so its answer still goes back."""
-    outcome = None
     try:
         limits = services.settings.limits
-        outcome = services.store.ingest(agent.login, AgentMeta(slug=agent.slug),
-                                        [clean_event(e, limits) for e in events])
-        hand_off(services, agent.ref, outcome)
+        accept(services, agent.login, AgentMeta(slug=agent.slug), events, later=later)
         services.store.record_usage(UsageRecord(
             login=key.login, at=iso(call.started), call_id=call.call_id,
             agent=f"{agent.login}/{agent.slug}",
@@ -190,4 +183,3 @@ def _record(services: Services, agent: Agent, key: KeyRecord, events: list[WireE
         logger.exception("could not record a call", extra={"agent": agent.ref.path,
                                                             "call_id": call.call_id})
     lambda_instrumentation.count("AgentCalls")
-    return outcome

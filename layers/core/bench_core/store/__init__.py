@@ -2,9 +2,19 @@
 
 from .base import (
     SETTABLE,
+    AccountStore,
+    AgentStore,
+    BenchmarkStore,
+    EvalStore,
+    IngestStore,
+    LeaderboardStore,
+    RetentionStore,
+    ReuseStore,
     Store,
     decode_cursor,
     encode_cursor,
 )
 
-__all__ = ["Store", "SETTABLE", "encode_cursor", "decode_cursor"]
+__all__ = ["Store", "IngestStore", "AgentStore", "AccountStore", "EvalStore", "LeaderboardStore",
+           "ReuseStore", "BenchmarkStore", "RetentionStore", "SETTABLE", "encode_cursor",
+           "decode_cursor"]

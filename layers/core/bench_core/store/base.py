@@ -1,9 +1,14 @@
 """The Store port: everything Bench keeps, behind one interface with two adapters.
 
+`Store` is the composition of one small protocol per concern (`IngestStore`, `AgentStore`,
+`AccountStore`, `EvalStore`, `LeaderboardStore`, `ReuseStore`, `BenchmarkStore`,
+`RetentionStore`), so a use case can ask for the part it uses; each adapter keeps one file per
+concern under the same names (`sqlite/ingest.py`, `dynamodb/ingest.py`, ...).
+
 - `sqlite.SqliteStore`: the embedded default, one file in WAL mode.
 - `dynamodb.DynamoStore`: one DynamoDB table for AWS.
 
-Both pass the same contract suite (tests/contract). Ingest is the only complex write; both
+Both pass the same contract suite, one file per concern (tests/contract/store/). Ingest is the only complex write; both
 adapters delegate its meaning to `bench_core.domain.folding` and differ only in how they make it atomic.
 """
 
@@ -30,7 +35,41 @@ if TYPE_CHECKING:
     from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 
 
-class Store(Protocol):
+class IngestStore(Protocol):
+    """Events in, tasks and daily counters out: the write path and its reads."""
+
+    # dedupe by event id, fold, update counters -- atomically. `dropped` (events the client
+    # could not send) counts only if the batch brought a new event: a replay does not.
+    def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
+               dropped: int = 0) -> IngestOutcome: ...
+
+    # reads
+    def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]: ...
+    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None: ...
+    def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
+                   limit: int = 50, cursor: str | None = None
+                   ) -> tuple[list[TaskState], str | None]: ...
+    def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]: ...
+    def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]: ...
+    def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]: ...
+
+
+class AgentStore(Protocol):
+    """Agents by reference: their names, privacy settings and stats."""
+
+    def get_agent(self, ref: AgentRef) -> Agent | None: ...
+    def list_agents(self, login: str) -> list[Agent]: ...
+    def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None: ...
+    def create_agent(self, agent: Agent) -> bool:
+        """Create `agent` (its names and privacy settings; no stats) before its first event,
+        so it can start out private; False, changing nothing, if it exists."""
+        ...
+
+
+class AccountStore(Protocol):
+    """Accounts (bench_core.accounts): keys, users, short-lived grants, rate-limit counters
+    and live-feed connections."""
+
     # keys and users
     def create_key(self, record: KeyRecord) -> None: ...
     def key_by_hash(self, key_hash: str) -> KeyRecord | None: ...
@@ -71,38 +110,11 @@ class Store(Protocol):
         in connection id order."""
         ...
 
-    # agents
-    def get_agent(self, ref: AgentRef) -> Agent | None: ...
-    def list_agents(self, login: str) -> list[Agent]: ...
-    def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None: ...
-    def create_agent(self, agent: Agent) -> bool:
-        """Create `agent` (its names and privacy settings; no stats) before its first event,
-        so it can start out private; False, changing nothing, if it exists."""
-        ...
 
-    # ingest: dedupe by event id, fold, update counters -- atomically. `dropped` (events the
-    # client could not send) counts only if the batch brought a new event: a replay does not.
-    def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
-               dropped: int = 0) -> IngestOutcome: ...
+class EvalStore(Protocol):
+    """Eval results and judge spend (rules in bench_core.evals.records), failure clusters
+    (bench_core.clustering)."""
 
-    # reads
-    def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]: ...
-    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None: ...
-    def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
-                   limit: int = 50, cursor: str | None = None
-                   ) -> tuple[list[TaskState], str | None]: ...
-    def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]: ...
-    def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]: ...
-    def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]: ...
-
-    # the leaderboard: rankings kept on every write (bench_core.domain.ranking), read in order
-    def leaderboard(self, sort: str, *, query: str | None = None, offset: int = 0,
-                    limit: int = 25) -> list[Agent]:
-        """Listed agents that qualify for `sort`, best first (ties: more runs, then login and
-        slug), whose search text contains `query` (case-insensitive); one index range read."""
-        ...
-
-    # evaluations (workflows/eval.py; rules in bench_core.evals.records)
     def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
         """Store `result` on the finished task and apply its `eval_delta` to the agent (and
         today's judge spend), atomically; False (nothing changed) if the task is unknown or
@@ -117,7 +129,7 @@ class Store(Protocol):
         ...
     def judge_spend(self, ref: AgentRef, day: str) -> float: ...
 
-    # failure clusters (workflows/cluster.py)
+    # failure clusters
     def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
         """The agent's failed and low-scored runs (`evals.LOW_SCORE`), newest first."""
         ...
@@ -130,7 +142,22 @@ class Store(Protocol):
         """Agents with failed or low-scored runs recorded since their last insights."""
         ...
 
-    # authorized reuse (bench_core.reuse): capability cards, invocation grants, quota, usage
+
+class LeaderboardStore(Protocol):
+    """The leaderboard: rankings kept on every write (bench_core.domain.ranking), read in
+    order."""
+
+    def leaderboard(self, sort: str, *, query: str | None = None, offset: int = 0,
+                    limit: int = 25) -> list[Agent]:
+        """Listed agents that qualify for `sort`, best first (ties: more runs, then login and
+        slug), whose search text contains `query` (case-insensitive); one index range read."""
+        ...
+
+
+class ReuseStore(Protocol):
+    """Authorized reuse (bench_core.reuse): capability cards, invocation grants, quota and
+    callers' usage."""
+
     def put_capability(self, ref: AgentRef, card: dict[str, Any], when: str, secret: str
                        ) -> bool:
         """Publish or replace the agent's card. `secret` becomes its invocation secret only if
@@ -160,7 +187,11 @@ class Store(Protocol):
         """The login's calls through Bench, newest first; none past its expiry."""
         ...
 
-    # benchmarks (bench_core.benchmarks): the suite registry, runs with their attempts, rankings
+
+class BenchmarkStore(Protocol):
+    """Benchmarks (bench_core.benchmarks): the suite registry, runs with their attempts,
+    rankings."""
+
     def register_suite(self, suite: str, content_hash: str, when: str) -> str:
         """Register `suite` (`<name>-v<N>`) with `content_hash` unless it is registered, and
         return the registered hash, atomically: a published suite never changes."""
@@ -182,12 +213,21 @@ class Store(Protocol):
         rank key `after`; without attempts, private agents included (callers filter)."""
         ...
 
-    # retention (sqlite_retention, dynamodb_retention): raw events for the configured days,
-    # a temporary agent (/try) with everything it holds until its `expires_at`
+
+class RetentionStore(Protocol):
+    """What is kept how long: raw events for the configured days, a temporary agent (/try)
+    with everything it holds until its `expires_at` (sqlite/retention.py,
+    dynamodb/retention.py)."""
+
     def purge_expired(self, now: str) -> int:
         """Delete what has expired by `now`; the rows deleted (0 where the database expires
         items itself: DynamoDB's TTL)."""
         ...
+
+
+class Store(IngestStore, AgentStore, AccountStore, EvalStore, LeaderboardStore, ReuseStore,
+            BenchmarkStore, RetentionStore, Protocol):
+    """Everything Bench keeps: what each adapter implements."""
 
     def close(self) -> None: ...
 

@@ -1,8 +1,8 @@
-"""OpenTelemetry ingest (SPEC section 3): an OTLP trace export → tasks, through the same store
-write as `POST /ingest`.
+"""OpenTelemetry ingest (SPEC section 3): an OTLP trace export → tasks, through the same
+`pipeline.accept` as `POST /ingest`.
 
 `export_traces` decodes a request (`decode`), maps each span to task events (`mapping`), groups
-them by agent and stores each group atomically. Spans that cannot be stored are counted and
+them by agent and accepts each group (one atomic store write each). Spans that cannot be stored are counted and
 named in the `ExportResult`, which the HTTP edge turns into OTLP's `partialSuccess`; a body that
 is not an export request at all is a `DecodeError` (400).
 
@@ -21,8 +21,7 @@ from typing import Any
 from ...domain.errors import BadRequest, BenchError
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
-from ...runtime.config import Limits
-from ...store import Store
+from ..pipeline import IngestPorts, Later, accept
 from .decode import DecodeError, Span, decode
 from .mapping import span_events, span_problem
 
@@ -44,8 +43,6 @@ class ExportResult:
     reasons: dict[str, int] = field(default_factory=dict)
     """Why spans were rejected: reason → count."""
     outcomes: list[tuple[AgentRef, IngestOutcome]] = field(default_factory=list)
-    events: dict[AgentRef, list[CleanEvent]] = field(default_factory=dict)
-    """What was stored for each agent, for the live feed."""
 
     @property
     def error_message(self) -> str:
@@ -62,10 +59,11 @@ def encoding_of(content_type: str | None) -> str | None:
     return ENCODINGS.get(media)
 
 
-def export_traces(store: Store, key: KeyRecord, body: bytes, encoding: str,
-                  agent_header: str | None, limits: Limits) -> ExportResult:
-    """Store the spans of one export request written with `key`; nothing is stored when an
+def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str,
+                  agent_header: str | None, *, later: Later) -> ExportResult:
+    """Accept the spans of one export request written with `key`; nothing is stored when an
     agent it names may not be written with the key (403) or the body is not a request (400)."""
+    limits = ports.settings.limits
     try:
         spans = decode(body, encoding)
     except DecodeError as exc:
@@ -88,9 +86,8 @@ def export_traces(store: Store, key: KeyRecord, body: bytes, encoding: str,
     for slug in by_agent:
         may_write(key, key.login, slug)
     for slug, events in by_agent.items():
-        ref = AgentRef(key.login, slug)
-        result.outcomes.append((ref, store.ingest(key.login, AgentMeta(slug=slug), events)))
-        result.events[ref] = events
+        outcome = accept(ports, key.login, AgentMeta(slug=slug), events, later=later)
+        result.outcomes.append((AgentRef(key.login, slug), outcome))
     return result
 
 

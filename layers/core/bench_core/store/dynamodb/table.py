@@ -46,7 +46,6 @@ TABLE_PROPERTIES: dict[str, Any] = {
     ],
     "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
     "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-    "SSESpecification": {"SSEEnabled": True},
 }
 
 

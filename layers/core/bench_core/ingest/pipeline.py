@@ -1,0 +1,85 @@
+"""The one way events come in: clean → store → queue evals → publish to the live feed.
+
+Every source ends in `accept`: `POST /ingest` and the /try demo (`accept_batch`, the wire
+format), `POST /v1/traces` (`ingest.otlp.export_traces`, spans mapped to events) and calls
+through Bench (`reuse.invoke`, the call recorded as a task). A source decodes its input and
+decides who may write it; what happens to the events after that is the same for all of them.
+
+Ingest never waits on the judge or on watchers: evals are only queued (`Workflows`), and the
+live push is handed to `later`, which runs it after the answer (FastAPI's background tasks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..domain.keys import may_write
+from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent
+from ..runtime.log import logger
+from .wire import clean_event, parse_batch
+
+if TYPE_CHECKING:
+    from ..live import LiveFeed
+    from ..runtime.config import Settings
+    from ..store import Store
+    from ..workflows import Workflows
+
+Later = Callable[..., Any]
+"""Runs `fn(*args)` once the answer is sent, as `BackgroundTasks.add_task` does."""
+
+
+class IngestPorts(Protocol):
+    """What accepting events uses (the composition root's `Services` is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def workflows(self) -> Workflows: ...
+    @property
+    def live(self) -> LiveFeed: ...
+
+
+def accept(ports: IngestPorts, login: str, meta: AgentMeta,
+           events: Sequence[WireEvent] | Sequence[CleanEvent], *, later: Later,
+           dropped: int = 0) -> IngestOutcome:
+    """Store `events` for the agent `login`/`meta.slug` in one atomic write, queue evals of
+    the runs they finished and, if any event was new, push them to open dashboards via
+    `later`. Wire events are cleaned first; the feed gets what the source sent (wire events,
+    or the bodies of events a source built clean)."""
+    limits = ports.settings.limits
+    stored = [e if isinstance(e, CleanEvent) else clean_event(e, limits) for e in events]
+    outcome = ports.store.ingest(login, meta, stored, dropped=dropped)
+    ref = AgentRef(login, meta.slug)
+    queue_evals(ports, ref, outcome)
+    if outcome.accepted:
+        later(ports.live.publish, ref, [e.body if isinstance(e, CleanEvent) else e for e in events])
+    return outcome
+
+
+def accept_batch(ports: IngestPorts, key: KeyRecord, body: bytes, *,
+                 later: Later) -> tuple[IngestBatch, IngestOutcome]:
+    """A wire-format batch (`POST /ingest`, the /try demo) written with `key`: validated and
+    authorized before anything is stored, so a rejected batch stores nothing."""
+    batch = parse_batch(body, ports.settings.limits)
+    may_write(key, key.login, batch.agent_slug)
+    meta = AgentMeta(slug=batch.agent_slug, display_name=batch.display_name, model=batch.model,
+                     framework=batch.framework, architecture=batch.architecture,
+                     tools=batch.tools)
+    return batch, accept(ports, key.login, meta, batch.events, later=later,
+                         dropped=batch.dropped or 0)
+
+
+def queue_evals(ports: IngestPorts, ref: AgentRef, outcome: IngestOutcome) -> None:
+    """Start evals of the tasks a batch finished (runs; subtasks too if configured). Called
+    after the batch is stored; a failure here is logged, never the batch's failure."""
+    task_ids = [task_id for task_id, is_run in outcome.finished
+                if is_run or ports.settings.judge.subtasks]
+    if not task_ids:
+        return
+    try:
+        ports.workflows.start_evals(ref, task_ids)
+    except Exception:
+        logger.exception("could not start evals; the sweep will find them", extra={"agent": ref.path})
