@@ -60,7 +60,10 @@ class WireEvent(BaseModel):
     @field_validator("ts")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        try:
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+            raise ValueError("ts must fall within the years 1 to 9999 in UTC") from None
 
     @field_validator("parent_task_id")
     @classmethod
