@@ -117,3 +117,27 @@ def test_the_new_agent_form_starts_with_content_hidden(bench_server: RunningServ
     browser.sign_in()
     form = browser.get("/dashboard/new").text
     assert 'name="hide_inputs" checked' in form and 'name="hide_outputs" checked' in form
+
+
+def test_evidence_holds_names_and_numbers_only(server_on_each_store: RunningServer) -> None:
+    server = server_on_each_store
+    login = new_login()
+    key = server.create_key(login)
+    events = task_events("t1", output="out")
+    evidence = {"label": "evidence", "provider": {"leak": "secret-provider"},
+                "model": "gpt-4o", "operation": "say secret-operation now",
+                "input_tokens": 10, "output_tokens": "many", "prompt": "secret-prompt"}
+    events.insert(1, {**events[0], "id": "e-evidence", "kind": "task.log", "data": evidence,
+                      "input": None})
+    r = post(server, batch("ev", events), key)
+    assert r.status_code == 200, r.text
+    dropped = {tuple(d["loc"]): d["msg"] for d in r.json()["dropped"]}
+    assert set(dropped) == {("events", 1, "data", name)
+                            for name in ("provider", "operation", "output_tokens", "prompt")}
+    for viewer in (None, key):
+        task = get(server, f"/api/agents/{login}/ev/tasks/t1", viewer)
+        assert "secret-" not in task.text
+        record, = task.json()["evidence"]["records"]
+        assert record["provider"] is None and record["model"] == "gpt-4o"
+        assert record["input_tokens"] == 10 and record["output_tokens"] is None
+        assert "secret-" not in get(server, f"/api/agents/{login}/ev/events", viewer).text

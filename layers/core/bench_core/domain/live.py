@@ -51,6 +51,8 @@ class LiveConnection:
     slug: str | None
     viewer: str | None
     expires_at: str
+    grant: str | None = None
+    """What authorised it (`accounts.live_grants`): it closes when that ends."""
 
     @property
     def channel(self) -> Channel:

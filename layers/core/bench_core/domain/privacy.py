@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import NotFound
 from .models import Agent, EvalResult, KeyRecord, TaskState
-from .pricing import EVIDENCE_LABEL, TOKEN_FIELDS, is_evidence
+from .pricing import EVIDENCE_LABEL, NAME_FIELDS, TOKEN_FIELDS, evidence_name, is_evidence, token_count
 
 HIDDEN = "[hidden by owner]"
 IMPLICIT_AGENT = {"visibility": "public", "hide_inputs": True, "hide_outputs": True}
@@ -117,7 +117,12 @@ def evidence_view(task: TaskState, events: list[dict[str, Any]] | None) -> dict[
 
 
 def evidence_record(data: dict[str, Any]) -> dict[str, Any]:
-    return {"label": EVIDENCE_LABEL, **{name: data.get(name) for name in EVIDENCE_FIELDS}}
+    """Usage only: names that look like names (a record stored before ingest checked them may
+    hold anything), counts and Bench's price."""
+    record = {"label": EVIDENCE_LABEL, **{name: data.get(name) for name in EVIDENCE_FIELDS}}
+    record.update({name: evidence_name(record[name]) for name in NAME_FIELDS})
+    record.update({name: token_count(record[name]) for name in TOKEN_FIELDS})
+    return record
 
 
 def shows_derived(agent: Agent, viewer: Viewer, private: bool) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from starlette.concurrency import run_in_threadpool
 
+from ..accounts import live_grants
 from ..domain.errors import BadRequest, Forbidden, NotFound
 from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentSettingsPatch, KeyRecord
 from ..domain.privacy import Viewer, event_view, task_view, visible_agent
@@ -98,4 +99,5 @@ async def patch_agent(login: str, slug: str, patch: AgentSettingsPatch,
     agent = await run_in_threadpool(services.store.update_agent, ref, changes)
     if agent is None:
         raise NotFound("agent not found")
+    await live_grants.settings_changed(services.live, agent)
     return agent_detail(services.store, agent, Viewer.of_key(key))

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import github, sessions, valid_account_login
+from ..accounts import github, live_grants, sessions, valid_account_login
 from ..accounts import signed_tokens as signing
 from ..domain.errors import Forbidden
 from ..domain.hosts import FORWARDING_HEADERS, host_name, is_loopback_name
@@ -164,6 +164,7 @@ async def logout(request: Request, services: Services = Depends(services_of)) ->
     session = await session_of(request, services)
     if session is not None:
         await run_in_threadpool(sessions.end, services.store, session)
+        await live_grants.signed_out(services.live, session)
     response = RedirectResponse("/", status_code=303, headers=NO_STORE)
     clear_cookie(response, request, services, sessions.COOKIE)
     return response

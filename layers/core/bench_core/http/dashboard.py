@@ -15,6 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from ..accounts import live_grants
 from ..domain.errors import NotFound
 from ..domain.keys import new_key
 from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
@@ -139,6 +140,7 @@ async def agent_settings(request: Request, slug: str,
                                       patch.model_dump(exclude_none=True))
     if updated is None:
         raise NotFound("you have no agent of that name")
+    await live_grants.settings_changed(services.live, updated)
     return RedirectResponse(f"/dashboard/agents/{ref.slug}?saved=1", status_code=303,
                             headers=NO_STORE)
 
@@ -178,11 +180,12 @@ async def create_key(request: Request, services: Services = Depends(services_of)
                        created={"key": raw, "record": record}, **context)
 
 
-def _revoke(services: Services, login: str, key_hash: str) -> None:
+def _revoke(services: Services, login: str, key_hash: str) -> KeyRecord:
     record = services.store.key_by_hash(key_hash) if len(key_hash) == 64 else None
     if record is None or record.login != login:
         raise NotFound("you have no such key")
     services.store.revoke_key(record.key_hash, iso(utcnow()))
+    return record
 
 
 @router.post("/keys/revoke")
@@ -190,5 +193,6 @@ async def revoke_key(request: Request, services: Services = Depends(services_of)
     session = await account_session(request, services)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
-    await run_in_threadpool(_revoke, services, session.login, fields.get("key", ""))
+    revoked = await run_in_threadpool(_revoke, services, session.login, fields.get("key", ""))
+    await live_grants.key_revoked(services.live, revoked)
     return RedirectResponse("/dashboard/keys", status_code=303, headers=NO_STORE)

@@ -163,6 +163,8 @@ MIGRATIONS: list[str] = [
     RETENTION_SCHEMA,
     # usage records of calls through Bench expire (sqlite_reuse, purged by sqlite_retention)
     USAGE_EXPIRY_SCHEMA,
+    # what authorised a live connection (accounts.live_grants): it closes when that ends
+    "ALTER TABLE live_connections ADD COLUMN grant_id TEXT;",
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
@@ -370,9 +372,9 @@ class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
             conn.execute("DELETE FROM live_connections WHERE expires_at <= ?", (iso(utcnow()),))
             conn.execute(
                 "INSERT OR REPLACE INTO live_connections (connection_id, login, slug, viewer, "
-                "expires_at) VALUES (?, ?, ?, ?, ?)",
+                "expires_at, grant_id) VALUES (?, ?, ?, ?, ?, ?)",
                 (connection.connection_id, connection.login, connection.slug, connection.viewer,
-                 connection.expires_at))
+                 connection.expires_at, connection.grant))
 
     def remove_connection(self, connection_id: str) -> None:
         with self._write() as conn:
@@ -380,7 +382,8 @@ class SqliteStore(SqliteReuse, SqliteBenchmarks, SqliteRetention):
 
     def live_connections(self, login: str, now: str) -> list[LiveConnection]:
         rows = self._conn().execute(
-            "SELECT connection_id, login, slug, viewer, expires_at FROM live_connections "
+            "SELECT connection_id, login, slug, viewer, expires_at, grant_id AS 'grant' "
+            "FROM live_connections "
             "WHERE login = ? AND expires_at > ? ORDER BY connection_id", (login, now)).fetchall()
         return [LiveConnection(**dict(r)) for r in rows]
 
