@@ -106,12 +106,15 @@ def _forward(services: Services, endpoint: str, secret: str, caller: str, ref: A
              payload: bytes) -> Call:
     call = Call(call_id=uuid.uuid4().hex, started=utcnow(), duration_ms=0.0)
     headers = {"Content-Type": "application/json", "Accept": "application/json",
-               "User-Agent": "Bench (authorized reuse)", "X-Bench-Call": call.call_id,
-               **signing.signed_headers(secret, int(time.time()), caller, ref.path,
-                                        payload)}
+               "User-Agent": "Bench (authorized reuse)"}
+
+    def sign(path: str, body: bytes) -> dict[str, str]:
+        return signing.signed_headers(secret, int(time.time()), call.call_id, caller, ref.path,
+                                      path, body)
+
     began = time.monotonic()
     try:
-        answer = outbound.post(endpoint, payload, headers, services.settings.reuse)
+        answer = outbound.post(endpoint, payload, headers, services.settings.reuse, sign)
         call.output = _output(answer)
     except outbound.RefusedEndpoint as exc:
         call.error = BadGateway(f"the agent's endpoint is refused: {exc}")
