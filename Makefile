@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint demo bench clean chromium
+.PHONY: run test lint demo bench clean chromium node-deps
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,12 @@ chromium:
 	  && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "note: chromium not installed; browser tests will be skipped"; }
 
-test: $(STAMP) chromium
+# The Vercel AI SDK end-to-end test's npm packages (tests/e2e/node, from its lockfile), where npm is.
+node-deps:
+	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/e2e/node/node_modules/ai ]; then \
+	  (cd tests/e2e/node && npm ci --no-audit --no-fund --silent) || echo "note: npm ci failed; the Node test will install or skip"; fi
+
+test: $(STAMP) chromium node-deps
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

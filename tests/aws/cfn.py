@@ -174,6 +174,13 @@ def environment(cfn: dict[str, Any], function_id: str, refs: dict[str, str],
     return {name: _resolve(value, cfn, refs, conditions or {}) for name, value in variables.items()}
 
 
+def resolve(value: Any, cfn: dict[str, Any], refs: dict[str, str],
+            conditions: dict[str, bool] | None = None) -> str:
+    """One value of the template as CloudFormation would compute it (`refs` as in
+    `environment`; parameters not in `refs` at their defaults)."""
+    return _resolve(value, cfn, refs, conditions or {})
+
+
 def _resolve(value: Any, cfn: dict[str, Any], refs: dict[str, str],
              conditions: dict[str, bool]) -> str:
     if isinstance(value, (str, int, float)):

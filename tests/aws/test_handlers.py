@@ -260,7 +260,9 @@ _IAM_ACTIONS = {
     ("apigatewaymanagementapi", "PostToConnection"): "execute-api:ManageConnections",
     ("apigatewaymanagementapi", "DeleteConnection"): "execute-api:ManageConnections",
     ("bedrock-runtime", "Converse"): "bedrock:InvokeModel",
+    ("bedrock-runtime", "InvokeModel"): "bedrock:InvokeModel",
     ("ssm", "GetParameter"): "ssm:GetParameter",
+    ("ssm", "PutParameter"): "ssm:PutParameter",
     ("secretsmanager", "GetSecretValue"): "secretsmanager:GetSecretValue",
 }
 

@@ -5,6 +5,7 @@ that their Task states call exactly the Python steps, in order."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -81,10 +82,15 @@ def test_task_states_call_the_python_steps_in_order(name: str, steps: dict[str, 
         assert task["Retry"] and all(r["BackoffRate"] >= 2 for r in task["Retry"]), task
 
 
-def test_every_task_has_retry_and_the_eval_judge_backs_off_on_an_unavailable_model() -> None:
+def judge_unavailable_retry() -> dict[str, Any]:
     judge = definition("eval")["States"]["Judge"]
-    (unavailable,) = [r for r in judge["Retry"] if r["ErrorEquals"] == ["LLMUnavailable"]]
-    assert unavailable["IntervalSeconds"] >= 10 and unavailable["MaxAttempts"] >= 2
+    (unavailable,) = [r for r in judge["Retry"] if "LLMUnavailable" in r["ErrorEquals"]]
+    return unavailable
+
+
+def test_every_task_has_retry_and_the_eval_judge_backs_off_on_an_unavailable_model() -> None:
+    unavailable = judge_unavailable_retry()
+    assert unavailable["IntervalSeconds"] >= 10 and unavailable["MaxAttempts"] >= 1
     for machine in ("eval", "cluster"):
         for state in states_of(definition(machine)).values():
             if state["Type"] == "Task":
@@ -206,20 +212,32 @@ def test_a_task_already_judged_ends_after_load(sfn: Sfn) -> None:
     assert run["status"] == "SUCCEEDED" and [i["step"] for i in invocations(run)] == ["load"]
 
 
-def test_an_unavailable_judge_is_retried_with_growing_backoff(sfn: Sfn) -> None:
-    sfn.queue({**START, "next": "judge"}, error("LLMUnavailable"), error("LLMUnavailable"),
-              JUDGED, DONE)
+def test_an_unavailable_judge_is_retried_after_a_backoff(sfn: Sfn) -> None:
+    retry = judge_unavailable_retry()
+    failures = [error("LLMUnavailable")] * retry["MaxAttempts"]
+    sfn.queue({**START, "next": "judge"}, *failures, JUDGED, DONE)
     run = sfn.run(sfn.eval_arn, "eval-retry", START)
     assert run["status"] == "SUCCEEDED"
-    assert [i["step"] for i in invocations(run)] == ["load", "judge", "judge", "judge", "record"]
-    retry = definition("eval")["States"]["Judge"]["Retry"][0]
-    assert len(sfn.sleeps) == 2  # full jitter: each wait is at most its backoff step
-    assert 0 <= sfn.sleeps[0] <= retry["IntervalSeconds"]
-    assert 0 <= sfn.sleeps[1] <= retry["IntervalSeconds"] * retry["BackoffRate"]
+    assert [i["step"] for i in invocations(run)] == (
+        ["load"] + ["judge"] * (len(failures) + 1) + ["record"])
+    assert len(sfn.sleeps) == len(failures)  # full jitter: each wait is at most its step
+    for n, slept in enumerate(sfn.sleeps):
+        assert 0 <= slept <= min(retry["IntervalSeconds"] * retry["BackoffRate"] ** n,
+                                 retry["MaxDelaySeconds"])
+
+
+def test_a_task_gone_before_its_judgement_ends_the_eval_without_recording(sfn: Sfn) -> None:
+    """The judge step answers `next: done` (no result) when the task vanished: the workflow
+    ends there instead of failing Record into EvalLeftPending."""
+    sfn.queue({**START, "next": "judge"}, {**START, "next": "done", "outcome": "task vanished"})
+    run = sfn.run(sfn.eval_arn, "eval-vanished", START)
+    assert run["status"] == "SUCCEEDED", run.get("error")
+    assert [i["step"] for i in invocations(run)] == ["load", "judge"]
+    assert json.loads(run["output"])["outcome"] == "task vanished"
 
 
 def test_a_judge_down_past_its_retries_leaves_the_task_pending(sfn: Sfn) -> None:
-    attempts = definition("eval")["States"]["Judge"]["Retry"][0]["MaxAttempts"] + 1
+    attempts = judge_unavailable_retry()["MaxAttempts"] + 1
     sfn.queue({**START, "next": "judge"}, *[error("LLMUnavailable")] * attempts)
     run = sfn.run(sfn.eval_arn, "eval-down", START)
     assert run["status"] == "FAILED" and run["error"] == "EvalLeftPending"
@@ -337,16 +355,40 @@ def test_a_repeated_refresh_is_one_cluster_execution_and_a_failed_start_never_ra
 # ---- the Lambdas behind the Task states, on DynamoDB ------------------------------------------
 
 
+def bedrock_answer(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    """What Bedrock answers: a judge verdict to Converse, a Titan embedding (a fixed vector per
+    text) to InvokeModel."""
+    import hashlib
+    import io
+
+    from botocore.response import StreamingBody
+
+    if operation == "Converse":
+        asked = params["messages"][-1]["content"][0]["text"]
+        score = 0.25 if "failed" in asked else 0.9
+        text = json.dumps({"score": score, "reasoning": "Judged by what the run answered."})
+        return {"output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+                "usage": {"inputTokens": 500, "outputTokens": 40}, "stopReason": "end_turn"}
+    assert operation == "InvokeModel", operation
+    text = json.loads(params["body"])["inputText"]
+    seed = hashlib.sha256(text.split(":")[0].encode()).digest()
+    vector = [seed[i % len(seed)] / 255 for i in range(json.loads(params["body"])["dimensions"])]
+    body = json.dumps({"embedding": vector}).encode()
+    return {"body": StreamingBody(io.BytesIO(body), len(body)), "contentType": "application/json"}
+
+
 def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_calls(
         transformed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
-    """The functions' handlers (as Lambda loads them) run each step against the moto table, as
-    their state machines would call them; every DynamoDB call they make is granted to their
-    role in the template, and the sweep starts evals on the eval state machine."""
+    """The functions' handlers (as Lambda loads them, with exactly the environment the
+    translated template gives each) run each step against the moto table, as their state
+    machines would call them; Bedrock answers as Bedrock does. Every AWS call they make is
+    granted to their role, the judge is the model the template names, and the hourly sweep
+    starts the eval left pending on the eval state machine."""
     import botocore.client
     from bench_core.domain.models import AgentMeta, AgentRef, iso, utcnow
     from bench_core.lambdas import workflow_steps as lambdas
 
-    from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
+    from tests.aws.lambda_runtime import LambdaContext, fresh_function_module, stand_ins
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
     from tests.aws.test_handlers import assert_granted
     from tests.factories import clean, task_events
@@ -357,22 +399,22 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
 
     def recording(client: Any, operation: str, params: dict[str, Any]) -> Any:
         service = client.meta.service_model.service_name
-        if service in ("dynamodb", "stepfunctions"):
-            calls.append((current[0], service, operation, params))
+        calls.append((current[0], service, operation, params))
+        if service == "bedrock-runtime":
+            return bedrock_answer(operation, params)
         return make_call(client, operation, params)
 
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
     monkeypatch.setattr(lambdas, "_services", None)
+    for name in [n for n in os.environ if n.startswith("BENCH_")]:
+        monkeypatch.delenv(name)  # each function gets exactly what the template sets
     functions = {f.code_dir.name: f for f in cfn.functions(transformed).values()}
     with dynamo_store() as store:
+        refs = stand_ins(transformed, TABLE_NAME)
         role = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")
-        machine = boto3.client("stepfunctions").create_state_machine(
+        refs["EvalStateMachine"] = boto3.client("stepfunctions").create_state_machine(
             name="bench-eval", definition=(MACHINES / "eval.asl.json").read_text(),
             roleArn=role["Role"]["Arn"], type="EXPRESS")["stateMachineArn"]
-        for name, value in {"BENCH_STORE": "dynamodb", "BENCH_TABLE_NAME": TABLE_NAME,
-                            "BENCH_LLM": "heuristic", "BENCH_EMBEDDER": "tfidf",
-                            "BENCH_EVAL_STATE_MACHINE_ARN": machine}.items():
-            monkeypatch.setenv(name, value)
         ref = AgentRef("alice", "agent-1")
         store.ingest("alice", AgentMeta(slug="agent-1"), clean(
             task_events("ok") + task_events("f1", status="failed", output="TimeoutError")
@@ -381,10 +423,14 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
         store.mark_evals_pending(ref, ["ok", "f1", "f2"], an_hour_ago)
 
         def invoke(function: str, step: str, state: dict[str, Any]) -> dict[str, Any]:
-            current[0] = functions[function].logical_id
-            handler = fresh_function_module(functions[function].code_dir).handler
+            deployed = functions[function]
+            current[0] = deployed.logical_id
+            environment = cfn.environment(transformed, deployed.logical_id, refs)
+            monkeypatch.setattr(lambdas, "_services", None)  # one execution environment each
             try:
-                return handler({"step": step, "state": state}, LambdaContext())
+                with mock.patch.dict(os.environ, environment):
+                    handler = fresh_function_module(deployed.code_dir).handler
+                    return handler({"step": step, "state": state}, LambdaContext())
             finally:
                 current[0] = "test"
 
@@ -392,14 +438,17 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
             state = eval_wf.start_state(ref.path, task_id)
             while state["next"] != eval_wf.DONE:
                 state = invoke("eval", state["next"], state)
-        assert store.get_task(ref, "f1").eval.score == 0.0
+        judged = store.get_task(ref, "f1").eval
+        model = cfn.environment(transformed, "EvalFunction", refs)["BENCH_BEDROCK_MODEL"]
+        assert (judged.score, judged.judge) == (0.25, f"bedrock:{model}")
         assert store.pending_evals(an_hour_ago, iso(utcnow()), 10) == [(ref, "f2")]
         swept = invoke("cluster", "sweep_evals", {})
         assert swept["swept"] == 1
         assert invoke("cluster", "due_agents", swept)["agents"] == [ref.path]
-        assert invoke("cluster", "cluster_agent", {"agent": ref.path})["clusters"] == 1
+        assert invoke("cluster", "cluster_agent", {"agent": ref.path})["clusters"] >= 1
         assert store.get_insights(ref)["considered"] == 2
-    started = [(who, json.loads(p["input"])["task_id"]) for who, _, op, p in calls
-               if op == "StartExecution"]
-    assert started == [("ClusterFunction", "f2")]
+    started = [(who, json.loads(p["input"])) for who, _, op, p in calls if op == "StartExecution"]
+    assert [(who, i["task_id"]) for who, i in started] == [("ClusterFunction", "f2")]
+    models = {p["modelId"] for _, service, op, p in calls if op == "Converse"}
+    assert models == {model}
     assert_granted(transformed, calls, ("EvalFunction", "ClusterFunction"))

@@ -29,7 +29,7 @@ from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent, iso
 from bench_core.domain.privacy import ANONYMOUS
 from bench_core.http.pages import profile_context
 from bench_core.http.templating import render
-from bench_core.reads.agents import public_summary
+from bench_core.reads.agents import profile_page, public_summary
 from bench_core.render.badge import badge_reply
 from bench_core.store.sqlite.store import SqliteStore
 
@@ -99,7 +99,7 @@ def measure(store: SqliteStore, slug: str, repeats: int) -> dict[str, tuple[floa
         agent = store.get_agent(ref)
         assert agent is not None
         return render("profile.html", request=None, viewer=ANONYMOUS,
-                      **profile_context(store, agent, ANONYMOUS, "https://bench.example"))
+                      **profile_context(profile_page(store, agent, ANONYMOUS), "https://bench.example"))
 
     assert b"success" in badge() and "Recent runs" in profile()
     return {"badge": timed(badge, repeats), "profile": timed(profile, max(100, repeats // 10))}
@@ -116,12 +116,12 @@ def main() -> None:
         for slug, events in sizes.items():
             print(f"filling {slug} with {events:,} events", flush=True)
             fill(store, slug, events)
-        stored = store._conn().execute("SELECT count(*) FROM events").fetchone()[0]
+        stored = store.db.reader().execute("SELECT count(*) FROM events").fetchone()[0]
         print(f"stored events: {stored:,}\n")
         print(f"{'agent':<40}{'surface':<10}{'p50 ms':>9}{'p99 ms':>9}")
         for slug in sizes:
             agent = store.get_agent(AgentRef(LOGIN, slug))
-            events = store._conn().execute(
+            events = store.db.reader().execute(
                 "SELECT count(*) FROM events JOIN agents ON agents.id = events.agent_id "
                 "WHERE slug = ?", (slug,)).fetchone()[0]
             label = f"{slug} ({events:,} events, {agent.stats.runs:,} runs)"

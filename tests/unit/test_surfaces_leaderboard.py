@@ -95,7 +95,7 @@ def test_sqlite_reads_each_ranking_from_its_index(tmp_path: Path, sort: str, que
     order, with no sort step (a TEMP B-TREE would mean ordering every candidate)."""
     store = SqliteStore(tmp_path / "bench.db")
     try:
-        conn = store._conn()
+        conn = store.db.reader()
         statements: list[str] = []
         conn.set_trace_callback(statements.append)
         store.leaderboard(sort, query=query, offset=25, limit=26)

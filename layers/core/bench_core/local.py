@@ -30,6 +30,7 @@ from .http import (
     pages,
     reuse,
     reuse_dashboard,
+    runs,
     static,
     trial,
 )
@@ -42,7 +43,7 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            leaderboard.router, pages.router, badge.router, embed.router, og.router, static.router,
            auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
-           benchmarks.api_router, benchmarks.router)
+           benchmarks.api_router, benchmarks.router, runs.router, runs.api_router)
 
 
 def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:

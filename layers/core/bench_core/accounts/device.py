@@ -16,10 +16,12 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from ..domain.errors import TooManyRequests
 from ..domain.models import iso, utcnow
 from ..store import Store
+from . import api_keys
 
 DEVICE = "device"
 USER_CODE = "user_code"
@@ -28,6 +30,8 @@ USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"
 """Consonants only (RFC 8628 6.1): no vowels to spell words, nothing to misread as a digit."""
 USER_CODE_LENGTH = 8
 DRAWS = 5
+STARTS_PER_HOUR = 30
+"""Device logins one client may start per hour: a person runs `bench login` a few times."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,26 @@ def normalize_user_code(text: str) -> str | None:
     if len(letters) != USER_CODE_LENGTH or any(c not in USER_CODE_ALPHABET for c in letters):
         return None
     return f"{letters[:4]}-{letters[4:]}"
+
+
+def start_for(store: Store, client: str, interval: int) -> DeviceStart:
+    """`start`, at most `STARTS_PER_HOUR` times an hour from one client."""
+    now = utcnow()
+    hits = store.count_hit(f"device:{client}:{now:%Y%m%d%H}", iso(now + TTL * 6))
+    if hits > STARTS_PER_HOUR:
+        raise TooManyRequests("too many logins started from here; try again later",
+                              headers={"Retry-After": "600"})
+    return start(store, interval)
+
+
+def redeem(store: Store, device_code: str, interval: int) -> dict[str, Any]:
+    """What the CLI's poll gets: a fresh owner key and its login once approved (shown this
+    once), else `{"error": ...}` as RFC 8628 names it."""
+    outcome, login = poll(store, device_code, interval)
+    if outcome != "ok" or login is None:
+        return {"error": outcome}
+    raw, _ = api_keys.issue(store, login, name=f"bench login {iso(utcnow())[:10]}")
+    return {"key": raw, "login": login}
 
 
 def start(store: Store, interval: int) -> DeviceStart:

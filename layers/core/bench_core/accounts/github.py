@@ -79,6 +79,15 @@ def fetch_user(settings: AccountSettings, token: str, client: httpx.Client) -> G
     return GitHubUser(user_id, login)
 
 
+def signed_in_user(settings: AccountSettings, client_secret: str, code: str,
+                   redirect_uri: str) -> GitHubUser:
+    """The account behind a callback's `code`: the code for a token, the token for the user,
+    over one connection; `SignInFailed` saying why not."""
+    with httpx.Client() as client:
+        token = exchange_code(settings, client_secret, code, redirect_uri, client)
+        return fetch_user(settings, token, client)
+
+
 def _json(response: httpx.Response) -> dict[str, object]:
     try:
         body = response.json()

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
-from ..domain.privacy import HIDDEN, Viewer, listed, shows_derived, shows_inputs, shows_outputs
+from ..domain.privacy import HIDDEN, Viewer, listed, shows_derived, shows_inputs, shows_outputs, visible_agent
 from ..store import Store
 from .records import LABEL, Attempt, RunRecord
-from .suites import Suite, packaged_suites
+from .suites import Suite, load_suite, packaged_suites
 
 AGENT_RUNS = 20
 RANKING_PAGE = 50
@@ -47,6 +48,27 @@ def attempt_view(attempt: Attempt, agent: Agent, viewer: Viewer) -> dict[str, An
     return view
 
 
+def visible_run(store: Store, suite_id: str | None, run_id: str, viewer: Viewer
+                ) -> tuple[RunRecord, Agent]:
+    """The run (of `suite_id`, when given) and its agent if the viewer may see the agent; 404
+    alike otherwise."""
+    run = store.get_benchmark_run(run_id) if len(run_id) <= 64 else None
+    if run is None or suite_id not in (None, run.suite):
+        raise NotFound("benchmark run not found")
+    try:
+        agent = visible_agent(store.get_agent(AgentRef(run.login, run.slug)), viewer)
+    except NotFound:
+        raise NotFound("benchmark run not found") from None
+    return run, agent
+
+
+def own_run_detail(store: Store, run: RunRecord, viewer: Viewer) -> dict[str, Any]:
+    """A run just submitted, shown to its submitter (its agent exists: submitting made it)."""
+    agent = store.get_agent(AgentRef(run.login, run.slug))
+    assert agent is not None
+    return run_detail(run, agent, viewer)
+
+
 def run_detail(run: RunRecord, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     """The whole run: summary, per-case aggregates, every attempt's evidence (gated)."""
     return {**run_summary(run), "summary": run.summary,
@@ -77,6 +99,14 @@ def suite_info(suite: Suite, content_hash: str) -> dict[str, Any]:
             "description": m.description, "content_hash": content_hash, "cases": len(suite.cases),
             "judge_prompt": m.grading.judge_prompt, "offline_grader": m.grading.offline_grader,
             "pass_threshold": m.grading.pass_threshold, "repeats": m.grading.repeats}
+
+
+def suite_detail(store: Store, suite_id: str, ranking_size: int) -> dict[str, Any]:
+    """A suite as packaged, whether and with which hash it is published, and its ranking."""
+    packaged = load_suite(suite_id)
+    return {**suite_info(packaged.suite, packaged.content_hash), "label": LABEL,
+            "published_hash": store.registered_suites().get(suite_id),
+            "ranking": ranking(store, suite_id, ranking_size)}
 
 
 def suites_overview(store: Store, top: int = 5) -> list[dict[str, Any]]:

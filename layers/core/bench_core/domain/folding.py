@@ -7,9 +7,13 @@ Both stores call this, so SQLite and DynamoDB cannot disagree about what a batch
   and inside the `task.end` total, and a parent's total already includes its subtasks'. So a
   task's cost is its `task.end` `cost_usd` when present, else its cost logs plus its children's.
 - Only a finished root task is a run; subtasks hand their cost to their parent.
+- Every task records its run (`runs.assign_runs`) and keeps its log entries (`runs.append_log`).
 - Evidence (`task.log` records labelled `evidence`, priced by `pricing`) is never owner cost: a
   task sums its own records and, like cost, its finished subtasks'; the agent's evidence totals
   add each record once as it arrives (`BatchFold.evidence`), whatever its task's state.
+- Content may come apart from the task (`task.content`, from OTLP log events, in any order with
+  the span's start and end): it fills an input or output the task has not got, and adds
+  messages a list lacks; a start or end without input or output leaves what content gave.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from .models import CleanEvent, RunDelta, TaskState, Usage, add_usage
 from .pricing import TOKEN_FIELDS, is_evidence, token_count
+from .runs import Reassign, append_log, assign_runs
 
 
 @dataclass
@@ -34,6 +40,10 @@ class BatchFold:
     """Evidence owed to parents that are not in this batch, by parent task id."""
     evidence: Usage | None = None
     """The batch's evidence records summed, for the agent's counters."""
+    reassign: list[Reassign] = field(default_factory=list)
+    """Runs of tasks stored earlier that this batch shows to be part of another run."""
+    unknown_parents: set[str] = field(default_factory=set)
+    """Parents not stored yet that tasks of this batch now record as their run."""
 
 
 def group_by_task(events: Iterable[CleanEvent]) -> dict[str, list[CleanEvent]]:
@@ -51,7 +61,7 @@ def group_by_task(events: Iterable[CleanEvent]) -> dict[str, list[CleanEvent]]:
 
 def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -> TaskState:
     """The task after `events` (all of this task, in order); `state` is not modified."""
-    s = replace(state) if state is not None else TaskState(task_id=task_id)
+    s = replace(state, logs=list(state.logs)) if state is not None else TaskState(task_id=task_id)
     for e in events:
         body = e.body
         s.name = s.name or body.get("name")
@@ -60,20 +70,36 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
         if e.kind == "task.start":
             if body.get("name"):
                 s.name = body["name"]
-            s.input = body.get("input")
+            if body.get("input") is not None:
+                s.input = body["input"]
             s.started_at = min(s.started_at or e.ts, e.ts)
         elif e.kind == "task.log":
+            append_log(s.logs, e.ts, body.get("data"))
             s.cost_logged_usd += logged_cost(body.get("data"))
             s.evidence = add_usage(s.evidence, evidence_of(body.get("data")))
+        elif e.kind == "task.content":
+            s.input = merge_content(s.input, body.get("input"))
+            s.output = merge_content(s.output, body.get("output"))
         elif e.kind == "task.end" and not s.finished:
             s.status = body["status"]
-            s.output = body.get("output")
+            if body.get("output") is not None:
+                s.output = body["output"]
             s.metadata = body.get("data")
             s.duration_ms = body.get("duration_ms")
             s.reported_cost_usd = body.get("cost_usd")
             s.cost_breakdown = body.get("cost_breakdown")
             s.ended_at = e.ts
     return s
+
+
+def merge_content(current: Any, new: Any) -> Any:
+    """`current` with what `new` adds: all of it where there was nothing, the messages a list
+    lacks (the same message sent on the span and as an event counts once), else nothing."""
+    if current is None:
+        return new
+    if isinstance(current, list) and isinstance(new, list):
+        return current + [message for message in new if message not in current]
+    return current
 
 
 def close_task(s: TaskState) -> None:
@@ -111,6 +137,7 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent]) -> BatchF
     for parent in [p for p in out.child_evidence if p in out.tasks]:
         task = out.tasks[parent]
         task.evidence = add_usage(task.evidence, out.child_evidence.pop(parent))
+    out.reassign, out.unknown_parents = assign_runs(out.tasks, states)
     return out
 
 

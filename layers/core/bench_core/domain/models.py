@@ -281,6 +281,12 @@ class TaskState:
     eval: EvalResult | None = None
     evidence: Usage | None = None
     """Evidence of this task and its finished subtasks; None when there is none."""
+    run_id: str | None = None
+    """The root task of this task's run as far as known (`domain.runs.assign_runs`): itself for
+    a root, else its topmost known ancestor, or its parent's id while that is unknown."""
+    logs: list[dict[str, Any]] = field(default_factory=list)
+    """Its `task.log` entries in order (`{"ts", "data"}`), capped by `runs.MAX_LOG_BYTES`, so a
+    run can be read without its events (which expire sooner)."""
 
     @property
     def finished(self) -> bool:

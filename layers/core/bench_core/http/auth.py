@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import secrets
 
-import httpx
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import github, live_grants, sessions, valid_account_login
+from ..accounts import github, live_grants, logins, sessions, valid_account_login
 from ..accounts import signed_tokens as signing
 from ..domain.errors import Forbidden
 from ..domain.hosts import FORWARDING_HEADERS, host_name, is_loopback_name
-from ..domain.models import iso, utcnow
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .browser import (
@@ -91,7 +89,7 @@ async def signin_local(request: Request, services: Services = Depends(services_o
     if not valid_account_login(login):
         return error_page(request, 400, "Choose a name of letters, digits and single hyphens "
                                         "(up to 39), as on GitHub.")
-    await run_in_threadpool(services.store.claim_login, login, None, iso(utcnow()))
+    await run_in_threadpool(logins.claim, services.store, login, None)
     return await run_in_threadpool(signed_in, request, services, login,
                                    safe_next(fields.get("next")))
 
@@ -145,13 +143,11 @@ def _finish_github(request: Request, services: Services, code: str, target: str)
     accounts = services.settings.accounts
     redirect_uri = public_base(request, services) + CALLBACK
     try:
-        with httpx.Client() as client:
-            token = github.exchange_code(accounts, services.secrets.github_client_secret(), code,
-                                         redirect_uri, client)
-            user = github.fetch_user(accounts, token, client)
+        user = github.signed_in_user(accounts, services.secrets.github_client_secret(), code,
+                                     redirect_uri)
     except github.SignInFailed as exc:
         return error_page(request, 400, f"Sign-in failed: {exc.message}.")
-    if not services.store.claim_login(user.login, user.id, iso(utcnow())):
+    if not logins.claim(services.store, user.login, user.id):
         return error_page(request, 403, f"The name {user.login} belongs to another GitHub "
                                         "account on this Bench (it was renamed). Ask the admin.")
     return signed_in(request, services, user.login, target)

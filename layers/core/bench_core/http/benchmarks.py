@@ -13,11 +13,10 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ..benchmarks import read_models
-from ..benchmarks.records import LABEL, RunRecord
 from ..benchmarks.suites import load_suite
-from ..domain.errors import BadRequest, Invalid, NotFound
-from ..domain.models import Agent, AgentRef, KeyRecord
-from ..domain.privacy import Viewer, visible_agent
+from ..domain.errors import BadRequest, Invalid
+from ..domain.models import KeyRecord
+from ..domain.privacy import Viewer
 from ..ingest.wire import validation_detail
 from ..render.http_caching import PUBLIC_60
 from ..runtime.adapters import Services
@@ -48,27 +47,6 @@ def parse_run(body: bytes) -> RunIn:
         raise Invalid("invalid benchmark run", validation_detail(exc)) from exc
 
 
-def visible_run(services: Services, suite_id: str | None, run_id: str, viewer: Viewer
-                ) -> tuple[RunRecord, Agent]:
-    """The run (of `suite_id`, when given) and its agent if the viewer may see the agent; 404
-    alike otherwise."""
-    run = services.store.get_benchmark_run(run_id) if len(run_id) <= 64 else None
-    if run is None or suite_id not in (None, run.suite):
-        raise NotFound("benchmark run not found")
-    try:
-        agent = visible_agent(services.store.get_agent(AgentRef(run.login, run.slug)), viewer)
-    except NotFound:
-        raise NotFound("benchmark run not found") from None
-    return run, agent
-
-
-def suite_detail(services: Services, suite_id: str, ranking: int) -> dict[str, Any]:
-    packaged = load_suite(suite_id)
-    return {**read_models.suite_info(packaged.suite, packaged.content_hash), "label": LABEL,
-            "published_hash": services.store.registered_suites().get(suite_id),
-            "ranking": read_models.ranking(services.store, suite_id, ranking)}
-
-
 # ---- JSON ---------------------------------------------------------------------------------------
 
 
@@ -86,9 +64,7 @@ def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) ->
     from ..benchmarks.runs import submit_run
 
     record = submit_run(services, key, suite, run)
-    agent = services.store.get_agent(AgentRef(record.login, record.slug))
-    assert agent is not None  # submit_run created it
-    return read_models.run_detail(record, agent, Viewer.of_key(key))
+    return read_models.own_run_detail(services.store, record, Viewer.of_key(key))
 
 
 @api_router.get("")
@@ -103,7 +79,7 @@ def list_suites(top: int = Query(5, ge=0, le=50), services: Services = Depends(s
 def get_suite(suite: str, services: Services = Depends(services_of)) -> JSONResponse:
     """The suite's definition as published (what `bench benchmark run` fetches), its hash and
     ranking."""
-    detail = suite_detail(services, suite, RANKING_ON_SUITE)
+    detail = read_models.suite_detail(services.store, suite, RANKING_ON_SUITE)
     return JSONResponse({**detail, "definition": load_suite(suite).document},
                         headers={"Cache-Control": PUBLIC_60})
 
@@ -112,14 +88,14 @@ def get_suite(suite: str, services: Services = Depends(services_of)) -> JSONResp
 def get_run_by_id(run_id: str, viewer: Viewer = Depends(current_viewer),
                   services: Services = Depends(services_of)) -> dict[str, Any]:
     """A run by id alone (`bench benchmark show RUN_ID`)."""
-    run, agent = visible_run(services, None, run_id, viewer)
+    run, agent = read_models.visible_run(services.store, None, run_id, viewer)
     return read_models.run_detail(run, agent, viewer)
 
 
 @api_router.get("/{suite}/runs/{run_id}")
 def get_run(suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
             services: Services = Depends(services_of)) -> dict[str, Any]:
-    run, agent = visible_run(services, suite, run_id, viewer)
+    run, agent = read_models.visible_run(services.store, suite, run_id, viewer)
     return read_models.run_detail(run, agent, viewer)
 
 
@@ -137,14 +113,14 @@ def registry_page(request: Request, viewer: Viewer = Depends(current_viewer),
 def suite_page(request: Request, suite: str, viewer: Viewer = Depends(current_viewer),
                services: Services = Depends(services_of)) -> Response:
     return templating.page(request, "benchmark_suite.html", viewer=viewer,
-                       s=suite_detail(services, suite, RANKING_ON_SUITE),
+                       s=read_models.suite_detail(services.store, suite, RANKING_ON_SUITE),
                        cases=load_suite(suite).suite.cases)
 
 
 @router.get("/benchmarks/{suite}/runs/{run_id}")
 def run_page(request: Request, suite: str, run_id: str, viewer: Viewer = Depends(current_viewer),
              services: Services = Depends(services_of)) -> Response:
-    run, agent = visible_run(services, suite, run_id, viewer)
+    run, agent = read_models.visible_run(services.store, suite, run_id, viewer)
     return templating.page(request, "benchmark_run.html", viewer=viewer,
                        r=read_models.run_detail(run, agent, viewer),
                        private=not agent.is_public)

@@ -15,13 +15,12 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import live_grants
+from ..accounts import api_keys, live_grants
+from ..accounts.agents import NOT_YOURS, change_settings, create_with_key
 from ..domain.errors import NotFound
-from ..domain.keys import new_key
 from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
 from ..domain.privacy import IMPLICIT_AGENT, Viewer
-from ..reads.agents import agent_summary
-from ..reads.live_events import headline, summary
+from ..reads import dashboard as owner_reads
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .api import agent_ref
@@ -30,16 +29,7 @@ from .templating import page
 
 router = APIRouter(prefix="/dashboard", route_class=AccountRoute)
 
-FEED_EVENTS = 25
-"""Events an agent's page shows before live ones arrive."""
 INSTALL = "pip install bench-observe"
-
-
-def _agents(services: Services, login: str) -> list[dict[str, Any]]:
-    """The owner's agents, most recently active first, each with its live-updated numbers."""
-    agents = services.store.list_agents(login)
-    agents.sort(key=lambda a: a.stats.last_event_at or a.created_at, reverse=True)
-    return [{**agent_summary(a, Viewer(login)), "headline": headline(a)} for a in agents]
 
 
 async def _page(request: Request, services: Services, login: str, template: str,
@@ -53,7 +43,7 @@ async def _page(request: Request, services: Services, login: str, template: str,
 @router.get("")
 async def home(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
-    agents = await run_in_threadpool(_agents, services, session.login)
+    agents = await run_in_threadpool(owner_reads.owner_agents, services.store, session.login)
     return await _page(request, services, session.login, "dashboard.html", agents=agents,
                        channel=session.login)
 
@@ -80,10 +70,9 @@ def _create(services: Services, login: str, fields: dict[str, str]) -> tuple[Age
                   visibility="private" if fields.get("visibility") == "private" else "public",
                   hide_inputs="hide_inputs" in fields, hide_outputs="hide_outputs" in fields,
                   created_at=iso(utcnow()))
-    if not services.store.create_agent(agent):
+    raw = create_with_key(services.store, agent)
+    if raw is None:
         return None, f"You already have an agent called {ref.slug}."
-    raw, record = new_key(login, ref.slug, name=f"{ref.slug} setup")
-    services.store.create_key(record)
     return agent, raw
 
 
@@ -103,24 +92,12 @@ async def new_agent(request: Request, services: Services = Depends(services_of))
 # ---- one agent ---------------------------------------------------------------------------------
 
 
-def _agent_page(services: Services, login: str, slug: str) -> dict[str, Any]:
-    ref = agent_ref(login, slug)
-    agent = services.store.get_agent(ref)
-    if agent is None:
-        raise NotFound("you have no agent of that name")
-    viewer = Viewer(login)
-    events = services.store.recent_events(ref, FEED_EVENTS)
-    keys = [k for k in services.store.list_keys(login) if k.agent_slug == agent.slug]
-    return {"a": agent_summary(agent, viewer), "headline": headline(agent),
-            "events": [summary(e, agent, viewer) for e in events], "keys": keys,
-            "channel": f"{agent.login}/{agent.slug}"}
-
-
 @router.get("/agents/{slug}")
 async def agent_page(request: Request, slug: str, saved: bool = False,
                      services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
-    context = await run_in_threadpool(_agent_page, services, session.login, slug)
+    context = await run_in_threadpool(owner_reads.owner_agent, services.store,
+                                      agent_ref(session.login, slug))
     return await _page(request, services, session.login, "dashboard_agent.html", saved=saved,
                        **context)
 
@@ -136,10 +113,10 @@ async def agent_settings(request: Request, slug: str,
         visibility="private" if fields.get("visibility") == "private" else "public",
         hide_inputs="hide_inputs" in fields, hide_outputs="hide_outputs" in fields,
         display_name=fields.get("display_name", "").strip()[:200] or None)
-    updated = await run_in_threadpool(services.store.update_agent, ref,
+    updated = await run_in_threadpool(change_settings, services.store, ref,
                                       patch.model_dump(exclude_none=True))
     if updated is None:
-        raise NotFound("you have no agent of that name")
+        raise NotFound(NOT_YOURS)
     await live_grants.settings_changed(services.live, updated)
     return RedirectResponse(f"/dashboard/agents/{ref.slug}?saved=1", status_code=303,
                             headers=NO_STORE)
@@ -148,15 +125,10 @@ async def agent_settings(request: Request, slug: str,
 # ---- keys --------------------------------------------------------------------------------------
 
 
-def _keys(services: Services, login: str) -> dict[str, Any]:
-    keys = sorted(services.store.list_keys(login), key=lambda k: k.created_at, reverse=True)
-    return {"keys": keys, "slugs": [a.slug for a in services.store.list_agents(login)]}
-
-
 @router.get("/keys")
 async def keys_page(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
-    context = await run_in_threadpool(_keys, services, session.login)
+    context = await run_in_threadpool(owner_reads.owner_keys, services.store, session.login)
     return await _page(request, services, session.login, "dashboard_keys.html", created=None,
                        **context)
 
@@ -164,9 +136,8 @@ async def keys_page(request: Request, services: Services = Depends(services_of))
 def _new_key(services: Services, login: str, fields: dict[str, str]) -> tuple[str, KeyRecord]:
     scope = fields.get("scope", "owner")
     slug = None if scope == "owner" else agent_ref(login, scope).slug
-    raw, record = new_key(login, slug, name=fields.get("name", "").strip()[:100] or None)
-    services.store.create_key(record)
-    return raw, record
+    return api_keys.issue(services.store, login, slug,
+                          name=fields.get("name", "").strip()[:100] or None)
 
 
 @router.post("/keys")
@@ -175,17 +146,9 @@ async def create_key(request: Request, services: Services = Depends(services_of)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
     raw, record = await run_in_threadpool(_new_key, services, session.login, fields)
-    context = await run_in_threadpool(_keys, services, session.login)
+    context = await run_in_threadpool(owner_reads.owner_keys, services.store, session.login)
     return await _page(request, services, session.login, "dashboard_keys.html",
                        created={"key": raw, "record": record}, **context)
-
-
-def _revoke(services: Services, login: str, key_hash: str) -> KeyRecord:
-    record = services.store.key_by_hash(key_hash) if len(key_hash) == 64 else None
-    if record is None or record.login != login:
-        raise NotFound("you have no such key")
-    services.store.revoke_key(record.key_hash, iso(utcnow()))
-    return record
 
 
 @router.post("/keys/revoke")
@@ -193,6 +156,7 @@ async def revoke_key(request: Request, services: Services = Depends(services_of)
     session = await account_session(request, services)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
-    revoked = await run_in_threadpool(_revoke, services, session.login, fields.get("key", ""))
+    revoked = await run_in_threadpool(api_keys.revoke_own, services.store, session.login,
+                                      fields.get("key", ""))
     await live_grants.key_revoked(services.live, revoked)
     return RedirectResponse("/dashboard/keys", status_code=303, headers=NO_STORE)

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
+from ..accounts import api_keys
 from ..domain.errors import PayloadTooLarge, Unauthorized
 from ..domain.hosts import client_address
-from ..domain.keys import hash_key, looks_like_key, verify
-from ..domain.models import KeyRecord, iso, utcnow
+from ..domain.models import KeyRecord
 from ..domain.privacy import ANONYMOUS, Viewer
 from ..runtime.adapters import Services
 from . import services_of
 from .session_cookie import session_of
 
-TOUCH_EVERY = timedelta(minutes=1)
 MISSING_KEY = "missing API key: send it as X-Bench-Key or Authorization: Bearer"
 
 
@@ -29,14 +26,8 @@ def presented_key(request: Request) -> str | None:
 
 
 def authenticate(services: Services, raw: str) -> KeyRecord:
-    """The live key record for `raw`, recording its use at most once a minute."""
-    if not looks_like_key(raw):
-        raise Unauthorized("invalid or revoked API key")
-    record = verify(raw, services.store.key_by_hash(hash_key(raw)))
-    now = utcnow()
-    if record.last_used_at is None or record.last_used_at < iso(now - TOUCH_EVERY):
-        services.store.touch_key(record.key_hash, iso(now))
-    return record
+    """The live key record for `raw` (`accounts.api_keys.authenticate`)."""
+    return api_keys.authenticate(services.store, raw)
 
 
 async def require_key(request: Request, services: Services = Depends(services_of)) -> KeyRecord:

@@ -9,17 +9,12 @@ verification_uri_complete, interval, expires_in}`; `POST /api/cli/device/token` 
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..accounts import device
-from ..domain.errors import TooManyRequests
-from ..domain.keys import new_key
-from ..domain.models import iso, utcnow
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
@@ -29,30 +24,18 @@ from .templating import page
 api_router = APIRouter(prefix="/api/cli/device")
 router = APIRouter(route_class=AccountRoute)
 
-STARTS_PER_HOUR = 30
-"""Device logins one client may start per hour: a person runs `bench login` a few times."""
-
-
 class TokenRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     device_code: str = Field(min_length=1, max_length=200)
 
 
-def _start(services: Services, client: str) -> device.DeviceStart:
-    now = utcnow()
-    hits = services.store.count_hit(f"device:{client}:{now:%Y%m%d%H}", iso(now + device.TTL * 6))
-    if hits > STARTS_PER_HOUR:
-        raise TooManyRequests("too many logins started from here; try again later",
-                              headers={"Retry-After": "600"})
-    return device.start(services.store, services.settings.accounts.device_interval_s)
-
-
 @api_router.post("/code")
 async def device_code(request: Request, services: Services = Depends(services_of)
                       ) -> JSONResponse:
     client = client_of(request, services)
-    started = await run_in_threadpool(_start, services, client)
+    started = await run_in_threadpool(device.start_for, services.store, client,
+                                      services.settings.accounts.device_interval_s)
     uri = public_base(request, services) + "/device"
     return JSONResponse({"device_code": started.device_code, "user_code": started.user_code,
                          "verification_uri": uri,
@@ -61,20 +44,11 @@ async def device_code(request: Request, services: Services = Depends(services_of
                         headers=NO_STORE)
 
 
-def _token(services: Services, device_code: str) -> dict[str, Any]:
-    outcome, login = device.poll(services.store, device_code,
-                                 services.settings.accounts.device_interval_s)
-    if outcome != "ok" or login is None:
-        return {"error": outcome}
-    raw, record = new_key(login, name=f"bench login {iso(utcnow())[:10]}")
-    services.store.create_key(record)
-    return {"key": raw, "login": login}
-
-
 @api_router.post("/token")
 async def device_token(body: TokenRequest, services: Services = Depends(services_of)
                        ) -> JSONResponse:
-    answer = await run_in_threadpool(_token, services, body.device_code)
+    answer = await run_in_threadpool(device.redeem, services.store, body.device_code,
+                                     services.settings.accounts.device_interval_s)
     return JSONResponse(answer, status_code=400 if "error" in answer else 200, headers=NO_STORE)
 
 

@@ -7,7 +7,6 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from .. import __version__
-from ..domain.models import AgentRef
 from ..runtime.adapters import Services
 from . import services_of
 
@@ -16,5 +15,5 @@ router = APIRouter()
 
 @router.get("/healthz")
 def healthz(services: Services = Depends(services_of)) -> dict[str, Any]:
-    services.store.get_agent(AgentRef("-", "-"))
+    services.check_store()
     return {"status": "ok", "version": __version__, "store": services.settings.store}

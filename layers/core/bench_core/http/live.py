@@ -23,10 +23,9 @@ from ..accounts.live_grants import KEY, key_grant, session_grant
 from ..accounts.live_tokens import issue
 from ..domain.errors import NotFound, Unauthorized
 from ..domain.live import Channel, may_watch
-from ..domain.models import Agent
 from ..domain.privacy import ANONYMOUS, Viewer
 from ..live.local import POLICY_VIOLATION, LocalFeed, Subscriber
-from ..reads.live_events import hello
+from ..reads.live_events import channel_agents, hello
 from ..runtime.adapters import Services
 from . import csrf, get_services, public_base, services_of
 from .browser import NO_STORE
@@ -35,15 +34,6 @@ from .session_cookie import session_of
 
 router = APIRouter()
 
-
-
-def _agents_of(services: Services, channel: Channel) -> tuple[Agent | None, list[Agent]]:
-    """The watched agent (None for an owner's channel or an agent not created yet) and the
-    agents whose numbers the first message carries."""
-    if channel.ref is None:
-        return None, services.store.list_agents(channel.login)
-    agent = services.store.get_agent(channel.ref)
-    return agent, [agent] if agent else []
 
 
 async def _viewer(connection: Request | WebSocket, services: Services
@@ -70,7 +60,7 @@ async def live_token(request: Request, channel: str,
     except ValueError as exc:
         raise NotFound("no such feed") from exc
     viewer, grant = await _viewer(request, services)
-    agent, _ = await run_in_threadpool(_agents_of, services, wanted)
+    agent, _ = await run_in_threadpool(channel_agents, services.store, wanted)
     if not may_watch(wanted, agent, viewer):
         raise NotFound("no such feed")
     live = services.settings.live
@@ -111,7 +101,7 @@ async def _serve(websocket: WebSocket, name: str) -> None:
     except Unauthorized:
         await websocket.close(code=POLICY_VIOLATION)
         return
-    agent, agents = await run_in_threadpool(_agents_of, services, channel)
+    agent, agents = await run_in_threadpool(channel_agents, services.store, channel)
     if (not isinstance(feed, LocalFeed) or not _origin_allowed(websocket, base, grant)
             or not may_watch(channel, agent, viewer)):
         await websocket.close(code=POLICY_VIOLATION)

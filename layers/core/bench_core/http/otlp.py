@@ -1,5 +1,5 @@
-"""`POST /v1/traces`: OTLP/HTTP trace export (SPEC section 3), the path an OpenTelemetry
-exporter appends to `OTEL_EXPORTER_OTLP_ENDPOINT`.
+"""`POST /v1/traces` and `POST /v1/logs`: OTLP/HTTP exports (SPEC section 3), the paths an
+OpenTelemetry exporter appends to `OTEL_EXPORTER_OTLP_ENDPOINT`.
 
 Every answer, errors included, is in the request's encoding with its Content-Type (see
 `otlp.encode`); a media type that is neither OTLP JSON nor protobuf gets 415 as JSON.
@@ -7,12 +7,16 @@ Every answer, errors included, is in the request's encoding with its Content-Typ
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..domain.errors import BenchError, Unauthorized
 from ..ingest.otlp import ExportResult, UnsupportedMediaType, encoding_of, export_traces
-from ..ingest.otlp.encode import export_response, status_body
+from ..ingest.otlp.encode import export_response, logs_response, status_body
+from ..ingest.otlp.logs import LogsResult, export_logs
 from ..ingest.wire import decode_body
 from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
@@ -24,17 +28,10 @@ router = APIRouter()
 JSON = "application/json"
 
 
-def authenticated_export(services: Services, raw_key: str, body: bytes, encoding: str,
-                         agent: str | None, background: BackgroundTasks) -> ExportResult:
-    """Key check, decoding and store writes in one worker-thread hop; the live push waits in
-    `background` for the answer."""
-    key = authenticate(services, raw_key)
-    return export_traces(services, key, body, encoding, agent, later=background.add_task)
-
-
-@router.post("/v1/traces")
-async def post_traces(request: Request, background: BackgroundTasks,
-                      services: Services = Depends(services_of)) -> Response:
+async def _export(request: Request, background: BackgroundTasks, services: Services,
+                  export: Callable[..., Any]) -> tuple[Any, str, str] | Response:
+    """Check the media type and key, read and decode the body, run `export` in a worker
+    thread: its result with the encoding and Content-Type, or the error answer."""
     content_type = request.headers.get("content-type") or JSON
     encoding = encoding_of(content_type)
     try:
@@ -48,13 +45,29 @@ async def post_traces(request: Request, background: BackgroundTasks,
         limit = services.settings.limits.max_body_bytes
         body = decode_body(await read_body(request, limit),
                            request.headers.get("content-encoding"), limit)
-        result = await run_in_threadpool(authenticated_export, services, raw_key, body, encoding,
-                                         request.headers.get("x-bench-agent"), background)
+
+        def authenticated() -> Any:
+            key = authenticate(services, raw_key)
+            return export(services, key, body, encoding, request.headers.get("x-bench-agent"),
+                          later=background.add_task)
+
+        result = await run_in_threadpool(authenticated)
     except BenchError as exc:
         lambda_instrumentation.count("BatchesRejected")
         return Response(status_body(exc.status, exc.message, encoding or "json"),
                         status_code=exc.status, headers=exc.headers,
                         media_type=content_type if encoding else JSON)
+    return result, encoding, content_type
+
+
+@router.post("/v1/traces")
+async def post_traces(request: Request, background: BackgroundTasks,
+                      services: Services = Depends(services_of)) -> Response:
+    answer = await _export(request, background, services, export_traces)
+    if isinstance(answer, Response):
+        return answer
+    result, encoding, content_type = answer
+    assert isinstance(result, ExportResult)
     accepted = sum(outcome.accepted for _, outcome in result.outcomes)
     lambda_instrumentation.count("EventsIngested", accepted)
     lambda_instrumentation.count("SpansIngested", result.spans)
@@ -62,3 +75,18 @@ async def post_traces(request: Request, background: BackgroundTasks,
                                          "accepted_events": accepted,
                                          "agents": [ref.path for ref, _ in result.outcomes]})
     return Response(export_response(result, encoding), media_type=content_type)
+
+
+@router.post("/v1/logs")
+async def post_logs(request: Request, background: BackgroundTasks,
+                    services: Services = Depends(services_of)) -> Response:
+    answer = await _export(request, background, services, export_logs)
+    if isinstance(answer, Response):
+        return answer
+    result, encoding, content_type = answer
+    assert isinstance(result, LogsResult)
+    lambda_instrumentation.count("LogRecordsIngested", result.records)
+    logger.info("log records ingested", extra={
+        "records": result.records, "rejected": result.rejected, "attached": result.attached,
+        "parked": result.parked, "agents": [ref.path for ref, _ in result.outcomes]})
+    return Response(logs_response(result, encoding), media_type=content_type)

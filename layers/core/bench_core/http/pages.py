@@ -14,15 +14,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..benchmarks import read_models
 from ..domain.errors import BadRequest, NotFound
-from ..domain.models import Agent
-from ..domain.privacy import Viewer, visible_agent
+from ..domain.privacy import Viewer
 from ..reads import agents as views
 from ..reads import compare as comparison
 from ..render import charts
 from ..render import formatting as fmt
-from ..reuse.capability import capability_view
 from ..runtime.adapters import Services
-from ..store import Store
 from . import error_response, public_base, services_of
 from .api import agent_ref, load_visible
 from .deps import current_viewer
@@ -45,7 +42,7 @@ def description(s: dict[str, Any]) -> str:
     if not s["runs"]:
         return f"{s['display_name']} on Bench: no runs yet."
     return (f"{fmt.pct(s['success_rate'])} success over {fmt.count(s['runs'])} runs · "
-            f"p50 {fmt.ms(s['latency_ms']['p50'])} · {fmt.usd(s['cost_usd_per_run'])} per run")
+            f"p50 {fmt.ms(s['latency_ms']['p50'])} · {fmt.usd(s['headline_cost_usd_per_run'])} per run")
 
 
 def snippets(base: str, s: dict[str, Any]) -> dict[str, str]:
@@ -63,18 +60,18 @@ def profile(request: Request, login: str, slug: str, viewer: Viewer = Depends(cu
             services: Services = Depends(services_of)) -> Response:
     agent = load_visible(services, login, slug, viewer)
     return page(request, "profile.html", viewer=viewer,
-                **profile_context(services.store, agent, viewer, public_base(request, services)))
+                **profile_context(views.profile_page(services.store, agent, viewer),
+                                  public_base(request, services)))
 
 
-def profile_context(store: Store, agent: Agent, viewer: Viewer, base: str) -> dict[str, Any]:
-    """What profile.html renders (also what tests/perf/surfaces.py times)."""
-    p = views.profile(store, agent, viewer)
-    return {"p": p, "base": base, "description": description(p), "snippets": snippets(base, p),
+def profile_context(read: dict[str, Any], base: str) -> dict[str, Any]:
+    """What profile.html renders from what the page reads (`reads.agents.profile_page`); also
+    what tests/perf/surfaces.py times."""
+    p = read["p"]
+    return {**read, "base": base, "description": description(p), "snippets": snippets(base, p),
             "embed_sizes": EMBED_SIZES,
             "daily_chart": Markup(charts.daily_runs(p["window"], p["daily"]) or ""),
-            "latency_chart": Markup(charts.latency_histogram(p["latency_hist"]) or ""),
-            "capability": capability_view(store, agent, viewer),
-            "benchmarks": read_models.visible_runs(store, agent, viewer)}
+            "latency_chart": Markup(charts.latency_histogram(p["latency_hist"]) or "")}
 
 
 @router.get("/vs")
@@ -95,7 +92,7 @@ def compare(request: Request, a: str, agent1: str, b: str, agent2: str,
     sides = []
     for login, slug in ((a, agent1), (b, agent2)):
         try:
-            sides.append(visible_agent(services.store.get_agent(agent_ref(login, slug)), viewer))
+            sides.append(views.visible(services.store, agent_ref(login, slug), viewer))
         except NotFound as exc:
             raise NotFound(f"@{login}/{slug} not found") from exc
     left, right = sides

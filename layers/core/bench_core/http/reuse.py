@@ -18,7 +18,8 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..domain.errors import Forbidden, Invalid, NotFound
+from ..accounts.agents import owned_by_key
+from ..domain.errors import Invalid, NotFound
 from ..domain.models import Agent, KeyRecord, utcnow
 from ..domain.privacy import Viewer
 from ..ingest.wire import validation_detail
@@ -39,13 +40,8 @@ INVOKE_BODY_SLACK = 1024
 
 def owned_agent(services: Services, key: KeyRecord, login: str, slug: str) -> Agent:
     """The agent if `key` is its owner's owner key; 404 for anyone else (names do not leak)."""
-    ref = agent_ref(login, slug)
-    agent = services.store.get_agent(ref) if key.login == ref.login else None
-    if agent is None:
-        raise NotFound("agent not found")
-    if key.agent_slug is not None:
-        raise Forbidden("agent keys may only ingest and call; use an owner key (bk_...) here")
-    return agent
+    return owned_by_key(services.store, key, agent_ref(login, slug),
+                        "agent keys may only ingest and call; use an owner key (bk_...) here")
 
 
 # ---- the capability card -----------------------------------------------------------------------
@@ -83,7 +79,7 @@ def rotate_secret(login: str, slug: str, key: KeyRecord = Depends(require_key),
 def list_grants(login: str, slug: str, key: KeyRecord = Depends(require_key),
                 services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
-    return {"grants": [g.to_dict() for g in services.store.invocation_grants(agent.ref)]}
+    return {"grants": [g.to_dict() for g in grants.grants_of(services.store, agent.ref)]}
 
 
 @router.post("/agents/{login}/{slug}/grants", status_code=201)
@@ -91,16 +87,14 @@ def post_grant(login: str, slug: str, request: GrantRequest,
                key: KeyRecord = Depends(require_key),
                services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
-    grant = grants.new_grant(agent, request, utcnow())
-    services.store.put_invocation_grant(grant)
-    return grant.to_dict()
+    return grants.put_grant(services.store, agent, request, utcnow()).to_dict()
 
 
 @router.delete("/agents/{login}/{slug}/grants/{caller}")
 def delete_grant(login: str, slug: str, caller: str, key: KeyRecord = Depends(require_key),
                  services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
-    if not services.store.delete_invocation_grant(agent.ref, caller.lower()):
+    if not grants.revoke_grant(services.store, agent.ref, caller.lower()):
         raise NotFound(f"no grant to {caller}")
     return {"revoked": caller.lower()}
 
@@ -110,7 +104,7 @@ def list_usage(limit: int = Query(50, ge=1, le=USAGE_LIMIT), key: KeyRecord = De
                services: Services = Depends(services_of)) -> dict[str, Any]:
     """The caller's own calls through Bench, newest first (and who the caller is)."""
     return {"login": key.login,
-            "usage": [u.to_dict() for u in services.store.list_usage(key.login, limit)]}
+            "usage": [u.to_dict() for u in grants.usage_of(services.store, key.login, limit)]}
 
 
 # ---- calling -----------------------------------------------------------------------------------

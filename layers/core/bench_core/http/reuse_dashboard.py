@@ -12,7 +12,8 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..domain.errors import Invalid, NotFound
+from ..accounts.agents import own_agent
+from ..domain.errors import Invalid
 from ..domain.models import Agent, utcnow
 from ..domain.privacy import Viewer
 from ..ingest.wire import validation_detail
@@ -28,17 +29,14 @@ router = APIRouter(prefix="/dashboard", route_class=AccountRoute)
 
 
 def _own_agent(services: Services, login: str, slug: str) -> Agent:
-    agent = services.store.get_agent(agent_ref(login, slug))
-    if agent is None:
-        raise NotFound("you have no agent of that name")
-    return agent
+    return own_agent(services.store, agent_ref(login, slug))
 
 
 def _reuse_page(services: Services, login: str, slug: str) -> dict[str, Any]:
     agent = _own_agent(services, login, slug)
     return {"agent": agent,
             "card": capability.capability_view(services.store, agent, Viewer(login)),
-            "grants": services.store.invocation_grants(agent.ref)}
+            "grants": grants.grants_of(services.store, agent.ref)}
 
 
 @router.get("/agents/{slug}/reuse")
@@ -58,7 +56,7 @@ def _grant_from_form(services: Services, login: str, slug: str, fields: dict[str
     except ValidationError as exc:
         raise Invalid("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
                                 for e in validation_detail(exc))) from exc
-    services.store.put_invocation_grant(grants.new_grant(agent, request, utcnow()))
+    grants.put_grant(services.store, agent, request, utcnow())
 
 
 async def _checked_form(request: Request, services: Services) -> tuple[str, dict[str, str]]:
@@ -101,6 +99,6 @@ async def rotate_secret_form(request: Request, slug: str,
 async def revoke_form(request: Request, slug: str,
                       services: Services = Depends(services_of)) -> Response:
     login, fields = await _checked_form(request, services)
-    await run_in_threadpool(services.store.delete_invocation_grant, agent_ref(login, slug),
+    await run_in_threadpool(grants.revoke_grant, services.store, agent_ref(login, slug),
                             fields.get("caller", "").lower())
     return _back(login, slug)

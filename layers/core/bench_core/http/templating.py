@@ -60,6 +60,19 @@ def shown_json(value: Any) -> str:
     return text
 
 
+LOG_VALUE_CHARS = 2000
+
+
+def log_value(data: Any) -> str:
+    """A log entry's value on one line: its `value` alone when that is all it holds besides
+    the label, else the entry as compact JSON, cut at LOG_VALUE_CHARS."""
+    if isinstance(data, dict):
+        rest = {k: v for k, v in data.items() if k != "label"}
+        data = rest.get("value") if set(rest) == {"value"} else rest or ""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+    return text if len(text) <= LOG_VALUE_CHARS else text[:LOG_VALUE_CHARS] + "…"
+
+
 @functools.cache
 def environment() -> Environment:
     """Built by the first page rendered: functions that mount a page router but answer JSON
@@ -71,6 +84,7 @@ def environment() -> Environment:
         auto_reload=False)
     env.filters.update(formatting.FILTERS)
     env.filters["shown_json"] = shown_json
+    env.filters["log_value"] = log_value
     env.globals.update(static_url=static_url, static_text=lambda name: STATIC[name].decode())
     return env
 

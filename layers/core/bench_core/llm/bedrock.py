@@ -1,7 +1,8 @@
 """The LLM port over Amazon Bedrock's Converse API (Llama 3.3 70B Instruct by default).
 
-The model is called through its cross-region inference profile (`us.meta.llama3-3-70b-...`):
-the bare model id is refused for on-demand use in the US regions. botocore's own retries are
+The model is called through a cross-region inference profile of the stack's geography
+(`us.meta.llama3-3-70b-...`, `eu.amazon.nova-pro-v1:0`, ...; template.yaml's BedrockGeography
+and JudgeModel): many models are refused on demand by their bare id. botocore's own retries are
 off so that there is one retry policy, ours, which tests drive through botocore's Stubber.
 """
 
@@ -19,12 +20,17 @@ RETRYABLE_CODES = frozenset({"ThrottlingException", "ServiceUnavailableException
                              "ModelTimeoutException"})
 
 
+CONNECT_TIMEOUT_S = 2.0
+"""Reaching the regional endpoint; with the read timeout, what one call may take at most."""
+
+
 def bedrock_client(timeout_s: float) -> Any:
     import boto3
     from botocore.config import Config
 
     return boto3.client("bedrock-runtime", config=Config(
-        read_timeout=timeout_s, connect_timeout=5, retries={"total_max_attempts": 1}))
+        read_timeout=timeout_s, connect_timeout=CONNECT_TIMEOUT_S,
+        retries={"total_max_attempts": 1}))
 
 
 class BedrockLLM:

@@ -9,6 +9,7 @@ from ..domain import ranking as leaderboard
 from ..domain import stats
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
+from ..domain.pricing import headline_cost
 from ..domain.privacy import ANONYMOUS, Viewer, insights_view, listed, task_view, visible_agent
 from ..store import Store
 
@@ -16,9 +17,12 @@ RECENT_TASKS = 10
 
 
 def agent_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    """Headline numbers, from counters only (no scan of tasks or events)."""
+    """Headline numbers, from counters only (no scan of tasks or events). The headline cost per
+    run is the owner's where reported, else provider evidence's, with its source named
+    (`pricing.headline_cost`); both totals stay apart beside it."""
     s = agent.stats
     interval = stats.wilson_interval(s.successes, s.runs)
+    headline, source = headline_cost(s.cost_usd_total, s.evidence_cost_usd_total, s.runs)
     return {
         "login": agent.login,
         "slug": agent.slug,
@@ -43,6 +47,10 @@ def agent_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
         "cost_usd_total": round(s.cost_usd_total, 10),
         "cost_usd_per_run": round(s.cost_usd_total / s.runs, 10) if s.runs else None,
         "evidence_cost_usd_total": round(s.evidence_cost_usd_total, 10),
+        "evidence_cost_usd_per_run": (round(s.evidence_cost_usd_total / s.runs, 10)
+                                      if s.runs else None),
+        "headline_cost_usd_per_run": None if headline is None else round(headline, 10),
+        "headline_cost_source": source,
         "evidence": evidence_summary(agent),
         "latency_ms": stats.latency_summary(s.latency_hist),
         "first_event_at": s.first_event_at,
@@ -67,6 +75,11 @@ def eval_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
         summary.update(judge_daily_budget_usd=agent.judge_daily_budget_usd,
                        judge_sample_rate=agent.judge_sample_rate)
     return summary
+
+
+def visible(store: Store, ref: AgentRef, viewer: Viewer) -> Agent:
+    """The agent if `viewer` may see it; 404 alike when it is absent or hidden from them."""
+    return visible_agent(store.get_agent(ref), viewer)
 
 
 def agent_detail(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
@@ -129,6 +142,11 @@ def failure_insights(store: Store, agent: Agent, viewer: Viewer) -> list[dict[st
     return None if insights is None else insights_view(insights, agent, viewer)["clusters"]
 
 
+def insights_of(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    """`GET .../insights`: the stored clusters (or none yet) through the privacy gate."""
+    return insights_view(store.get_insights(agent.ref), agent, viewer)
+
+
 def profile(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     """Everything the profile page shows: the read API's detail plus the series behind its
     charts, all from counters and the newest tasks (no scan of history)."""
@@ -136,6 +154,15 @@ def profile(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     return {**agent_detail(store, agent, viewer), "latency_hist": list(agent.stats.latency_hist),
             "window": window, "daily": daily, "cost_evidence": cost_evidence(agent, viewer),
             "insights": failure_insights(store, agent, viewer)}
+
+
+def profile_page(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    """What the profile page reads: the profile, the capability card and benchmark runs."""
+    from ..benchmarks.read_models import visible_runs
+    from ..reuse.capability import capability_view
+
+    return {"p": profile(store, agent, viewer), "capability": capability_view(store, agent, viewer),
+            "benchmarks": visible_runs(store, agent, viewer)}
 
 
 def leaderboard_page(store: Store, sort: str, query: str | None, page: int) -> dict[str, Any]:

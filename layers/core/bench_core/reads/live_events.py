@@ -15,9 +15,11 @@ from typing import Any
 from ..domain import stats
 from ..domain.errors import NotFound
 from ..domain.field_limits import dumps
+from ..domain.live import Channel
 from ..domain.models import Agent, WireEvent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, event_view, visible_agent
 from ..render import formatting as fmt
+from ..store import Store
 
 MAX_MESSAGE_BYTES = 96 * 1024
 """Below API Gateway's 128 KB per message, leaving room for framing."""
@@ -126,6 +128,15 @@ class Delivery:
         if not isinstance(viewer, Viewer):
             viewer = Viewer(viewer)
         return self.owner if viewer.owns(self.agent) else self.public
+
+
+def channel_agents(store: Store, channel: Channel) -> tuple[Agent | None, list[Agent]]:
+    """The watched agent (None for an owner's channel or an agent not created yet) and the
+    agents whose numbers the first message carries."""
+    if channel.ref is None:
+        return None, store.list_agents(channel.login)
+    agent = store.get_agent(channel.ref)
+    return agent, [agent] if agent else []
 
 
 def hello(channel_name: str, agents: list[Agent]) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ..domain.errors import Forbidden, TooManyRequests
-from ..domain.models import Agent, KeyRecord, iso
+from ..domain.models import Agent, AgentRef, KeyRecord, iso
 from ..store import Store
-from .models import EVERYONE, GrantRequest, InvocationGrant, QuotaWindow
+from .models import EVERYONE, GrantRequest, InvocationGrant, QuotaWindow, UsageRecord
 
 
 def new_grant(agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:
@@ -22,6 +22,27 @@ def new_grant(agent: Agent, request: GrantRequest, now: datetime) -> InvocationG
                            calls_per_minute=request.calls_per_minute,
                            expires_at=iso(request.expires_at) if request.expires_at else None,
                            created_at=iso(now))
+
+
+def put_grant(store: Store, agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:
+    """Grant (or replace the grant of) `request.caller` calls to `agent`."""
+    grant = new_grant(agent, request, now)
+    store.put_invocation_grant(grant)
+    return grant
+
+
+def grants_of(store: Store, ref: AgentRef) -> list[InvocationGrant]:
+    return store.invocation_grants(ref)
+
+
+def revoke_grant(store: Store, ref: AgentRef, caller: str) -> bool:
+    """Remove the grant to `caller`; False if there was none."""
+    return store.delete_invocation_grant(ref, caller)
+
+
+def usage_of(store: Store, login: str, limit: int) -> list[UsageRecord]:
+    """The caller's own calls through Bench, newest first."""
+    return store.list_usage(login, limit)
 
 
 def grant_for(store: Store, agent: Agent, key: KeyRecord, now: datetime) -> InvocationGrant | None:

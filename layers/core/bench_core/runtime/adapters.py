@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..domain.models import AgentRef
 from ..store import Store
 from .config import LLMSettings, Settings
 
@@ -80,6 +81,10 @@ class Services:
 
         return self._once("secrets", lambda: Secrets(self.settings))
 
+    def check_store(self) -> None:
+        """A cheap round trip to the store (`GET /healthz`); raises if it cannot be reached."""
+        self.store.get_agent(AgentRef("-", "-"))
+
     def close(self) -> None:
         self.store.close()
 
@@ -122,9 +127,11 @@ def open_llm(settings: LLMSettings) -> LLM | None:
         return OpenAICompatLLM(settings.url, settings.model or "llama3.3", api_key=settings.api_key,
                                timeout_s=settings.timeout_s)
     if settings.provider == "bedrock":
+        from ..llm import Backoff
         from ..llm.bedrock import BedrockLLM
 
-        return BedrockLLM(settings.bedrock_model, timeout_s=settings.timeout_s)
+        return BedrockLLM(settings.bedrock_model, timeout_s=settings.timeout_s,
+                          backoff=Backoff(attempts=settings.attempts, cap_s=settings.backoff_cap_s))
     raise ValueError(f"unknown BENCH_LLM {settings.provider!r}: use heuristic, openai_compat or bedrock")
 
 

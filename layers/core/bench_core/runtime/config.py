@@ -37,6 +37,11 @@ class LLMSettings:
     api_key: str | None = None
     bedrock_model: str = BEDROCK_JUDGE_MODEL
     timeout_s: float = 60.0
+    """How long one model call may wait for its answer."""
+    attempts: int = 4
+    """Calls per ask when the model is unavailable (throttled, timing out)."""
+    backoff_cap_s: float = 8.0
+    """Longest wait between those calls."""
     price_per_mtok_usd: float = 0.0
     """Estimated cost per million tokens, recorded with each judgement (0 for local models)."""
     embedder: str = "tfidf"
@@ -55,6 +60,8 @@ class LLMSettings:
             api_key=os.environ.get("BENCH_LLM_API_KEY") or None,
             bedrock_model=os.environ.get("BENCH_BEDROCK_MODEL") or BEDROCK_JUDGE_MODEL,
             timeout_s=_float("BENCH_LLM_TIMEOUT_S", 60.0),
+            attempts=max(1, _int("BENCH_LLM_ATTEMPTS", 4)),
+            backoff_cap_s=_float("BENCH_LLM_BACKOFF_CAP_S", 8.0),
             price_per_mtok_usd=_float("BENCH_LLM_PRICE_PER_MTOK_USD", price),
             embedder=os.environ.get("BENCH_EMBEDDER") or ("bedrock" if on_aws else "tfidf"),
             embed_model=os.environ.get("BENCH_EMBED_MODEL") or "amazon.titan-embed-text-v2:0",

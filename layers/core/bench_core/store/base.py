@@ -2,7 +2,7 @@
 
 `Store` is the composition of one small protocol per concern (`IngestStore`, `AgentStore`,
 `AccountStore`, `EvalStore`, `LeaderboardStore`, `ReuseStore`, `BenchmarkStore`,
-`RetentionStore`), so a use case can ask for the part it uses; each adapter keeps one file per
+`RetentionStore`, `RunStore`), so a use case can ask for the part it uses; each adapter keeps one file per
 concern under the same names (`sqlite/ingest.py`, `dynamodb/ingest.py`, ...).
 
 - `sqlite.SqliteStore`: the embedded default, one file in WAL mode.
@@ -28,11 +28,26 @@ from ..domain.models import (
     KeyRecord,
     TaskState,
 )
+from ..domain.runs import RunFilter
 
 if TYPE_CHECKING:
     from ..benchmarks.records import RunRecord
     from ..domain.live import LiveConnection
     from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
+
+
+class RunStore(Protocol):
+    """Runs (`bench_core.domain.runs`): every task records its run; both adapters read a run in
+    one indexed range (SQLite `tasks_by_run`, DynamoDB `gsi3`)."""
+
+    def run_tasks(self, ref: AgentRef, run_id: str) -> list[TaskState]:
+        """Every started or finished task recorded under run `run_id`, the root included."""
+        ...
+    def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
+                  cursor: str | None = None) -> tuple[list[TaskState], str | None]:
+        """Root tasks that `where` keeps, newest first, and the cursor of the next page (a page
+        may hold fewer than `limit` where the adapter bounds what it examines)."""
+        ...
 
 
 class IngestStore(Protocol):
@@ -226,7 +241,7 @@ class RetentionStore(Protocol):
 
 
 class Store(IngestStore, AgentStore, AccountStore, EvalStore, LeaderboardStore, ReuseStore,
-            BenchmarkStore, RetentionStore, Protocol):
+            BenchmarkStore, RetentionStore, RunStore, Protocol):
     """Everything Bench keeps: what each adapter implements."""
 
     def close(self) -> None: ...

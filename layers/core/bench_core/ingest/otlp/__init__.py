@@ -15,21 +15,26 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ...domain.errors import BadRequest, BenchError, PayloadTooLarge
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
 from ..pipeline import IngestPorts, Later, accept
-from .decode import DecodeError, Span, decode
-from .mapping import span_events, span_problem
+from . import parked
+from .decode import DecodeError, decode
+from .mapping import span_events, span_problem, task_id
 
 ENCODINGS = {"application/json": "json", "application/x-protobuf": "protobuf",
              "application/protobuf": "protobuf"}
 """Request media types and their encoding; the response answers in the same one."""
 _SLUG = re.compile(SLUG_PATTERN)
 _NOT_SLUG = re.compile(r"[^a-z0-9_.-]+")
+
+
+NO_AGENT = "no agent: send X-Bench-Agent or set the service.name resource attribute"
 
 
 class UnsupportedMediaType(BenchError):
@@ -75,23 +80,29 @@ def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str
     header_slug = _header_slug(agent_header)
     result = ExportResult()
     by_agent: dict[str, list[CleanEvent]] = defaultdict(list)
+    task_ids: dict[str, list[str]] = defaultdict(list)
     names = _ResourceAgents(spans)
     for span in spans:
         problem = span_problem(span)
         slug = header_slug or names.slug(span)
         if problem is None and slug is None:
-            problem = "no agent: send X-Bench-Agent or set the service.name resource attribute"
+            problem = NO_AGENT
         if problem is not None:
             result.reject(problem)
             continue
         assert slug is not None
         by_agent[slug] += span_events(span, limits)
+        task_ids[slug].append(task_id(span.trace_id, span.span_id))
         result.spans += 1
     for slug in by_agent:
         may_write(key, key.login, slug)
     for slug, events in by_agent.items():
+        ref = AgentRef(key.login, slug)
+        content = parked.waiting(ports.store, ref, task_ids[slug])
+        events += [event for waiting in content.values() for event in waiting]
         outcome = accept(ports, key.login, AgentMeta(slug=slug), events, later=later)
-        result.outcomes.append((AgentRef(key.login, slug), outcome))
+        result.outcomes.append((ref, outcome))
+        parked.release(ports.store, ref, list(content))
     return result
 
 
@@ -112,10 +123,19 @@ def slugify(name: Any) -> str | None:
     return slug or None
 
 
+class _Telemetry(Protocol):
+    """A span or a log record: what names its agent."""
+
+    @property
+    def attributes(self) -> dict[str, Any]: ...
+    @property
+    def resource(self) -> dict[str, Any]: ...
+
+
 class _ResourceAgents:
     """The agent of each resource of one request, decided once per resource."""
 
-    def __init__(self, spans: list[Span]) -> None:
+    def __init__(self, spans: Sequence[_Telemetry]) -> None:
         self._by_resource: dict[int, str | None] = {}
         self._span_names: dict[int, str] = {}
         for span in spans:
@@ -123,7 +143,7 @@ class _ResourceAgents:
             if isinstance(name, str) and name.strip():
                 self._span_names.setdefault(id(span.resource), name)
 
-    def slug(self, span: Span) -> str | None:
+    def slug(self, span: _Telemetry) -> str | None:
         key = id(span.resource)
         if key not in self._by_resource:
             service = span.resource.get("service.name")

@@ -1,4 +1,4 @@
-"""OTLP/HTTP trace request bodies (JSON or protobuf) → plain `Span` records.
+"""OTLP/HTTP trace request bodies (JSON or protobuf) → plain `Span` records (logs: `log_decode`).
 
 Both encodings end in the same records, so the mapping to tasks knows no wire format. What
 cannot be read as an `ExportTraceServiceRequest` at all is a `DecodeError` (HTTP 400); a span

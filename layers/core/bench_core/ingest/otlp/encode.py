@@ -1,13 +1,18 @@
 """Responses in the request's own encoding, as OTLP/HTTP requires: an exporter that sent
 protobuf must get protobuf back, even for errors (two well-known backends broke strict exporters
-by answering JSON). Success is an `ExportTraceServiceResponse`; an error is a `google.rpc.Status`.
+by answering JSON). Success is an `ExportTraceServiceResponse` (logs: `ExportLogsServiceResponse`);
+an error is a `google.rpc.Status`.
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from . import ExportResult
+
+if TYPE_CHECKING:
+    from .logs import LogsResult
 
 GRPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 413: 8, 415: 3, 422: 3, 429: 8}
 """HTTP status → the `google.rpc.Code` of the Status body (INVALID_ARGUMENT, UNAUTHENTICATED,
@@ -29,6 +34,26 @@ def export_response(result: ExportResult, encoding: str) -> bytes:
     body = {}
     if result.rejected:  # int64 is a decimal string in OTLP JSON
         body["partialSuccess"] = {"rejectedSpans": str(result.rejected),
+                                  "errorMessage": result.error_message}
+    return json.dumps(body).encode()
+
+
+def logs_response(result: LogsResult, encoding: str) -> bytes:
+    """Empty when every content record was attached or parked; `partialSuccess` naming how many
+    were refused and why."""
+    if encoding == "protobuf":
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+            ExportLogsServiceResponse,
+        )
+
+        response = ExportLogsServiceResponse()
+        if result.rejected:
+            response.partial_success.rejected_log_records = result.rejected
+            response.partial_success.error_message = result.error_message
+        return response.SerializeToString()
+    body = {}
+    if result.rejected:
+        body["partialSuccess"] = {"rejectedLogRecords": str(result.rejected),
                                   "errorMessage": result.error_message}
     return json.dumps(body).encode()
 

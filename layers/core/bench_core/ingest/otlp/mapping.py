@@ -3,8 +3,8 @@
 Each span is one task: `task.start` at its start, an evidence `task.log` when it reports token
 usage, `task.end` at its end. Ids derive from trace id + span id alone, so a re-sent span is a
 duplicate, and a child names its parent's task before the parent arrives (the store folds
-children into a placeholder until then). GenAI semantic conventions (gen-ai 1.42) are read with
-the deprecated names producers still send (`gen_ai.system`, `gen_ai.usage.prompt_tokens`, ...).
+children into a placeholder until then). Which attribute says what, in GenAI, OpenInference and
+Vercel AI SDK terms, is `conventions`' business.
 
 Content attributes become the task's input and output, so the agent's hide switches cover
 them at read time (`privacy`); the remaining attributes are kept as the task's metadata.
@@ -12,7 +12,6 @@ them at read time (`privacy`); the remaining attributes are kept as the task's m
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -20,31 +19,21 @@ from ...domain.field_limits import cap
 from ...domain.models import MAX_DURATION_MS, CleanEvent
 from ...domain.pricing import price_evidence
 from ...runtime.config import Limits
+from .conventions import (
+    CONTENT_PREFIXES,
+    MODEL,
+    OPERATION,
+    SYSTEM_INSTRUCTIONS,
+    TOKENS,
+    TOOL_NAME,
+    content,
+    first,
+    is_aggregate,
+    provider,
+    structured,
+)
 from .decode import INVALID_ID, STATUS_ERROR, Span
 
-OPERATION = "gen_ai.operation.name"
-AGGREGATE_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
-"""Their usage, where reported, sums their model calls, which are counted on their own spans."""
-INPUT_ATTRIBUTES = ("gen_ai.input.messages", "gen_ai.tool.call.arguments",
-                    "gen_ai.retrieval.query.text", "gen_ai.memory.query.text", "input.value")
-OUTPUT_ATTRIBUTES = ("gen_ai.output.messages", "gen_ai.tool.call.result",
-                     "gen_ai.retrieval.documents", "gen_ai.memory.records", "output.value")
-SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
-CONTENT_PREFIXES = ("gen_ai.input.", "gen_ai.output.", SYSTEM_INSTRUCTIONS, "gen_ai.tool.call.",
-                    "gen_ai.tool.definitions", "gen_ai.retrieval.", "gen_ai.memory.query.",
-                    "gen_ai.memory.records", "gen_ai.prompt", "gen_ai.completion", "input.",
-                    "output.", "llm.input_messages", "llm.output_messages", "llm.prompts")
-"""Attributes that may hold what went in or came out; never copied into metadata."""
-TOKENS = {
-    "input_tokens": ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
-    "output_tokens": ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
-    "cache_read_input_tokens": ("gen_ai.usage.cache_read.input_tokens",
-                                "gen_ai.usage.cache_read_input_tokens"),
-    "cache_creation_input_tokens": ("gen_ai.usage.cache_creation.input_tokens",
-                                    "gen_ai.usage.cache_creation_input_tokens"),
-    "reasoning_output_tokens": ("gen_ai.usage.reasoning.output_tokens",),
-}
-"""Evidence token fields and the attributes that carry them, current name first."""
 _MAX_NS = 253_402_300_799 * 10**9
 """The end of year 9999: later times do not fit the sortable ISO timestamps."""
 
@@ -74,7 +63,7 @@ def span_events(span: Span, limits: Limits) -> list[CleanEvent]:
     """The events of one valid span (see `span_problem`), in the order /ingest stores them."""
     attrs = span.attributes
     task = task_id(span.trace_id, span.span_id)
-    common: dict[str, Any] = {"task_id": task, "name": span.name or attrs.get(OPERATION) or "span"}
+    common: dict[str, Any] = {"task_id": task, "name": task_name(span)}
     if span.parent_span_id and not span.parent_is_remote:
         common["parent_task_id"] = task_id(span.trace_id, span.parent_span_id)
     started, ended = _iso(span.start_ns), _iso(span.end_ns)
@@ -87,7 +76,7 @@ def span_events(span: Span, limits: Limits) -> list[CleanEvent]:
     events.append(_event(
         f"{task}:end", "task.end", ended, common, status="failed" if failed else "success",
         duration_ms=(span.end_ns - span.start_ns) / 1e6,
-        output=cap(error_text(span) if failed else _content(attrs, OUTPUT_ATTRIBUTES),
+        output=cap(error_text(span) if failed else content(attrs, "output"),
                    limits.max_field_bytes),
         data=cap(metadata(span), limits.max_field_bytes)))
     return events
@@ -104,17 +93,23 @@ def _iso(ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1_000_000:03d}Z"
 
 
+def task_name(span: Span) -> str:
+    """The span's name; a tool span named only for its kind (`ai.toolCall`) gets the tool's."""
+    name = span.name or span.attributes.get(OPERATION) or "span"
+    tool = first(span.attributes, TOOL_NAME)
+    return f"{name} {tool}" if isinstance(tool, str) and tool not in name else name
+
+
 def evidence_data(attrs: dict[str, Any]) -> dict[str, Any] | None:
     """The priced evidence record of a span that reports token usage, else None."""
-    if attrs.get(OPERATION) in AGGREGATE_OPERATIONS:
+    if is_aggregate(attrs):
         return None
-    tokens = {name: _first(attrs, names) for name, names in TOKENS.items()}
+    tokens = {name: first(attrs, names) for name, names in TOKENS.items()}
     if all(count is None for count in tokens.values()):
         return None
     return price_evidence({
-        "label": "evidence", "provider": _first(attrs, ("gen_ai.provider.name", "gen_ai.system")),
-        "model": _first(attrs, ("gen_ai.response.model", "gen_ai.request.model")),
-        "operation": attrs.get(OPERATION), **tokens})
+        "label": "evidence", "provider": provider(attrs), "model": first(attrs, MODEL),
+        "operation": attrs.get(OPERATION) or attrs.get("ai.operationId"), **tokens})
 
 
 def error_text(span: Span) -> str:
@@ -137,31 +132,8 @@ def metadata(span: Span) -> dict[str, Any]:
 
 
 def _input(attrs: dict[str, Any]) -> Any:
-    value = _content(attrs, INPUT_ATTRIBUTES)
+    value = content(attrs, "input")
     instructions = attrs.get(SYSTEM_INSTRUCTIONS)
     if instructions is None:
         return value
-    return {"system_instructions": _structured(instructions), "messages": value}
-
-
-def _content(attrs: dict[str, Any], names: tuple[str, ...]) -> Any:
-    """The first content attribute present; JSON text (spans often carry it so) as data."""
-    value = _first(attrs, names)
-    return None if value is None else _structured(value)
-
-
-def _structured(value: Any) -> Any:
-    if isinstance(value, str) and value[:1] in ("[", "{"):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _first(attrs: dict[str, Any], names: tuple[str, ...]) -> Any:
-    for name in names:
-        value = attrs.get(name)
-        if value is not None:
-            return value
-    return None
+    return {"system_instructions": structured(instructions), "messages": value}

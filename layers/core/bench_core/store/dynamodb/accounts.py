@@ -1,23 +1,29 @@
-"""DynamoDB items of accounts and the live feed: users' GitHub identities, short-lived grants,
-rate-limit counters, WebSocket connections and agents created before their first event.
+"""Accounts and keys on DynamoDB: API keys, users' GitHub identities, short-lived grants,
+rate-limit counters and the live feed's WebSocket connections.
 
 Item (pk, sk [gsi1pk, gsi1sk]):
 
+- user:        USER#{login}, META                  login, created_at, github_id
+- API key:     KEY#{sha256}, META  [KEYS, {login}#{created_at}#{hash}]
 - grant:       GRANT#{kind}#{id}, META             body (JSON text), version
 - counter:     COUNT#{bucket}, META                count
 - connection:  CONN#{connection id}, META  [LIVE#{login}, {slug or *}#{connection id}]
 
-Everything here but users and agents is temporary and carries `codec.ttl`'s attributes.
+Everything here but users and keys is temporary and carries `codec.ttl`'s attributes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.live import LiveConnection
-from ...domain.models import Agent
-from .codec import META, AgentKeys, Update, to_item, ttl, user_key
+from ...domain.models import KeyRecord
+from . import codec
+from .client import ConditionFailed, Table
+from .codec import META, Update, to_item, ttl, user_key
 
 OWNER_CHANNEL = "*"
 
@@ -69,16 +75,98 @@ def connection_from_item(item: dict[str, Any]) -> LiveConnection:
                           expires_at=item["until"], grant=item.get("grant"))
 
 
-def agent_item(agent: Agent) -> dict[str, Any]:
-    """A new agent as `codec.agent_upsert` would have created it, with its own settings."""
-    keys = AgentKeys(agent.login, agent.slug)
-    attrs: dict[str, Any] = {
-        "pk": keys.pk, "sk": META, "login": agent.login, "slug": agent.slug,
-        "gsi1pk": f"OWNER#{agent.login}", "gsi1sk": f"AGENT#{agent.slug}",
-        "created_at": agent.created_at, "visibility": agent.visibility,
-        "hide_inputs": agent.hide_inputs, "hide_outputs": agent.hide_outputs}
-    if agent.display_name is not None:
-        attrs["display_name"] = agent.display_name
-    if agent.expires_at is not None:
-        attrs |= ttl(agent.expires_at)
-    return to_item(attrs)
+class DynamoAccounts:
+    """Keys, users, grants, counters and live connections, on `table`."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    # ---- keys and users ---------------------------------------------------------------------
+
+    def create_key(self, record: KeyRecord) -> None:
+        self.table.transact([self.table.update_action(codec.user_upsert(record.login,
+                                                                        record.created_at)),
+                             self.table.put_action(codec.key_item(record))])
+
+    def key_by_hash(self, key_hash: str) -> KeyRecord | None:
+        item = self.table.get(codec.api_key_key(key_hash))
+        return codec.key_from_item(item) if item else None
+
+    def list_keys(self, login: str | None = None) -> list[KeyRecord]:
+        items = (self.table.query("KEYS", "begins_with(#sk, :login)", index="gsi1",
+                                  login=f"{login}#")
+                 if login is not None else self.table.query("KEYS", index="gsi1"))
+        return sorted(map(codec.key_from_item, items), key=lambda k: (k.created_at, k.key_hash))
+
+    def revoke_key(self, key_hash: str, when: str) -> bool:
+        try:
+            self.table.update(Update(codec.api_key_key(key_hash), set={"revoked_at": when},
+                                     condition="attribute_exists(#pk) AND "
+                                               "attribute_not_exists(#revoked_at)"))
+        except ConditionFailed:
+            return False
+        return True
+
+    def touch_key(self, key_hash: str, when: str) -> None:
+        with contextlib.suppress(ConditionFailed):  # an unknown key stays unknown
+            self.table.update(Update(codec.api_key_key(key_hash), set={"last_used_at": when},
+                                     condition="attribute_exists(#pk)"))
+
+    def claim_login(self, login: str, github_id: int | None, when: str) -> bool:
+        if github_id is None:
+            self.table.update(codec.user_upsert(login, when))
+            return True
+        user = self.table.update(claim_update(login, github_id, when), returns="ALL_NEW")
+        return int(user["github_id"]) == github_id
+
+    # ---- grants and counters ----------------------------------------------------------------
+
+    def put_grant(self, kind: str, grant_id: str, body: dict[str, Any], expires_at: str,
+                  now: str) -> bool:
+        return self.table.put(grant_item(kind, grant_id, body, expires_at),
+                              "attribute_not_exists(pk) OR #until <= :now", {":now": now},
+                              {"#until": "until"})
+
+    def _live_grant(self, kind: str, grant_id: str, now: str) -> dict[str, Any] | None:
+        item = self.table.get(grant_key(kind, grant_id))
+        return item if item is not None and item["until"] > now else None
+
+    def get_grant(self, kind: str, grant_id: str, now: str) -> dict[str, Any] | None:
+        item = self._live_grant(kind, grant_id, now)
+        return json.loads(item["body"]) if item else None
+
+    def update_grant(self, kind: str, grant_id: str, expected: dict[str, Any],
+                     changes: dict[str, Any], now: str) -> bool:
+        """Read, compare, then write guarded by the version read: a concurrent change in
+        between fails the write, as SQLite's lock would have made it wait and see it."""
+        item = self._live_grant(kind, grant_id, now)
+        body = json.loads(item["body"]) if item else None
+        if item is None or body is None or any(body.get(k) != v for k, v in expected.items()):
+            return False
+        update = Update(grant_key(kind, grant_id), set={"body": dumps({**body, **changes})},
+                        add={"version": 1}, condition="#version = :version",
+                        condition_values={":version": item["version"]})
+        try:
+            self.table.update(update)
+        except ConditionFailed:
+            return False
+        return True
+
+    def delete_grant(self, kind: str, grant_id: str) -> None:
+        self.table.delete(grant_key(kind, grant_id))
+
+    def count_hit(self, bucket: str, expires_at: str) -> int:
+        return int(self.table.update(counter_hit(bucket, expires_at), returns="ALL_NEW")["count"])
+
+    # ---- live-feed connections --------------------------------------------------------------
+
+    def add_connection(self, connection: LiveConnection) -> None:
+        self.table.put(connection_item(connection))
+
+    def remove_connection(self, connection_id: str) -> None:
+        self.table.delete(connection_key(connection_id))
+
+    def live_connections(self, login: str, now: str) -> list[LiveConnection]:
+        items = self.table.query(f"LIVE#{login}", index="gsi1")
+        connections = [connection_from_item(item) for item in items if item["until"] > now]
+        return sorted(connections, key=lambda c: c.connection_id)

@@ -1,5 +1,5 @@
 """Benchmark runs and the suite registry on DynamoDB (the meaning: `bench_core.benchmarks`;
-SQLite's adapter is `sqlite_benchmarks.py`). No new index: the existing gsi1/gsi2 carry them.
+SQLite's adapter is `store/sqlite/benchmarks.py`). No new index: the existing gsi1/gsi2 carry them.
 
 Items (pk, sk [gsi1pk, gsi1sk] [gsi2pk, gsi2sk]):
 
@@ -13,24 +13,21 @@ attempts are written first and its META item last (conditional on its absence), 
 visible only once complete and a resubmission (same run id) changes nothing. The rank item
 holds the agent's latest run, replaced only by a later one; a ranking is one Query on gsi2.
 A temporary agent's (the /try sandbox's) run, attempt and rank items carry its TTL, as its
-other items do (`dynamodb_retention`).
+other items do (`retention.py`).
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
-
-from botocore.exceptions import ClientError
+from typing import Any
 
 from ...benchmarks.records import Attempt, RunRecord
 from ...domain.models import AgentRef
 from . import codec
+from .client import Table
 from .codec import AgentKeys
 
 SUITES = "BSUITES"
-BATCH_WRITE = 25
-MAX_ATTEMPTS = 8
 
 
 def _suite_key(suite: str) -> dict[str, Any]:
@@ -45,60 +42,38 @@ def _rank_pk(suite: str) -> str:
     return f"BRANK#{suite}"
 
 
-def _condition_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
 class DynamoBenchmarks:
-    """The benchmark part of `DynamoStore` (which provides `_get`, `_query`, `client` and
-    `table_name`)."""
+    """The suite registry, runs with their attempts and the rankings, on `table`."""
 
-    table_name: str
-    client: Any
-    if TYPE_CHECKING:
-        def _get(self, key: dict[str, Any]) -> dict[str, Any] | None: ...
-        def _query(self, pk: str, sk: str = "", **options: Any) -> Any: ...
-
-    def _put_if_absent(self, item: dict[str, Any], condition: str = "attribute_not_exists(pk)",
-                       values: dict[str, Any] | None = None) -> bool:
-        params: dict[str, Any] = {"TableName": self.table_name, "Item": item,
-                                  "ConditionExpression": condition}
-        if values:
-            params["ExpressionAttributeValues"] = codec.to_item(values)
-        try:
-            self.client.put_item(**params)
-        except ClientError as exc:
-            if _condition_failed(exc):
-                return False
-            raise
-        return True
+    def __init__(self, table: Table) -> None:
+        self.table = table
 
     def register_suite(self, suite: str, content_hash: str, when: str) -> str:
-        self._put_if_absent(codec.to_item({
+        self.table.put_if_absent(codec.to_item({
             "pk": f"BSUITE#{suite}", "sk": codec.META, "gsi1pk": SUITES, "gsi1sk": suite,
             "suite": suite, "content_hash": content_hash, "registered_at": when}))
-        item = self._get(_suite_key(suite))
+        item = self.table.get(_suite_key(suite))
         assert item is not None  # just written, or there before
         return str(item["content_hash"])
 
     def registered_suites(self) -> dict[str, str]:
-        return {i["suite"]: i["content_hash"] for i in self._query(SUITES, index="gsi1")}
+        return {i["suite"]: i["content_hash"] for i in self.table.query(SUITES, index="gsi1")}
 
     def save_benchmark_run(self, run: RunRecord) -> bool:
         pk = _run_pk(run.run_id)
-        if self._get(codec.to_item({"pk": pk, "sk": codec.META})) is not None:
+        if self.table.get(codec.to_item({"pk": pk, "sk": codec.META})) is not None:
             return False
         agent = AgentKeys(run.login, run.slug)
-        ttl = codec.expiry(codec.temporary(agent, self._get(agent.key(codec.META))))
-        self._write_all([codec.to_item({"pk": pk, "sk": f"ATT#{i:04d}", "body": a.model_dump_json(),
-                                        **ttl})
-                         for i, a in enumerate(run.attempts)])
+        ttl = codec.expiry(codec.temporary(agent, self.table.get(agent.key(codec.META))))
+        self.table.write_all([codec.to_item({"pk": pk, "sk": f"ATT#{i:04d}",
+                                             "body": a.model_dump_json(), **ttl})
+                              for i, a in enumerate(run.attempts)])
         body = run.without_attempts().model_dump_json()
-        if not self._put_if_absent(codec.to_item({
+        if not self.table.put_if_absent(codec.to_item({
                 "pk": pk, "sk": codec.META, "gsi1pk": f"BRUNS#{run.login}#{run.slug}",
                 "gsi1sk": f"{run.submitted_at}#{run.run_id}", "body": body, **ttl})):
             return False
-        self._put_if_absent(
+        self.table.put(
             codec.to_item({"pk": _rank_pk(run.suite), "sk": f"{run.login}#{run.slug}",
                            "gsi2pk": _rank_pk(run.suite), "gsi2sk": run.rank_key,
                            "run_id": run.run_id, "submitted_at": run.submitted_at, "body": body,
@@ -106,22 +81,8 @@ class DynamoBenchmarks:
             "attribute_not_exists(pk) OR submitted_at <= :at", {":at": run.submitted_at})
         return True
 
-    def _write_all(self, items: list[dict[str, Any]]) -> None:
-        from .store import _busy, _pause
-
-        for i in range(0, len(items), BATCH_WRITE):
-            pending = {self.table_name: [{"PutRequest": {"Item": item}}
-                                         for item in items[i:i + BATCH_WRITE]]}
-            for attempt in range(MAX_ATTEMPTS):
-                pending = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
-                if not pending:
-                    break
-                _pause(attempt)
-            else:
-                raise _busy()
-
     def get_benchmark_run(self, run_id: str) -> RunRecord | None:
-        items = list(self._query(_run_pk(run_id)))
+        items = list(self.table.query(_run_pk(run_id)))
         meta = next((i for i in items if i["sk"] == codec.META), None)
         if meta is None:
             return None
@@ -129,11 +90,11 @@ class DynamoBenchmarks:
         return RunRecord.model_validate_json(meta["body"]).model_copy(update={"attempts": attempts})
 
     def benchmark_runs_of(self, ref: AgentRef, limit: int) -> list[RunRecord]:
-        items = self._query(f"BRUNS#{ref.login}#{ref.slug}", index="gsi1", forward=False, page=limit)
+        items = self.table.query(f"BRUNS#{ref.login}#{ref.slug}", index="gsi1", forward=False, page=limit)
         return [RunRecord.model_validate_json(i["body"]) for i in itertools.islice(items, limit)]
 
     def benchmark_ranking(self, suite: str, *, limit: int, after: str | None = None
                           ) -> list[RunRecord]:
-        items = (self._query(_rank_pk(suite), "#sk > :after", index="gsi2", page=limit, after=after)
-                 if after else self._query(_rank_pk(suite), index="gsi2", page=limit))
+        items = (self.table.query(_rank_pk(suite), "#sk > :after", index="gsi2", page=limit, after=after)
+                 if after else self.table.query(_rank_pk(suite), index="gsi2", page=limit))
         return [RunRecord.model_validate_json(i["body"]) for i in itertools.islice(items, limit)]

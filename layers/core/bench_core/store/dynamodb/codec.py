@@ -1,7 +1,8 @@
 """How Bench's records are laid out as DynamoDB items: keys, numbers, JSON values, updates.
 
-The one place that knows an item's attributes, so `dynamodb.py` reads as the write protocol and
-the queries. The key design is in `dynamodb_table.py` and `dynamodb.py`'s docstring.
+The one place that knows an item's attributes, so each concern (`ingest.py`, `evals.py`, ...)
+reads as its writes and queries. Each concern's docstring lists its items; the indexes are in
+`table.py`.
 
 - Numbers: DynamoDB keeps exact decimals of at most 38 digits, so floats are rounded to 12
   decimal places (far below any cost or duration that matters) and clamped to +-1e15; sums made
@@ -54,7 +55,7 @@ _DESERIALIZER = TypeDeserializer()
 
 _TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at")
 _TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
-_TASK_JSON = ("input", "output", "metadata", "cost_breakdown")
+_TASK_JSON = ("input", "output", "metadata", "cost_breakdown", "logs")
 _KEY_FIELDS = ("key_hash", "prefix", "login", "agent_slug", "name", "created_at", "last_used_at",
                "revoked_at")
 _AGENT_TEXT = ("display_name", "model", "framework", "architecture", "created_at")
@@ -132,6 +133,10 @@ class AgentKeys:
 
     def status_pk(self, parent: str | None, status: str) -> str:
         return f"TSTATUS#{self.name}#{_listing(parent)}#{status}"
+
+    def run_pk(self, run_id: str) -> str:
+        """The `gsi3` partition of every task recorded under run `run_id` (`domain.runs`)."""
+        return f"RUN#{self.name}#{run_id}"
 
 
 def _listing(parent: str | None) -> str:
@@ -388,7 +393,8 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState) ->
     fields |= {name: None if getattr(after, name) is None else dumps(getattr(after, name))
                for name in _TASK_JSON}
     fields |= {"gsi1pk": agent.tasks_pk(after.parent_task_id), "gsi1sk": sort_key,
-               "gsi2pk": agent.status_pk(after.parent_task_id, after.status), "gsi2sk": sort_key}
+               "gsi2pk": agent.status_pk(after.parent_task_id, after.status), "gsi2sk": sort_key,
+               **run_keys(agent, after)}
     update = expiring(_set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
                                      fields), agent)
     child_cost = after.child_cost_usd - (before.child_cost_usd if before else 0.0)
@@ -403,15 +409,28 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState) ->
     return update
 
 
+def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
+    """A task's run attributes: `run_id` and the `gsi3` keys that read a run in one Query."""
+    if task.run_id is None:
+        return {"run_id": None, "gsi3pk": None, "gsi3sk": None}
+    return {"run_id": task.run_id, "gsi3pk": agent.run_pk(task.run_id),
+            "gsi3sk": task_sort_key(task.sort_ts, task.task_id)}
+
+
 def child_cost_update(agent: AgentKeys, parent: str, amount: float,
-                      evidence: Usage | None = None) -> Update:
+                      evidence: Usage | None = None, *, run_holder: bool = False) -> Update:
     """A finished subtask's cost and evidence, added to a parent this write does not fold. A
     parent not seen yet becomes a placeholder (no index keys, so no listing shows it) until its
-    events come."""
+    events come. `run_holder`: subtasks now record the parent as their run, which the
+    placeholder remembers as `run_id` = its own id, so the parent's arrival moves them
+    (`runs.Reassign`); the version bump makes a concurrent write of the parent fold again."""
     update = expiring(Update(agent.key(TASK + parent),
                              add={"version": 1, **evidence_adds(None, evidence)}), agent)
     if amount:
         update.add["child_cost_usd"] = number(amount)
+    if run_holder:  # only while it is one: a parent that arrived meanwhile has its own run
+        update.set["run_id"] = parent
+        update.condition = "attribute_not_exists(#gsi3sk)"
     return update
 
 
@@ -439,12 +458,12 @@ def task_from_item(item: dict[str, Any]) -> TaskState:
         task_id=item["sk"][len(TASK):], status=item.get("status", "running"),
         **{name: item.get(name) for name in _TASK_TEXT if name != "status"},
         **{name: _float(item.get(name)) for name in _TASK_NUMBERS if name != "cost_logged_usd"},
-        **{name: _loads(item.get(name)) for name in _TASK_JSON},
-        cost_logged_usd=float(item.get("cost_logged_usd", 0)),
+        **{name: _loads(item.get(name)) for name in _TASK_JSON if name != "logs"},
+        logs=_loads(item.get("logs")) or [], cost_logged_usd=float(item.get("cost_logged_usd", 0)),
         child_cost_usd=float(item.get("child_cost_usd", 0)), version=int(item.get("version", 0)),
-        evidence=evidence_from_item(item), eval=eval_from_item(item))
+        evidence=evidence_from_item(item), eval=eval_from_item(item), run_id=item.get("run_id"))
 
 
 def eval_from_item(item: dict[str, Any]) -> EvalResult | None:
-    """The judge's result on a task item (written by `dynamodb_evals`), as JSON text."""
+    """The judge's result on a task item (written by `evals.py`), as JSON text."""
     return EvalResult.from_dict(json.loads(item["eval"])) if item.get("eval") else None

@@ -20,19 +20,20 @@ the day's spend (ADD), the pending marker (deleted) and the due and low-score ma
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import json
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
 from ...evals import records as evals
 from . import codec
+from .client import MAX_ATTEMPTS, Table
 from .codec import AgentKeys, Update, _set_or_remove
+from .leaderboard import DynamoLeaderboard
 
 SHARDS = 8
 JDAY = "JDAY#"
@@ -40,7 +41,6 @@ LOW = "LOW#"
 INSIGHTS = "INSIGHTS"
 PENDING_KEEP = timedelta(days=3)
 """A pending marker outlives the sweep window, then DynamoDB's TTL removes it for free."""
-MAX_ATTEMPTS = 8
 
 
 def _shard(kind: str, key: str) -> str:
@@ -57,39 +57,34 @@ def due_key(agent: AgentKeys) -> dict[str, Any]:
 
 
 class DynamoEvals:
-    """The evaluation and cluster part of `DynamoStore` (which provides `_get`, `_query`,
-    `_update`, `_transact`, `_refresh_rank`, `client` and `table_name`)."""
+    """Evaluation results, judge spend, failure clusters and their work queues, on `table`;
+    `ranks` re-ranks an agent whose average score moved."""
 
-    table_name: str
-    client: Any
-    if TYPE_CHECKING:
-        def _get(self, key: dict[str, Any]) -> dict[str, Any] | None: ...
-        def _query(self, pk: str, sk: str = "", **options: Any) -> Any: ...
-        def _transact(self, actions: list[dict[str, Any]]) -> None: ...
-        def _update(self, update: Update, returns: str = "NONE") -> dict[str, Any]: ...
-        def _refresh_rank(self, ref: AgentRef) -> None: ...
+    def __init__(self, table: Table, ranks: DynamoLeaderboard) -> None:
+        self.table = table
+        self.ranks = ranks
 
     # ---- results -----------------------------------------------------------------------------
 
     def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
         agent = AgentKeys(ref.login, ref.slug)
         for _ in range(MAX_ATTEMPTS):
-            task = self._get(agent.key(codec.TASK + task_id))
+            task = self.table.get(agent.key(codec.TASK + task_id))
             if task is None or not task.get("ended_at"):
                 return False
             old = codec.eval_from_item(task)
             if not evals.replaces(result, old):
                 return False
             is_run = task.get("parent_task_id") is None
-            owner = self._get(agent.key(codec.META)) if is_run else None
+            owner = self.table.get(agent.key(codec.META)) if is_run else None
             delta = evals.eval_delta(result, old, is_run=is_run)
             try:
-                self._transact(self._result_actions(codec.temporary(agent, owner), task, owner, delta,
-                                                    result))
-            except self.client.exceptions.TransactionCanceledException:
+                self.table.transact(self._result_actions(codec.temporary(agent, owner), task,
+                                                         owner, delta, result))
+            except self.table.client.exceptions.TransactionCanceledException:
                 continue  # the task or the agent's judge label moved: read again
             if delta.eval_count or delta.eval_score_sum:
-                self._refresh_rank(ref)
+                self.ranks.refresh(ref)
             return True
         raise RuntimeError(f"could not record the eval of {ref.path}/{task_id}: too much contention")
 
@@ -123,7 +118,7 @@ class DynamoEvals:
             updates.append(codec.expiring(Update(agent.key(JDAY + result.at[:10]), add={
                 "tokens": delta.judge_tokens, "cost_usd": codec.number(delta.judge_cost_usd)}),
                 agent))
-        actions = [{"Update": u.params(self.table_name)} for u in updates]
+        actions = [self.table.update_action(u) for u in updates]
         if owner is not None:
             actions += self._marker_actions(agent, task, result)
         return actions
@@ -136,20 +131,20 @@ class DynamoEvals:
         task_id = state.task_id
         low_key = agent.key(f"{LOW}{state.sort_ts}#{task_id}")
         actions: list[dict[str, Any]] = [
-            {"Delete": {"TableName": self.table_name, "Key": pending_key(agent, task_id)}}]
+            {"Delete": {"TableName": self.table.name, "Key": pending_key(agent, task_id)}}]
         if result.status == "scored" and (result.score or 0.0) < evals.LOW_SCORE:
-            actions.append({"Put": {"TableName": self.table_name, "Item": {
+            actions.append({"Put": {"TableName": self.table.name, "Item": {
                 **low_key, **codec.to_item({"task_id": task_id, **codec.expiry(agent)})}}})
         else:
-            actions.append({"Delete": {"TableName": self.table_name, "Key": low_key}})
+            actions.append({"Delete": {"TableName": self.table.name, "Key": low_key}})
         if evals.makes_cluster_due(state.status, result):
             actions.append({"Update": codec.expiring(Update(due_key(agent), set={
                 "login": agent.login, "slug": agent.slug, "due_at": result.at}), agent
-            ).params(self.table_name)})
+            ).params(self.table.name)})
         return actions
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:
-        item = self._get(AgentKeys(ref.login, ref.slug).key(JDAY + day))
+        item = self.table.get(AgentKeys(ref.login, ref.slug).key(JDAY + day))
         return float(item.get("cost_usd", 0)) if item else 0.0
 
     # ---- pending evals -----------------------------------------------------------------------
@@ -161,7 +156,7 @@ class DynamoEvals:
         expires = iso(datetime.fromisoformat(when.replace("Z", "+00:00")) + PENDING_KEEP)
 
         def mark(task_id: str) -> None:
-            self._update(Update(pending_key(agent, task_id),
+            self.table.update(Update(pending_key(agent, task_id),
                                 set={"login": ref.login, "slug": ref.slug, "task_id": task_id,
                                      **codec.ttl(expires)},
                                 set_if_absent={"marked_at": when}))
@@ -171,7 +166,7 @@ class DynamoEvals:
                 list(pool.map(mark, task_ids))
 
     def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
-        marks = [item for shard in range(SHARDS) for item in self._query(f"EVALQ#{shard}")
+        marks = [item for shard in range(SHARDS) for item in self.table.query(f"EVALQ#{shard}")
                  if since <= item.get("marked_at", "") < before]
         marks.sort(key=lambda item: item["marked_at"])
         return [(AgentRef(item["login"], item["slug"]), item["task_id"]) for item in marks[:limit]]
@@ -180,13 +175,13 @@ class DynamoEvals:
 
     def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
         agent = AgentKeys(ref.login, ref.slug)
-        failed = self._query(agent.status_pk(None, "failed"), "#sk >= :low", index="gsi2",
+        failed = self.table.query(agent.status_pk(None, "failed"), "#sk >= :low", index="gsi2",
                              forward=False, page=limit, low="0")
         tasks = {t.task_id: t for t in map(codec.task_from_item, itertools.islice(failed, limit))}
-        lows = itertools.islice(self._query(agent.pk, "begins_with(#sk, :low)", forward=False,
+        lows = itertools.islice(self.table.query(agent.pk, "begins_with(#sk, :low)", forward=False,
                                             page=limit, low=LOW), limit)
         for item in lows:
-            task = self._get(agent.key(codec.TASK + item["task_id"]))
+            task = self.table.get(agent.key(codec.TASK + item["task_id"]))
             if task is not None:
                 tasks.setdefault(item["task_id"], codec.task_from_item(task))
         newest = sorted(tasks.values(), key=lambda t: (t.sort_ts, t.task_id), reverse=True)
@@ -194,24 +189,20 @@ class DynamoEvals:
 
     def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
         agent = AgentKeys(ref.login, ref.slug)
-        owner = self._get(agent.key(codec.META))
+        owner = self.table.get(agent.key(codec.META))
         if owner is None:
             return
-        self.client.put_item(TableName=self.table_name, Item={
-            **agent.key(INSIGHTS),
-            **codec.to_item({"body": dumps(insights), **codec.expiry(codec.temporary(agent, owner))})})
+        self.table.put({**agent.key(INSIGHTS), **codec.to_item({
+            "body": dumps(insights), **codec.expiry(codec.temporary(agent, owner))})})
         # A failure recorded while clustering (due_at after computed_at) keeps the agent due.
-        with contextlib.suppress(self.client.exceptions.ConditionalCheckFailedException):
-            self.client.delete_item(TableName=self.table_name, Key=due_key(agent),
-                                    ConditionExpression="due_at <= :computed",
-                                    ExpressionAttributeValues=codec.to_item(
-                                        {":computed": insights["computed_at"]}))
+        self.table.delete(due_key(agent), "due_at <= :computed",
+                          {":computed": insights["computed_at"]})
 
     def get_insights(self, ref: AgentRef) -> dict[str, Any] | None:
-        item = self._get(AgentKeys(ref.login, ref.slug).key(INSIGHTS))
+        item = self.table.get(AgentKeys(ref.login, ref.slug).key(INSIGHTS))
         return json.loads(item["body"]) if item else None
 
     def clusters_due(self, limit: int) -> list[AgentRef]:
-        due = [item for shard in range(SHARDS) for item in self._query(f"CLUSTERQ#{shard}")]
+        due = [item for shard in range(SHARDS) for item in self.table.query(f"CLUSTERQ#{shard}")]
         due.sort(key=lambda item: item["due_at"])
         return [AgentRef(item["login"], item["slug"]) for item in due[:limit]]

@@ -20,11 +20,13 @@ reads again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import itertools
+from typing import Any
 
 from ...domain.models import Agent, AgentRef
 from ...domain.ranking import SORTS, dynamo_rank_key, rank_values, search_text
 from . import codec
+from .client import ConditionFailed, Table
 from .codec import AgentKeys, Update
 
 LISTED = "PUBLIC"
@@ -57,27 +59,22 @@ def rank_update(agent: AgentKeys, item: dict[str, Any]) -> Update:
 
 
 class DynamoLeaderboard:
-    """The leaderboard half of `DynamoStore` (which provides `_get`, `_update`, `client` and
-    `table_name`)."""
+    """The rankings on `table`: kept by `refresh` after every write that moves them, read by
+    `leaderboard`."""
 
-    table_name: str
-    client: Any
-    if TYPE_CHECKING:
-        def _get(self, key: dict[str, Any]) -> dict[str, Any] | None: ...
-        def _update(self, update: Update, returns: str = "NONE") -> dict[str, Any]: ...
+    def __init__(self, table: Table) -> None:
+        self.table = table
 
-    def _refresh_rank(self, ref: AgentRef) -> None:
-        from .store import _ConditionFailed
-
+    def refresh(self, ref: AgentRef) -> None:
         agent = AgentKeys(ref.login, ref.slug)
         for _ in range(MAX_ATTEMPTS):
-            item = self._get(agent.key(codec.META))
+            item = self.table.get(agent.key(codec.META))
             if item is None:
                 return
             try:
-                self._update(rank_update(agent, item))
+                self.table.update(rank_update(agent, item))
                 return
-            except _ConditionFailed:
+            except ConditionFailed:
                 continue  # changed since the read: rank what it is now
         # Still contended after every attempt: each of the writers racing here refreshes
         # after its own write, and the last of them will find the item quiet.
@@ -87,7 +84,7 @@ class DynamoLeaderboard:
         if sort not in SORTS:
             raise ValueError(f"unknown leaderboard sort {sort!r}")
         params: dict[str, Any] = {
-            "TableName": self.table_name, "IndexName": f"lb_{sort}",
+            "IndexName": f"lb_{sort}",
             "KeyConditionExpression": "#pk = :pk", "ExpressionAttributeNames": {"#pk": "lbpk"},
             "ExpressionAttributeValues": {":pk": {"S": LISTED}},
             "ScanIndexForward": not SORTS[sort].descending,
@@ -96,12 +93,5 @@ class DynamoLeaderboard:
             params["FilterExpression"] = "contains(#text, :q)"
             params["ExpressionAttributeNames"]["#text"] = "lb_text"
             params["ExpressionAttributeValues"][":q"] = {"S": query.lower()}
-        found: list[dict[str, Any]] = []
-        while len(found) < offset + limit:
-            response = self.client.query(**params)
-            found += map(codec.plain, response["Items"])
-            if "LastEvaluatedKey" not in response:
-                break
-            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        return [codec.agent_from_item(item) for item in found[offset:offset + limit]]
-
+        found = itertools.islice(self.table.pages(params), offset + limit)
+        return [codec.agent_from_item(item) for item in found][offset:]

@@ -1,4 +1,4 @@
-"""How long DynamoDB keeps what (SQLite's side is `sqlite_retention`): the table's TTL
+"""How long DynamoDB keeps what (SQLite's side is `store/sqlite/retention.py`): the table's TTL
 attribute `expires_at` (epoch seconds) is set as items are written, and DynamoDB deletes them
 for free, without a scan or a scheduled job.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 
 class DynamoRetention:
-    """The retention part of `DynamoStore`."""
+    """Retention on DynamoDB: nothing to run."""
 
     def purge_expired(self, now: str) -> int:
         """Nothing to do: DynamoDB's TTL deletes what has expired."""

@@ -8,7 +8,7 @@ partition. Item (pk, sk; `A` is `{login}#{slug}`):
 - usage:            USAGE#{login}, {at}#{call id}           agent, status, ... (+ TTL)
 
 A temporary agent's (the /try sandbox's) card and grants carry its TTL, as its other items
-do (`dynamodb_retention`); quota counters have their window's, never more than a day. A usage
+do (`retention.py`); quota counters have their window's, never more than a day. A usage
 record has its own expiry (`UsageRecord.expires_at`) and is hidden from it on, since TTL
 deletion can lag.
 
@@ -21,21 +21,19 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...domain.errors import TooManyRequests
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, iso, utcnow
 from ...reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 from . import codec
+from .client import MAX_ATTEMPTS, ConditionFailed, Table, cancellation_reasons, pause
 from .codec import AgentKeys, Update
 
 CAPABILITY = "CAPABILITY"
 GRANT = "IGRANT#"
 QUOTA = "QUOTA#"
-MAX_ATTEMPTS = 8
 _GRANT_FIELDS = ("calls_per_day", "calls_per_minute", "expires_at", "created_at")
 _USAGE_FIELDS = ("agent", "status", "http_status", "duration_ms", "error")
 
@@ -56,34 +54,29 @@ def _quota_update(agent: AgentKeys, caller: str, window: QuotaWindow) -> Update:
 
 
 class DynamoReuse:
-    """The reuse part of `DynamoStore` (which provides `_get`, `_query`, `_update`, `client`
-    and `table_name`)."""
+    """Capability cards, invocation grants, quota and usage, on `table`."""
 
-    table_name: str
-    client: Any
-    if TYPE_CHECKING:
-        def _get(self, key: dict[str, Any]) -> dict[str, Any] | None: ...
-        def _query(self, pk: str, sk: str = "", **options: Any) -> Any: ...
-        def _update(self, update: Update, returns: str = "NONE") -> dict[str, Any]: ...
+    def __init__(self, table: Table) -> None:
+        self.table = table
 
     def _agent_keys(self, ref: AgentRef) -> AgentKeys:
         """`ref`'s keys with its expiry if it is a temporary agent (one read)."""
         agent = AgentKeys(ref.login, ref.slug)
-        return codec.temporary(agent, self._get(agent.key(codec.META)))
+        return codec.temporary(agent, self.table.get(agent.key(codec.META)))
 
     # ---- capability cards --------------------------------------------------------------------
 
     def put_capability(self, ref: AgentRef, card: dict[str, Any], when: str, secret: str
                        ) -> bool:
         agent = self._agent_keys(ref)
-        item = self._update(codec.expiring(Update(
+        item = self.table.update(codec.expiring(Update(
             agent.key(CAPABILITY), set={"card": dumps(card), "updated_at": when,
                                         "login": ref.login, "slug": ref.slug},
             set_if_absent={"secret": secret, "published_at": when}), agent), returns="ALL_NEW")
         return bool(item["secret"] == secret)
 
     def get_capability(self, ref: AgentRef) -> PublishedCapability | None:
-        item = self._get(AgentKeys(ref.login, ref.slug).key(CAPABILITY))
+        item = self.table.get(AgentKeys(ref.login, ref.slug).key(CAPABILITY))
         if item is None:
             return None
         return PublishedCapability(login=item["login"], slug=item["slug"],
@@ -93,11 +86,10 @@ class DynamoReuse:
 
     def rotate_invocation_secret(self, ref: AgentRef, secret: str, when: str) -> bool:
         try:
-            self.client.update_item(**Update(
-                AgentKeys(ref.login, ref.slug).key(CAPABILITY),
-                set={"secret": secret, "updated_at": when},
-                condition="attribute_exists(#pk)").params(self.table_name))
-        except self.client.exceptions.ConditionalCheckFailedException:
+            self.table.update(Update(AgentKeys(ref.login, ref.slug).key(CAPABILITY),
+                                     set={"secret": secret, "updated_at": when},
+                                     condition="attribute_exists(#pk)"))
+        except ConditionFailed:
             return False
         return True
 
@@ -107,49 +99,45 @@ class DynamoReuse:
         agent = self._agent_keys(AgentRef(grant.login, grant.slug))
         attrs = {"login": grant.login, "slug": grant.slug, "caller": grant.caller,
                  **{name: getattr(grant, name) for name in _GRANT_FIELDS}}
-        self.client.put_item(TableName=self.table_name, Item={
-            **agent.key(GRANT + grant.caller),
-            **codec.to_item({k: v for k, v in attrs.items() if v is not None}),
-            **codec.to_item(codec.expiry(agent))})
+        self.table.put({**agent.key(GRANT + grant.caller),
+                        **codec.to_item({k: v for k, v in attrs.items() if v is not None}),
+                        **codec.to_item(codec.expiry(agent))})
 
     def get_invocation_grant(self, ref: AgentRef, caller: str) -> InvocationGrant | None:
-        item = self._get(AgentKeys(ref.login, ref.slug).key(GRANT + caller))
+        item = self.table.get(AgentKeys(ref.login, ref.slug).key(GRANT + caller))
         return _grant_from_item(item) if item else None
 
     def invocation_grants(self, ref: AgentRef) -> list[InvocationGrant]:
-        items = self._query(AgentKeys(ref.login, ref.slug).pk, "begins_with(#sk, :grant)",
-                            grant=GRANT)
+        items = self.table.query(AgentKeys(ref.login, ref.slug).pk, "begins_with(#sk, :grant)",
+                                 grant=GRANT)
         return [_grant_from_item(item) for item in items]
 
     def delete_invocation_grant(self, ref: AgentRef, caller: str) -> bool:
-        old = self.client.delete_item(TableName=self.table_name,
-                                      Key=AgentKeys(ref.login, ref.slug).key(GRANT + caller),
-                                      ReturnValues="ALL_OLD")
-        return "Attributes" in old
+        return self.table.delete(AgentKeys(ref.login, ref.slug).key(GRANT + caller))
 
     # ---- quota -------------------------------------------------------------------------------
 
     def take_invocation_quota(self, ref: AgentRef, caller: str,
                               windows: list[QuotaWindow]) -> QuotaWindow | None:
         agent = AgentKeys(ref.login, ref.slug)
-        updates = [_quota_update(agent, caller, w).params(self.table_name) for w in windows]
+        updates = [_quota_update(agent, caller, w).params(self.table.name) for w in windows]
         for attempt in range(MAX_ATTEMPTS):
             try:
                 if len(updates) == 1:
-                    self.client.update_item(**updates[0])
+                    self.table.client.update_item(**updates[0])
                 else:
-                    self.client.transact_write_items(
+                    self.table.client.transact_write_items(
                         TransactItems=[{"Update": u} for u in updates])
                 return None
-            except self.client.exceptions.ConditionalCheckFailedException:
+            except self.table.client.exceptions.ConditionalCheckFailedException:
                 return windows[0]
-            except self.client.exceptions.TransactionCanceledException as exc:
-                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+            except self.table.client.exceptions.TransactionCanceledException as exc:
+                reasons = cancellation_reasons(exc)
                 if "ConditionalCheckFailed" in reasons:
                     return windows[reasons.index("ConditionalCheckFailed")]
-            except self.client.exceptions.TransactionConflictException:
+            except self.table.client.exceptions.TransactionConflictException:
                 pass  # a concurrent take's transaction holds the counter: try again
-            time.sleep(random.uniform(0, 0.01 * 2 ** attempt))
+            pause(attempt)
         raise TooManyRequests("too many concurrent calls to this agent; try again",
                               headers={"Retry-After": "1"})
 
@@ -158,14 +146,14 @@ class DynamoReuse:
     def record_usage(self, usage: UsageRecord) -> None:
         attrs = {name: getattr(usage, name) for name in ("login", "at", "call_id",
                                                            *_USAGE_FIELDS)}
-        self.client.put_item(TableName=self.table_name, Item=codec.to_item({
+        self.table.put(codec.to_item({
             "pk": f"USAGE#{usage.login}", "sk": f"{usage.at}#{usage.call_id}",
             **{k: v for k, v in attrs.items() if v is not None},
             **(codec.ttl(usage.expires_at) if usage.expires_at else {})}))
 
     def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
         now = iso(utcnow())
-        live = (item for item in self._query(f"USAGE#{login}", forward=False, page=limit)
+        live = (item for item in self.table.query(f"USAGE#{login}", forward=False, page=limit)
                 if item.get("until") is None or item["until"] > now)
         return [UsageRecord(login=item["login"], at=item["at"], call_id=item["call_id"],
                             agent=item["agent"], status=item["status"],

@@ -9,15 +9,12 @@
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
-
 from ...benchmarks.records import Attempt, RunRecord
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef
+from .connection import Concern
 
-MIGRATION = """
+BENCHMARKS_SCHEMA = """
 CREATE TABLE benchmark_suites (
     suite TEXT PRIMARY KEY, content_hash TEXT NOT NULL, registered_at TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE benchmark_runs (
@@ -33,22 +30,16 @@ CREATE TABLE benchmark_ranks (
     WITHOUT ROWID;
 CREATE INDEX benchmark_ranks_order ON benchmark_ranks (suite, rank_key);
 """
-"""Appended to `sqlite.MIGRATIONS`."""
+"""The migration adding these tables (in `store.MIGRATIONS`)."""
 
 
 def _run(body: str) -> RunRecord:
     return RunRecord.model_validate_json(body)
 
 
-class SqliteBenchmarks:
-    """The benchmark half of `SqliteStore` (which provides `_conn` and `_write`)."""
-
-    if TYPE_CHECKING:
-        def _conn(self) -> sqlite3.Connection: ...
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
+class SqliteBenchmarks(Concern):
     def register_suite(self, suite: str, content_hash: str, when: str) -> str:
-        with self._write() as conn:
+        with self.db.write() as conn:
             conn.execute("INSERT OR IGNORE INTO benchmark_suites (suite, content_hash, "
                          "registered_at) VALUES (?, ?, ?)", (suite, content_hash, when))
             row = conn.execute("SELECT content_hash FROM benchmark_suites WHERE suite = ?",
@@ -56,11 +47,11 @@ class SqliteBenchmarks:
         return str(row[0])
 
     def registered_suites(self) -> dict[str, str]:
-        rows = self._conn().execute("SELECT suite, content_hash FROM benchmark_suites ORDER BY suite")
+        rows = self.db.reader().execute("SELECT suite, content_hash FROM benchmark_suites ORDER BY suite")
         return {r[0]: r[1] for r in rows}
 
     def save_benchmark_run(self, run: RunRecord) -> bool:
-        with self._write() as conn:
+        with self.db.write() as conn:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO benchmark_runs (run_id, login, slug, suite, submitted_at, "
                 "body) VALUES (?, ?, ?, ?, ?, ?)",
@@ -80,7 +71,7 @@ class SqliteBenchmarks:
         return True
 
     def get_benchmark_run(self, run_id: str) -> RunRecord | None:
-        conn = self._conn()
+        conn = self.db.reader()
         row = conn.execute("SELECT body FROM benchmark_runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             return None
@@ -90,14 +81,14 @@ class SqliteBenchmarks:
             update={"attempts": [Attempt.model_validate_json(a[0]) for a in attempts]})
 
     def benchmark_runs_of(self, ref: AgentRef, limit: int) -> list[RunRecord]:
-        rows = self._conn().execute(
+        rows = self.db.reader().execute(
             "SELECT body FROM benchmark_runs WHERE login = ? AND slug = ? "
             "ORDER BY submitted_at DESC, run_id DESC LIMIT ?", (ref.login, ref.slug, limit))
         return [_run(r[0]) for r in rows]
 
     def benchmark_ranking(self, suite: str, *, limit: int, after: str | None = None
                           ) -> list[RunRecord]:
-        rows = self._conn().execute(
+        rows = self.db.reader().execute(
             "SELECT r.body FROM benchmark_ranks k JOIN benchmark_runs r ON r.run_id = k.run_id "
             "WHERE k.suite = ? AND k.rank_key > ? ORDER BY k.rank_key LIMIT ?",
             (suite, after or "", limit))

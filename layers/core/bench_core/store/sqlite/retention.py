@@ -1,4 +1,4 @@
-"""How long SQLite keeps what (DynamoDB's side is `dynamodb_retention`): what `purge_expired`
+"""How long SQLite keeps what (DynamoDB's side is `dynamodb/retention.py`): what `purge_expired`
 deletes when the local server's hourly round runs it.
 
 - Raw events older than the retention (`Limits.event_retention_days`, by their time), except
@@ -17,18 +17,17 @@ purged in its own short transaction, so ingest never waits long behind a purge.
 from __future__ import annotations
 
 import sqlite3
-from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from ...domain.models import iso
 from ...runtime.config import Limits
+from .connection import Concern
 
 RETENTION_SCHEMA = """
     ALTER TABLE agents ADD COLUMN expires_at TEXT;
     CREATE INDEX agents_expiry ON agents (expires_at) WHERE expires_at IS NOT NULL;
 """
-"""The migration adding temporary agents (appended to `sqlite.MIGRATIONS`)."""
+"""The migration adding temporary agents (in `store.MIGRATIONS`)."""
 
 _AGENT_TABLES = ("events", "tasks", "agent_days", "judge_days", "insights")
 """Every table whose rows belong to one agent by `agent_id`."""
@@ -39,15 +38,12 @@ _EXPIRING_TABLES = ("invocation_usage", "invocation_quota")
 """Tables whose rows carry their own `expires_at`."""
 
 
-class SqliteRetention:
-    """The retention part of `SqliteStore` (which provides `_conn`, `_write` and the settings)."""
+class SqliteRetention(Concern):
+    """Events older than `event_retention_days` go (0: never), except each agent's newest
+    `spared_events`."""
 
-    event_retention_days: int
+    event_retention_days: int = Limits.event_retention_days
     spared_events: int = Limits.recent_events
-
-    if TYPE_CHECKING:
-        def _conn(self) -> sqlite3.Connection: ...
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
     def purge_expired(self, now: str) -> int:
         """Delete what has expired by the ISO instant `now`; the number of rows deleted."""
@@ -55,16 +51,16 @@ class SqliteRetention:
                 + self._purge_expiring_rows(now))
 
     def _purge_expiring_rows(self, now: str) -> int:
-        with self._write() as conn:
+        with self.db.write() as conn:
             return sum(conn.execute(f"DELETE FROM {table} WHERE expires_at <= ?",
                                     (now,)).rowcount for table in _EXPIRING_TABLES)
 
     def _purge_temporary_agents(self, now: str) -> int:
-        expired = self._conn().execute(
+        expired = self.db.reader().execute(
             "SELECT id, login, slug FROM agents WHERE expires_at <= ?", (now,)).fetchall()
         deleted = 0
         for agent_id, login, slug in expired:
-            with self._write() as conn:
+            with self.db.write() as conn:
                 for table in _AGENT_TABLES:
                     deleted += conn.execute(f"DELETE FROM {table} WHERE agent_id = ?",
                                             (agent_id,)).rowcount
@@ -82,10 +78,10 @@ class SqliteRetention:
             return 0
         cutoff = iso(datetime.fromisoformat(now.replace("Z", "+00:00"))
                      - timedelta(days=self.event_retention_days))
-        agent_ids = [row[0] for row in self._conn().execute("SELECT id FROM agents")]
+        agent_ids = [row[0] for row in self.db.reader().execute("SELECT id FROM agents")]
         deleted = 0
         for agent_id in agent_ids:
-            conn = self._conn()
+            conn = self.db.reader()
             oldest = conn.execute("SELECT min(ts) FROM events WHERE agent_id = ?",
                                   (agent_id,)).fetchone()[0]
             if oldest is None or oldest >= cutoff:
@@ -95,7 +91,7 @@ class SqliteRetention:
                 "LIMIT 1 OFFSET ?", (agent_id, self.spared_events - 1)).fetchone()
             if kept is None:
                 continue
-            with self._write() as conn:
+            with self.db.write() as conn:
                 deleted += conn.execute(
                     "DELETE FROM events WHERE agent_id = ? AND ts < ? AND (ts, seq) < (?, ?)",
                     (agent_id, cutoff, kept[0], kept[1])).rowcount

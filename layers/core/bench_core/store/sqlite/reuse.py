@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, iso, utcnow
 from ...reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
+from .connection import Concern
 
 REUSE_SCHEMA = """
     CREATE TABLE capabilities (
@@ -33,7 +33,7 @@ REUSE_SCHEMA = """
         status TEXT NOT NULL, http_status INTEGER NOT NULL, duration_ms REAL NOT NULL,
         error TEXT, PRIMARY KEY (login, at, call_id)) WITHOUT ROWID;
 """
-"""The migration adding these tables (appended to `sqlite.MIGRATIONS`)."""
+"""The migration adding these tables (in `store.MIGRATIONS`)."""
 
 USAGE_EXPIRY_SCHEMA = """
     ALTER TABLE invocation_usage ADD COLUMN expires_at TEXT;
@@ -41,24 +41,18 @@ USAGE_EXPIRY_SCHEMA = """
         WHERE expires_at IS NOT NULL;
 """
 """The migration giving usage records an expiry (`UsageRecord.expires_at`; purged by
-`sqlite_retention`), appended to `sqlite.MIGRATIONS`."""
+`retention.py`), in `store.MIGRATIONS`."""
 
 _GRANT_COLS = "login, slug, caller, calls_per_day, calls_per_minute, expires_at, created_at"
 _USAGE_COLS = "login, at, call_id, agent, status, http_status, duration_ms, error, expires_at"
 
 
-class SqliteReuse:
-    """The reuse part of `SqliteStore` (which provides `_conn` and `_write`)."""
-
-    if TYPE_CHECKING:
-        def _conn(self) -> sqlite3.Connection: ...
-        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
+class SqliteReuse(Concern):
     # ---- capability cards --------------------------------------------------------------------
 
     def put_capability(self, ref: AgentRef, card: dict[str, Any], when: str, secret: str
                        ) -> bool:
-        with self._write() as conn:
+        with self.db.write() as conn:
             cur = conn.execute(
                 "INSERT INTO capabilities (login, slug, card, secret, published_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (login, slug) DO UPDATE SET "
@@ -67,7 +61,7 @@ class SqliteReuse:
             return bool(cur.fetchone()[0] == secret)
 
     def get_capability(self, ref: AgentRef) -> PublishedCapability | None:
-        row = self._conn().execute(
+        row = self.db.reader().execute(
             "SELECT login, slug, card, secret, published_at, updated_at FROM capabilities "
             "WHERE login = ? AND slug = ?", (ref.login, ref.slug)).fetchone()
         if row is None:
@@ -75,7 +69,7 @@ class SqliteReuse:
         return PublishedCapability(**{**dict(row), "card": json.loads(row["card"])})
 
     def rotate_invocation_secret(self, ref: AgentRef, secret: str, when: str) -> bool:
-        with self._write() as conn:
+        with self.db.write() as conn:
             cur = conn.execute("UPDATE capabilities SET secret = ?, updated_at = ? "
                                "WHERE login = ? AND slug = ?", (secret, when, ref.login, ref.slug))
             return cur.rowcount == 1
@@ -83,26 +77,26 @@ class SqliteReuse:
     # ---- grants ------------------------------------------------------------------------------
 
     def put_invocation_grant(self, grant: InvocationGrant) -> None:
-        with self._write() as conn:
+        with self.db.write() as conn:
             conn.execute(f"INSERT OR REPLACE INTO invocation_grants ({_GRANT_COLS}) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (grant.login, grant.slug, grant.caller, grant.calls_per_day,
                           grant.calls_per_minute, grant.expires_at, grant.created_at))
 
     def get_invocation_grant(self, ref: AgentRef, caller: str) -> InvocationGrant | None:
-        row = self._conn().execute(
+        row = self.db.reader().execute(
             f"SELECT {_GRANT_COLS} FROM invocation_grants WHERE login = ? AND slug = ? "
             "AND caller = ?", (ref.login, ref.slug, caller)).fetchone()
         return InvocationGrant(**dict(row)) if row else None
 
     def invocation_grants(self, ref: AgentRef) -> list[InvocationGrant]:
-        rows = self._conn().execute(
+        rows = self.db.reader().execute(
             f"SELECT {_GRANT_COLS} FROM invocation_grants WHERE login = ? AND slug = ? "
             "ORDER BY caller", (ref.login, ref.slug)).fetchall()
         return [InvocationGrant(**dict(r)) for r in rows]
 
     def delete_invocation_grant(self, ref: AgentRef, caller: str) -> bool:
-        with self._write() as conn:
+        with self.db.write() as conn:
             cur = conn.execute("DELETE FROM invocation_grants WHERE login = ? AND slug = ? "
                                "AND caller = ?", (ref.login, ref.slug, caller))
             return cur.rowcount == 1
@@ -112,7 +106,7 @@ class SqliteReuse:
     def take_invocation_quota(self, ref: AgentRef, caller: str,
                               windows: list[QuotaWindow]) -> QuotaWindow | None:
         key = (ref.login, ref.slug, caller)
-        with self._write() as conn:
+        with self.db.write() as conn:
             conn.execute("DELETE FROM invocation_quota WHERE expires_at <= ?", (iso(utcnow()),))
             for window in windows:
                 row = conn.execute(
@@ -129,7 +123,7 @@ class SqliteReuse:
     # ---- usage -------------------------------------------------------------------------------
 
     def record_usage(self, usage: UsageRecord) -> None:
-        with self._write() as conn:
+        with self.db.write() as conn:
             conn.execute(f"INSERT OR REPLACE INTO invocation_usage ({_USAGE_COLS}) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (usage.login, usage.at, usage.call_id, usage.agent, usage.status,
@@ -137,7 +131,7 @@ class SqliteReuse:
 
     def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
         """Expired records are left out before the purge deletes them."""
-        rows: Iterator[sqlite3.Row] = self._conn().execute(
+        rows: Iterator[sqlite3.Row] = self.db.reader().execute(
             f"SELECT {_USAGE_COLS} FROM invocation_usage WHERE login = ? "
             "AND (expires_at IS NULL OR expires_at > ?) "
             "ORDER BY at DESC, call_id DESC LIMIT ?", (login, iso(utcnow()), limit))

@@ -1,0 +1,60 @@
+"""What an owner does with their agents: create one with its first key, change its settings;
+and the checks that only its owner may (a stranger gets 404, so names do not leak)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.errors import Forbidden, NotFound
+from ..domain.keys import new_key
+from ..domain.models import Agent, AgentRef, KeyRecord
+from ..store import Store
+
+NOT_YOURS = "you have no agent of that name"
+
+
+def own_agent(store: Store, ref: AgentRef) -> Agent:
+    """The signed-in owner's agent `ref` (its login is the owner's); 404 if there is none."""
+    agent = store.get_agent(ref)
+    if agent is None:
+        raise NotFound(NOT_YOURS)
+    return agent
+
+
+def owned_by_key(store: Store, key: KeyRecord, ref: AgentRef, refusal: str) -> Agent:
+    """The agent if `key` is its owner's owner key: 404 for anyone else, 403 (`refusal`) for
+    the owner's agent keys."""
+    agent = store.get_agent(ref) if key.login == ref.login else None
+    if agent is None:
+        raise NotFound("agent not found")
+    if key.agent_slug is not None:
+        raise Forbidden(refusal)
+    return agent
+
+
+def create_with_key(store: Store, agent: Agent) -> str | None:
+    """Create `agent` and its first key (an agent key named for its setup); the raw key, or
+    None if the owner already has an agent of that name."""
+    if not store.create_agent(agent):
+        return None
+    raw, record = new_key(agent.login, agent.slug, name=f"{agent.slug} setup")
+    store.create_key(record)
+    return raw
+
+
+def change_settings(store: Store, ref: AgentRef, changes: dict[str, Any]) -> Agent | None:
+    """The agent with `changes` (AgentSettingsPatch fields) applied; None if there is none."""
+    return store.update_agent(ref, changes)
+
+
+def change_settings_with_key(store: Store, key: KeyRecord, ref: AgentRef,
+                             changes: dict[str, Any]) -> Agent:
+    """`PATCH /api/agents/...`: owner keys only; 404 for other accounts' agents."""
+    if key.login != ref.login:
+        raise NotFound("agent not found")
+    if key.agent_slug is not None:
+        raise Forbidden("agent keys may only ingest; use an owner key (bk_...) for settings")
+    agent = change_settings(store, ref, changes)
+    if agent is None:
+        raise NotFound("agent not found")
+    return agent

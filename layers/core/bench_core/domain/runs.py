@@ -1,0 +1,285 @@
+"""Runs: a root task and every task under it. Pure: which run a task belongs to, its log entries,
+and the tree a run is drawn as (order, depth, start offsets, failures flagged upwards).
+
+Which run a task belongs to is known only as far as its ancestors have arrived: OTLP exporters
+send a child span before its parent, and a batch may hold a subtask whose parent came earlier.
+So every task records the topmost ancestor known when it is written (`assign_runs`): itself
+for a root, its parent's run when the parent is known, else the parent's id. When a task that
+others pointed at learns its own parent, the stores move those tasks to the new run
+(`Reassign`), which happens once per late-arriving middle task, never per read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .field_limits import dumps
+from .models import TaskState
+
+MAX_LOG_ENTRIES = 200
+MAX_LOG_BYTES = 64 * 1024
+"""What a task keeps of its logs (entries and JSON bytes), so a task item stays far below
+DynamoDB's 400 KB; later entries are counted in a closing `{"omitted": n}` entry."""
+MAX_ANCESTRY = 1000
+"""How far up `assign_runs` follows parents within one batch (a cycle stops it too)."""
+
+
+def append_log(logs: list[dict[str, Any]], ts: str, data: Any) -> None:
+    """Add one `task.log` entry to a task's `logs`, or count it once the cap is reached."""
+    if logs and "omitted" in logs[-1]:
+        logs[-1]["omitted"] += 1
+        return
+    entry = {"ts": ts, "data": data}
+    used = sum(len(dumps(e)) for e in logs)
+    if len(logs) >= MAX_LOG_ENTRIES - 1 or used + len(dumps(entry)) > MAX_LOG_BYTES:
+        logs.append({"omitted": 1})
+        return
+    logs.append(entry)
+
+
+@dataclass(frozen=True)
+class Reassign:
+    """Tasks recorded under run `old` (a task that turned out to have a parent) belong to `new`."""
+
+    old: str
+    new: str
+
+
+def assign_runs(batch: Mapping[str, TaskState], stored: Mapping[str, TaskState]
+                ) -> tuple[list[Reassign], set[str]]:
+    """Set `run_id` on every task of `batch` (folded this batch) from the batch itself and the
+    `stored` states of other tasks (parents among them). Returns the reassignments to apply to
+    tasks stored earlier, and the ids of parents not stored yet (or stored only as placeholders)
+    that tasks now record as their run: the ones a later reassignment may have to move."""
+    memo: dict[str, str] = {}
+    unknown: set[str] = set()
+
+    def run_of(task_id: str) -> str:
+        path: list[str] = []
+        current = task_id
+        while True:
+            if current in memo:
+                found = memo[current]
+                break
+            task = batch.get(current)
+            if task is None:
+                known = stored.get(current)
+                if known is None or known.parent_task_id is None:
+                    if known is None or not known.sort_ts:
+                        unknown.add(current)  # absent, or a placeholder made by its children
+                    found = current
+                else:
+                    found = known.run_id or known.parent_task_id
+                break
+            if task.parent_task_id is None or current in path or len(path) > MAX_ANCESTRY:
+                found = current
+                break
+            path.append(current)
+            current = task.parent_task_id
+        for step in path:
+            memo[step] = found
+        memo[current] = found
+        return found
+
+    reassign = []
+    for task_id, task in batch.items():
+        before = stored.get(task_id)
+        task.run_id = run_of(task_id)
+        if task.run_id != task_id and (before is None or before.run_id in (None, task_id)):
+            reassign.append(Reassign(task_id, task.run_id))
+    unknown -= batch.keys()
+    return reassign, unknown
+
+
+# ---- the tree of a run ----------------------------------------------------------------------
+
+CHILDREN_SHOWN = 50
+"""Children drawn under one span before the rest collapse into a "N more" row."""
+DEPTH_SHOWN = 12
+"""Levels drawn below the focused span before deeper ones collapse."""
+ROWS_SHOWN = 600
+"""Rows drawn in all; the rest of the run collapses into counts that load on demand."""
+
+
+@dataclass
+class Node:
+    """One span of a run as the tree draws it."""
+
+    task: TaskState
+    depth: int
+    start_offset_ms: float | None
+    children: list[Node] = field(default_factory=list)
+    descendants: int = 0
+    failed_below: int = 0
+    """Failed spans anywhere under this one: a silent failure deep down shows at the top."""
+
+    @property
+    def task_id(self) -> str:
+        return self.task.task_id
+
+    @property
+    def parent_id(self) -> str | None:
+        return self.task.parent_task_id
+
+
+@dataclass
+class Row:
+    """A drawn row: a span (`kind` "span") or a collapsed group of `hidden` spans: the children
+    of `node` beyond `CHILDREN_SHOWN` ("children"), the levels below `node` ("deeper"), or
+    everything from `node` on once `ROWS_SHOWN` rows are drawn ("rest")."""
+
+    node: Node
+    kind: str = "span"
+    hidden: int = 0
+    hidden_failed: int = 0
+
+
+def _ms(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
+    """The run's tree from its root and the other tasks recorded under it; a task whose parent
+    is not among them hangs under the root (its parent has not arrived), so nothing is lost."""
+    nodes = {t.task_id: t for t in tasks if t.task_id != root.task_id}
+    start = _ms(root.started_at) or min((v for v in (_ms(t.started_at) for t in nodes.values())
+                                         if v is not None), default=None)
+    children: dict[str, list[TaskState]] = {}
+    for task in nodes.values():
+        parent = task.parent_task_id
+        if parent not in nodes and parent != root.task_id:
+            parent = root.task_id
+        children.setdefault(parent or root.task_id, []).append(task)
+    for kids in children.values():
+        kids.sort(key=lambda t: (t.sort_ts, t.task_id))
+
+    def offset(task: TaskState) -> float | None:
+        begin = _ms(task.started_at)
+        return None if begin is None or start is None else max(0.0, begin - start)
+
+    top = Node(root, 0, offset(root))
+    stack = [top]
+    order = [top]
+    seen = {root.task_id}
+    while stack:
+        node = stack.pop()
+        for kid in children.get(node.task_id, []):
+            if kid.task_id in seen:
+                continue
+            seen.add(kid.task_id)
+            child = Node(kid, node.depth + 1, offset(kid))
+            node.children.append(child)
+            order.append(child)
+            stack.append(child)
+    for node in reversed(order):
+        node.descendants = sum(1 + c.descendants for c in node.children)
+        node.failed_below = sum((c.task.status == "failed") + c.failed_below
+                                for c in node.children)
+    return top
+
+
+def find(node: Node, task_id: str) -> Node | None:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.task_id == task_id:
+            return current
+        stack.extend(current.children)
+    return None
+
+
+def walk(node: Node) -> Iterable[Node]:
+    """Every node under and including `node`, in drawing order (depth first, by start)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def rows(focus: Node, *, expand: Callable[[Node], bool] = lambda _: False,
+         children_shown: int = CHILDREN_SHOWN, depth_shown: int = DEPTH_SHOWN,
+         rows_shown: int = ROWS_SHOWN) -> list[Row]:
+    """The rows drawn for the subtree at `focus`: children beyond `children_shown` (unless
+    `expand` says so), levels beyond `depth_shown` and rows beyond `rows_shown` collapse into
+    rows that count what they hide, so a run of any size draws in bounded time."""
+    out: list[Row] = []
+    stack: list[Node | Row] = [focus]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Row):
+            out.append(item)
+            continue
+        if len(out) >= rows_shown:
+            rest = [item, *(i for i in stack if isinstance(i, Node))]
+            out.append(Row(item, "rest", hidden=sum(1 + n.descendants for n in rest),
+                           hidden_failed=sum(_failed(n) for n in rest)))
+            break
+        out.append(Row(item))
+        if not item.children:
+            continue
+        if item.depth - focus.depth >= depth_shown:
+            out.append(Row(item, "deeper", hidden=item.descendants,
+                           hidden_failed=item.failed_below))
+            continue
+        kids = item.children if expand(item) else item.children[:children_shown]
+        extra = item.children[len(kids):]
+        if extra:
+            stack.append(Row(item, "children", hidden=sum(1 + c.descendants for c in extra),
+                             hidden_failed=sum(_failed(c) for c in extra)))
+        stack.extend(reversed(kids))
+    return out
+
+
+def _failed(node: Node) -> int:
+    """Failed spans in the subtree at `node`, itself included."""
+    return (node.task.status == "failed") + node.failed_below
+
+
+# ---- the runs list --------------------------------------------------------------------------
+
+RUN_STATUSES = ("running", "success", "failed")
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """What the runs list keeps: every set field must hold. `text` matches names, and inputs
+    and outputs too when `content` (the owner's search: content is private to the owner)."""
+
+    status: str | None = None
+    name: str | None = None
+    text: str | None = None
+    content: bool = False
+    min_duration_ms: float | None = None
+    score_below: float | None = None
+
+    def keeps(self, task: TaskState) -> bool:
+        """The same rule as the stores' queries, for stores that filter what they read."""
+        if self.status is not None and task.status != self.status:
+            return False
+        if self.name is not None and task.name != self.name:
+            return False
+        if self.min_duration_ms is not None and (task.duration_ms is None
+                                                 or task.duration_ms < self.min_duration_ms):
+            return False
+        if self.score_below is not None and not (
+                task.eval is not None and task.eval.score is not None
+                and task.eval.score < self.score_below):
+            return False
+        if self.text:
+            needle = self.text.lower()
+            haystack = [task.name or ""]
+            if self.content:
+                haystack += [dumps(task.input), dumps(task.output)]
+            return any(needle in h.lower() for h in haystack)
+        return True
+
+
+def parent_ids(events: Iterable[Any]) -> set[str]:
+    """The parents that `CleanEvent`s name, whose stored runs their tasks take."""
+    return {e.body["parent_task_id"] for e in events if e.body.get("parent_task_id")}

@@ -1,0 +1,144 @@
+"""The run explorer: a run's page `/u/{login}/{slug}/runs/{task_id}` (tree, waterfall, span
+details; no JavaScript needed), the runs list `/u/{login}/{slug}/runs`, and their JSON twins
+under `/api/agents/{login}/{slug}/runs`. Everything is read through `reads.runs`."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from pydantic import BaseModel
+
+from ..domain.field_limits import dumps
+from ..domain.privacy import Viewer
+from ..reads import runs as reads
+from ..runtime.adapters import Services
+from . import public_base, services_of
+from .api import agent_ref
+from .deps import current_viewer
+from .templating import PageRoute, page
+
+router = APIRouter(route_class=PageRoute)
+api_router = APIRouter(prefix="/api")
+
+
+def _filters(status: str | None, name: str | None, q: str | None, min_ms: float | None,
+             score_below: float | None) -> dict[str, Any]:
+    return {"status": status or None, "name": name or None, "q": q or None, "min_ms": min_ms,
+            "score_below": score_below}
+
+
+MinMs = Query(None, ge=0, description="only runs that took at least this long (ms)")
+ScoreBelow = Query(None, ge=0, le=1, description="only runs the judge scored below this")
+
+
+@router.get("/u/{login}/{slug}/runs")
+def runs_page(request: Request, login: str, slug: str, status: str | None = None,
+              name: str | None = None, q: str | None = None, min_ms: float | None = MinMs,
+              score_below: float | None = ScoreBelow, cursor: str | None = None,
+              viewer: Viewer = Depends(current_viewer),
+              services: Services = Depends(services_of)) -> Response:
+    filters = _filters(status, name, q, min_ms, score_below)
+    model = reads.runs_page(services.store, agent_ref(login, slug), viewer, filters, cursor)
+    shown = {k: v for k, v in filters.items() if v is not None}
+    return page(request, "runs.html", viewer=viewer, **model,
+                next_query=urlencode({**shown, "cursor": model["next_cursor"]})
+                if model["next_cursor"] else None, base=public_base(request, services))
+
+
+@router.get("/u/{login}/{slug}/runs/{task_id}")
+def run_page(request: Request, login: str, slug: str, task_id: str, span: str | None = None,
+             focus: str | None = None, expand: str | None = None,
+             viewer: Viewer = Depends(current_viewer),
+             services: Services = Depends(services_of)) -> Response:
+    model = reads.run_page(services.store, agent_ref(login, slug), viewer, task_id, span=span,
+                           focus=focus, expand=expand)
+    if isinstance(model, reads.Elsewhere):
+        target = (f"/u/{quote(login)}/{quote(slug)}/runs/{quote(model.run_id, safe='')}"
+                  f"?span={quote(model.span_id, safe='')}#span-{quote(model.span_id, safe='')}")
+        return RedirectResponse(target, status_code=302)
+    view = {"focus": focus, "expand": expand, "span": span}
+
+    def href(**changes: str | None) -> str:
+        """This page's address with some of its view parameters changed (None drops one)."""
+        query = {k: v for k, v in {**view, **changes}.items() if v}
+        return "?" + urlencode(query) if query else request.url.path
+
+    return page(request, "run.html", viewer=viewer, **model, base=public_base(request, services),
+                href=href)
+
+
+@api_router.get("/agents/{login}/{slug}/runs")
+def runs_json(login: str, slug: str, status: str | None = None, name: str | None = None,
+              q: str | None = None, min_ms: float | None = MinMs,
+              score_below: float | None = ScoreBelow, cursor: str | None = None,
+              limit: int = Query(50, ge=1, le=200), viewer: Viewer = Depends(current_viewer),
+              services: Services = Depends(services_of)) -> dict[str, Any]:
+    """Runs newest first, filtered; `next_cursor` reads on (a page may hold fewer than
+    `limit` runs where the store bounds what one page examines)."""
+    return reads.runs_json(services.store, agent_ref(login, slug), viewer,
+                           _filters(status, name, q, min_ms, score_below), cursor, limit)
+
+
+class Span(BaseModel):
+    """One span of a run, as the privacy gate lets the viewer see it (hidden values read
+    "[hidden by owner]")."""
+
+    task_id: str
+    parent_id: str | None
+    depth: int
+    name: str | None
+    status: str
+    start_offset_ms: float | None
+    duration_ms: float | None
+    cost_usd: float | None
+    evidence: dict[str, Any] | None
+    input: Any
+    output: Any
+    logs: list[dict[str, Any]]
+    metadata: Any
+    eval: dict[str, Any] | None
+    started_at: str | None
+    ended_at: str | None
+    children: int
+    descendants: int
+    failed_below: int
+    inputs_hidden: bool
+    outputs_hidden: bool
+
+
+class RunAnswer(BaseModel):
+    """`GET /api/agents/{login}/{slug}/runs/{task_id}`."""
+
+    run_id: str
+    agent: str
+    name: str | None
+    status: str
+    started_at: str | None
+    ended_at: str | None
+    duration_ms: float | None
+    cost_usd: float | None
+    evidence: dict[str, Any] | None
+    eval: dict[str, Any] | None
+    unscored_because: str | None
+    cluster: dict[str, Any] | None
+    span_count: int
+    failed_spans: int
+    depth: int
+    spans: list[Span]
+    next_cursor: str | None
+    requested_span: str | None = None
+
+
+@api_router.get("/agents/{login}/{slug}/runs/{task_id}", response_class=JSONResponse,
+                responses={200: {"model": RunAnswer}})
+def run_json(login: str, slug: str, task_id: str, cursor: str | None = None,
+             viewer: Viewer = Depends(current_viewer),
+             services: Services = Depends(services_of)) -> Response:
+    """One run and its spans in the order the tree is drawn, 1,000 per answer (`next_cursor`
+    for the rest); a subtask's id answers its run with `requested_span` set. Encoded as it is
+    read (the schema documents it; validating a thousand spans again would double the time)."""
+    answer = reads.run_answer(services.store, agent_ref(login, slug), viewer, task_id, cursor)
+    return Response(dumps(answer), media_type="application/json")

@@ -1,0 +1,131 @@
+"""Which span attributes say what, in the three conventions producers use: OpenTelemetry GenAI
+(gen-ai 1.42, with the deprecated names producers still send), OpenInference (Phoenix's `llm.*`,
+`input.value`, `openinference.span.kind`) and the Vercel AI SDK's `ai.*` (which Mastra's
+telemetry also emits). Each list holds the current GenAI name first; the first present wins.
+
+A span that sums the usage of the model calls beneath it (an agent invocation, an AI SDK
+`ai.generateText` around its `ai.generateText.doGenerate` steps, an OpenInference AGENT or
+CHAIN) is an aggregate: its usage is not evidence, or every call would count twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+OPERATION = "gen_ai.operation.name"
+AGGREGATE_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
+AGGREGATE_KINDS = frozenset({"AGENT", "CHAIN"})
+"""OpenInference span kinds that stand for a whole run or a step of one, not one model call."""
+AI_SDK_CALLS = re.compile(r"^ai\.\w+\.do(Generate|Stream)$|^ai\.(embed|embedMany)\.doEmbed$")
+"""AI SDK operation ids of one provider call; the other `ai.*` operations wrap them."""
+
+TOKENS = {
+    "input_tokens": ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
+                     "llm.token_count.prompt", "ai.usage.inputTokens", "ai.usage.promptTokens"),
+    "output_tokens": ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                      "llm.token_count.completion", "ai.usage.outputTokens",
+                      "ai.usage.completionTokens"),
+    "cache_read_input_tokens": ("gen_ai.usage.cache_read.input_tokens",
+                                "gen_ai.usage.cache_read_input_tokens",
+                                "llm.token_count.prompt_details.cache_read",
+                                "ai.usage.cachedInputTokens"),
+    "cache_creation_input_tokens": ("gen_ai.usage.cache_creation.input_tokens",
+                                    "gen_ai.usage.cache_creation_input_tokens",
+                                    "llm.token_count.prompt_details.cache_write"),
+    "reasoning_output_tokens": ("gen_ai.usage.reasoning.output_tokens",
+                                "llm.token_count.completion_details.reasoning",
+                                "ai.usage.reasoningTokens"),
+}
+"""Evidence token fields and the attributes that carry them."""
+PROVIDER = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system",
+            "ai.model.provider")
+MODEL = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model",
+         "ai.model.id")
+TOOL_NAME = ("gen_ai.tool.name", "tool.name", "ai.toolCall.name")
+
+INPUT_ATTRIBUTES = ("gen_ai.input.messages", "gen_ai.tool.call.arguments",
+                    "gen_ai.retrieval.query.text", "gen_ai.memory.query.text", "input.value",
+                    "ai.prompt.messages", "ai.prompt", "ai.toolCall.args", "ai.value",
+                    "ai.values")
+OUTPUT_ATTRIBUTES = ("gen_ai.output.messages", "gen_ai.tool.call.result",
+                     "gen_ai.retrieval.documents", "gen_ai.memory.records", "output.value",
+                     "ai.response.text", "ai.response.object", "ai.response.toolCalls",
+                     "ai.toolCall.result")
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+OPENINFERENCE_MESSAGES = {"input": "llm.input_messages.", "output": "llm.output_messages."}
+"""OpenInference flattens message lists: `llm.input_messages.0.message.content`."""
+CONTENT_PREFIXES = ("gen_ai.input.", "gen_ai.output.", SYSTEM_INSTRUCTIONS, "gen_ai.tool.call.",
+                    "gen_ai.tool.definitions", "gen_ai.retrieval.", "gen_ai.memory.query.",
+                    "gen_ai.memory.records", "gen_ai.prompt", "gen_ai.completion", "input.",
+                    "output.", "llm.input_messages", "llm.output_messages", "llm.prompts",
+                    "ai.prompt", "ai.response.text", "ai.response.object", "ai.response.toolCalls",
+                    "ai.toolCall.args", "ai.toolCall.result", "ai.value", "ai.values",
+                    "ai.embedding")
+"""Attributes that may hold what went in or came out; never copied into metadata."""
+
+
+def is_aggregate(attrs: dict[str, Any]) -> bool:
+    operation_id = attrs.get("ai.operationId")
+    if isinstance(operation_id, str) and operation_id.startswith("ai."):
+        return AI_SDK_CALLS.match(operation_id) is None
+    return (attrs.get(OPERATION) in AGGREGATE_OPERATIONS
+            or attrs.get("openinference.span.kind") in AGGREGATE_KINDS)
+
+
+def first(attrs: dict[str, Any], names: tuple[str, ...]) -> Any:
+    for name in names:
+        value = attrs.get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def provider(attrs: dict[str, Any]) -> Any:
+    """The provider; the AI SDK's `openai.chat` / `openai.responses` name the API too."""
+    value = first(attrs, PROVIDER)
+    if isinstance(value, str) and attrs.get("ai.model.provider") == value:
+        return value.split(".", 1)[0]
+    return value
+
+
+def content(attrs: dict[str, Any], side: str) -> Any:
+    """What went in (`side` "input") or came out ("output"), as data where it is JSON."""
+    names = INPUT_ATTRIBUTES if side == "input" else OUTPUT_ATTRIBUTES
+    for name in names[:names.index(f"{side}.value")]:
+        if attrs.get(name) is not None:
+            return structured(attrs[name])
+    messages = _flattened(attrs, OPENINFERENCE_MESSAGES[side])
+    if messages:
+        return messages
+    mime = attrs.get(f"{side}.mime_type")
+    value = attrs.get(f"{side}.value")
+    if value is not None:
+        return value if mime not in (None, "application/json") else structured(value)
+    value = first(attrs, names[names.index(f"{side}.value") + 1:])
+    return None if value is None else structured(value)
+
+
+def structured(value: Any) -> Any:
+    """JSON text (spans often carry content so) as data; anything else as it is."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _flattened(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """`prefix` + `<i>.message.<field>` attributes as a list of messages, in index order."""
+    messages: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
+        index, _, rest = key[len(prefix):].partition(".")
+        if not index.isdigit():
+            continue
+        field = rest.removeprefix("message.")
+        messages.setdefault(int(index), {})[field] = value
+    return [messages[i] for i in sorted(messages)]

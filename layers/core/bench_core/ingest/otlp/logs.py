@@ -1,0 +1,106 @@
+"""`POST /v1/logs`: GenAI content log events → the input and output of their spans' tasks.
+
+Keys and agents are those of `export_traces` (`X-Bench-Agent`, else the resource's
+`service.name` or `gen_ai.agent.name`). A span Bench has stored gets its content at once, through
+the one ingest pipeline; content for a span not seen yet is parked (`parked`) and joins the
+span when the trace export brings it. Parking first and then looking for the span again closes
+the race with a trace export that looked for parked content in between.
+
+A finished run whose content arrives late is queued for its eval again: one judged before
+had no content and was left unscored for that (`evals.workflow`), not scored.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ...domain.errors import BadRequest
+from ...domain.keys import may_write
+from ...domain.models import AgentMeta, AgentRef, IngestOutcome, KeyRecord
+from ..pipeline import IngestPorts, Later, accept, queue_evals
+from . import NO_AGENT, _header_slug, _ResourceAgents
+from .content import SpanContent, group_content
+from .decode import DecodeError
+from .log_decode import decode_logs
+from .parked import park, release
+
+
+@dataclass
+class LogsResult:
+    records: int = 0
+    rejected: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    attached: int = 0
+    """Spans whose task got content now."""
+    parked: int = 0
+    """Spans whose content waits for the span."""
+    outcomes: list[tuple[AgentRef, IngestOutcome]] = field(default_factory=list)
+
+    @property
+    def error_message(self) -> str:
+        return "; ".join(f"{n} log record(s): {reason}" for reason, n in self.reasons.items())
+
+    def reject(self, reason: str, count: int = 1) -> None:
+        self.rejected += count
+        self.reasons[reason] = self.reasons.get(reason, 0) + count
+
+
+def export_logs(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str,
+                agent_header: str | None, *, later: Later) -> LogsResult:
+    """Attach or park the content of one logs export request written with `key`; nothing is
+    stored when an agent it names may not be written with the key (403) or the body is not a
+    request (400). Log records that are not GenAI content events are accepted and dropped."""
+    try:
+        records = decode_logs(body, encoding)
+    except DecodeError as exc:
+        raise BadRequest(str(exc)) from exc
+    header_slug = _header_slug(agent_header)
+    names = _ResourceAgents(records)
+    result = LogsResult(records=len(records))
+    by_agent: dict[str, list] = defaultdict(list)
+    for record in records:
+        by_agent[header_slug or names.slug(record) or ""].append(record)
+    contents: dict[str, list[SpanContent]] = {}
+    for slug, agent_records in by_agent.items():
+        spans, refused = group_content(agent_records)
+        for reason, count in refused.items():
+            result.reject(reason, count)
+        if spans and not slug:
+            result.reject(NO_AGENT, sum(len(s.records) for s in spans))
+        elif spans:
+            contents[slug] = spans
+    for slug in contents:
+        may_write(key, key.login, slug)
+    for slug, spans in contents.items():
+        _attach(ports, AgentRef(key.login, slug), spans, result, later)
+    return result
+
+
+def _attach(ports: IngestPorts, ref: AgentRef, spans: list[SpanContent], result: LogsResult,
+            later: Later) -> None:
+    store, limits = ports.store, ports.settings.limits
+    now_events, late_runs = [], []
+    for span in spans:
+        event = span.event(limits.max_field_bytes)
+        if event is None:
+            continue
+        task = store.get_task(ref, span.task_id)
+        if task is None or not (task.started_at or task.ended_at):
+            problem = park(store, ref, span.task_id, event)
+            if problem is not None:
+                result.reject(problem, len(span.records))
+                continue
+            task = store.get_task(ref, span.task_id)
+            if task is None or not (task.started_at or task.ended_at):
+                result.parked += 1
+                continue
+            release(store, ref, [span.task_id])
+        now_events.append(event)
+        result.attached += 1
+        if task.finished:
+            late_runs.append((span.task_id, task.parent_task_id is None))
+    if now_events:
+        outcome = accept(ports, ref.login, AgentMeta(slug=ref.slug), now_events, later=later)
+        result.outcomes.append((ref, outcome))
+        queue_evals(ports, ref, IngestOutcome(accepted=0, duplicates=0, finished=late_runs))

@@ -1,0 +1,89 @@
+"""Agents on DynamoDB: their names, privacy settings and stats.
+
+Item (pk, sk [gsi1pk, gsi1sk]; `A` is `{login}#{slug}`):
+
+- agent + counters: AGENT#{A}, META  [OWNER#{login}, AGENT#{slug}]
+
+The counters are written by ingest (`ingest.py`) and evals (`evals.py`); an owner's settings
+here. Every change to what the rankings derive from refreshes the agent's rank keys
+(`leaderboard.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ...domain.models import Agent, AgentRef, iso, utcnow
+from .. import SETTABLE
+from . import codec
+from .client import ConditionFailed, Table, cancellation_reasons, code
+from .codec import META, AgentKeys, Update, to_item, ttl
+from .leaderboard import DynamoLeaderboard
+
+
+def agent_item(agent: Agent) -> dict[str, Any]:
+    """A new agent as `codec.agent_upsert` would have created it, with its own settings."""
+    keys = AgentKeys(agent.login, agent.slug)
+    attrs: dict[str, Any] = {
+        "pk": keys.pk, "sk": META, "login": agent.login, "slug": agent.slug,
+        "gsi1pk": f"OWNER#{agent.login}", "gsi1sk": f"AGENT#{agent.slug}",
+        "created_at": agent.created_at, "visibility": agent.visibility,
+        "hide_inputs": agent.hide_inputs, "hide_outputs": agent.hide_outputs}
+    if agent.display_name is not None:
+        attrs["display_name"] = agent.display_name
+    if agent.expires_at is not None:
+        attrs |= ttl(agent.expires_at)
+    return to_item(attrs)
+
+
+class DynamoAgents:
+    """Agents and their settings, on `table`; `ranks` re-ranks an agent whose settings
+    changed."""
+
+    def __init__(self, table: Table, ranks: DynamoLeaderboard) -> None:
+        self.table = table
+        self.ranks = ranks
+
+    def get_agent(self, ref: AgentRef) -> Agent | None:
+        """A temporary agent past its expiry is gone, even before TTL deletes it."""
+        item = self.table.get(AgentKeys(ref.login, ref.slug).key(META))
+        if not item or item.get("until") is not None and item["until"] <= iso(utcnow()):
+            return None
+        return codec.agent_from_item(item)
+
+    def list_agents(self, login: str) -> list[Agent]:
+        items = self.table.query(f"OWNER#{login}", index="gsi1")
+        return [codec.agent_from_item(item) for item in items]
+
+    def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None:
+        unknown = set(changes) - SETTABLE
+        if unknown:
+            raise ValueError(f"not settable: {sorted(unknown)}")
+        if not changes:
+            return self.get_agent(ref)
+        update = Update(AgentKeys(ref.login, ref.slug).key(META),
+                        set={k: v for k, v in changes.items() if v is not None},
+                        remove=[k for k, v in changes.items() if v is None],
+                        condition="attribute_exists(#pk)")
+        try:
+            item = self.table.update(update, returns="ALL_NEW")
+        except ConditionFailed:
+            return None
+        self.ranks.refresh(ref)
+        return codec.agent_from_item(item)
+
+    def create_agent(self, agent: Agent) -> bool:
+        try:
+            self.table.transact([
+                self.table.update_action(codec.user_upsert(agent.login, agent.created_at,
+                                                           agent.expires_at)),
+                self.table.put_action(agent_item(agent))])
+        except ClientError as exc:
+            if (code(exc) == "TransactionCanceledException"
+                    and "ConditionalCheckFailed" in cancellation_reasons(exc)):
+                return False
+            raise
+        self.ranks.refresh(agent.ref)
+        return True

@@ -1,0 +1,213 @@
+"""The table every concern of the DynamoDB adapter writes to: one client, the request shapes
+Bench uses (consistent reads, guarded updates, transactions, batches, paged queries) and what
+their failures mean. Each concern (`ingest.py`, `agents.py`, ...) is given the same `Table`.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from ...domain.errors import TooManyRequests
+from . import codec
+from .codec import Update
+
+MAX_ATTEMPTS = 8
+BACKOFF_SECONDS = 0.01
+BATCH_WRITE = 25
+BATCH_GET = 100
+
+
+class ConditionFailed(Exception):
+    """A conditional single-item write whose condition did not hold."""
+
+
+def code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def cancellation_reasons(exc: ClientError) -> list[str]:
+    """Why a cancelled transaction was cancelled, action by action ("None" for the rest)."""
+    return [r.get("Code", "None") for r in exc.response.get("CancellationReasons", [])]
+
+
+def pause(attempt: int) -> None:
+    """Full jitter: concurrent writers of one item spread out instead of colliding again."""
+    time.sleep(random.uniform(0, BACKOFF_SECONDS * 2 ** attempt))
+
+
+def busy() -> TooManyRequests:
+    return TooManyRequests("too many concurrent writes to this agent; send the batch again",
+                           headers={"Retry-After": "1"})
+
+
+class Table:
+    """One DynamoDB table and its (lazily made, thread-safe) low-level boto3 client."""
+
+    def __init__(self, name: str, client: Any = None) -> None:
+        """`client`: a boto3 DynamoDB client; by default one is made on first use, for the
+        region in the environment, and closed with the table."""
+        self.name = name
+        self._client = client
+        self._owns_client = client is None
+        self._client_lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            with self._client_lock:
+                if self._client is None:
+                    self._client = boto3.client("dynamodb")
+        return self._client
+
+    def close(self) -> None:
+        if self._owns_client and self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # ---- single items ----------------------------------------------------------------------
+
+    def get(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        item = self.client.get_item(TableName=self.name, Key=key, ConsistentRead=True).get("Item")
+        return codec.plain(item) if item else None
+
+    def update(self, update: Update, returns: str = "NONE") -> dict[str, Any]:
+        """One UpdateItem; `ConditionFailed` if its condition does not hold. A plain write to
+        an item inside a running transaction is rejected (and botocore does not retry that),
+        which happens to the agent item under load: it is retried here."""
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                response = self.client.update_item(**update.params(self.name),
+                                                   ReturnValues=returns)
+                return codec.plain(response.get("Attributes", {}))
+            except ClientError as exc:
+                if code(exc) == "ConditionalCheckFailedException":
+                    raise ConditionFailed from exc
+                if code(exc) != "TransactionConflictException":
+                    raise
+                pause(attempt)
+        raise busy()
+
+    def put(self, item: dict[str, Any], condition: str | None = None,
+            values: dict[str, Any] | None = None, names: dict[str, str] | None = None) -> bool:
+        """One PutItem; False (nothing written) if `condition` does not hold."""
+        params: dict[str, Any] = {"TableName": self.name, "Item": item}
+        if condition:
+            params["ConditionExpression"] = condition
+        if values:
+            params["ExpressionAttributeValues"] = codec.to_item(values)
+        if names:
+            params["ExpressionAttributeNames"] = names
+        try:
+            self.client.put_item(**params)
+        except ClientError as exc:
+            if code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def put_if_absent(self, item: dict[str, Any]) -> bool:
+        return self.put(item, "attribute_not_exists(pk)")
+
+    def delete(self, key: dict[str, Any], condition: str | None = None,
+               values: dict[str, Any] | None = None) -> bool:
+        """One DeleteItem; True if an item was there (and `condition` held)."""
+        params: dict[str, Any] = {"TableName": self.name, "Key": key, "ReturnValues": "ALL_OLD"}
+        if condition:
+            params["ConditionExpression"] = condition
+        if values:
+            params["ExpressionAttributeValues"] = codec.to_item(values)
+        try:
+            return "Attributes" in self.client.delete_item(**params)
+        except ClientError as exc:
+            if code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+
+    # ---- several items ---------------------------------------------------------------------
+
+    def transact(self, actions: list[dict[str, Any]]) -> None:
+        """The token makes botocore's own retry of a committed transaction a no-op."""
+        self.client.transact_write_items(TransactItems=actions,
+                                         ClientRequestToken=uuid.uuid4().hex)
+
+    def put_action(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A transaction's Put of a new item (cancelled if the item exists)."""
+        return {"Put": {"TableName": self.name, "Item": item,
+                        "ConditionExpression": "attribute_not_exists(pk)"}}
+
+    def update_action(self, update: Update) -> dict[str, Any]:
+        return {"Update": update.params(self.name)}
+
+    def batch_get(self, keys: list[dict[str, Any]], *, only_keys: bool = False
+                  ) -> list[dict[str, Any]]:
+        """The items that exist of `keys`, strongly consistent, 100 keys per request."""
+        found: list[dict[str, Any]] = []
+        for i in range(0, len(keys), BATCH_GET):
+            request: dict[str, Any] = {"Keys": keys[i:i + BATCH_GET], "ConsistentRead": True}
+            if only_keys:
+                request["ProjectionExpression"] = "pk, sk"
+            pending = {self.name: request}
+            for attempt in range(MAX_ATTEMPTS):
+                response = self.client.batch_get_item(RequestItems=pending)
+                found += map(codec.plain, response["Responses"].get(self.name, []))
+                pending = response.get("UnprocessedKeys") or {}
+                if not pending:
+                    break
+                pause(attempt)
+            else:
+                raise busy()
+        return found
+
+    def write_all(self, items: list[dict[str, Any]]) -> None:
+        """Put every item (unconditionally), 25 per BatchWriteItem."""
+        for i in range(0, len(items), BATCH_WRITE):
+            pending = {self.name: [{"PutRequest": {"Item": item}}
+                                   for item in items[i:i + BATCH_WRITE]]}
+            for attempt in range(MAX_ATTEMPTS):
+                pending = (self.client.batch_write_item(RequestItems=pending)
+                           .get("UnprocessedItems") or {})
+                if not pending:
+                    break
+                pause(attempt)
+            else:
+                raise busy()
+
+    def query(self, pk: str, sk: str = "", *, index: str = "", forward: bool = True,
+              page: int | None = None, projection: str = "", **bounds: str
+              ) -> Iterator[dict[str, Any]]:
+        """One partition in sort-key order, fetched page by page as the caller consumes it.
+        `sk` is a key condition on `#sk` whose values are `bounds` (`:name` for `name=`)."""
+        params: dict[str, Any] = {
+            "TableName": self.name, "ScanIndexForward": forward,
+            "KeyConditionExpression": "#pk = :pk" + (f" AND {sk}" if sk else ""),
+            "ExpressionAttributeNames": {"#pk": f"{index}pk", **({"#sk": f"{index}sk"} if sk
+                                                                 else {})},
+            "ExpressionAttributeValues": codec.to_item(
+                {":pk": pk, **{f":{k}": v for k, v in bounds.items()}})}
+        if index:
+            params["IndexName"] = index
+        else:
+            params["ConsistentRead"] = True
+        if page:
+            params["Limit"] = page
+        if projection:
+            params["ProjectionExpression"] = projection
+        yield from self.pages(params)
+
+    def pages(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The items of a Query (`params` without TableName), page by page."""
+        params = {"TableName": self.name, **params}
+        while True:
+            response = self.client.query(**params)
+            yield from map(codec.plain, response["Items"])
+            if "LastEvaluatedKey" not in response:
+                return
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]

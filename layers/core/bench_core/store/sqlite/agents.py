@@ -1,0 +1,126 @@
+"""Agents on SQLite: one row each, holding its names, privacy settings, stats and leaderboard
+columns. The row codec, the id lookup and the rank refresh are shared with the concerns that
+write an agent's counters (ingest, evals) and read its rankings (leaderboard)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from ...domain import stats
+from ...domain.models import Agent, AgentRef, AgentStats, iso, utcnow
+from ...domain.ranking import SORTS, rank_values, search_text
+from .. import SETTABLE
+from .connection import Concern
+
+AGENTS_SCHEMA = """
+    CREATE TABLE agents (
+        id INTEGER PRIMARY KEY, login TEXT NOT NULL, slug TEXT NOT NULL,
+        display_name TEXT, model TEXT, framework TEXT, architecture TEXT, tools TEXT,
+        visibility TEXT NOT NULL DEFAULT 'public', hide_inputs INTEGER NOT NULL DEFAULT 0,
+        hide_outputs INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
+        runs INTEGER NOT NULL DEFAULT 0, successes INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0, cost_usd_total REAL NOT NULL DEFAULT 0,
+        latency_hist TEXT NOT NULL DEFAULT '[]', first_event_at TEXT, last_event_at TEXT,
+        eval_count INTEGER NOT NULL DEFAULT 0, eval_score_sum REAL NOT NULL DEFAULT 0,
+        dropped_events INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (login, slug));
+"""
+"""The agents table of the first migration (`store.MIGRATIONS`)."""
+
+EVIDENCE_STATS = ("evidence_cost_usd_total", "evidence_input_tokens", "evidence_output_tokens",
+                  "evidence_calls", "evidence_unpriced_calls")
+AGENT_COLS = ("login, slug, display_name, model, framework, architecture, tools, visibility, "
+              "hide_inputs, hide_outputs, created_at, runs, successes, failures, "
+              "cost_usd_total, latency_hist, first_event_at, last_event_at, eval_count, "
+              "eval_score_sum, dropped_events, eval_unscored, eval_skipped, eval_judge, "
+              "judge_tokens, judge_cost_usd, judge_daily_budget_usd, judge_sample_rate, "
+              f"{', '.join(EVIDENCE_STATS)}, expires_at")
+
+
+def load_json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def agent_from_row(row: sqlite3.Row) -> Agent:
+    d = dict(row)
+    return Agent(
+        login=d["login"], slug=d["slug"], display_name=d["display_name"], model=d["model"],
+        framework=d["framework"], architecture=d["architecture"], tools=load_json(d["tools"]),
+        visibility=d["visibility"], hide_inputs=bool(d["hide_inputs"]),
+        hide_outputs=bool(d["hide_outputs"]), created_at=d["created_at"],
+        stats=AgentStats(
+            runs=d["runs"], successes=d["successes"], failures=d["failures"],
+            cost_usd_total=d["cost_usd_total"], latency_hist=json.loads(d["latency_hist"]),
+            first_event_at=d["first_event_at"], last_event_at=d["last_event_at"],
+            eval_count=d["eval_count"], eval_score_sum=d["eval_score_sum"],
+            dropped_events=d["dropped_events"], eval_unscored=d["eval_unscored"],
+            eval_skipped=d["eval_skipped"], eval_judge=d["eval_judge"],
+            judge_tokens=d["judge_tokens"], judge_cost_usd=d["judge_cost_usd"],
+            **{name: d[name] for name in EVIDENCE_STATS}),
+        judge_daily_budget_usd=d["judge_daily_budget_usd"],
+        judge_sample_rate=d["judge_sample_rate"], expires_at=d["expires_at"])
+
+
+def find_agent_id(conn: sqlite3.Connection, ref: AgentRef) -> int | None:
+    row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
+                       (ref.login, ref.slug)).fetchone()
+    return int(row[0]) if row else None
+
+
+def refresh_rank(conn: sqlite3.Connection, login: str, slug: str) -> None:
+    """Recompute the agent's leaderboard columns; called by every write that changes what
+    they derive from (counters, visibility, names)."""
+    row = conn.execute(f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ?",
+                       (login, slug)).fetchone()
+    if row is None:
+        return
+    agent = agent_from_row(row)
+    values = rank_values(agent)
+    conn.execute(f"UPDATE agents SET lb_text = ?, {', '.join(f'lb_{s} = ?' for s in SORTS)} "
+                 "WHERE login = ? AND slug = ?",
+                 (search_text(agent), *values.values(), login, slug))
+
+
+class SqliteAgents(Concern):
+    def get_agent(self, ref: AgentRef) -> Agent | None:
+        """A temporary agent past its expiry is gone, even before `purge_expired` runs."""
+        row = self.db.reader().execute(
+            f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ? "
+            "AND (expires_at IS NULL OR expires_at > ?)",
+            (ref.login, ref.slug, iso(utcnow()))).fetchone()
+        return agent_from_row(row) if row else None
+
+    def list_agents(self, login: str) -> list[Agent]:
+        rows = self.db.reader().execute(
+            f"SELECT {AGENT_COLS} FROM agents WHERE login = ? ORDER BY slug", (login,)).fetchall()
+        return [agent_from_row(r) for r in rows]
+
+    def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None:
+        unknown = set(changes) - SETTABLE
+        if unknown:
+            raise ValueError(f"not settable: {sorted(unknown)}")
+        if changes:
+            sets = ", ".join(f"{name} = ?" for name in changes)
+            with self.db.write() as conn:
+                conn.execute(f"UPDATE agents SET {sets} WHERE login = ? AND slug = ?",
+                             (*changes.values(), ref.login, ref.slug))
+                refresh_rank(conn, ref.login, ref.slug)
+        return self.get_agent(ref)
+
+    def create_agent(self, agent: Agent) -> bool:
+        with self.db.write() as conn:
+            conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)",
+                         (agent.login, agent.created_at))
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO agents (login, slug, display_name, visibility, hide_inputs, "
+                "hide_outputs, created_at, latency_hist, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (agent.login, agent.slug, agent.display_name, agent.visibility,
+                 int(agent.hide_inputs), int(agent.hide_outputs), agent.created_at,
+                 json.dumps(stats.empty_histogram()), agent.expires_at))
+            if cur.rowcount != 1:
+                return False
+            refresh_rank(conn, agent.login, agent.slug)
+        return True

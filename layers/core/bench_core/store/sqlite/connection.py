@@ -1,0 +1,107 @@
+"""The SQLite database every concern of `SqliteStore` shares: one file in WAL mode, versioned
+migrations, a reader connection per thread and one writer for the process.
+
+Writes take one `BEGIN IMMEDIATE` transaction each (behind a process lock, so threads queue
+instead of spinning on `SQLITE_BUSY`), which makes a batch all-or-nothing and makes the dedupe of
+event ids exact even with many concurrent senders. Readers never block writers in WAL mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def _private_files(path: Path) -> None:
+    """The database holds private telemetry and invocation secrets: readable by this user only.
+    SQLite creates the WAL and shared-memory files with the database's own mode; files an older
+    version created are narrowed too."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            if file.stat().st_mode & 0o077:
+                file.chmod(0o600)
+
+
+class Database:
+    """The connections to one SQLite file, handed to every concern of the store."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._writer: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        _private_files(self.path)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                               timeout=30)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA cache_size=-65536")
+        return conn
+
+    def reader(self) -> sqlite3.Connection:
+        """A reader connection per thread (WAL readers run in parallel with the writer)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One writer connection for the process: writes are serialized anyway, and a single
+        connection keeps its page cache warm instead of one cold cache per worker thread."""
+        with self._write_lock:
+            if self._writer is None:
+                self._writer = self._connect()
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def migrate(self, migrations: Sequence[str],
+                upgrade: Callable[[sqlite3.Connection, int], None]) -> None:
+        """Run the migrations past the file's `user_version`, then `upgrade(conn, version it
+        had)`, in one transaction."""
+        with self.write() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            for number, script in enumerate(migrations[version:], start=version + 1):
+                for statement in filter(str.strip, script.split(";")):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+            upgrade(conn, version)
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.reader().execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close this thread's reader and the writer."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+        with self._write_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+
+class Concern:
+    """One concern of `SqliteStore` (ingest, agents, ...): its methods work on the `Database`
+    it is given, so the concerns share one file's connections and transactions."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db

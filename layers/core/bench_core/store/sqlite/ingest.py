@@ -1,0 +1,332 @@
+"""Ingest on SQLite: events deduped by id, folded into tasks (bench_core.domain.folding), the
+agent's counters and days updated, all in one write transaction per batch; and the reads of
+what it wrote (recent events, tasks and their subtasks, a task's events, daily counts)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from ...domain import stats
+from ...domain.field_limits import dumps
+from ...domain.folding import fold_batch
+from ...domain.models import (
+    AgentMeta,
+    AgentRef,
+    CleanEvent,
+    EvalResult,
+    IngestOutcome,
+    RunDelta,
+    TaskState,
+    Usage,
+    iso,
+    utcnow,
+)
+from ...domain.privacy import IMPLICIT_AGENT
+from ...domain.runs import Reassign, parent_ids
+from .. import decode_cursor, encode_cursor
+from .agents import find_agent_id, load_json, refresh_rank
+from .connection import Concern
+
+TASKS_SCHEMA = """
+    CREATE TABLE agent_days (
+        agent_id INTEGER NOT NULL, day TEXT NOT NULL, runs INTEGER NOT NULL DEFAULT 0,
+        successes INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0, PRIMARY KEY (agent_id, day)) WITHOUT ROWID;
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL, event_id TEXT NOT NULL,
+        kind TEXT NOT NULL, ts TEXT NOT NULL, task_id TEXT, body TEXT NOT NULL,
+        UNIQUE (agent_id, event_id));
+    CREATE INDEX events_recent ON events (agent_id, ts, seq);
+    CREATE INDEX events_task ON events (agent_id, task_id) WHERE task_id IS NOT NULL;
+    CREATE TABLE tasks (
+        agent_id INTEGER NOT NULL, task_id TEXT NOT NULL, parent_task_id TEXT, name TEXT,
+        status TEXT NOT NULL, input TEXT, output TEXT, metadata TEXT, duration_ms REAL,
+        cost_usd REAL, reported_cost_usd REAL, cost_logged_usd REAL NOT NULL DEFAULT 0,
+        child_cost_usd REAL NOT NULL DEFAULT 0, cost_breakdown TEXT, started_at TEXT,
+        ended_at TEXT, sort_ts TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, task_id)) WITHOUT ROWID;
+    CREATE INDEX tasks_by_parent ON tasks (agent_id, parent_task_id, sort_ts, task_id);
+    CREATE INDEX tasks_by_status ON tasks (agent_id, parent_task_id, status, sort_ts, task_id);
+"""
+"""The days, events and tasks of the first migration (`store.MIGRATIONS`)."""
+
+EVIDENCE_SCHEMA = """
+    ALTER TABLE tasks ADD COLUMN evidence TEXT;
+    ALTER TABLE agents ADD COLUMN evidence_cost_usd_total REAL NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN evidence_input_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN evidence_output_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN evidence_calls INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE agents ADD COLUMN evidence_unpriced_calls INTEGER NOT NULL DEFAULT 0;
+"""
+"""The migration adding cost evidence (bench_core.domain.pricing): a task's evidence as JSON
+(bench_core.domain.models.Usage) and the agent's evidence totals, apart from owner-reported
+cost."""
+
+TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
+             "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
+             "started_at, ended_at, version, eval, evidence, run_id, logs")
+_JSON_TASK_FIELDS = ("input", "output", "metadata", "cost_breakdown")
+
+
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else dumps(value)
+
+
+def task_from_row(row: sqlite3.Row) -> TaskState:
+    d = {k: row[k] for k in TASK_COLS.split(", ")}
+    for name in _JSON_TASK_FIELDS:
+        d[name] = load_json(d[name])
+    d["eval"] = EvalResult.from_dict(json.loads(d["eval"])) if d["eval"] else None
+    d["evidence"] = _usage(d["evidence"])
+    d["logs"] = load_json(d["logs"]) or []
+    return TaskState(**d)
+
+
+def _usage(text: str | None) -> Usage | None:
+    return None if text is None else Usage.from_dict(json.loads(text))
+
+
+def _usage_json(usage: Usage | None) -> str | None:
+    return None if usage is None else dumps(usage.to_dict())
+
+
+def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]) -> None:
+    """Tasks recorded under a run that turned out to have a parent move to its run
+    (`domain.runs`; indexed by `tasks_by_run`, and usually no row matches)."""
+    conn.executemany("UPDATE tasks SET run_id = ? WHERE agent_id = ? AND run_id = ?",
+                     [(m.new, agent_id, m.old) for m in moves])
+
+
+class SqliteIngest(Concern):
+    def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
+               dropped: int = 0) -> IngestOutcome:
+        with self.db.write() as conn:
+            agent_id = self._ensure_agent(conn, login, meta)
+            fresh = self._insert_new_events(conn, agent_id, events)
+            task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
+            states = self._load_tasks(conn, agent_id, task_ids | parent_ids(fresh))
+            fold = fold_batch(states, fresh)
+            self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
+            reassign_runs(conn, agent_id, fold.reassign)
+            for parent in fold.child_costs.keys() | fold.child_evidence.keys():
+                self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
+                                     fold.child_evidence.get(parent))
+            self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], fresh,
+                             dropped if fresh or not events else 0)  # a replay counts once
+            self._apply_evidence(conn, agent_id, fold.evidence)
+            refresh_rank(conn, login, meta.slug)
+        return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
+                             finished=fold.finished)
+
+    def _insert_new_events(self, conn: sqlite3.Connection, agent_id: int,
+                           events: list[CleanEvent]) -> list[CleanEvent]:
+        """Insert the events not stored yet; return them, in batch order. `RETURNING` lists
+        only the rows actually inserted, so one statement per chunk does the dedupe."""
+        inserted: set[str] = set()
+        for i in range(0, len(events), 1000):
+            chunk = events[i:i + 1000]
+            rows = conn.execute(
+                "INSERT OR IGNORE INTO events (agent_id, event_id, kind, ts, task_id, body) "
+                f"VALUES {', '.join(['(?, ?, ?, ?, ?, ?)'] * len(chunk))} RETURNING event_id",
+                [v for e in chunk for v in (agent_id, e.id, e.kind, e.ts, e.task_id,
+                                            e.body_json or dumps(e.body))]).fetchall()
+            inserted.update(r[0] for r in rows)
+        fresh = []
+        for event in events:
+            if event.id in inserted:
+                inserted.discard(event.id)  # a repeated id within the batch counts once
+                fresh.append(event)
+        return fresh
+
+    def _ensure_agent(self, conn: sqlite3.Connection, login: str, meta: AgentMeta) -> int:
+        now = iso(utcnow())
+        conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)", (login, now))
+        updates = {k: (dumps(v) if k == "tools" else v) for k, v in meta.updates().items()}
+        row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
+                           (login, meta.slug)).fetchone()
+        if row is None:
+            cols = ["login", "slug", "created_at", "latency_hist", *IMPLICIT_AGENT, *updates]
+            values = [login, meta.slug, now, json.dumps(stats.empty_histogram()),
+                      *IMPLICIT_AGENT.values(), *updates.values()]
+            cur = conn.execute(f"INSERT INTO agents ({', '.join(cols)}) VALUES "
+                               f"({', '.join('?' * len(cols))})", values)
+            return int(cur.lastrowid or 0)
+        if updates:
+            sets = ", ".join(f"{k} = ?" for k in updates)
+            conn.execute(f"UPDATE agents SET {sets} WHERE id = ?", (*updates.values(), row[0]))
+        return int(row[0])
+
+    def _load_tasks(self, conn: sqlite3.Connection, agent_id: int,
+                    task_ids: set[str]) -> dict[str, TaskState]:
+        out: dict[str, TaskState] = {}
+        ids = list(task_ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            rows = conn.execute(
+                f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND task_id IN "
+                f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)).fetchall()
+            for row in rows:
+                out[row["task_id"]] = task_from_row(row)
+        return out
+
+    def _save_tasks(self, conn: sqlite3.Connection, agent_id: int, tasks: Iterable[TaskState],
+                    existing: set[str]) -> None:
+        updates, inserts = [], []
+        for t in tasks:
+            row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
+                   _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,
+                   t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
+                   _json_or_null(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
+                   _usage_json(t.evidence), t.run_id, dumps(t.logs), agent_id, t.task_id)
+            (updates if t.task_id in existing else inserts).append(row)
+        conn.executemany(
+            "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
+            "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
+            "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
+            "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, version = version + 1 "
+            "WHERE agent_id = ? AND task_id = ?", updates)
+        conn.executemany(
+            "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
+            "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
+            "cost_breakdown, started_at, ended_at, sort_ts, evidence, run_id, logs, agent_id, "
+            "task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            inserts)
+
+    def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,
+                        amount: float, evidence: Usage | None) -> None:
+        """A parent not seen yet gets a placeholder row; its start/end fill it in later. The
+        write lock is held, so adding to the parent's evidence may read it first."""
+        conn.execute(
+            "INSERT INTO tasks (agent_id, task_id, status, child_cost_usd, sort_ts) "
+            "VALUES (?, ?, 'running', ?, '') ON CONFLICT (agent_id, task_id) "
+            "DO UPDATE SET child_cost_usd = child_cost_usd + excluded.child_cost_usd",
+            (agent_id, parent, amount))
+        if evidence is not None:
+            row = conn.execute("SELECT evidence FROM tasks WHERE agent_id = ? AND task_id = ?",
+                               (agent_id, parent)).fetchone()
+            before = _usage(row[0])
+            conn.execute("UPDATE tasks SET evidence = ? WHERE agent_id = ? AND task_id = ?",
+                         (_usage_json(before + evidence if before else evidence), agent_id,
+                          parent))
+
+    def _apply_evidence(self, conn: sqlite3.Connection, agent_id: int,
+                        total: Usage | None) -> None:
+        """The batch's evidence records, added to the agent's totals."""
+        if total is None:
+            return
+        conn.execute(
+            "UPDATE agents SET evidence_cost_usd_total = evidence_cost_usd_total + ?, "
+            "evidence_input_tokens = evidence_input_tokens + ?, "
+            "evidence_output_tokens = evidence_output_tokens + ?, "
+            "evidence_calls = evidence_calls + ?, "
+            "evidence_unpriced_calls = evidence_unpriced_calls + ? WHERE id = ?",
+            (total.cost_usd or 0.0, total.input_tokens or 0, total.output_tokens or 0,
+             total.calls, total.unpriced_calls, agent_id))
+
+    def _apply_runs(self, conn: sqlite3.Connection, agent_id: int, runs: list[RunDelta],
+                    fresh: list[CleanEvent], dropped: int) -> None:
+        if not fresh and not dropped:
+            return
+        row = conn.execute("SELECT latency_hist, first_event_at, last_event_at FROM agents "
+                           "WHERE id = ?", (agent_id,)).fetchone()
+        hist = json.loads(row["latency_hist"]) or stats.empty_histogram()
+        for run in runs:
+            if run.duration_ms is not None:
+                hist[stats.bucket_index(run.duration_ms)] += 1
+        times = [e.ts for e in fresh]
+        first = min([t for t in (row["first_event_at"], *times) if t], default=None)
+        last = max([t for t in (row["last_event_at"], *times) if t], default=None)
+        ok = sum(r.success for r in runs)
+        conn.execute(
+            "UPDATE agents SET runs = runs + ?, successes = successes + ?, "
+            "failures = failures + ?, cost_usd_total = cost_usd_total + ?, latency_hist = ?, "
+            "first_event_at = ?, last_event_at = ?, dropped_events = dropped_events + ? "
+            "WHERE id = ?",
+            (len(runs), ok, len(runs) - ok, sum(r.cost_usd for r in runs), json.dumps(hist),
+             first, last, dropped, agent_id))
+        days: dict[str, list[float]] = {}
+        for run in runs:
+            day = days.setdefault(run.day, [0, 0, 0, 0.0])
+            day[0] += 1
+            day[1 if run.success else 2] += 1
+            day[3] += run.cost_usd
+        conn.executemany(
+            "INSERT INTO agent_days (agent_id, day, runs, successes, failures, cost_usd) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (agent_id, day) DO UPDATE SET "
+            "runs = runs + excluded.runs, successes = successes + excluded.successes, "
+            "failures = failures + excluded.failures, cost_usd = cost_usd + excluded.cost_usd",
+            [(agent_id, day, *counts) for day, counts in days.items()])
+
+    # ---- reads -----------------------------------------------------------------------------
+
+    def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]:
+        agent_id = find_agent_id(self.db.reader(), ref)
+        if agent_id is None:
+            return []
+        rows = self.db.reader().execute(
+            "SELECT body FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC LIMIT ?",
+            (agent_id, limit)).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
+        agent_id = find_agent_id(self.db.reader(), ref)
+        if agent_id is None:
+            return []
+        rows = self.db.reader().execute(
+            "SELECT body FROM events WHERE agent_id = ? AND task_id = ? ORDER BY ts, seq",
+            (agent_id, task_id)).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
+        row = self.db.reader().execute(
+            f"SELECT {TASK_COLS} FROM tasks JOIN agents ON agents.id = tasks.agent_id "
+            "WHERE login = ? AND slug = ? AND task_id = ? AND sort_ts != ''",
+            (ref.login, ref.slug, task_id)).fetchone()
+        return task_from_row(row) if row else None
+
+    def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
+                   limit: int = 50, cursor: str | None = None
+                   ) -> tuple[list[TaskState], str | None]:
+        agent_id = find_agent_id(self.db.reader(), ref)
+        if agent_id is None:
+            return [], None
+        where = ["agent_id = ?", "parent_task_id IS ?", "sort_ts != ''"]
+        args: list[Any] = [agent_id, parent]
+        if status is not None:
+            where.append("status = ?")
+            args.append(status)
+        if cursor:
+            sort_ts, task_id = decode_cursor(cursor)
+            where.append("(sort_ts, task_id) < (?, ?)")
+            args += [sort_ts, task_id]
+        rows = self.db.reader().execute(
+            f"SELECT {TASK_COLS}, sort_ts FROM tasks WHERE {' AND '.join(where)} "
+            "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
+        tasks = [task_from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id) if more else None)
+
+    def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
+        agent_id = find_agent_id(self.db.reader(), ref)
+        out: dict[str, list[str]] = {tid: [] for tid in task_ids}
+        if agent_id is None or not task_ids:
+            return out
+        rows = self.db.reader().execute(
+            "SELECT parent_task_id, task_id FROM tasks WHERE agent_id = ? AND parent_task_id IN "
+            f"({', '.join('?' * len(task_ids))}) ORDER BY sort_ts, task_id",
+            (agent_id, *task_ids)).fetchall()
+        for parent, child in rows:
+            out[parent].append(child)
+        return out
+
+    def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:
+        agent_id = find_agent_id(self.db.reader(), ref)
+        if agent_id is None:
+            return []
+        rows = self.db.reader().execute(
+            "SELECT day, runs, successes, failures, cost_usd FROM agent_days "
+            "WHERE agent_id = ? AND day >= ? ORDER BY day", (agent_id, since_day)).fetchall()
+        return [dict(r) for r in rows]

@@ -1,0 +1,94 @@
+"""Runs on SQLite (`bench_core.domain.runs`): every task's run id, indexed, so one indexed range
+read returns a whole run; the runs list with its filters; the migration that gives tasks stored
+before runs existed their run id and their log entries.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from typing import Any
+
+from ...domain.field_limits import dumps
+from ...domain.models import AgentRef, TaskState
+from ...domain.runs import RunFilter, append_log
+from .. import decode_cursor, encode_cursor
+from .agents import find_agent_id
+from .connection import Concern
+from .ingest import TASK_COLS, task_from_row
+
+RUNS_SCHEMA = """
+    ALTER TABLE tasks ADD COLUMN run_id TEXT;
+    ALTER TABLE tasks ADD COLUMN logs TEXT;
+    CREATE INDEX tasks_by_run ON tasks (agent_id, run_id, sort_ts, task_id);
+"""
+"""The migration adding runs (appended to `sqlite.MIGRATIONS`); `backfill_runs` follows it."""
+
+
+def backfill_runs(conn: sqlite3.Connection) -> None:
+    """Give every stored task its run id (following parents up, cycles cut) and its log
+    entries from the stored events: run once, by the migration, inside its transaction."""
+    parents: dict[tuple[int, str], str | None] = {
+        (agent, task): parent for agent, task, parent in
+        conn.execute("SELECT agent_id, task_id, parent_task_id FROM tasks")}
+
+    def run_of(agent: int, task: str) -> str:
+        seen = {task}
+        while (parent := parents.get((agent, task))) and parent not in seen:
+            seen.add(parent)
+            task = parent
+            if (agent, task) not in parents:
+                break
+        return task
+
+    conn.executemany("UPDATE tasks SET run_id = ? WHERE agent_id = ? AND task_id = ?",
+                     [(run_of(agent, task), agent, task) for agent, task in parents])
+    logs: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
+    for agent, task, ts, body in conn.execute(
+            "SELECT agent_id, task_id, ts, body FROM events WHERE kind = 'task.log' "
+            "AND task_id IS NOT NULL ORDER BY agent_id, ts, seq"):
+        append_log(logs[(agent, task)], ts, json.loads(body).get("data"))
+    conn.executemany("UPDATE tasks SET logs = ? WHERE agent_id = ? AND task_id = ?",
+                     [(dumps(entries), agent, task) for (agent, task), entries in logs.items()])
+
+
+class SqliteRuns(Concern):
+    """Reading runs: one indexed range per run, the roots newest first for the list."""
+
+    def run_tasks(self, ref: AgentRef, run_id: str) -> list[TaskState]:
+        agent_id = find_agent_id(self.db.reader(), ref)
+        if agent_id is None:
+            return []
+        rows = self.db.reader().execute(
+            f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND run_id = ? "
+            "AND sort_ts != '' ORDER BY sort_ts, task_id", (agent_id, run_id)).fetchall()
+        return [task_from_row(r) for r in rows]
+
+    def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
+                  cursor: str | None = None) -> tuple[list[TaskState], str | None]:
+        agent_id = find_agent_id(self.db.reader(), ref)
+        if agent_id is None:
+            return [], None
+        sql = ["agent_id = ?", "parent_task_id IS NULL", "sort_ts != ''"]
+        args: list[Any] = [agent_id]
+        for clause, value in (("status = ?", where.status), ("name = ?", where.name),
+                              ("duration_ms >= ?", where.min_duration_ms),
+                              ("eval_score < ?", where.score_below)):
+            if value is not None:
+                sql.append(clause)
+                args.append(value)
+        if where.text:
+            columns = ("name", "input", "output") if where.content else ("name",)
+            sql.append("(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")")
+            args += [where.text.lower()] * len(columns)
+        if cursor:
+            sort_ts, task_id = decode_cursor(cursor)
+            sql.append("(sort_ts, task_id) < (?, ?)")
+            args += [sort_ts, task_id]
+        rows = self.db.reader().execute(
+            f"SELECT {TASK_COLS} FROM tasks WHERE {' AND '.join(sql)} "
+            "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
+        tasks = [task_from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id) if more else None)

@@ -1,0 +1,69 @@
+"""The Store port is one small protocol per concern, and each concern has its contract suite
+here (`test_<concern>*.py`): every adapter implements each protocol's methods as declared, and
+every method is exercised by its concern's suite."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+from bench_core.store import (
+    AccountStore,
+    AgentStore,
+    BenchmarkStore,
+    EvalStore,
+    IngestStore,
+    LeaderboardStore,
+    RetentionStore,
+    ReuseStore,
+    RunStore,
+    Store,
+)
+
+CONCERNS: dict[str, type] = {
+    "ingest": IngestStore, "agents": AgentStore, "accounts": AccountStore, "evals": EvalStore,
+    "leaderboard": LeaderboardStore, "reuse": ReuseStore, "benchmarks": BenchmarkStore,
+    "retention": RetentionStore, "runs": RunStore,
+}
+"""Each concern's name (its file in `store/sqlite/`, `store/dynamodb/` and here) and protocol."""
+
+SUITES = Path(__file__).parent
+
+
+def methods(protocol: type) -> list[str]:
+    return [name for name, value in vars(protocol).items()
+            if callable(value) and not name.startswith("_")]
+
+
+def shape(signature: inspect.Signature) -> list[tuple[str, object, object]]:
+    """What a caller relies on: the names, kinds and defaults of the parameters."""
+    return [(p.name, p.kind, p.default) for p in signature.parameters.values()
+            if p.name != "self"]
+
+
+def test_the_store_is_exactly_its_concerns() -> None:
+    concerns = {base for base in Store.__bases__ if base.__name__.endswith("Store")}
+    assert concerns == set(CONCERNS.values()), "a new concern protocol needs its name here"
+    assert methods(Store) == ["close"]
+    names = [name for protocol in CONCERNS.values() for name in methods(protocol)]
+    assert len(names) == len(set(names)), "a method belongs to one concern"
+
+
+@pytest.mark.parametrize("concern", list(CONCERNS))
+def test_every_adapter_implements_the_concern_as_declared(store: Store, concern: str) -> None:
+    for name in methods(CONCERNS[concern]):
+        declared = inspect.signature(getattr(CONCERNS[concern], name))
+        implemented = getattr(store, name, None)
+        assert callable(implemented), f"{type(store).__name__} has no {name}"
+        assert shape(inspect.signature(implemented)) == shape(declared), name
+
+
+@pytest.mark.parametrize("concern", list(CONCERNS))
+def test_every_method_is_exercised_by_its_concerns_suite(concern: str) -> None:
+    suites = sorted(SUITES.glob(f"test_{concern}*.py"))
+    assert suites, f"no contract suite for {concern}"
+    text = "".join(path.read_text() for path in suites)
+    untested = [name for name in methods(CONCERNS[concern]) if not re.search(rf"\.{name}\(", text)]
+    assert untested == []

@@ -1,0 +1,124 @@
+"""The runs contract (`Store.run_tasks`, `Store.list_runs`): a task records its run whatever
+order its ancestors arrive in, and both adapters read a run and list runs alike."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.runs import RunFilter
+from bench_core.store import Store
+from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
+
+from tests.factories import clean, ev, task_events
+
+REF = AgentRef("alice", "agent-1")
+META = AgentMeta(slug="agent-1")
+
+
+def ingest(store: Store, events) -> None:
+    store.ingest("alice", META, clean(events))
+
+
+def run_of(store: Store, run_id: str) -> dict[str, str | None]:
+    return {t.task_id: t.parent_task_id for t in store.run_tasks(REF, run_id)}
+
+
+def test_a_run_is_read_whole_with_its_subtasks_logs_and_only_its_own_tasks(store: Store) -> None:
+    ingest(store, [*task_events("root", "plan"), *task_events("a", parent="root"),
+                   ev("task.log", "a", data={"label": "found", "value": 3}),
+                   *task_events("a1", parent="a", status="failed", output="boom"),
+                   *task_events("other", "unrelated")])
+    assert run_of(store, "root") == {"root": None, "a": "root", "a1": "a"}
+    assert run_of(store, "other") == {"other": None}
+    assert store.run_tasks(REF, "missing") == []
+    assert store.run_tasks(AgentRef("bob", "agent-1"), "root") == []
+    task = {t.task_id: t for t in store.run_tasks(REF, "root")}["a"]
+    assert task.run_id == "root"
+    assert [entry["data"] for entry in task.logs] == [{"label": "found", "value": 3}]
+
+
+@pytest.mark.parametrize("order", [("leaf", "middle", "root"), ("middle", "leaf", "root"),
+                                   ("leaf", "root", "middle"), ("root", "leaf", "middle")])
+def test_spans_arriving_before_their_ancestors_end_up_in_their_run(store: Store,
+                                                                   order: tuple[str, ...]) -> None:
+    """OTLP exporters send a child span before its parent: each batch is one span here."""
+    spans = {"root": task_events("root", "agent"),
+             "middle": task_events("middle", "tool", parent="root"),
+             "leaf": task_events("leaf", "llm", parent="middle")}
+    for name in order:
+        ingest(store, spans[name])
+    assert run_of(store, "root") == {"root": None, "middle": "root", "leaf": "middle"}
+
+
+def test_a_deep_chain_sent_leaf_first_in_separate_batches_is_one_run(store: Store) -> None:
+    depth = 8
+    for level in reversed(range(depth)):
+        ingest(store, task_events(f"t{level}", parent=f"t{level - 1}" if level else None))
+    assert len(run_of(store, "t0")) == depth
+
+
+def test_runs_list_filters_newest_first_and_pages(store: Store) -> None:
+    ingest(store, [*task_events("r1", "search", duration_ms=50),
+                   *task_events("r2", "fetch", status="failed", duration_ms=900),
+                   *task_events("r2a", "fetch", parent="r2", duration_ms=10),
+                   *task_events("r3", "search", duration_ms=2000, input={"q": "needle"})])
+
+    def ids(where: RunFilter = RunFilter(), **kw) -> list[str]:
+        return [t.task_id for t in store.list_runs(REF, where, **kw)[0]]
+
+    assert ids() == ["r3", "r2", "r1"]
+    assert ids(RunFilter(status="failed")) == ["r2"]
+    assert ids(RunFilter(name="search")) == ["r3", "r1"]
+    assert ids(RunFilter(min_duration_ms=800)) == ["r3", "r2"]
+    assert ids(RunFilter(text="FET")) == ["r2"]
+    assert ids(RunFilter(text="needle")) == []
+    assert ids(RunFilter(text="needle", content=True)) == ["r3"]
+    first, cursor = store.list_runs(REF, RunFilter(), limit=2)
+    assert [t.task_id for t in first] == ["r3", "r2"] and cursor
+    rest, end = store.list_runs(REF, RunFilter(), limit=2, cursor=cursor)
+    assert [t.task_id for t in rest] == ["r1"] and end is None
+
+
+def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) -> None:
+    """A database from before runs existed: the upgrade backfills run ids and logs itself."""
+    path = tmp_path / "old.db"
+    old = SqliteStore(path)
+    ingest(old, [*task_events("root"), *task_events("kid", parent="root"),
+                 ev("task.log", "kid", data={"label": "step", "value": 1}),
+                 *task_events("grandkid", parent="kid")])
+    old.close()
+    conn = sqlite3.connect(path)  # back to the schema before the runs migration
+    conn.execute("DROP INDEX tasks_by_run")
+    conn.execute(f"PRAGMA user_version = {RUNS_SINCE - 1}")
+    conn.execute("ALTER TABLE tasks DROP COLUMN run_id")
+    conn.execute("ALTER TABLE tasks DROP COLUMN logs")
+    conn.commit()
+    conn.close()
+    upgraded = SqliteStore(path)
+    assert upgraded.schema_version == len(MIGRATIONS)
+    assert run_of(upgraded, "root") == {"root": None, "kid": "root", "grandkid": "kid"}
+    kid = {t.task_id: t for t in upgraded.run_tasks(REF, "root")}["kid"]
+    assert [e["data"]["label"] for e in kid.logs] == ["step"]
+    upgraded.close()
+
+
+def test_dynamodb_reads_a_run_stored_before_runs_existed(tmp_path: Path) -> None:
+    """Items without `run_id` (written before gsi3): the first read walks the tree, marks it,
+    and the run is whole from then on."""
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        ingest(store, [*task_events("root"), *task_events("kid", parent="root"),
+                       ev("task.log", "kid", data={"label": "step", "value": 1}),
+                       *task_events("grandkid", parent="kid")])
+        client, table = store.client, store.table_name
+        for task in ("root", "kid", "grandkid"):
+            client.update_item(TableName=table,
+                               Key={"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}},
+                               UpdateExpression="REMOVE run_id, gsi3pk, gsi3sk, logs")
+        assert run_of(store, "root") == {"root": None, "kid": "root", "grandkid": "kid"}
+        kid = {t.task_id: t for t in store.run_tasks(REF, "root")}["kid"]
+        assert [e["data"]["label"] for e in kid.logs] == ["step"]

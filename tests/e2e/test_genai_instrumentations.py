@@ -1,0 +1,130 @@
+"""Instrumentation nobody here wrote, against a real Bench server: OpenTelemetry's GenAI
+instrumentation for OpenAI (`opentelemetry-instrumentation-openai-v2`, content as log events)
+and OpenInference's (`openinference-instrumentation-openai`, content and tokens as `llm.*`
+span attributes), each calling a loopback fake OpenAI server with the real `openai` client and
+exporting with the real OTLP/HTTP span and log exporters. Each run shows its content, tokens,
+model and evidence cost in the task JSON.
+
+Versions that install together (pinned in pyproject's dev extra): openai-v2 2.4b0 with
+opentelemetry-util-genai 1.1b0, openinference-instrumentation-openai 0.1.66.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.conftest import RunningServer, poll
+from tests.fake_openai import answer, fake_openai
+
+COST = (1000 * 0.4 + 50 * 1.6) / 1e6
+"""gpt-4.1-mini at $0.40 in / $1.60 out per million tokens: 1,000 prompt and 50 completion."""
+QUESTION, REPLY = "Where should I fly in May?", "Lisbon: warm, not yet crowded."
+
+
+@pytest.fixture
+def agent(bench_server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+    login = "g" + uuid.uuid4().hex[:10]
+    key = bench_server.create_key(login)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", bench_server.url)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"X-Bench-Key={key}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+    yield login, "travel-bot"
+
+
+def call_openai() -> None:
+    with fake_openai(answer(REPLY, (1000, 50))) as fake:
+        client = openai.OpenAI(base_url=fake.url, api_key="sk-test")
+        client.chat.completions.create(model="gpt-4.1-mini", messages=[
+            {"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}])
+
+
+def providers() -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider,
+                         InMemoryLogRecordExporter]:
+    resource = Resource.create({"service.name": "Travel Bot"})
+    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    return tracer_provider, spans, logger_provider, logs
+
+
+def only_task(server: RunningServer, login: str, slug: str) -> dict[str, Any]:
+    listed = poll(lambda: server.get(f"/api/agents/{login}/{slug}/tasks")["tasks"],
+                  lambda tasks: tasks and tasks[0]["status"] != "running")
+    assert len(listed) == 1
+    return server.get(f"/api/agents/{login}/{slug}/tasks/{listed[0]['task_id']}", )
+
+
+def assert_evidence(task: dict[str, Any]) -> None:
+    evidence = task["evidence"]
+    assert (evidence["input_tokens"], evidence["output_tokens"]) == (1000, 50)
+    assert evidence["cost_usd"] == pytest.approx(COST)
+    assert evidence["records"][0]["model"] == "gpt-4.1-mini"
+
+
+def text_of(value: Any) -> str:
+    import json
+    return json.dumps(value)
+
+
+@pytest.mark.parametrize("logs_first", [True, False])
+def test_openai_v2_content_arrives_as_log_events(
+        bench_server: RunningServer, agent: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
+        logs_first: bool) -> None:
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
+    tracer_provider, spans, logger_provider, logs = providers()
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
+    try:
+        call_openai()
+    finally:
+        instrumentor.uninstrument()
+    finished_spans, finished_logs = spans.get_finished_spans(), logs.get_finished_logs()
+    assert not any(k.startswith("gen_ai.input") for k in finished_spans[0].attributes)
+    exports = [lambda: OTLPLogExporter().export(finished_logs),
+               lambda: OTLPSpanExporter().export(finished_spans)]
+    for export in exports if logs_first else exports[::-1]:
+        assert export().name == "SUCCESS"
+        export()  # a re-sent export changes nothing
+    login, slug = agent
+    task = only_task(bench_server, login, slug)
+    assert QUESTION in text_of(task["input"]) and "Be brief." in text_of(task["input"])
+    assert REPLY in text_of(task["output"])
+    assert text_of(task["input"]).count(QUESTION) == 1
+    assert_evidence(task)
+
+
+def test_openinference_attributes_give_content_tokens_and_model(
+        bench_server: RunningServer, agent: tuple[str, str]) -> None:
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    tracer_provider, spans, _, _ = providers()
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=tracer_provider)
+    try:
+        call_openai()
+    finally:
+        instrumentor.uninstrument()
+    assert OTLPSpanExporter().export(spans.get_finished_spans()).name == "SUCCESS"
+    login, slug = agent
+    task = only_task(bench_server, login, slug)
+    assert QUESTION in text_of(task["input"])
+    assert REPLY in text_of(task["output"])
+    assert_evidence(task)

@@ -1,0 +1,82 @@
+"""The Vercel AI SDK (the original's JavaScript adapter, which Mastra's telemetry is built on),
+run with the real npm packages: `ai` with its mock model and `experimental_telemetry`, the
+OpenTelemetry Node SDK and its OTLP/HTTP proto and JSON exporters (tests/e2e/node/agent.mjs),
+exporting to a real Bench server.
+
+Runs where `node` is installed (skipped otherwise, failed instead under BENCH_REQUIRE_NODE=1, as
+CI sets it); the packages come from tests/e2e/node/package-lock.json (`make test` installs
+them, and this test does if they are missing).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import RunningServer, poll
+
+NODE_DIR = Path(__file__).with_name("node")
+STEP_COSTS = ((1000 * 0.4 + 50 * 1.6) / 1e6, (1200 * 0.4 + 30 * 1.6) / 1e6)
+"""gpt-4.1-mini at $0.40 in / $1.60 out per million tokens, for the two steps of the run."""
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    found = shutil.which("node")
+    if found is None:
+        if os.environ.get("BENCH_REQUIRE_NODE") == "1":
+            pytest.fail("node is not installed but BENCH_REQUIRE_NODE=1")
+        pytest.skip("node is not installed")
+    if not (NODE_DIR / "node_modules" / "ai").is_dir():
+        npm = shutil.which("npm")
+        assert npm, "npm is needed to install tests/e2e/node's packages"
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
+                       timeout=300, capture_output=True)
+    return found
+
+
+def tasks(server: RunningServer, login: str, slug: str, **params: Any) -> list[dict[str, Any]]:
+    return server.get(f"/api/agents/{login}/{slug}/tasks", **params)["tasks"]
+
+
+@pytest.mark.parametrize("encoding", ["proto", "json"])
+def test_ai_sdk_runs_become_tasks_with_evidence(bench_server: RunningServer, node: str,
+                                                encoding: str) -> None:
+    login = "n" + uuid.uuid4().hex[:10]
+    key = bench_server.create_key(login)
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": bench_server.url,
+           "OTEL_EXPORTER_OTLP_HEADERS": f"X-Bench-Key={key}"}
+    done = subprocess.run([node, "agent.mjs", encoding], cwd=NODE_DIR, env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    runs = {t["name"]: t for t in poll(lambda: tasks(bench_server, login, "weather-agent"),
+                                       lambda found: len(found) == 2)}
+    generated, streamed = runs["ai.generateText"], runs["ai.streamText"]
+    assert generated["input"] == {"prompt": "What is the weather in Lisbon?"}
+    assert generated["output"] == "Sunny in Lisbon, 24 degrees."
+    assert streamed["output"] == "Pack sunscreen."
+    assert generated["evidence"]["input_tokens"] == 2200
+    assert generated["evidence"]["cost_usd"] == pytest.approx(sum(STEP_COSTS))
+    assert streamed["evidence"]["cost_usd"] == pytest.approx((400 * 0.4 + 10 * 1.6) / 1e6)
+    steps = tasks(bench_server, login, "weather-agent", parent=generated["task_id"])
+    by_name = sorted((t["name"], t["started_at"]) for t in steps)
+    assert [name for name, _ in by_name] == ["ai.generateText.doGenerate"] * 2 + [
+        "ai.toolCall weather"]
+    tool = next(t for t in steps if t["name"] == "ai.toolCall weather")
+    assert tool["input"] == {"city": "Lisbon"}
+    assert tool["output"] == {"city": "Lisbon", "celsius": 24, "sky": "sunny"}
+    calls = [bench_server.get(f"/api/agents/{login}/weather-agent/tasks/{t['task_id']}")
+             for t in steps if t["name"].endswith("doGenerate")]
+    records = [call["evidence"]["records"][0] for call in calls]
+    assert {(r["provider"], r["model"]) for r in records} == {("openai", "gpt-4.1-mini")}
+    assert sorted(r["cost_usd"] for r in records) == pytest.approx(sorted(STEP_COSTS))
+    profile = bench_server.get(f"/api/agents/{login}/weather-agent")
+    assert profile["runs"] == 2
+    assert profile["evidence_cost_usd_total"] == pytest.approx(
+        sum(STEP_COSTS) + (400 * 0.4 + 10 * 1.6) / 1e6)

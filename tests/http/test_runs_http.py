@@ -1,0 +1,232 @@
+"""The run explorer over real HTTP: the run page (tree, waterfall, span details without
+JavaScript), its JSON twin, the runs list, and the privacy gate on every field of both."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import httpx
+import pytest
+
+from tests.conftest import RunningServer
+from tests.factories import batch
+from tests.http.runs_data import ERROR, SeededRun, seed_research_run, wide_and_deep_events
+from tests.http.surfaces_data import fetch, set_agent
+from tests.http.test_ingest_http import new_login, post
+
+SECRETS = ("secret-question", "secret-plan", "secret-final", "secret-answer",
+           "secret-log-value", ERROR, "span_meta")
+
+
+@pytest.fixture(scope="module")
+def seeded(bench_server: RunningServer) -> SeededRun:
+    return seed_research_run(bench_server)
+
+
+def run_json(server: RunningServer, run: SeededRun, task_id: str | None = None,
+             key: str | None = None, **params: str) -> httpx.Response:
+    headers = {"X-Bench-Key": key} if key else {}
+    return httpx.get(f"{server.url}/api/agents/{run.path}/runs/{task_id or run.run_id}",
+                     headers=headers, params=params, timeout=30)
+
+
+def rows(html: str) -> list[tuple[str, str, str]]:
+    """(span id, depth class, status) of every drawn span row, in page order."""
+    return re.findall(r'<li id="span-([^"]+)" class="span-row (d\d+)[^"]*" data-span="[^"]+" '
+                      r'data-status="([a-z]+)"', html)
+
+
+def row_html(html: str, span_id: str) -> str:
+    """The markup of one span's row, up to the next row."""
+    start = html.index(f'<li id="span-{span_id}"')
+    end = html.find('<li id="span-', start + 1)
+    return html[start:end if end > 0 else None]
+
+
+def test_the_page_draws_the_tree_in_order_with_a_bar_per_span(bench_server: RunningServer,
+                                                              seeded: SeededRun) -> None:
+    page = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}")
+    assert page.status_code == 200
+    ids = seeded.ids
+    assert rows(page.text) == [
+        (ids["research"], "d0", "success"), (ids["plan"], "d1", "success"),
+        (ids["search"], "d1", "success"), (ids["fetch-1"], "d2", "success"),
+        (ids["fetch-2"], "d2", "success"), (ids["parse"], "d3", "failed"),
+        (ids["answer"], "d1", "success")]
+    assert page.text.count('<svg class="wf"') == 7
+    bars = dict(re.findall(r'aria-label="([^":]+): starts at [^"]+"><title>[^<]+</title>'
+                           r'<rect class="wf-[a-z]+" x="([\d.]+)"', page.text))
+    assert float(bars["research"]) == 0 and float(bars["plan"]) < float(bars["search"]) \
+        < float(bars["fetch page 1"]) < float(bars["fetch page 2"]) < float(bars["answer"])
+    flagged = {span for span in ids.values() if "failed below" in row_html(page.text, span)}
+    assert flagged == {ids["research"], ids["search"], ids["fetch-2"]}
+    assert "1 failed" in page.text and "owner-reported" in page.text
+    assert "Unscored" in page.text or "Score" in page.text
+
+
+def test_selecting_the_failed_span_three_levels_down_shows_its_error_without_javascript(
+        bench_server: RunningServer, seeded: SeededRun) -> None:
+    page = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}")
+    link = re.search(r'href="([^"]*span=' + re.escape(seeded.ids["parse"]) + r'[^"]*)"',
+                     page.text)
+    assert link is not None
+    chosen = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}" +
+                   link.group(1).replace("&amp;", "&").split("#")[0])
+    assert chosen.status_code == 200
+    detail = chosen.text[chosen.text.index('class="span-detail"'):]
+    assert ERROR in detail and "Error" in detail and "bytes" in detail and "1234" in detail
+    assert 'aria-current="true"' in chosen.text
+
+
+def test_a_subtask_id_redirects_to_its_run_with_the_span_selected(
+        bench_server: RunningServer, seeded: SeededRun) -> None:
+    response = httpx.get(f"{bench_server.url}/u/{seeded.path}/runs/{seeded.ids['parse']}",
+                         headers={"Accept": "text/html"})
+    assert response.status_code == 302
+    assert response.headers["location"] == (f"/u/{seeded.path}/runs/{seeded.run_id}"
+                                            f"?span={seeded.ids['parse']}#span-{seeded.ids['parse']}")
+
+
+def test_the_json_twin_holds_every_span_in_the_order_the_page_draws_them(
+        bench_server: RunningServer, seeded: SeededRun) -> None:
+    answer = run_json(bench_server, seeded, key=seeded.key).json()
+    page = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}", key=seeded.key)
+    assert [s["task_id"] for s in answer["spans"]] == [r[0] for r in rows(page.text)]
+    spans = {s["name"]: s for s in answer["spans"]}
+    assert set(spans["parse"]) >= {"task_id", "parent_id", "depth", "name", "status",
+                                   "start_offset_ms", "duration_ms", "cost_usd", "evidence",
+                                   "input", "output", "logs", "metadata", "eval"}
+    parse = spans["parse"]
+    assert (parse["depth"], parse["status"], parse["output"], parse["parent_id"]) == (
+        3, "failed", ERROR, seeded.ids["fetch-2"])
+    assert parse["start_offset_ms"] == 950 and parse["duration_ms"] == 600
+    assert parse["logs"][0]["data"] == {"label": "bytes", "value": 1234}
+    assert spans["answer"]["evidence"]["records"][0]["model"] == "gpt-4o-mini"
+    assert answer["span_count"] == 7 and answer["failed_spans"] == 1 and answer["depth"] == 3
+    assert answer["next_cursor"] is None
+    sub = run_json(bench_server, seeded, seeded.ids["parse"], key=seeded.key).json()
+    assert sub["run_id"] == seeded.run_id and sub["requested_span"] == seeded.ids["parse"]
+
+
+def test_unknown_runs_are_404_on_page_and_json(bench_server: RunningServer,
+                                               seeded: SeededRun) -> None:
+    assert fetch(bench_server, f"/u/{seeded.path}/runs/nope").status_code == 404
+    assert run_json(bench_server, seeded, "nope").status_code == 404
+    bad = run_json(bench_server, seeded, cursor="%%%")
+    assert bad.status_code == 400 and bad.json()["detail"][0]["loc"] == ["query", "cursor"]
+
+
+def test_private_agent_runs_are_not_found_for_others_and_whole_for_the_owner(
+        bench_server: RunningServer) -> None:
+    run = seed_research_run(bench_server)
+    set_agent(bench_server, run, visibility="private")
+    other = bench_server.create_key(new_login())
+    for key in (None, other):
+        assert fetch(bench_server, f"/u/{run.path}/runs/{run.run_id}", key=key).status_code == 404
+        assert fetch(bench_server, f"/u/{run.path}/runs", key=key).status_code == 404
+        assert run_json(bench_server, run, key=key).status_code == 404
+        assert httpx.get(f"{bench_server.url}/api/agents/{run.path}/runs",
+                         headers={"X-Bench-Key": key} if key else {}).status_code == 404
+    page = fetch(bench_server, f"/u/{run.path}/runs/{run.run_id}", key=run.key)
+    assert page.status_code == 200 and 'name="robots" content="noindex"' in page.text
+    assert "og:title" not in page.text
+
+
+def test_hidden_content_is_hidden_in_every_field_of_page_and_json(
+        bench_server: RunningServer) -> None:
+    run = seed_research_run(bench_server)
+    set_agent(bench_server, run, hide_inputs=True, hide_outputs=True)
+    answer = run_json(bench_server, run).json()
+    text = str(answer)
+    for secret in SECRETS:
+        assert secret not in text, secret
+    spans = {s["name"]: s for s in answer["spans"]}
+    for span in answer["spans"]:
+        assert span["input"] == span["output"] == span["metadata"] == "[hidden by owner]"
+        assert all(e["data"] == "[hidden by owner]" or e["data"]["label"] == "evidence"
+                   for e in span["logs"])
+    assert spans["answer"]["evidence"]["records"][0]["input_tokens"] == 1200  # usage stays
+    for span_id in run.ids.values():
+        page = fetch(bench_server, f"/u/{run.path}/runs/{run.run_id}?span={span_id}")
+        assert page.status_code == 200
+        for secret in SECRETS:
+            assert secret not in page.text, (span_id, secret)
+        assert "Hidden by the owner" in page.text
+    owner = run_json(bench_server, run, key=run.key).json()
+    assert {s["name"]: s for s in owner["spans"]}["parse"]["output"] == ERROR
+    owner_page = fetch(bench_server, f"/u/{run.path}/runs/{run.run_id}?span={run.ids['parse']}",
+                       key=run.key)
+    assert ERROR in owner_page.text
+
+
+def test_public_run_pages_carry_open_graph_tags(bench_server: RunningServer,
+                                                seeded: SeededRun) -> None:
+    page = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}").text
+    assert '<meta property="og:title" content="research · ' in page
+    assert f'/u/{seeded.path}/runs/{seeded.run_id}"' in page and "og:image" in page
+    assert "7 spans, 1 failed" in page
+
+
+def test_runs_list_filters_pages_and_links_each_run(bench_server: RunningServer) -> None:
+    run = seed_research_run(bench_server)
+    other_events = [
+        {"id": uuid.uuid4().hex, "kind": "task.start", "ts": "2026-12-03T10:00:00.000Z",
+         "task_id": f"quick-{i}", "name": "quick", "input": {"n": i}} for i in range(3)] + [
+        {"id": uuid.uuid4().hex, "kind": "task.end", "ts": "2026-12-03T10:00:00.050Z",
+         "task_id": f"quick-{i}", "name": "quick", "status": "success", "output": i,
+         "duration_ms": 50} for i in range(3)]
+    assert post(bench_server, batch(run.slug, other_events), run.key).status_code == 200
+    page = fetch(bench_server, f"/u/{run.path}/runs")
+    assert page.status_code == 200
+    assert f'href="/u/{run.path}/runs/{run.run_id}"' in page.text
+    assert page.text.count('class="run-link"') == 4
+    api = f"{bench_server.url}/api/agents/{run.path}/runs"
+    assert [r["name"] for r in httpx.get(api, params={"min_ms": 1000}).json()["runs"]] == ["research"]
+    assert [r["name"] for r in httpx.get(api, params={"q": "QUI"}).json()["runs"]] == ["quick"] * 3
+    assert httpx.get(api, params={"q": "secret-question"}).json()["runs"] == []
+    owner = httpx.get(api, params={"q": "secret-question"}, headers={"X-Bench-Key": run.key})
+    assert [r["name"] for r in owner.json()["runs"]] == ["research"]
+    first = httpx.get(api, params={"limit": 2}).json()
+    assert len(first["runs"]) == 2 and first["next_cursor"]
+    rest = httpx.get(api, params={"limit": 2, "cursor": first["next_cursor"]}).json()
+    assert len(rest["runs"]) == 2 and rest["next_cursor"] is None
+    assert fetch(bench_server, f"/u/{run.path}/runs?status=success&name=quick&q=qu").text.count(
+        'class="run-link"') == 3
+    bad = httpx.get(api, params={"status": "nope"})
+    assert bad.status_code == 400 and bad.json()["detail"][0]["loc"] == ["query", "status"]
+    assert httpx.get(api, params={"score_below": 2}).status_code == 422
+
+
+def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
+        bench_server: RunningServer) -> None:
+    login = new_login()
+    key = bench_server.create_key(login)
+    prefix = uuid.uuid4().hex[:6]
+    events = wide_and_deep_events(prefix, children=5000, depth=50)
+    for i in range(0, len(events), 500):
+        assert post(bench_server, batch("big", events[i:i + 500]), key).status_code == 200
+    path = f"/u/{login}/big/runs/{prefix}-root"
+    page = fetch(bench_server, path)
+    assert page.status_code == 200
+    drawn = rows(page.text)
+    assert len(drawn) < 700
+    shown_leaves = sum(1 for span, _, _ in drawn if re.fullmatch(f"{prefix}-c\\d+", span))
+    assert shown_leaves == 49  # 50 children drawn: 49 leaves and the deep chain's first level
+    assert f"+ {5000 - shown_leaves:,} more spans under big run" in page.text
+    assert re.search(r"\+ \d+ deeper spans under level \d+, <span class=\"fail-text\">1 failed",
+                     page.text)
+    expanded = fetch(bench_server, f"{path}?expand={prefix}-root")
+    assert "more spans under big run" not in expanded.text
+    assert "more spans not drawn" in expanded.text  # the page still draws a bounded number
+    deeper = re.search(r'href="(\?focus=[^"]+)">\+ \d+ deeper', page.text).group(1)
+    focused = fetch(bench_server, path + deeper.replace("&amp;", "&"))
+    assert focused.status_code == 200 and "Showing the spans under" in focused.text
+    answer = httpx.get(f"{bench_server.url}/api/agents/{login}/big/runs/{prefix}-root").json()
+    assert len(answer["spans"]) == 1000 and answer["span_count"] == 5051
+    seen = [s["task_id"] for s in answer["spans"]]
+    while answer["next_cursor"]:
+        answer = httpx.get(f"{bench_server.url}/api/agents/{login}/big/runs/{prefix}-root",
+                           params={"cursor": answer["next_cursor"]}).json()
+        seen += [s["task_id"] for s in answer["spans"]]
+    assert len(seen) == len(set(seen)) == 5051
