@@ -35,7 +35,7 @@ def create_app(*routers: APIRouter, services: Services | None = None) -> FastAPI
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected_error)
-    app.add_middleware(Guard)
+    app.add_middleware(Guard, settings_of=_settings_of)
     app.add_middleware(CorrelationId)
     return app
 
@@ -45,6 +45,11 @@ def get_services(request: Request) -> Services:
     if services is None:
         services = request.app.state.services = Services.from_settings(Settings.from_env())
     return services
+
+
+def _settings_of(scope: Scope) -> Settings:
+    """The settings of the app a request (or WebSocket) reached, for `guard.Guard`."""
+    return get_services(HTTPConnection(scope)).settings  # type: ignore[arg-type]
 
 
 async def services_of(request: Request) -> Services:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..domain.errors import BenchError
 from ..domain.hosts import allowed_names, host_allowed
+from ..runtime.config import Settings
 
 BODY_DEADLINE_S = 30.0
 """Time a client has to send a whole request body: a 5 MB batch at 2 Mbit/s takes 20 s."""
@@ -34,8 +36,9 @@ class RequestTimeout(BenchError):
 
 
 class Guard:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, settings_of: Callable[[Scope], Settings]) -> None:
         self.app = app
+        self.settings_of = settings_of
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -55,19 +58,10 @@ class Guard:
                        _answer(send, head, _has_credentials(headers)))
 
     def _host_ok(self, scope: Scope, headers: dict[bytes, bytes]) -> bool:
-        from . import get_services
-
-        settings = get_services(_Holder(scope)).settings  # type: ignore[arg-type]
+        settings = self.settings_of(scope)
         domain = (scope.get("aws.event") or {}).get("requestContext", {}).get("domainName")
         names = allowed_names(settings.public_url, settings.allowed_hosts, domain)
         return host_allowed(headers.get(b"host", b"").decode("latin-1"), names)
-
-
-class _Holder:
-    """Enough of a request for `get_services`: the app the scope belongs to."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.app = scope["app"]
 
 
 def _has_credentials(headers: dict[bytes, bytes]) -> bool:
