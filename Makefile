@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint demo bench clean chromium node-deps
+.PHONY: run test lint demo bench clean chromium node-deps sdk-wheel
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,7 +12,13 @@ $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]" -e ./sdk
 	touch $(STAMP)
 
-run: $(STAMP)
+# The SDK wheel the server's /simple/ index serves, built from sdk/ (never committed); `sam build`
+# packs it into the core layer from the same place.
+SDK_DIST := layers/core/bench_core/sdk_dist
+sdk-wheel: $(STAMP)
+	@rm -rf $(SDK_DIST) && $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w $(SDK_DIST) ./sdk
+
+run: $(STAMP) sdk-wheel
 	$(BIN)/bench-server serve
 
 # Browser tests use Debian's Chromium; install it when we can (root), else they are skipped.
