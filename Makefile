@@ -18,8 +18,11 @@ SDK_DIST := layers/core/bench_core/sdk_dist
 sdk-wheel: $(STAMP)
 	@rm -rf $(SDK_DIST) && $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w $(SDK_DIST) ./sdk
 
+# `make run PORT=8001 HOST=0.0.0.0`: another port or address (HOST empty: the default, 127.0.0.1).
+PORT ?= 8000
+HOST ?= 127.0.0.1
 run: $(STAMP) sdk-wheel
-	$(BIN)/bench-server serve
+	$(BIN)/bench-server serve --port $(PORT) $(if $(HOST),--host $(HOST))
 
 # Browser tests use Debian's Chromium; install it when we can (root), else they are skipped.
 chromium:
