@@ -18,13 +18,14 @@ from bench_core.store import (
     LeaderboardStore,
     RetentionStore,
     ReuseStore,
+    RunStore,
     Store,
 )
 
 CONCERNS: dict[str, type] = {
     "ingest": IngestStore, "agents": AgentStore, "accounts": AccountStore, "evals": EvalStore,
     "leaderboard": LeaderboardStore, "reuse": ReuseStore, "benchmarks": BenchmarkStore,
-    "retention": RetentionStore,
+    "retention": RetentionStore, "runs": RunStore,
 }
 """Each concern's name (its file in `store/sqlite/`, `store/dynamodb/` and here) and protocol."""
 
