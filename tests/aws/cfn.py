@@ -92,9 +92,13 @@ class HttpRoute:
     function: str  # logical id
 
     def matches(self, method: str, path: str) -> bool:
-        """Whether API Gateway would send `method path` to this route (ignoring precedence)."""
+        """Whether API Gateway would send `method path` to this route (ignoring precedence). A
+        trailing slash is not part of the match (`/simple/` takes the `/simple` route); the
+        function still sees the path as sent."""
         pattern = re.sub(r"\{[^/{}]+\+\}", ".+", self.path)
         pattern = re.sub(r"\{[^/{}]+\}", "[^/]+", pattern)
+        if len(path) > 1:
+            path = path.removesuffix("/")
         return self.method in ("ANY", method.upper()) and re.fullmatch(pattern, path) is not None
 
     @property

@@ -1,6 +1,6 @@
 """The Store port is one small protocol per concern, and each concern has its contract suite
-here (`test_<concern>*.py`): every adapter implements each protocol's methods as declared, and
-every method is exercised by its concern's suite."""
+here (`test_<concern>*.py`): every adapter implements each protocol's methods as declared, in
+its file of that concern's name, and every method is exercised by its concern's suite."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import inspect
 import re
 from pathlib import Path
 
+import bench_core.store as store_port
 import pytest
 from bench_core.store import (
     AccountStore,
@@ -30,6 +31,7 @@ CONCERNS: dict[str, type] = {
 """Each concern's name (its file in `store/sqlite/`, `store/dynamodb/` and here) and protocol."""
 
 SUITES = Path(__file__).parent
+PORT = Path(store_port.__file__).parent
 
 
 def methods(protocol: type) -> list[str]:
@@ -58,6 +60,15 @@ def test_every_adapter_implements_the_concern_as_declared(store: Store, concern:
         implemented = getattr(store, name, None)
         assert callable(implemented), f"{type(store).__name__} has no {name}"
         assert shape(inspect.signature(implemented)) == shape(declared), name
+        assert implemented.__module__.rpartition(".")[2] == concern, (
+            f"{type(store).__name__}.{name} lives in {implemented.__module__}")
+
+
+def test_both_adapters_hold_one_file_per_concern_and_their_shared_helpers() -> None:
+    helpers = {"sqlite": {"connection"}, "dynamodb": {"client", "codec", "table"}}
+    for adapter, shared in helpers.items():
+        modules = {p.stem for p in (PORT / adapter).glob("*.py")} - {"__init__", "store"}
+        assert modules - shared == set(CONCERNS), adapter
 
 
 @pytest.mark.parametrize("concern", list(CONCERNS))
