@@ -8,30 +8,18 @@ import inspect
 import re
 from pathlib import Path
 
-import bench_core.store as store_port
+import bench_core.store as port
 import pytest
-from bench_core.store import (
-    AccountStore,
-    AgentStore,
-    BenchmarkStore,
-    EvalStore,
-    IngestStore,
-    LeaderboardStore,
-    RetentionStore,
-    ReuseStore,
-    RunStore,
-    Store,
-)
 
 CONCERNS: dict[str, type] = {
-    "ingest": IngestStore, "agents": AgentStore, "accounts": AccountStore, "evals": EvalStore,
-    "leaderboard": LeaderboardStore, "reuse": ReuseStore, "benchmarks": BenchmarkStore,
-    "retention": RetentionStore, "runs": RunStore,
+    "ingest": port.IngestStore, "agents": port.AgentStore, "accounts": port.AccountStore,
+    "evals": port.EvalStore, "leaderboard": port.LeaderboardStore, "reuse": port.ReuseStore,
+    "benchmarks": port.BenchmarkStore, "retention": port.RetentionStore, "runs": port.RunStore,
 }
 """Each concern's name (its file in `store/sqlite/`, `store/dynamodb/` and here) and protocol."""
 
 SUITES = Path(__file__).parent
-PORT = Path(store_port.__file__).parent
+PORT = Path(port.__file__).parent
 
 
 def methods(protocol: type) -> list[str]:
@@ -46,15 +34,15 @@ def shape(signature: inspect.Signature) -> list[tuple[str, object, object]]:
 
 
 def test_the_store_is_exactly_its_concerns() -> None:
-    concerns = {base for base in Store.__bases__ if base.__name__.endswith("Store")}
+    concerns = {base for base in port.Store.__bases__ if base.__name__.endswith("Store")}
     assert concerns == set(CONCERNS.values()), "a new concern protocol needs its name here"
-    assert methods(Store) == ["close"]
+    assert methods(port.Store) == ["close"]
     names = [name for protocol in CONCERNS.values() for name in methods(protocol)]
     assert len(names) == len(set(names)), "a method belongs to one concern"
 
 
 @pytest.mark.parametrize("concern", list(CONCERNS))
-def test_every_adapter_implements_the_concern_as_declared(store: Store, concern: str) -> None:
+def test_every_adapter_implements_the_concern_as_declared(store: port.Store, concern: str) -> None:
     for name in methods(CONCERNS[concern]):
         declared = inspect.signature(getattr(CONCERNS[concern], name))
         implemented = getattr(store, name, None)
