@@ -68,7 +68,7 @@ def start_server(data_dir: Path, over: Any = None, **settings: Any
     given."""
     port = free_port()
     app = create_local_app(Settings(data_dir=data_dir, **settings), store=over)
-    server = uvicorn.Server(server_config(app, "127.0.0.1", port, log_level="error",
+    server = uvicorn.Server(server_config(app, host="127.0.0.1", port=port, log_level="error",
                                           lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -31,6 +31,7 @@ from .http import (
     reuse,
     reuse_dashboard,
     runs,
+    simple,
     static,
     trial,
 )
@@ -43,7 +44,7 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            leaderboard.router, pages.router, badge.router, embed.router, og.router, static.router,
            auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
-           benchmarks.api_router, benchmarks.router, runs.router, runs.api_router)
+           benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router)
 
 
 def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:
@@ -104,10 +105,10 @@ class DeadlineProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
-def server_config(app: FastAPI, host: str, port: int, **options: Any) -> uvicorn.Config:
+def server_config(app: FastAPI, **options: Any) -> uvicorn.Config:
     """How the local server listens (`bench-server serve`, and the tests' servers): header,
     keep-alive and body deadlines; `X-Forwarded-*` left to the app, which trusts only
     BENCH_TRUSTED_PROXIES (uvicorn would trust any loopback peer's)."""
-    return uvicorn.Config(app, host=host, port=port, http=DeadlineProtocol,
+    return uvicorn.Config(app, http=DeadlineProtocol,
                           timeout_keep_alive=KEEP_ALIVE_S, proxy_headers=False,
                           access_log=False, **options)

@@ -203,6 +203,10 @@ class ReuseSettings:
                    max_input_bytes=_int("BENCH_REUSE_MAX_INPUT_BYTES", 256 * 1024))
 
 
+SDK_DIST = Path(__file__).resolve().parents[1] / "sdk_dist"
+"""The SDK wheels inside bench_core, where packaging puts them (and the core layer carries them)."""
+
+
 @dataclass(frozen=True)
 class Settings:
     store: str = "sqlite"
@@ -222,6 +226,8 @@ class Settings:
     """Host names the server answers to besides loopback ones and `public_url`'s host."""
     trusted_proxies: tuple[Network, ...] = ()
     """Peers whose `X-Forwarded-For` names the client (`domain.hosts.client_address`)."""
+    sdk_dist_dir: Path | None = SDK_DIST
+    """Where the SDK wheels `/simple/` serves are (`make sdk-wheel` builds them there)."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -246,6 +252,8 @@ class Settings:
                                    os.environ.get("BENCH_ALLOWED_HOSTS", "").split(",")
                                    if h.strip()),
             "trusted_proxies": parse_networks(os.environ.get("BENCH_TRUSTED_PROXIES", "")),
+            "sdk_dist_dir": Path(os.environ["BENCH_SDK_DIST"]) if os.environ.get(
+                "BENCH_SDK_DIST") else SDK_DIST,
         }
         values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})
