@@ -67,9 +67,14 @@ def test_a_websocket_to_another_host_is_refused(bench_server: RunningServer) -> 
     from websockets.exceptions import InvalidStatus
     from websockets.sync.client import connect
 
-    url = bench_server.url.replace("http://", "ws://") + "/live/someone"
-    with pytest.raises(InvalidStatus), connect(url, additional_headers={"Host": EVIL}):
+    login = new_login()  # an owner's own feed, from a page of the rebound name (its Origin)
+    url = bench_server.url.replace("http://", "ws://") + f"/live/{login}"
+    cookie = f"bench_session={Browser(bench_server.url).session_for(login)}"
+    with pytest.raises(InvalidStatus), connect(url, additional_headers={
+            "Host": EVIL, "Origin": f"http://{EVIL}", "Cookie": cookie}):
         pass
+    with connect(url, additional_headers={"Origin": bench_server.url, "Cookie": cookie}) as ws:
+        assert '"hello"' in ws.recv(timeout=30)
 
 
 @pytest.mark.settings(allowed_hosts=("bench.internal",), public_url="https://bench.example.com")

@@ -298,7 +298,7 @@ def test_a_key_revoked_elsewhere_stops_the_feed_at_its_next_event(
 
 
 def test_an_agent_key_watches_its_own_agent_only(bench_server: RunningServer) -> None:
-    owner, login, agent_key = owner_with_agent(bench_server, "scoped")
+    owner, login, agent_key = owner_with_agent(bench_server, "scoped", visibility="private")
     owner.new_agent("sibling", visibility="private")
 
     async def test() -> None:
