@@ -173,7 +173,8 @@ class SqliteIngest(Concern):
 
     def _save_tasks(self, conn: sqlite3.Connection, agent_id: int, tasks: Iterable[TaskState],
                     existing: set[str]) -> None:
-        updates, inserts = [], []
+        updates: list[tuple[Any, ...]] = []
+        inserts: list[tuple[Any, ...]] = []
         for t in tasks:
             row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
                    _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,
