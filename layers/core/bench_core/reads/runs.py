@@ -17,12 +17,11 @@ from ..domain.privacy import (
     evidence_view,
     insights_view,
     task_view,
-    visible_agent,
 )
 from ..domain.runs import RUN_STATUSES, Node, RunFilter, build_tree, find, rows, walk
 from ..render import timeline
 from ..store import Store, decode_cursor, encode_cursor
-from .agents import agent_summary
+from .agents import agent_summary, visible
 
 SPANS_PAGE = 1000
 """Spans per answer of the JSON twin; the rest follow by `next_cursor`."""
@@ -213,11 +212,6 @@ def runs_list(store: Store, agent: Agent, viewer: Viewer, where: RunFilter,
 # ---- the pages ------------------------------------------------------------------------------
 
 
-def visible(store: Store, ref: AgentRef, viewer: Viewer) -> Agent:
-    """The agent if the viewer may see it (`privacy.visible_agent`: 404 otherwise)."""
-    return visible_agent(store.get_agent(ref), viewer)
-
-
 @dataclass
 class Elsewhere:
     """The id named a subtask: its run's page shows it, selected."""
@@ -280,3 +274,14 @@ def run_answer(store: Store, ref: AgentRef, viewer: Viewer, task_id: str,
     _, run_id = find_run(store, agent, task_id)
     answer = run_json(store, agent, viewer, run_id, cursor)
     return answer if run_id == task_id else {**answer, "requested_span": task_id}
+
+
+EXAMPLES = 3
+
+
+def example_runs(store: Store, agent: Agent, viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
+    """A few runs to open from another page (compare): the newest, and the newest failures."""
+    newest, _ = store.list_runs(agent.ref, RunFilter(), limit=EXAMPLES)
+    failed, _ = store.list_runs(agent.ref, RunFilter(status="failed"), limit=EXAMPLES)
+    return {"newest": [run_summary(t, agent, viewer) for t in newest],
+            "failed": [run_summary(t, agent, viewer) for t in failed]}
