@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint demo bench clean chromium node-deps
+.PHONY: run test lint demo bench clean chromium node-deps sdk-wheel
 
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,8 +12,17 @@ $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]" -e ./sdk
 	touch $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/bench-server serve
+# The SDK wheel the server's /simple/ index serves, built from sdk/ (never committed); `sam build`
+# packs it into the core layer from the same place.
+SDK_DIST := layers/core/bench_core/sdk_dist
+sdk-wheel: $(STAMP)
+	@rm -rf $(SDK_DIST) && $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w $(SDK_DIST) ./sdk
+
+# `make run PORT=8001 HOST=0.0.0.0`: another port or address (HOST empty: the default, 127.0.0.1).
+PORT ?= 8000
+HOST ?= 127.0.0.1
+run: $(STAMP) sdk-wheel
+	$(BIN)/bench-server serve --port $(PORT) $(if $(HOST),--host $(HOST))
 
 # Browser tests use Debian's Chromium; install it when we can (root), else they are skipped.
 chromium:

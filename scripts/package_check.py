@@ -9,6 +9,14 @@ import time in Lambda).
     python scripts/package_check.py            # prints a table; exit 1 on any violation
     python scripts/package_check.py --json     # the same, machine-readable (for the test)
 
+After a real `sam build`, `--built .aws-sam/build --python python3.12` checks what it built
+instead: the same sizes and binaries, and every handler imported as Lambda will import it, in a
+python3.12 without site-packages whose path is the function's folder and the layer's python/ as
+built. Native libraries built for arm64 cannot load on another machine, so each distribution
+holding one is installed for this machine at the very version the artifact holds, ahead of it.
+The data files bench_core reads (the prompts and suites bundled from benchmarks/) must be in
+the layer.
+
 pip's download cache is used, so reruns take seconds.
 """
 
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "template.yaml"
 LIMIT_BYTES = 250 * 1024 * 1024  # Lambda: function code + all its layers, unzipped
+MAX_LAYERS = 5
 PLATFORM_ARGS = ["--platform", "manylinux_2_28_aarch64", "--platform", "manylinux2014_aarch64",
                  "--python-version", "3.12", "--implementation", "cp",
                  "--only-binary=:all:"]
@@ -149,13 +159,21 @@ def build(artifact: Artifact) -> Artifact:
     artifact.path.mkdir(parents=True, exist_ok=True)
     if artifact.make_target:
         make(artifact)
-    else:
-        pip_install(artifact.source / "requirements.txt", artifact.path)
-        copy_source(artifact.source, artifact.path)
+    else:  # a layer's Python code goes under python/ (/opt/python in Lambda)
+        target = artifact.path / "python" if artifact.kind == "layer" else artifact.path
+        target.mkdir(exist_ok=True)
+        pip_install(artifact.source / "requirements.txt", target)
+        copy_source(artifact.source, target)
+    measure(artifact)
+    return artifact
+
+
+def measure(artifact: Artifact) -> Artifact:
     artifact.size = tree_size(artifact.path)
     artifact.strippable = strippable_size(artifact.path)
     artifact.zipped = zipped_size(artifact.path)
-    artifact.versions = versions(artifact.path)
+    site = artifact.path / "python" if artifact.kind == "layer" else artifact.path
+    artifact.versions = versions(site)
     artifact.foreign_binaries = foreign_binaries(artifact.path)
     return artifact
 
@@ -166,12 +184,10 @@ def plan(template: dict[str, Any], work: Path) -> tuple[dict[str, Artifact],
     """The layers, the functions, and which layers each function runs with."""
     resources = template["Resources"]
     layers = {name: Artifact(name, "layer", REPO / r["Properties"]["ContentUri"],
-                             work / "layers" / name / "python")
+                             work / "layers" / name, make_target=_make_target(name, r))
               for name, r in resources.items() if r["Type"] == "AWS::Serverless::LayerVersion"}
     functions = {name: Artifact(name, "function", REPO / r["Properties"]["CodeUri"],
-                                work / "functions" / name,
-                                make_target=f"build-{name}" if r.get("Metadata", {}).get(
-                                    "BuildMethod") == "makefile" else None)
+                                work / "functions" / name, make_target=_make_target(name, r))
                  for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
     global_layers = template.get("Globals", {}).get("Function", {}).get("Layers", [])
     uses = {}
@@ -184,6 +200,134 @@ def plan(template: dict[str, Any], work: Path) -> tuple[dict[str, Artifact],
     return layers, functions, uses
 
 
+# ---- what `sam build` built ---------------------------------------------------------------------
+
+LAYER_DATA = ("bench_core/evals/eval-prompts.md", "bench_core/benchmarks/suites")
+IMPORT_SCRIPT = """
+import importlib, json, sys
+sys.path[:0] = json.loads(sys.argv[1])
+module, _, attribute = sys.argv[2].rpartition(".")
+try:
+    handler = getattr(importlib.import_module(module), attribute)
+    error = None if callable(handler) else "handler is not callable"
+except BaseException as exc:
+    error = f"{type(exc).__name__}: {exc}"
+print(json.dumps({"error": error}))
+"""
+
+
+def layer_data_problems(layers: dict[str, Artifact]) -> list[str]:
+    """The layer must hold the data bench_core reads, which lives in benchmarks/."""
+    return [f"{layer.name}: {data} is not in the built layer (scripts/bundle_data.py)"
+            for layer in layers.values() if (layer.path / "python" / "bench_core").is_dir()
+            for data in LAYER_DATA if not (layer.path / "python" / data).exists()]
+
+
+def built_plan(build_dir: Path) -> tuple[dict[str, Artifact], dict[str, Artifact],
+                                          dict[str, list[str]], dict[str, str]]:
+    """The built template's layers and functions (their folders under `build_dir`), which
+    layers each function runs with, and each function's handler."""
+    from cfnlint.decode import decode_str
+
+    template, problems = decode_str((build_dir / "template.yaml").read_text())
+    if problems:
+        raise SystemExit(f"{build_dir / 'template.yaml'} does not parse: {problems}")
+    resources = json.loads(json.dumps(template))["Resources"]
+    layers = {name: Artifact(name, "layer", build_dir, build_dir / r["Properties"]["ContentUri"])
+              for name, r in resources.items() if r["Type"] == "AWS::Serverless::LayerVersion"}
+    functions = {name: Artifact(name, "function", build_dir, build_dir / r["Properties"]["CodeUri"])
+                 for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
+    _, _, uses = plan(load_template(), build_dir)  # the layers each function names
+    handlers = {name: resources[name]["Properties"].get("Handler")
+                or template.get("Globals", {}).get("Function", {}).get("Handler")
+                for name in functions}
+    return layers, functions, uses, handlers
+
+
+def native_distributions(site: Path) -> dict[str, str]:
+    """name -> version of each installed distribution that ships a compiled library."""
+    found = {}
+    for info in site.glob("*.dist-info"):
+        record = (info / "RECORD").read_text() if (info / "RECORD").exists() else ""
+        if any(p.endswith(".so") or ".so." in p for p in (ln.split(",")[0] for ln in record.splitlines())):
+            metadata = dict(ln.split(": ", 1) for ln in (info / "METADATA").read_text().splitlines()
+                            if ": " in ln and not ln.startswith(" "))
+            found[metadata["Name"]] = metadata["Version"]
+    return found
+
+
+def host_copies(distributions: dict[str, str], target: Path, python: str) -> None:
+    """`distributions` at exactly those versions, built for this machine, into `target`."""
+    if not distributions:
+        return
+    command = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+               "--no-deps", "--no-compile", "--target", str(target),
+               *(f"{name}=={version}" for name, version in sorted(distributions.items()))]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"cannot install this machine's builds of {distributions}:\n"
+                         f"{done.stderr[-3000:]}")
+
+
+def import_problem(function: Artifact, handler: str, path: list[Path], python: str) -> str | None:
+    """Import `handler` as Lambda would, in a fresh python3.12 without site-packages."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+           "BENCH_STORE": "dynamodb", "BENCH_TABLE_NAME": "bench-import-check",
+           "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ACCESS_KEY_ID": "import-check", "AWS_SECRET_ACCESS_KEY": "import-check"}
+    done = subprocess.run([python, "-S", "-c", IMPORT_SCRIPT, json.dumps([str(p) for p in path]),
+                           handler], cwd=function.path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    if done.returncode != 0 or not done.stdout.strip():
+        return f"{function.name}: the import check crashed: {done.stderr[-1500:]}"
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    if report["error"]:
+        return f"{function.name}: {handler} does not import as Lambda would: {report['error']}"
+    return None
+
+
+def check_built(build_dir: Path, python: str, work: Path) -> tuple[dict[str, Any], list[str]]:
+    """Sizes, binaries, bundled data and imports of what `sam build` wrote to `build_dir`."""
+    done = subprocess.run([python, "-c", "import sys; print(sys.version_info[:2] == (3, 12))"],
+                          capture_output=True, text=True)
+    if done.stdout.strip() != "True":
+        raise SystemExit(f"{python} is not Python 3.12, the runtime the functions run on")
+    layers, functions, uses, handlers = built_plan(build_dir)
+    for artifact in [*layers.values(), *functions.values()]:
+        measure(artifact)
+    problems = [f"{a.name}: native code for another machine: {a.foreign_binaries[:5]}"
+                for a in [*layers.values(), *functions.values()] if a.foreign_binaries]
+    problems += layer_data_problems(layers)
+    hosts = {}
+    for name, artifact in [*layers.items(), *functions.items()]:
+        site = artifact.path / "python" if artifact.kind == "layer" else artifact.path
+        hosts[name] = work / "host" / name
+        host_copies(native_distributions(site), hosts[name], python)
+    totals = {}
+    for name, function in functions.items():
+        totals[name] = function.size + sum(layers[layer].size for layer in uses[name])
+        if totals[name] >= LIMIT_BYTES:
+            problems.append(f"{name}: {mb(totals[name])} unzipped with its layers, over "
+                            f"Lambda's {mb(LIMIT_BYTES)}")
+        if len(uses[name]) > MAX_LAYERS:
+            problems.append(f"{name}: {len(uses[name])} layers, over Lambda's {MAX_LAYERS}")
+        path = [hosts[name], *(hosts[layer] for layer in uses[name]), function.path,
+                *(layers[layer].path / "python" for layer in uses[name])]
+        problem = import_problem(function, handlers[name], path, python)
+        if problem:
+            problems.append(problem)
+    report = {"limit_bytes": LIMIT_BYTES,
+              "layers": {n: _public(a) for n, a in layers.items()},
+              "functions": {n: {**_public(a), "layers": uses[n], "total_bytes": totals[n],
+                                "handler": handlers[n]} for n, a in functions.items()},
+              "problems": problems}
+    return report, problems
+
+
+def _make_target(name: str, resource: dict[str, Any]) -> str | None:
+    return f"build-{name}" if resource.get("Metadata", {}).get("BuildMethod") == "makefile" else None
+
+
 def mb(size: int) -> str:
     return f"{size / 1024 / 1024:7.1f} MB"
 
@@ -192,15 +336,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir)")
+    parser.add_argument("--built", type=Path, help="check what `sam build` wrote here instead")
+    parser.add_argument("--python", default=sys.executable,
+                        help="a Python 3.12 for --built's import checks (default: this one)")
     args = parser.parse_args(argv)
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-package-"))
     try:
+        if args.built:
+            report, problems = check_built(args.built.resolve(), args.python, work)
+            if args.json:
+                print(json.dumps(report, indent=2))
+            else:
+                _print_built(report)
+            return 1 if problems else 0
         layers, functions, uses = plan(load_template(), work)
         for artifact in [*layers.values(), *functions.values()]:
             build(artifact)
         problems = [f"{a.name}: native code for another machine: {a.foreign_binaries[:5]}"
                     for a in [*layers.values(), *functions.values()] if a.foreign_binaries]
+        problems += layer_data_problems(layers)
         problems += [f"{a.name}: packages botocore without boto3, so the runtime's boto3 would "
                      "run on a botocore it was not released with"
                      for a in layers.values() if "botocore" in a.versions
@@ -231,6 +386,16 @@ def _public(artifact: Artifact) -> dict[str, Any]:
     for name in ("source", "path"):
         data.pop(name)
     return data
+
+
+def _print_built(report: dict[str, Any]) -> None:
+    print("What `sam build` built, checked as Lambda (arm64 python3.12) will load it\n")
+    print(f"{'function + its layers':<28}{'unzipped':>12}{'limit':>12}   handler")
+    for name, function in report["functions"].items():
+        print(f"{name:<28}{mb(function['total_bytes']):>12}{mb(report['limit_bytes']):>12}   "
+              f"{function['handler']} imports")
+    problems = report["problems"]
+    print("\n" + ("\n".join(f"PROBLEM {p}" for p in problems) if problems else "OK"))
 
 
 def _print_table(layers: dict[str, Artifact], functions: dict[str, Artifact],

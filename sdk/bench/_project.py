@@ -19,7 +19,10 @@ DEPENDENCY_FILES = ("pyproject.toml", "requirements.txt", "requirements-dev.txt"
 STACKS = ("langchain", "openai", "anthropic")
 """Detected libraries, most specific first: a LangChain app usually also depends on openai."""
 
-INSTALL = "pip install bench-observe"
+def install_command(endpoint: Optional[str] = None) -> str:
+    """Install from the Bench you send to (its /simple/ index serves the SDK matching it)."""
+    return f"pip install --index-url {_config.base_url(endpoint)}/simple/ bench-observe"
+
 ENV_EXAMPLE = ".env.example"
 
 

@@ -20,7 +20,14 @@ from bench._benchmark import BenchmarkError, run_benchmark, show_run
 from bench._benchmark import list_lines as benchmark_list_lines
 from bench._benchmark import run_lines as benchmark_run_lines
 from bench._login import LoginError, device_login
-from bench._project import INSTALL, ProjectError, detect_project, diagnose, init_project, snippet
+from bench._project import (
+    ProjectError,
+    detect_project,
+    diagnose,
+    init_project,
+    install_command,
+    snippet,
+)
 from bench._reuse import ReuseError, call, publish
 from bench._verify import VerifyError, send_verification_task
 from bench._version import __version__
@@ -55,7 +62,9 @@ def _add_init(commands: Subparsers) -> None:
     parser = commands.add_parser("init", help="detect the stack, write bench.agent.json and .env.example")
     parser.add_argument("--agent", metavar="SLUG", help="agent slug (default: the project name)")
     parser.add_argument("--name", help="display name (default: from the slug)")
-    parser.add_argument("--install", action="store_true", help="also pip install the SDK")
+    parser.add_argument("--install", action="store_true",
+                        help="also pip install the SDK from the server's /simple/ index")
+    _endpoint_option(parser)
     parser.add_argument("--force", action="store_true", help="overwrite an existing bench.agent.json")
     parser.set_defaults(run=_init)
 
@@ -66,12 +75,13 @@ def _init(args: argparse.Namespace) -> int:
     print(f"Bench is set up for {result.display_name} ({result.slug}). Stack: {stack}.")
     print(f"{'Wrote' if result.manifest_written else 'Kept'} {result.manifest_path}")
     print(f"Added a blank BENCH_KEY= to {result.env_path} (the key itself is never written).\n")
+    install = install_command(args.endpoint)
     if args.install:
-        if subprocess.run([sys.executable, "-m", *shlex.split(INSTALL)]).returncode != 0:
-            raise CliError(f"install failed; run it yourself: {INSTALL}")
+        if subprocess.run([sys.executable, "-m", *shlex.split(install)]).returncode != 0:
+            raise CliError(f"install failed; run it yourself: {install}")
         print("Installed bench-observe.\n")
     else:
-        print(f"1. Install:     {INSTALL}")
+        print(f"1. Install:     {install}")
     print("2. Key:         export BENCH_KEY=... (from your dashboard, or run `bench login`)")
     print("3. Instrument:\n")
     print("\n".join(f"     {line}" for line in snippet(result.slug).splitlines()))

@@ -262,6 +262,7 @@ _IAM_ACTIONS = {
     ("bedrock-runtime", "Converse"): "bedrock:InvokeModel",
     ("bedrock-runtime", "InvokeModel"): "bedrock:InvokeModel",
     ("ssm", "GetParameter"): "ssm:GetParameter",
+    ("ssm", "PutParameter"): "ssm:PutParameter",
     ("secretsmanager", "GetSecretValue"): "secretsmanager:GetSecretValue",
 }
 

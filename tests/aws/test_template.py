@@ -81,7 +81,7 @@ def test_every_function_runs_python312_on_arm64_with_the_core_layer(
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     assert layer["Properties"]["Content"]["S3Key"] == "layers/core/"
     sam_layer = cfn.load_template()["Resources"]["CoreLayer"]
-    assert sam_layer["Metadata"]["BuildMethod"] == "python3.12"
+    assert sam_layer["Metadata"]["BuildMethod"] == "makefile"  # layers/core/Makefile
     for logical_id, fn in cfn.resources_of_type(transformed, "AWS::Lambda::Function").items():
         props = fn["Properties"]
         assert (props["Runtime"], props["Architectures"]) == ("python3.12", ["arm64"]), logical_id

@@ -1,6 +1,7 @@
 """The server's wheel holds every data file bench_core reads at run time (templates, static
-files, the price table, the judge's prompts, benchmark suites): a file missing from
-`package-data` works from the repository and fails only once installed."""
+files, the price table) and the data that lives once in the repository's `benchmarks/` (the
+judge's prompts, the benchmark suites), where the installed code finds it: a file missing from
+the wheel works from the repository and fails only once installed."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.aws import cfn
-from tests.aws.test_packaging import index_reachable
+from tests.aws.test_packaging import require_index
 
 PACKAGE = cfn.REPO / "layers" / "core" / "bench_core"
+BENCHMARKS = cfn.REPO / "benchmarks"
 
 
 def data_files() -> set[str]:
@@ -25,15 +27,33 @@ def data_files() -> set[str]:
             and "__pycache__" not in path.parts}
 
 
+def bundled_files() -> set[str]:
+    """Where the builds put `benchmarks/`: the prompts beside evals/prompts.py, each suite
+    folder under benchmarks/suites/."""
+    wanted = {"bench_core/evals/eval-prompts.md"}
+    for folder in (p for p in BENCHMARKS.iterdir() if (p / "manifest.json").is_file()):
+        wanted |= {f"bench_core/benchmarks/suites/{folder.name}/{f.relative_to(folder).as_posix()}"
+                   for f in folder.rglob("*") if f.is_file()}
+    return wanted
+
+
+def test_the_prompts_and_suites_exist_once_in_the_tree() -> None:
+    assert not (PACKAGE / "evals" / "eval-prompts.md").exists()
+    assert not (PACKAGE / "benchmarks" / "suites").exists()
+    assert (BENCHMARKS / "eval-prompts.md").is_file()
+
+
 @pytest.mark.network
 @pytest.mark.timeout(300)
-def test_the_wheel_holds_every_data_file(tmp_path: Path) -> None:
-    if not index_reachable():
-        pytest.skip("the package index is unreachable (the build backend comes from it)")
+def test_the_wheel_holds_every_data_file_and_the_installed_code_finds_it(tmp_path: Path) -> None:
+    require_index("the package index is unreachable (the build backend comes from it)")
     source = tmp_path / "src"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "setup.py", "MANIFEST.in"):
         shutil.copy(cfn.REPO / name, source / name)
+    (source / "scripts").mkdir()
+    shutil.copy(cfn.REPO / "scripts" / "bundle_data.py", source / "scripts")
+    shutil.copytree(BENCHMARKS, source / "benchmarks")
     shutil.copytree(PACKAGE, source / "layers" / "core" / "bench_core",
                     ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
@@ -41,7 +61,21 @@ def test_the_wheel_holds_every_data_file(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("bench_server-*.whl")
-    wanted = data_files()
+    wanted = data_files() | bundled_files()
     assert {"bench_core/domain/prices.json", "bench_core/evals/eval-prompts.md"} <= wanted
-    missing = wanted - set(zipfile.ZipFile(wheel).namelist())
-    assert not missing, f"not in the wheel (add them to package-data): {sorted(missing)}"
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = wanted - names
+    assert not missing, f"not in the wheel (package-data, or setup.py's bundling): {sorted(missing)}"
+    installed = tmp_path / "installed"
+    zipfile.ZipFile(wheel).extractall(installed)
+    found = subprocess.run(
+        [sys.executable, "-c", "from bench_core.evals.prompts import prompts_path, load_prompt\n"
+         "from bench_core.benchmarks.suites import packaged_suites\n"
+         "load_prompt('judge')\nprint(prompts_path())\nprint(sorted(packaged_suites()))"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"})
+    assert found.returncode == 0, found.stderr[-2000:]
+    path, suites = found.stdout.splitlines()
+    assert path == str(installed / "bench_core" / "evals" / "eval-prompts.md")
+    assert suites == str(sorted(p.name for p in BENCHMARKS.iterdir()
+                                if (p / "manifest.json").is_file()))

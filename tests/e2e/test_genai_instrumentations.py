@@ -3,7 +3,7 @@ instrumentation for OpenAI (`opentelemetry-instrumentation-openai-v2`, content a
 and OpenInference's (`openinference-instrumentation-openai`, content and tokens as `llm.*`
 span attributes), each calling a loopback fake OpenAI server with the real `openai` client and
 exporting with the real OTLP/HTTP span and log exporters. Each run shows its content, tokens,
-model and evidence cost in the task JSON.
+model and evidence cost on the run's page and in its JSON.
 
 Versions that install together (pinned in pyproject's dev extra): openai-v2 2.4b0 with
 opentelemetry-util-genai 1.1b0, openinference-instrumentation-openai 0.1.66.
@@ -15,8 +15,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
+from bench_core.render import formatting as fmt
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk._logs import LoggerProvider
@@ -35,13 +37,14 @@ QUESTION, REPLY = "Where should I fly in May?", "Lisbon: warm, not yet crowded."
 
 
 @pytest.fixture
-def agent(bench_server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+def agent(bench_server: RunningServer, monkeypatch: pytest.MonkeyPatch
+          ) -> Iterator[tuple[str, str, str]]:
     login = "g" + uuid.uuid4().hex[:10]
     key = bench_server.create_key(login)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", bench_server.url)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"X-Bench-Key={key}")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
-    yield login, "travel-bot"
+    yield login, "travel-bot", key
 
 
 def call_openai() -> None:
@@ -62,15 +65,25 @@ def providers() -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider,
     return tracer_provider, spans, logger_provider, logs
 
 
-def only_task(server: RunningServer, login: str, slug: str) -> dict[str, Any]:
-    listed = poll(lambda: server.get(f"/api/agents/{login}/{slug}/tasks")["tasks"],
+def only_task(server: RunningServer, agent: tuple[str, str, str]) -> dict[str, Any]:
+    """The one run's span in the run's JSON twin, after checking its page (as the owner sees
+    it: content is hidden from others by default) shows the same."""
+    login, slug, key = agent
+    listed = poll(lambda: server.get(f"/api/agents/{login}/{slug}/tasks", key)["tasks"],
                   lambda tasks: tasks and tasks[0]["status"] != "running")
     assert len(listed) == 1
-    return server.get(f"/api/agents/{login}/{slug}/tasks/{listed[0]['task_id']}", )
+    run_id = listed[0]["task_id"]
+    run = server.get(f"/api/agents/{login}/{slug}/runs/{run_id}", key)
+    [span] = run["spans"]
+    page = httpx.get(f"{server.url}/u/{login}/{slug}/runs/{run_id}?span={run_id}", timeout=10,
+                     headers={"X-Bench-Key": key}).text
+    for shown in ("gpt-4.1-mini", "1,000", fmt.usd(COST), REPLY):
+        assert shown in page, shown
+    return span
 
 
-def assert_evidence(task: dict[str, Any]) -> None:
-    evidence = task["evidence"]
+def assert_evidence(span: dict[str, Any]) -> None:
+    evidence = span["evidence"]
     assert (evidence["input_tokens"], evidence["output_tokens"]) == (1000, 50)
     assert evidence["cost_usd"] == pytest.approx(COST)
     assert evidence["records"][0]["model"] == "gpt-4.1-mini"
@@ -83,7 +96,7 @@ def text_of(value: Any) -> str:
 
 @pytest.mark.parametrize("logs_first", [True, False])
 def test_openai_v2_content_arrives_as_log_events(
-        bench_server: RunningServer, agent: tuple[str, str], monkeypatch: pytest.MonkeyPatch,
+        bench_server: RunningServer, agent: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch,
         logs_first: bool) -> None:
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
@@ -103,8 +116,7 @@ def test_openai_v2_content_arrives_as_log_events(
     for export in exports if logs_first else exports[::-1]:
         assert export().name == "SUCCESS"
         export()  # a re-sent export changes nothing
-    login, slug = agent
-    task = only_task(bench_server, login, slug)
+    task = only_task(bench_server, agent)
     assert QUESTION in text_of(task["input"]) and "Be brief." in text_of(task["input"])
     assert REPLY in text_of(task["output"])
     assert text_of(task["input"]).count(QUESTION) == 1
@@ -112,7 +124,7 @@ def test_openai_v2_content_arrives_as_log_events(
 
 
 def test_openinference_attributes_give_content_tokens_and_model(
-        bench_server: RunningServer, agent: tuple[str, str]) -> None:
+        bench_server: RunningServer, agent: tuple[str, str, str]) -> None:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     tracer_provider, spans, _, _ = providers()
@@ -123,8 +135,7 @@ def test_openinference_attributes_give_content_tokens_and_model(
     finally:
         instrumentor.uninstrument()
     assert OTLPSpanExporter().export(spans.get_finished_spans()).name == "SUCCESS"
-    login, slug = agent
-    task = only_task(bench_server, login, slug)
+    task = only_task(bench_server, agent)
     assert QUESTION in text_of(task["input"])
     assert REPLY in text_of(task["output"])
     assert_evidence(task)

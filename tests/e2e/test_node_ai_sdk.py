@@ -17,7 +17,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from bench_core.render import formatting as fmt
 
 from tests.conftest import RunningServer, poll
 
@@ -76,7 +78,15 @@ def test_ai_sdk_runs_become_tasks_with_evidence(bench_server: RunningServer, nod
     records = [call["evidence"]["records"][0] for call in calls]
     assert {(r["provider"], r["model"]) for r in records} == {("openai", "gpt-4.1-mini")}
     assert sorted(r["cost_usd"] for r in records) == pytest.approx(sorted(STEP_COSTS))
+    run = bench_server.get(f"/api/agents/{login}/weather-agent/runs/{generated['task_id']}", key)
+    assert [span["name"] for span in run["spans"]][0] == "ai.generateText"
+    assert run["evidence"]["cost_usd"] == pytest.approx(sum(STEP_COSTS))
+    step = next(span for span in run["spans"] if span["name"].endswith("doGenerate"))
+    assert step["evidence"]["records"][0]["model"] == "gpt-4.1-mini"
+    page = httpx.get(f"{bench_server.url}/u/{login}/weather-agent/runs/{generated['task_id']}",
+                     params={"span": step["task_id"]}, headers={"X-Bench-Key": key}).text
+    assert "gpt-4.1-mini" in page and fmt.usd(step["evidence"]["cost_usd"]) in page
     profile = bench_server.get(f"/api/agents/{login}/weather-agent")
-    assert profile["runs"] == 2
+    assert profile["runs"] == 2 and profile["model"] == "gpt-4.1-mini"
     assert profile["evidence_cost_usd_total"] == pytest.approx(
         sum(STEP_COSTS) + (400 * 0.4 + 10 * 1.6) / 1e6)

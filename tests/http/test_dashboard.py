@@ -45,7 +45,7 @@ def test_setting_up_an_agent_shows_the_install_command_a_key_and_a_first_task(
     assert page.status_code == 200
     assert page.headers["cache-control"] == "private, no-store"
     text = page.text
-    assert "pip install bench-observe" in text
+    assert f"pip install --index-url {bench_server.url}/simple/ bench-observe" in text
     key = re.search(r"data-key>(bka_[\w-]+)<", text).group(1)
     assert 'agent="setup-agent"' in text and "OTEL_EXPORTER_OTLP_HEADERS=X-Bench-Key=" + key in text
     assert f'data-first-event="{login}/setup-agent"' in text

@@ -49,7 +49,7 @@ def test_badge_numbers_are_the_read_apis(bench_server: RunningServer, agent: See
     summary = bench_server.get(f"/api/agents/{agent.path}")
     expected = {"success": ["success", fmt.pct(summary["success_rate"])],
                 "runs": ["runs", fmt.compact(summary["runs"])],
-                "cost": ["cost/run", fmt.usd(summary["cost_usd_per_run"])],
+                "cost": ["cost/run", fmt.usd(summary["headline_cost_usd_per_run"])],
                 "latency": ["p50 latency", fmt.ms(summary["latency_ms"]["p50"])]}
     for metric, shown in expected.items():
         r = badge(bench_server, f"/badge/{agent.path}.svg?metric={metric}")

@@ -30,6 +30,7 @@ from tests.http.test_ingest_http import new_login, post
 FORMAT = {"runs": fmt.count, "successes": fmt.count, "failures": fmt.count,
           "eval_count": fmt.count, "success_rate": fmt.pct, "success_rate_ci95": fmt.pct_range,
           "avg_eval_score": fmt.score, "cost_usd_per_run": fmt.usd, "cost_usd_total": fmt.usd,
+          "headline_cost_usd_per_run": fmt.usd,
           "latency_ms.p50": fmt.ms, "latency_ms.p95": fmt.ms, "latency_ms.p99": fmt.ms,
           "evidence_cost_usd_total": fmt.usd}
 
@@ -65,7 +66,7 @@ def test_profile_numbers_are_the_read_apis(bench_server: RunningServer, agent: S
     assert page.status_code == 200
     shown = shown_metrics(page.text)
     assert {m for m, _, _ in shown} >= {"runs", "successes", "failures", "success_rate",
-                                         "success_rate_ci95", "cost_usd_per_run",
+                                         "success_rate_ci95", "headline_cost_usd_per_run",
                                          "cost_usd_total", "latency_ms.p50", "latency_ms.p95",
                                          "latency_ms.p99"}
     assert_golden(shown, summary)

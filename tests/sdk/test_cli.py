@@ -51,7 +51,8 @@ def test_init_detects_the_stack_and_writes_manifest_without_a_key(
     for path in project.iterdir():
         assert "bk_must_not_be_written" not in path.read_text()
     out = capsys.readouterr().out
-    assert "pip install bench-observe" in out and 'bench.observe(agent="research-bot")' in out
+    assert "pip install --index-url http://127.0.0.1:8000/simple/ bench-observe" in out
+    assert 'bench.observe(agent="research-bot")' in out
 
 
 def test_init_keeps_existing_files_unless_forced(project: Path) -> None:

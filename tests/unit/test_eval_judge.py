@@ -80,11 +80,3 @@ def test_the_newest_version_wins_unless_one_is_pinned(tmp_path: Path) -> None:
         load_prompt("judge", "judge-v3", path=path)
     with pytest.raises(PromptError, match="no '### user'"):
         load_prompt("judge", path=path).render("user")
-
-
-def test_the_copy_packaged_for_lambda_is_the_benchmarks_file() -> None:
-    """Lambda packages hold only what is under the layer's folder, so the layer carries a copy;
-    after editing benchmarks/eval-prompts.md, copy it to layers/core/bench_core/evals/."""
-    packaged = REPO / "layers" / "core" / "bench_core" / "evals" / "eval-prompts.md"
-    assert packaged.read_text() == (REPO / "benchmarks" / "eval-prompts.md").read_text(), \
-        "run: cp benchmarks/eval-prompts.md layers/core/bench_core/evals/eval-prompts.md"

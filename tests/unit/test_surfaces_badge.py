@@ -70,6 +70,7 @@ def test_badge_text_is_escaped_and_stripped_of_what_xml_forbids() -> None:
 def summary(**overrides: object) -> dict:
     base = {"login": "alice", "slug": "bot", "display_name": "Bot", "runs": 40,
             "success_rate": 0.975, "avg_eval_score": None, "cost_usd_per_run": 0.004,
+            "headline_cost_usd_per_run": 0.004, "headline_cost_source": "owner-reported",
             "latency_ms": {"p50": 420.0, "p95": 900.0, "p99": 1200.0}}
     return {**base, **overrides}
 

@@ -75,7 +75,9 @@ def summary(runs: int, successes: int, *, score: float | None = None, scored: in
             "success_rate_ci95": list(interval) if interval else None,
             "avg_eval_score": score, "eval_count": scored,
             "latency_ms": {"p50": p50, "p95": p50, "p99": p50},
-            "cost_usd_total": cost * runs, "cost_usd_per_run": cost if runs else None}
+            "cost_usd_total": cost * runs, "cost_usd_per_run": cost if runs else None,
+            "headline_cost_usd_per_run": cost if runs else None,
+            "headline_cost_source": "owner-reported" if runs and cost else None}
 
 
 def test_compare_lines_name_the_better_side_and_the_verdict() -> None:

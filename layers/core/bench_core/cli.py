@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,12 +33,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1") and settings.public_url is None:
         print("note: set BENCH_PUBLIC_URL to the address users reach this server at",
               file=sys.stderr)
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+                     + (" (try another port: make run PORT=8001)"
+                        if exc.errno == errno.EADDRINUSE else ""))
     app = create_local_app(settings)
-    print(f"Bench is running at http://{args.host}:{args.port}  (data: {settings.data_dir})",
-          flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                access_log=False)
+    config = uvicorn.Config(app, log_level=args.log_level, access_log=False)
+    print(f"Bench is running at http://{_shown_host(args.host)}:{sock.getsockname()[1]}  "
+          f"(data: {settings.data_dir})", flush=True)
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything says the server runs: a port in use is
+    one clear line, not a traceback after "running"."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _shown_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:

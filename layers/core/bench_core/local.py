@@ -26,6 +26,7 @@ from .http import (
     reuse,
     reuse_dashboard,
     runs,
+    simple,
     static,
     trial,
 )
@@ -37,7 +38,7 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            leaderboard.router, pages.router, badge.router, embed.router, og.router, static.router,
            auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
-           benchmarks.api_router, benchmarks.router, runs.router, runs.api_router)
+           benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router)
 
 
 def create_local_app(settings: Settings | None = None) -> FastAPI:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -19,11 +19,28 @@ from ..domain.errors import Conflict, Invalid
 from ..domain.field_limits import cap
 from ..domain.keys import may_write
 from ..domain.models import Agent, AgentRef, KeyRecord, Label, Slug, iso, utcnow
-from ..runtime.adapters import Services
 from . import aggregate
 from .grading import Grade, grade_all, grader_for
 from .records import Attempt, AttemptStatus, RunRecord
 from .suites import Suite, load_suite, value_hash
+
+if TYPE_CHECKING:
+    from ..llm import LLM
+    from ..runtime.config import Settings
+    from ..store import Store
+
+
+class RunPorts(Protocol):
+    """What submitting a run uses: the store, the grader's model (None: offline graders only)
+    and the settings (the field cap)."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def llm(self) -> LLM | None: ...
+    @property
+    def settings(self) -> Settings: ...
+
 
 HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAX_ERROR_CHARS = 2000
@@ -86,7 +103,7 @@ def check_same_suite(suite: Suite, local_hash: str, submitted: str) -> None:
                        [{"loc": ["suite_hash"], "msg": "differs from the published suite"}])
 
 
-def check_published(services: Services, suite: Suite, local_hash: str) -> None:
+def check_published(services: RunPorts, suite: Suite, local_hash: str) -> None:
     """Register the suite on its first valid run; 409 if this server's copy differs from the
     version published before (edited in place instead of becoming a new version)."""
     registered = services.store.register_suite(suite.suite_id, local_hash, iso(utcnow()))
@@ -127,7 +144,7 @@ def failed_grade(attempt: AttemptIn, judge: str) -> Grade:
     return Grade(0.0, f"The agent {what}{detail}; not graded.", judge)
 
 
-def graded_attempts(services: Services, suite: Suite, run: RunIn) -> tuple[list[Attempt], str]:
+def graded_attempts(services: RunPorts, suite: Suite, run: RunIn) -> tuple[list[Attempt], str]:
     grader = grader_for(services.llm, suite)
     answered = [a for a in run.attempts if a.status == "ok"]
     grades = grade_all(grader, ((suite.case(a.case_id), a.output, a.output_hash) for a in answered))
@@ -154,7 +171,7 @@ def run_id_for(ref: AgentRef, nonce: str | None) -> str:
     return hashlib.sha256(f"{ref.path}#{nonce}".encode()).hexdigest()[:16]
 
 
-def submit_run(services: Services, key: KeyRecord, suite_id: str, run: RunIn) -> RunRecord:
+def submit_run(services: RunPorts, key: KeyRecord, suite_id: str, run: RunIn) -> RunRecord:
     """Store `run` of `suite_id` for the key's agent and return it as stored (the earlier
     record when the same nonce was submitted before)."""
     packaged = load_suite(suite_id)

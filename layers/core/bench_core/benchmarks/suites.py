@@ -19,9 +19,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from ..data_files import benchmarks_data
 from ..domain.errors import NotFound
 
-SUITES_DIR = Path(__file__).parent / "suites"
+SUITES_DIR = benchmarks_data("", "benchmarks/suites")
+"""Each suite is a folder holding `manifest.json` (the repository's `benchmarks/`, or the copy
+the build packaged)."""
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 
 

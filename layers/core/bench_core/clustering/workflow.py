@@ -16,13 +16,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.models import AgentRef, TaskState, iso, utcnow
 from ..domain.task_text import as_text
-from ..runtime.adapters import Services
 from ..workflows import State, Workflows, parse_agent
 from .describe import describe, top_terms, words
+
+if TYPE_CHECKING:
+    from ..embed import Embedder
+    from ..llm import LLM
+    from ..runtime.config import Settings
+    from ..store import Store
 
 MAX_TASKS = 1000
 """Failures considered per agent (the newest): enough to see its failure modes, bounded cost."""
@@ -35,34 +40,51 @@ SWEEP_LIMIT = 5000
 DUE_LIMIT = 500
 
 
-def sweep_evals(services: Services, state: State, min_age: timedelta = SWEEP_MIN_AGE,
+class ClusterPorts(Protocol):
+    """What the cluster steps use: the store, where evals start (the sweep), the embedder and
+    the describer's model (both built on first use: only `cluster_agent` needs them) and the
+    settings (the describer's prompt)."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def workflows(self) -> Workflows: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def llm(self) -> LLM | None: ...
+    @property
+    def settings(self) -> Settings: ...
+
+
+def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MIN_AGE,
                 workflows: Workflows | None = None) -> State:
-    """Start evals (through `workflows`, by default the services') of runs that ended within
+    """Start evals (through `workflows`, by default the ports') of runs that ended within
     `SWEEP_WINDOW`, at least `min_age` ago, and still have no result."""
     now = utcnow()
-    pending = services.store.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
+    pending = ports.store.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
     by_agent: dict[AgentRef, list[str]] = defaultdict(list)
     for ref, task_id in pending:
         by_agent[ref].append(task_id)
     for ref, task_ids in by_agent.items():
-        (workflows or services.workflows).start_evals(ref, task_ids)
+        (workflows or ports.workflows).start_evals(ref, task_ids)
     return {**state, "swept": len(pending)}
 
 
-def due_agents(services: Services, state: State) -> State:
-    return {**state, "agents": [ref.path for ref in services.store.clusters_due(DUE_LIMIT)]}
+def due_agents(ports: ClusterPorts, state: State) -> State:
+    return {**state, "agents": [ref.path for ref in ports.store.clusters_due(DUE_LIMIT)]}
 
 
-def cluster_agent(services: Services, state: State) -> State:
+def cluster_agent(ports: ClusterPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = services.store.get_agent(ref)
+    agent = ports.store.get_agent(ref)
     if agent is None:
         return {"agent": ref.path, "clusters": 0, "outcome": "agent not found"}
     started = iso(utcnow())
-    tasks = services.store.cluster_candidates(ref, MAX_TASKS)
-    insights = build_insights(services, tasks)
+    tasks = ports.store.cluster_candidates(ref, MAX_TASKS)
+    insights = build_insights(ports, tasks)
     insights.update(computed_at=started, private=agent.hide_inputs or agent.hide_outputs)
-    services.store.save_insights(ref, insights)
+    ports.store.save_insights(ref, insights)
     return {"agent": ref.path, "clusters": len(insights["clusters"]), "considered": len(tasks)}
 
 
@@ -75,12 +97,12 @@ def failure_text(task: TaskState) -> str:
     return text
 
 
-def build_insights(services: Services, tasks: list[TaskState]) -> dict[str, Any]:
+def build_insights(ports: ClusterPorts, tasks: list[TaskState]) -> dict[str, Any]:
     """Group `tasks` and describe each group; the stored shape of `failure_clusters`."""
     from .kmeans import group
 
     texts = [failure_text(t) for t in tasks]
-    grouping = group(services.embedder.embed(texts)) if tasks else None
+    grouping = group(ports.embedder.embed(texts)) if tasks else None
     vocab = [words(t) for t in texts]
     clusters = []
     for members in grouping.nearest if grouping else []:
@@ -88,8 +110,8 @@ def build_insights(services: Services, tasks: list[TaskState]) -> dict[str, Any]
         terms = top_terms([vocab[i] for i in members],
                           [v for i, v in enumerate(vocab) if i not in inside])
         examples = members[:EXAMPLES]
-        text = describe(services.llm, [texts[i] for i in examples], terms, len(members),
-                        services.settings.judge.describe_prompt)
+        text = describe(ports.llm, [texts[i] for i in examples], terms, len(members),
+                        ports.settings.judge.describe_prompt)
         clusters.append({"label": text.label, "describer": text.describer,
                          "prompt_version": text.prompt_version, "terms": terms,
                          "count": len(members), "share": round(len(members) / len(tasks), 4),
@@ -98,10 +120,10 @@ def build_insights(services: Services, tasks: list[TaskState]) -> dict[str, Any]
             "failed": sum(t.status == "failed" for t in tasks),
             "low_scored": sum(t.status != "failed" for t in tasks),
             "silhouette": round(grouping.silhouette, 4) if grouping and grouping.silhouette else None,
-            "embedder": services.embedder.label if tasks else None}
+            "embedder": ports.embedder.label if tasks else None}
 
 
-STEPS: dict[str, Callable[[Services, State], State]] = {
+STEPS: dict[str, Callable[[ClusterPorts, State], State]] = {
     "sweep_evals": sweep_evals, "due_agents": due_agents, "cluster_agent": cluster_agent}
 """The steps in order; the cluster state machine's Task states call exactly these."""
 

@@ -16,7 +16,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,3 +144,32 @@ def price_evidence(data: dict[str, Any], table: PriceTable | None = None) -> dic
 
 def is_evidence(data: Any) -> bool:
     return isinstance(data, dict) and data.get("label") == EVIDENCE_LABEL
+
+
+OWNER_REPORTED = "owner-reported"
+PROVIDER_EVIDENCE = "provider evidence"
+
+
+def headline_cost(owner_total: float, evidence_total: float, runs: int
+                  ) -> tuple[float | None, str | None]:
+    """The cost per run an agent's headline shows and where it comes from: the owner's own
+    reports where there are any, else the provider-evidence cost (an OTel-only agent reports
+    none of its own, and "$0" would be a lie); (None, None) before the first run, and
+    (0.0, None) for runs nobody priced."""
+    if not runs:
+        return None, None
+    if owner_total > 0:
+        return owner_total / runs, OWNER_REPORTED
+    if evidence_total > 0:
+        return evidence_total / runs, PROVIDER_EVIDENCE
+    return 0.0, None
+
+
+def models_seen(events: Iterable[Any], limit: int = 200) -> str | None:
+    """The models a batch's evidence records name, sorted and comma-separated (at most `limit`
+    characters), for an agent whose batch declares none: its profile names what it ran on."""
+    models = sorted({data["model"] for data in (getattr(e, "body", {}).get("data")
+                                                 for e in events)
+                     if is_evidence(data) and isinstance(data.get("model"), str)
+                     and data["model"]})
+    return ", ".join(models)[:limit] or None

@@ -14,6 +14,7 @@ from decimal import Decimal
 from . import stats
 from .errors import BadRequest
 from .models import Agent
+from .pricing import headline_cost
 from .privacy import listed
 
 MIN_RUNS = 10
@@ -37,7 +38,8 @@ SORTS = {s.name: s for s in (
     Sort("runs", "Runs", True, "every public agent"),
     Sort("success", "Success rate", True, f"at least {MIN_RUNS} runs"),
     Sort("score", "Eval score", True, f"at least {MIN_RUNS} scored runs"),
-    Sort("cost", "Cost per run", False, f"at least {MIN_RUNS} runs with reported cost"),
+    Sort("cost", "Cost per run", False,
+         f"at least {MIN_RUNS} runs with a cost: owner-reported, else provider evidence"),
     Sort("latency", "p50 latency", False, f"at least {MIN_RUNS} timed runs"),
 )}
 
@@ -52,10 +54,16 @@ def rank_values(agent: Agent) -> dict[str, float | None]:
         "runs": float(s.runs),
         "success": s.successes / s.runs if enough else None,
         "score": s.eval_score_sum / s.eval_count if s.eval_count >= MIN_RUNS else None,
-        "cost": s.cost_usd_total / s.runs if enough and s.cost_usd_total > 0 else None,
+        "cost": _cost(agent) if enough else None,
         "latency": (stats.percentile(s.latency_hist, 50)
                     if sum(s.latency_hist) >= MIN_RUNS else None),
     }
+
+
+def _cost(agent: Agent) -> float | None:
+    s = agent.stats
+    cost, source = headline_cost(s.cost_usd_total, s.evidence_cost_usd_total, s.runs)
+    return cost if source is not None else None
 
 
 def search_text(agent: Agent) -> str | None:

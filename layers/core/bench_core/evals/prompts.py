@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..data_files import benchmarks_data
+
 PROMPTS_ENV = "BENCH_EVAL_PROMPTS"
 FILE_NAME = "eval-prompts.md"
 _PROMPT = re.compile(r"^## (?P<kind>[a-z]+)-v(?P<n>\d+)\s*$", re.M)
@@ -53,17 +55,14 @@ class Prompt:
 
 def prompts_path() -> Path:
     """`$BENCH_EVAL_PROMPTS`, else the repository's `benchmarks/eval-prompts.md` (one machine,
-    tests), else the copy packaged beside this module (Lambda: a function's package can only
-    hold what is under its folder; tests/unit/test_eval_judge.py keeps the copy identical)."""
+    tests), else the copy the layer or wheel build put beside this module."""
     if os.environ.get(PROMPTS_ENV):
         return Path(os.environ[PROMPTS_ENV])
-    here = Path(__file__).resolve()
-    candidates = [here.parents[4] / "benchmarks" / FILE_NAME, here.parent / FILE_NAME]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise PromptError(f"{FILE_NAME} not found (looked in {', '.join(map(str, candidates))}); "
-                      f"set {PROMPTS_ENV}")
+    path = benchmarks_data(FILE_NAME, f"evals/{FILE_NAME}")
+    if not path.is_file():
+        raise PromptError(f"{FILE_NAME} not found (in the repository's benchmarks/ or at {path}); "
+                          f"set {PROMPTS_ENV}")
+    return path
 
 
 def load_prompt(kind: str, pinned: str | None = None, path: Path | None = None) -> Prompt:

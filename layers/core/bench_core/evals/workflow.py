@@ -20,15 +20,32 @@ machine's Choice states read (`statemachines/eval.asl.json`, checked against `ST
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from ..domain.models import EvalResult, iso, utcnow
 from ..domain.task_text import is_empty
-from ..runtime.adapters import Services
 from ..workflows import State, parse_agent
 from .budget import skip_reason
 
+if TYPE_CHECKING:
+    from ..runtime.config import Settings
+    from ..store import Store
+    from .judge import Judge
+
 DONE = "done"
 NO_CONTENT = "no content captured"
+
+
+class EvalPorts(Protocol):
+    """What the eval steps use: the store, the judge (built on first use, so a step that does
+    not judge never opens the model) and the settings (the judge's budget)."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def judge(self) -> Judge: ...
+    @property
+    def settings(self) -> Settings: ...
 
 
 def start_state(agent: str, task_id: str, *, force: bool = False) -> State:
@@ -36,10 +53,10 @@ def start_state(agent: str, task_id: str, *, force: bool = False) -> State:
     return {"agent": agent, "task_id": task_id, "force": force, "next": "load"}
 
 
-def load(services: Services, state: State) -> State:
+def load(ports: EvalPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = services.store.get_agent(ref)
-    task = services.store.get_task(ref, state["task_id"]) if agent else None
+    agent = ports.store.get_agent(ref)
+    task = ports.store.get_task(ref, state["task_id"]) if agent else None
     if agent is None or task is None or not task.finished:
         return {**state, "next": DONE, "outcome": "no finished task to judge"}
     captured = task.status == "failed" or not (is_empty(task.input) and is_empty(task.output))
@@ -48,41 +65,41 @@ def load(services: Services, state: State) -> State:
         return {**state, "next": DONE, "outcome": f"already {task.eval.status}"}
     now = utcnow()
     if not captured:
-        unscored = EvalResult(status="unscored", judge=services.judge.label, at=iso(now),
+        unscored = EvalResult(status="unscored", judge=ports.judge.label, at=iso(now),
                               reason=NO_CONTENT)
         return {**state, "next": "record", "result": unscored.to_dict()}
-    reason = skip_reason(agent, task.task_id, services.store.judge_spend(ref, iso(now)[:10]),
-                         services.settings.judge)
+    reason = skip_reason(agent, task.task_id, ports.store.judge_spend(ref, iso(now)[:10]),
+                         ports.settings.judge)
     if reason is None:
         return {**state, "next": "judge"}
-    skipped = EvalResult(status="skipped", judge=services.judge.label, at=iso(now), reason=reason)
+    skipped = EvalResult(status="skipped", judge=ports.judge.label, at=iso(now), reason=reason)
     return {**state, "next": "record", "result": skipped.to_dict()}
 
 
-def judge(services: Services, state: State) -> State:
-    task = services.store.get_task(parse_agent(state["agent"]), state["task_id"])
+def judge(ports: EvalPorts, state: State) -> State:
+    task = ports.store.get_task(parse_agent(state["agent"]), state["task_id"])
     if task is None:
         return {**state, "next": DONE, "outcome": "task vanished"}
-    return {**state, "next": "record", "result": services.judge.judge(task).to_dict()}
+    return {**state, "next": "record", "result": ports.judge.judge(task).to_dict()}
 
 
-def record(services: Services, state: State) -> State:
+def record(ports: EvalPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = services.store.get_agent(ref)
+    agent = ports.store.get_agent(ref)
     if agent is None:
         return {**state, "next": DONE, "outcome": "agent vanished"}
     result = EvalResult.from_dict(state["result"])
     result.private = agent.hide_inputs or agent.hide_outputs
-    stored = services.store.record_eval(ref, state["task_id"], result)
+    stored = ports.store.record_eval(ref, state["task_id"], result)
     return {**state, "next": DONE, "outcome": result.status if stored else "kept the earlier result"}
 
 
-STEPS: dict[str, Callable[[Services, State], State]] = {"load": load, "judge": judge, "record": record}
+STEPS: dict[str, Callable[[EvalPorts, State], State]] = {"load": load, "judge": judge, "record": record}
 """The steps in order; the Task states of the eval state machine call exactly these."""
 
 
-def run_eval(services: Services, state: State) -> State:
+def run_eval(ports: EvalPorts, state: State) -> State:
     """All steps in this process (the local worker pool); returns the final state."""
     while state["next"] != DONE:
-        state = STEPS[state["next"]](services, state)
+        state = STEPS[state["next"]](ports, state)
     return state

@@ -29,9 +29,6 @@ from .templating import page
 
 router = APIRouter(prefix="/dashboard", route_class=AccountRoute)
 
-INSTALL = "pip install bench-observe"
-
-
 async def _page(request: Request, services: Services, login: str, template: str,
                 status: int = 200, **context: Any) -> Response:
     """An account page: private, never stored by any cache, with a CSRF token for its forms."""
@@ -85,7 +82,7 @@ async def new_agent(request: Request, services: Services = Depends(services_of))
         return await _page(request, services, session.login, "dashboard_new.html", status=400,
                            form=fields, problem=key_or_problem, slug_pattern=SLUG_PATTERN)
     return await _page(request, services, session.login, "dashboard_setup.html", agent=agent,
-                       key=key_or_problem, install=INSTALL, channel=f"{agent.login}/{agent.slug}")
+                       key=key_or_problem, channel=f"{agent.login}/{agent.slug}")
 
 
 # ---- one agent ---------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def description(s: dict[str, Any]) -> str:
     if not s["runs"]:
         return f"{s['display_name']} on Bench: no runs yet."
     return (f"{fmt.pct(s['success_rate'])} success over {fmt.count(s['runs'])} runs · "
-            f"p50 {fmt.ms(s['latency_ms']['p50'])} · {fmt.usd(s['cost_usd_per_run'])} per run")
+            f"p50 {fmt.ms(s['latency_ms']['p50'])} · {fmt.usd(s['headline_cost_usd_per_run'])} per run")
 
 
 def snippets(base: str, s: dict[str, Any]) -> dict[str, str]:

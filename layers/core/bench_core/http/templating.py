@@ -22,6 +22,7 @@ from fastapi.routing import APIRoute
 
 from ..domain.errors import BenchError
 from ..domain.privacy import Viewer
+from ..reads.sdk_index import install_command
 from ..render import formatting
 from ..render.http_caching import PRIVATE, PUBLIC_60, Reply
 
@@ -85,7 +86,8 @@ def environment() -> Environment:
     env.filters.update(formatting.FILTERS)
     env.filters["shown_json"] = shown_json
     env.filters["log_value"] = log_value
-    env.globals.update(static_url=static_url, static_text=lambda name: STATIC[name].decode())
+    env.globals.update(static_url=static_url, static_text=lambda name: STATIC[name].decode(),
+                       sdk_install=install_command)
     return env
 
 

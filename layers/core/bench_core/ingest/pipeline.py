@@ -12,10 +12,12 @@ live push is handed to `later`, which runs it after the answer (FastAPI's backgr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.keys import may_write
 from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent
+from ..domain.pricing import models_seen
 from ..runtime.log import logger
 from .wire import clean_event, parse_batch
 
@@ -51,6 +53,8 @@ def accept(ports: IngestPorts, login: str, meta: AgentMeta,
     or the bodies of events a source built clean)."""
     limits = ports.settings.limits
     stored = [e if isinstance(e, CleanEvent) else clean_event(e, limits) for e in events]
+    if meta.model is None:  # the models its evidence names, where the source declares none
+        meta = replace(meta, model=models_seen(stored))
     outcome = ports.store.ingest(login, meta, stored, dropped=dropped)
     ref = AgentRef(login, meta.slug)
     queue_evals(ports, ref, outcome)

@@ -51,7 +51,7 @@ class AgentListing(BaseModel):
     login: str
     slug: str
     display_name: str
-    model: str | None = None
+    model: str | None = Field(None, description="declared by the owner, else the model(s) seen in provider evidence")
     framework: str | None = None
     profile_path: str
     runs: int
@@ -60,6 +60,10 @@ class AgentListing(BaseModel):
     avg_eval_score: float | None = Field(None, description="mean 0-1 score of the judged runs")
     avg_eval_score_judge: str | None = None
     cost_usd_per_run: float | None = Field(None, description="owner-reported")
+    headline_cost_usd_per_run: float | None = Field(
+        None, description="owner-reported where the owner reports cost, else provider evidence")
+    headline_cost_source: str | None = Field(
+        None, description='"owner-reported", "provider evidence", or none')
     latency_ms: Latency
 
 
@@ -96,6 +100,10 @@ class OwnerTelemetry(BaseModel):
     eval_count: int
     cost_usd_total: float = Field(description="owner-reported")
     cost_usd_per_run: float | None = Field(None, description="owner-reported")
+    headline_cost_usd_per_run: float | None = Field(
+        None, description="owner-reported where the owner reports cost, else provider evidence")
+    headline_cost_source: str | None = Field(
+        None, description='"owner-reported", "provider evidence", or none')
     cost_evidence: dict[str, Any] | None = Field(
         None, description="cost proven by provider usage and priced by Bench, when reported")
     latency_ms: Latency
@@ -123,7 +131,7 @@ class AgentIdentity(BaseModel):
     login: str
     slug: str
     display_name: str
-    model: str | None = None
+    model: str | None = Field(None, description="declared by the owner, else the model(s) seen in provider evidence")
     framework: str | None = None
     architecture: str | None = None
     tools: list[str] | None = None

@@ -9,6 +9,7 @@ from ..domain import ranking as leaderboard
 from ..domain import stats
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
+from ..domain.pricing import headline_cost
 from ..domain.privacy import ANONYMOUS, Viewer, insights_view, listed, task_view, visible_agent
 from ..store import Store
 
@@ -16,9 +17,12 @@ RECENT_TASKS = 10
 
 
 def agent_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    """Headline numbers, from counters only (no scan of tasks or events)."""
+    """Headline numbers, from counters only (no scan of tasks or events). The headline cost per
+    run is the owner's where reported, else provider evidence's, with its source named
+    (`pricing.headline_cost`); both totals stay apart beside it."""
     s = agent.stats
     interval = stats.wilson_interval(s.successes, s.runs)
+    headline, source = headline_cost(s.cost_usd_total, s.evidence_cost_usd_total, s.runs)
     return {
         "login": agent.login,
         "slug": agent.slug,
@@ -43,6 +47,10 @@ def agent_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
         "cost_usd_total": round(s.cost_usd_total, 10),
         "cost_usd_per_run": round(s.cost_usd_total / s.runs, 10) if s.runs else None,
         "evidence_cost_usd_total": round(s.evidence_cost_usd_total, 10),
+        "evidence_cost_usd_per_run": (round(s.evidence_cost_usd_total / s.runs, 10)
+                                      if s.runs else None),
+        "headline_cost_usd_per_run": None if headline is None else round(headline, 10),
+        "headline_cost_source": source,
         "evidence": evidence_summary(agent),
         "latency_ms": stats.latency_summary(s.latency_hist),
         "first_event_at": s.first_event_at,

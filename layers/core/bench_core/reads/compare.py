@@ -142,11 +142,17 @@ def _latency(a: Mapping[str, Any], b: Mapping[str, Any], hist_a: Sequence[int],
 
 
 def _cost(a: Mapping[str, Any], b: Mapping[str, Any]) -> Line:
-    ca, cb = a["cost_usd_per_run"], b["cost_usd_per_run"]
-    reported = bool(a["cost_usd_total"]) and bool(b["cost_usd_total"])
-    return Line("cost", "Cost per run (owner-reported)", fmt.usd(ca), fmt.usd(cb),
-                _better(ca, cb, False) if reported else None,
-                "not tested" if reported else "no data", None,
+    """The headline costs (owner-reported, else provider evidence); ranked only when both
+    come from the same source, since owner reports and provider evidence count different
+    things."""
+    ca, cb = a["headline_cost_usd_per_run"], b["headline_cost_usd_per_run"]
+    sa, sb = a["headline_cost_source"], b["headline_cost_source"]
+    same = sa is not None and sa == sb
+    title = f"Cost per run ({sa})" if same else "Cost per run"
+    shown_a, shown_b = (fmt.usd(c) + ("" if same or s is None else f" ({s})")
+                        for c, s in ((ca, sa), (cb, sb)))
+    return Line("cost", title, shown_a, shown_b, _better(ca, cb, False) if same else None,
+                "not tested" if same else "no data", None,
                 "not tested: Bench keeps cost totals, not the spread between runs")
 
 

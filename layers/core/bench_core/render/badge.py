@@ -177,7 +177,7 @@ def _score(s: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def _cost(s: Mapping[str, Any]) -> tuple[str, str, str]:
-    value = s["cost_usd_per_run"]
+    value = s["headline_cost_usd_per_run"]  # the owner's, else provider evidence's
     return ("cost/run", "no runs", "lightgrey") if value is None else (
         "cost/run", fmt.usd(value), "blue")
 

@@ -30,7 +30,8 @@ def card_fields(summary: Mapping[str, Any]) -> tuple[str, ...]:
         f"95% CI {fmt.pct_range(summary['success_rate_ci95'])}" if summary["runs"] else "no runs yet",
         "Runs", fmt.count(summary["runs"]), f"{fmt.count(summary['failures'])} failed",
         "p50 latency", fmt.ms(latency["p50"]), f"p95 {fmt.ms(latency['p95'])}",
-        "Cost per run", fmt.usd(summary["cost_usd_per_run"]), "owner-reported",
+        "Cost per run", fmt.usd(summary["headline_cost_usd_per_run"]),
+        summary["headline_cost_source"] or "no cost reported",
     )
 
 

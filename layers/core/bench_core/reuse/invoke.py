@@ -33,9 +33,8 @@ from ..domain.models import (
     utcnow,
 )
 from ..domain.privacy import Viewer, visible_agent
-from ..ingest.pipeline import Later, accept
+from ..ingest.pipeline import IngestPorts, Later, accept
 from ..runtime import lambda_instrumentation
-from ..runtime.adapters import Services
 from ..runtime.log import logger
 from . import call_signature as signing
 from . import grants, outbound
@@ -74,7 +73,7 @@ class Invocation:
     error: BenchError | None
 
 
-def invoke(services: Services, key: KeyRecord, ref: AgentRef, request: InvokeRequest, *,
+def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: InvokeRequest, *,
            later: Later) -> Invocation:
     """Check, count, forward and record one call; refusals before anything goes out
     (not found, no grant, over quota, too large) raise."""
@@ -102,7 +101,7 @@ def invoke(services: Services, key: KeyRecord, ref: AgentRef, request: InvokeReq
     return Invocation(agent.ref, answer, call.error)
 
 
-def _forward(services: Services, endpoint: str, secret: str, caller: str, ref: AgentRef,
+def _forward(services: IngestPorts, endpoint: str, secret: str, caller: str, ref: AgentRef,
              payload: bytes) -> Call:
     call = Call(call_id=uuid.uuid4().hex, started=utcnow(), duration_ms=0.0)
     headers = {"Content-Type": "application/json", "Accept": "application/json",
@@ -165,7 +164,7 @@ def usage_expiry(started: datetime, key: KeyRecord, retention_days: int) -> str 
     return min(times, default=None)
 
 
-def _record(services: Services, agent: Agent, key: KeyRecord, events: list[WireEvent],
+def _record(services: IngestPorts, agent: Agent, key: KeyRecord, events: list[WireEvent],
             call: Call, later: Later) -> None:
     """The call as a task of the agent and as usage of the caller. A failure here is logged:
     the call has happened and counted, so its answer still goes back."""

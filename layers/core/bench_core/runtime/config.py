@@ -201,6 +201,10 @@ class ReuseSettings:
                    max_input_bytes=_int("BENCH_REUSE_MAX_INPUT_BYTES", 256 * 1024))
 
 
+SDK_DIST = Path(__file__).resolve().parents[1] / "sdk_dist"
+"""The SDK wheels inside bench_core, where packaging puts them (and the core layer carries them)."""
+
+
 @dataclass(frozen=True)
 class Settings:
     store: str = "sqlite"
@@ -216,6 +220,8 @@ class Settings:
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
     reuse: ReuseSettings = field(default_factory=ReuseSettings)
+    sdk_dist_dir: Path | None = SDK_DIST
+    """Where the SDK wheels `/simple/` serves are (`make sdk-wheel` builds them there)."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -236,6 +242,8 @@ class Settings:
             "accounts": AccountSettings.from_env(),
             "live": LiveSettings.from_env(),
             "reuse": ReuseSettings.from_env(),
+            "sdk_dist_dir": Path(os.environ["BENCH_SDK_DIST"]) if os.environ.get(
+                "BENCH_SDK_DIST") else SDK_DIST,
         }
         values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})

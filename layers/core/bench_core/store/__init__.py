@@ -10,11 +10,13 @@ from .base import (
     LeaderboardStore,
     RetentionStore,
     ReuseStore,
+    RunStore,
     Store,
     decode_cursor,
     encode_cursor,
 )
 
 __all__ = ["Store", "IngestStore", "AgentStore", "AccountStore", "EvalStore", "LeaderboardStore",
-           "ReuseStore", "BenchmarkStore", "RetentionStore", "SETTABLE", "encode_cursor",
+           "ReuseStore", "BenchmarkStore", "RetentionStore", "RunStore",
+           "SETTABLE", "encode_cursor",
            "decode_cursor"]

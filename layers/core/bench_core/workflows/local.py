@@ -18,12 +18,12 @@ import queue
 import threading
 import time
 from datetime import timedelta
+from typing import Protocol
 
 from ..clustering import workflow as cluster
 from ..domain.models import AgentRef, iso, utcnow
-from ..evals.workflow import run_eval, start_state
+from ..evals.workflow import EvalPorts, run_eval, start_state
 from ..llm import Backoff, LLMUnavailable
-from ..runtime.adapters import Services
 from ..runtime.log import logger
 from . import parse_agent
 
@@ -46,11 +46,15 @@ def pause_after(job_cpu_s: float, workers: int, busy: bool) -> float:
     return job_cpu_s * (workers / JUDGE_SHARE_UNDER_LOAD - 1)
 
 
+class RunnerPorts(EvalPorts, cluster.ClusterPorts, Protocol):
+    """What the runner's jobs use: the eval and cluster steps' ports (its store also purges)."""
+
+
 class LocalRunner:
-    def __init__(self, services: Services, *, workers: int | None = None, max_queue: int = 10_000,
+    def __init__(self, ports: RunnerPorts, *, workers: int | None = None, max_queue: int = 10_000,
                  interval_s: float = HOUR_S, retry: Backoff | None = None) -> None:
-        self.services = services
-        self.workers = workers or services.settings.judge.workers
+        self.ports = ports
+        self.workers = workers or ports.settings.judge.workers
         self.interval_s = interval_s
         self._queue: queue.Queue[Job | None] = queue.Queue(max_queue)
         self._queued: set[Job] = set()
@@ -128,15 +132,15 @@ class LocalRunner:
         startup nothing can be in flight, so even the youngest unjudged runs are swept. Also
         what DynamoDB's TTL does there: delete what has expired (`Store.purge_expired`)."""
         try:
-            purged = self.services.store.purge_expired(iso(utcnow()))
+            purged = self.ports.store.purge_expired(iso(utcnow()))
             if purged:
                 logger.info("expired data purged", extra={"rows": purged})
         except Exception:
             logger.exception("purge failed; retrying at the next round")
         try:
-            state = cluster.sweep_evals(self.services, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,
+            state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,
                                         workflows=self)
-            due = cluster.due_agents(self.services, state)["agents"]
+            due = cluster.due_agents(self.ports, state)["agents"]
             self.start_clusters([parse_agent(path) for path in due])
         except Exception:
             logger.exception("scheduled round failed; retrying at the next one")
@@ -160,11 +164,11 @@ class LocalRunner:
     def _run(self, job: Job) -> None:
         kind, agent, task_id = job
         if kind == "cluster":
-            cluster.cluster_agent(self.services, {"agent": agent})
+            cluster.cluster_agent(self.ports, {"agent": agent})
             return
         for attempt in range(1, self._retry.attempts + 1):
             try:
-                run_eval(self.services, start_state(agent, task_id))
+                run_eval(self.ports, start_state(agent, task_id))
                 return
             except LLMUnavailable as exc:
                 if attempt == self._retry.attempts or self._stop.is_set():

@@ -1,6 +1,6 @@
-"""The Store contract for accounts and the live feed: users' GitHub identities, temporary keys,
-short-lived grants, rate-limit counters, WebSocket connections, agents created before their
-first event -- proven against each adapter."""
+"""The Store contract for accounts and the live feed: API keys, users' GitHub identities,
+temporary keys, short-lived grants, rate-limit counters, WebSocket connections -- proven
+against each adapter."""
 
 from __future__ import annotations
 
@@ -9,15 +9,48 @@ from dataclasses import replace
 
 from bench_core.domain.keys import new_key
 from bench_core.domain.live import LiveConnection
-from bench_core.domain.models import Agent, AgentMeta, AgentRef
+from bench_core.domain.models import iso, utcnow
 from bench_core.store import Store
 
-from tests.factories import clean, task_events
+from tests.factories import ts
 
 T0 = "2026-12-02T16:00:00.000Z"
 T1 = "2026-12-02T16:05:00.000Z"
 T2 = "2026-12-02T16:10:00.000Z"
 LATER = "2999-01-01T00:00:00.000Z"
+
+
+# ---- keys ------------------------------------------------------------------------------------
+
+
+def test_keys_are_found_by_hash_listed_and_revoked(store: Store) -> None:
+    _, owner = new_key("alice")
+    _, agent_key = new_key("alice", "agent-1", name="ci")
+    _, other = new_key("bob")
+    for record in (owner, agent_key, other):
+        store.create_key(record)
+    found = store.key_by_hash(agent_key.key_hash)
+    assert found is not None and found.agent_slug == "agent-1" and found.name == "ci"
+    assert store.key_by_hash("0" * 64) is None
+    assert {k.key_hash for k in store.list_keys("alice")} == {owner.key_hash, agent_key.key_hash}
+    assert len(store.list_keys()) == 3
+    when = iso(utcnow())
+    assert store.revoke_key(owner.key_hash, when) is True
+    assert store.revoke_key(owner.key_hash, when) is False
+    assert store.key_by_hash(owner.key_hash).revoked_at == when
+    store.touch_key(other.key_hash, when)
+    assert store.key_by_hash(other.key_hash).last_used_at == when
+
+
+def test_keys_are_listed_by_exact_login_oldest_first(store: Store) -> None:
+    records = [replace(new_key(login)[1], created_at=ts(offset))
+               for login, offset in (("alice", 300), ("alice", 100), ("alicia", 200))]
+    for record in records:
+        store.create_key(record)
+    assert [k.key_hash for k in store.list_keys("alice")] == [records[1].key_hash,
+                                                              records[0].key_hash]
+    assert store.list_keys("ali") == []
+    assert [k.login for k in store.list_keys()] == ["alice", "alicia", "alice"]
 
 
 # ---- users -----------------------------------------------------------------------------------
@@ -129,23 +162,3 @@ def test_connections_are_listed_by_owner_until_removed_or_expired(store: Store) 
     store.remove_connection("c1")
     store.remove_connection("never-there")
     assert store.live_connections("alice", T1) == [owner_feed]
-
-
-# ---- agents before their first event ---------------------------------------------------------
-
-
-def test_an_agent_created_private_stays_private_through_ingest(store: Store) -> None:
-    ref = AgentRef("dora", "secret-agent")
-    agent = Agent(login="dora", slug="secret-agent", display_name="Secret", visibility="private",
-                  hide_inputs=True, created_at=T0)
-    assert store.create_agent(agent) is True
-    assert store.create_agent(replace(agent, visibility="public")) is False
-    created = store.get_agent(ref)
-    assert created is not None
-    assert (created.visibility, created.hide_inputs, created.hide_outputs, created.display_name,
-            created.stats.runs) == ("private", True, False, "Secret", 0)
-    assert [a.slug for a in store.list_agents("dora")] == ["secret-agent"]
-    store.ingest("dora", AgentMeta(slug="secret-agent"), clean(task_events("t1")))
-    after = store.get_agent(ref)
-    assert after is not None and after.visibility == "private" and after.stats.runs == 1
-    assert after.display_name == "Secret"

@@ -1,0 +1,68 @@
+"""The Store port is one small protocol per concern, and each concern has its contract suite
+here (`test_<concern>*.py`): every adapter implements each protocol's methods as declared, in
+its file of that concern's name, and every method is exercised by its concern's suite."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import bench_core.store as port
+import pytest
+
+CONCERNS: dict[str, type] = {
+    "ingest": port.IngestStore, "agents": port.AgentStore, "accounts": port.AccountStore,
+    "evals": port.EvalStore, "leaderboard": port.LeaderboardStore, "reuse": port.ReuseStore,
+    "benchmarks": port.BenchmarkStore, "retention": port.RetentionStore, "runs": port.RunStore,
+}
+"""Each concern's name (its file in `store/sqlite/`, `store/dynamodb/` and here) and protocol."""
+
+SUITES = Path(__file__).parent
+PORT = Path(port.__file__).parent
+
+
+def methods(protocol: type) -> list[str]:
+    return [name for name, value in vars(protocol).items()
+            if callable(value) and not name.startswith("_")]
+
+
+def shape(signature: inspect.Signature) -> list[tuple[str, object, object]]:
+    """What a caller relies on: the names, kinds and defaults of the parameters."""
+    return [(p.name, p.kind, p.default) for p in signature.parameters.values()
+            if p.name != "self"]
+
+
+def test_the_store_is_exactly_its_concerns() -> None:
+    concerns = {base for base in port.Store.__bases__ if base.__name__.endswith("Store")}
+    assert concerns == set(CONCERNS.values()), "a new concern protocol needs its name here"
+    assert methods(port.Store) == ["close"]
+    names = [name for protocol in CONCERNS.values() for name in methods(protocol)]
+    assert len(names) == len(set(names)), "a method belongs to one concern"
+
+
+@pytest.mark.parametrize("concern", list(CONCERNS))
+def test_every_adapter_implements_the_concern_as_declared(store: port.Store, concern: str) -> None:
+    for name in methods(CONCERNS[concern]):
+        declared = inspect.signature(getattr(CONCERNS[concern], name))
+        implemented = getattr(store, name, None)
+        assert callable(implemented), f"{type(store).__name__} has no {name}"
+        assert shape(inspect.signature(implemented)) == shape(declared), name
+        assert implemented.__module__.rpartition(".")[2] == concern, (
+            f"{type(store).__name__}.{name} lives in {implemented.__module__}")
+
+
+def test_both_adapters_hold_one_file_per_concern_and_their_shared_helpers() -> None:
+    helpers = {"sqlite": {"connection"}, "dynamodb": {"client", "codec", "table"}}
+    for adapter, shared in helpers.items():
+        modules = {p.stem for p in (PORT / adapter).glob("*.py")} - {"__init__", "store"}
+        assert modules - shared == set(CONCERNS), adapter
+
+
+@pytest.mark.parametrize("concern", list(CONCERNS))
+def test_every_method_is_exercised_by_its_concerns_suite(concern: str) -> None:
+    suites = sorted(SUITES.glob(f"test_{concern}*.py"))
+    assert suites, f"no contract suite for {concern}"
+    text = "".join(path.read_text() for path in suites)
+    untested = [name for name in methods(CONCERNS[concern]) if not re.search(rf"\.{name}\(", text)]
+    assert untested == []
