@@ -139,9 +139,9 @@ def test_nested_spans_arrive_as_one_run_tree(server: Any) -> None:
     """Spans nested three deep, the deepest failing: the run's JSON twin draws them as a tree,
     the failure flagged on every ancestor."""
     agent = observe(server, "sdk-tree", "sdk-tree")
-    with agent.span("outer", {"q": 1}), agent.span("middle"):
-        with pytest.raises(KeyError), agent.span("inner"):
-            raise KeyError("missing page")
+    with agent.span("outer", {"q": 1}), agent.span("middle"), pytest.raises(KeyError), \
+            agent.span("inner"):
+        raise KeyError("missing page")
     with agent.span("after"):
         pass
     assert agent.flush_sync(HANG_GUARD)
