@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..domain.errors import BenchError
+from ..runtime import snapstart
 from ..runtime.adapters import Services
 from ..runtime.config import Settings
 from ..runtime.log import logger
@@ -26,6 +27,8 @@ def create_app(*routers: APIRouter, services: Services | None = None) -> FastAPI
     first request, so importing a Lambda module stays cheap."""
     app = FastAPI(title="Bench", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     app.state.services = services
+    if services is None:  # built from this environment: never shared through a snapshot
+        snapstart.on_restore(lambda: setattr(app.state, "services", None))
     for router in routers:
         app.include_router(router)
     app.add_exception_handler(BenchError, _bench_error)

@@ -23,7 +23,7 @@ RUNS_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN logs TEXT;
     CREATE INDEX tasks_by_run ON tasks (agent_id, run_id, sort_ts, task_id);
 """
-"""The migration adding runs (appended to `sqlite.MIGRATIONS`); `backfill_runs` follows it."""
+"""The migration adding runs (in `store.MIGRATIONS`); `backfill_runs` follows it."""
 
 
 def backfill_runs(conn: sqlite3.Connection) -> None:
