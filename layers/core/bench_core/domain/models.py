@@ -322,10 +322,11 @@ class Usage:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:
-        return cls(**{k: v for k, v in data.items() if k in USAGE_FIELDS})
+        return cls(**{k: v for k, v in data.items() if k in _USAGE_NAMES})
 
 
 USAGE_FIELDS = tuple(Usage.__dataclass_fields__)
+_USAGE_NAMES = frozenset(USAGE_FIELDS)
 
 
 def _plus(a: Any, b: Any) -> Any:

@@ -66,9 +66,8 @@ class Call:
 
 @dataclass
 class Invocation:
-    """What a call came to for the agent `ref`: the caller's answer, or the error to answer with."""
+    """What a call came to: the caller's answer, or the error to answer with."""
 
-    ref: AgentRef
     answer: dict[str, Any] | None
     error: BenchError | None
 
@@ -98,7 +97,7 @@ def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: Invoke
     answer = None if call.error is not None else {
         "agent": ref.path, "call_id": call.call_id, "output": call.output,
         "duration_ms": call.duration_ms}
-    return Invocation(agent.ref, answer, call.error)
+    return Invocation(answer, call.error)
 
 
 def _forward(services: IngestPorts, endpoint: str, secret: str, caller: str, ref: AgentRef,

@@ -61,10 +61,9 @@ class SqliteAccounts(Concern):
         return KeyRecord(**dict(row)) if row else None
 
     def list_keys(self, login: str | None = None) -> list[KeyRecord]:
-        sql, args = "SELECT * FROM api_keys", ()
-        if login is not None:
-            sql, args = sql + " WHERE login = ?", (login,)
-        rows = self.db.reader().execute(sql + " ORDER BY created_at, key_hash", args).fetchall()
+        where, args = ("", ()) if login is None else (" WHERE login = ?", (login,))
+        rows = self.db.reader().execute(
+            f"SELECT * FROM api_keys{where} ORDER BY created_at, key_hash", args).fetchall()
         return [KeyRecord(**dict(r)) for r in rows]
 
     def revoke_key(self, key_hash: str, when: str) -> bool:
