@@ -123,12 +123,16 @@ def functions(cfn: dict[str, Any]) -> dict[str, Function]:
     return result
 
 
-def _function_in_uri(uri: Any) -> str:
-    """`IngestFunction` from an integration URI `Fn::Sub: ...${IngestFunction.Arn}/...`."""
+def _function_in_uri(uri: Any, resources: dict[str, Any]) -> str:
+    """`IngestFunction` from an integration URI `Fn::Sub: ...${IngestFunction.Arn}/...`, or
+    from one naming an alias (`${McpFunctionAliaslive}`, with AutoPublishAlias) of it."""
     text = uri["Fn::Sub"] if isinstance(uri, dict) else uri
-    found = re.search(r"\$\{(\w+)\.Arn\}", text)
-    if not found:
+    found = re.search(r"\$\{(\w+)(\.Arn)?\}", text)
+    if not found or (found.group(2) is None and
+                     resources.get(found.group(1), {}).get("Type") != "AWS::Lambda::Alias"):
         raise ValueError(f"integration URI names no function: {uri}")
+    if found.group(2) is None:
+        return resources[found.group(1)]["Properties"]["FunctionName"]["Ref"]
     return found.group(1)
 
 
@@ -143,7 +147,7 @@ def http_routes(cfn: dict[str, Any]) -> list[HttpRoute]:
             for operation, spec in operations.items():
                 method = "ANY" if operation == "x-amazon-apigateway-any-method" else operation
                 uri = spec["x-amazon-apigateway-integration"]["uri"]
-                routes.append(HttpRoute(method.upper(), path, _function_in_uri(uri)))
+                routes.append(HttpRoute(method.upper(), path, _function_in_uri(uri, cfn["Resources"])))
     return routes
 
 

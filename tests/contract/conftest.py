@@ -1,4 +1,5 @@
-"""Every Store adapter runs the same contract suite."""
+"""The `store` fixture: each test that takes it runs on SQLite and on DynamoDB (moto) -- the
+Store suites in store/ (one file per concern) and the ports whose adapters keep state in it."""
 
 from __future__ import annotations
 

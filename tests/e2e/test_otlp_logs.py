@@ -183,3 +183,27 @@ def test_parked_content_is_bounded_per_agent_and_hour(bench_server: RunningServe
     assert [e.id for e in waiting["t-1"]] == [event.id] and "t-2" not in waiting
     parked.release(store, ref, ["t-1"])
     assert parked.waiting(store, ref, ["t-1"]) == {}
+
+
+def test_protobuf_partial_success_is_an_export_logs_service_response(
+        bench_server: RunningServer, owner: tuple[str, str]) -> None:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+        ExportLogsServiceRequest,
+        ExportLogsServiceResponse,
+    )
+
+    _, key = owner
+    _, logs = chat()
+    request = encode_logs(logs)
+    orphan = request.resource_logs[0].scope_logs[0].log_records.add()
+    orphan.event_name = "gen_ai.user.message"
+    orphan.body.string_value = "no span"
+    assert isinstance(request, ExportLogsServiceRequest)
+    response = httpx.post(f"{bench_server.url}/v1/logs", content=request.SerializeToString(),
+                          headers={"X-Bench-Key": key, "X-Bench-Agent": SLUG,
+                                   "content-type": "application/x-protobuf"})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/x-protobuf"
+    answer = ExportLogsServiceResponse.FromString(response.content)
+    assert answer.partial_success.rejected_log_records == 1
+    assert "traceId and spanId" in answer.partial_success.error_message

@@ -1,6 +1,6 @@
 """The Store port is one small protocol per concern, and each concern has its contract suite
-here (`test_<concern>*.py`): every adapter implements each protocol's methods as declared, and
-every method is exercised by its concern's suite."""
+here (`test_<concern>*.py`): every adapter implements each protocol's methods as declared, in
+its file of that concern's name, and every method is exercised by its concern's suite."""
 
 from __future__ import annotations
 
@@ -8,28 +8,18 @@ import inspect
 import re
 from pathlib import Path
 
+import bench_core.store as port
 import pytest
-from bench_core.store import (
-    AccountStore,
-    AgentStore,
-    BenchmarkStore,
-    EvalStore,
-    IngestStore,
-    LeaderboardStore,
-    RetentionStore,
-    ReuseStore,
-    RunStore,
-    Store,
-)
 
 CONCERNS: dict[str, type] = {
-    "ingest": IngestStore, "agents": AgentStore, "accounts": AccountStore, "evals": EvalStore,
-    "leaderboard": LeaderboardStore, "reuse": ReuseStore, "benchmarks": BenchmarkStore,
-    "retention": RetentionStore, "runs": RunStore,
+    "ingest": port.IngestStore, "agents": port.AgentStore, "accounts": port.AccountStore,
+    "evals": port.EvalStore, "leaderboard": port.LeaderboardStore, "reuse": port.ReuseStore,
+    "benchmarks": port.BenchmarkStore, "retention": port.RetentionStore, "runs": port.RunStore,
 }
 """Each concern's name (its file in `store/sqlite/`, `store/dynamodb/` and here) and protocol."""
 
 SUITES = Path(__file__).parent
+PORT = Path(port.__file__).parent
 
 
 def methods(protocol: type) -> list[str]:
@@ -44,20 +34,29 @@ def shape(signature: inspect.Signature) -> list[tuple[str, object, object]]:
 
 
 def test_the_store_is_exactly_its_concerns() -> None:
-    concerns = {base for base in Store.__bases__ if base.__name__.endswith("Store")}
+    concerns = {base for base in port.Store.__bases__ if base.__name__.endswith("Store")}
     assert concerns == set(CONCERNS.values()), "a new concern protocol needs its name here"
-    assert methods(Store) == ["close"]
+    assert methods(port.Store) == ["close"]
     names = [name for protocol in CONCERNS.values() for name in methods(protocol)]
     assert len(names) == len(set(names)), "a method belongs to one concern"
 
 
 @pytest.mark.parametrize("concern", list(CONCERNS))
-def test_every_adapter_implements_the_concern_as_declared(store: Store, concern: str) -> None:
+def test_every_adapter_implements_the_concern_as_declared(store: port.Store, concern: str) -> None:
     for name in methods(CONCERNS[concern]):
         declared = inspect.signature(getattr(CONCERNS[concern], name))
         implemented = getattr(store, name, None)
         assert callable(implemented), f"{type(store).__name__} has no {name}"
         assert shape(inspect.signature(implemented)) == shape(declared), name
+        assert implemented.__module__.rpartition(".")[2] == concern, (
+            f"{type(store).__name__}.{name} lives in {implemented.__module__}")
+
+
+def test_both_adapters_hold_one_file_per_concern_and_their_shared_helpers() -> None:
+    helpers = {"sqlite": {"connection"}, "dynamodb": {"client", "codec", "table"}}
+    for adapter, shared in helpers.items():
+        modules = {p.stem for p in (PORT / adapter).glob("*.py")} - {"__init__", "store"}
+        assert modules - shared == set(CONCERNS), adapter
 
 
 @pytest.mark.parametrize("concern", list(CONCERNS))

@@ -10,12 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..runtime import snapstart
 from ..runtime.adapters import Services
 from ..runtime.config import Settings
 from ..workflows import State
 
 Step = Callable[[Services, State], State]
 _services: Services | None = None
+
+
+@snapstart.on_restore
+def _forget_services() -> None:
+    global _services
+    _services = None
 
 
 def services() -> Services:

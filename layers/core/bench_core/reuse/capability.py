@@ -15,7 +15,7 @@ from ..domain.field_limits import dumps
 from ..domain.models import Agent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, shows_invocation_url, visible_agent
 from ..runtime.config import ReuseSettings
-from ..store import Store
+from ..store import ReuseStore
 from . import call_signature, outbound
 from .models import CapabilityCard, PublishedCapability
 
@@ -24,7 +24,7 @@ MAX_CARD_BYTES = 64 * 1024
 """A card is a page of text; this bounds what every profile view reads back."""
 
 
-def publish(store: Store, settings: ReuseSettings, agent: Agent, card: CapabilityCard,
+def publish(store: ReuseStore, settings: ReuseSettings, agent: Agent, card: CapabilityCard,
             now: datetime) -> dict[str, Any]:
     """Store the card if its endpoint may be called (checked now, and again on every call)."""
     if card.invocation.url is not None:
@@ -43,20 +43,20 @@ def publish(store: Store, settings: ReuseSettings, agent: Agent, card: Capabilit
     return {**view, SECRET_FIELD: secret} if first else view
 
 
-def rotate_secret(store: Store, agent: Agent, now: datetime) -> dict[str, Any]:
+def rotate_secret(store: ReuseStore, agent: Agent, now: datetime) -> dict[str, Any]:
     secret = call_signature.new_secret()
     if not store.rotate_invocation_secret(agent.ref, secret, iso(now)):
         raise NotFound(f"{agent.login}/{agent.slug} has no published capability card")
     return {**owner_view(store, agent), SECRET_FIELD: secret}
 
 
-def owner_view(store: Store, agent: Agent) -> dict[str, Any]:
+def owner_view(store: ReuseStore, agent: Agent) -> dict[str, Any]:
     view = capability_view(store, agent, Viewer(agent.login))
     assert view is not None, "just stored"
     return view
 
 
-def capability_view(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any] | None:
+def capability_view(store: ReuseStore, agent: Agent, viewer: Viewer) -> dict[str, Any] | None:
     """The card as `viewer` may see it; None if there is none or the agent is hidden from them."""
     try:
         visible_agent(agent, viewer)
@@ -66,7 +66,7 @@ def capability_view(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any
     return None if record is None else _shown(record, agent, viewer)
 
 
-def public_capability(store: Store, agent: Agent) -> dict[str, Any] | None:
+def public_capability(store: ReuseStore, agent: Agent) -> dict[str, Any] | None:
     """The card anyone may see (MCP `get_agent`): None unless published and the agent public."""
     return capability_view(store, agent, ANONYMOUS)
 

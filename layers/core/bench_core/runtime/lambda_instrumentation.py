@@ -36,6 +36,7 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
+from . import snapstart
 from .log import logger
 
 if TYPE_CHECKING:
@@ -110,6 +111,7 @@ def instrument(handler: Handler) -> Handler:
     stage = os.environ.get("BENCH_STAGE")
     if stage:
         metrics.set_default_dimensions(stage=stage)
+    snapstart.install()
     wrapped = metrics.log_metrics(_as_function(handler))
     if tracing_enabled():
         wrapped = _traced_from_first_call(wrapped)

@@ -3,7 +3,7 @@
 A sandbox is a throwaway owner (`try--<random>`: GitHub allows no double hyphen, so no real
 account can ever have such a login), one private agent, and an agent key bound to it that
 expires in 24 hours, as do the browser session that owns it and the agent with all its data
-(a temporary agent: the store deletes it then, see `store.sqlite_retention`). Being private, the agent appears
+(a temporary agent: the store deletes it then, see `store/sqlite/retention.py`). Being private, the agent appears
 on no public surface -- not the leaderboard, not search -- and only that browser sees it.
 Starting one is rate-limited per client; the demo run goes through the same ingest as any agent.
 """

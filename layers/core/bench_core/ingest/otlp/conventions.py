@@ -119,6 +119,8 @@ def structured(value: Any) -> Any:
 
 def _flattened(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     """`prefix` + `<i>.message.<field>` attributes as a list of messages, in index order."""
+    if f"{prefix}0.message.role" not in attrs and f"{prefix}0.message.content" not in attrs:
+        return []  # no list here: spare every other span the scan of its attributes
     messages: dict[int, dict[str, Any]] = {}
     for key, value in attrs.items():
         if not key.startswith(prefix):

@@ -1,0 +1,156 @@
+"""The Workflows port: the in-process worker pool and Step Functions (on moto, with the
+project's own state machine definitions) pass one suite. Work that is started ends judged or
+clustered; a start that fails never raises and loses nothing (the run stays pending for the
+sweep).
+
+moto starts executions but runs no Lambda here, so the Step Functions side finishes each
+execution with the steps its Task states call (`STEPS`, the same functions; that the state
+machines call them in order is tests/aws/test_statemachines.py's)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+from bench_core.clustering import workflow as cluster_wf
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.evals import workflow as eval_wf
+from bench_core.runtime.adapters import Services
+from bench_core.runtime.config import Settings
+from bench_core.workflows import Workflows
+from bench_core.workflows.local import LocalRunner
+from bench_core.workflows.stepfunctions import StepFunctionsStarter
+
+from tests.conftest import poll
+from tests.factories import clean, task_events
+
+REPO = Path(__file__).resolve().parents[2]
+REF = AgentRef("alice", "agent-1")
+ROLE = "arn:aws:iam::123456789012:role/bench-workflows"
+
+
+@dataclass
+class Harness:
+    """One adapter over a real store: `workflows` to start work, `finish` to see it through
+    (the worker pool in the background; the executions moto holds, step by step), and
+    `broken`, the same adapter when every start fails."""
+
+    services: Services
+    workflows: Workflows
+    finish: Callable[[Callable[[], bool]], None]
+    broken: Workflows
+
+
+class WorkersOnly(LocalRunner):
+    """The pool without its hourly timer, whose first round sweeps every unjudged run and
+    clusters every due agent by itself: here only what the suite starts may run."""
+
+    def _timer(self) -> None:
+        return None
+
+
+def local_harness(services: Services) -> Iterator[Harness]:
+    runner = WorkersOnly(services, workers=1)
+    services.provide(workflows=runner)
+    full = LocalRunner(services, workers=1, max_queue=1)  # never started: its queue stays full
+    full.start_clusters([AgentRef("someone", "else")])
+    runner.start()
+    try:
+        yield Harness(services, runner, lambda done: poll(done, bool), full)
+    finally:
+        runner.stop()
+
+
+def stepfunctions_harness(services: Services) -> Iterator[Harness]:
+    from moto import mock_aws
+
+    with mock_aws():
+        client = boto3.client("stepfunctions", region_name="us-east-1")
+        arns = {}
+        for name in ("eval", "cluster"):
+            definition = (REPO / "statemachines" / f"{name}.asl.json").read_text().replace(
+                f"${{{name.capitalize()}FunctionArn}}",
+                f"arn:aws:lambda:us-east-1:123456789012:function:bench-{name}")
+            arns[name] = client.create_state_machine(
+                name=f"bench-{name}", definition=definition, roleArn=ROLE,
+                type="EXPRESS" if name == "eval" else "STANDARD")["stateMachineArn"]
+        starter = StepFunctionsStarter(arns["eval"], arns["cluster"], services.store, client=client)
+        services.provide(workflows=starter)
+        finished: set[str] = set()
+
+        def finish(done: Callable[[], bool]) -> None:
+            for name, arn in arns.items():
+                for execution in client.list_executions(stateMachineArn=arn)["executions"]:
+                    if execution["executionArn"] in finished:
+                        continue
+                    finished.add(execution["executionArn"])
+                    state = json.loads(client.describe_execution(
+                        executionArn=execution["executionArn"])["input"])
+                    if name == "eval":
+                        eval_wf.run_eval(services, state)
+                    else:
+                        for agent in state["agents"]:
+                            cluster_wf.cluster_agent(services, {"agent": agent})
+            assert done()
+
+        broken = StepFunctionsStarter(arns["eval"].replace("bench-eval", "missing"),
+                                      arns["cluster"].replace("bench-cluster", "missing"),
+                                      services.store, client=client)
+        yield Harness(services, starter, finish, broken)
+
+
+HARNESSES = {"in-process": local_harness, "step functions": stepfunctions_harness}
+
+
+@pytest.fixture(params=sorted(HARNESSES))
+def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    services = Services.from_settings(Settings(data_dir=tmp_path))
+    try:
+        yield from HARNESSES[request.param](services)
+    finally:
+        services.close()
+
+
+def ingest(harness: Harness, *task_ids: str, status: str = "success") -> None:
+    events = [e for t in task_ids for e in task_events(t, status=status, output="it broke")]
+    harness.services.store.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
+
+
+def judged(harness: Harness, *task_ids: str) -> bool:
+    return all((task := harness.services.store.get_task(REF, task_id)) is not None
+               and task.eval is not None for task_id in task_ids)
+
+
+def test_started_evals_end_with_a_result_for_each_run(harness: Harness) -> None:
+    ingest(harness, "t1", "t2")
+    harness.workflows.start_evals(REF, ["t1", "t2"])
+    harness.finish(lambda: judged(harness, "t1", "t2"))
+    task = harness.services.store.get_task(REF, "t1")
+    assert task is not None and task.eval is not None and task.eval.judge == "heuristic-v1"
+
+
+def test_a_cluster_request_ends_with_the_agents_insights(harness: Harness) -> None:
+    ingest(harness, "f1", "f2", status="failed")
+    harness.workflows.start_clusters([REF])
+    harness.finish(lambda: harness.services.store.get_insights(REF) is not None)
+    insights = harness.services.store.get_insights(REF)
+    assert insights is not None and insights["failed"] == 2
+
+
+def test_starting_nothing_is_harmless(harness: Harness) -> None:
+    harness.workflows.start_evals(REF, [])
+    harness.workflows.start_clusters([])
+    harness.finish(lambda: True)
+
+
+def test_a_failed_start_never_raises_and_leaves_the_run_for_the_sweep(harness: Harness) -> None:
+    ingest(harness, "t1")
+    harness.broken.start_evals(REF, ["t1"])
+    harness.broken.start_clusters([REF])
+    assert not judged(harness, "t1")
+    pending = harness.services.store.pending_evals("0000", "9999", 10)
+    assert (REF, "t1") in pending

@@ -1,0 +1,77 @@
+"""What only the SQLite adapter promises: its connections' settings, all-or-nothing writes, and
+files of an older schema upgraded in place (`store/sqlite/connection.py`, `store.py`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from bench_core.domain import stats
+from bench_core.domain.models import AgentRef
+from bench_core.store.sqlite.connection import Concern, Database
+from bench_core.store.sqlite.store import MIGRATIONS, RANKED_SINCE, SqliteStore
+
+
+def settings(conn: sqlite3.Connection) -> tuple[str, int, int]:
+    return tuple(conn.execute(f"PRAGMA {name}").fetchone()[0]  # type: ignore[return-value]
+                 for name in ("journal_mode", "synchronous", "cache_size"))
+
+
+def test_readers_and_the_writer_run_in_wal_with_the_same_settings(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "bench.db")
+    try:
+        assert settings(store.db.reader()) == ("wal", 1, -65536)
+        with store.db.write() as conn:
+            assert settings(conn) == ("wal", 1, -65536)
+        assert store.schema_version == len(MIGRATIONS)
+    finally:
+        store.close()
+
+
+def test_a_write_that_fails_leaves_nothing_behind(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "bench.db")
+    try:
+        with pytest.raises(RuntimeError), store.db.write() as conn:
+            conn.execute("INSERT INTO users (login, created_at) VALUES ('alice', '')")
+            raise RuntimeError("half-way")
+        assert store.db.reader().execute("SELECT count(*) FROM users").fetchone()[0] == 0
+        with store.db.write() as conn:  # the writer is usable again
+            conn.execute("INSERT INTO users (login, created_at) VALUES ('bob', '')")
+        assert [r[0] for r in store.db.reader().execute("SELECT login FROM users")] == ["bob"]
+    finally:
+        store.close()
+
+
+def test_a_file_from_before_the_leaderboard_ranks_its_agents_on_upgrade(tmp_path: Path) -> None:
+    old = Database(tmp_path / "bench.db")
+    old.migrate(MIGRATIONS[:RANKED_SINCE - 1], lambda conn, version: None)
+    with old.write() as conn:
+        conn.execute("INSERT INTO users (login, created_at) VALUES ('alice', '')")
+        conn.execute("INSERT INTO agents (login, slug, created_at, runs, successes, latency_hist) "
+                     "VALUES ('alice', 'old-timer', '', 12, 12, ?)",
+                     (json.dumps(stats.empty_histogram()),))
+    assert old.schema_version == RANKED_SINCE - 1
+    old.close()
+    store = SqliteStore(tmp_path / "bench.db")
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert [a.slug for a in store.leaderboard("runs")] == ["old-timer"]
+        assert [a.slug for a in store.leaderboard("success")] == ["old-timer"]
+        assert store.get_agent(AgentRef("alice", "old-timer")).stats.runs == 12
+    finally:
+        store.close()
+
+
+def test_no_concern_hides_another_concerns_method() -> None:
+    """`SqliteStore` is its concerns together: a name two of them define would silently be
+    only the first one's."""
+    concerns = [c for c in SqliteStore.__mro__[1:] if issubclass(c, Concern) and c is not Concern]
+    assert len(concerns) >= 9
+    owners: dict[str, str] = {}
+    for concern in concerns:
+        for name in vars(concern):
+            if not name.startswith("__"):
+                assert name not in owners, f"{name} in {owners.get(name)} and {concern.__name__}"
+                owners[name] = concern.__name__
