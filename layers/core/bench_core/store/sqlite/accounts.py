@@ -38,6 +38,8 @@ ACCOUNTS_SCHEMA = """
 """
 """The migration adding GitHub identities, temporary keys, short-lived grants, rate-limit
 counters and live-feed connections."""
+LIVE_GRANT_SCHEMA = "ALTER TABLE live_connections ADD COLUMN grant_id TEXT;"
+"""What authorised a live connection (`accounts.live_grants`)."""
 
 
 class SqliteAccounts(Concern):
@@ -138,9 +140,9 @@ class SqliteAccounts(Concern):
             conn.execute("DELETE FROM live_connections WHERE expires_at <= ?", (iso(utcnow()),))
             conn.execute(
                 "INSERT OR REPLACE INTO live_connections (connection_id, login, slug, viewer, "
-                "expires_at) VALUES (?, ?, ?, ?, ?)",
+                "expires_at, grant_id) VALUES (?, ?, ?, ?, ?, ?)",
                 (connection.connection_id, connection.login, connection.slug, connection.viewer,
-                 connection.expires_at))
+                 connection.expires_at, connection.grant))
 
     def remove_connection(self, connection_id: str) -> None:
         with self.db.write() as conn:
@@ -148,6 +150,7 @@ class SqliteAccounts(Concern):
 
     def live_connections(self, login: str, now: str) -> list[LiveConnection]:
         rows = self.db.reader().execute(
-            "SELECT connection_id, login, slug, viewer, expires_at FROM live_connections "
+            "SELECT connection_id, login, slug, viewer, expires_at, grant_id AS 'grant' "
+            "FROM live_connections "
             "WHERE login = ? AND expires_at > ? ORDER BY connection_id", (login, now)).fetchall()
         return [LiveConnection(**dict(r)) for r in rows]
