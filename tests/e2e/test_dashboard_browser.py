@@ -159,8 +159,8 @@ def test_sign_in_set_up_an_agent_and_watch_its_first_events_arrive(
 
     run_first_task(page.inner_text("#template"), key, server, tmp_path)
     page.wait_for_selector("[data-first-arrived]:not([hidden])")
-    page.wait_for_selector(".feed-item:has-text('first-task')")
-    assert page.locator(".feed-item .feed-kind", has_text="task.end").count() == 1
+    page.wait_for_selector("[data-live-runs] > li.live-node.success:has-text('first-task')")
+    assert page.locator("[data-live-runs] > li.live-node").count() == 1  # one run, as a tree
     shot(page, "dashboard-setup-first-event")
 
     page.click("[data-profile-link]")
@@ -202,11 +202,11 @@ def test_try_starts_a_sandbox_and_its_demo_arrives_live(page: Any, server: Serve
     assert page.inner_text("#try-snippet").count("bka_") == 1
     expect(state(page)).to_have_attribute("data-state", "live")
     page.click("form[data-demo] button")
-    runs = page.locator(".feed-item:has(.feed-kind:text-is('task.end'))"
-                        ":has(.feed-name:text-is('answer_question'))")
+    runs = page.locator("[data-live-runs] > li.live-node:is(.success, .failed)"
+                        ":has(> .live-line a:text-is('answer_question'))")
     expect(runs).to_have_count(sandbox.DEMO_STEPS, timeout=WAIT_MS)
     page.wait_for_selector("form[data-demo] button:has-text('Run it again')")
-    assert runs.filter(has=page.locator(".dot.failed")).count() == 1
+    assert page.locator("[data-live-runs] > li.live-node.failed").count() == 1
     shot(page, "try-demo-live")
     page.click("[data-profile-link]")
     page.wait_for_selector("h1:has-text('Sandbox demo agent')")

@@ -9,6 +9,8 @@ import textwrap
 import uuid
 from pathlib import Path
 
+import httpx
+
 from tests.conftest import RunningServer
 
 AGENT_SCRIPT = textwrap.dedent('''
@@ -87,3 +89,12 @@ def test_the_original_client_runs_unchanged_against_our_server(
     kinds = [e["kind"] for e in bench_server.get(f"/api/agents/{login}/legacy-agent/events",
                                                  limit=100)["events"]]
     assert kinds.count("task.end") == 4 and "tool.use" in kinds
+    run = bench_server.get(f"/api/agents/{login}/legacy-agent/runs/{tasks['search']['task_id']}")
+    assert [(s["name"], s["depth"], s["parent_id"]) for s in run["spans"]] == [
+        ("search", 0, None), ("fetch", 1, tasks["search"]["task_id"])]
+    fetch_span = run["spans"][1]
+    assert [(e["data"]["label"]) for e in fetch_span["logs"]] == ["bytes", "cost"]
+    assert fetch_span["cost_usd"] == 0.002 and run["spans"][0]["cost_usd"] == 0.003
+    html = httpx.get(f"{bench_server.url}/u/{login}/legacy-agent/runs/"
+                     f"{tasks['search']['task_id']}?span={fetch_span['task_id']}").text
+    assert html.count('<svg class="wf"') == 2 and "bytes" in html and "512" in html

@@ -151,3 +151,26 @@ def test_an_export_with_a_bad_key_fails_and_stores_nothing(bench_server: Running
     spans = record_trip()
     assert OTLPSpanExporter(timeout=5).export(spans) == SpanExportResult.FAILURE
     assert set(tasks(bench_server, login, spans).values()) == {None}
+
+
+def test_an_exported_trace_is_a_run_tree_on_its_page_and_in_json(
+        bench_server: RunningServer, login: str, exporter_env: str) -> None:
+    """Children exported before their parent, as BatchSpanProcessor sends them: one run, its
+    spans in start order under the root, the failed tool flagged up to it."""
+    spans = record_trip()
+    root = next(s for s in spans if s.parent is None)
+    children = [s for s in spans if s.parent is not None]
+    exporter = OTLPSpanExporter()
+    for batch in (children[1:], children[:1], [root]):
+        assert exporter.export(batch) == SpanExportResult.SUCCESS
+    run_id = f"{root.context.trace_id:032x}-{root.context.span_id:016x}"
+    answer = httpx.get(f"{bench_server.url}/api/agents/{login}/trip-planner/runs/{run_id}",
+                       timeout=30).json()
+    assert [(s["name"], s["depth"], s["status"]) for s in answer["spans"]] == [
+        (NAMES[0], 0, "success"), (NAMES[1], 1, "success"), (NAMES[2], 1, "failed")]
+    assert answer["spans"][0]["failed_below"] == 1 and answer["failed_spans"] == 1
+    assert answer["spans"][1]["evidence"]["input_tokens"] == 2000
+    assert all(s["start_offset_ms"] >= 0 for s in answer["spans"])
+    page = httpx.get(f"{bench_server.url}/u/{login}/trip-planner/runs/{run_id}", timeout=30)
+    assert page.status_code == 200 and page.text.count('<svg class="wf"') == 3
+    assert "1 failed below" in page.text

@@ -230,3 +230,17 @@ def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
                            params={"cursor": answer["next_cursor"]}).json()
         seen += [s["task_id"] for s in answer["spans"]]
     assert len(seen) == len(set(seen)) == 5051
+
+
+def test_the_run_json_is_documented_in_the_openapi_schema_as_answered(
+        bench_server: RunningServer, seeded: SeededRun) -> None:
+    spec = httpx.get(f"{bench_server.url}/api/openapi.json").json()
+    assert "/api/agents/{login}/{slug}/runs" in spec["paths"]
+    schemas = spec["components"]["schemas"]
+    run_schema = spec["paths"]["/api/agents/{login}/{slug}/runs/{task_id}"]["get"][
+        "responses"]["200"]["content"]["application/json"]["schema"]
+    assert run_schema == {"$ref": "#/components/schemas/RunAnswer"}
+    answer = run_json(bench_server, seeded).json()
+    assert set(answer) <= set(schemas["RunAnswer"]["properties"])
+    assert set(schemas["RunAnswer"]["required"]) <= set(answer)
+    assert set(answer["spans"][0]) == set(schemas["Span"]["properties"])

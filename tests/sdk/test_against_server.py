@@ -65,7 +65,8 @@ def test_runs_costs_and_parent_links_arrive(server: Any) -> None:
     assert (profile["runs"], profile["successes"], profile["failures"]) == (3, 2, 1)
     assert profile["cost_usd_total"] == pytest.approx(1.0)
     path = "/api/agents/sdk-tester/sdk-real/tasks"
-    tasks = {t["name"]: t for t in server.get(path)["tasks"]}
+    owner = server.create_key("sdk-tester")  # outputs are the owner's until shown
+    tasks = {t["name"]: t for t in server.get(path, owner)["tasks"]}
     assert set(tasks) == {"research", "sync-run", "failing-run"}, "roots"
     research_children = server.get(path, parent=tasks["research"]["task_id"])["tasks"]
     assert sorted(t["name"] for t in research_children) == ["fetch-a", "fetch-b"]
@@ -132,4 +133,23 @@ def test_a_bad_key_is_one_warning_and_never_an_exception(server: Any, caplog) ->
             pass
         assert agent.flush_sync(HANG_GUARD)
     assert len([r for r in caplog.records if "401" in r.getMessage()]) == 1
+    agent.shutdown_sync()
+
+
+def test_nested_spans_arrive_as_one_run_tree(server: Any) -> None:
+    """Spans nested three deep, the deepest failing: the run's JSON twin draws them as a tree,
+    the failure flagged on every ancestor."""
+    agent = observe(server, "sdk-tree", "sdk-tree")
+    with agent.span("outer", {"q": 1}), agent.span("middle"), pytest.raises(KeyError), \
+            agent.span("inner"):
+        raise KeyError("missing page")
+    with agent.span("after"):
+        pass
+    assert agent.flush_sync(HANG_GUARD)
+    runs = server.get("/api/agents/sdk-tree/sdk-tree/runs")["runs"]
+    outer = next(r for r in runs if r["name"] == "outer")
+    run = server.get(f"/api/agents/sdk-tree/sdk-tree/runs/{outer['run_id']}")
+    assert [(s["name"], s["depth"], s["status"], s["failed_below"]) for s in run["spans"]] == [
+        ("outer", 0, "success", 1), ("middle", 1, "success", 1), ("inner", 2, "failed", 0)]
+    assert "missing page" in str(run["spans"][2]["output"])
     agent.shutdown_sync()

@@ -143,6 +143,12 @@ def _ms(ts: str | None) -> float | None:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
 
 
+def _start_order(task: TaskState) -> tuple[str, str, str]:
+    """Siblings by start; times are kept to the millisecond, so siblings that started in the
+    same one go by end (a call that finished before the next began comes first)."""
+    return task.sort_ts, task.ended_at or "~", task.task_id
+
+
 def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
     """The run's tree from its root and the other tasks recorded under it; a task whose parent
     is not among them hangs under the root (its parent has not arrived), so nothing is lost."""
@@ -156,7 +162,7 @@ def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
             parent = root.task_id
         children.setdefault(parent or root.task_id, []).append(task)
     for kids in children.values():
-        kids.sort(key=lambda t: (t.sort_ts, t.task_id))
+        kids.sort(key=_start_order)
 
     def offset(task: TaskState) -> float | None:
         begin = _ms(task.started_at)

@@ -17,6 +17,7 @@ from ..domain.errors import BadRequest, NotFound
 from ..domain.privacy import Viewer
 from ..reads import agents as views
 from ..reads import compare as comparison
+from ..reads import runs as run_reads
 from ..render import charts
 from ..render import formatting as fmt
 from ..runtime.adapters import Services
@@ -99,9 +100,10 @@ def compare(request: Request, a: str, agent1: str, b: str, agent2: str,
     summaries = [views.agent_summary(agent, viewer) for agent in sides]
     lines = comparison.compare(*summaries, left.stats.latency_hist, right.stats.latency_hist)
     benchmarks = [read_models.visible_runs(services.store, agent, viewer) for agent in sides]
+    examples = [run_reads.example_runs(services.store, agent, viewer) for agent in sides]
     return page(request, "compare.html", viewer=viewer, a=summaries[0], b=summaries[1],
                 lines=lines, alpha=comparison.ALPHA, min_sample=comparison.MIN_SAMPLE,
-                benchmarks=benchmarks)
+                benchmarks=benchmarks, examples=examples)
 
 
 def install_error_pages(app: FastAPI) -> None:

@@ -12,17 +12,20 @@ from typing import Any
 from ..domain.errors import BadRequest, NotFound
 from ..domain.models import Agent, AgentRef, TaskState
 from ..domain.privacy import (
+    HIDDEN,
     Viewer,
+    eval_view,
     event_view,
     evidence_view,
     insights_view,
+    shows_inputs,
+    shows_outputs,
     task_view,
-    visible_agent,
 )
 from ..domain.runs import RUN_STATUSES, Node, RunFilter, build_tree, find, rows, walk
 from ..render import timeline
 from ..store import Store, decode_cursor, encode_cursor
-from .agents import agent_summary
+from .agents import agent_summary, visible
 
 SPANS_PAGE = 1000
 """Spans per answer of the JSON twin; the rest follow by `next_cursor`."""
@@ -62,11 +65,14 @@ def find_run(store: Store, agent: Agent, task_id: str) -> tuple[TaskState, str]:
     return task, current.task_id
 
 
-def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str) -> Run:
+def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str, *,
+             content: bool = True) -> Run:
+    """The run and its tree; without `content` its spans may lack inputs, outputs, metadata
+    and logs (the page draws the tree from names, times and statuses alone)."""
     root = store.get_task(agent.ref, run_id)
     if root is None:
         raise NotFound("run not found")
-    tasks = store.run_tasks(agent.ref, run_id)
+    tasks = store.run_tasks(agent.ref, run_id, content=content)
     return Run(agent, root, build_tree(root, tasks), cluster_of(store, agent, viewer, run_id))
 
 
@@ -83,6 +89,8 @@ def cluster_of(store: Store, agent: Agent, viewer: Viewer,
 
 def log_entries(task: TaskState, agent: Agent, viewer: Viewer) -> list[dict[str, Any]]:
     """A span's log entries in order, their values hidden with its outputs (`event_view`)."""
+    if shows_outputs(agent, viewer):
+        return task.logs
     out = []
     for entry in task.logs:
         if "omitted" in entry:
@@ -93,21 +101,25 @@ def log_entries(task: TaskState, agent: Agent, viewer: Viewer) -> list[dict[str,
     return out
 
 
-def span_view(node: Node, agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    """One span of the JSON twin (and of the page's detail panel)."""
-    task = node.task
-    records = [{"kind": "task.log", "data": e.get("data")} for e in task.logs if "data" in e]
-    base = task_view(task, agent, viewer)
+def span_view(node: Node, agent: Agent, viewer: Viewer,
+              task: TaskState | None = None) -> dict[str, Any]:
+    """One span of the JSON twin (and of the page's detail panel), with `task` standing in
+    for the node's own when that was read without content."""
+    task = task or node.task
+    inputs, outputs = shows_inputs(agent, viewer), shows_outputs(agent, viewer)
+    records = [{"kind": "task.log", "data": e["data"]} for e in task.logs if "data" in e]
     return {"task_id": task.task_id, "parent_id": task.parent_task_id, "depth": node.depth,
             "name": task.name, "status": task.status,
             "start_offset_ms": node.start_offset_ms, "duration_ms": task.duration_ms,
             "cost_usd": task.cost_usd, "evidence": evidence_view(task, records),
-            "input": base["input"], "output": base["output"],
-            "logs": log_entries(task, agent, viewer), "metadata": base["metadata"],
-            "eval": base["eval"], "started_at": task.started_at, "ended_at": task.ended_at,
-            "children": len(node.children), "descendants": node.descendants,
-            "failed_below": node.failed_below, "inputs_hidden": base["inputs_hidden"],
-            "outputs_hidden": base["outputs_hidden"]}
+            "input": task.input if inputs else HIDDEN,
+            "output": task.output if outputs else HIDDEN,
+            "logs": log_entries(task, agent, viewer),
+            "metadata": task.metadata if outputs else HIDDEN,
+            "eval": eval_view(task.eval, agent, viewer), "started_at": task.started_at,
+            "ended_at": task.ended_at, "children": len(node.children),
+            "descendants": node.descendants, "failed_below": node.failed_below,
+            "inputs_hidden": not inputs, "outputs_hidden": not outputs}
 
 
 def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
@@ -213,11 +225,6 @@ def runs_list(store: Store, agent: Agent, viewer: Viewer, where: RunFilter,
 # ---- the pages ------------------------------------------------------------------------------
 
 
-def visible(store: Store, ref: AgentRef, viewer: Viewer) -> Agent:
-    """The agent if the viewer may see it (`privacy.visible_agent`: 404 otherwise)."""
-    return visible_agent(store.get_agent(ref), viewer)
-
-
 @dataclass
 class Elsewhere:
     """The id named a subtask: its run's page shows it, selected."""
@@ -235,17 +242,21 @@ def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
     task, run_id = find_run(store, agent, task_id)
     if run_id != task_id:
         return Elsewhere(run_id, task_id)
-    run = load_run(store, agent, viewer, run_id)
+    run = load_run(store, agent, viewer, run_id, content=False)
     top = focus_node(run, focus)
     selected = find(run.tree, span) if span else None
+    full = store.get_task(agent.ref, selected.task_id) if selected else None
     drawn = rows(top, expand=lambda node: node.task_id == expand)
     scale = timeline.extent(run.tree)
     return {"agent": agent_summary(agent, viewer), "run": run_header(run, viewer),
             "rows": [{"row": r, "bar": timeline.bar(r.node, scale) if r.kind == "span" else None}
                      for r in drawn],
             "axis": timeline.axis(scale), "focus": top if top is not run.tree else None,
-            "trail": _trail(run.tree, top), "selected": span_view(selected, agent, viewer)
-            if selected else None, "span_missing": bool(span) and selected is None}
+            "trail": _trail(run.tree, top),
+            "selected": span_view(selected, agent, viewer, full) if selected else None,
+            "span_missing": bool(span) and selected is None,
+            "selected_drawn": selected is not None and any(
+                r.kind == "span" and r.node is selected for r in drawn)}
 
 
 def _trail(tree: Node, node: Node) -> list[Node]:
@@ -280,3 +291,14 @@ def run_answer(store: Store, ref: AgentRef, viewer: Viewer, task_id: str,
     _, run_id = find_run(store, agent, task_id)
     answer = run_json(store, agent, viewer, run_id, cursor)
     return answer if run_id == task_id else {**answer, "requested_span": task_id}
+
+
+EXAMPLES = 3
+
+
+def example_runs(store: Store, agent: Agent, viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
+    """A few runs to open from another page (compare): the newest, and the newest failures."""
+    newest, _ = store.list_runs(agent.ref, RunFilter(), limit=EXAMPLES)
+    failed, _ = store.list_runs(agent.ref, RunFilter(status="failed"), limit=EXAMPLES)
+    return {"newest": [run_summary(t, agent, viewer) for t in newest],
+            "failed": [run_summary(t, agent, viewer) for t in failed]}

@@ -1,7 +1,10 @@
 // Live dashboard pages: one WebSocket per page (the feed named by [data-live]), reconnecting
-// with backoff after a drop and saying so; new events go to the top of the feed, the numbers
-// (already formatted by the server) replace the old ones. The /try page's demo button sends its
-// runs one by one so they arrive live. Text only ever goes in through textContent.
+// with backoff after a drop and saying so; task events grow a tree of runs ([data-live-runs]:
+// each run at the top, its subtasks under their parents as they start and end, each linking
+// to its run page), other events go to the top of the flat feed, and the numbers (already
+// formatted by the server) replace the old ones. A run page of a run in progress
+// ([data-live-run]) reloads its tree when one of its spans changes. The /try page's demo
+// button sends its runs one by one so they arrive live. Text only goes in through textContent.
 (function () {
   "use strict";
   var MAX_ITEMS = 200;
@@ -36,6 +39,91 @@
     return li;
   }
 
+  var MAX_RUNS = 50;
+  var MAX_CHILDREN = 50;
+  var RUN_REFRESH_MS = 1000;
+  var FRESH_MS = 1500;
+
+  function Runs(list) {
+    this.list = list;
+    this.nodes = {};
+  }
+
+  Runs.prototype.node = function (agent, id) {
+    var key = agent + " " + id;
+    if (this.nodes[key]) { return this.nodes[key]; }
+    var li = document.createElement("li");
+    li.className = "live-node";
+    li.setAttribute("data-task", id);
+    var line = document.createElement("div");
+    line.className = "live-line";
+    var dot = document.createElement("span");
+    dot.className = "dot";
+    dot.setAttribute("aria-hidden", "true");
+    var link = document.createElement("a");
+    link.href = "/u/" + agent + "/runs/" + encodeURIComponent(id);
+    link.textContent = "…";
+    var meta = document.createElement("span");
+    meta.className = "meta";
+    line.appendChild(dot);
+    line.appendChild(link);
+    line.appendChild(meta);
+    var kids = document.createElement("ol");
+    li.appendChild(line);
+    li.appendChild(kids);
+    var node = { li: li, dot: dot, link: link, meta: meta, kids: kids, parent: null, ended: false };
+    this.nodes[key] = node;
+    this.top(node);
+    return node;
+  };
+
+  Runs.prototype.top = function (node) {
+    this.list.insertBefore(node.li, this.list.firstChild);
+    while (this.list.children.length > MAX_RUNS) { this.list.removeChild(this.list.lastChild); }
+  };
+
+  Runs.prototype.add = function (agent, e, live) {
+    if (!e.task_id || (e.kind || "").indexOf("task.") !== 0 || !agent) { return false; }
+    var node = this.node(agent, e.task_id);
+    if (e.name) { node.link.textContent = e.name; }
+    if (e.kind === "task.end") {
+      node.ended = true;
+      node.dot.className = "dot " + (e.status || "");
+      node.li.className = "live-node " + (e.status || "");
+      node.meta.textContent = e.duration_text || e.status || "";
+    } else if (!node.ended) {
+      node.li.className = "live-node running";
+      node.meta.textContent = "running";
+    }
+    if (live) {
+      node.li.classList.add("fresh");
+      setTimeout(function () { node.li.classList.remove("fresh"); }, FRESH_MS);
+    }
+    if (e.parent_task_id && !node.parent) {
+      node.parent = e.parent_task_id;
+      var parent = this.node(agent, e.parent_task_id);
+      if (parent.kids.children.length < MAX_CHILDREN) { parent.kids.appendChild(node.li); }
+      else { node.li.remove(); parent.meta.textContent = "more subtasks than shown"; }
+    }
+    return true;
+  };
+
+  function refreshRun(box) {
+    fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
+      .then(function (r) { if (!r.ok) { throw new Error("http " + r.status); } return r.text(); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        ["[data-run-head]", "[data-run-spans]"].forEach(function (selector) {
+          var old = document.querySelector(selector);
+          var now = fresh.querySelector(selector);
+          if (old && now) { old.replaceWith(document.importNode(now, true)); }
+        });
+        var stillRunning = fresh.querySelector("[data-live-run]");
+        if (!stillRunning) { box.removeAttribute("data-live-run"); }
+      })
+      .catch(function () { /* the next change tries again */ });
+  }
+
   function showNumbers(agent, numbers) {
     var shown = numbers && numbers.shown;
     if (!shown) { return false; }
@@ -59,7 +147,22 @@
     this.state = box.querySelector("[data-live-state]") || document.querySelector("[data-live-state]");
     this.seen = {};
     this.retries = 0;
+    var runsList = box.querySelector("[data-live-runs]");
+    this.agent = this.channel && this.channel.indexOf("/") > 0 ? this.channel : null;
+    this.runs = runsList ? new Runs(runsList) : null;
+    this.runId = box.getAttribute("data-live-run");
+    this.refreshing = null;
     var self = this;
+    var initial = box.querySelector("[data-live-initial]");
+    if (initial && this.runs) {
+      var events = [];
+      try { events = JSON.parse(initial.textContent); } catch (e) { events = []; }
+      events.reverse().forEach(function (e) { self.seen[e.id] = true; self.runs.add(self.agent, e); });
+      runsList.hidden = false;
+      if (this.list) {
+        Array.prototype.forEach.call(this.list.querySelectorAll("[data-task-event]"), function (li) { li.remove(); });
+      }
+    }
     if (this.list) {
       Array.prototype.forEach.call(this.list.children, function (li) { self.seen[li.getAttribute("data-event")] = true; });
     }
@@ -119,10 +222,20 @@
     if (data.type !== "events") { return; }
     var fresh = (data.events || []).filter(function (e) { return !self.seen[e.id]; });
     fresh.forEach(function (e) { self.seen[e.id] = true; });
-    if (this.list && fresh.length) {
-      fresh.forEach(function (e) { self.list.insertBefore(item(e), self.list.firstChild); });
+    var flat = fresh.filter(function (e) { return !(self.runs && self.runs.add(data.agent || self.agent, e, true)); });
+    if (this.list && flat.length) {
+      this.list.hidden = false;
+      flat.forEach(function (e) { self.list.insertBefore(item(e), self.list.firstChild); });
       while (this.list.children.length > MAX_ITEMS) { this.list.removeChild(this.list.lastChild); }
-      if (this.empty) { this.empty.hidden = true; }
+    }
+    if (this.empty && fresh.length) { this.empty.hidden = true; }
+    if (this.runId && this.box.getAttribute("data-live-run") && fresh.some(function (e) {
+      return document.querySelector('[data-span="' + CSS.escape(e.task_id || "") + '"]') ||
+        (e.parent_task_id && document.querySelector('[data-span="' + CSS.escape(e.parent_task_id) + '"]'));
+    })) {
+      clearTimeout(this.refreshing);
+      var box = this.box;
+      this.refreshing = setTimeout(function () { refreshRun(box); }, RUN_REFRESH_MS);
     }
     if (data.stats && !showNumbers(data.agent, data.stats)) {
       var notice = document.querySelector("[data-live-new]");

@@ -53,7 +53,8 @@ class DynamoRuns:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def run_tasks(self, ref: AgentRef, run_id: str) -> list[TaskState]:
+    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True) -> list[TaskState]:
+        """Whole items whatever `content` says: a Query reads (and bills) them whole anyway."""
         agent = AgentKeys(ref.login, ref.slug)
         root = self.table.get(agent.key(codec.TASK + run_id))
         if root is None:

@@ -8,6 +8,8 @@ import json
 import sqlite3
 from typing import Any
 
+from pydantic_core import from_json
+
 from ...domain import stats
 from ...domain.models import Agent, AgentRef, AgentStats, iso, utcnow
 from ...domain.ranking import SORTS, rank_values, search_text
@@ -40,7 +42,9 @@ AGENT_COLS = ("login, slug, display_name, model, framework, architecture, tools,
 
 
 def load_json(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    """Stored JSON text as values (pydantic-core's parser: three times `json.loads`' speed,
+    which a run of a thousand tasks, four JSON columns each, notices)."""
+    return None if text is None else from_json(text)
 
 
 def agent_from_row(row: sqlite3.Row) -> Agent:

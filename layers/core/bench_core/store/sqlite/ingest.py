@@ -24,6 +24,7 @@ from ...domain.models import (
     iso,
     utcnow,
 )
+from ...domain.privacy import IMPLICIT_AGENT
 from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
 from .agents import find_agent_id, load_json, refresh_rank
@@ -67,25 +68,34 @@ cost."""
 TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
              "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
              "started_at, ended_at, version, eval, evidence, run_id, logs")
-_JSON_TASK_FIELDS = ("input", "output", "metadata", "cost_breakdown")
+CONTENT_COLS = frozenset({"input", "output", "metadata", "cost_breakdown", "logs"})
 
 
 def _json_or_null(value: Any) -> str | None:
     return None if value is None else dumps(value)
 
 
+_TASK_WIDTH = len(TASK_COLS.split(", "))
+
+
 def task_from_row(row: sqlite3.Row) -> TaskState:
-    d = {k: row[k] for k in TASK_COLS.split(", ")}
-    for name in _JSON_TASK_FIELDS:
-        d[name] = load_json(d[name])
-    d["eval"] = EvalResult.from_dict(json.loads(d["eval"])) if d["eval"] else None
-    d["evidence"] = _usage(d["evidence"])
-    d["logs"] = load_json(d["logs"]) or []
-    return TaskState(**d)
+    """A task from a row starting with `TASK_COLS` (read by position: a run reads a thousand
+    at once)."""
+    (task_id, parent, name, status, input, output, metadata, duration, cost, reported, logged,
+     child, breakdown, started, ended, version, result, evidence, run_id, logs
+     ) = tuple(row)[:_TASK_WIDTH]
+    return TaskState(
+        task_id=task_id, parent_task_id=parent, name=name, status=status,
+        input=load_json(input), output=load_json(output), metadata=load_json(metadata),
+        duration_ms=duration, cost_usd=cost, reported_cost_usd=reported,
+        cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load_json(breakdown),
+        started_at=started, ended_at=ended, version=version,
+        eval=EvalResult.from_dict(load_json(result)) if result else None,
+        evidence=_usage(evidence), run_id=run_id, logs=load_json(logs) or [])
 
 
 def _usage(text: str | None) -> Usage | None:
-    return None if text is None else Usage.from_dict(json.loads(text))
+    return None if text is None else Usage.from_dict(load_json(text))
 
 
 def _usage_json(usage: Usage | None) -> str | None:
@@ -147,9 +157,9 @@ class SqliteIngest(Concern):
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
                            (login, meta.slug)).fetchone()
         if row is None:
-            cols = ["login", "slug", "created_at", "latency_hist", *updates]
+            cols = ["login", "slug", "created_at", "latency_hist", *IMPLICIT_AGENT, *updates]
             values = [login, meta.slug, now, json.dumps(stats.empty_histogram()),
-                      *updates.values()]
+                      *IMPLICIT_AGENT.values(), *updates.values()]
             cur = conn.execute(f"INSERT INTO agents ({', '.join(cols)}) VALUES "
                                f"({', '.join('?' * len(cols))})", values)
             return int(cur.lastrowid or 0)
@@ -173,7 +183,8 @@ class SqliteIngest(Concern):
 
     def _save_tasks(self, conn: sqlite3.Connection, agent_id: int, tasks: Iterable[TaskState],
                     existing: set[str]) -> None:
-        updates, inserts = [], []
+        updates: list[tuple[Any, ...]] = []
+        inserts: list[tuple[Any, ...]] = []
         for t in tasks:
             row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
                    _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,

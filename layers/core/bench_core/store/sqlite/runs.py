@@ -16,7 +16,11 @@ from ...domain.runs import RunFilter, append_log
 from .. import decode_cursor, encode_cursor
 from .agents import find_agent_id
 from .connection import Concern
-from .ingest import TASK_COLS, task_from_row
+from .ingest import CONTENT_COLS, TASK_COLS, task_from_row
+
+LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in CONTENT_COLS else c
+                            for c in TASK_COLS.split(", "))
+"""The task columns without content (inputs, outputs, metadata, logs): a tree's rows."""
 
 RUNS_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN run_id TEXT;
@@ -56,12 +60,13 @@ def backfill_runs(conn: sqlite3.Connection) -> None:
 class SqliteRuns(Concern):
     """Reading runs: one indexed range per run, the roots newest first for the list."""
 
-    def run_tasks(self, ref: AgentRef, run_id: str) -> list[TaskState]:
+    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True) -> list[TaskState]:
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
+        columns = TASK_COLS if content else LIGHT_TASK_COLS
         rows = self.db.reader().execute(
-            f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND run_id = ? "
+            f"SELECT {columns} FROM tasks WHERE agent_id = ? AND run_id = ? "
             "AND sort_ts != '' ORDER BY sort_ts, task_id", (agent_id, run_id)).fetchall()
         return [task_from_row(r) for r in rows]
 

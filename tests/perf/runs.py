@@ -1,0 +1,177 @@
+"""The run explorer in process, side by side with the profile page: the JSON of a 1,000-span
+run, its page, and the runs list of an agent with 1M stored events, on SQLite and on DynamoDB
+(moto, in process).
+
+    python tests/perf/runs.py [--events 1000000] [--dynamo-events 30000] [--repeats 200]
+
+What is timed is what the routes do, minus HTTP: the JSON is `reads.runs.run_answer` and its
+encoding; the page is `reads.runs.run_page` and the Jinja render of run.html (the root's tree
+drawn, a span selected); the list is `reads.runs.runs_page` and runs.html (newest 50, no
+filter) and the same filtered by status; the profile is what tests/perf/surfaces.py times.
+The 1,000-span run is a root with 10 children of 10 children of 9 or so each, every span
+with a log line and every leaf with an evidence record.
+
+On DynamoDB the numbers are moto's in-process emulation plus our code (item decoding, the
+tree, the render), not DynamoDB's latency; moto holds everything in memory, so its agent is
+filled with fewer events (`--dynamo-events`): every read here is one key-range Query whose
+cost does not depend on how much history the agent has.
+
+Not a test: the numbers depend on the machine. Goals: JSON under 20 ms, page under 50 ms,
+runs list under 20 ms at 1M events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench_core.domain.field_limits import dumps  # noqa: E402
+from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent  # noqa: E402
+from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
+from bench_core.http.pages import profile_context  # noqa: E402
+from bench_core.http.templating import render  # noqa: E402
+from bench_core.reads import runs as reads  # noqa: E402
+from bench_core.reads.agents import profile_page  # noqa: E402
+from bench_core.store import Store  # noqa: E402
+from bench_core.store.sqlite.store import SqliteStore  # noqa: E402
+from surfaces import LOGIN, fill, timed  # noqa: E402
+
+from tests.factories import clean, ts  # noqa: E402
+
+RUN_SLUG = "tree"
+FANOUT = (10, 10, 9)
+
+
+def span_events(task_id: str, parent: str | None, name: str, at: int, leaf: bool
+                ) -> list[dict[str, object]]:
+    def event(kind: str, when: int, **fields: object) -> dict[str, object]:
+        return {"id": uuid.uuid4().hex, "kind": kind, "ts": ts(when), "task_id": task_id,
+                "parent_task_id": parent, "name": name, **fields}
+
+    events = [event("task.start", at, input={"step": name}),
+              event("task.log", at + 1, data={"label": "note", "value": f"working on {name}"})]
+    if leaf:
+        events.append(event("task.log", at + 2, data={
+            "label": "evidence", "provider": "openai", "model": "gpt-4o-mini",
+            "input_tokens": 300, "output_tokens": 80}))
+    events.append(event("task.end", at + 40, status="failed" if name.endswith("7.7") else
+                        "success", output=f"result of {name}", duration_ms=40))
+    return events
+
+
+def thousand_span_run(run_id: str) -> list[CleanEvent]:
+    events = span_events(run_id, None, "run", 0, False)
+    count = 1
+    for a in range(FANOUT[0]):
+        first = f"{run_id}-{a}"
+        events += span_events(first, run_id, f"step {a}", 10 + a, False)
+        count += 1
+        for b in range(FANOUT[1]):
+            second = f"{first}-{b}"
+            events += span_events(second, first, f"step {a}.{b}", 20 + a * 10 + b, False)
+            count += 1
+            for c in range(max(0, min(FANOUT[2], 1000 - count - (FANOUT[1] - 1 - b)
+                                      - (FANOUT[0] - 1 - a) * (FANOUT[1] + 1)))):
+                events += span_events(f"{second}-{c}", second, f"step {a}.{b}.{c}",
+                                      200 + count, True)
+                count += 1
+    return clean(events)
+
+
+def ingest_run(store: Store, run_id: str) -> None:
+    events = thousand_span_run(run_id)
+    for i in range(0, len(events), 400):
+        store.ingest(LOGIN, AgentMeta(slug=RUN_SLUG), events[i:i + 400])
+
+
+def measure(store: Store, list_slug: str, run_id: str, repeats: int
+            ) -> dict[str, tuple[float, float]]:
+    tree, agents = AgentRef(LOGIN, RUN_SLUG), AgentRef(LOGIN, list_slug)
+    selected = f"{run_id}-3-3-3"
+
+    def run_json() -> str:
+        return dumps(reads.run_answer(store, tree, ANONYMOUS, run_id, None))
+
+    def run_page() -> str:
+        model = reads.run_page(store, tree, ANONYMOUS, run_id, span=selected)
+        assert isinstance(model, dict)
+        return render("run.html", request=None, viewer=ANONYMOUS, base="https://bench.example",
+                      href=lambda **_: "?", **model)
+
+    def runs_list(status: str | None = None) -> Callable[[], str]:
+        def draw() -> str:
+            filters = {"status": status, "name": None, "q": None, "min_ms": None,
+                       "score_below": None}
+            model = reads.runs_page(store, agents, ANONYMOUS, filters, None)
+            return render("runs.html", request=None, viewer=ANONYMOUS, next_query=None,
+                          base="https://bench.example", **model)
+        return draw
+
+    def profile() -> str:
+        agent = store.get_agent(agents)
+        assert agent is not None
+        return render("profile.html", request=None, viewer=ANONYMOUS,
+                      **profile_context(profile_page(store, agent, ANONYMOUS),
+                                        "https://bench.example"))
+
+    answer = reads.run_answer(store, tree, ANONYMOUS, run_id, None)
+    assert answer["span_count"] == 1000 and len(answer["spans"]) == 1000, answer["span_count"]
+    assert "TimeoutError" not in run_page() and "span-detail" in run_page()
+    assert runs_list()().count('class="run-link"') == 50
+    return {"run JSON (1,000 spans)": timed(run_json, repeats),
+            "run page (1,000 spans)": timed(run_page, repeats),
+            "runs list": timed(runs_list(), repeats),
+            "runs list, failed only": timed(runs_list("failed"), repeats),
+            "profile page": timed(profile, repeats)}
+
+
+def report(name: str, events: int, results: dict[str, tuple[float, float]]) -> None:
+    print(f"\n{name}: runs list and profile at {events:,} stored events")
+    print(f"{'surface':<28}{'p50 ms':>9}{'p99 ms':>9}")
+    for surface, (p50, p99) in results.items():
+        print(f"{surface:<28}{p50:>9.2f}{p99:>9.2f}", flush=True)
+
+
+@contextmanager
+def dynamo() -> Iterator[Store]:
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        yield store
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--dynamo-events", type=int, default=30_000)
+    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--only", choices=("sqlite", "dynamodb"))
+    args = parser.parse_args()
+    run_id = "run-" + uuid.uuid4().hex[:8]
+    if args.only != "dynamodb":
+        with tempfile.TemporaryDirectory() as tmp:
+            store = SqliteStore(Path(tmp) / "bench.db")
+            print(f"SQLite: filling 'big' with {args.events:,} events", flush=True)
+            fill(store, "big", args.events)
+            ingest_run(store, run_id)
+            report("SQLite", args.events, measure(store, "big", run_id, args.repeats))
+            store.close()
+    if args.only != "sqlite":
+        with dynamo() as store:
+            print(f"DynamoDB (moto): filling 'big' with {args.dynamo_events:,} events",
+                  flush=True)
+            fill(store, "big", args.dynamo_events)  # type: ignore[arg-type]
+            ingest_run(store, run_id)
+            report("DynamoDB (moto, in process)", args.dynamo_events,
+                   measure(store, "big", run_id, max(20, args.repeats // 4)))
+
+
+if __name__ == "__main__":
+    main()
