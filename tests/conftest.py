@@ -14,7 +14,7 @@ import httpx
 import pytest
 import uvicorn
 from bench_core.domain.keys import new_key
-from bench_core.local import create_local_app
+from bench_core.local import create_local_app, server_config
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.config import Settings
 
@@ -62,12 +62,14 @@ class RunningServer:
         return response.json()
 
 
-def start_server(data_dir: Path, **settings: Any) -> tuple[RunningServer, uvicorn.Server,
-                                                           threading.Thread]:
+def start_server(data_dir: Path, over: Any = None, **settings: Any
+                 ) -> tuple[RunningServer, uvicorn.Server, threading.Thread]:
+    """A real server on a free loopback port; over the store `over` (e.g. moto's DynamoDB) if
+    given."""
     port = free_port()
-    app = create_local_app(Settings(data_dir=data_dir, **settings))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error",
-                                           access_log=False, lifespan="on"))
+    app = create_local_app(Settings(data_dir=data_dir, **settings), store=over)
+    server = uvicorn.Server(server_config(app, host="127.0.0.1", port=port, log_level="error",
+                                          lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -85,6 +87,26 @@ def bench_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSe
     yield running
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def server_on_each_store(request: pytest.FixtureRequest, tmp_path: Path
+                         ) -> Iterator[RunningServer]:
+    """A real server per test over each Store adapter: for privacy rules, which both stores
+    must keep alike."""
+    if request.param == "sqlite":
+        running, server, thread = start_server(tmp_path)
+        yield running
+        server.should_exit = True
+        thread.join(timeout=10)
+        return
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        running, server, thread = start_server(tmp_path, over=store, store="dynamodb")
+        yield running
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -121,17 +122,62 @@ def call(server: str, agent: str, input_json: str, skill: Optional[str] = None) 
     return reply.payload.get("output")
 
 
+class _SeenCalls:
+    """Call ids verified within their signature's lifetime, so a replay is refused: a small,
+    bounded window per process (a receiver with many processes keeps its own store)."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def first_time(self, key: str, until: float, now: float) -> bool:
+        with self._lock:
+            if self._until.get(key, 0.0) > now:
+                return False
+            if len(self._until) >= self.LIMIT:
+                self._until = {k: t for k, t in self._until.items() if t > now}
+                while len(self._until) >= self.LIMIT:
+                    del self._until[next(iter(self._until))]
+            self._until[key] = until
+            return True
+
+
+_SEEN = _SeenCalls()
+
+
 def verify_invocation(secret: str, headers: Mapping[str, str], body: bytes, *,
-                      max_age_s: int = MAX_AGE_S, now: Optional[float] = None) -> Optional[str]:
+                      max_age_s: int = MAX_AGE_S, now: Optional[float] = None,
+                      path: Optional[str] = None, refuse_replays: bool = True) -> Optional[str]:
     """The calling login if ``headers`` carry Bench's valid, recent signature of ``body`` for
-    ``secret``; None otherwise (never raises)."""
+    ``secret``; None otherwise (never raises).
+
+    A signature covers the call's id and the path it was sent to: give ``path`` (the request's
+    path and query) to refuse a call recorded for another path, and a call id seen before
+    within ``max_age_s`` is refused as a replay unless ``refuse_replays`` is False. Older
+    servers' ``v1`` signatures (no call id, no path) are still accepted."""
     lower = {str(k).lower(): str(v) for k, v in headers.items()}
     timestamp, caller = lower.get("x-bench-timestamp", ""), lower.get("x-bench-caller", "")
     agent, presented = lower.get("x-bench-agent", ""), lower.get("x-bench-signature", "")
+    call_id, signed_path = lower.get("x-bench-call", ""), lower.get("x-bench-path", "")
     if not (timestamp.isdigit() and caller and agent and presented):
         return None
-    if abs((time.time() if now is None else now) - int(timestamp)) > max_age_s:
+    clock = time.time() if now is None else now
+    if abs(clock - int(timestamp)) > max_age_s:
         return None
-    message = f"v1\n{timestamp}\n{caller}\n{agent}\n".encode() + body
-    expected = "v1=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
-    return caller if hmac.compare_digest(expected.encode(), presented.encode()) else None
+    if presented.startswith("v2="):
+        if not call_id or not signed_path or (path is not None and path != signed_path):
+            return None
+        fields = ("v2", timestamp, call_id, caller, agent, signed_path)
+    else:
+        fields = ("v1", timestamp, caller, agent)
+    message = "".join(f"{field}\n" for field in fields).encode() + body
+    expected = f"{fields[0]}=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected.encode(), presented.encode()):
+        return None
+    if refuse_replays and fields[0] == "v2":
+        seen = hashlib.sha256(f"{secret}\n{call_id}".encode()).hexdigest()
+        if not _SEEN.first_time(seen, int(timestamp) + max_age_s, clock):
+            return None
+    return caller

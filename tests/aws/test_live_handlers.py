@@ -301,3 +301,79 @@ def test_every_aws_call_of_the_live_feed_and_accounts_is_granted(live: LiveSite)
     assert any(c[1] == "ssm" for c in calls), "the secret came from SSM"
     assert {"LiveFunction", "DashboardFunction", "IngestFunction"} <= assert_granted(
         live.transformed, calls)
+
+
+# ---- connections close with what authorised them ----------------------------------------------------
+
+
+def signed_in(live: LiveSite, login: str) -> tuple[str, str]:
+    """A session cookie header and the CSRF token its forms carry."""
+    cookie = session_cookie(live, login)
+    session_id = sessions.load(live.store, SECRET.encode(), cookie.split("=", 1)[1]).session_id
+    return cookie, csrf.token(SECRET.encode(), session_id)
+
+
+def connect_from_page(live: LiveSite, connection_id: str, channel: str,
+                      headers: dict[str, str]) -> None:
+    answer = live.site.request("GET", "/live-token", query=f"channel={channel}", headers=headers)
+    assert answer.status == 200, answer.body
+    token = re.search(r"token=([^&]+)", answer.json()["url"]).group(1)
+    assert live.connect(connection_id, channel, token=token) == 200
+
+
+def form(live: LiveSite, path: str, cookie: str, token: str, **fields: str) -> int:
+    from urllib.parse import urlencode
+
+    return live.site.request("POST", path, body=urlencode({"csrf": token, **fields}).encode(),
+                             headers={"Cookie": cookie,
+                                      "Content-Type": "application/x-www-form-urlencoded"}).status
+
+
+def test_signing_out_disconnects_the_sessions_connections(live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "mine", visibility="private")
+    cookie, token = signed_in(live, owner)
+    other_cookie, _ = signed_in(live, owner)
+    connect_from_page(live, "a-this-tab", f"{owner}/mine", {"Cookie": cookie})
+    connect_from_page(live, "b-everything", owner, {"Cookie": cookie})
+    connect_from_page(live, "c-other-tab", f"{owner}/mine", {"Cookie": other_cookie})
+    live.stub.add_response("delete_connection", {}, {"ConnectionId": "a-this-tab"})
+    live.stub.add_response("delete_connection", {}, {"ConnectionId": "b-everything"})
+    assert form(live, "/logout", cookie, token) == 303
+    live.stub.assert_no_pending_responses()
+    assert live.connected(owner) == ["c-other-tab"]
+
+
+def test_a_grant_ended_elsewhere_disconnects_at_the_next_push(live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "mine", visibility="private")
+    owner_key = live.site.create_key(owner)
+    connect_from_page(live, "by-key", f"{owner}/mine", {"X-Bench-Key": owner_key})
+    (connection,) = live.store.live_connections(owner, iso(utcnow()))
+    assert connection.grant and connection.grant.startswith("key:")
+    record = next(k for k in live.store.list_keys(owner) if k.agent_slug is None)
+    live.store.revoke_key(record.key_hash, iso(utcnow()))  # as `bench-server keys revoke` does
+    live.stub.add_response("delete_connection", {}, {"ConnectionId": "by-key"})
+    sent = live.site.request("POST", "/ingest", json_body=batch("mine", task_events("t1")),
+                             headers={"X-Bench-Key": live.site.create_key(owner, "mine")})
+    assert sent.status == 200, sent.body
+    live.stub.assert_no_pending_responses()
+    assert live.connected(owner) == [] and "by-key" not in live.posted.messages
+
+
+def test_revoking_a_key_or_hiding_an_agent_on_the_dashboard_disconnects_at_once(
+        live: LiveSite) -> None:
+    owner = new_login()
+    make_agent(live, owner, "shown")
+    cookie, token = signed_in(live, owner)
+    owner_key = live.site.create_key(owner)
+    connect_from_page(live, "a-by-key", f"{owner}/shown", {"X-Bench-Key": owner_key})
+    assert live.connect("b-stranger", f"{owner}/shown") == 200
+    record = next(k for k in live.store.list_keys(owner) if k.agent_slug is None)
+    live.stub.add_response("delete_connection", {}, {"ConnectionId": "a-by-key"})
+    assert form(live, "/dashboard/keys/revoke", cookie, token, key=record.key_hash) == 303
+    live.stub.add_response("delete_connection", {}, {"ConnectionId": "b-stranger"})
+    assert form(live, "/dashboard/agents/shown/settings", cookie, token,
+                visibility="private") == 303
+    live.stub.assert_no_pending_responses()
+    assert live.connected(owner) == []

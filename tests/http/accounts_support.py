@@ -47,6 +47,13 @@ class Browser:
         assert response.status_code == 303, response.text
         return login
 
+    def session_for(self, login: str) -> str:
+        """Sign in as `login` and return the session cookie's value."""
+        self.sign_in(login)
+        cookie = self.session_cookie
+        assert cookie is not None
+        return cookie
+
     @property
     def session_cookie(self) -> str | None:
         return self.http.cookies.get("bench_session")

@@ -88,6 +88,9 @@ def _handler(endpoint: AgentEndpoint) -> type[BaseHTTPRequestHandler]:
                 self.reply(307, b"", headers={"Location": "http://169.254.169.254/latest/"})
             elif path == "/to-echo":
                 self.reply(307, b"", headers={"Location": "/echo"})
+            elif path == "/to-other-host":  # the same server under another name
+                port = self.server.server_address[1]
+                self.reply(307, b"", headers={"Location": f"http://localhost:{port}/echo"})
             elif path == "/to-get":
                 self.reply(303, b"", headers={"Location": "/answer"})
             else:

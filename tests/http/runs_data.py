@@ -9,6 +9,7 @@ from typing import Any
 
 from tests.conftest import RunningServer
 from tests.factories import batch, ts
+from tests.http.surfaces_data import show_content
 from tests.http.test_ingest_http import new_login, post
 
 ERROR = "TimeoutError: the page took longer than 30 s"
@@ -74,6 +75,7 @@ def seed_research_run(server: RunningServer, *, login: str | None = None, key: s
     events, ids = research_events(uuid.uuid4().hex[:8])
     response = post(server, batch(slug, events), key)
     assert response.status_code == 200, response.text
+    show_content(server, login, slug)
     return SeededRun(login, slug, key, ids["research"], ids)
 
 

@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 import httpx
+from bench_core.domain.models import AgentRef
 
 from tests.conftest import RunningServer, poll
 from tests.factories import batch, task_events
@@ -44,7 +45,15 @@ def seed_agent(server: RunningServer, *, runs: int = 12, failures: int = 3,
                               input={"secret_input": f"in-{i}"}, output=f"secret-output-{i}")
     response = post(server, batch(slug, events, **meta), key)
     assert response.status_code == 200, response.text
+    show_content(server, login, slug)
     return Seeded(login, slug, key)
+
+
+def show_content(server: RunningServer, login: str, slug: str) -> None:
+    """Show the agent's inputs and outputs, as an owner does on the dashboard: an agent made by
+    its first batch hides them, and these tests look at pages that show them."""
+    server.store.update_agent(AgentRef(login, slug), {"hide_inputs": False,
+                                                      "hide_outputs": False})
 
 
 def wait_until_judged(server: RunningServer, agent: Seeded, runs: int) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from bench_core.domain.models import Agent, iso, utcnow
 from bench_core.render import formatting as fmt
 
 from tests.conftest import RunningServer, poll
@@ -43,6 +44,9 @@ def otel_agent(bench_server: RunningServer) -> tuple[str, str]:
     login = "h" + uuid.uuid4().hex[:10]
     slug = "otel-only-" + uuid.uuid4().hex[:6]
     key = bench_server.create_key(login)
+    # content shown from the start (a first span would hide it): the public sees why a run is
+    # unscored, which a judgement made while content was hidden never shows
+    bench_server.store.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow())))
     response = httpx.post(f"{bench_server.url}/v1/traces", json=chat_spans(RUNS), timeout=30,
                           headers={"X-Bench-Key": key, "X-Bench-Agent": slug})
     assert response.status_code == 200 and response.json() == {}

@@ -94,7 +94,7 @@ def test_oversized_values_are_truncated_not_refused(bench_server: RunningServer,
     login, key = owner
     r = post(bench_server, batch("big", task_events("t1", output="y" * 200_000)), key)
     assert r.status_code == 200
-    task = bench_server.get(f"/api/agents/{login}/big/tasks/t1")
+    task = bench_server.get(f"/api/agents/{login}/big/tasks/t1", key)
     assert task["output"]["_bench_truncated"] is True
     assert task["output"]["original_bytes"] > 200_000
 

@@ -222,3 +222,110 @@ def test_a_watcher_receives_the_tasks_of_an_otlp_export(bench_server: RunningSer
             assert ends[trace.task("agent")]["name"] == "invoke_agent weather"
 
     run(test)
+
+
+# ---- a socket lives no longer than what authorised it ------------------------------------------
+
+
+async def closed_with(ws: Any) -> int | None:
+    """The close code the server sent, once it closes the socket (messages before are read)."""
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            await asyncio.wait_for(ws.recv(), 60)
+    return closed.value.rcvd.code if closed.value.rcvd else None
+
+
+def watch_with_key(server: RunningServer, channel: str, key: str) -> Any:
+    """A script's socket: a key header and no Origin, as a non-browser client sends."""
+    ws_url = server.url.replace("http://", "ws://") + f"/live/{channel}"
+    return websockets.connect(ws_url, additional_headers={"X-Bench-Key": key},
+                              max_size=None)
+
+
+def test_signing_out_closes_the_sessions_sockets(bench_server: RunningServer) -> None:
+    owner, login, key = owner_with_agent(bench_server, "until-logout", visibility="private")
+    other_tab = Browser(bench_server.url)
+    other_tab.sign_in(login)
+
+    async def test() -> None:
+        async with watch(bench_server, f"{login}/until-logout", owner) as mine, \
+                watch(bench_server, login, owner) as everything, \
+                watch(bench_server, f"{login}/until-logout", other_tab) as other:
+            await mine.recv(), await everything.recv(), await other.recv()  # hello
+            assert owner.post("/logout", {}, token_from="/dashboard").status_code == 303
+            assert await closed_with(mine) == 1008
+            assert await closed_with(everything) == 1008
+            await post(bench_server, key, batch("until-logout", [ev("custom")]))
+            assert (await next_events(other))["agent"] == f"{login}/until-logout"
+
+    run(test)
+
+
+def test_revoking_a_key_closes_the_sockets_it_opened(bench_server: RunningServer) -> None:
+    owner, login, agent_key = owner_with_agent(bench_server, "until-revoked",
+                                               visibility="private")
+    owner_key = bench_server.create_key(login)
+    record = next(k for k in bench_server.store.list_keys(login) if k.agent_slug is None)
+
+    async def test() -> None:
+        async with watch_with_key(bench_server, f"{login}/until-revoked", owner_key) as ws:
+            assert json.loads(await ws.recv())["type"] == "hello"
+            await post(bench_server, agent_key, batch("until-revoked", [ev("custom")]))
+            await next_events(ws)
+            revoked = owner.post("/dashboard/keys/revoke", {"key": record.key_hash},
+                                 token_from="/dashboard/keys")
+            assert revoked.status_code == 303
+            assert await closed_with(ws) == 1008
+
+    run(test)
+
+
+def test_a_key_revoked_elsewhere_stops_the_feed_at_its_next_event(
+        bench_server: RunningServer) -> None:
+    _, login, agent_key = owner_with_agent(bench_server, "revoked-by-cli",
+                                           visibility="private")
+    owner_key = bench_server.create_key(login)
+    record = next(k for k in bench_server.store.list_keys(login) if k.agent_slug is None)
+
+    async def test() -> None:
+        async with watch_with_key(bench_server, f"{login}/revoked-by-cli", owner_key) as ws:
+            await ws.recv()
+            bench_server.store.revoke_key(record.key_hash, "2026-12-03T00:00:00.000Z")  # the CLI
+            await post(bench_server, agent_key, batch("revoked-by-cli", task_events("secret")))
+            assert await closed_with(ws) == 1008
+
+    run(test)
+
+
+def test_an_agent_key_watches_its_own_agent_only(bench_server: RunningServer) -> None:
+    owner, login, agent_key = owner_with_agent(bench_server, "scoped", visibility="private")
+    owner.new_agent("sibling", visibility="private")
+
+    async def test() -> None:
+        async with watch_with_key(bench_server, f"{login}/scoped", agent_key) as ws:
+            assert json.loads(await ws.recv())["type"] == "hello"
+        for channel in (f"{login}/sibling", login):
+            with pytest.raises(InvalidStatus):
+                async with watch_with_key(bench_server, channel, agent_key):
+                    pass
+
+    run(test)
+
+
+def test_making_an_agent_private_closes_its_public_sockets_at_once(
+        bench_server: RunningServer) -> None:
+    owner, login, _ = owner_with_agent(bench_server, "hidden-now")
+    owner_key = bench_server.create_key(login)
+
+    async def test() -> None:
+        async with watch(bench_server, f"{login}/hidden-now") as anonymous, \
+                watch(bench_server, f"{login}/hidden-now", owner) as mine:
+            await anonymous.recv(), await mine.recv()
+            r = await asyncio.to_thread(httpx.patch, f"{bench_server.url}/api/agents/{login}/"
+                                        "hidden-now", json={"visibility": "private"},
+                                        headers={"X-Bench-Key": owner_key})
+            assert r.status_code == 200
+            assert await closed_with(anonymous) == 1008
+            await mine.ping()
+
+    run(test)

@@ -18,6 +18,7 @@ import bench
 import httpx
 import pytest
 from bench_core.domain.models import AgentRef
+from bench_core.domain.privacy import HIDDEN
 from bench_core.reuse.capability import public_capability
 
 from tests.conftest import RunningServer
@@ -245,7 +246,7 @@ def test_the_agent_can_verify_that_a_call_came_through_bench_and_from_whom(
     secret = endpoint.secrets[f"{owner}/{slug}"]
     headers, body = seen["headers"], seen["body"]
     assert headers["X-Bench-Caller"] == caller and headers["X-Bench-Call"] == reply.json()["call_id"]
-    assert bench.verify_invocation(secret, headers, body) == caller
+    assert bench.verify_invocation(secret, headers, body, refuse_replays=False) == caller
     assert bench.verify_invocation(secret, headers, body + b" ") is None
     assert bench.verify_invocation(secret, {**headers, "X-Bench-Caller": "mallory"}, body) is None
     assert bench.verify_invocation("bis_wrong", headers, body) is None
@@ -266,8 +267,9 @@ def test_the_agent_can_verify_that_a_call_came_through_bench_and_from_whom(
     ("/slow", 504, "the agent did not answer"),
     ("/not-json", 502, "the agent's answer is not valid JSON"),
     ("/big", 502, "the agent's endpoint failed: the answer is over 65536 bytes"),
-    ("/to-private", 502, "the agent's endpoint is refused: 10.0.0.1 resolves to a private address"),
-    ("/to-metadata", 502, "169.254.169.254 resolves to a cloud metadata address"),
+    ("/to-private", 502, "the agent's endpoint is refused: Bench calls endpoints on public "
+                         "addresses only"),
+    ("/to-metadata", 502, "the agent's endpoint is refused: Bench calls endpoints on public"),
     ("/missing", 502, "the agent answered HTTP 404"),
 ])
 def test_endpoint_failures_are_502_or_504_and_still_recorded(
@@ -311,8 +313,8 @@ def test_a_name_that_rebinds_to_a_private_address_is_refused_at_call_time(
     names["agent.invalid"] = ["10.0.0.5"]
     refused = call(server, owner_key, owner, "rebind")
     assert refused.status_code == 502
-    assert refused.json()["error"] == ("the agent's endpoint is refused: agent.invalid resolves "
-                                       "to a private address")
+    assert refused.json()["error"] == ("the agent's endpoint is refused: Bench calls endpoints "
+                                       "on public addresses only")
 
 
 # ---- publishing ------------------------------------------------------------------------------
@@ -517,3 +519,74 @@ def test_usage_needs_a_key(server: RunningServer) -> None:
     assert httpx.get(f"{server.url}/api/usage", params={"limit": 0},
                      headers={"X-Bench-Key": server.create_key(new_login())}).status_code == 422
 
+
+
+# ---- the signature: call id, path, replays; redirects; what is public -------------------------
+
+
+def seen_request(endpoint: AgentEndpoint, call_id: str) -> dict[str, Any]:
+    return next(r for r in endpoint.requests if r["headers"].get("X-Bench-Call") == call_id)
+
+
+def test_the_signature_covers_call_id_and_path_and_a_replay_is_refused(
+        server: RunningServer, endpoint: AgentEndpoint) -> None:
+    owner, owner_key, slug = published(server, endpoint)
+    reply = call(server, owner_key, owner)
+    assert reply.status_code == 200, reply.text
+    seen = seen_request(endpoint, reply.json()["call_id"])
+    secret, headers, body = endpoint.secrets[f"{owner}/{slug}"], seen["headers"], seen["body"]
+    assert headers["X-Bench-Path"] == "/echo" and headers["X-Bench-Signature"].startswith("v2=")
+    assert bench.verify_invocation(secret, headers, body) is None, "the endpoint saw it: a replay"
+    assert bench.verify_invocation(secret, headers, body, path="/echo",
+                                   refuse_replays=False) == owner
+    assert bench.verify_invocation(secret, headers, body, path="/admin",
+                                   refuse_replays=False) is None
+    for name, value in (("X-Bench-Call", "f" * 32), ("X-Bench-Path", "/admin")):
+        assert bench.verify_invocation(secret, {**headers, name: value}, body) is None
+
+
+def test_a_receiver_still_takes_an_older_servers_v1_signature() -> None:
+    import hashlib
+    import hmac
+    import time
+
+    stamp = str(int(time.time()))
+    message = f"v1\n{stamp}\nalice\nbob/agent\n".encode() + b"{}"
+    headers = {"X-Bench-Timestamp": stamp, "X-Bench-Caller": "alice", "X-Bench-Agent": "bob/agent",
+               "X-Bench-Signature": "v1=" + hmac.new(b"bis_s", message, hashlib.sha256).hexdigest()}
+    assert bench.verify_invocation("bis_s", headers, b"{}") == "alice"
+    assert bench.verify_invocation("bis_s", headers, b"{ }") is None
+
+
+def test_signature_headers_go_to_the_endpoints_own_host_only(
+        server: RunningServer, endpoint: AgentEndpoint) -> None:
+    owner, owner_key, _ = published(server, endpoint, "/to-other-host")
+    before = len(endpoint.requests)
+    assert call(server, owner_key, owner).status_code == 502, "the other host cannot verify it"
+    first, redirected = endpoint.requests[before:before + 2]
+    assert first["path"] == "/to-other-host" and "X-Bench-Signature" in first["headers"]
+    assert redirected["headers"]["Host"].startswith("localhost:")
+    assert not [h for h in redirected["headers"] if h.lower().startswith("x-bench-")]
+    owner, owner_key, _ = published(server, endpoint, "/to-echo")
+    reply = call(server, owner_key, owner)
+    assert seen_request(endpoint, reply.json()["call_id"])["headers"]["X-Bench-Path"] == "/to-echo"
+    assert reply.json()["output"]["caller"] == owner, "same host: signed again for /echo"
+
+
+def test_a_refusal_names_no_address_and_the_invoked_task_keeps_the_hide_settings(
+        server: RunningServer, endpoint: AgentEndpoint) -> None:
+    owner, owner_key, slug = published(server, endpoint, "/to-private")
+    reply = call(server, owner_key, owner)
+    assert reply.status_code == 502 and "10.0.0.1" not in reply.text
+    tasks = server.get(f"/api/agents/{owner}/{slug}/tasks")["tasks"]
+    assert tasks and "10.0.0.1" not in json.dumps(tasks) and "127.0.0.1" not in json.dumps(tasks)
+    owner2, key2, slug2 = published(server, endpoint, owner=owner, slug="quiet")
+    httpx.patch(f"{server.url}/api/agents/{owner2}/{slug2}", headers={"X-Bench-Key": key2},
+                json={"hide_inputs": True, "hide_outputs": True})
+    answered = call(server, key2, owner2, slug2)
+    assert answered.status_code == 200, answered.text
+    public = server.get(f"/api/agents/{owner2}/{slug2}/tasks/{answered.json()['call_id']}")
+    assert public["name"] == "invoked" and public["input"] == public["output"] == HIDDEN
+    for path in (f"/api/agents/{owner2}/{slug2}", f"/u/{owner2}/{slug2}",
+                 f"/api/agents/{owner2}/{slug2}/capability"):
+        assert endpoint.url.split("//")[1] not in httpx.get(server.url + path).text, path

@@ -65,7 +65,8 @@ def test_runs_costs_and_parent_links_arrive(server: Any) -> None:
     assert (profile["runs"], profile["successes"], profile["failures"]) == (3, 2, 1)
     assert profile["cost_usd_total"] == pytest.approx(1.0)
     path = "/api/agents/sdk-tester/sdk-real/tasks"
-    tasks = {t["name"]: t for t in server.get(path)["tasks"]}
+    owner = server.create_key("sdk-tester")  # outputs are the owner's until shown
+    tasks = {t["name"]: t for t in server.get(path, owner)["tasks"]}
     assert set(tasks) == {"research", "sync-run", "failing-run"}, "roots"
     research_children = server.get(path, parent=tasks["research"]["task_id"])["tasks"]
     assert sorted(t["name"] for t in research_children) == ["fetch-a", "fetch-b"]

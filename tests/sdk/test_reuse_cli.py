@@ -95,8 +95,8 @@ def test_publish_names_the_field_of_a_bad_card(project: Path, server: RunningSer
     capsys.readouterr()
     assert main(["publish"]) == 1
     assert capsys.readouterr().err.strip() == (
-        "bench: invocation.url is refused: 10.1.2.3 resolves to a private address (422): "
-        "body.invocation.url: 10.1.2.3 resolves to a private address")
+        "bench: invocation.url is refused: Bench calls endpoints on public addresses only (422): "
+        "body.invocation.url: Bench calls endpoints on public addresses only")
     set_invocation(project, {"mode": "disabled"}, description="")
     assert main(["publish"]) == 1
     assert "body.capability.description: String should have at least 1 character" in \

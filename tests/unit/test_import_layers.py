@@ -23,7 +23,6 @@ ADAPTERS = ("store.sqlite", "store.dynamodb", "live.local", "live.apigw", "llm.o
             "llm.bedrock", "embed.bedrock", "workflows.stepfunctions",
             # adapters to outside services that have no second implementation, so no port:
             "accounts.github",  # GitHub's OAuth endpoints
-            "accounts.secrets",  # SSM Parameter Store
             "reuse.outbound")  # a published agent's own endpoint
 IO_ALLOWED = {
     **{adapter: IO_LIBRARIES for adapter in ADAPTERS},

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from bench_core.domain import stats
 from bench_core.domain.models import AgentRef
-from bench_core.store.sqlite.connection import Database
+from bench_core.store.sqlite.connection import Concern, Database
 from bench_core.store.sqlite.store import MIGRATIONS, RANKED_SINCE, SqliteStore
 
 
@@ -62,3 +62,16 @@ def test_a_file_from_before_the_leaderboard_ranks_its_agents_on_upgrade(tmp_path
         assert store.get_agent(AgentRef("alice", "old-timer")).stats.runs == 12
     finally:
         store.close()
+
+
+def test_no_concern_hides_another_concerns_method() -> None:
+    """`SqliteStore` is its concerns together: a name two of them define would silently be
+    only the first one's."""
+    concerns = [c for c in SqliteStore.__mro__[1:] if issubclass(c, Concern) and c is not Concern]
+    assert len(concerns) >= 9
+    owners: dict[str, str] = {}
+    for concern in concerns:
+        for name in vars(concern):
+            if not name.startswith("__"):
+                assert name not in owners, f"{name} in {owners.get(name)} and {concern.__name__}"
+                owners[name] = concern.__name__

@@ -27,12 +27,13 @@ def _store(args: argparse.Namespace):  # noqa: ANN202 - the Store protocol
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .local import create_local_app
+    from .local import create_local_app, server_config
 
     settings = _settings(args)
-    if args.host not in ("127.0.0.1", "localhost", "::1") and settings.public_url is None:
-        print("note: set BENCH_PUBLIC_URL to the address users reach this server at",
-              file=sys.stderr)
+    if args.host not in ("127.0.0.1", "localhost", "::1") and settings.public_url is None \
+            and not settings.allowed_hosts:
+        print("note: set BENCH_PUBLIC_URL (or BENCH_ALLOWED_HOSTS) to the address users reach "
+              "this server at: requests for any other Host are refused (421)", file=sys.stderr)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
@@ -40,7 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                      + (" (try another port: make run PORT=8001)"
                         if exc.errno == errno.EADDRINUSE else ""))
     app = create_local_app(settings)
-    config = uvicorn.Config(app, log_level=args.log_level, access_log=False)
+    config = server_config(app, log_level=args.log_level)
     print(f"Bench is running at http://{_shown_host(args.host)}:{sock.getsockname()[1]}  "
           f"(data: {settings.data_dir})", flush=True)
     uvicorn.Server(config).run(sockets=[sock])

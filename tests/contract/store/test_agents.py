@@ -21,12 +21,13 @@ def ingest(store: Store, events, meta: AgentMeta = META, login: str = "alice"):
     return store.ingest(login, meta, clean(events))
 
 
-def test_first_batch_creates_a_public_agent_and_later_batches_update_its_details(
+def test_first_batch_creates_a_public_agent_with_hidden_content_and_later_batches_update_it(
         store: Store) -> None:
     ingest(store, [ev("custom")], AgentMeta(slug="agent-1", display_name="Agent One",
                                             model="m1", tools=["search"]))
     agent = store.get_agent(REF)
-    assert agent is not None and agent.visibility == "public" and not agent.hide_inputs
+    assert agent is not None and agent.visibility == "public"
+    assert agent.hide_inputs and agent.hide_outputs, "content is private until the owner shows it"
     assert (agent.display_name, agent.model, agent.tools) == ("Agent One", "m1", ["search"])
     ingest(store, [ev("custom")], AgentMeta(slug="agent-1", framework="langchain"))
     agent = store.get_agent(REF)
@@ -37,8 +38,10 @@ def test_first_batch_creates_a_public_agent_and_later_batches_update_its_details
 
 def test_settings_update(store: Store) -> None:
     ingest(store, [ev("custom")])
-    agent = store.update_agent(REF, {"visibility": "private", "hide_inputs": True})
+    agent = store.update_agent(REF, {"visibility": "private", "hide_outputs": False})
     assert agent.visibility == "private" and agent.hide_inputs and not agent.hide_outputs
+    ingest(store, [ev("custom")])
+    assert not store.get_agent(REF).hide_outputs, "a later batch keeps the owner's settings"
     assert store.update_agent(AgentRef("alice", "nope"), {"hide_inputs": True}) is None
 
 

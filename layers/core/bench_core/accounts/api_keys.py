@@ -39,9 +39,11 @@ def keys_of(store: Store, login: str) -> list[KeyRecord]:
     return sorted(store.list_keys(login), key=lambda k: k.created_at, reverse=True)
 
 
-def revoke_own(store: Store, login: str, key_hash: str) -> None:
-    """Revoke the owner's key with this hash; 404 for any other (or malformed) hash."""
+def revoke_own(store: Store, login: str, key_hash: str) -> KeyRecord:
+    """Revoke the owner's key with this hash (and return it); 404 for any other (or
+    malformed) hash."""
     record = store.key_by_hash(key_hash) if len(key_hash) == 64 else None
     if record is None or record.login != login:
         raise NotFound("you have no such key")
     store.revoke_key(record.key_hash, iso(utcnow()))
+    return record

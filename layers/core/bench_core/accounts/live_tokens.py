@@ -16,15 +16,25 @@ PURPOSE = "live"
 TTL_S = 300
 
 
-def issue(secret: bytes, channel: Channel, viewer: str | None) -> str:
-    return signed_tokens.sign(secret, PURPOSE, {"c": channel.name, "v": viewer}, TTL_S)
+def issue(secret: bytes, channel: Channel, viewer: str | None, grant: str | None = None) -> str:
+    """A token for `viewer` to watch `channel`, naming the grant (`live_grants`) that allowed
+    it, so that the connection closes when that session or key ends."""
+    return signed_tokens.sign(secret, PURPOSE, {"c": channel.name, "v": viewer, "g": grant},
+                              TTL_S)
+
+
+def read(secret: bytes, token: str, channel: Channel) -> tuple[str | None, str | None]:
+    """The signed-in viewer a valid token for `channel` names, and its grant; (None, None) for
+    an anonymous token, a token for another channel, or anything forged or expired."""
+    data = signed_tokens.unsign(secret, PURPOSE, token)
+    if not isinstance(data, dict) or data.get("c") != channel.name:
+        return None, None
+    viewer, grant = data.get("v"), data.get("g")
+    if not isinstance(viewer, str):
+        return None, None
+    return viewer, grant if isinstance(grant, str) else None
 
 
 def viewer_of(secret: bytes, token: str, channel: Channel) -> str | None:
-    """The signed-in viewer a valid token for `channel` names; None for an anonymous token, a
-    token for another channel, or anything forged or expired."""
-    data = signed_tokens.unsign(secret, PURPOSE, token)
-    if not isinstance(data, dict) or data.get("c") != channel.name:
-        return None
-    viewer = data.get("v")
-    return viewer if isinstance(viewer, str) else None
+    """The viewer `read` finds in the token."""
+    return read(secret, token, channel)[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -19,27 +19,16 @@ from ..domain.errors import Conflict, Invalid
 from ..domain.field_limits import cap
 from ..domain.keys import may_write
 from ..domain.models import Agent, AgentRef, KeyRecord, Label, Slug, iso, utcnow
+from ..runtime.ports import WithLLM, WithSettings, WithStore
 from . import aggregate
 from .grading import Grade, grade_all, grader_for
 from .records import Attempt, AttemptStatus, RunRecord
 from .suites import Suite, load_suite, value_hash
 
-if TYPE_CHECKING:
-    from ..llm import LLM
-    from ..runtime.config import Settings
-    from ..store import Store
 
-
-class RunPorts(Protocol):
+class RunPorts(WithStore, WithLLM, WithSettings, Protocol):
     """What submitting a run uses: the store, the grader's model (None: offline graders only)
     and the settings (the field cap)."""
-
-    @property
-    def store(self) -> Store: ...
-    @property
-    def llm(self) -> LLM | None: ...
-    @property
-    def settings(self) -> Settings: ...
 
 
 HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"

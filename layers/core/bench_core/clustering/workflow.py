@@ -16,18 +16,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..domain.models import AgentRef, TaskState, iso, utcnow
 from ..domain.task_text import as_text
+from ..runtime.ports import WithEmbedder, WithLLM, WithSettings, WithStore, WithWorkflows
 from ..workflows import State, Workflows, parse_agent
 from .describe import describe, top_terms, words
-
-if TYPE_CHECKING:
-    from ..embed import Embedder
-    from ..llm import LLM
-    from ..runtime.config import Settings
-    from ..store import Store
 
 MAX_TASKS = 1000
 """Failures considered per agent (the newest): enough to see its failure modes, bounded cost."""
@@ -40,21 +35,10 @@ SWEEP_LIMIT = 5000
 DUE_LIMIT = 500
 
 
-class ClusterPorts(Protocol):
+class ClusterPorts(WithStore, WithWorkflows, WithEmbedder, WithLLM, WithSettings, Protocol):
     """What the cluster steps use: the store, where evals start (the sweep), the embedder and
     the describer's model (both built on first use: only `cluster_agent` needs them) and the
     settings (the describer's prompt)."""
-
-    @property
-    def store(self) -> Store: ...
-    @property
-    def workflows(self) -> Workflows: ...
-    @property
-    def embedder(self) -> Embedder: ...
-    @property
-    def llm(self) -> LLM | None: ...
-    @property
-    def settings(self) -> Settings: ...
 
 
 def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MIN_AGE,

@@ -51,6 +51,8 @@ class LiveConnection:
     slug: str | None
     viewer: str | None
     expires_at: str
+    grant: str | None = None
+    """What authorised it (`accounts.live_grants`): it closes when that ends."""
 
     @property
     def channel(self) -> Channel:
@@ -63,7 +65,7 @@ def may_watch(channel: Channel, agent: Agent | None, viewer: Viewer) -> bool:
     rule, asked of privacy.py); before its first event it exists for its owner only, who waits
     on the setup page for that event."""
     if channel.slug is None or agent is None:
-        return viewer.login == channel.login
+        return viewer.owns_account(channel.login)
     try:
         visible_agent(agent, viewer)
     except NotFound:

@@ -16,13 +16,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from .pricing import is_evidence, price_evidence
+from .pricing import evidence_problems, is_evidence, price_evidence
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
@@ -60,7 +61,10 @@ class WireEvent(BaseModel):
     @field_validator("ts")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        try:
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+            raise ValueError("ts must fall within the years 1 to 9999 in UTC") from None
 
     @field_validator("parent_task_id")
     @classmethod
@@ -91,10 +95,19 @@ class WireEvent(BaseModel):
 
     @model_validator(mode="after")
     def _evidence_is_priced_by_bench(self) -> WireEvent:
-        """Evidence cost comes from Bench's price table, never from the sender (`pricing`)."""
+        """Evidence cost comes from Bench's price table, never from the sender, and evidence
+        holds names and numbers only (`pricing`); what is dropped is kept for the answer."""
         if self.kind == "task.log" and is_evidence(self.data):
+            self._dropped = evidence_problems(self.data)
             self.data = price_evidence(self.data)
         return self
+
+    _dropped: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+
+    @property
+    def dropped(self) -> list[tuple[str, str]]:
+        """Evidence fields dropped at validation: (field, reason)."""
+        return self._dropped
 
 
 class IngestBatch(BaseModel):

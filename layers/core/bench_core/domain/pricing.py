@@ -130,15 +130,46 @@ def _or(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
+NAME_FIELDS = ("provider", "model", "operation")
+"""The evidence fields that are text: names, never content."""
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
+"""What a provider, model or operation name looks like (`us.anthropic.claude-3-5-sonnet-v1:0`,
+`meta-llama/Llama-3.3-70B`, `llama3.3:70b`): anything else could carry content, and evidence
+is shown even where the owner hides outputs."""
+_PRICED = ("label", "cost_usd", "price_source")
+
+
+def evidence_name(value: Any) -> str | None:
+    """`value` if it is a name as evidence may carry one, else None."""
+    return value if isinstance(value, str) and _NAME.fullmatch(value) else None
+
+
+def evidence_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """The fields `price_evidence` drops from `data`, each with the reason."""
+    problems = []
+    for name, value in data.items():
+        if name in NAME_FIELDS:
+            if value is not None and evidence_name(value) is None:
+                problems.append((name, "not a name: letters, digits and ._:/@+- only, "
+                                       "at most 100 characters"))
+        elif name in TOKEN_FIELDS:
+            if value is not None and token_count(value) is None:
+                problems.append((name, "not a token count"))
+        elif name not in _PRICED:
+            problems.append((name, "not an evidence field"))
+    return problems
+
+
 def price_evidence(data: dict[str, Any], table: PriceTable | None = None) -> dict[str, Any]:
-    """An evidence record with clean token counts and the cost and price source from the table
-    (None for both when the model is unknown or no tokens were counted)."""
+    """An evidence record of names, token counts and the cost and price source from the table
+    (None for both when the model is unknown or no tokens were counted); everything else is
+    dropped (`evidence_problems` says what and why)."""
     table = table or price_table()
+    names = {name: evidence_name(data.get(name)) for name in NAME_FIELDS}
     tokens = {name: token_count(data.get(name)) for name in TOKEN_FIELDS}
-    model = data.get("model") if isinstance(data.get("model"), str) else None
-    price = table.lookup(model)
+    price = table.lookup(names["model"])
     cost = cost_usd(price, tokens) if price is not None else None
-    return {**data, **tokens, "label": EVIDENCE_LABEL, "cost_usd": cost,
+    return {"label": EVIDENCE_LABEL, **names, **tokens, "cost_usd": cost,
             "price_source": table.source_of(price) if cost is not None and price else None}
 
 

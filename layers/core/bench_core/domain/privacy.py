@@ -17,21 +17,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import NotFound
-from .models import Agent, EvalResult, TaskState
-from .pricing import EVIDENCE_LABEL, TOKEN_FIELDS, is_evidence
+from .models import Agent, EvalResult, KeyRecord, TaskState
+from .pricing import EVIDENCE_LABEL, NAME_FIELDS, TOKEN_FIELDS, evidence_name, is_evidence, token_count
 
 HIDDEN = "[hidden by owner]"
+IMPLICIT_AGENT = {"visibility": "public", "hide_inputs": True, "hide_outputs": True}
+"""How an agent created by its first ingest, OTLP span or call starts: public numbers, badge,
+profile and leaderboard place, with its content hidden until the owner shows it."""
 EVIDENCE_FIELDS = ("provider", "model", "operation", *TOKEN_FIELDS, "cost_usd", "price_source")
 
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is asking: a signed-in login, or nobody (`login=None`)."""
+    """Who is asking: a signed-in login, or nobody (`login=None`). `agent_slug` is set for an
+    agent key (`bka_`): it owns that one agent and sees the rest as an anonymous visitor."""
 
     login: str | None = None
+    agent_slug: str | None = None
+
+    @classmethod
+    def of_key(cls, key: KeyRecord) -> Viewer:
+        """The viewer a key acts as: its owner for an owner key, one agent for an agent key."""
+        return cls(key.login, key.agent_slug)
 
     def owns(self, agent: Agent) -> bool:
-        return self.login is not None and self.login == agent.login
+        return (self.login is not None and self.login == agent.login
+                and self.agent_slug in (None, agent.slug))
+
+    def owns_account(self, login: str) -> bool:
+        """Whether the viewer acts for the whole account `login` (its dashboard, its feed of
+        every agent): a session or an owner key, never an agent key."""
+        return self.login is not None and self.login == login and self.agent_slug is None
 
 
 ANONYMOUS = Viewer()
@@ -101,7 +117,12 @@ def evidence_view(task: TaskState, events: list[dict[str, Any]] | None) -> dict[
 
 
 def evidence_record(data: dict[str, Any]) -> dict[str, Any]:
-    return {"label": EVIDENCE_LABEL, **{name: data.get(name) for name in EVIDENCE_FIELDS}}
+    """Usage only: names that look like names (a record stored before ingest checked them may
+    hold anything), counts and Bench's price."""
+    record = {"label": EVIDENCE_LABEL, **{name: data.get(name) for name in EVIDENCE_FIELDS}}
+    record.update({name: evidence_name(record[name]) for name in NAME_FIELDS})
+    record.update({name: token_count(record[name]) for name in TOKEN_FIELDS})
+    return record
 
 
 def shows_derived(agent: Agent, viewer: Viewer, private: bool) -> bool:

@@ -20,32 +20,21 @@ machine's Choice states read (`statemachines/eval.asl.json`, checked against `ST
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ..domain.models import EvalResult, iso, utcnow
 from ..domain.task_text import is_empty
+from ..runtime.ports import WithJudge, WithSettings, WithStore
 from ..workflows import State, parse_agent
 from .budget import skip_reason
-
-if TYPE_CHECKING:
-    from ..runtime.config import Settings
-    from ..store import Store
-    from .judge import Judge
 
 DONE = "done"
 NO_CONTENT = "no content captured"
 
 
-class EvalPorts(Protocol):
+class EvalPorts(WithStore, WithJudge, WithSettings, Protocol):
     """What the eval steps use: the store, the judge (built on first use, so a step that does
     not judge never opens the model) and the settings (the judge's budget)."""
-
-    @property
-    def store(self) -> Store: ...
-    @property
-    def judge(self) -> Judge: ...
-    @property
-    def settings(self) -> Settings: ...
 
 
 def start_state(agent: str, task_id: str, *, force: bool = False) -> State:

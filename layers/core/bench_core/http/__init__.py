@@ -11,8 +11,9 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.requests import HTTPConnection
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..domain.errors import BenchError
@@ -20,6 +21,7 @@ from ..runtime import snapstart
 from ..runtime.adapters import Services
 from ..runtime.config import Settings
 from ..runtime.log import logger
+from .guard import Guard
 
 
 def create_app(*routers: APIRouter, services: Services | None = None) -> FastAPI:
@@ -34,7 +36,9 @@ def create_app(*routers: APIRouter, services: Services | None = None) -> FastAPI
     app.add_exception_handler(BenchError, _bench_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected_error)
+    app.add_middleware(Guard, settings_of=_settings_of)
     app.add_middleware(CorrelationId)
     return app
 
@@ -44,6 +48,11 @@ def get_services(request: Request) -> Services:
     if services is None:
         services = request.app.state.services = Services.from_settings(Settings.from_env())
     return services
+
+
+def _settings_of(scope: Scope) -> Settings:
+    """The settings of the app a request (or WebSocket) reached, for `guard.Guard`."""
+    return get_services(HTTPConnection(scope)).settings  # type: ignore[arg-type]
 
 
 async def services_of(request: Request) -> Services:
@@ -79,6 +88,12 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = "not found" if exc.status_code == 404 else str(exc.detail)
     return error_response(exc.status_code, message, headers=exc.headers)
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """A client that went away mid-request: nobody reads the answer, nothing is wrong here."""
+    logger.info("client disconnected", extra={"path": request.url.path})
+    return Response(status_code=400)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:

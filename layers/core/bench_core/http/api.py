@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from starlette.concurrency import run_in_threadpool
 
+from ..accounts import live_grants
 from ..accounts.agents import change_settings_with_key
 from ..domain.errors import NotFound
 from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentSettingsPatch, KeyRecord
@@ -70,4 +71,5 @@ async def patch_agent(login: str, slug: str, patch: AgentSettingsPatch,
                       services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = await run_in_threadpool(change_settings_with_key, services.store, key,
                                     agent_ref(login, slug), patch.model_dump(exclude_none=True))
-    return agent_detail(services.store, agent, Viewer(key.login))
+    await live_grants.settings_changed(services.live, agent)
+    return agent_detail(services.store, agent, Viewer.of_key(key))

@@ -9,16 +9,16 @@ on an error page that says what happened, with no session created.
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import github, logins, sessions, valid_account_login
+from ..accounts import github, live_grants, logins, sessions, valid_account_login
 from ..accounts import signed_tokens as signing
 from ..domain.errors import Forbidden
+from ..domain.hosts import FORWARDING_HEADERS, host_name, is_loopback_name
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .browser import (
@@ -44,17 +44,17 @@ CALLBACK = "/auth/github/callback"
 def local_signin_allowed(request: Request, services: Services) -> bool:
     """Local sign-in (any name, no password) is for one person's own machine: on when
     BENCH_LOCAL_SIGNIN says so; by default only without GitHub, on the embedded store, for a
-    request that reached the server on a loopback address."""
+    request from a loopback peer, to a loopback `Host`, with no forwarding header (a proxy on
+    the same machine has a loopback peer too: what it forwards is anyone's)."""
     settings = services.settings
     if settings.accounts.local_signin is not None:
         return settings.accounts.local_signin
     if settings.accounts.github_enabled or settings.store != "sqlite":
         return False
-    server = request.scope.get("server") or ("", 0)
-    try:
-        return ipaddress.ip_address(server[0]).is_loopback
-    except ValueError:
+    if any(name in request.headers for name in FORWARDING_HEADERS):
         return False
+    peer = request.client.host if request.client else ""
+    return is_loopback_name(peer) and is_loopback_name(host_name(request.headers.get("host", "")))
 
 
 def signed_in(request: Request, services: Services, login: str, target: str) -> Response:
@@ -160,6 +160,7 @@ async def logout(request: Request, services: Services = Depends(services_of)) ->
     session = await session_of(request, services)
     if session is not None:
         await run_in_threadpool(sessions.end, services.store, session)
+        await live_grants.signed_out(services.live, session)
     response = RedirectResponse("/", status_code=303, headers=NO_STORE)
     clear_cookie(response, request, services, sessions.COOKIE)
     return response

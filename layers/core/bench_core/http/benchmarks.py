@@ -64,7 +64,7 @@ def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) ->
     from ..benchmarks.runs import submit_run
 
     record = submit_run(services, key, suite, run)
-    return read_models.own_run_detail(services.store, record, Viewer(key.login))
+    return read_models.own_run_detail(services.store, record, Viewer.of_key(key))
 
 
 @api_router.get("")

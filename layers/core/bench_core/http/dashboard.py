@@ -15,11 +15,11 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import api_keys
+from ..accounts import api_keys, live_grants
 from ..accounts.agents import NOT_YOURS, change_settings, create_with_key
 from ..domain.errors import NotFound
 from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
-from ..domain.privacy import Viewer
+from ..domain.privacy import IMPLICIT_AGENT, Viewer
 from ..reads import dashboard as owner_reads
 from ..runtime.adapters import Services
 from . import public_base, services_of
@@ -51,7 +51,8 @@ async def home(request: Request, services: Services = Depends(services_of)) -> R
 @router.get("/new")
 async def new_agent_form(request: Request, services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
-    return await _page(request, services, session.login, "dashboard_new.html", form={},
+    form = {name: "on" for name in ("hide_inputs", "hide_outputs") if IMPLICIT_AGENT[name]}
+    return await _page(request, services, session.login, "dashboard_new.html", form=form,
                        problem=None, slug_pattern=SLUG_PATTERN)
 
 
@@ -113,6 +114,7 @@ async def agent_settings(request: Request, slug: str,
                                       patch.model_dump(exclude_none=True))
     if updated is None:
         raise NotFound(NOT_YOURS)
+    await live_grants.settings_changed(services.live, updated)
     return RedirectResponse(f"/dashboard/agents/{ref.slug}?saved=1", status_code=303,
                             headers=NO_STORE)
 
@@ -151,6 +153,7 @@ async def revoke_key(request: Request, services: Services = Depends(services_of)
     session = await account_session(request, services)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
-    await run_in_threadpool(api_keys.revoke_own, services.store, session.login,
-                            fields.get("key", ""))
+    revoked = await run_in_threadpool(api_keys.revoke_own, services.store, session.login,
+                                      fields.get("key", ""))
+    await live_grants.key_revoked(services.live, revoked)
     return RedirectResponse("/dashboard/keys", status_code=303, headers=NO_STORE)

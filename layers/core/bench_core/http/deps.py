@@ -7,6 +7,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..accounts import api_keys
 from ..domain.errors import PayloadTooLarge, Unauthorized
+from ..domain.hosts import client_address
 from ..domain.models import KeyRecord
 from ..domain.privacy import ANONYMOUS, Viewer
 from ..runtime.adapters import Services
@@ -44,7 +45,15 @@ async def current_viewer(request: Request, services: Services = Depends(services
         session = await session_of(request, services)
         return ANONYMOUS if session is None else Viewer(login=session.login)
     record = await run_in_threadpool(authenticate, services, raw)
-    return Viewer(login=record.login)
+    return Viewer.of_key(record)
+
+
+def client_of(request: Request, services: Services) -> str:
+    """The client's address for rate limits: the socket's peer (API Gateway's source IP under
+    Lambda), or what a trusted proxy says it forwarded for (`domain.hosts`)."""
+    peer = request.client.host if request.client else None
+    return client_address(peer, request.headers.get("x-forwarded-for"),
+                          services.settings.trusted_proxies)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -18,6 +18,7 @@ from ..accounts import device
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
+from .deps import client_of
 from .templating import page
 
 api_router = APIRouter(prefix="/api/cli/device")
@@ -32,7 +33,7 @@ class TokenRequest(BaseModel):
 @api_router.post("/code")
 async def device_code(request: Request, services: Services = Depends(services_of)
                       ) -> JSONResponse:
-    client = request.client.host if request.client else "unknown"
+    client = client_of(request, services)
     started = await run_in_threadpool(device.start_for, services.store, client,
                                       services.settings.accounts.device_interval_s)
     uri = public_base(request, services) + "/device"

@@ -9,7 +9,7 @@ from starlette.responses import JSONResponse
 
 from ..domain.errors import BenchError, Unauthorized
 from ..ingest.pipeline import accept_batch
-from ..ingest.wire import decode_body
+from ..ingest.wire import decode_body, dropped_fields
 from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
 from ..runtime.log import logger
@@ -51,6 +51,8 @@ async def post_ingest(request: Request, background: BackgroundTasks,
     logger.info("batch ingested", extra={"agent": path, "accepted": outcome.accepted,
                                          "duplicates": outcome.duplicates})
     # A response, not a dict: FastAPI would validate and re-encode a dict on the hot path.
-    return JSONResponse({"accepted": outcome.accepted, "duplicates": outcome.duplicates,
-                         "agent": path, "url": f"{public_base(request, services)}/u/{path}"},
-                        background=background)
+    answer = {"accepted": outcome.accepted, "duplicates": outcome.duplicates, "agent": path,
+              "url": f"{public_base(request, services)}/u/{path}"}
+    if dropped := dropped_fields(batch):
+        answer["dropped"] = dropped
+    return JSONResponse(answer, background=background)

@@ -19,24 +19,35 @@ from fastapi import APIRouter, Depends, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from ..accounts.live_grants import KEY, key_grant, session_grant
 from ..accounts.live_tokens import issue
-from ..domain.errors import NotFound
+from ..domain.errors import NotFound, Unauthorized
 from ..domain.live import Channel, may_watch
-from ..domain.privacy import Viewer
+from ..domain.privacy import ANONYMOUS, Viewer
 from ..live.local import POLICY_VIOLATION, LocalFeed, Subscriber
 from ..reads.live_events import channel_agents, hello
 from ..runtime.adapters import Services
 from . import csrf, get_services, public_base, services_of
 from .browser import NO_STORE
+from .deps import authenticate, presented_key
 from .session_cookie import session_of
 
 router = APIRouter()
 
 
 
-async def _viewer(connection: Request | WebSocket, services: Services) -> Viewer:
+async def _viewer(connection: Request | WebSocket, services: Services
+                  ) -> tuple[Viewer, str | None]:
+    """Who is watching, from a key (scripts can send headers on a WebSocket) or the session
+    cookie, and the grant that closes the connection when it ends (`live_grants`)."""
+    raw = presented_key(connection)  # type: ignore[arg-type]
+    if raw is not None:
+        record = await run_in_threadpool(authenticate, services, raw)
+        return Viewer.of_key(record), key_grant(record)
     session = await session_of(connection, services)
-    return Viewer(session.login if session else None)
+    if session is None:
+        return ANONYMOUS, None
+    return Viewer(session.login), session_grant(session)
 
 
 @router.get("/live-token")
@@ -48,14 +59,17 @@ async def live_token(request: Request, channel: str,
         wanted = Channel.parse(channel)
     except ValueError as exc:
         raise NotFound("no such feed") from exc
-    viewer = await _viewer(request, services)
+    viewer, grant = await _viewer(request, services)
     agent, _ = await run_in_threadpool(channel_agents, services.store, wanted)
     if not may_watch(wanted, agent, viewer):
         raise NotFound("no such feed")
     live = services.settings.live
     if live.url:
+        if viewer.agent_slug is not None:  # a token names a login, not one agent of it
+            raise NotFound("no such feed: watch with a session or an owner key")
         secret = await run_in_threadpool(services.secrets.session_key)
-        query = urlencode({"channel": wanted.name, "token": issue(secret, wanted, viewer.login)})
+        token = issue(secret, wanted, viewer.login, grant)
+        query = urlencode({"channel": wanted.name, "token": token})
         return JSONResponse({"url": f"{live.url}?{query}"}, headers=NO_STORE)
     base = public_base(request, services)
     scheme = "wss" if base.startswith("https://") else "ws"
@@ -82,19 +96,32 @@ async def _serve(websocket: WebSocket, name: str) -> None:
         await websocket.close(code=POLICY_VIOLATION)
         return
     base = public_base(websocket, services)  # type: ignore[arg-type]
-    viewer = await _viewer(websocket, services)
+    try:
+        viewer, grant = await _viewer(websocket, services)
+    except Unauthorized:
+        await websocket.close(code=POLICY_VIOLATION)
+        return
     agent, agents = await run_in_threadpool(channel_agents, services.store, channel)
-    if (not isinstance(feed, LocalFeed) or not csrf.same_origin(websocket.headers.get("origin"), base)
+    if (not isinstance(feed, LocalFeed) or not _origin_allowed(websocket, base, grant)
             or not may_watch(channel, agent, viewer)):
         await websocket.close(code=POLICY_VIOLATION)
         return
-    subscriber = feed.subscribe(channel, viewer.login)
+    subscriber = feed.subscribe(channel, viewer, grant)
     try:
         await websocket.accept()
         await websocket.send_text(hello(channel.name, agents))
         await _pump(websocket, subscriber)
     finally:
         feed.unsubscribe(subscriber)
+
+
+def _origin_allowed(websocket: WebSocket, base: str, grant: str | None) -> bool:
+    """A browser's handshake carries cookies to any site, so it must come from this one; a
+    script that sends a key sends no cookie and may have no Origin at all."""
+    origin = websocket.headers.get("origin")
+    if origin is None and grant is not None and grant.startswith(KEY):
+        return True
+    return csrf.same_origin(origin, base)
 
 
 async def _pump(websocket: WebSocket, subscriber: Subscriber) -> None:

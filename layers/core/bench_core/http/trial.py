@@ -21,6 +21,7 @@ from ..runtime.adapters import Services
 from ..trial import sandbox
 from . import public_base, services_of
 from .browser import NO_STORE, check_csrf, csrf_for, form_fields, set_cookie
+from .deps import client_of
 from .session_cookie import session_of
 from .templating import PageRoute, error_page, page
 
@@ -60,7 +61,7 @@ def _start(services: Services, client: str) -> tuple[str, str, sessions.Session,
 async def start_sandbox(request: Request, services: Services = Depends(services_of)) -> Response:
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
-    client = request.client.host if request.client else "unknown"
+    client = client_of(request, services)
     try:
         login, key, session, cookie = await run_in_threadpool(_start, services, client)
     except TooManyRequests as exc:  # the error page, with the Retry-After PageRoute leaves out

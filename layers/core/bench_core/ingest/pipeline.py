@@ -13,35 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..domain.keys import may_write
 from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent
 from ..domain.pricing import models_seen
 from ..runtime.log import logger
+from ..runtime.ports import WithLive, WithSettings, WithStore, WithWorkflows
 from .wire import clean_event, parse_batch
-
-if TYPE_CHECKING:
-    from ..live import LiveFeed
-    from ..runtime.config import Settings
-    from ..store import Store
-    from ..workflows import Workflows
 
 Later = Callable[..., Any]
 """Runs `fn(*args)` once the answer is sent, as `BackgroundTasks.add_task` does."""
 
 
-class IngestPorts(Protocol):
-    """What accepting events uses (the composition root's `Services` is one)."""
-
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def store(self) -> Store: ...
-    @property
-    def workflows(self) -> Workflows: ...
-    @property
-    def live(self) -> LiveFeed: ...
+class IngestPorts(WithStore, WithSettings, WithWorkflows, WithLive, Protocol):
+    """What accepting events uses: the store, the limits, where evals start, the live feed."""
 
 
 def accept(ports: IngestPorts, login: str, meta: AgentMeta,

@@ -48,6 +48,12 @@ def validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
             for err in exc.errors(include_url=False, include_input=False)]
 
 
+def dropped_fields(batch: IngestBatch) -> list[dict[str, Any]]:
+    """What validation dropped from the batch's evidence records, as the answer reports it."""
+    return [{"loc": ["events", i, "data", name], "msg": reason}
+            for i, event in enumerate(batch.events) for name, reason in event.dropped]
+
+
 def parse_batch(body: bytes, limits: Limits) -> IngestBatch:
     try:
         batch = IngestBatch.model_validate_json(body)

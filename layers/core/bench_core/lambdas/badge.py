@@ -83,14 +83,16 @@ def lambda_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         except Exception:
             logger.exception("unhandled error", extra={"path": match.group(0)})
             reply = error_reply(500, "internal error")
-        return _response(reply)
+        return _response(reply, head=event["requestContext"]["http"].get("method") == "HEAD")
 
     return handler
 
 
-def _response(reply: Reply) -> dict[str, Any]:
+def _response(reply: Reply, head: bool = False) -> dict[str, Any]:
     """`reply` as the result API Gateway's HTTP API expects from a Lambda (payload 2.0), header
-    names in lower case as HTTP/2 sends them."""
-    headers = {"content-type": reply.media_type} | {k.lower(): v for k, v in reply.headers.items()}
+    names in lower case as HTTP/2 sends them; no body for HEAD, and `nosniff` as every Bench
+    answer carries (`http.guard`)."""
+    headers = {"content-type": reply.media_type, "x-content-type-options": "nosniff"} | {
+        k.lower(): v for k, v in reply.headers.items()}
     return {"statusCode": reply.status, "headers": headers,
-            "body": reply.body.decode(), "isBase64Encoded": False}
+            "body": "" if head else reply.body.decode(), "isBase64Encoded": False}

@@ -15,7 +15,8 @@ from datetime import timedelta
 from typing import Any
 
 from ..accounts import sessions
-from ..accounts.live_tokens import viewer_of
+from ..accounts.live_grants import session_grant
+from ..accounts.live_tokens import read
 from ..accounts.secrets import SecretUnavailable
 from ..domain.live import Channel, LiveConnection, may_watch
 from ..domain.models import iso, utcnow
@@ -61,32 +62,37 @@ class WebSocketRoutes:
             channel = Channel.parse(str(params.get("channel", "")))
         except ValueError:
             return FORBIDDEN
-        viewer = Viewer(self.viewer(event, params, channel))
+        login, grant = self.viewer(event, params, channel)
+        viewer = Viewer(login)
         store = self.services.store
         agent = store.get_agent(channel.ref) if channel.ref else None
         if not may_watch(channel, agent, viewer):
             logger.info("live connection refused", extra={"channel": channel.name})
             return FORBIDDEN
         store.add_connection(LiveConnection(connection_id, channel.login, channel.slug,
-                                            viewer.login, iso(utcnow() + CONNECTION_TTL)))
+                                            viewer.login, iso(utcnow() + CONNECTION_TTL),
+                                            grant))
         return OK
 
-    def viewer(self, event: dict[str, Any], params: dict[str, Any], channel: Channel) -> str | None:
+    def viewer(self, event: dict[str, Any], params: dict[str, Any], channel: Channel
+               ) -> tuple[str | None, str | None]:
+        """Who is watching and the grant that says so (`live_grants`); (None, None): anyone."""
         try:
             secret = self.services.secrets.session_key()
         except SecretUnavailable:
             logger.exception("live connections are anonymous: no session secret")
-            return None
+            return None, None
         if params.get("token"):
-            return viewer_of(secret, str(params["token"]), channel)
+            return read(secret, str(params["token"]), channel)
         headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         cookie = _cookie(headers.get("cookie", ""), sessions.COOKIE)
         public_url = self.services.settings.public_url
         if cookie and public_url and headers.get("origin") and same_origin(headers["origin"],
                                                                            public_url):
             session = sessions.load(self.services.store, secret, cookie)
-            return session.login if session else None
-        return None
+            if session is not None:
+                return session.login, session_grant(session)
+        return None, None
 
     def message(self, body: str | None) -> dict[str, Any]:
         try:

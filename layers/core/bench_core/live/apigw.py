@@ -9,7 +9,7 @@ they are found; a viewer whose agent has gone private since connecting is discon
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +17,10 @@ import boto3
 from botocore.exceptions import ClientError
 from starlette.concurrency import run_in_threadpool
 
-from ..domain.live import LiveConnection
-from ..domain.models import AgentRef, iso, utcnow
+from ..accounts.live_grants import still_granted
+from ..domain.live import LiveConnection, may_watch
+from ..domain.models import Agent, AgentRef, iso, utcnow
+from ..domain.privacy import Viewer
 from ..reads.live_events import Delivery
 from ..runtime.log import logger
 
@@ -70,6 +72,8 @@ class ApiGatewayFeed:
             """One connection; its failure is logged and never stops the others."""
             try:
                 messages = delivery.for_viewer(connection.viewer)
+                if messages is delivery.owner and not still_granted(self.store, connection.grant):
+                    messages = None
                 if messages is None:
                     self.disconnect(connection)
                     return False
@@ -86,6 +90,26 @@ class ApiGatewayFeed:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 reached = list(pool.map(send, connections))
         return sum(reached)
+
+    async def close_granted(self, login: str, grant: str) -> None:
+        await self._close(login, lambda c: c.grant == grant)
+
+    async def close_unwatchable(self, agent: Agent) -> None:
+        await self._close(agent.login, lambda c: c.channel.covers(agent.ref) and not may_watch(
+            c.channel, agent, Viewer(c.viewer)))
+
+    async def _close(self, login: str, gone: Callable[[LiveConnection], bool]) -> None:
+        """Disconnect `login`'s connections for which `gone` holds (only the owner's own feeds
+        are indexed; anywhere else a viewer sees what anyone may)."""
+        def close_all() -> None:
+            for connection in self.store.live_connections(login, iso(utcnow())):
+                if gone(connection):
+                    self.disconnect(connection)
+
+        try:
+            await run_in_threadpool(close_all)
+        except Exception:
+            logger.exception("closing live connections failed", extra={"login": login})
 
     def post(self, connection: LiveConnection, message: str) -> bool:
         """Post one message; False (and the connection forgotten) if it is gone."""

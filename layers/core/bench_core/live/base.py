@@ -13,15 +13,25 @@ sent is built once per batch and audience by `messages.Delivery`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from ..domain.models import AgentRef
+from ..domain.models import Agent, AgentRef
 
-if TYPE_CHECKING:
-    pass
 
 class LiveFeed(Protocol):
     async def publish(self, ref: AgentRef, events: Sequence[Any]) -> None:
         """Send a summary of `events` (just stored for `ref`; wire events or stored event
-        bodies) to everyone watching. Never raises: a feed problem is never ingest's problem."""
+        bodies) to everyone watching. Never raises: a feed problem is never ingest's problem.
+        A connection whose viewer may no longer watch, or whose grant has ended while it sees
+        the owner's view, is closed instead (1008)."""
+        ...
+
+    async def close_granted(self, login: str, grant: str) -> None:
+        """Close the connections to `login`'s feeds that `grant` (a session's or key's id,
+        `accounts.live_grants`) authorised. Never raises."""
+        ...
+
+    async def close_unwatchable(self, agent: Agent) -> None:
+        """Close the connections to `agent`'s feed whose viewer may no longer watch it (it
+        went private). Never raises."""
         ...

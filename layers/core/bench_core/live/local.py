@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from ..domain.live import Channel
-from ..domain.models import AgentRef
+from ..accounts.live_grants import still_granted
+from ..domain.live import Channel, may_watch
+from ..domain.models import Agent, AgentRef
+from ..domain.privacy import Viewer
 from ..reads.live_events import Delivery
 from ..runtime.log import logger
 
@@ -36,9 +38,10 @@ class Subscriber:
     """One open WebSocket: what it watches, who it is, and its queue of messages to send.
     A None in the queue means "closed by the feed", with `close_code` saying why."""
 
-    def __init__(self, channel: Channel, viewer: str | None) -> None:
+    def __init__(self, channel: Channel, viewer: Viewer, grant: str | None = None) -> None:
         self.channel = channel
         self.viewer = viewer
+        self.grant = grant
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
         self.close_code: int | None = None
 
@@ -63,8 +66,8 @@ class LocalFeed:
         self.store = store
         self._by_login: dict[str, set[Subscriber]] = {}
 
-    def subscribe(self, channel: Channel, viewer: str | None) -> Subscriber:
-        subscriber = Subscriber(channel, viewer)
+    def subscribe(self, channel: Channel, viewer: Viewer, grant: str | None = None) -> Subscriber:
+        subscriber = Subscriber(channel, viewer, grant)
         self._by_login.setdefault(channel.login, set()).add(subscriber)
         return subscriber
 
@@ -89,9 +92,24 @@ class LocalFeed:
             delivery = Delivery(agent, events)
             for subscriber in watchers:
                 messages = delivery.for_viewer(subscriber.viewer)
+                if messages is delivery.owner and not await run_in_threadpool(
+                        still_granted, self.store, subscriber.grant):
+                    messages = None
                 if messages is None:
                     subscriber.close(POLICY_VIOLATION)
                 else:
                     subscriber.offer(messages)
         except Exception:
             logger.exception("live feed publish failed", extra={"agent": ref.path})
+
+    async def close_granted(self, login: str, grant: str) -> None:
+        """Every connection `grant` opened, on any feed: in one process they are all at hand."""
+        for watchers in list(self._by_login.values()):
+            for subscriber in list(watchers):
+                if subscriber.grant == grant:
+                    subscriber.close(POLICY_VIOLATION)
+
+    async def close_unwatchable(self, agent: Agent) -> None:
+        for subscriber in self.watchers(agent.ref):
+            if not may_watch(subscriber.channel, agent, subscriber.viewer):
+                subscriber.close(POLICY_VIOLATION)

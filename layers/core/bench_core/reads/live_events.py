@@ -122,10 +122,12 @@ class Delivery:
             return None
         return self._messages(ANONYMOUS)
 
-    def for_viewer(self, login: str | None) -> list[str] | None:
-        """The messages `login` may receive; None if the agent is now hidden from them (made
-        private since they connected), and the connection should be closed."""
-        return self.owner if Viewer(login).owns(self.agent) else self.public
+    def for_viewer(self, viewer: Viewer | str | None) -> list[str] | None:
+        """The messages `viewer` (or the login of one) may receive; None if the agent is now
+        hidden from them (made private since they connected): the connection should close."""
+        if not isinstance(viewer, Viewer):
+            viewer = Viewer(viewer)
+        return self.owner if viewer.owns(self.agent) else self.public
 
 
 def channel_agents(store: Store, channel: Channel) -> tuple[Agent | None, list[Agent]]:

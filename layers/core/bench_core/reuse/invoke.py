@@ -66,9 +66,8 @@ class Call:
 
 @dataclass
 class Invocation:
-    """What a call came to for the agent `ref`: the caller's answer, or the error to answer with."""
+    """What a call came to: the caller's answer, or the error to answer with."""
 
-    ref: AgentRef
     answer: dict[str, Any] | None
     error: BenchError | None
 
@@ -79,7 +78,7 @@ def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: Invoke
     (not found, no grant, over quota, too large) raise."""
     store, settings = services.store, services.settings.reuse
     now = utcnow()
-    agent = visible_agent(store.get_agent(ref), Viewer(key.login))
+    agent = visible_agent(store.get_agent(ref), Viewer.of_key(key))
     record = store.get_capability(ref)
     endpoint = record.endpoint if record is not None else None
     if record is None or endpoint is None:
@@ -98,19 +97,22 @@ def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: Invoke
     answer = None if call.error is not None else {
         "agent": ref.path, "call_id": call.call_id, "output": call.output,
         "duration_ms": call.duration_ms}
-    return Invocation(agent.ref, answer, call.error)
+    return Invocation(answer, call.error)
 
 
 def _forward(services: IngestPorts, endpoint: str, secret: str, caller: str, ref: AgentRef,
              payload: bytes) -> Call:
     call = Call(call_id=uuid.uuid4().hex, started=utcnow(), duration_ms=0.0)
     headers = {"Content-Type": "application/json", "Accept": "application/json",
-               "User-Agent": "Bench (authorized reuse)", "X-Bench-Call": call.call_id,
-               **signing.signed_headers(secret, int(time.time()), caller, ref.path,
-                                        payload)}
+               "User-Agent": "Bench (authorized reuse)"}
+
+    def sign(path: str, body: bytes) -> dict[str, str]:
+        return signing.signed_headers(secret, int(time.time()), call.call_id, caller, ref.path,
+                                      path, body)
+
     began = time.monotonic()
     try:
-        answer = outbound.post(endpoint, payload, headers, services.settings.reuse)
+        answer = outbound.post(endpoint, payload, headers, services.settings.reuse, sign)
         call.output = _output(answer)
     except outbound.RefusedEndpoint as exc:
         call.error = BadGateway(f"the agent's endpoint is refused: {exc}")

@@ -20,6 +20,7 @@ import ipaddress
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -36,10 +37,13 @@ METADATA = frozenset(map(ipaddress.ip_address, (
 CARRIER_NAT = ipaddress.ip_network("100.64.0.0/10")
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+PUBLIC_ONLY = "Bench calls endpoints on public addresses only"
+"""Why a name that resolves to a refused address is refused; the address is not said."""
 
 
 class RefusedEndpoint(Exception):
-    """The endpoint may not be called (the message says why, naming no resolved address)."""
+    """The endpoint may not be called. The message says what is wrong with the URL, but never
+    the name or how it resolved: it may end up in a caller's answer or a public task."""
 
 
 class OutboundTimeout(Exception):
@@ -110,7 +114,7 @@ def check(url: str | httpx.URL, settings: ReuseSettings) -> Target:
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError) as exc:
-        raise RefusedEndpoint(f"not a valid URL: {exc}") from exc
+        raise RefusedEndpoint("not a valid URL") from exc
     if parsed.scheme not in ("https", "http") or not parsed.host:
         raise RefusedEndpoint("the endpoint must be an https:// URL")
     if parsed.userinfo:
@@ -119,9 +123,8 @@ def check(url: str | httpx.URL, settings: ReuseSettings) -> Target:
     addresses = _resolve(parsed.host, port)
     loopback = all(ip.is_loopback for ip in addresses)
     for ip in addresses:
-        why = refused_reason(ip)
-        if why and not (settings.allow_loopback and ip.is_loopback):
-            raise RefusedEndpoint(f"{parsed.host} resolves to {why}")
+        if refused_reason(ip) and not (settings.allow_loopback and ip.is_loopback):
+            raise RefusedEndpoint(PUBLIC_ONLY)
     if not (settings.allow_loopback and loopback):
         if parsed.scheme != "https":
             raise RefusedEndpoint("the endpoint must be an https:// URL")
@@ -135,10 +138,10 @@ def _resolve(host: str, port: int) -> list[IPAddress]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise RefusedEndpoint(f"{host} does not resolve") from exc
+        raise RefusedEndpoint("its name does not resolve") from exc
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     if not addresses:
-        raise RefusedEndpoint(f"{host} does not resolve")
+        raise RefusedEndpoint("its name does not resolve")
     return addresses
 
 
@@ -148,22 +151,36 @@ def _tls() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def post(url: str, body: bytes, headers: dict[str, str], settings: ReuseSettings) -> Answer:
+Signer = Callable[[str, bytes], dict[str, str]]
+"""The signature headers of a request to a path (and query) with a body."""
+
+
+def post(url: str, body: bytes, headers: dict[str, str], settings: ReuseSettings,
+         sign: Signer | None = None) -> Answer:
     """POST `body` to the endpoint and take its answer, at most `max_response_bytes` of it,
     within `timeout_s` overall; redirects are followed (each hop checked) up to
-    `max_redirects`, 307/308 with the body, the others as a GET."""
+    `max_redirects`, 307/308 with the body, the others as a GET. Each hop to the endpoint's
+    own origin is signed for its own path by `sign`; a hop to another origin is not."""
     deadline = time.monotonic() + settings.timeout_s
     method, content = "POST", body
     current: str | httpx.URL = url
+    origin = _origin(httpx.URL(url)) if sign is not None else None
     for _ in range(settings.max_redirects + 1):
         target = check(current, settings)
-        answer, location = _hop(target, method, content, headers, settings, deadline)
+        signed = headers
+        if sign is not None and _origin(target.url) == origin:
+            signed = {**headers, **sign(target.url.raw_path.decode("ascii"), content)}
+        answer, location = _hop(target, method, content, signed, settings, deadline)
         if location is None:
             return answer
         current = target.url.join(location)
         if answer.status not in (307, 308):
             method, content = "GET", b""
     raise OutboundFailed(f"more than {settings.max_redirects} redirects")
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
 
 
 def _hop(target: Target, method: str, content: bytes, headers: dict[str, str],

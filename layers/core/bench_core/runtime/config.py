@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..domain.hosts import Network, parse_networks
+
 
 def _int(name: str, default: int) -> int:
     raw = os.environ.get(name)
@@ -220,6 +222,10 @@ class Settings:
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
     reuse: ReuseSettings = field(default_factory=ReuseSettings)
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names the server answers to besides loopback ones and `public_url`'s host."""
+    trusted_proxies: tuple[Network, ...] = ()
+    """Peers whose `X-Forwarded-For` names the client (`domain.hosts.client_address`)."""
     sdk_dist_dir: Path | None = SDK_DIST
     """Where the SDK wheels `/simple/` serves are (`make sdk-wheel` builds them there)."""
 
@@ -242,6 +248,10 @@ class Settings:
             "accounts": AccountSettings.from_env(),
             "live": LiveSettings.from_env(),
             "reuse": ReuseSettings.from_env(),
+            "allowed_hosts": tuple(h.strip() for h in
+                                   os.environ.get("BENCH_ALLOWED_HOSTS", "").split(",")
+                                   if h.strip()),
+            "trusted_proxies": parse_networks(os.environ.get("BENCH_TRUSTED_PROXIES", "")),
             "sdk_dist_dir": Path(os.environ["BENCH_SDK_DIST"]) if os.environ.get(
                 "BENCH_SDK_DIST") else SDK_DIST,
         }

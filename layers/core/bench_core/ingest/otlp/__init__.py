@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...domain.errors import BadRequest, BenchError
+from ...domain.errors import BadRequest, BenchError, PayloadTooLarge
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
 from ..pipeline import IngestPorts, Later, accept
@@ -73,6 +73,10 @@ def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str
         spans = decode(body, encoding)
     except DecodeError as exc:
         raise BadRequest(str(exc)) from exc
+    if len(spans) > limits.max_events_per_batch:
+        raise PayloadTooLarge(
+            f"too many spans: {len(spans)} > {limits.max_events_per_batch} per request",
+            [{"loc": ["resourceSpans"], "msg": f"at most {limits.max_events_per_batch} spans"}])
     header_slug = _header_slug(agent_header)
     result = ExportResult()
     by_agent: dict[str, list[CleanEvent]] = defaultdict(list)

@@ -68,6 +68,9 @@ class Span:
 def decode_json(body: bytes) -> list[Span]:
     try:
         request = json.loads(body)
+    except RecursionError:
+        raise DecodeError("body is not an OTLP JSON trace export: it is nested too deeply to "
+                          "read") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"body is not valid JSON: {exc}") from exc
     try:
@@ -106,18 +109,24 @@ def _json_span(s: dict[str, Any], resource: dict[str, Any]) -> Span:
                 for e in map(_obj, s.get("events") or [])])
 
 
-def _json_attributes(items: Any) -> dict[str, Any]:
+def _json_attributes(items: Any, depth: int = 0) -> dict[str, Any]:
     if items is None:
         return {}
-    return {str(kv["key"]): _json_any(kv.get("value")) for kv in map(_obj, _seq(items))}
+    return {str(kv["key"]): _json_any(kv.get("value"), depth) for kv in map(_obj, _seq(items))}
 
 
-def _json_any(value: Any) -> Any:
+def _json_any(value: Any, depth: int = 0) -> Any:
     """An `AnyValue` as plain JSON data: arrays become lists, kvlists dicts, bytes base64."""
     if not value:
         return None
+    if depth >= MAX_VALUE_DEPTH:
+        raise ValueError(f"an attribute value is nested deeper than {MAX_VALUE_DEPTH} levels")
     for key, inner in _obj(value).items():
-        reader = _JSON_ANY.get(key)
+        if key in _ARRAY:
+            return [_json_any(v, depth + 1) for v in _seq(_obj(inner).get("values") or [])]
+        if key in _KVLIST:
+            return _json_attributes(_obj(inner).get("values"), depth + 1)
+        reader = _JSON_SCALAR.get(key)
         if reader is not None:
             return reader(inner)
     return None
@@ -128,19 +137,14 @@ def _json_double(value: Any) -> Any:
     return number if math.isfinite(number) else str(value)
 
 
-def _json_array(value: Any) -> list[Any]:
-    return [_json_any(v) for v in _seq(_obj(value).get("values") or [])]
-
-
-def _json_kvlist(value: Any) -> dict[str, Any]:
-    return _json_attributes(_obj(value).get("values"))
-
-
-_JSON_ANY: dict[str, Callable[[Any], Any]] = {
+MAX_VALUE_DEPTH = 32
+"""Arrays and kvlists nest this deep at most: real attributes nest two or three levels."""
+_ARRAY = ("arrayValue", "array_value")
+_KVLIST = ("kvlistValue", "kvlist_value")
+_JSON_SCALAR: dict[str, Callable[[Any], Any]] = {
     "stringValue": str, "boolValue": bool, "intValue": int, "doubleValue": _json_double,
-    "bytesValue": str, "arrayValue": _json_array, "kvlistValue": _json_kvlist,
-    "string_value": str, "bool_value": bool, "int_value": int, "double_value": _json_double,
-    "bytes_value": str, "array_value": _json_array, "kvlist_value": _json_kvlist}
+    "bytesValue": str, "string_value": str, "bool_value": bool, "int_value": int,
+    "double_value": _json_double, "bytes_value": str}
 """Readers by `AnyValue` field, under its JSON and its protobuf name (bytes stay base64)."""
 
 

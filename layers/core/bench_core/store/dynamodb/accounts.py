@@ -64,13 +64,15 @@ def connection_item(connection: LiveConnection) -> dict[str, Any]:
         attrs["slug"] = connection.slug
     if connection.viewer is not None:
         attrs["viewer"] = connection.viewer
+    if connection.grant is not None:
+        attrs["grant"] = connection.grant
     return to_item(attrs)
 
 
 def connection_from_item(item: dict[str, Any]) -> LiveConnection:
     return LiveConnection(connection_id=item["connection_id"], login=item["login"],
                           slug=item.get("slug"), viewer=item.get("viewer"),
-                          expires_at=item["until"])
+                          expires_at=item["until"], grant=item.get("grant"))
 
 
 class DynamoAccounts:

@@ -39,6 +39,7 @@ from ...domain.models import (
     TaskState,
     Usage,
 )
+from ...domain.privacy import IMPLICIT_AGENT
 
 META = "META"
 ROOT = "ROOT"
@@ -277,15 +278,14 @@ def key_from_item(item: dict[str, Any]) -> KeyRecord:
 
 
 def agent_upsert(agent: AgentKeys, meta: AgentMeta, now: str, dropped: int) -> Update:
-    """Create the agent on its first batch (public, its stats absent until first added to) and
+    """Create the agent on its first batch (`IMPLICIT_AGENT`, its stats absent until first added to) and
     keep what later batches say about it; a batch that omits a detail erases nothing."""
     details = {k: (dumps(v) if k == "tools" else v) for k, v in meta.updates().items()}
     update = Update(agent.key(META),
                     set={"login": agent.login, "slug": agent.slug,
                          "gsi1pk": f"OWNER#{agent.login}", "gsi1sk": f"AGENT#{agent.slug}",
                          **details},
-                    set_if_absent={"created_at": now, "visibility": "public",
-                                   "hide_inputs": False, "hide_outputs": False})
+                    set_if_absent={"created_at": now, **IMPLICIT_AGENT})
     if dropped:
         update.add["dropped_events"] = dropped
     return update

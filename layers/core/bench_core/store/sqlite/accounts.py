@@ -38,6 +38,8 @@ ACCOUNTS_SCHEMA = """
 """
 """The migration adding GitHub identities, temporary keys, short-lived grants, rate-limit
 counters and live-feed connections."""
+LIVE_GRANT_SCHEMA = "ALTER TABLE live_connections ADD COLUMN grant_id TEXT;"
+"""What authorised a live connection (`accounts.live_grants`)."""
 
 
 class SqliteAccounts(Concern):
@@ -59,10 +61,9 @@ class SqliteAccounts(Concern):
         return KeyRecord(**dict(row)) if row else None
 
     def list_keys(self, login: str | None = None) -> list[KeyRecord]:
-        sql, args = "SELECT * FROM api_keys", ()
-        if login is not None:
-            sql, args = sql + " WHERE login = ?", (login,)
-        rows = self.db.reader().execute(sql + " ORDER BY created_at, key_hash", args).fetchall()
+        where, args = ("", ()) if login is None else (" WHERE login = ?", (login,))
+        rows = self.db.reader().execute(
+            f"SELECT * FROM api_keys{where} ORDER BY created_at, key_hash", args).fetchall()
         return [KeyRecord(**dict(r)) for r in rows]
 
     def revoke_key(self, key_hash: str, when: str) -> bool:
@@ -139,9 +140,9 @@ class SqliteAccounts(Concern):
             conn.execute("DELETE FROM live_connections WHERE expires_at <= ?", (iso(utcnow()),))
             conn.execute(
                 "INSERT OR REPLACE INTO live_connections (connection_id, login, slug, viewer, "
-                "expires_at) VALUES (?, ?, ?, ?, ?)",
+                "expires_at, grant_id) VALUES (?, ?, ?, ?, ?, ?)",
                 (connection.connection_id, connection.login, connection.slug, connection.viewer,
-                 connection.expires_at))
+                 connection.expires_at, connection.grant))
 
     def remove_connection(self, connection_id: str) -> None:
         with self.db.write() as conn:
@@ -149,6 +150,7 @@ class SqliteAccounts(Concern):
 
     def live_connections(self, login: str, now: str) -> list[LiveConnection]:
         rows = self.db.reader().execute(
-            "SELECT connection_id, login, slug, viewer, expires_at FROM live_connections "
+            "SELECT connection_id, login, slug, viewer, expires_at, grant_id AS 'grant' "
+            "FROM live_connections "
             "WHERE login = ? AND expires_at > ? ORDER BY connection_id", (login, now)).fetchall()
         return [LiveConnection(**dict(r)) for r in rows]

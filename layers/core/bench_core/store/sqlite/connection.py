@@ -8,11 +8,24 @@ event ids exact even with many concurrent senders. Readers never block writers i
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+
+def _private_files(path: Path) -> None:
+    """The database holds private telemetry and invocation secrets: readable by this user only.
+    SQLite creates the WAL and shared-memory files with the database's own mode; files an older
+    version created are narrowed too."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            if file.stat().st_mode & 0o077:
+                file.chmod(0o600)
 
 
 class Database:
@@ -26,6 +39,7 @@ class Database:
         self._writer: sqlite3.Connection | None = None
 
     def _connect(self) -> sqlite3.Connection:
+        _private_files(self.path)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                timeout=30)
         conn.row_factory = sqlite3.Row

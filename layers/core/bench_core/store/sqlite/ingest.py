@@ -24,6 +24,7 @@ from ...domain.models import (
     iso,
     utcnow,
 )
+from ...domain.privacy import IMPLICIT_AGENT
 from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
 from .agents import find_agent_id, load_json, refresh_rank
@@ -156,9 +157,9 @@ class SqliteIngest(Concern):
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
                            (login, meta.slug)).fetchone()
         if row is None:
-            cols = ["login", "slug", "created_at", "latency_hist", *updates]
+            cols = ["login", "slug", "created_at", "latency_hist", *IMPLICIT_AGENT, *updates]
             values = [login, meta.slug, now, json.dumps(stats.empty_histogram()),
-                      *updates.values()]
+                      *IMPLICIT_AGENT.values(), *updates.values()]
             cur = conn.execute(f"INSERT INTO agents ({', '.join(cols)}) VALUES "
                                f"({', '.join('?' * len(cols))})", values)
             return int(cur.lastrowid or 0)
@@ -182,7 +183,8 @@ class SqliteIngest(Concern):
 
     def _save_tasks(self, conn: sqlite3.Connection, agent_id: int, tasks: Iterable[TaskState],
                     existing: set[str]) -> None:
-        updates, inserts = [], []
+        updates: list[tuple[Any, ...]] = []
+        inserts: list[tuple[Any, ...]] = []
         for t in tasks:
             row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
                    _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,

@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from ...runtime.config import Limits
-from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, SqliteAccounts
+from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
 from .agents import AGENTS_SCHEMA, SqliteAgents, refresh_rank
 from .benchmarks import BENCHMARKS_SCHEMA, SqliteBenchmarks
 from .connection import Database
@@ -43,6 +43,8 @@ MIGRATIONS: list[str] = [
     USAGE_EXPIRY_SCHEMA,
     # 10: every task's run id (indexed) and log entries, backfilled on upgrade
     RUNS_SCHEMA,
+    # 11: what authorised a live connection (accounts.live_grants): it closes when that ends
+    LIVE_GRANT_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
