@@ -86,7 +86,11 @@ def test_pages_are_offsets_into_one_order(store: Store) -> None:
     assert slugs(store, "runs", query="agent", offset=5, limit=5) == everyone[5:]
 
 
-def test_dynamodb_ranks_from_sparse_indexes_with_one_query_and_no_scan() -> None:
+def test_dynamodb_ranks_from_sparse_sharded_indexes_without_a_scan() -> None:
+    """Each ranking is one Query per shard of its own index (which holds keys, not agents),
+    and one BatchGetItem of the page's agents."""
+    from bench_core.store.dynamodb.leaderboard import SHARDS
+
     from tests.aws.moto_table import dynamo_store
 
     with dynamo_store() as store:
@@ -98,9 +102,11 @@ def test_dynamodb_ranks_from_sparse_indexes_with_one_query_and_no_scan() -> None
             "before-parameter-build.dynamodb",
             lambda model, params, **_: calls.append((model.name, params.get("IndexName"))))
         for sort in ("runs", "success", "score", "cost", "latency"):
-            store.leaderboard(sort, query="alice")
-        assert calls == [("Query", f"lb_{sort}") for sort in
-                         ("runs", "success", "score", "cost", "latency")]
+            ranked = store.leaderboard(sort, query="alice")
+            read = [(name, None) for name in ("BatchGetItem",) if ranked]
+            assert calls == [("Query", f"lb_{sort}")] * SHARDS + read, sort
+            assert [a.slug for a in ranked] == ([] if sort == "score" else ["open"])
+            calls.clear()
         closed = store.client.get_item(TableName=store.table_name, Key={
             "pk": {"S": "AGENT#alice#closed"}, "sk": {"S": "META"}})["Item"]
         assert not [name for name in closed if name == "lbpk" or name.startswith("lb_")]
