@@ -72,13 +72,12 @@ from ...domain.models import (
     iso,
     utcnow,
 )
-from ...domain.runs import parent_ids
+from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
 from . import codec
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
 from .codec import AgentKeys, StoredEvent, Update
 from .leaderboard import DynamoLeaderboard
-from .runs import move_runs
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
@@ -261,6 +260,19 @@ class DynamoIngest:
             return {}
         with ThreadPoolExecutor(max_workers=min(8, len(task_ids))) as pool:
             return dict(zip(task_ids, pool.map(children, task_ids), strict=True))
+
+
+def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
+    """After a batch's transaction: the tasks recorded under a run that turned out to have a
+    parent (`runs.Reassign`) move to its run, each guarded by the run it had."""
+    for move in moves:
+        for item in table.query(agent.run_pk(move.old), index="gsi3", projection="sk, gsi3sk"):
+            update = Update(agent.key(item["sk"]),
+                            set={"run_id": move.new, "gsi3pk": agent.run_pk(move.new)},
+                            add={"version": 1}, condition="#run_id = :old",
+                            condition_values={":old": move.old})
+            with contextlib.suppress(ConditionFailed):  # moved already (the index lags)
+                table.update(codec.expiring(update, agent))
 
 
 def read_task_events(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:

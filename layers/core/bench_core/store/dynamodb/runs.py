@@ -6,7 +6,7 @@
   never a Scan (KEYS_ONLY: the spans are then read by key, 100 per BatchGetItem).
 - A parent not stored yet that subtasks record as their run is a placeholder whose `run_id` is
   its own id (`codec.child_cost_update`); when it arrives with a parent of its own, the tasks
-  under it move to its run (`_move_runs`: one Query of its old run, one conditional update per
+  under it move to its run (`ingest.move_runs`: one Query of its old run, one conditional update per
   task moved, each bumping `version` so a concurrent fold of that task is redone).
 - Tasks written before runs existed have no `run_id`: the first read of their run gives the
   tree its run id and log entries (`_migrate_run`), from then on it is one Query.
@@ -18,35 +18,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Iterator
 from typing import Any
 
 from ...domain.models import AgentRef, TaskState
-from ...domain.runs import Reassign, RunFilter, append_log
+from ...domain.runs import RunFilter, append_log
 from .. import decode_cursor, encode_cursor
 from . import codec
-from .client import ConditionFailed, Table
+from .client import Table
 from .codec import AgentKeys, Update
+from .ingest import read_task_events
 
 SCAN_LIMIT = 1000
 """Roots the runs list examines per page at most."""
 _LOWEST = "0"
 """Every real sort key starts with a digit (placeholders start with `#`)."""
-
-
-def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
-    """After a batch's transaction: the tasks recorded under a run that turned out to have a
-    parent (`runs.Reassign`) move to its run, each guarded by the run it had."""
-    for move in moves:
-        for item in table.query(agent.run_pk(move.old), index="gsi3", projection="sk, gsi3sk"):
-            update = Update(agent.key(item["sk"]),
-                            set={"run_id": move.new, "gsi3pk": agent.run_pk(move.new)},
-                            add={"version": 1}, condition="#run_id = :old",
-                            condition_values={":old": move.old})
-            with contextlib.suppress(ConditionFailed):  # moved already (the index lags)
-                table.update(codec.expiring(update, agent))
 
 
 class DynamoRuns:
@@ -76,8 +63,6 @@ class DynamoRuns:
         """Give a run stored before runs existed its run id and its tasks' log entries: walk
         its tree through the subtask listings, then mark the root last (a crash midway only
         means the next read walks again)."""
-        from .ingest import read_task_events  # ingest moves runs (`move_runs`)
-
         run_id = root["sk"][len(codec.TASK):]
         level = [run_id]
         tree: list[dict[str, Any]] = []
