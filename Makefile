@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml sdk/pyproject.toml
 # The SDK wheel the server's /simple/ index serves, built from sdk/ (never committed); `sam build`
 # packs it into the core layer from the same place.
 SDK_DIST := layers/core/bench_core/sdk_dist
-sdk-wheel: $(STAMP)
+sdk-wheel: $(SDK_DIST)/.built
+$(SDK_DIST)/.built: $(STAMP) sdk/pyproject.toml $(shell find sdk/bench -name '*.py' -o -name py.typed)
 	@rm -rf $(SDK_DIST) && $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w $(SDK_DIST) ./sdk
+	@touch $@
 
 # `make run PORT=8001 HOST=0.0.0.0`: another port or address (HOST empty: the default, 127.0.0.1).
 PORT ?= 8000
@@ -54,4 +56,4 @@ bench: $(STAMP)
 	$(BIN)/python tests/perf/sdk_overhead.py
 
 clean:
-	rm -rf $(VENV) .bench
+	rm -rf $(VENV) .bench $(SDK_DIST)

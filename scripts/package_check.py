@@ -64,6 +64,11 @@ class Artifact:
     make_target: str | None = None
     """Set for `BuildMethod: makefile`: `sam build` runs this target of the folder's Makefile."""
 
+    @property
+    def site(self) -> Path:
+        """Where its Python packages are: a layer's python/ (/opt/python), a function's root."""
+        return self.path / "python" if self.kind == "layer" else self.path
+
 
 def load_template() -> dict[str, Any]:
     from cfnlint.decode import decode_str
@@ -160,10 +165,9 @@ def build(artifact: Artifact) -> Artifact:
     if artifact.make_target:
         make(artifact)
     else:  # a layer's Python code goes under python/ (/opt/python in Lambda)
-        target = artifact.path / "python" if artifact.kind == "layer" else artifact.path
-        target.mkdir(exist_ok=True)
-        pip_install(artifact.source / "requirements.txt", target)
-        copy_source(artifact.source, target)
+        artifact.site.mkdir(exist_ok=True)
+        pip_install(artifact.source / "requirements.txt", artifact.site)
+        copy_source(artifact.source, artifact.site)
     measure(artifact)
     return artifact
 
@@ -172,8 +176,7 @@ def measure(artifact: Artifact) -> Artifact:
     artifact.size = tree_size(artifact.path)
     artifact.strippable = strippable_size(artifact.path)
     artifact.zipped = zipped_size(artifact.path)
-    site = artifact.path / "python" if artifact.kind == "layer" else artifact.path
-    artifact.versions = versions(site)
+    artifact.versions = versions(artifact.site)
     artifact.foreign_binaries = foreign_binaries(artifact.path)
     return artifact
 
@@ -214,6 +217,24 @@ except BaseException as exc:
     error = f"{type(exc).__name__}: {exc}"
 print(json.dumps({"error": error}))
 """
+
+
+def limit_problems(layers: dict[str, Artifact], functions: dict[str, Artifact],
+                   uses: dict[str, list[str]]) -> tuple[dict[str, int], list[str]]:
+    """Each function's unzipped size with its layers, and what breaks Lambda's limits or will
+    not load there: native code for another machine, too many layers, data the layer lacks."""
+    problems = [f"{a.name}: native code for another machine: {a.foreign_binaries[:5]}"
+                for a in [*layers.values(), *functions.values()] if a.foreign_binaries]
+    problems += layer_data_problems(layers)
+    totals = {}
+    for name, function in functions.items():
+        totals[name] = function.size + sum(layers[layer].size for layer in uses[name])
+        if totals[name] >= LIMIT_BYTES:
+            problems.append(f"{name}: {mb(totals[name])} unzipped with its layers, over "
+                            f"Lambda's {mb(LIMIT_BYTES)}")
+        if len(uses[name]) > MAX_LAYERS:
+            problems.append(f"{name}: {len(uses[name])} layers, over Lambda's {MAX_LAYERS}")
+    return totals, problems
 
 
 def layer_data_problems(layers: dict[str, Artifact]) -> list[str]:
@@ -295,22 +316,12 @@ def check_built(build_dir: Path, python: str, work: Path) -> tuple[dict[str, Any
     layers, functions, uses, handlers = built_plan(build_dir)
     for artifact in [*layers.values(), *functions.values()]:
         measure(artifact)
-    problems = [f"{a.name}: native code for another machine: {a.foreign_binaries[:5]}"
-                for a in [*layers.values(), *functions.values()] if a.foreign_binaries]
-    problems += layer_data_problems(layers)
+    totals, problems = limit_problems(layers, functions, uses)
     hosts = {}
     for name, artifact in [*layers.items(), *functions.items()]:
-        site = artifact.path / "python" if artifact.kind == "layer" else artifact.path
         hosts[name] = work / "host" / name
-        host_copies(native_distributions(site), hosts[name], python)
-    totals = {}
+        host_copies(native_distributions(artifact.site), hosts[name], python)
     for name, function in functions.items():
-        totals[name] = function.size + sum(layers[layer].size for layer in uses[name])
-        if totals[name] >= LIMIT_BYTES:
-            problems.append(f"{name}: {mb(totals[name])} unzipped with its layers, over "
-                            f"Lambda's {mb(LIMIT_BYTES)}")
-        if len(uses[name]) > MAX_LAYERS:
-            problems.append(f"{name}: {len(uses[name])} layers, over Lambda's {MAX_LAYERS}")
         path = [hosts[name], *(hosts[layer] for layer in uses[name]), function.path,
                 *(layers[layer].path / "python" for layer in uses[name])]
         problem = import_problem(function, handlers[name], path, python)
@@ -353,19 +364,11 @@ def main(argv: list[str] | None = None) -> int:
         layers, functions, uses = plan(load_template(), work)
         for artifact in [*layers.values(), *functions.values()]:
             build(artifact)
-        problems = [f"{a.name}: native code for another machine: {a.foreign_binaries[:5]}"
-                    for a in [*layers.values(), *functions.values()] if a.foreign_binaries]
-        problems += layer_data_problems(layers)
+        totals, problems = limit_problems(layers, functions, uses)
         problems += [f"{a.name}: packages botocore without boto3, so the runtime's boto3 would "
                      "run on a botocore it was not released with"
                      for a in layers.values() if "botocore" in a.versions
                      and "boto3" not in a.versions]
-        totals = {}
-        for name, function in functions.items():
-            totals[name] = function.size + sum(layers[layer].size for layer in uses[name])
-            if totals[name] >= LIMIT_BYTES:
-                problems.append(f"{name}: {mb(totals[name])} unzipped with its layers, over "
-                                f"Lambda's {mb(LIMIT_BYTES)}")
         if args.json:
             print(json.dumps({
                 "limit_bytes": LIMIT_BYTES,

@@ -227,3 +227,26 @@ def stand_ins(transformed: dict[str, Any], table_name: str) -> dict[str, str]:
                 name=f"{name}-{uuid.uuid4().hex[:6]}", definition=definition,
                 roleArn=f"arn:aws:iam::{ACCOUNT_ID}:role/{name}")["stateMachineArn"]
     return refs
+
+
+def bedrock_answer(operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    """What Bedrock answers (moto has no Bedrock runtime), in its real response shapes: a judge
+    verdict to Converse (a low score when the task failed), a Titan embedding (a fixed vector
+    per text) to InvokeModel."""
+    import hashlib
+    import io
+
+    from botocore.response import StreamingBody
+
+    if operation == "Converse":
+        asked = params["messages"][-1]["content"][0]["text"]
+        score = 0.25 if "failed" in asked else 0.9
+        text = json.dumps({"score": score, "reasoning": "Judged by what the run answered."})
+        return {"output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+                "usage": {"inputTokens": 500, "outputTokens": 40}, "stopReason": "end_turn"}
+    assert operation == "InvokeModel", operation
+    text = json.loads(params["body"])["inputText"]
+    seed = hashlib.sha256(text.split(":")[0].encode()).digest()
+    vector = [seed[i % len(seed)] / 255 for i in range(json.loads(params["body"])["dimensions"])]
+    body = json.dumps({"embedding": vector}).encode()
+    return {"body": StreamingBody(io.BytesIO(body), len(body)), "contentType": "application/json"}

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
+from tests.aws import cfn
 from tests.aws.test_handlers import Deployment, assert_granted, new_login
 from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
 from tests.benchmark_support import SUITE, new_slug, run_body
 
 
 @pytest.fixture
-def site(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Deployment:
-    """The template's deployment on moto, with the offline grader standing in for Bedrock (a
-    deployer's BENCH_LLM=heuristic), since moto has no model to ask."""
-    deployment = request.getfixturevalue("_deployment")
-    monkeypatch.setenv("BENCH_LLM", "heuristic")
-    return deployment
+def site(request: pytest.FixtureRequest) -> Deployment:
+    """The template's deployment on moto, each function with exactly the template's
+    environment: the suite's judge is the Bedrock model it names (answered in Bedrock's shapes,
+    tests/aws/lambda_runtime.py's `bedrock_answer`)."""
+    return request.getfixturevalue("_deployment")
 
 
 def test_a_run_submitted_through_lambda_is_served_by_the_api_and_the_pages(
@@ -31,6 +31,8 @@ def test_a_run_submitted_through_lambda_is_served_by_the_api_and_the_pages(
     assert posted.status == 201, posted.body[:500]
     run = posted.json()
     assert run["summary"]["pass_rate"] < 1 and run["summary"]["attempts"] == len(run["attempts"])
+    model = cfn.environment(transformed, "ApiFunction", site.refs)["BENCH_BEDROCK_MODEL"]
+    assert run["judge"] == f"bedrock:{model}", "graded by the model the template names"
     again = site.request("GET", f"/api/benchmarks/{SUITE}/runs/{run['run_id']}")
     assert again.status == 200 and again.json()["summary"] == run["summary"]
     assert len(again.json()["attempts"]) == len(run["attempts"])

@@ -23,6 +23,7 @@ from tests.aws.lambda_runtime import (
     HOST,
     DeployedHttpApi,
     Reply,
+    bedrock_answer,
     stand_ins,
 )
 from tests.aws.moto_table import TABLE_NAME, dynamo_store
@@ -70,7 +71,10 @@ def deployment(transformed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
     make_call = botocore.client.BaseClient._make_api_call
 
     def recording(client: Any, operation: str, params: dict[str, Any]) -> Any:
-        aws.calls.append((aws.current, client.meta.service_model.service_name, operation, params))
+        service = client.meta.service_model.service_name
+        aws.calls.append((aws.current, service, operation, params))
+        if service == "bedrock-runtime":
+            return bedrock_answer(operation, params)
         return make_call(client, operation, params)
 
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)

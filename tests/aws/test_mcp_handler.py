@@ -140,4 +140,4 @@ def test_every_call_the_mcp_function_makes_is_granted_to_its_role(
     assert not call_tool(site, "list_benchmarks", {}).get("isError")
     assert_granted(transformed, site.aws.calls, ["McpFunction"])
     calls = [c for c in site.aws.calls if c[0] == "McpFunction"]
-    assert {op for _, _, op, _ in calls} <= {"GetItem", "Query"}, "read-only"
+    assert {op for _, _, op, _ in calls} <= {"GetItem", "BatchGetItem", "Query"}, "read-only"

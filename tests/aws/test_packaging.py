@@ -148,7 +148,8 @@ def test_handler_imports_with_only_the_layer_and_its_own_requirements(code_dir: 
 def test_every_library_bench_core_imports_is_in_a_requirements_file() -> None:
     """Lazy imports too (a page renderer, a protobuf decoder): each third-party module named in
     an import statement anywhere in bench_core is in the layer or in some function's
-    requirements. The local-only server (uvicorn) is the exception."""
+    requirements. The local-only server (uvicorn) and what Lambda's runtime provides are the
+    exceptions."""
     require_index()
     sites = [s for s in [installed_for_this_machine(LAYER_REQUIREMENTS),
                          *(installed_for_this_machine(d / "requirements.txt")
@@ -165,7 +166,8 @@ def test_every_library_bench_core_imports_is_in_a_requirements_file() -> None:
     assert missing == {}, "imported by bench_core, installed by no requirements.txt"
 
 
-LOCAL_ONLY = {"uvicorn"}  # `bench-server serve`, never in Lambda
+LOCAL_ONLY = {"uvicorn",  # `bench-server serve`, never in Lambda
+              "snapshot_restore_py"}  # SnapStart's hooks: part of Lambda's Python runtime
 
 
 def third_party_imports(package: Path) -> dict[str, set[str]]:

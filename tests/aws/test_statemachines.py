@@ -355,28 +355,6 @@ def test_a_repeated_refresh_is_one_cluster_execution_and_a_failed_start_never_ra
 # ---- the Lambdas behind the Task states, on DynamoDB ------------------------------------------
 
 
-def bedrock_answer(operation: str, params: dict[str, Any]) -> dict[str, Any]:
-    """What Bedrock answers: a judge verdict to Converse, a Titan embedding (a fixed vector per
-    text) to InvokeModel."""
-    import hashlib
-    import io
-
-    from botocore.response import StreamingBody
-
-    if operation == "Converse":
-        asked = params["messages"][-1]["content"][0]["text"]
-        score = 0.25 if "failed" in asked else 0.9
-        text = json.dumps({"score": score, "reasoning": "Judged by what the run answered."})
-        return {"output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-                "usage": {"inputTokens": 500, "outputTokens": 40}, "stopReason": "end_turn"}
-    assert operation == "InvokeModel", operation
-    text = json.loads(params["body"])["inputText"]
-    seed = hashlib.sha256(text.split(":")[0].encode()).digest()
-    vector = [seed[i % len(seed)] / 255 for i in range(json.loads(params["body"])["dimensions"])]
-    body = json.dumps({"embedding": vector}).encode()
-    return {"body": StreamingBody(io.BytesIO(body), len(body)), "contentType": "application/json"}
-
-
 def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_calls(
         transformed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """The functions' handlers (as Lambda loads them, with exactly the environment the
@@ -388,7 +366,12 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
     from bench_core.domain.models import AgentMeta, AgentRef, iso, utcnow
     from bench_core.lambdas import workflow_steps as lambdas
 
-    from tests.aws.lambda_runtime import LambdaContext, fresh_function_module, stand_ins
+    from tests.aws.lambda_runtime import (
+        LambdaContext,
+        bedrock_answer,
+        fresh_function_module,
+        stand_ins,
+    )
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
     from tests.aws.test_handlers import assert_granted
     from tests.factories import clean, task_events

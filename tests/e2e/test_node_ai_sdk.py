@@ -43,8 +43,10 @@ def node() -> str:
     return found
 
 
-def tasks(server: RunningServer, login: str, slug: str, **params: Any) -> list[dict[str, Any]]:
-    return server.get(f"/api/agents/{login}/{slug}/tasks", **params)["tasks"]
+def tasks(server: RunningServer, login: str, slug: str, key: str, **params: Any
+          ) -> list[dict[str, Any]]:
+    """As the owner sees them: content is hidden from others by default."""
+    return server.get(f"/api/agents/{login}/{slug}/tasks", key, **params)["tasks"]
 
 
 @pytest.mark.parametrize("encoding", ["proto", "json"])
@@ -58,7 +60,7 @@ def test_ai_sdk_runs_become_tasks_with_evidence(bench_server: RunningServer, nod
     done = subprocess.run([node, "agent.mjs", encoding], cwd=NODE_DIR, env=env, timeout=120,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    runs = {t["name"]: t for t in poll(lambda: tasks(bench_server, login, "weather-agent"),
+    runs = {t["name"]: t for t in poll(lambda: tasks(bench_server, login, "weather-agent", key),
                                        lambda found: len(found) == 2)}
     generated, streamed = runs["ai.generateText"], runs["ai.streamText"]
     assert generated["input"] == {"prompt": "What is the weather in Lisbon?"}
@@ -67,14 +69,14 @@ def test_ai_sdk_runs_become_tasks_with_evidence(bench_server: RunningServer, nod
     assert generated["evidence"]["input_tokens"] == 2200
     assert generated["evidence"]["cost_usd"] == pytest.approx(sum(STEP_COSTS))
     assert streamed["evidence"]["cost_usd"] == pytest.approx((400 * 0.4 + 10 * 1.6) / 1e6)
-    steps = tasks(bench_server, login, "weather-agent", parent=generated["task_id"])
+    steps = tasks(bench_server, login, "weather-agent", key, parent=generated["task_id"])
     by_name = sorted((t["name"], t["started_at"]) for t in steps)
     assert [name for name, _ in by_name] == ["ai.generateText.doGenerate"] * 2 + [
         "ai.toolCall weather"]
     tool = next(t for t in steps if t["name"] == "ai.toolCall weather")
     assert tool["input"] == {"city": "Lisbon"}
     assert tool["output"] == {"city": "Lisbon", "celsius": 24, "sky": "sunny"}
-    calls = [bench_server.get(f"/api/agents/{login}/weather-agent/tasks/{t['task_id']}")
+    calls = [bench_server.get(f"/api/agents/{login}/weather-agent/tasks/{t['task_id']}", key)
              for t in steps if t["name"].endswith("doGenerate")]
     records = [call["evidence"]["records"][0] for call in calls]
     assert {(r["provider"], r["model"]) for r in records} == {("openai", "gpt-4.1-mini")}

@@ -70,9 +70,11 @@ def chat(messages: Sequence[tuple[str, Any]] = MESSAGES
     return spans.get_finished_spans()[0], list(logs.get_finished_logs())
 
 
-def task_of(server: RunningServer, login: str, span: ReadableSpan) -> dict[str, Any]:
+def task_of(server: RunningServer, owner: tuple[str, str], span: ReadableSpan) -> dict[str, Any]:
+    """The span's task as its owner sees it (content is hidden from others by default)."""
+    login, key = owner
     task_id = f"{span.context.trace_id:032x}-{span.context.span_id:016x}"
-    return server.get(f"/api/agents/{login}/{SLUG}/tasks/{task_id}")
+    return server.get(f"/api/agents/{login}/{SLUG}/tasks/{task_id}", key)
 
 
 def assert_content(task: dict[str, Any]) -> None:
@@ -93,7 +95,7 @@ def test_per_message_events_attach_in_either_order(bench_server: RunningServer,
         assert send() == "SUCCESS"
     assert send_logs() == "SUCCESS"  # a retry attaches nothing twice
     login, _ = owner
-    task = task_of(bench_server, login, span)
+    task = task_of(bench_server, owner, span)
     assert_content(task)
     kinds = [e["kind"] for e in task["events"]]
     assert kinds.count("task.content") == 1
@@ -129,7 +131,7 @@ def test_json_logs_and_partial_success(bench_server: RunningServer, owner: tuple
         "errorMessage": "1 log record(s): a GenAI content event needs the traceId and spanId "
                         "of its span"}}
     assert OTLPSpanExporter().export([span]).name == "SUCCESS"
-    assert_content(task_of(bench_server, login, span))
+    assert_content(task_of(bench_server, owner, span))
 
 
 def test_bad_logs_requests_get_clear_errors(bench_server: RunningServer,
@@ -154,13 +156,13 @@ def test_a_run_judged_before_its_content_came_is_judged_again(
     login, _ = owner
     span, logs = chat()
     assert OTLPSpanExporter().export([span]).name == "SUCCESS"
-    first = poll(lambda: task_of(bench_server, login, span)["eval"],
+    first = poll(lambda: task_of(bench_server, owner, span)["eval"],
                  lambda result: result is not None)
     assert (first["status"], first["reason"]) == ("unscored", "no content captured")
     profile = bench_server.get(f"/api/agents/{login}/{SLUG}")
     assert profile["avg_eval_score"] is None
     assert OTLPLogExporter().export(logs).name == "SUCCESS"
-    judged = poll(lambda: task_of(bench_server, login, span)["eval"],
+    judged = poll(lambda: task_of(bench_server, owner, span)["eval"],
                   lambda result: result["status"] == "scored")
     assert judged["score"] > 0.5
 

@@ -99,7 +99,7 @@ def test_a_big_deep_run_draws_collapsed_and_opens_on_demand(
     watched = Watched(browser, width, "light")
     try:
         page = watched.open(f"{bench_server.url}/u/{login}/big/runs/{prefix}-root")
-        assert page.locator("li.span-row[data-span]").count() <= 600
+        assert page.locator("li.span-row[data-span]").count() <= 300
         more = page.locator("a[data-more]")
         assert "more spans under big run" in more.inner_text()
         watched.shot(f"run-big-light-{width}")

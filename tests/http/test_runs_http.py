@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import RunningServer
 from tests.factories import batch
 from tests.http.runs_data import ERROR, SeededRun, seed_research_run, wide_and_deep_events
-from tests.http.surfaces_data import fetch, set_agent
+from tests.http.surfaces_data import fetch, set_agent, wait_until_judged
 from tests.http.test_ingest_http import new_login, post
 
 SECRETS = ("secret-question", "secret-plan", "secret-final", "secret-answer",
@@ -133,28 +133,45 @@ def test_private_agent_runs_are_not_found_for_others_and_whole_for_the_owner(
     assert "og:title" not in page.text
 
 
+INPUT_SECRETS = ("secret-question",)
+OUTPUT_SECRETS = ("secret-plan", "secret-final", "secret-answer", "secret-log-value", ERROR,
+                  "span_meta")
+
+
+@pytest.mark.parametrize("hide", [{"hide_inputs": True}, {"hide_outputs": True},
+                                  {"hide_inputs": True, "hide_outputs": True}])
 def test_hidden_content_is_hidden_in_every_field_of_page_and_json(
-        bench_server: RunningServer) -> None:
+        bench_server: RunningServer, hide: dict[str, bool]) -> None:
     run = seed_research_run(bench_server)
-    set_agent(bench_server, run, hide_inputs=True, hide_outputs=True)
+    wait_until_judged(bench_server, run, 1)  # the judge's reasoning is derived content too
+    set_agent(bench_server, run, **hide)
+    hidden = (INPUT_SECRETS if hide.get("hide_inputs") else ()) + (
+        OUTPUT_SECRETS if hide.get("hide_outputs") else ())
+    shown = tuple(s for s in SECRETS if s not in hidden)
     answer = run_json(bench_server, run).json()
     text = str(answer)
-    for secret in SECRETS:
-        assert secret not in text, secret
-    spans = {s["name"]: s for s in answer["spans"]}
+    assert all(secret not in text for secret in hidden), hidden
+    assert all(secret in text for secret in shown), shown
     for span in answer["spans"]:
-        assert span["input"] == span["output"] == span["metadata"] == "[hidden by owner]"
-        assert all(e["data"] == "[hidden by owner]" or e["data"]["label"] == "evidence"
-                   for e in span["logs"])
+        assert (span["input"] == "[hidden by owner]") == bool(hide.get("hide_inputs"))
+        for field in ("output", "metadata"):
+            assert (span[field] == "[hidden by owner]") == bool(hide.get("hide_outputs"))
+        if hide.get("hide_outputs"):
+            assert all(e["data"] == "[hidden by owner]" or e["data"]["label"] == "evidence"
+                       for e in span["logs"])
+    assert answer["eval"]["reasoning"] == answer["spans"][0]["eval"]["reasoning"] == \
+        "[hidden by owner]"
+    spans = {s["name"]: s for s in answer["spans"]}
     assert spans["answer"]["evidence"]["records"][0]["input_tokens"] == 1200  # usage stays
     for span_id in run.ids.values():
         page = fetch(bench_server, f"/u/{run.path}/runs/{run.run_id}?span={span_id}")
         assert page.status_code == 200
-        for secret in SECRETS:
-            assert secret not in page.text, (span_id, secret)
+        assert all(secret not in page.text for secret in hidden), span_id
         assert "Hidden by the owner" in page.text
+    listed = httpx.get(f"{bench_server.url}/api/agents/{run.path}/runs").json()
+    assert all(secret not in str(listed) for secret in hidden)
     owner = run_json(bench_server, run, key=run.key).json()
-    assert {s["name"]: s for s in owner["spans"]}["parse"]["output"] == ERROR
+    assert all(secret in str(owner) for secret in SECRETS)
     owner_page = fetch(bench_server, f"/u/{run.path}/runs/{run.run_id}?span={run.ids['parse']}",
                        key=run.key)
     assert ERROR in owner_page.text

@@ -9,7 +9,10 @@ and patches botocore as it does there. What the first invocation adds is its own
 a cold first request pays both: building that tracer (the X-Ray SDK, patching botocore) and,
 for an HTTP handler, importing the DynamoDB adapter (boto3).
 
-    python tests/perf/cold_start.py [--runs 5] [--top 15] [--no-tracing]
+    python tests/perf/cold_start.py [--runs 5] [--top 15] [--no-tracing] [--against DIR]
+
+`--against DIR` measures another checkout's handlers too (say, a `git worktree` of an older
+commit), alternating process by process so that both see the same load, and prints the ratio.
 
 Not a test: the numbers depend on the machine (Lambda runs python3.12 on arm64, at roughly
 half a vCPU with 1024 MB) and on its load: compare with the `import fastapi` reference line.
@@ -31,7 +34,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO / "functions"
-LAYER = REPO / "layers" / "core"
 GOALS_MS = {"badge": 150}
 DEFAULT_GOAL_MS = 400
 FASTAPI_WHEN_GOALS_SET_MS = 225
@@ -45,12 +47,18 @@ import app
 handler_ms = (time.perf_counter() - start) * 1000
 heavy = [m for m in ("numpy", "sklearn", "scipy") if m in sys.modules]
 start = time.perf_counter()
-from bench_core.runtime import lambda_instrumentation as telemetry
+try:
+    from bench_core.runtime import lambda_instrumentation as telemetry
+except ImportError:  # a checkout from before the layers (--against)
+    from bench_core import telemetry
 if telemetry.tracing_enabled():
     telemetry.tracer()
 http = hasattr(app, "app") or hasattr(app, "ROUTES")  # an ASGI app, or routes it serves itself
 if http:
-    import bench_core.store.dynamodb.store, bench_core.reads.agents
+    try:
+        import bench_core.store.dynamodb.store, bench_core.reads.agents
+    except ImportError:
+        import bench_core.store.dynamodb, bench_core.views
 first_ms = (time.perf_counter() - start) * 1000
 print(f"{handler_ms:.1f} {first_ms:.1f} {int(http)} {','.join(heavy) or '-'}")
 """
@@ -78,9 +86,10 @@ def installed(requirements: Path) -> Path | None:
 def lambda_env(code_dir: Path, tracing: bool) -> dict[str, str]:
     """The variables Lambda's runtime and the template set, with fake credentials."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "AWS_"))}
+    layer = code_dir.parents[1] / "layers" / "core"
     env.update({
         "PYTHONPATH": os.pathsep.join(str(p) for p in [
-            code_dir, LAYER, installed(LAYER / "requirements.txt"),
+            code_dir, layer, installed(layer / "requirements.txt"),
             installed(code_dir / "requirements.txt")] if p),
         "LAMBDA_TASK_ROOT": str(code_dir), "AWS_LAMBDA_FUNCTION_NAME": f"bench-{code_dir.name}",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "AWS_REGION": "us-east-1",
@@ -106,6 +115,28 @@ def measure(code_dir: Path, runs: int, tracing: bool) -> tuple[float, float, boo
         handler.append(float(h))
         first.append(float(f))
     return statistics.median(handler), statistics.median(first), http == "1", heavy
+
+
+def side_by_side(other: Path, runs: int, tracing: bool) -> bool:
+    """Each handler of this checkout and of `other`, alternating fresh processes; False as soon
+    as one fails to import."""
+    print(f"{'handler':<12}{'this':>10}{'other':>10}{'this/other':>12}")
+    for code_dir in sorted(p.parent for p in FUNCTIONS.glob("*/app.py")):
+        twin = other / "functions" / code_dir.name
+        if not (twin / "app.py").exists():
+            print(f"{code_dir.name:<12}{'(only here)':>20}")
+            continue
+        ours, theirs = [], []
+        for _ in range(runs):
+            for folder, times in ((code_dir, ours), (twin, theirs)):
+                result = measure(folder, 1, tracing)
+                if isinstance(result, str):
+                    print(f"{code_dir.name:<12}FAILED in {folder}: {result}")
+                    return False
+                times.append(result[0])
+        a, b = statistics.median(ours), statistics.median(theirs)
+        print(f"{code_dir.name:<12}{a:>8.0f}ms{b:>8.0f}ms{a / b:>12.2f}")
+    return True
 
 
 def reference(module: str, runs: int) -> float:
@@ -137,9 +168,12 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=0, help="list the N costliest imports")
     parser.add_argument("--no-tracing", action="store_true",
                         help="POWERTOOLS_TRACE_DISABLED, to see what the tracer costs")
+    parser.add_argument("--against", type=Path, help="another checkout to measure side by side")
     args = parser.parse_args()
 
     tracing = not args.no_tracing
+    if args.against:
+        return 0 if side_by_side(args.against.resolve(), args.runs, tracing) else 1
     print(f"python {sys.version.split()[0]} on {os.uname().machine}, median of {args.runs} "
           f"fresh processes, X-Ray tracer {'built as in Lambda' if tracing else 'disabled'}")
     fastapi_ms = reference("fastapi", args.runs)

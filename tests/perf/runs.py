@@ -94,7 +94,7 @@ def ingest_run(store: Store, run_id: str) -> None:
 def measure(store: Store, list_slug: str, run_id: str, repeats: int
             ) -> dict[str, tuple[float, float]]:
     tree, agents = AgentRef(LOGIN, RUN_SLUG), AgentRef(LOGIN, list_slug)
-    selected = f"{run_id}-3-3-3"
+    selected = f"{run_id}-1-3-3"
 
     def run_json() -> str:
         return dumps(reads.run_answer(store, tree, ANONYMOUS, run_id, None))
@@ -103,7 +103,7 @@ def measure(store: Store, list_slug: str, run_id: str, repeats: int
         model = reads.run_page(store, tree, ANONYMOUS, run_id, span=selected)
         assert isinstance(model, dict)
         return render("run.html", request=None, viewer=ANONYMOUS, base="https://bench.example",
-                      href=lambda **_: "?", **model)
+                      href=lambda **_: "?", keep="", **model)
 
     def runs_list(status: str | None = None) -> Callable[[], str]:
         def draw() -> str:

@@ -43,6 +43,18 @@ def test_ties_go_to_the_agent_with_more_runs(store: Store) -> None:
     assert slugs(store, "latency") == ["large", "small"]
 
 
+def test_a_tie_across_pages_goes_by_runs_then_login_and_slug(store: Store) -> None:
+    """Equal success rates (every run a success): more runs first, then login and slug, the
+    same on every page however the agents are spread."""
+    for i, n in enumerate([12, 15, 10, 15, 11, 14, 13]):
+        runs(store, "bob" if i % 2 else "alice", f"agent-{i}", n)
+    everyone = slugs(store, "success")
+    assert everyone == ["agent-1", "agent-3", "agent-5", "agent-6", "agent-0", "agent-4",
+                        "agent-2"]
+    pages = [slugs(store, "success", offset=offset, limit=2) for offset in (0, 2, 4, 6)]
+    assert sum(pages, []) == everyone
+
+
 def test_rankings_follow_new_runs(store: Store) -> None:
     runs(store, "alice", "a", 10, failures=2)
     runs(store, "alice", "b", 10, failures=1)
@@ -86,7 +98,11 @@ def test_pages_are_offsets_into_one_order(store: Store) -> None:
     assert slugs(store, "runs", query="agent", offset=5, limit=5) == everyone[5:]
 
 
-def test_dynamodb_ranks_from_sparse_indexes_with_one_query_and_no_scan() -> None:
+def test_dynamodb_ranks_from_sparse_sharded_indexes_without_a_scan() -> None:
+    """Each ranking is one Query per shard of its own index (which holds keys, not agents),
+    and one BatchGetItem of the page's agents."""
+    from bench_core.store.dynamodb.leaderboard import SHARDS
+
     from tests.aws.moto_table import dynamo_store
 
     with dynamo_store() as store:
@@ -98,9 +114,11 @@ def test_dynamodb_ranks_from_sparse_indexes_with_one_query_and_no_scan() -> None
             "before-parameter-build.dynamodb",
             lambda model, params, **_: calls.append((model.name, params.get("IndexName"))))
         for sort in ("runs", "success", "score", "cost", "latency"):
-            store.leaderboard(sort, query="alice")
-        assert calls == [("Query", f"lb_{sort}") for sort in
-                         ("runs", "success", "score", "cost", "latency")]
+            ranked = store.leaderboard(sort, query="alice")
+            read = [(name, None) for name in ("BatchGetItem",) if ranked]
+            assert calls == [("Query", f"lb_{sort}")] * SHARDS + read, sort
+            assert [a.slug for a in ranked] == ([] if sort == "score" else ["open"])
+            calls.clear()
         closed = store.client.get_item(TableName=store.table_name, Key={
             "pk": {"S": "AGENT#alice#closed"}, "sk": {"S": "META"}})["Item"]
         assert not [name for name in closed if name == "lbpk" or name.startswith("lb_")]

@@ -100,7 +100,7 @@ CHILDREN_SHOWN = 50
 """Children drawn under one span before the rest collapse into a "N more" row."""
 DEPTH_SHOWN = 12
 """Levels drawn below the focused span before deeper ones collapse."""
-ROWS_SHOWN = 600
+ROWS_SHOWN = 300
 """Rows drawn in all; the rest of the run collapses into counts that load on demand."""
 
 

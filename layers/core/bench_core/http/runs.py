@@ -66,8 +66,9 @@ def run_page(request: Request, login: str, slug: str, task_id: str, span: str | 
         query = {k: v for k, v in {**view, **changes}.items() if v}
         return "?" + urlencode(query) if query else request.url.path
 
+    kept = urlencode({k: v for k, v in view.items() if v and k != "span"})
     return page(request, "run.html", viewer=viewer, **model, base=public_base(request, services),
-                href=href)
+                href=href, keep="&" + kept if kept else "")
 
 
 @api_router.get("/agents/{login}/{slug}/runs")

@@ -18,11 +18,14 @@ from botocore.exceptions import ClientError
 from ...domain.errors import TooManyRequests
 from . import codec
 from .codec import Update
+from .table import TASK_INDEXES
 
 MAX_ATTEMPTS = 8
 BACKOFF_SECONDS = 0.01
 BATCH_WRITE = 25
 BATCH_GET = 100
+INDEX_KEYS = {name: (pk, sk) for name, pk, sk in TASK_INDEXES}
+"""Key attributes of the indexes not named `{index}pk`/`{index}sk`."""
 
 
 class ConditionFailed(Exception):
@@ -146,14 +149,14 @@ class Table:
     def update_action(self, update: Update) -> dict[str, Any]:
         return {"Update": update.params(self.name)}
 
-    def batch_get(self, keys: list[dict[str, Any]], *, only_keys: bool = False
+    def batch_get(self, keys: list[dict[str, Any]], *, consistent: bool = True
                   ) -> list[dict[str, Any]]:
-        """The items that exist of `keys`, strongly consistent, 100 keys per request."""
+        """The items that exist of `keys` (strongly consistent unless told), 100 keys per
+        request."""
         found: list[dict[str, Any]] = []
         for i in range(0, len(keys), BATCH_GET):
-            request: dict[str, Any] = {"Keys": keys[i:i + BATCH_GET], "ConsistentRead": True}
-            if only_keys:
-                request["ProjectionExpression"] = "pk, sk"
+            request: dict[str, Any] = {"Keys": keys[i:i + BATCH_GET],
+                                       "ConsistentRead": consistent}
             pending = {self.name: request}
             for attempt in range(MAX_ATTEMPTS):
                 response = self.client.batch_get_item(RequestItems=pending)
@@ -165,6 +168,16 @@ class Table:
             else:
                 raise busy()
         return found
+
+    def get_all(self, keys: list[dict[str, Any]], *, consistent: bool = True
+                ) -> list[dict[str, Any]]:
+        """The items of `keys` that exist, in the order of `keys` (an index page read by key)."""
+        def key_of(item: dict[str, Any]) -> tuple[Any, Any]:
+            return item["pk"], item["sk"]
+
+        found = {key_of(item): item for item in self.batch_get(keys, consistent=consistent)}
+        wanted = [key_of(codec.plain(key)) for key in keys]
+        return [found[key] for key in wanted if key in found]
 
     def write_all(self, items: list[dict[str, Any]]) -> None:
         """Put every item (unconditionally), 25 per BatchWriteItem."""
@@ -185,11 +198,11 @@ class Table:
               ) -> Iterator[dict[str, Any]]:
         """One partition in sort-key order, fetched page by page as the caller consumes it.
         `sk` is a key condition on `#sk` whose values are `bounds` (`:name` for `name=`)."""
+        pk_name, sk_name = INDEX_KEYS.get(index, (f"{index}pk", f"{index}sk"))
         params: dict[str, Any] = {
             "TableName": self.name, "ScanIndexForward": forward,
             "KeyConditionExpression": "#pk = :pk" + (f" AND {sk}" if sk else ""),
-            "ExpressionAttributeNames": {"#pk": f"{index}pk", **({"#sk": f"{index}sk"} if sk
-                                                                 else {})},
+            "ExpressionAttributeNames": {"#pk": pk_name, **({"#sk": sk_name} if sk else {})},
             "ExpressionAttributeValues": codec.to_item(
                 {":pk": pk, **{f":{k}": v for k, v in bounds.items()}})}
         if index:

@@ -14,6 +14,7 @@ reads as its writes and queries. Each concern's docstring lists its items; the i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -48,6 +49,7 @@ PARENT = "P#"
 client-chosen id (not even "ROOT") can name the root listing."""
 TASK = "TASK#"
 EVENT = "EV#"
+PAGE = "B#"
 DAY = "DAY#"
 _MAX_NUMBER = 1e15
 _SERIALIZER = TypeSerializer()
@@ -120,13 +122,6 @@ class AgentKeys:
 
     def key(self, sk: str) -> dict[str, Any]:
         return to_item({"pk": self.pk, "sk": sk})
-
-    @property
-    def events_pk(self) -> str:
-        return f"EVENTS#{self.name}"
-
-    def task_events_pk(self, task_id: str) -> str:
-        return f"TASKEV#{self.name}#{task_id}"
 
     def tasks_pk(self, parent: str | None) -> str:
         return f"TASKS#{self.name}#{_listing(parent)}"
@@ -360,28 +355,54 @@ def day_from_item(item: dict[str, Any]) -> dict[str, Any]:
 # ---- events and tasks -----------------------------------------------------------------------
 
 
-def event_item(agent: AgentKeys, event: CleanEvent, body: str, seq: int,
-               expires_at: int | None = None) -> dict[str, Any]:
-    """An event, kept once per id until `expires_at` (`event_expiry`). `seq` orders events of
-    the same millisecond by arrival, as SQLite's rowid does; the sort keys alone would order
-    them by (random) event id."""
-    sort_key = f"{event.ts}#{event.id}"
-    attrs: dict[str, Any] = {"pk": agent.pk, "sk": EVENT + event.id, "gsi1pk": agent.events_pk,
-                             "gsi1sk": sort_key, "seq": seq, "body": body}
+def digest(event_id: str) -> bytes:
+    """What a task keeps of each event folded into it (`seen`): 8 bytes of the id's SHA-256,
+    so a task of 10,000 events holds 80 KB of them, and two ids of one task collide with a
+    chance below one in 10^11."""
+    return hashlib.sha256(event_id.encode()).digest()[:8]
+
+
+def page_item(agent: AgentKeys, sk: str, entries: list[str], expires_at: int | None
+              ) -> dict[str, Any]:
+    """Events stored together (`ingest.py`): `entries` are `page_entry` JSON texts."""
+    attrs: dict[str, Any] = {"pk": agent.pk, "sk": sk, "events": "[" + ",".join(entries) + "]"}
     if expires_at is not None:
         attrs["expires_at"] = expires_at
-    if event.task_id is not None:
-        attrs |= {"gsi2pk": agent.task_events_pk(event.task_id), "gsi2sk": sort_key}
     return to_item(attrs)
 
 
-def event_order(item: dict[str, Any]) -> tuple[str, Decimal]:
-    """The (ts, arrival) order of an event item read from either event index."""
-    return item["gsi1sk"].partition("#")[0], item["seq"]
+def page_entry(event: CleanEvent, body: str, seq: int) -> str:
+    """One event of a page as JSON text: [ts, seq, task_id, id, body], `body` as stored."""
+    return f"[{json.dumps(event.ts)},{seq},{json.dumps(event.task_id)},{json.dumps(event.id)},{body}]"
 
 
-def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState) -> Update:
-    """Write a folded task field by field, guarded by the version it was folded from.
+@dataclass(frozen=True)
+class StoredEvent:
+    ts: str
+    seq: int
+    task_id: str | None
+    id: str
+    body: dict[str, Any]
+
+    @property
+    def order(self) -> tuple[str, int]:
+        """Time, then arrival: events of one millisecond keep the order they came in."""
+        return self.ts, self.seq
+
+
+def page_events(item: dict[str, Any]) -> list[StoredEvent]:
+    return [StoredEvent(*entry) for entry in json.loads(item["events"])]
+
+
+def page_max_ts(sk: str) -> str:
+    """The newest event time of a page, from its key (`B#{max ts}#{unique}`)."""
+    return sk[len(PAGE):].split("#", 1)[0]
+
+
+def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
+                seen: set[bytes], pages: set[str]) -> Update:
+    """Write a folded task field by field, guarded by the version it was folded from, adding
+    the `digest`s of the events folded (`seen`) and the pages that hold them.
 
     `child_cost_usd` is only ever ADDed (subtasks add to it without reading the parent), and
     every write bumps `version`, so a fold from a stale read fails its condition and is redone.
@@ -392,11 +413,12 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState) ->
                for name in _TASK_NUMBERS}
     fields |= {name: None if getattr(after, name) is None else dumps(getattr(after, name))
                for name in _TASK_JSON}
-    fields |= {"gsi1pk": agent.tasks_pk(after.parent_task_id), "gsi1sk": sort_key,
-               "gsi2pk": agent.status_pk(after.parent_task_id, after.status), "gsi2sk": sort_key,
+    fields |= {"tlpk": agent.tasks_pk(after.parent_task_id), "tlsk": sort_key,
+               "tspk": agent.status_pk(after.parent_task_id, after.status), "tssk": sort_key,
                **run_keys(agent, after)}
     update = expiring(_set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
                                      fields), agent)
+    add_events(update, seen, pages)
     child_cost = after.child_cost_usd - (before.child_cost_usd if before else 0.0)
     if child_cost:
         update.add["child_cost_usd"] = number(child_cost)
@@ -410,28 +432,48 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState) ->
 
 
 def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
-    """A task's run attributes: `run_id` and the `gsi3` keys that read a run in one Query."""
-    if task.run_id is None:
-        return {"run_id": None, "gsi3pk": None, "gsi3sk": None}
+    """A task's run attributes: `run_id` and the `gsi3` keys that read a run's spans in one
+    Query. A run's root is read by its key (it is the run's id), so it takes no index entry."""
+    if task.run_id is None or task.parent_task_id is None:
+        return {"run_id": task.run_id, "gsi3pk": None, "gsi3sk": None}
     return {"run_id": task.run_id, "gsi3pk": agent.run_pk(task.run_id),
             "gsi3sk": task_sort_key(task.sort_ts, task.task_id)}
 
 
 def child_cost_update(agent: AgentKeys, parent: str, amount: float,
-                      evidence: Usage | None = None, *, run_holder: bool = False) -> Update:
-    """A finished subtask's cost and evidence, added to a parent this write does not fold. A
-    parent not seen yet becomes a placeholder (no index keys, so no listing shows it) until its
-    events come. `run_holder`: subtasks now record the parent as their run, which the
-    placeholder remembers as `run_id` = its own id, so the parent's arrival moves them
-    (`runs.Reassign`); the version bump makes a concurrent write of the parent fold again."""
+                      evidence: Usage | None = None, pages: set[str] | None = None,
+                      seen: set[bytes] | None = None, *, run_holder: bool = False) -> Update:
+    """A finished subtask's cost and evidence (or only the `pages` and `seen` digests of
+    events of a task that no `task.*` event folds), added to a task this write does not fold. A task not seen yet
+    becomes a placeholder (no index keys, so no listing shows it) until its events come.
+    `run_holder`: subtasks now record the parent as their run, which the placeholder
+    remembers as `run_id` = its own id, so the parent's arrival moves them (`runs.Reassign`);
+    the version bump makes a concurrent write of the parent fold again."""
     update = expiring(Update(agent.key(TASK + parent),
                              add={"version": 1, **evidence_adds(None, evidence)}), agent)
     if amount:
         update.add["child_cost_usd"] = number(amount)
+    add_events(update, seen or set(), pages or set())
     if run_holder:  # only while it is one: a parent that arrived meanwhile has its own run
         update.set["run_id"] = parent
         update.condition = "attribute_not_exists(#gsi3sk)"
     return update
+
+
+def add_events(update: Update, seen: set[bytes], pages: set[str]) -> None:
+    """DynamoDB sets may not be empty: only what there is to add is added."""
+    if seen:
+        update.add["seen"] = seen
+    if pages:
+        update.add["pages"] = pages
+
+
+def task_seen(item: dict[str, Any]) -> set[bytes]:
+    return {bytes(b) for b in item.get("seen", ())}
+
+
+def task_pages(item: dict[str, Any]) -> set[str]:
+    return set(item.get("pages", ()))
 
 
 def evidence_adds(before: Usage | None, after: Usage | None) -> dict[str, Any]:

@@ -157,9 +157,9 @@ class DynamoEvals:
 
         def mark(task_id: str) -> None:
             self.table.update(Update(pending_key(agent, task_id),
-                                set={"login": ref.login, "slug": ref.slug, "task_id": task_id,
-                                     **codec.ttl(expires)},
-                                set_if_absent={"marked_at": when}))
+                                     set={"login": ref.login, "slug": ref.slug,
+                                          "task_id": task_id, **codec.ttl(expires)},
+                                     set_if_absent={"marked_at": when}))
 
         if task_ids:
             with ThreadPoolExecutor(max_workers=min(8, len(task_ids))) as pool:
@@ -175,11 +175,13 @@ class DynamoEvals:
 
     def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
         agent = AgentKeys(ref.login, ref.slug)
-        failed = self.table.query(agent.status_pk(None, "failed"), "#sk >= :low", index="gsi2",
-                             forward=False, page=limit, low="0")
-        tasks = {t.task_id: t for t in map(codec.task_from_item, itertools.islice(failed, limit))}
-        lows = itertools.islice(self.table.query(agent.pk, "begins_with(#sk, :low)", forward=False,
-                                            page=limit, low=LOW), limit)
+        failed = self.table.query(agent.status_pk(None, "failed"), "#sk >= :low",
+                                  index="tstatus", forward=False, page=limit, low="0")
+        keys = [agent.key(item["sk"]) for item in itertools.islice(failed, limit)]
+        tasks = {t.task_id: t for t in map(codec.task_from_item,
+                                           self.table.get_all(keys, consistent=False))}
+        lows = itertools.islice(self.table.query(agent.pk, "begins_with(#sk, :low)",
+                                                 forward=False, page=limit, low=LOW), limit)
         for item in lows:
             task = self.table.get(agent.key(codec.TASK + item["task_id"]))
             if task is not None:

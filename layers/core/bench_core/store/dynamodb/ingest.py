@@ -2,42 +2,56 @@
 and their reads (the meaning of a batch is `bench_core.domain.folding`; SQLite's adapter makes
 the same writes atomic with one lock).
 
-Items (pk, sk [gsi1pk, gsi1sk] [gsi2pk, gsi2sk]; `A` is `{login}#{slug}`):
+Items (pk, sk [index keys]; `A` is `{login}#{slug}`):
 
-- task:             AGENT#{A}, TASK#{task_id}  [TASKS#{A}#{L}, {sort_ts}#{task_id}]
-                    [TSTATUS#{A}#{L}#{status}, {sort_ts}#{task_id}]
-                    where `L` is ROOT for a root task, else P#{parent_task_id}
-- event (dedupe):   AGENT#{A}, EV#{event_id}  [EVENTS#{A}, {ts}#{event_id}]
-                    [TASKEV#{A}#{task_id}, {ts}#{event_id}]
-- day counters:     AGENT#{A}, DAY#{yyyy-mm-dd}
+- task:           AGENT#{A}, TASK#{task_id}  [tasks: TASKS#{A}#{L}, {sort_ts}#{task_id}]
+                  [tstatus: TSTATUS#{A}#{L}#{status}, {sort_ts}#{task_id}]
+                  where `L` is ROOT for a root task, else P#{parent_task_id}; `seen` holds a
+                  `codec.digest` of every event folded into it, `pages` the pages its events
+                  are on
+- event page:     AGENT#{A}, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
+- event claim:    AGENT#{A}, EV#{event_id}   (an event of no task, claimed by its id)
+- day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}
 
 The agent item (`agents.py`) holds the counters (`runs`, `successes`, `failures`,
 `cost_usd_total`, `dropped_events`) and the latency histogram as one number per bucket
 (`h0`..`h89`), all changed only by atomic `ADD`, so concurrent batches never lose an update. A
 parent known only from its subtasks is a placeholder task item without index keys.
 
-How a batch is made atomic without SQLite's lock:
-- Events already stored are found first (one consistent BatchGetItem) and counted as duplicates.
-- The rest is written in as few TransactWriteItems as fit (100 items, 4 MB; normally one per
-  batch): each event as a Put conditional on `attribute_not_exists(pk)`, each folded task as an
-  Update conditional on the `version` it was folded from, and the run counters as ADDs. A batch
-  that needs several transactions splits between tasks (or within a huge task); each part folds
-  on the state the previous one left, and a retried batch finds the stored parts as duplicates.
-- A cancelled transaction says why, item by item: an event that is there already is a duplicate
-  (sent by a concurrent sender) and is dropped; a task whose version moved is read again and
-  refolded. Retries are few and jittered; past them the caller gets 429 and resends safely.
+What one batch costs is what it writes, so it writes little (`tests/perf/dynamodb_cost.py`
+counts it): its events go onto a few pages (one item per 300 KB, not one per event), and
+duplicates are found by the tasks' own conditional writes, not by reading every event id.
+
+- Events of a task (every event with a `task_id`): the task's item keeps the digests of the
+  events it holds, so the consistent read of the batch's tasks (needed to fold them anyway)
+  tells which events are new. The new ones go onto pages first, then one TransactWriteItems
+  (100 items, 4 MB; normally one per batch) writes each task as an Update conditional on the
+  `version` it was folded from, adding its new digests and pages, with the run counters (and
+  the batch's `dropped`) as ADDs. A concurrent sender of the same events moves the version:
+  the transaction is cancelled, the tasks read again, and the events it stored are
+  duplicates. A batch that needs several transactions splits between tasks (or within a huge
+  task); each part folds on the state the previous one left, and a retried batch finds the
+  stored parts as duplicates. Retries are few and jittered; past them the caller gets 429 and
+  resends safely.
+- A page is written before its transaction: a crash in between leaves events on a page that
+  no task lists, and the resent batch (still new to every task) folds them once. Readers take
+  each event id once, so an event on two pages (two senders, one of whom lost) shows once.
+- Events of no task count nowhere but in the answer: they are paged, then each is claimed by a
+  Put of `EV#{id}` conditional on its absence (a crash in between pages them again).
 - `first_event_at`/`last_event_at` are moved only outward, by conditional SETs.
 
-Reads use the base table for one item or one agent's days (strongly consistent) and the GSIs
-for listings (eventually consistent, like every GSI). Nothing scans.
+Reads use the base table for one item, one agent's days and pages (strongly consistent) and
+the task indexes for listings (eventually consistent, like every GSI; KEYS_ONLY, the page's
+tasks are then read by key). Nothing scans.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
-import json
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -45,6 +59,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ...domain.errors import PayloadTooLarge
 from ...domain.field_limits import dumps
 from ...domain.folding import BatchFold, fold_batch, group_by_task
 from ...domain.models import (
@@ -57,17 +72,20 @@ from ...domain.models import (
     iso,
     utcnow,
 )
-from ...domain.runs import parent_ids
+from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
 from . import codec
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
-from .codec import AgentKeys, Update
+from .codec import AgentKeys, StoredEvent, Update
 from .leaderboard import DynamoLeaderboard
-from .runs import move_runs
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
 """Below DynamoDB's 4 MB per transaction, leaving room for keys and attribute names."""
+MAX_PAGE_BYTES = 300_000
+"""Below DynamoDB's 400 KB per item."""
+MAX_TASK_EVENTS = 20_000
+"""Events one task may fold: their digests (8 bytes each) stay well inside its 400 KB item."""
 _RETRYABLE = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded",
                         "RequestLimitExceeded"})
 _LOWEST_SORT_TS = "0"
@@ -89,27 +107,49 @@ class DynamoIngest:
         firsts: dict[str, CleanEvent] = {}
         for event in events:
             firsts.setdefault(event.id, event)
-        stored = {item["sk"][len(codec.EVENT):] for item in self.table.batch_get(
-            [agent.key(codec.EVENT + event_id) for event_id in firsts], only_keys=True)}
-        fresh = [e for e in firsts.values() if e.id not in stored]
+        tracked = [e for e in firsts.values() if e.task_id is not None]
+        states, seen = self.load_tasks(agent, {e.task_id for e in tracked if e.task_id}
+                                       | parent_ids(tracked))
+        fresh = [e for e in tracked if codec.digest(e.id) not in seen.get(e.task_id or "", ())]
+        bodies = {e.id: e.body_json or dumps(e.body) for e in firsts.values()}
+        arrival = time.time_ns()
+        seqs = {event_id: arrival + i for i, event_id in enumerate(firsts)}
+        untracked = [e for e in firsts.values() if e.task_id is None]
+        claimed = self._store_untracked(agent, untracked, bodies, seqs) if untracked else []
         now = iso(utcnow())
-        dropped = dropped if fresh or not events else 0  # a replayed batch reported them already
-        old = self._upsert_agent(agent, meta, dropped, [e.ts for e in fresh], now)
+        # `dropped` counts once, with the first write that stores an event (a replay reported
+        # them already): the first transaction, or here when no task has anything new
+        old = self._upsert_agent(agent, meta, dropped if not fresh and (claimed or not events)
+                                 else 0, [e.ts for e in [*fresh, *claimed]], now)
         if not old:
             self.table.update(codec.user_upsert(login, now))
         agent = codec.temporary(agent, old)
-        arrival = time.time_ns()
-        write = _BatchWrite(self, agent, self.load_tasks(agent, _task_ids(fresh) | parent_ids(fresh)),
-                            {e.id: e.body_json or dumps(e.body) for e in fresh},
-                            {e.id: arrival + i for i, e in enumerate(fresh)},
-                            self.retention_days)
-        for unit in _units(fresh, write.bodies):
+        write = _BatchWrite(self, agent, states, seen, bodies, seqs, self.retention_days,
+                            dropped if fresh else 0)
+        for unit in _units(fresh, bodies):
             write.commit(unit)
-        if write.accepted or meta.updates():
+        accepted = len(write.accepted) + len(claimed)
+        if accepted or meta.updates():
             self.ranks.refresh(AgentRef(login, meta.slug))
-        return IngestOutcome(accepted=len(write.accepted),
-                             duplicates=len(events) - len(write.accepted),
+        return IngestOutcome(accepted=accepted, duplicates=len(events) - accepted,
                              finished=write.finished)
+
+    def _store_untracked(self, agent: AgentKeys, events: list[CleanEvent],
+                         bodies: dict[str, str], seqs: dict[str, int]) -> list[CleanEvent]:
+        """Events of no task: paged, then each claimed by a Put of its id conditional on its
+        absence; the ones claimed now are new. (A crash in between pages them twice, which
+        readers take once.)"""
+        agent = codec.temporary(agent, self.table.get(agent.key(codec.META)))
+        write_pages(self.table, agent, events, bodies, seqs, self.retention_days)
+
+        def new(event: CleanEvent) -> bool:
+            expires = codec.event_expiry(agent, event.ts, self.retention_days)
+            item = {"pk": agent.pk, "sk": codec.EVENT + event.id}
+            return self.table.put_if_absent(codec.to_item(
+                item if expires is None else {**item, "expires_at": expires}))
+
+        with ThreadPoolExecutor(max_workers=min(8, len(events))) as pool:
+            return [e for e, fresh in zip(events, pool.map(new, events), strict=True) if fresh]
 
     def _upsert_agent(self, agent: AgentKeys, meta: AgentMeta, dropped: int, times: list[str],
                       now: str) -> dict[str, Any]:
@@ -133,32 +173,38 @@ class DynamoIngest:
         if old.get("first_event_at") and first < old["first_event_at"]:
             with contextlib.suppress(ConditionFailed):  # a concurrent batch went further back
                 self.table.update(Update(agent.key(codec.META), set={"first_event_at": first},
-                                    condition="#first_event_at > :first",
-                                    condition_values={":first": first}))
+                                         condition="#first_event_at > :first",
+                                         condition_values={":first": first}))
         return old
 
-    def load_tasks(self, agent: AgentKeys, task_ids: Iterable[str]) -> dict[str, TaskState]:
+    def load_tasks(self, agent: AgentKeys, task_ids: Iterable[str]
+                   ) -> tuple[dict[str, TaskState], dict[str, set[bytes]]]:
+        """The stored tasks (strongly consistent), and the digests of the events each folded."""
         items = self.table.batch_get([agent.key(codec.TASK + task_id) for task_id in task_ids])
-        states = map(codec.task_from_item, items)
-        return {state.task_id: state for state in states}
+        states = {item["sk"][len(codec.TASK):]: codec.task_from_item(item) for item in items}
+        return states, {item["sk"][len(codec.TASK):]: codec.task_seen(item) for item in items}
 
-    # ---- reads: events and days ------------------------------------------------------------
+    # ---- reads: events and days -----------------------------------------------------------
 
     def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]:
-        """Newest first. Events of one millisecond go by arrival, so the ones tied with the
-        last kept are all read before cutting at `limit`."""
+        """Newest first, by time then arrival. Pages are read newest first (by their newest
+        event) until the `limit`-th newest event so far is newer than anything left."""
         if limit <= 0:
             return []
-        items = self.table.query(AgentKeys(ref.login, ref.slug).events_pk, index="gsi1",
-                                 forward=False, page=limit + 1)
-        kept: list[dict[str, Any]] = []
-        for item in items:
-            ts = codec.event_order(item)[0]
-            if len(kept) >= limit and ts != codec.event_order(kept[-1])[0]:
-                break
-            kept.append(item)
-        kept.sort(key=codec.event_order, reverse=True)
-        return [json.loads(item["body"]) for item in kept[:limit]]
+        kept: dict[str, StoredEvent] = {}
+        pages = self.table.query(AgentKeys(ref.login, ref.slug).pk, "begins_with(#sk, :prefix)",
+                                 forward=False, page=4, prefix=codec.PAGE)
+        for item in pages:
+            if len(kept) >= limit:
+                kth = heapq.nlargest(limit, kept.values(), key=lambda e: e.order)[-1]
+                if kth.ts > codec.page_max_ts(item["sk"]):
+                    break
+            _keep_first(kept, codec.page_events(item))
+        newest = heapq.nlargest(limit, kept.values(), key=lambda e: e.order)
+        return [e.body for e in newest]
+
+    def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
+        return read_task_events(self.table, AgentKeys(ref.login, ref.slug), task_id)
 
     def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:
         items = self.table.query(AgentKeys(ref.login, ref.slug).pk,
@@ -166,11 +212,7 @@ class DynamoIngest:
                                  since=codec.DAY + since_day, end="DAY$")
         return [codec.day_from_item(item) for item in items]
 
-    # ---- tasks -----------------------------------------------------------------------------
-
-    def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
-        items = self.table.query(AgentKeys(ref.login, ref.slug).task_events_pk(task_id), index="gsi2")
-        return [json.loads(item["body"]) for item in sorted(items, key=codec.event_order)]
+    # ---- tasks ----------------------------------------------------------------------------
 
     def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
         item = self.table.get(AgentKeys(ref.login, ref.slug).key(codec.TASK + task_id))
@@ -181,28 +223,37 @@ class DynamoIngest:
                    limit: int = 50, cursor: str | None = None
                    ) -> tuple[list[TaskState], str | None]:
         agent = AgentKeys(ref.login, ref.slug)
-        index, pk = (("gsi1", agent.tasks_pk(parent)) if status is None
-                     else ("gsi2", agent.status_pk(parent, status)))
+        index, pk = (("tasks", agent.tasks_pk(parent)) if status is None
+                     else ("tstatus", agent.status_pk(parent, status)))
+        sort = {"tasks": "tlsk", "tstatus": "tssk"}[index]
         if cursor:
             sort_ts, task_id = decode_cursor(cursor)
             after = codec.task_sort_key(sort_ts, task_id)
-            items = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index, forward=False,
-                                page=limit + 2, low=_LOWEST_SORT_TS, after=after)
-            items = (item for item in items if item[f"{index}sk"] != after)
+            items = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index,
+                                     forward=False, page=limit + 2, low=_LOWEST_SORT_TS,
+                                     after=after)
+            items = (item for item in items if item[sort] != after)
         else:
-            items = self.table.query(pk, "#sk >= :low", index=index, forward=False, page=limit + 1,
-                                low=_LOWEST_SORT_TS)
-        page = [codec.task_from_item(item) for item in itertools.islice(items, limit + 1)]
-        tasks = page[:limit]
-        more = len(page) > limit
-        return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id) if more else None)
+            items = self.table.query(pk, "#sk >= :low", index=index, forward=False,
+                                     page=limit + 1, low=_LOWEST_SORT_TS)
+        keys = list(itertools.islice(items, limit + 1))
+        tasks = self._tasks(agent, [item["sk"] for item in keys[:limit]])
+        more = len(keys) > limit
+        return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id)
+                       if more and tasks else None)
+
+    def _tasks(self, agent: AgentKeys, sks: list[str]) -> list[TaskState]:
+        """The tasks of an index page, in its order, read by key (eventually consistent, as
+        the index was)."""
+        items = self.table.get_all([agent.key(sk) for sk in sks], consistent=False)
+        return [codec.task_from_item(item) for item in items]
 
     def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
         """One query per parent, run side by side: a page asks for all of its tasks at once."""
         agent = AgentKeys(ref.login, ref.slug)
 
         def children(parent: str) -> list[str]:
-            items = self.table.query(agent.tasks_pk(parent), index="gsi1", projection="sk")
+            items = self.table.query(agent.tasks_pk(parent), index="tasks")
             return [item["sk"][len(codec.TASK):] for item in items]
 
         if not task_ids:
@@ -211,14 +262,42 @@ class DynamoIngest:
             return dict(zip(task_ids, pool.map(children, task_ids), strict=True))
 
 
+def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
+    """After a batch's transaction: the tasks recorded under a run that turned out to have a
+    parent (`runs.Reassign`) move to its run, each guarded by the run it had."""
+    for move in moves:
+        for item in table.query(agent.run_pk(move.old), index="gsi3", projection="sk, gsi3sk"):
+            update = Update(agent.key(item["sk"]),
+                            set={"run_id": move.new, "gsi3pk": agent.run_pk(move.new)},
+                            add={"version": 1}, condition="#run_id = :old",
+                            condition_values={":old": move.old})
+            with contextlib.suppress(ConditionFailed):  # moved already (the index lags)
+                table.update(codec.expiring(update, agent))
+
+
+def read_task_events(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:
+    """The events of one task in time, then arrival, order: from the pages its item lists."""
+    task = table.get(agent.key(codec.TASK + task_id))
+    if task is None:
+        return []
+    kept: dict[str, StoredEvent] = {}
+    for page in table.batch_get([agent.key(sk) for sk in sorted(codec.task_pages(task))]):
+        _keep_first(kept, (e for e in codec.page_events(page) if e.task_id == task_id))
+    return [e.body for e in sorted(kept.values(), key=lambda e: e.order)]
+
+
+def _keep_first(kept: dict[str, StoredEvent], events: Iterable[StoredEvent]) -> None:
+    """Each event id once: the copy that arrived first."""
+    for event in events:
+        if event.id not in kept or event.seq < kept[event.id].seq:
+            kept[event.id] = event
+
+
 # ---- the write of one batch -----------------------------------------------------------------
 
 
 @dataclass
 class _Plan:
-    """One transaction: its events' Puts come first, so cancellation reason i < len(events)
-    is about events[i]."""
-
     events: list[CleanEvent]
     actions: list[dict[str, Any]]
     fold: BatchFold
@@ -226,24 +305,31 @@ class _Plan:
 
 @dataclass
 class _BatchWrite:
-    """The fresh events of one batch, written unit by unit on the task states read so far.
-    `bodies` holds each event's JSON; `seqs` numbers the events in batch order (see
-    `codec.event_item`); they expire `retention_days` after their time (`codec.event_expiry`)."""
+    """The new events of one batch, written unit by unit on the task states read so far.
+    `seen` holds each task's event digests; `bodies` each event's JSON; `seqs` numbers the
+    events in batch order; they expire `retention_days` after their time
+    (`codec.event_expiry`)."""
 
     store: DynamoIngest
     agent: AgentKeys
     states: dict[str, TaskState]
+    seen: dict[str, set[bytes]]
     bodies: dict[str, str]
     seqs: dict[str, int]
     retention_days: int
+    dropped: int
+    """Counted with the first part that stores an event: a replay reported them already."""
     accepted: list[CleanEvent] = field(default_factory=list)
     finished: list[tuple[str, bool]] = field(default_factory=list)
 
     def commit(self, unit: list[CleanEvent]) -> None:
+        pages = write_pages(self.store.table, self.agent, unit, self.bodies, self.seqs,
+                            self.retention_days)
         for attempt in range(MAX_ATTEMPTS):
-            plan = self._plan(unit)
+            plan = self._plan(unit, pages)
             try:
-                self.store.table.transact(plan.actions)
+                if plan.actions:
+                    self.store.table.transact(plan.actions)
             except ClientError as exc:
                 if code(exc) != "TransactionCanceledException":
                     raise
@@ -258,35 +344,53 @@ class _BatchWrite:
             return
         raise busy()
 
-    def _plan(self, unit: list[CleanEvent]) -> _Plan:
-        table, agent = self.store.table.name, self.agent
+    def _plan(self, unit: list[CleanEvent], pages: dict[str, str]) -> _Plan:
+        agent = self.agent
         fold = fold_batch(self.states, unit)
-        updates = [codec.task_update(agent, self.states.get(task_id), task)
+        new_seen: dict[str, set[bytes]] = {}
+        on_pages: dict[str, set[str]] = {}
+        for event in unit:
+            if event.task_id is not None:
+                on_pages.setdefault(event.task_id, set()).add(pages[event.id])
+                new_seen.setdefault(event.task_id, set()).add(codec.digest(event.id))
+        for task_id, digests in new_seen.items():
+            if len(self.seen.get(task_id, ())) + len(digests) > MAX_TASK_EVENTS:
+                raise PayloadTooLarge(f"task {task_id!r} has more than {MAX_TASK_EVENTS} events",
+                                      [{"loc": ["events"], "msg": "too many events in one task"}])
+        updates = [codec.task_update(agent, self.states.get(task_id), task,
+                                     new_seen.get(task_id, set()), on_pages.pop(task_id, set()))
                    for task_id, task in fold.tasks.items()]
-        updates += [codec.child_cost_update(agent, parent, fold.child_costs.get(parent, 0.0),
-                                            fold.child_evidence.get(parent),
-                                            run_holder=parent in fold.unknown_parents)
-                    for parent in _untouched_parents(fold)]
+        owed = _untouched_parents(fold) | on_pages.keys()
+        updates += [codec.child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
+                                            fold.child_evidence.get(task_id),
+                                            on_pages.get(task_id), new_seen.get(task_id),
+                                            run_holder=task_id in fold.unknown_parents)
+                    for task_id in owed]
         updates += codec.run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
-        puts = [self.store.table.put_action(codec.event_item(
-            agent, e, self.bodies[e.id], self.seqs[e.id],
-            codec.event_expiry(agent, e.ts, self.retention_days))) for e in unit]
-        return _Plan(unit, puts + [{"Update": u.params(table)} for u in updates], fold)
+        if self.dropped:
+            on_agent = next((u for u in updates if u.key == agent.key(codec.META)), None)
+            if on_agent is None:
+                updates.append(on_agent := Update(agent.key(codec.META)))
+            on_agent.add["dropped_events"] = self.dropped
+        return _Plan(unit, [self.store.table.update_action(u) for u in updates], fold)
 
     def _after_cancel(self, exc: ClientError, plan: _Plan, attempt: int) -> list[CleanEvent]:
-        """The unit left to write: without the events a concurrent sender stored first, and
-        folded again on fresh task states if anything else got in the way."""
+        """The unit left to write, folded again on fresh task states: without the events a
+        concurrent sender folded first (their pages stay, and readers take them once)."""
         reasons = cancellation_reasons(exc)
         if any(code not in _RETRYABLE | {"None", "ConditionalCheckFailed"} for code in reasons):
             raise exc
-        stored = {e.id for e, code in zip(plan.events, reasons, strict=False)
-                  if code == "ConditionalCheckFailed"}
-        unit = [e for e in plan.events if e.id not in stored]
+        task_ids = {e.task_id for e in plan.events if e.task_id is not None}
+        task_ids |= _untouched_parents(plan.fold) | parent_ids(plan.events)
+        for task_id in task_ids:
+            self.states.pop(task_id, None)
+            self.seen.pop(task_id, None)
+        states, seen = self.store.load_tasks(self.agent, task_ids)
+        self.states |= states
+        self.seen |= seen
+        unit = [e for e in plan.events
+                if codec.digest(e.id) not in self.seen.get(e.task_id or "", ())]
         if unit:
-            task_ids = _task_ids(unit) | parent_ids(unit)
-            for task_id in task_ids:
-                self.states.pop(task_id, None)
-            self.states |= self.store.load_tasks(self.agent, task_ids)
             pause(attempt)
         return unit
 
@@ -296,15 +400,21 @@ class _BatchWrite:
             before = self.states.get(task_id)
             self.states[task_id] = replace(task, version=(before.version if before else 0) + 1)
         fold = plan.fold
-        for parent in _untouched_parents(fold):
-            before = self.states.get(parent) or TaskState(task_id=parent)
-            self.states[parent] = replace(
-                before, child_cost_usd=before.child_cost_usd + fold.child_costs.get(parent, 0.0),
-                evidence=add_usage(before.evidence, fold.child_evidence.get(parent)),
-                run_id=parent if parent in fold.unknown_parents else before.run_id,
+        touched = _untouched_parents(fold)
+        touched |= {e.task_id for e in plan.events
+                    if e.task_id is not None and e.task_id not in fold.tasks}
+        for task_id in touched:
+            before = self.states.get(task_id) or TaskState(task_id=task_id)
+            self.states[task_id] = replace(
+                before, child_cost_usd=before.child_cost_usd + fold.child_costs.get(task_id, 0.0),
+                evidence=add_usage(before.evidence, fold.child_evidence.get(task_id)),
+                run_id=task_id if task_id in fold.unknown_parents else before.run_id,
                 version=before.version + 1)
+        for event in plan.events:
+            self.seen.setdefault(event.task_id or "", set()).add(codec.digest(event.id))
         self.accepted += plan.events
         self.finished += plan.fold.finished
+        self.dropped = 0
 
 
 def _untouched_parents(fold: BatchFold) -> set[str]:
@@ -312,13 +422,29 @@ def _untouched_parents(fold: BatchFold) -> set[str]:
     return fold.child_costs.keys() | fold.child_evidence.keys() | fold.unknown_parents
 
 
+def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies: dict[str, str],
+                seqs: dict[str, int], retention_days: int) -> dict[str, str]:
+    """Put `events` on pages (each expiring with its newest event); the page of each event."""
+    items, where = [], {}
+    for page in _paged(events, bodies):
+        sk = f"{codec.PAGE}{max(e.ts for e in page)}#{uuid.uuid4().hex}"
+        expiry = [codec.event_expiry(agent, e.ts, retention_days) for e in page]
+        items.append(codec.page_item(
+            agent, sk, [codec.page_entry(e, bodies[e.id], seqs[e.id]) for e in page],
+            None if None in expiry else max(t for t in expiry if t is not None)))
+        where |= dict.fromkeys((e.id for e in page), sk)
+    table.write_all(items)
+    return where
+
+
 def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:
     """The events in transactions DynamoDB accepts: whole tasks together where they fit, one
     task's events split in order where it alone is too big. Costs are counted generously: a
-    task's item can be as large as its events, and it may add a parent, a day and the agent."""
+    task's item can be as large as its events, and it may add a parent and a day; an event no
+    task folds may add a placeholder for its task."""
     pieces = [piece for group in group_by_task(events).values()
-              for piece in _pieces(group, bodies, overhead=3)]
-    pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, overhead=0)
+              for piece in _pieces(group, bodies, fixed=3, each=0)]
+    pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1)
     unit: list[CleanEvent] = []
     items = size = 0
     for piece, piece_items, piece_size in pieces:
@@ -333,27 +459,39 @@ def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[Cl
         yield unit
 
 
+def _paged(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:
+    """`events` in runs that fit one page item."""
+    page: list[CleanEvent] = []
+    size = 0
+    for event in events:
+        event_size = len(bodies[event.id].encode()) + 200
+        if page and size + event_size > MAX_PAGE_BYTES:
+            yield page
+            page, size = [], 0
+        page.append(event)
+        size += event_size
+    if page:
+        yield page
+
+
 def _is_task_event(event: CleanEvent) -> bool:
     """What `folding.group_by_task` folds: the other events are only stored."""
     return event.task_id is not None and event.kind.startswith("task.")
 
 
-def _task_ids(events: Iterable[CleanEvent]) -> set[str]:
-    return {e.task_id for e in events if e.task_id is not None and _is_task_event(e)}
-
-
-def _pieces(events: list[CleanEvent], bodies: dict[str, str], overhead: int
+def _pieces(events: list[CleanEvent], bodies: dict[str, str], fixed: int, each: int
             ) -> Iterator[tuple[list[CleanEvent], int, int]]:
-    """Runs of `events` that fit one transaction: (events, items, estimated bytes)."""
+    """Runs of `events` that fit one transaction: (events, items, estimated bytes), a run
+    taking `fixed` items plus `each` per event."""
     piece: list[CleanEvent] = []
     size = 0
     for event in events:
-        event_size = 2 * (len(bodies[event.id].encode()) + 200)
-        if piece and (len(piece) + overhead >= MAX_TRANSACTION_ITEMS - 1
+        event_size = len(bodies[event.id].encode()) + 200
+        if piece and (fixed + each * (len(piece) + 1) > MAX_TRANSACTION_ITEMS - 1
                       or size + event_size > MAX_TRANSACTION_BYTES):
-            yield piece, len(piece) + overhead, size
+            yield piece, fixed + each * len(piece), size
             piece, size = [], 0
         piece.append(event)
         size += event_size
     if piece:
-        yield piece, len(piece) + overhead, size
+        yield piece, fixed + each * len(piece), size

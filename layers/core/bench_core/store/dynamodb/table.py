@@ -6,11 +6,22 @@ tests create their moto table from the template, so store, tests and deployment 
 The key design (which item lives under which keys) is in each concern's docstring
 (`ingest.py`, `agents.py`, ...).
 
-Leaderboard: sparse GSIs whose partition key `lbpk` ("PUBLIC") is set only on public agents and
-whose sort keys (`lb_runs`, `lb_success`, `lb_score`, `lb_cost`, `lb_latency`) are set only once
-an agent qualifies for that ranking, so each sort mode is one Query, never a Scan.
-Runs: `gsi3` holds every task under `RUN#{login}#{slug}#{run_id}` (`gsi3pk`), so all spans of a
-run come back from one Query (`dynamodb_runs`).
+Indexes, each projecting only what its queries read (an index write costs a write unit per
+entry, so an entry that nothing reads, or that changes whenever its item does, is paid for on
+every batch):
+
+- `gsi1`, `gsi2` (ALL): the cold listings that read whole items: API keys, an owner's agents,
+  live connections, benchmark suites, benchmark runs and their rankings.
+- `tasks` (`tlpk`, `tlsk`) and `tstatus` (`tspk`, `tssk`), KEYS_ONLY: an agent's task listings
+  (all, and by status), newest first; the page's tasks are then read by key. Updating a task
+  (its cost, its eval) touches no index unless its listing keys move.
+- `lb_runs`, `lb_success`, `lb_score`, `lb_cost`, `lb_latency`: the leaderboard, sparse (the
+  sort key exists only while an agent qualifies) and spread over `leaderboard.SHARDS`
+  partitions `lbpk` = LB#{n} (absent while the agent is unlisted); they carry only `lb_text`,
+  what `q=` filters on, and the page's agents are then read by key.
+- `gsi3` (`gsi3pk` = RUN#{login}#{slug}#{run_id}), KEYS_ONLY: every task of a run, so all
+  spans of a run come back from one Query, then read by key (`runs.py`).
+
 `expires_at` (epoch seconds) is the TTL attribute for anything temporary.
 """
 
@@ -19,13 +30,20 @@ from __future__ import annotations
 from typing import Any
 
 LEADERBOARD_KEYS = ("lb_runs", "lb_success", "lb_score", "lb_cost", "lb_latency")
+TASK_INDEXES = (("gsi3", "gsi3pk", "gsi3sk"), ("tasks", "tlpk", "tlsk"),
+                ("tstatus", "tspk", "tssk"))
+"""The KEYS_ONLY indexes of task items: runs, listings, listings by status."""
 
 
-def _index(name: str, pk: str, sk: str) -> dict[str, Any]:
+def _index(name: str, pk: str, sk: str, projection: str = "ALL",
+           included: tuple[str, ...] = ()) -> dict[str, Any]:
+    spec: dict[str, Any] = {"ProjectionType": projection}
+    if included:
+        spec["NonKeyAttributes"] = list(included)
     return {"IndexName": name,
             "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"},
                           {"AttributeName": sk, "KeyType": "RANGE"}],
-            "Projection": {"ProjectionType": "ALL"}}
+            "Projection": spec}
 
 
 TABLE_PROPERTIES: dict[str, Any] = {
@@ -39,16 +57,16 @@ TABLE_PROPERTIES: dict[str, Any] = {
         {"AttributeName": "gsi1sk", "AttributeType": "S"},
         {"AttributeName": "gsi2pk", "AttributeType": "S"},
         {"AttributeName": "gsi2sk", "AttributeType": "S"},
-        {"AttributeName": "gsi3pk", "AttributeType": "S"},
-        {"AttributeName": "gsi3sk", "AttributeType": "S"},
+        *({"AttributeName": k, "AttributeType": "S"} for _, pk, sk in TASK_INDEXES
+          for k in (pk, sk)),
         {"AttributeName": "lbpk", "AttributeType": "S"},
         *({"AttributeName": k, "AttributeType": "N"} for k in LEADERBOARD_KEYS),
     ],
     "GlobalSecondaryIndexes": [
         _index("gsi1", "gsi1pk", "gsi1sk"),
         _index("gsi2", "gsi2pk", "gsi2sk"),
-        _index("gsi3", "gsi3pk", "gsi3sk"),
-        *(_index(k, "lbpk", k) for k in LEADERBOARD_KEYS),
+        *(_index(name, pk, sk, "KEYS_ONLY") for name, pk, sk in TASK_INDEXES),
+        *(_index(k, "lbpk", k, "INCLUDE", ("lb_text",)) for k in LEADERBOARD_KEYS),
     ],
     "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
     "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},

@@ -1,0 +1,101 @@
+"""DynamoDB ingest: what a steady batch costs, and that a batch cut short at any request
+counts once when it is sent again.
+
+The cost is counted in capacity units by DynamoDB's sizing rules (`tests/perf/dynamodb_cost.py`),
+which are deterministic for a given batch: a budget, not a timing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.store.dynamodb.store import DynamoStore
+
+from tests.aws.moto_table import dynamo_store
+from tests.factories import clean, ev, task_events
+from tests.perf.dynamodb_cost import measure
+
+MAX_WRITE_UNITS_PER_EVENT = 2.0
+MAX_READ_UNITS_PER_EVENT = 0.5
+REF = AgentRef("alice", "crashy")
+
+
+def test_a_steady_batch_costs_at_most_two_write_units_and_half_a_read_unit_per_event() -> None:
+    wru, rru = measure(batches=3).ingest
+    assert wru <= MAX_WRITE_UNITS_PER_EVENT, f"{wru:.2f} WRU per event"
+    assert rru <= MAX_READ_UNITS_PER_EVENT, f"{rru:.2f} RRU per event"
+
+
+class Crash(Exception):
+    """The process dies before this request reaches DynamoDB."""
+
+
+def requests_of(store: DynamoStore, run: Callable[[], Any]) -> int:
+    """How many requests `run` makes."""
+    made: list[str] = []
+
+    def handler(model: Any, **_: Any) -> None:
+        made.append(model.name)
+
+    store.client.meta.events.register("before-call.dynamodb", handler)
+    try:
+        run()
+    finally:
+        store.client.meta.events.unregister("before-call.dynamodb", handler)
+    return len(made)
+
+
+def crash_at(store: DynamoStore, n: int) -> Callable[..., None]:
+    """A hook that lets `n` requests through and fails the next one."""
+    seen = [0]
+
+    def hook(**_: Any) -> None:
+        seen[0] += 1
+        if seen[0] == n + 1:
+            raise Crash(f"request {n + 1}")
+
+    store.client.meta.events.register("before-call.dynamodb", hook)
+    return hook
+
+
+def the_batch() -> list[dict[str, Any]]:
+    return [*task_events("parent", cost=0.25), *task_events("child", parent="parent", cost=0.5),
+            *task_events("open")[:1], ev("custom"), ev("note", "parent")]
+
+
+def state(store: DynamoStore) -> tuple[Any, ...]:
+    agent = store.get_agent(REF)
+    assert agent is not None
+    s = agent.stats
+    tasks = {t: store.get_task(REF, t) for t in ("parent", "child", "open")}
+    return ((s.runs, s.successes, round(s.cost_usd_total, 9), s.dropped_events),
+            {t: (task.status, task.cost_usd, task.child_cost_usd) for t, task in tasks.items()
+             if task is not None},
+            {t: [e["id"] for e in store.task_events(REF, t)] for t in tasks},
+            sorted(e["id"] for e in store.recent_events(REF, 100)),
+            store.daily(REF, "2000-01-01"))
+
+
+def test_a_batch_cut_short_at_any_request_counts_once_when_sent_again() -> None:
+    batch = clean(the_batch())
+    with dynamo_store() as store:
+        total = requests_of(store, lambda: store.ingest(REF.login, AgentMeta(slug=REF.slug),
+                                                         batch, dropped=3))
+        expected = state(store)
+    assert total >= 4
+    assert expected[0] == (1, 1, 0.25, 3)
+    for n in range(total):
+        with dynamo_store() as store:
+            hook = crash_at(store, n)
+            with pytest.raises(Crash):
+                store.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
+            store.client.meta.events.unregister("before-call.dynamodb", hook)
+            outcome = store.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
+            again = store.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
+            assert again.accepted == 0, n
+            got = state(store)
+            assert got[:4] == expected[:4], (n, outcome)
+            assert [d["runs"] for d in got[4]] == [d["runs"] for d in expected[4]], n

@@ -1,0 +1,406 @@
+"""DynamoDB cost of Bench: capacity units and dollars per million events ingested, per 1,000
+profile views and per 1,000 badge views, on moto with the deployed table definition.
+
+    python tests/perf/dynamodb_cost.py [--batches 20] [--breakdown]
+
+Units are computed from every request the store makes (botocore hooks) by DynamoDB's
+published sizing rules, on the item images before and after each write (read from moto on
+the side, unmetered):
+
+- a write: 1 WRU per started KB of the larger of the item's old and new image (1 at least,
+  also for a delete and a failed condition); inside TransactWriteItems twice that;
+- every global secondary index an item enters, leaves or whose projected attributes change:
+  one more write of the projected entry (its keys, the table's keys, the projected attributes
+  and 100 bytes), two when its index key changes (a delete and a put);
+- a read: GetItem and BatchGetItem 1 RRU per started 4 KB per item, Query 1 RRU per started
+  4 KB of all the items it read; eventually consistent reads (every GSI Query) half that.
+
+Prices: on-demand, us-east-1 (since November 2024): $0.625 per million write request units,
+$0.125 per million read request units. Storage, streams and backups are left out.
+
+A leaderboard view (page 1 by success rate, with `OTHER_AGENTS` more agents tied at one rate)
+is printed as well. The steady batch is what the SDK sends for an agent that runs all day: 50 events, 10 runs of
+five events each (start, three logs, end), on an agent that already ranks on every
+leaderboard; the pipeline's eval queue marks each finished run pending (as Step Functions'
+`start_evals` does). Unit counts are deterministic: tests/aws/test_dynamodb_cost.py holds the
+steady batch to at most 2 WRU and 0.5 RRU per event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import boto3  # noqa: E402
+from bench_core.domain.models import AgentMeta, AgentRef, WireEvent, iso, utcnow  # noqa: E402
+from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
+from bench_core.ingest.wire import clean_event  # noqa: E402
+from bench_core.runtime.config import Limits  # noqa: E402
+
+PRICE_PER_MILLION_WRU = 0.625
+PRICE_PER_MILLION_RRU = 0.125
+EVENTS_PER_BATCH = 50
+RUNS_PER_BATCH = 10
+LOGIN, SLUG = "alice", "research-agent"
+OTHER_AGENTS = 40
+KB = 1024
+READ_UNIT = 4 * KB
+INDEX_OVERHEAD = 100
+
+# ---- item sizes -------------------------------------------------------------------------------
+
+
+def value_size(value: dict[str, Any]) -> int:
+    """Bytes of one AttributeValue by DynamoDB's sizing rules."""
+    (kind, v), = value.items()
+    if kind == "S":
+        return len(v.encode())
+    if kind == "N":
+        digits = Decimal(v).normalize().as_tuple().digits
+        return (len(digits) + 1) // 2 + 1
+    if kind == "B":
+        return len(v)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(s.encode()) for s in v)
+    if kind == "NS":
+        return sum(value_size({"N": n}) for n in v)
+    if kind == "BS":
+        return sum(len(b) for b in v)
+    if kind == "L":
+        return 3 + sum(value_size(e) + 1 for e in v)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + value_size(e) + 1 for k, e in v.items())
+    raise ValueError(f"unknown attribute type {kind}")
+
+
+def item_size(item: dict[str, Any] | None) -> int:
+    return sum(len(name.encode()) + value_size(value) for name, value in (item or {}).items())
+
+
+def write_units(size: int) -> int:
+    return max(1, math.ceil(size / KB))
+
+
+def read_units(size: int, consistent: bool) -> float:
+    units = max(1, math.ceil(size / READ_UNIT))
+    return units if consistent else units / 2
+
+
+# ---- the meter --------------------------------------------------------------------------------
+
+
+@dataclass
+class Index:
+    name: str
+    keys: tuple[str, ...]
+    projection: str
+    included: tuple[str, ...]
+
+    def entry(self, item: dict[str, Any] | None, table_keys: tuple[str, ...]
+              ) -> dict[str, Any] | None:
+        """The item's entry in this index, or None if the item is not in it (sparse)."""
+        if item is None or any(k not in item for k in self.keys):
+            return None
+        if self.projection == "ALL":
+            return dict(item)
+        names = set(self.keys) | set(table_keys)
+        if self.projection == "INCLUDE":
+            names |= set(self.included)
+        return {k: v for k, v in item.items() if k in names}
+
+
+@dataclass
+class Meter:
+    """Capacity units of the requests one DynamoDB client makes, by operation and item kind."""
+
+    table: str
+    side: Any
+    """An unmetered client on the same (moto) backend, to read item images."""
+    table_keys: tuple[str, ...] = ("pk", "sk")
+    indexes: dict[str, Index] = field(default_factory=dict)
+    wru: float = 0.0
+    rru: float = 0.0
+    by_kind: dict[str, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
+    _before: dict[int, list[tuple[dict[str, Any], dict[str, Any] | None, int]]] = field(
+        default_factory=dict)
+
+    def __post_init__(self) -> None:
+        description = self.side.describe_table(TableName=self.table)["Table"]
+        self.table_keys = tuple(k["AttributeName"] for k in description["KeySchema"])
+        for gsi in description.get("GlobalSecondaryIndexes", []):
+            projection = gsi.get("Projection", {})
+            self.indexes[gsi["IndexName"]] = Index(
+                gsi["IndexName"], tuple(k["AttributeName"] for k in gsi["KeySchema"]),
+                projection.get("ProjectionType", "ALL"),
+                tuple(projection.get("NonKeyAttributes", [])))
+
+    def attach(self, client: Any) -> None:
+        client.meta.events.register("before-parameter-build.dynamodb", self._before_call)
+        client.meta.events.register("after-call.dynamodb", self._after_call)
+
+    def reset(self) -> None:
+        self.wru = self.rru = 0.0
+        self.by_kind.clear()
+
+    # -- hooks
+
+    def _old(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        return self.side.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+
+    def _writes(self, operation: str, params: dict[str, Any]
+                ) -> list[tuple[dict[str, Any], int]]:
+        """(key, multiplier) of each item a write request touches."""
+        def key_of(item: dict[str, Any]) -> dict[str, Any]:
+            return {k: item[k] for k in self.table_keys}
+
+        if operation in ("PutItem",):
+            return [(key_of(params["Item"]), 1)]
+        if operation in ("UpdateItem", "DeleteItem"):
+            return [(params["Key"], 1)]
+        if operation == "TransactWriteItems":
+            out = []
+            for action in params["TransactItems"]:
+                (kind, body), = action.items()
+                out.append((key_of(body["Item"]) if kind == "Put" else body["Key"], 2))
+            return out
+        if operation == "BatchWriteItem":
+            return [(key_of(r["PutRequest"]["Item"]) if "PutRequest" in r else
+                     r["DeleteRequest"]["Key"], 1)
+                    for requests in params["RequestItems"].values() for r in requests]
+        return []
+
+    def _before_call(self, model: Any, params: dict[str, Any], context: Any, **_: Any) -> None:
+        context["bench_params"] = params
+        writes = self._writes(model.name, params)
+        if writes:
+            context["bench_cost"] = [(key, self._old(key), times) for key, times in writes]
+
+    def _after_call(self, model: Any, parsed: dict[str, Any], context: Any, **_: Any) -> None:
+        operation, params = model.name, context.pop("bench_params", {})
+        for key, old, times in context.pop("bench_cost", []):
+            new = self._old(key)
+            self._charge_write(key, old, new, times)
+        if operation == "GetItem":
+            self._charge_read(params["Key"], item_size(parsed.get("Item")),
+                              params.get("ConsistentRead", False))
+        elif operation == "BatchGetItem":
+            for name, request in params["RequestItems"].items():
+                found = {self._key_text(i): i for i in parsed.get("Responses", {}).get(name, [])}
+                for key in request["Keys"]:
+                    full = self._old(key)
+                    self._charge_read(key, item_size(full) if self._key_text(key) in found else 0,
+                                      request.get("ConsistentRead", False))
+        elif operation == "Query":
+            self._charge_query(params, parsed)
+
+    def _key_text(self, item: dict[str, Any]) -> str:
+        return repr([item.get(k) for k in self.table_keys])
+
+    # -- charges
+
+    def _charge_write(self, key: dict[str, Any], old: dict[str, Any] | None,
+                      new: dict[str, Any] | None, times: int) -> None:
+        units = float(write_units(max(item_size(old), item_size(new))) * times)
+        for index in self.indexes.values():
+            before, after = index.entry(old, self.table_keys), index.entry(new, self.table_keys)
+            if before is None and after is None or before == after:
+                continue
+            moved = (before is None or after is None
+                     or any(before[k] != after[k] for k in index.keys))
+            if before is not None and (moved or after is None):
+                units += write_units(item_size(before) + INDEX_OVERHEAD)
+            if after is not None:
+                units += write_units(item_size(after) + INDEX_OVERHEAD)
+        self._add(key, wru=units)
+
+    def _charge_read(self, key: dict[str, Any], size: int, consistent: bool) -> None:
+        self._add(key, rru=read_units(size, consistent))
+
+    def _charge_query(self, params: dict[str, Any], parsed: dict[str, Any]) -> None:
+        index = self.indexes.get(params.get("IndexName", ""))
+        items = parsed.get("Items", [])
+        sizes = []
+        for item in items:
+            full = self._old({k: item[k] for k in self.table_keys})
+            entry = index.entry(full, self.table_keys) if index else full
+            sizes.append(item_size(entry) + (INDEX_OVERHEAD if index else 0))
+        scanned = parsed.get("ScannedCount", len(items))
+        if scanned > len(items) and sizes:  # filtered out: charged as the average item read
+            sizes += [sum(sizes) / len(sizes)] * (scanned - len(items))
+        consistent = bool(params.get("ConsistentRead")) and index is None
+        kind = "query " + (params.get("IndexName") or "table")
+        self.by_kind[kind][1] += read_units(int(sum(sizes)), consistent)
+        self.rru += read_units(int(sum(sizes)), consistent)
+
+    def _add(self, key: dict[str, Any], wru: float = 0.0, rru: float = 0.0) -> None:
+        kind = item_kind(key)
+        self.by_kind[kind][0] += wru
+        self.by_kind[kind][1] += rru
+        self.wru += wru
+        self.rru += rru
+
+
+def item_kind(key: dict[str, Any]) -> str:
+    """A short name for what an item is, from its key: the sort key's prefix in an agent's
+    partition, else the partition key's."""
+    pk, sk = key["pk"]["S"], key.get("sk", {}).get("S", "")
+    if pk.startswith("AGENT#"):
+        return "agent " + sk.split("#", 1)[0]
+    return pk.split("#", 1)[0]
+
+
+# ---- the workload -----------------------------------------------------------------------------
+
+
+def batch(prefix: str, day: str = "2026-12-02") -> list[dict[str, Any]]:
+    """The steady batch: `RUNS_PER_BATCH` runs of start, three logs and end."""
+    events: list[dict[str, Any]] = []
+    for i in range(RUNS_PER_BATCH):
+        tid, ts = f"{prefix}-{i}", f"{day}T16:{i:02d}:00.000Z"
+        end = f"{day}T16:{i:02d}:01.{(i * 37) % 1000:03d}Z"
+        events += [
+            {"id": f"{tid}-s", "kind": "task.start", "ts": ts, "task_id": tid, "name": "research",
+             "input": {"question": "what changed in the release notes", "k": 5}},
+            *({"id": f"{tid}-l{j}", "kind": "task.log", "ts": ts, "task_id": tid,
+               "data": {"label": "search", "value": j, "hits": [1, 2, 3]}} for j in range(3)),
+            {"id": f"{tid}-e", "kind": "task.end", "ts": end, "task_id": tid,
+             "status": "success" if i % 7 else "failed", "output": {"answer": "three changes"},
+             "duration_ms": 1000 + 37 * i, "cost_usd": 0.0012},
+        ]
+    return events
+
+
+def ingest(store: Any, prefix: str, slug: str = SLUG) -> None:
+    """One batch as the AWS pipeline stores it: `ingest`, then the eval queue's markers."""
+    limits = Limits()
+    events = [clean_event(WireEvent.model_validate(e), limits) for e in batch(prefix)]
+    outcome = store.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)
+    assert outcome.accepted == EVENTS_PER_BATCH, outcome
+    runs = [task_id for task_id, is_run in outcome.finished if is_run]
+    store.mark_evals_pending(AgentRef(LOGIN, slug), runs, iso(utcnow()))
+
+
+def profile_view(store: Any) -> None:
+    """What `GET /u/{login}/{slug}` reads for an anonymous visitor (`reads.agents.profile_page`;
+    before it existed, the page's `profile_context` read the store itself)."""
+    agent = store.get_agent(AgentRef(LOGIN, SLUG))
+    try:
+        from bench_core.reads.agents import profile_page
+    except ImportError:
+        from bench_core.http.pages import profile_context
+
+        profile_context(store, agent, ANONYMOUS, "https://bench.example")
+    else:
+        profile_page(store, agent, ANONYMOUS)
+
+
+def leaderboard_view(store: Any) -> None:
+    """What page 1 of `GET /leaderboard?sort=success` reads: `OTHER_AGENTS` tie at 80 %."""
+    assert len(store.leaderboard("success", limit=26)) == 26
+
+
+def badge_view(store: Any) -> None:
+    """What `GET /badge/{login}/{slug}.svg` reads."""
+    from bench_core.lambdas.badge import badge_answer
+
+    reply = badge_answer(store, LOGIN, SLUG, {}, None)
+    assert reply.status == 200, reply.status
+
+
+@dataclass
+class Costs:
+    """Units per event ingested, per profile view and per badge view."""
+
+    ingest: tuple[float, float]
+    profile: tuple[float, float]
+    badge: tuple[float, float]
+    leaderboard: tuple[float, float]
+    breakdown: dict[str, list[float]]
+
+
+def measure(batches: int = 20, warm: int = 3) -> Costs:
+    from tests.aws.moto_table import TABLE_NAME, dynamo_store
+
+    with dynamo_store() as store:
+        meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
+        meter.attach(store.client)
+        for b in range(warm):  # the agent already ranks everywhere (>= 10 runs)
+            ingest(store, f"warm{b}")
+        for n in range(OTHER_AGENTS):  # others on the leaderboard, all at the same rate
+            ingest(store, f"other{n}", slug=f"agent-{n:02d}")
+        meter.reset()
+        for b in range(batches):
+            ingest(store, f"b{b:04d}")
+        events = batches * EVENTS_PER_BATCH
+        per_event = (meter.wru / events, meter.rru / events)
+        breakdown = {k: [w / batches, r / batches] for k, (w, r) in meter.by_kind.items()}
+        views = []
+        for view in (profile_view, badge_view, leaderboard_view):
+            view(store)  # first-use imports and caches are not what is measured
+            meter.reset()
+            view(store)
+            views.append((meter.wru, meter.rru))
+        return Costs(per_event, views[0], views[1], views[2], breakdown)
+
+
+def dollars(wru: float, rru: float) -> float:
+    return (wru * PRICE_PER_MILLION_WRU + rru * PRICE_PER_MILLION_RRU) / 1e6
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    import logging
+
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def report(costs: Costs, show: Callable[[str], None] = print, breakdown: bool = False) -> None:
+    (wi, ri), (wp, rp), (wb, rb) = costs.ingest, costs.profile, costs.badge
+    wl, rl = costs.leaderboard
+    show(f"{'':28}{'WRU':>12}{'RRU':>12}{'USD':>10}")
+    show(f"{'per event ingested':28}{wi:12.3f}{ri:12.3f}")
+    show(f"{'per million events':28}{wi * 1e6:12,.0f}{ri * 1e6:12,.0f}"
+         f"{dollars(wi * 1e6, ri * 1e6):10.3f}")
+    show(f"{'per 1,000 profile views':28}{wp * 1e3:12,.0f}{rp * 1e3:12,.0f}"
+         f"{dollars(wp * 1e3, rp * 1e3):10.5f}")
+    show(f"{'per 1,000 badge views':28}{wb * 1e3:12,.0f}{rb * 1e3:12,.0f}"
+         f"{dollars(wb * 1e3, rb * 1e3):10.5f}")
+    show(f"{'per 1,000 leaderboard views':28}{wl * 1e3:12,.0f}{rl * 1e3:12,.0f}"
+         f"{dollars(wl * 1e3, rl * 1e3):10.5f}")
+    if breakdown:
+        show(f"\nper steady batch of {EVENTS_PER_BATCH} events, by item kind:")
+        for kind, (w, r) in sorted(costs.breakdown.items(), key=lambda kv: -kv[1][0] - kv[1][1]):
+            show(f"  {kind:26}{w:12.2f}{r:12.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--breakdown", action="store_true", help="units by item kind")
+    args = parser.parse_args()
+    with quiet():
+        costs = measure(args.batches)
+    print(f"DynamoDB on-demand, us-east-1: ${PRICE_PER_MILLION_WRU}/M WRU, "
+          f"${PRICE_PER_MILLION_RRU}/M RRU; steady batches of {EVENTS_PER_BATCH} events "
+          f"({RUNS_PER_BATCH} runs), {args.batches} measured")
+    report(costs, breakdown=args.breakdown)
+
+
+if __name__ == "__main__":
+    main()
