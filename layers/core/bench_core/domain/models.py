@@ -335,7 +335,9 @@ def _plus(a: Any, b: Any) -> Any:
 
 def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
     """The sum of two evidence totals where either may be absent."""
-    return _plus(a, b)
+    if a is None:
+        return b
+    return a if b is None else a + b
 
 
 EvalStatus = Literal["scored", "unscored", "skipped"]

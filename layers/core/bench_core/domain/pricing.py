@@ -199,8 +199,9 @@ def headline_cost(owner_total: float, evidence_total: float, runs: int
 def models_seen(events: Iterable[Any], limit: int = 200) -> str | None:
     """The models a batch's evidence records name, sorted and comma-separated (at most `limit`
     characters), for an agent whose batch declares none: its profile names what it ran on."""
-    models = sorted({data["model"] for data in (getattr(e, "body", {}).get("data")
-                                                 for e in events)
-                     if is_evidence(data) and isinstance(data.get("model"), str)
-                     and data["model"]})
-    return ", ".join(models)[:limit] or None
+    models: set[str] = set()
+    for event in events:
+        data: Any = getattr(event, "body", {}).get("data")
+        if is_evidence(data) and isinstance(data.get("model"), str) and data["model"]:
+            models.add(data["model"])
+    return ", ".join(sorted(models))[:limit] or None

@@ -31,7 +31,7 @@ def export_response(result: ExportResult, encoding: str) -> bytes:
         if result.rejected or result.warnings:
             response.partial_success.rejected_spans = result.rejected
             response.partial_success.error_message = result.error_message
-        return response.SerializeToString()
+        return bytes(response.SerializeToString())
     body = {}
     if result.rejected or result.warnings:  # int64 is a decimal string in OTLP JSON
         body["partialSuccess"] = {"rejectedSpans": str(result.rejected),
@@ -51,7 +51,7 @@ def logs_response(result: LogsResult, encoding: str) -> bytes:
         if result.rejected:
             response.partial_success.rejected_log_records = result.rejected
             response.partial_success.error_message = result.error_message
-        return response.SerializeToString()
+        return bytes(response.SerializeToString())
     body = {}
     if result.rejected:
         body["partialSuccess"] = {"rejectedLogRecords": str(result.rejected),
