@@ -136,7 +136,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
 """What a provider, model or operation name looks like (`us.anthropic.claude-3-5-sonnet-v1:0`,
 `meta-llama/Llama-3.3-70B`, `llama3.3:70b`): anything else could carry content, and evidence
 is shown even where the owner hides outputs."""
-_PRICED = ("label", "cost_usd", "price_source")
+DROPPED = "_bench_dropped"
+"""Where a record notes the fields ingest dropped from it, as [field, reason] pairs."""
+_PRICED = ("label", "cost_usd", "price_source", DROPPED)
 
 
 def evidence_name(value: Any) -> str | None:
