@@ -98,6 +98,8 @@ def test_samconfig_deploys_with_sensible_defaults() -> None:
     assert set(deploy["capabilities"].split()) == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
     assert deploy["resolve_s3"] is True and deploy["confirm_changeset"] is True
     assert "region" not in deploy, "the region comes from the deployer's AWS configuration"
+    # layers/core/Makefile reads benchmarks/ beside it: it must run in the source tree.
+    assert config["default"]["build"]["parameters"]["build_in_source"] is True
 
 
 # ---- the table ------------------------------------------------------------------------------------

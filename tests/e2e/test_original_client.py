@@ -59,6 +59,7 @@ def test_the_original_client_runs_unchanged_against_our_server(
         bench_server: RunningServer, original_client_dir: Path, tmp_path: Path) -> None:
     login = "legacy" + uuid.uuid4().hex[:6]
     key = bench_server.create_key(login)
+    bench_server.showing_content(login, "legacy-agent")
     script = tmp_path / "agent.py"
     script.write_text(AGENT_SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(original_client_dir), "BENCH_KEY": key,

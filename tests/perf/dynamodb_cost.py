@@ -18,7 +18,8 @@ the side, unmetered):
 Prices: on-demand, us-east-1 (since November 2024): $0.625 per million write request units,
 $0.125 per million read request units. Storage, streams and backups are left out.
 
-The steady batch is what the SDK sends for an agent that runs all day: 50 events, 10 runs of
+A leaderboard view (page 1 by success rate, with `OTHER_AGENTS` more agents tied at one rate)
+is printed as well. The steady batch is what the SDK sends for an agent that runs all day: 50 events, 10 runs of
 five events each (start, three logs, end), on an agent that already ranks on every
 leaderboard; the pipeline's eval queue marks each finished run pending (as Step Functions'
 `start_evals` does). Unit counts are deterministic: tests/aws/test_dynamodb_cost.py holds the
@@ -51,6 +52,7 @@ PRICE_PER_MILLION_RRU = 0.125
 EVENTS_PER_BATCH = 50
 RUNS_PER_BATCH = 10
 LOGIN, SLUG = "alice", "research-agent"
+OTHER_AGENTS = 40
 KB = 1024
 READ_UNIT = 4 * KB
 INDEX_OVERHEAD = 100
@@ -280,14 +282,14 @@ def batch(prefix: str, day: str = "2026-12-02") -> list[dict[str, Any]]:
     return events
 
 
-def ingest(store: Any, prefix: str) -> None:
+def ingest(store: Any, prefix: str, slug: str = SLUG) -> None:
     """One batch as the AWS pipeline stores it: `ingest`, then the eval queue's markers."""
     limits = Limits()
     events = [clean_event(WireEvent.model_validate(e), limits) for e in batch(prefix)]
-    outcome = store.ingest(LOGIN, AgentMeta(slug=SLUG, model="llama-3.3-70b"), events)
+    outcome = store.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)
     assert outcome.accepted == EVENTS_PER_BATCH, outcome
     runs = [task_id for task_id, is_run in outcome.finished if is_run]
-    store.mark_evals_pending(AgentRef(LOGIN, SLUG), runs, iso(utcnow()))
+    store.mark_evals_pending(AgentRef(LOGIN, slug), runs, iso(utcnow()))
 
 
 def profile_view(store: Any) -> None:
@@ -302,6 +304,11 @@ def profile_view(store: Any) -> None:
         profile_context(store, agent, ANONYMOUS, "https://bench.example")
     else:
         profile_page(store, agent, ANONYMOUS)
+
+
+def leaderboard_view(store: Any) -> None:
+    """What page 1 of `GET /leaderboard?sort=success` reads: `OTHER_AGENTS` tie at 80 %."""
+    assert len(store.leaderboard("success", limit=26)) == 26
 
 
 def badge_view(store: Any) -> None:
@@ -319,6 +326,7 @@ class Costs:
     ingest: tuple[float, float]
     profile: tuple[float, float]
     badge: tuple[float, float]
+    leaderboard: tuple[float, float]
     breakdown: dict[str, list[float]]
 
 
@@ -330,6 +338,8 @@ def measure(batches: int = 20, warm: int = 3) -> Costs:
         meter.attach(store.client)
         for b in range(warm):  # the agent already ranks everywhere (>= 10 runs)
             ingest(store, f"warm{b}")
+        for n in range(OTHER_AGENTS):  # others on the leaderboard, all at the same rate
+            ingest(store, f"other{n}", slug=f"agent-{n:02d}")
         meter.reset()
         for b in range(batches):
             ingest(store, f"b{b:04d}")
@@ -337,12 +347,12 @@ def measure(batches: int = 20, warm: int = 3) -> Costs:
         per_event = (meter.wru / events, meter.rru / events)
         breakdown = {k: [w / batches, r / batches] for k, (w, r) in meter.by_kind.items()}
         views = []
-        for view in (profile_view, badge_view):
+        for view in (profile_view, badge_view, leaderboard_view):
             view(store)  # first-use imports and caches are not what is measured
             meter.reset()
             view(store)
             views.append((meter.wru, meter.rru))
-        return Costs(per_event, views[0], views[1], breakdown)
+        return Costs(per_event, views[0], views[1], views[2], breakdown)
 
 
 def dollars(wru: float, rru: float) -> float:
@@ -362,6 +372,7 @@ def quiet() -> Iterator[None]:
 
 def report(costs: Costs, show: Callable[[str], None] = print, breakdown: bool = False) -> None:
     (wi, ri), (wp, rp), (wb, rb) = costs.ingest, costs.profile, costs.badge
+    wl, rl = costs.leaderboard
     show(f"{'':28}{'WRU':>12}{'RRU':>12}{'USD':>10}")
     show(f"{'per event ingested':28}{wi:12.3f}{ri:12.3f}")
     show(f"{'per million events':28}{wi * 1e6:12,.0f}{ri * 1e6:12,.0f}"
@@ -370,6 +381,8 @@ def report(costs: Costs, show: Callable[[str], None] = print, breakdown: bool = 
          f"{dollars(wp * 1e3, rp * 1e3):10.5f}")
     show(f"{'per 1,000 badge views':28}{wb * 1e3:12,.0f}{rb * 1e3:12,.0f}"
          f"{dollars(wb * 1e3, rb * 1e3):10.5f}")
+    show(f"{'per 1,000 leaderboard views':28}{wl * 1e3:12,.0f}{rl * 1e3:12,.0f}"
+         f"{dollars(wl * 1e3, rl * 1e3):10.5f}")
     if breakdown:
         show(f"\nper steady batch of {EVENTS_PER_BATCH} events, by item kind:")
         for kind, (w, r) in sorted(costs.breakdown.items(), key=lambda kv: -kv[1][0] - kv[1][1]):

@@ -139,17 +139,17 @@ def test_a_bad_key_is_one_warning_and_never_an_exception(server: Any, caplog) ->
 def test_nested_spans_arrive_as_one_run_tree(server: Any) -> None:
     """Spans nested three deep, the deepest failing: the run's JSON twin draws them as a tree,
     the failure flagged on every ancestor."""
-    key = server.create_key("sdk-tree")
-    agent = bench.BenchAgent(key, "sdk-tree", endpoint=server.url, sender_config=FAST)
+    server.showing_content("sdk-tree", "sdk-tree")
+    agent = observe(server, "sdk-tree", "sdk-tree")
     with agent.span("outer", {"q": 1}), agent.span("middle"), pytest.raises(KeyError), \
             agent.span("inner"):
         raise KeyError("missing page")
     with agent.span("after"):
         pass
     assert agent.flush_sync(HANG_GUARD)
-    runs = server.get("/api/agents/sdk-tree/sdk-tree/runs", key)["runs"]
+    runs = server.get("/api/agents/sdk-tree/sdk-tree/runs")["runs"]
     outer = next(r for r in runs if r["name"] == "outer")
-    run = server.get(f"/api/agents/sdk-tree/sdk-tree/runs/{outer['run_id']}", key)
+    run = server.get(f"/api/agents/sdk-tree/sdk-tree/runs/{outer['run_id']}")
     assert [(s["name"], s["depth"], s["status"], s["failed_below"]) for s in run["spans"]] == [
         ("outer", 0, "success", 1), ("middle", 1, "success", 1), ("inner", 2, "failed", 0)]
     assert "missing page" in str(run["spans"][2]["output"])

@@ -58,17 +58,15 @@ def test_search_text_holds_names_framework_and_model_in_lower_case() -> None:
     assert text == "alice bot research bot langchain llama-3"
 
 
-def test_dynamo_rank_keys_order_like_the_sqlite_order() -> None:
-    """Descending sorts: higher value first, then more runs. Ascending: lower value first,
-    then more runs. Compared as DynamoDB compares numbers."""
-    items = [(0.9, 10), (0.9, 500), (0.95, 12), (0.5, 10_000), (0.9, 11)]
-    success = sorted(items, key=lambda i: dynamo_rank_key("success", *i), reverse=True)
-    assert success == sorted(items, key=lambda i: (-i[0], -i[1]))
-    latency = sorted(items, key=lambda i: dynamo_rank_key("latency", i[0] * 1000, i[1]))
-    assert latency == sorted(items, key=lambda i: (i[0], -i[1]))
-    assert dynamo_rank_key("cost", None, 3) is None
-    assert dynamo_rank_key("cost", 1e-9, 10).as_tuple().exponent == 0  # an exact integer
-    assert len(str(dynamo_rank_key("latency", 3.6e6, 10 ** 15))) <= 38  # DynamoDB's precision
+def test_dynamo_rank_keys_order_by_value_and_leave_ties_to_the_read() -> None:
+    """Compared as DynamoDB compares numbers: by value to nine decimals; equal values (the
+    runs tie-break) get equal keys, so a key moves only when its value does."""
+    values = [0.9, 0.95, 0.5, 0.9000000001, 0.123456789]
+    assert sorted(values, key=dynamo_rank_key) == sorted(values)
+    assert dynamo_rank_key(0.9) == dynamo_rank_key(0.9000000001)
+    assert dynamo_rank_key(None) is None
+    assert dynamo_rank_key(1e-9).as_tuple().exponent == 0  # an exact integer
+    assert len(str(dynamo_rank_key(3.6e6))) <= 38  # DynamoDB's precision
 
 
 @pytest.mark.parametrize("sort, q, page, expected", [

@@ -43,6 +43,18 @@ def test_ties_go_to_the_agent_with_more_runs(store: Store) -> None:
     assert slugs(store, "latency") == ["large", "small"]
 
 
+def test_a_tie_across_pages_goes_by_runs_then_login_and_slug(store: Store) -> None:
+    """Equal success rates (every run a success): more runs first, then login and slug, the
+    same on every page however the agents are spread."""
+    for i, n in enumerate([12, 15, 10, 15, 11, 14, 13]):
+        runs(store, "bob" if i % 2 else "alice", f"agent-{i}", n)
+    everyone = slugs(store, "success")
+    assert everyone == ["agent-1", "agent-3", "agent-5", "agent-6", "agent-0", "agent-4",
+                        "agent-2"]
+    pages = [slugs(store, "success", offset=offset, limit=2) for offset in (0, 2, 4, 6)]
+    assert sum(pages, []) == everyone
+
+
 def test_rankings_follow_new_runs(store: Store) -> None:
     runs(store, "alice", "a", 10, failures=2)
     runs(store, "alice", "b", 10, failures=1)

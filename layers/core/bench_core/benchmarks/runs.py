@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -23,7 +23,7 @@ from ..runtime.ports import WithLLM, WithSettings, WithStore
 from . import aggregate
 from .grading import Grade, grade_all, grader_for
 from .records import Attempt, AttemptStatus, RunRecord
-from .suites import Suite, load_suite, value_hash
+from .suites import Case, Suite, load_suite, value_hash
 
 
 class RunPorts(WithStore, WithLLM, WithSettings, Protocol):
@@ -136,7 +136,9 @@ def failed_grade(attempt: AttemptIn, judge: str) -> Grade:
 def graded_attempts(services: RunPorts, suite: Suite, run: RunIn) -> tuple[list[Attempt], str]:
     grader = grader_for(services.llm, suite)
     answered = [a for a in run.attempts if a.status == "ok"]
-    grades = grade_all(grader, ((suite.case(a.case_id), a.output, a.output_hash) for a in answered))
+    # every attempt's case was checked against the suite when the run was read (`check_attempts`)
+    grades = grade_all(grader, ((cast(Case, suite.case(a.case_id)), a.output, a.output_hash)
+                                for a in answered))
     threshold = suite.manifest.grading.pass_threshold
     field_bytes = services.settings.limits.max_field_bytes
     attempts = []

@@ -20,8 +20,6 @@ from .privacy import listed
 MIN_RUNS = 10
 PAGE_SIZE = 25
 MAX_PAGE = 200
-TIE_DIGITS = 12
-"""Decimal places of a DynamoDB rank key below the value itself, holding the runs tie-break."""
 
 
 @dataclass(frozen=True)
@@ -80,15 +78,10 @@ def normalise_query(q: str | None) -> str | None:
     return q[:100] or None
 
 
-def dynamo_rank_key(sort: str, value: float | None, runs: int) -> Decimal | None:
-    """A DynamoDB GSI sort key ordering by `value`, then by more runs first: the value (to
-    nine decimals) in the high digits and the runs tie-break in the low `TIE_DIGITS`."""
-    if value is None:
-        return None
-    tie = min(runs, 10 ** TIE_DIGITS - 1)
-    if not SORTS[sort].descending:
-        tie = 10 ** TIE_DIGITS - 1 - tie
-    return Decimal(round(value * 10**9)) * 10 ** TIE_DIGITS + tie
+def dynamo_rank_key(value: float | None) -> Decimal | None:
+    """A DynamoDB GSI sort key ordering by `value` to nine decimals, as an exact integer (the
+    runs tie-break is applied when the page is read, so the key moves only with the value)."""
+    return None if value is None else Decimal(round(value * 10**9))
 
 
 def leaderboard_params(sort: str | None, q: str | None, page: str | None

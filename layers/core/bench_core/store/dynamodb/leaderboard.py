@@ -6,15 +6,18 @@ On the agent item (AGENT#{login}#{slug}, META):
   agent is in no leaderboard index at all; `n` (one of `SHARDS`, by a hash of the agent) spreads
   the rankings' writes over several partitions instead of one;
 - `lb_runs`, `lb_success`, `lb_score`, `lb_cost`, `lb_latency`: the GSI sort keys, present
-  only while the agent qualifies for that ranking (`leaderboard.rank_values`), encoded by
-  `leaderboard.dynamo_rank_key` so that the runs tie-break is part of the key;
+  only while the agent qualifies for that ranking (`ranking.rank_values`): the value alone
+  (`ranking.dynamo_rank_key`), so a key moves only when its value does (a steady success rate,
+  cost or latency stays put while the runs add up); ties are ordered at read time;
 - `lb_text`: what `q=` searches (`leaderboard.search_text`), matched with `contains` as a
   filter on the ranking's Queries (never a Scan).
 
 The indexes carry only their keys and `lb_text` (a rank key moves on most batches, the rest of
 the agent item on every one, and an index entry is rewritten whenever what it holds changes),
 so a ranking is one Query per shard for the best `offset + limit` entries of each, merged, and
-one BatchGetItem of the page's agents.
+one BatchGetItem of the agents that can be on the page: those ranked from the page's first key
+to its last, all of them (a tie at the end of the page is read whole, one more Query per shard
+that holds more of it), ordered by value, then more runs, then login and slug.
 
 The rank attributes are rewritten after every write that changes what they derive from (a
 batch's counters, a score, the owner's settings), from a consistent read of the item. The
@@ -55,8 +58,7 @@ def rank_update(agent: AgentKeys, item: dict[str, Any]) -> Update:
     text = search_text(record)
     fields: dict[str, Any] = {"lbpk": shard(agent) if text is not None else None,
                               "lb_text": text}
-    fields |= {f"lb_{sort}": dynamo_rank_key(sort, value, record.stats.runs)
-               for sort, value in values.items()}
+    fields |= {f"lb_{sort}": dynamo_rank_key(value) for sort, value in values.items()}
     clauses, expected = [], {}
     for i, name in enumerate(RANK_INPUTS):
         if item.get(name) is None:
@@ -95,24 +97,47 @@ class DynamoLeaderboard:
                     limit: int = 25) -> list[Agent]:
         if sort not in SORTS:
             raise ValueError(f"unknown leaderboard sort {sort!r}")
-        best = offset + limit
-        entries = [entry for n in range(SHARDS)
-                   for entry in itertools.islice(self._ranked(sort, f"LB#{n}", query, best), best)]
-        entries.sort(key=lambda entry: entry["pk"])  # ties: login, then slug
-        entries.sort(key=lambda entry: entry[f"lb_{sort}"], reverse=SORTS[sort].descending)
-        keys = [codec.to_item({"pk": e["pk"], "sk": e["sk"]}) for e in entries[offset:best]]
-        return [codec.agent_from_item(item)
-                for item in self.table.get_all(keys, consistent=False)]
+        name, descending, best = f"lb_{sort}", SORTS[sort].descending, offset + limit
+        shards = {f"LB#{n}": list(itertools.islice(self._ranked(sort, f"LB#{n}", query, best),
+                                                   best)) for n in range(SHARDS)}
+        entries = sorted((e for part in shards.values() for e in part), key=lambda e: e[name],
+                         reverse=descending)
+        if limit <= 0 or len(entries) <= offset:
+            return []
+        first, last = entries[offset][name], entries[min(best, len(entries)) - 1][name]
 
-    def _ranked(self, sort: str, partition: str, query: str | None, best: int
-                ) -> Iterator[dict[str, Any]]:
-        """One shard's index entries of `sort`, best first, matching `query`."""
+        def within(key: Any) -> bool:
+            return (last <= key <= first) if descending else (first <= key <= last)
+
+        ahead = sum(1 for e in entries if (e[name] > first if descending else e[name] < first))
+        candidates = {e["pk"]: e for e in entries if within(e[name])}
+        for partition, part in shards.items():
+            if len(part) == best and part[-1][name] == last:  # more of the tie may follow
+                candidates |= {e["pk"]: e for e in self._ranked(sort, partition, query, best,
+                                                                 equal=last)}
+        keys = [codec.to_item({"pk": e["pk"], "sk": e["sk"]}) for e in candidates.values()]
+        agents = [codec.agent_from_item(item)
+                  for item in self.table.get_all(keys, consistent=False)]
+        key_of = {e["pk"]: e[name] for e in candidates.values()}
+        agents.sort(key=lambda a: (a.login, a.slug))
+        agents.sort(key=lambda a: a.stats.runs, reverse=True)
+        agents.sort(key=lambda a: key_of[AgentKeys(a.login, a.slug).pk], reverse=descending)
+        return agents[offset - ahead:best - ahead]
+
+    def _ranked(self, sort: str, partition: str, query: str | None, best: int,
+                equal: Any = None) -> Iterator[dict[str, Any]]:
+        """One shard's index entries of `sort`, best first, matching `query` (and only those
+        whose key is `equal`, if given)."""
         params: dict[str, Any] = {
             "IndexName": f"lb_{sort}",
             "KeyConditionExpression": "#pk = :pk", "ExpressionAttributeNames": {"#pk": "lbpk"},
             "ExpressionAttributeValues": {":pk": {"S": partition}},
             "ScanIndexForward": not SORTS[sort].descending,
             "Limit": min(READ_PAGE, best)}
+        if equal is not None:
+            params["KeyConditionExpression"] += " AND #key = :key"
+            params["ExpressionAttributeNames"]["#key"] = f"lb_{sort}"
+            params["ExpressionAttributeValues"][":key"] = codec.av(equal)
         if query:
             params["FilterExpression"] = "contains(#text, :q)"
             params["ExpressionAttributeNames"]["#text"] = "lb_text"
