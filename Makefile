@@ -42,6 +42,7 @@ test: $(STAMP) chromium node-deps
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # With `make run` going in another terminal: two example agents fill a profile in seconds.
 demo: $(STAMP)

@@ -55,6 +55,13 @@ class RunningServer:
         self.store.create_key(record)
         return raw
 
+    def showing_content(self, login: str, slug: str) -> None:
+        """Set the agent up with its inputs and outputs shown (the dashboard's New agent form,
+        boxes unticked), for tests that read content as anyone: a first batch would hide it."""
+        from bench_core.domain.models import Agent, iso, utcnow
+
+        self.store.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow())))
+
     def get(self, path: str, key: str | None = None, **params: Any) -> Any:
         headers = {"X-Bench-Key": key} if key else {}
         response = httpx.get(self.url + path, headers=headers, params=params, timeout=10)

@@ -73,6 +73,25 @@ def _login(server: str, key: str) -> str:
     return str(reply.payload["login"])
 
 
+PRIVACY_FIELDS = ("visibility", "hide_inputs", "hide_outputs")
+
+
+def read_privacy(root: Path) -> dict[str, Any]:
+    """The ``privacy`` part of ``bench.agent.json`` (``visibility``, ``hide_inputs``,
+    ``hide_outputs``): what ``bench publish`` sets first. Empty when there is none."""
+    try:
+        manifest = json.loads((root / _config.MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    privacy = manifest.get("privacy") if isinstance(manifest, dict) else None
+    if privacy is None:
+        return {}
+    if not isinstance(privacy, dict) or set(privacy) - set(PRIVACY_FIELDS):
+        raise ReuseError(f"\"privacy\" in {_config.MANIFEST} takes only "
+                         f"{', '.join(PRIVACY_FIELDS)}")
+    return privacy
+
+
 def read_card(root: Path) -> tuple[str, dict[str, Any]]:
     """The slug and the ``capability``/``invocation`` parts of ``bench.agent.json``."""
     path = root / _config.MANIFEST
@@ -94,8 +113,16 @@ def read_card(root: Path) -> tuple[str, dict[str, Any]]:
 def publish(server: str, root: Path) -> dict[str, Any]:
     """Publish the project's card; the server's answer (with the secret on first publish)."""
     slug, card = read_card(root)
+    privacy = read_privacy(root)
     key = _key(server)
     login = _login(server, key)
+    if privacy:  # content is hidden until the owner shows it: here, by saying so in the file
+        reply = _request("PATCH", f"{server}/api/agents/{login}/{slug}", key, privacy)
+        if reply.status == 404:
+            raise ReuseError(f"{login}/{slug} does not exist yet: send it a first task "
+                             "(`bench test`)")
+        if reply.status != 200:
+            raise _failure(reply)
     reply = _request("PUT", f"{server}/api/agents/{login}/{slug}/capability", key, card)
     if reply.status == 404:
         raise ReuseError(f"{login}/{slug} does not exist yet: send it a first task (`bench test`)")

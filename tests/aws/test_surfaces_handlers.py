@@ -181,3 +181,14 @@ def test_the_badge_function_imports_no_web_framework_nor_the_store() -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_head_is_answered_wherever_get_is(site: Deployment) -> None:
+    """Link checkers and caches ask HEAD first: badge, embed and OG image answer it as GET,
+    without the body (the template routes HEAD to the same functions)."""
+    login, _ = seed(site)
+    for path in (f"/badge/{login}/shown.svg", f"/embed/{login}/shown", f"/og/{login}/shown.png"):
+        got, head = site.request("GET", path), site.request("HEAD", path)
+        assert head.status == got.status == 200, (path, head.status)
+        assert head.body == b"" and head.headers["content-type"] == got.headers["content-type"]
+        assert head.headers["x-content-type-options"] == "nosniff", path

@@ -54,6 +54,7 @@ def test_ai_sdk_runs_become_tasks_with_evidence(bench_server: RunningServer, nod
                                                 encoding: str) -> None:
     login = "n" + uuid.uuid4().hex[:10]
     key = bench_server.create_key(login)
+    bench_server.showing_content(login, "weather-agent")
     env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": bench_server.url,
            "OTEL_EXPORTER_OTLP_HEADERS": f"X-Bench-Key={key}"}
     done = subprocess.run([node, "agent.mjs", encoding], cwd=NODE_DIR, env=env, timeout=120,

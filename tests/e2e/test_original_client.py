@@ -59,6 +59,7 @@ def test_the_original_client_runs_unchanged_against_our_server(
         bench_server: RunningServer, original_client_dir: Path, tmp_path: Path) -> None:
     login = "legacy" + uuid.uuid4().hex[:6]
     key = bench_server.create_key(login)
+    bench_server.showing_content(login, "legacy-agent")
     script = tmp_path / "agent.py"
     script.write_text(AGENT_SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(original_client_dir), "BENCH_KEY": key,
@@ -75,8 +76,8 @@ def test_the_original_client_runs_unchanged_against_our_server(
     # search: 0.001 + its subtask's 0.002; summarize: 0.004; explode: nothing. Each once.
     assert abs(profile["cost_usd_total"] - 0.007) < 1e-9
 
-    tasks = {t["name"]: t for t in bench_server.get(
-        f"/api/agents/{login}/legacy-agent/tasks")["tasks"]}
+    tasks = {t["name"]: t for t in bench_server.get(  # the owner: content is hidden by default
+        f"/api/agents/{login}/legacy-agent/tasks", key)["tasks"]}
     assert set(tasks) == {"search", "summarize", "explode"}
     assert tasks["search"]["output"] == ["page", 2, 3]
     assert tasks["search"]["metadata"] == {"pages": 1}
@@ -84,17 +85,19 @@ def test_the_original_client_runs_unchanged_against_our_server(
     assert tasks["explode"]["status"] == "failed"
     assert tasks["explode"]["output"] == "upstream timed out"
     sub = bench_server.get(f"/api/agents/{login}/legacy-agent/tasks/"
-                           f"{tasks['search']['subtask_ids'][0]}")
+                           f"{tasks['search']['subtask_ids'][0]}", key)
     assert sub["name"] == "fetch" and sub["input"] == {"url": "https://example.org"}
     kinds = [e["kind"] for e in bench_server.get(f"/api/agents/{login}/legacy-agent/events",
                                                  limit=100)["events"]]
     assert kinds.count("task.end") == 4 and "tool.use" in kinds
-    run = bench_server.get(f"/api/agents/{login}/legacy-agent/runs/{tasks['search']['task_id']}")
+    run = bench_server.get(f"/api/agents/{login}/legacy-agent/runs/{tasks['search']['task_id']}",
+                           key)
     assert [(s["name"], s["depth"], s["parent_id"]) for s in run["spans"]] == [
         ("search", 0, None), ("fetch", 1, tasks["search"]["task_id"])]
     fetch_span = run["spans"][1]
     assert [(e["data"]["label"]) for e in fetch_span["logs"]] == ["bytes", "cost"]
     assert fetch_span["cost_usd"] == 0.002 and run["spans"][0]["cost_usd"] == 0.003
     html = httpx.get(f"{bench_server.url}/u/{login}/legacy-agent/runs/"
-                     f"{tasks['search']['task_id']}?span={fetch_span['task_id']}").text
+                     f"{tasks['search']['task_id']}?span={fetch_span['task_id']}",
+                     headers={"X-Bench-Key": key}).text
     assert html.count('<svg class="wf"') == 2 and "bytes" in html and "512" in html

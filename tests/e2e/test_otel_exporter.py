@@ -166,10 +166,12 @@ def test_an_exported_trace_is_a_run_tree_on_its_page_and_in_json(
     run_id = f"{root.context.trace_id:032x}-{root.context.span_id:016x}"
     answer = httpx.get(f"{bench_server.url}/api/agents/{login}/trip-planner/runs/{run_id}",
                        timeout=30).json()
-    assert [(s["name"], s["depth"], s["status"]) for s in answer["spans"]] == [
-        (NAMES[0], 0, "success"), (NAMES[1], 1, "success"), (NAMES[2], 1, "failed")]
+    drawn = [(s["name"], s["depth"], s["status"]) for s in answer["spans"]]
+    assert drawn[0] == (NAMES[0], 0, "success")  # siblings of one millisecond: either order
+    assert sorted(drawn[1:]) == [(NAMES[1], 1, "success"), (NAMES[2], 1, "failed")]
     assert answer["spans"][0]["failed_below"] == 1 and answer["failed_spans"] == 1
-    assert answer["spans"][1]["evidence"]["input_tokens"] == 2000
+    chat = next(s for s in answer["spans"] if s["name"] == NAMES[1])
+    assert chat["evidence"]["input_tokens"] == 2000
     assert all(s["start_offset_ms"] >= 0 for s in answer["spans"])
     page = httpx.get(f"{bench_server.url}/u/{login}/trip-planner/runs/{run_id}", timeout=30)
     assert page.status_code == 200 and page.text.count('<svg class="wf"') == 3

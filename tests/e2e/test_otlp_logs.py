@@ -42,6 +42,7 @@ MESSAGES = [("gen_ai.system.message", {"content": "You are terse."}),
 def owner(bench_server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     login = "l" + uuid.uuid4().hex[:10]
     key = bench_server.create_key(login)
+    bench_server.showing_content(login, SLUG)  # these tests read content as anyone
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", bench_server.url)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"X-Bench-Key={key},X-Bench-Agent={SLUG}")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")

@@ -63,3 +63,20 @@ def test_attribute_values_nested_too_deep_are_400(bench_server: RunningServer,
         assert r.status_code == 400, r.text
         assert "nested" in r.json()["message"]
     assert httpx.get(f"{bench_server.url}/api/agents/{owner[0]}/deep").status_code == 404
+
+
+def test_evidence_of_a_span_holds_names_only_and_the_answer_says_what_was_dropped(
+        bench_server: RunningServer, owner: tuple[str, str]) -> None:
+    login, key = owner
+    leaky = span(0, attributes=attributes({
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "my secret prompt goes here", "gen_ai.usage.input_tokens": 5}))
+    r = post_traces(bench_server, body(leaky, service="leaky"), key)
+    assert r.status_code == 200, r.text
+    partial = r.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "0" and "evidence model dropped" in partial["errorMessage"]
+    task, = httpx.get(f"{bench_server.url}/api/agents/{login}/leaky/tasks",
+                      headers={"X-Bench-Key": key}).json()["tasks"]
+    assert task["evidence"] is not None
+    assert "secret" not in httpx.get(f"{bench_server.url}/api/agents/{login}/leaky/tasks/"
+                                     f"{task['task_id']}").text

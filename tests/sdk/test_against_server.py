@@ -139,6 +139,7 @@ def test_a_bad_key_is_one_warning_and_never_an_exception(server: Any, caplog) ->
 def test_nested_spans_arrive_as_one_run_tree(server: Any) -> None:
     """Spans nested three deep, the deepest failing: the run's JSON twin draws them as a tree,
     the failure flagged on every ancestor."""
+    server.showing_content("sdk-tree", "sdk-tree")
     agent = observe(server, "sdk-tree", "sdk-tree")
     with agent.span("outer", {"q": 1}), agent.span("middle"), pytest.raises(KeyError), \
             agent.span("inner"):

@@ -101,3 +101,25 @@ def test_publish_names_the_field_of_a_bad_card(project: Path, server: RunningSer
     assert main(["publish"]) == 1
     assert "body.capability.description: String should have at least 1 character" in \
         capsys.readouterr().err
+
+
+def test_bench_agent_json_turns_content_on(project: Path, server: RunningServer,
+                                           monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    owner = new_login()
+    monkeypatch.setenv("BENCH_KEY", server.create_key(owner))
+    assert main(["init", "--agent", "helper"]) == 0
+    assert main(["test"]) == 0
+    agent = f"{server.url}/api/agents/{owner}/helper"
+    assert httpx.get(agent).json()["hide_outputs"] is True, "hidden until the owner shows it"
+    path = project / "bench.agent.json"
+    manifest = json.loads(path.read_text())
+    path.write_text(json.dumps({**manifest, "privacy": {"hide_inputs": False,
+                                                         "hide_outputs": False}}))
+    assert main(["publish"]) == 0
+    shown = httpx.get(agent).json()
+    assert (shown["hide_inputs"], shown["hide_outputs"]) == (False, False)
+    path.write_text(json.dumps({**manifest, "privacy": {"show": True}}))
+    capsys.readouterr()
+    assert main(["publish"]) == 1
+    assert "takes only visibility, hide_inputs, hide_outputs" in capsys.readouterr().err

@@ -17,7 +17,7 @@ The local runner (`workflows/local.py`) runs the steps in a loop; on AWS the Tas
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..runtime.log import logger
 from ..runtime.ports import WithLLM, WithSettings, WithStore
@@ -25,7 +25,7 @@ from ..workflows import State
 from . import aggregate
 from .grading import PARALLEL, Grade, Grader, grade_all, grader_for
 from .records import Attempt, RunRecord
-from .suites import Suite, load_suite
+from .suites import Case, Suite, load_suite
 
 DONE = "done"
 CHUNK = PARALLEL
@@ -80,7 +80,8 @@ def grade(ports: GradePorts, state: State) -> State:
     threshold = suite.manifest.grading.pass_threshold
     work = to_grade(run.attempts)
     chunk = [k for k, at in work.items() if not run.attempts[at[0]].graded][:CHUNK]
-    grades = grade_all(grader, ((suite.case(c), run.attempts[work[(c, h)][0]].output, h)  # type: ignore[misc]
+    # every attempt's case was checked against the suite when the run was submitted
+    grades = grade_all(grader, ((cast(Case, suite.case(c)), run.attempts[work[(c, h)][0]].output, h)
                                 for c, h in chunk))
     attempts, positions = list(run.attempts), []
     for key in chunk:

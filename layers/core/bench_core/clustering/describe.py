@@ -50,7 +50,7 @@ def top_terms(members: list[dict[str, int]], others: list[dict[str, int]], n: in
     ties go to the more frequent, then to the word that comes earlier in its texts."""
     inside = Counter(w for ws in members for w in ws)
     outside = Counter(w for ws in others for w in ws)
-    first = Counter()
+    first: Counter[str] = Counter()
     for ws in members:
         first.update(ws)
     size_in, size_out = max(1, len(members)), max(1, len(others))

@@ -147,7 +147,8 @@ def _hand_to_parent(out: BatchFold, child: TaskState) -> None:
     if child.cost_usd:
         out.child_costs[parent] = out.child_costs.get(parent, 0.0) + child.cost_usd
     if child.evidence is not None:
-        out.child_evidence[parent] = add_usage(out.child_evidence.get(parent), child.evidence)
+        owed = out.child_evidence.get(parent)
+        out.child_evidence[parent] = child.evidence if owed is None else owed + child.evidence
 
 
 def run_delta(task: TaskState) -> RunDelta:

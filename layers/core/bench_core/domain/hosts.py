@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
-from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -39,9 +39,11 @@ def is_loopback_name(name: str) -> bool:
         return False
 
 
-def allowed_names(public_url: str | None, configured: Iterable[str],
+@functools.lru_cache(maxsize=64)
+def allowed_names(public_url: str | None, configured: tuple[str, ...],
                   gateway_domain: str | None = None) -> frozenset[str]:
-    """The names besides loopback ones that this deployment answers to."""
+    """The names besides loopback ones that this deployment answers to (asked on every
+    request with the same few arguments, so remembered)."""
     names = {host_name(n) for n in configured if n.strip()}
     if public_url:
         names.add((urlsplit(public_url).hostname or "").lower())

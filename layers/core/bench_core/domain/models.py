@@ -16,14 +16,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     StringConstraints,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from .pricing import evidence_problems, is_evidence, price_evidence
+from .pricing import DROPPED, evidence_problems, is_evidence, price_evidence
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
@@ -96,18 +95,14 @@ class WireEvent(BaseModel):
     @model_validator(mode="after")
     def _evidence_is_priced_by_bench(self) -> WireEvent:
         """Evidence cost comes from Bench's price table, never from the sender, and evidence
-        holds names and numbers only (`pricing`); what is dropped is kept for the answer."""
+        holds names and numbers only (`pricing`); what was dropped is noted in the record
+        (`DROPPED`: field and reason, never the value) for the answer to say."""
         if self.kind == "task.log" and is_evidence(self.data):
-            self._dropped = evidence_problems(self.data)
+            problems = evidence_problems(self.data)
             self.data = price_evidence(self.data)
+            if problems:
+                self.data[DROPPED] = [list(problem) for problem in problems]
         return self
-
-    _dropped: list[tuple[str, str]] = PrivateAttr(default_factory=list)
-
-    @property
-    def dropped(self) -> list[tuple[str, str]]:
-        """Evidence fields dropped at validation: (field, reason)."""
-        return self._dropped
 
 
 class IngestBatch(BaseModel):
@@ -335,7 +330,9 @@ def _plus(a: Any, b: Any) -> Any:
 
 def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
     """The sum of two evidence totals where either may be absent."""
-    return _plus(a, b)
+    if a is None:
+        return b
+    return a if b is None else a + b
 
 
 EvalStatus = Literal["scored", "unscored", "skipped"]

@@ -136,7 +136,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
 """What a provider, model or operation name looks like (`us.anthropic.claude-3-5-sonnet-v1:0`,
 `meta-llama/Llama-3.3-70B`, `llama3.3:70b`): anything else could carry content, and evidence
 is shown even where the owner hides outputs."""
-_PRICED = ("label", "cost_usd", "price_source")
+DROPPED = "_bench_dropped"
+"""Where a record notes the fields ingest dropped from it, as [field, reason] pairs."""
+_PRICED = ("label", "cost_usd", "price_source", DROPPED)
 
 
 def evidence_name(value: Any) -> str | None:
@@ -199,8 +201,9 @@ def headline_cost(owner_total: float, evidence_total: float, runs: int
 def models_seen(events: Iterable[Any], limit: int = 200) -> str | None:
     """The models a batch's evidence records name, sorted and comma-separated (at most `limit`
     characters), for an agent whose batch declares none: its profile names what it ran on."""
-    models = sorted({data["model"] for data in (getattr(e, "body", {}).get("data")
-                                                 for e in events)
-                     if is_evidence(data) and isinstance(data.get("model"), str)
-                     and data["model"]})
-    return ", ".join(models)[:limit] or None
+    models: set[str] = set()
+    for event in events:
+        data: Any = getattr(event, "body", {}).get("data")
+        if is_evidence(data) and isinstance(data.get("model"), str) and data["model"]:
+            models.add(data["model"])
+    return ", ".join(sorted(models))[:limit] or None

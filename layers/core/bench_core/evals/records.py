@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..domain.models import EvalResult
 
@@ -36,10 +37,10 @@ class EvalDelta:
 
 
 def eval_delta(new: EvalResult, old: EvalResult | None, *, is_run: bool) -> EvalDelta:
-    spent = {"judge_tokens": new.input_tokens + new.output_tokens, "judge_cost_usd": new.cost_usd}
+    spent: dict[str, Any] = {"judge_tokens": new.input_tokens + new.output_tokens, "judge_cost_usd": new.cost_usd}
     if not is_run:
         return EvalDelta(**spent)
-    counts = {"eval_count": 0, "eval_score_sum": 0.0, "eval_unscored": 0, "eval_skipped": 0}
+    counts: dict[str, Any] = {"eval_count": 0, "eval_score_sum": 0.0, "eval_unscored": 0, "eval_skipped": 0}
     for result, sign in ((old, -1), (new, 1)):
         if result is None:
             continue

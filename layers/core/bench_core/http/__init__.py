@@ -6,6 +6,7 @@ A Lambda function mounts only the routers it serves; the local server mounts the
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
@@ -68,7 +69,7 @@ def public_base(connection: HTTPConnection, services: Services) -> str:
 
 
 def error_response(status: int, message: str, detail: list[Any] | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+                   headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message, "detail": detail or []}, status_code=status,
                         headers=headers)
 

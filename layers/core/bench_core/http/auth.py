@@ -116,6 +116,7 @@ def github_callback(request: Request, code: str | None = None, state: str | None
     started = signing.unsign(services.secrets.session_key(), OAUTH_PURPOSE,
                              request.cookies.get(OAUTH_COOKIE, ""))
     failure = _callback_problem(started, code, state, error)
+    response: Response
     if failure is not None:
         response = error_page(request, 400, failure)
     else:

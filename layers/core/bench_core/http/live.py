@@ -95,7 +95,7 @@ async def _serve(websocket: WebSocket, name: str) -> None:
     except ValueError:
         await websocket.close(code=POLICY_VIOLATION)
         return
-    base = public_base(websocket, services)  # type: ignore[arg-type]
+    base = public_base(websocket, services)
     try:
         viewer, grant = await _viewer(websocket, services)
     except Unauthorized:

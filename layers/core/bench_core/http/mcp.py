@@ -29,4 +29,5 @@ class McpEndpoint:
 
 
 router = APIRouter()
-router.add_route(transport.PATH, McpEndpoint(), include_in_schema=False)
+# An ASGI app as the endpoint: starlette's Route serves a non-function endpoint as one.
+router.add_route(transport.PATH, McpEndpoint(), include_in_schema=False)  # type: ignore[arg-type]

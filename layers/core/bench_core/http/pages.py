@@ -98,7 +98,8 @@ def compare(request: Request, a: str, agent1: str, b: str, agent2: str,
             raise NotFound(f"@{login}/{slug} not found") from exc
     left, right = sides
     summaries = [views.agent_summary(agent, viewer) for agent in sides]
-    lines = comparison.compare(*summaries, left.stats.latency_hist, right.stats.latency_hist)
+    lines = comparison.compare(summaries[0], summaries[1], left.stats.latency_hist,
+                               right.stats.latency_hist)
     benchmarks = [read_models.visible_runs(services.store, agent, viewer) for agent in sides]
     examples = [run_reads.example_runs(services.store, agent, viewer) for agent in sides]
     return page(request, "compare.html", viewer=viewer, a=summaries[0], b=summaries[1],

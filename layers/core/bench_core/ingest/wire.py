@@ -16,6 +16,7 @@ from pydantic_core import to_json
 from ..domain.errors import BadRequest, Invalid, PayloadTooLarge
 from ..domain.field_limits import cap
 from ..domain.models import CleanEvent, IngestBatch, WireEvent, iso
+from ..domain.pricing import DROPPED, is_evidence
 from ..runtime.config import Limits
 
 _CAPPED_FIELDS = ("input", "output", "data")
@@ -51,7 +52,9 @@ def validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
 def dropped_fields(batch: IngestBatch) -> list[dict[str, Any]]:
     """What validation dropped from the batch's evidence records, as the answer reports it."""
     return [{"loc": ["events", i, "data", name], "msg": reason}
-            for i, event in enumerate(batch.events) for name, reason in event.dropped]
+            for i, event in enumerate(batch.events)
+            if event.kind == "task.log" and is_evidence(event.data)
+            for name, reason in event.data.get(DROPPED, ())]
 
 
 def parse_batch(body: bytes, limits: Limits) -> IngestBatch:

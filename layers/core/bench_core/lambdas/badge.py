@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..store import Store
 
 PATH = "/badge/{login}/{slug}.svg"
-ROUTES = (("GET", PATH),)
+ROUTES = (("GET", PATH), ("HEAD", PATH))
 """What the badge Lambda serves, as (method, path template) pairs (it has no ASGI app to ask)."""
 
 # PATH as Starlette matches it: each `{name}` is one non-empty segment.

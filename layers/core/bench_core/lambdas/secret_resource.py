@@ -22,7 +22,7 @@ ANSWER_TIMEOUT_S = 10
 def handle(event: dict[str, Any], context: Any, *, client: Any = None) -> dict[str, Any]:
     """Answer one CloudFormation custom-resource request; returns the answer it sent."""
     name = str(event.get("ResourceProperties", {}).get("ParameterName") or "")
-    answer = {"Status": "SUCCESS", "PhysicalResourceId": name or "session-secret",
+    answer: dict[str, Any] = {"Status": "SUCCESS", "PhysicalResourceId": name or "session-secret",
               "StackId": event.get("StackId"), "RequestId": event.get("RequestId"),
               "LogicalResourceId": event.get("LogicalResourceId"), "Data": {}}
     try:

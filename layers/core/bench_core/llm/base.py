@@ -53,7 +53,7 @@ class Backoff:
     attempts: int = 4
     base_s: float = 0.5
     cap_s: float = 8.0
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], object] = time.sleep
 
     def wait(self, attempt: int, retry_after: float | None = None) -> None:
         """Sleep before retry number `attempt` (1-based); a server's Retry-After wins if longer."""

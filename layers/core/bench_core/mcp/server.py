@@ -40,8 +40,8 @@ INSTRUCTIONS = " ".join((
 server = MCPServer("bench", title="Bench", instructions=INSTRUCTIONS, log_level="WARNING")
 _store: ContextVar[Store] = ContextVar("bench_mcp_store")
 Result = TypeVar("Result", bound=BaseModel)
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True,
-                            openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
 
 
 @contextmanager

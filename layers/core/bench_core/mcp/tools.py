@@ -21,10 +21,10 @@ from ..reads import agents as views
 from ..reuse.capability import public_capability
 from ..store import Store
 
-OWNER_TELEMETRY = "owner telemetry"
-BENCHMARK_EVIDENCE = "benchmark evidence"
 OwnerTelemetryLabel = Literal["owner telemetry"]
 BenchmarkEvidenceLabel = Literal["benchmark evidence"]
+OWNER_TELEMETRY: OwnerTelemetryLabel = "owner telemetry"
+BENCHMARK_EVIDENCE: BenchmarkEvidenceLabel = "benchmark evidence"
 
 MAX_QUERY_CHARS = 100
 """As long as a leaderboard search (`leaderboard.normalise_query`) may be."""

@@ -63,12 +63,13 @@ def headline(agent: Agent) -> dict[str, Any]:
     the pages print them (`shown`), so the browser formats nothing itself."""
     s = agent.stats
     latency = stats.latency_summary(s.latency_hist)
+    success_rate = stats.rate(s.successes, s.runs)
     numbers = {"runs": s.runs, "successes": s.successes, "failures": s.failures,
-               "success_rate": stats.rate(s.successes, s.runs),
+               "success_rate": success_rate,
                "cost_usd_total": s.cost_usd_total, "p50_ms": latency["p50"],
                "p95_ms": latency["p95"], "last_event_at": s.last_event_at}
     shown = {"runs": fmt.count(s.runs), "failures": fmt.count(s.failures),
-             "success_rate": fmt.pct(numbers["success_rate"]),
+             "success_rate": fmt.pct(success_rate),
              "cost_usd_total": fmt.usd(s.cost_usd_total), "p50_ms": fmt.ms(latency["p50"]),
              "p95_ms": fmt.ms(latency["p95"]), "last_event_at": fmt.day(s.last_event_at)}
     return {**numbers, "shown": shown}

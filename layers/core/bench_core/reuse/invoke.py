@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from ..domain.errors import BenchError, Forbidden, PayloadTooLarge
 from ..domain.field_limits import dumps
@@ -144,9 +144,9 @@ def _output(answer: outbound.Answer) -> Any:
 
 def _events(caller: str, request: InvokeRequest, call: Call) -> list[WireEvent]:
     """The call as a task of the agent: its start and its end."""
-    status = "failed" if call.error is not None else "success"
+    status: Literal["failed", "success"] = "failed" if call.error is not None else "success"
     ended = call.started + timedelta(milliseconds=call.duration_ms)
-    common = {"task_id": call.call_id, "name": TASK_NAME}
+    common: dict[str, Any] = {"task_id": call.call_id, "name": TASK_NAME}
     return [
         WireEvent(id=uuid.uuid4().hex, kind="task.start", ts=call.started,
                   input=request.input, **common),

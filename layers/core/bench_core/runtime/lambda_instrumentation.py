@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -115,7 +115,8 @@ def instrument(handler: Handler) -> Handler:
     wrapped = metrics.log_metrics(_as_function(handler))
     if tracing_enabled():
         wrapped = _traced_from_first_call(wrapped)
-    return logger.inject_lambda_context(wrapped, clear_state=True)
+    # the decorators keep the handler's signature; their stubs say only Callable
+    return cast(Handler, logger.inject_lambda_context(wrapped, clear_state=True))
 
 
 def _traced_from_first_call(handler: Callable[..., Any]) -> Callable[..., Any]:

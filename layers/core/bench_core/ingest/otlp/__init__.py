@@ -22,10 +22,11 @@ from typing import Any, Protocol
 from ...domain.errors import BadRequest, BenchError, PayloadTooLarge
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
+from ...domain.pricing import evidence_problems
 from ..pipeline import IngestPorts, Later, accept
 from . import parked
 from .decode import DecodeError, decode
-from .mapping import span_events, span_problem, task_id
+from .mapping import raw_evidence, span_events, span_problem, task_id
 
 ENCODINGS = {"application/json": "json", "application/x-protobuf": "protobuf",
              "application/protobuf": "protobuf"}
@@ -47,11 +48,21 @@ class ExportResult:
     rejected: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     """Why spans were rejected: reason → count."""
+    warnings: dict[str, int] = field(default_factory=dict)
+    """What was dropped from spans that were stored (evidence fields that are not names or
+    counts): what → count."""
     outcomes: list[tuple[AgentRef, IngestOutcome]] = field(default_factory=list)
 
     @property
     def error_message(self) -> str:
-        return "; ".join(f"{n} span(s): {reason}" for reason, n in self.reasons.items())
+        return "; ".join(f"{n} span(s): {reason}"
+                         for reason, n in (*self.reasons.items(), *self.warnings.items()))
+
+    def warn_dropped(self, span: Any) -> None:
+        raw = raw_evidence(span.attributes)
+        for name, reason in evidence_problems(raw) if raw else ():
+            warning = f"evidence {name} dropped: {reason}"
+            self.warnings[warning] = self.warnings.get(warning, 0) + 1
 
     def reject(self, reason: str) -> None:
         self.rejected += 1
@@ -93,6 +104,7 @@ def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str
         assert slug is not None
         by_agent[slug] += span_events(span, limits)
         task_ids[slug].append(task_id(span.trace_id, span.span_id))
+        result.warn_dropped(span)
         result.spans += 1
     for slug in by_agent:
         may_write(key, key.login, slug)

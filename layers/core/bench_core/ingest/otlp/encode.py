@@ -20,19 +20,20 @@ PERMISSION_DENIED, NOT_FOUND, RESOURCE_EXHAUSTED); others are UNKNOWN, 5xx INTER
 
 
 def export_response(result: ExportResult, encoding: str) -> bytes:
-    """Empty when every span was stored; `partialSuccess` saying how many were not and why."""
+    """Empty when every span was stored whole; `partialSuccess` saying how many were not and
+    why, and what was dropped from stored ones (OTLP's warning: 0 rejected, a message)."""
     if encoding == "protobuf":
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
             ExportTraceServiceResponse,
         )
 
         response = ExportTraceServiceResponse()
-        if result.rejected:
+        if result.rejected or result.warnings:
             response.partial_success.rejected_spans = result.rejected
             response.partial_success.error_message = result.error_message
-        return response.SerializeToString()
+        return bytes(response.SerializeToString())
     body = {}
-    if result.rejected:  # int64 is a decimal string in OTLP JSON
+    if result.rejected or result.warnings:  # int64 is a decimal string in OTLP JSON
         body["partialSuccess"] = {"rejectedSpans": str(result.rejected),
                                   "errorMessage": result.error_message}
     return json.dumps(body).encode()
@@ -50,7 +51,7 @@ def logs_response(result: LogsResult, encoding: str) -> bytes:
         if result.rejected:
             response.partial_success.rejected_log_records = result.rejected
             response.partial_success.error_message = result.error_message
-        return response.SerializeToString()
+        return bytes(response.SerializeToString())
     body = {}
     if result.rejected:
         body["partialSuccess"] = {"rejectedLogRecords": str(result.rejected),

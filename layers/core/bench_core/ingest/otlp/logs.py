@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...domain.errors import BadRequest
 from ...domain.keys import may_write
@@ -58,7 +59,7 @@ def export_logs(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str,
     header_slug = _header_slug(agent_header)
     names = _ResourceAgents(records)
     result = LogsResult(records=len(records))
-    by_agent: dict[str, list] = defaultdict(list)
+    by_agent: dict[str, list[Any]] = defaultdict(list)
     for record in records:
         by_agent[header_slug or names.slug(record) or ""].append(record)
     contents: dict[str, list[SpanContent]] = {}

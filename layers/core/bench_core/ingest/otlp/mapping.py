@@ -102,14 +102,20 @@ def task_name(span: Span) -> str:
 
 def evidence_data(attrs: dict[str, Any]) -> dict[str, Any] | None:
     """The priced evidence record of a span that reports token usage, else None."""
+    raw = raw_evidence(attrs)
+    return None if raw is None else price_evidence(raw)
+
+
+def raw_evidence(attrs: dict[str, Any]) -> dict[str, Any] | None:
+    """The evidence a span's attributes report, as sent (`pricing.evidence_problems` says what
+    of it pricing drops), or None if it reports no token usage."""
     if is_aggregate(attrs):
         return None
     tokens = {name: first(attrs, names) for name, names in TOKENS.items()}
     if all(count is None for count in tokens.values()):
         return None
-    return price_evidence({
-        "label": "evidence", "provider": provider(attrs), "model": first(attrs, MODEL),
-        "operation": attrs.get(OPERATION) or attrs.get("ai.operationId"), **tokens})
+    return {"label": "evidence", "provider": provider(attrs), "model": first(attrs, MODEL),
+            "operation": attrs.get(OPERATION) or attrs.get("ai.operationId"), **tokens}
 
 
 def error_text(span: Span) -> str:

@@ -268,8 +268,8 @@ def key_item(record: KeyRecord) -> dict[str, Any]:
 
 
 def key_from_item(item: dict[str, Any]) -> KeyRecord:
-    return KeyRecord(**{name: item.get(name) for name in _KEY_FIELDS},
-                     expires_at=item.get("until"))
+    fields: dict[str, Any] = {name: item.get(name) for name in _KEY_FIELDS}
+    return KeyRecord(**fields, expires_at=item.get("until"))
 
 
 def agent_upsert(agent: AgentKeys, meta: AgentMeta, now: str, dropped: int) -> Update:
@@ -290,11 +290,12 @@ def agent_from_item(item: dict[str, Any]) -> Agent:
     def count(name: str) -> int:
         return int(item.get(name, 0))
 
+    texts: dict[str, Any] = {name: item.get(name) for name in _AGENT_TEXT}
     return Agent(
         login=item["login"], slug=item["slug"], tools=_loads(item.get("tools")),
         visibility=item.get("visibility", "public"),
         hide_inputs=bool(item.get("hide_inputs")), hide_outputs=bool(item.get("hide_outputs")),
-        **{name: item.get(name) for name in _AGENT_TEXT},
+        **texts,
         stats=AgentStats(
             runs=count("runs"), successes=count("successes"), failures=count("failures"),
             cost_usd_total=float(item.get("cost_usd_total", 0)),
@@ -491,16 +492,17 @@ def evidence_from_item(item: dict[str, Any]) -> Usage | None:
     if _EVIDENCE + "calls" not in item:
         return None
     values = {name: item.get(_EVIDENCE + name) for name in USAGE_FIELDS}
-    return Usage(**{name: None if value is None else float(value) if name == "cost_usd"
-                    else int(value) for name, value in values.items()})
+    fields: dict[str, Any] = {name: None if value is None else float(value) if name == "cost_usd"
+                              else int(value) for name, value in values.items()}
+    return Usage(**fields)
 
 
 def task_from_item(item: dict[str, Any]) -> TaskState:
+    fields: dict[str, Any] = {name: item.get(name) for name in _TASK_TEXT if name != "status"}
+    fields |= {name: _float(item.get(name)) for name in _TASK_NUMBERS if name != "cost_logged_usd"}
+    fields |= {name: _loads(item.get(name)) for name in _TASK_JSON if name != "logs"}
     return TaskState(
-        task_id=item["sk"][len(TASK):], status=item.get("status", "running"),
-        **{name: item.get(name) for name in _TASK_TEXT if name != "status"},
-        **{name: _float(item.get(name)) for name in _TASK_NUMBERS if name != "cost_logged_usd"},
-        **{name: _loads(item.get(name)) for name in _TASK_JSON if name != "logs"},
+        task_id=item["sk"][len(TASK):], status=item.get("status", "running"), **fields,
         logs=_loads(item.get("logs")) or [], cost_logged_usd=float(item.get("cost_logged_usd", 0)),
         child_cost_usd=float(item.get("child_cost_usd", 0)), version=int(item.get("version", 0)),
         evidence=evidence_from_item(item), eval=eval_from_item(item), run_id=item.get("run_id"))

@@ -425,7 +425,8 @@ def _untouched_parents(fold: BatchFold) -> set[str]:
 def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies: dict[str, str],
                 seqs: dict[str, int], retention_days: int) -> dict[str, str]:
     """Put `events` on pages (each expiring with its newest event); the page of each event."""
-    items, where = [], {}
+    items: list[dict[str, Any]] = []
+    where: dict[str, str] = {}
     for page in _paged(events, bodies):
         sk = f"{codec.PAGE}{max(e.ts for e in page)}#{uuid.uuid4().hex}"
         expiry = [codec.event_expiry(agent, e.ts, retention_days) for e in page]
