@@ -96,7 +96,7 @@ def initialised_project(server: RunningServer, monkeypatch: pytest.MonkeyPatch) 
 def test_publish_names_the_field_of_a_bad_card(project: Path, server: RunningServer,
                                                monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    owner = initialised_project(server, monkeypatch)
+    initialised_project(server, monkeypatch)
     set_invocation(project, {"mode": "http", "url": "https://10.1.2.3/agent"})
     capsys.readouterr()
     assert main(["publish"]) == 1
