@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -87,13 +88,22 @@ def start_server(data_dir: Path, over: Any = None, **settings: Any
     return RunningServer(f"http://127.0.0.1:{port}", app.state.services, data_dir), server, thread
 
 
+@contextlib.contextmanager
+def serving(data_dir: Path, over: Any = None, **settings: Any) -> Iterator[RunningServer]:
+    """`start_server` for the length of a `with` block (a fixture's life): stopped after."""
+    running, server, thread = start_server(data_dir, over, **settings)
+    try:
+        yield running
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 @pytest.fixture(scope="session")
 def bench_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """One real server for the whole session; tests use their own logins and slugs."""
-    running, server, thread = start_server(tmp_path_factory.mktemp("bench-data"))
-    yield running
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(tmp_path_factory.mktemp("bench-data")) as running:
+        yield running
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
@@ -102,18 +112,13 @@ def server_on_each_store(request: pytest.FixtureRequest, tmp_path: Path
     """A real server per test over each Store adapter: for privacy rules, which both stores
     must keep alike."""
     if request.param == "sqlite":
-        running, server, thread = start_server(tmp_path)
-        yield running
-        server.should_exit = True
-        thread.join(timeout=10)
+        with serving(tmp_path) as running:
+            yield running
         return
     from tests.aws.moto_table import dynamo_store
 
-    with dynamo_store() as store:
-        running, server, thread = start_server(tmp_path, over=store, store="dynamodb")
+    with dynamo_store() as store, serving(tmp_path, over=store, store="dynamodb") as running:
         yield running
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -21,14 +21,9 @@ import pytest
 from bench_core.render import formatting as fmt
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.conftest import RunningServer, poll
+from tests.e2e.test_otlp_logs import providers
 from tests.fake_openai import answer, fake_openai
 
 COST = (1000 * 0.4 + 50 * 1.6) / 1e6
@@ -52,17 +47,6 @@ def call_openai() -> None:
         client = openai.OpenAI(base_url=fake.url, api_key="sk-test")
         client.chat.completions.create(model="gpt-4.1-mini", messages=[
             {"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}])
-
-
-def providers() -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider,
-                         InMemoryLogRecordExporter]:
-    resource = Resource.create({"service.name": "Travel Bot"})
-    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    return tracer_provider, spans, logger_provider, logs
 
 
 def only_task(server: RunningServer, agent: tuple[str, str, str]) -> dict[str, Any]:
@@ -102,7 +86,7 @@ def test_openai_v2_content_arrives_as_log_events(
 
     monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
-    tracer_provider, spans, logger_provider, logs = providers()
+    tracer_provider, spans, logger_provider, logs = providers("Travel Bot")
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
     try:
@@ -127,7 +111,7 @@ def test_openinference_attributes_give_content_tokens_and_model(
         bench_server: RunningServer, agent: tuple[str, str, str]) -> None:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
-    tracer_provider, spans, _, _ = providers()
+    tracer_provider, spans, _, _ = providers("Travel Bot")
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider)
     try:

@@ -49,15 +49,22 @@ def owner(bench_server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> tuple
     return login, key
 
 
-def chat(messages: Sequence[tuple[str, Any]] = MESSAGES
-         ) -> tuple[ReadableSpan, list[ReadableLogRecord]]:
-    """One chat span that reports tokens, with its content as log events emitted inside it."""
-    resource = Resource.create({"service.name": "ignored-for-header"})
+def providers(service: str) -> tuple[TracerProvider, InMemorySpanExporter, LoggerProvider,
+                                     InMemoryLogRecordExporter]:
+    """A tracer and a logger provider for `service`, each keeping what it records in memory."""
+    resource = Resource.create({"service.name": service})
     spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
     tracer_provider = TracerProvider(resource=resource)
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     logger_provider = LoggerProvider(resource=resource)
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    return tracer_provider, spans, logger_provider, logs
+
+
+def chat(messages: Sequence[tuple[str, Any]] = MESSAGES
+         ) -> tuple[ReadableSpan, list[ReadableLogRecord]]:
+    """One chat span that reports tokens, with its content as log events emitted inside it."""
+    tracer_provider, spans, logger_provider, logs = providers("ignored-for-header")
     logger = logger_provider.get_logger("chat-app")
     with tracer_provider.get_tracer("chat-app").start_as_current_span(
             "chat gpt-4.1-mini", kind=SpanKind.CLIENT, attributes={

@@ -19,7 +19,7 @@ import httpx
 from bench_core.domain.models import Agent, iso, utcnow
 from bench_core.runtime.config import ReuseSettings
 
-from tests.conftest import RunningServer, start_server
+from tests.conftest import RunningServer, serving
 
 TIMEOUT_S = 1.0
 """How long the test server waits for an agent's answer."""
@@ -117,11 +117,9 @@ def serve_endpoint() -> Iterator[AgentEndpoint]:
 
 def serve_bench(data_dir: Path) -> Iterator[RunningServer]:
     """A Bench server whose calls may reach loopback (and give up after `TIMEOUT_S`)."""
-    running, server, thread = start_server(data_dir, reuse=ReuseSettings(
-        allow_loopback=True, timeout_s=TIMEOUT_S, max_response_bytes=64 * 1024))
-    yield running
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(data_dir, reuse=ReuseSettings(
+        allow_loopback=True, timeout_s=TIMEOUT_S, max_response_bytes=64 * 1024)) as running:
+        yield running
 
 
 def published(server: RunningServer, endpoint: AgentEndpoint, path: str = "/echo", *,

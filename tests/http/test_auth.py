@@ -17,7 +17,7 @@ import pytest
 from bench_core.accounts import signed_tokens
 from bench_core.runtime.config import AccountSettings
 
-from tests.conftest import RunningServer, start_server
+from tests.conftest import RunningServer, serving, start_server
 from tests.http.accounts_support import Browser, new_login
 
 SECRET = "s" * 48
@@ -91,10 +91,8 @@ def github_server(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory
     accounts = AccountSettings(session_secret=SECRET, github_client_id="client-123",
                                github_client_secret="client-secret", github_url=github.url,
                                github_api_url=github.url)
-    running, server, thread = start_server(tmp_path_factory.mktemp("gh"), accounts=accounts)
-    yield running
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(tmp_path_factory.mktemp("gh"), accounts=accounts) as running:
+        yield running
 
 
 def begin(browser: Browser, next_path: str = "/dashboard") -> str:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from bench_core.runtime.config import AccountSettings
 
-from tests.conftest import RunningServer, start_server
+from tests.conftest import RunningServer, serving
 from tests.factories import batch, task_events
 from tests.http.accounts_support import CSRF, Browser, new_login
 
@@ -155,11 +155,9 @@ def test_the_dashboard_lists_the_owners_agents_and_no_one_elses(
 @pytest.fixture(scope="module")
 def device_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """A server telling the CLI to poll every second (the default is five)."""
-    running, server, thread = start_server(tmp_path_factory.mktemp("device"),
-                                           accounts=AccountSettings(device_interval_s=1))
-    yield running
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(tmp_path_factory.mktemp("device"),
+                 accounts=AccountSettings(device_interval_s=1)) as running:
+        yield running
 
 
 def run_login(server: RunningServer, tmp_path: Path) -> subprocess.Popen[str]:

@@ -80,3 +80,14 @@ def test_evidence_of_a_span_holds_names_only_and_the_answer_says_what_was_droppe
     assert task["evidence"] is not None
     assert "secret" not in httpx.get(f"{bench_server.url}/api/agents/{login}/leaky/tasks/"
                                      f"{task['task_id']}").text
+
+
+@pytest.mark.parametrize("path", ["/v1/traces", "/v1/logs"])
+def test_a_json_export_nested_past_the_parser_is_400_not_500(
+        bench_server: RunningServer, owner: tuple[str, str], path: str) -> None:
+    deep = b'{"a": ' * 100_000 + b"1" + b"}" * 100_000
+    r = httpx.post(f"{bench_server.url}{path}", content=deep,
+                   headers={"Content-Type": "application/json", "X-Bench-Key": owner[1],
+                            "X-Bench-Agent": "deep"})
+    assert r.status_code == 400, r.text
+    assert "nested too deeply" in r.json()["message"]

@@ -11,6 +11,7 @@ import bench
 import httpx
 import pytest
 import websockets
+from bench_core.domain.models import KeyRecord
 from bench_core.reads.live_events import MAX_MESSAGE_BYTES
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -261,11 +262,18 @@ def test_signing_out_closes_the_sessions_sockets(bench_server: RunningServer) ->
     run(test)
 
 
-def test_revoking_a_key_closes_the_sockets_it_opened(bench_server: RunningServer) -> None:
-    owner, login, agent_key = owner_with_agent(bench_server, "until-revoked",
-                                               visibility="private")
+def private_agent_with_owner_key(bench_server: RunningServer, slug: str
+                                 ) -> tuple[Browser, str, str, str, KeyRecord]:
+    """A private agent with its agent key, plus an owner key and that key's stored record."""
+    owner, login, agent_key = owner_with_agent(bench_server, slug, visibility="private")
     owner_key = bench_server.create_key(login)
     record = next(k for k in bench_server.store.list_keys(login) if k.agent_slug is None)
+    return owner, login, agent_key, owner_key, record
+
+
+def test_revoking_a_key_closes_the_sockets_it_opened(bench_server: RunningServer) -> None:
+    owner, login, agent_key, owner_key, record = private_agent_with_owner_key(
+        bench_server, "until-revoked")
 
     async def test() -> None:
         async with watch_with_key(bench_server, f"{login}/until-revoked", owner_key) as ws:
@@ -282,10 +290,8 @@ def test_revoking_a_key_closes_the_sockets_it_opened(bench_server: RunningServer
 
 def test_a_key_revoked_elsewhere_stops_the_feed_at_its_next_event(
         bench_server: RunningServer) -> None:
-    _, login, agent_key = owner_with_agent(bench_server, "revoked-by-cli",
-                                           visibility="private")
-    owner_key = bench_server.create_key(login)
-    record = next(k for k in bench_server.store.list_keys(login) if k.agent_slug is None)
+    _, login, agent_key, owner_key, record = private_agent_with_owner_key(
+        bench_server, "revoked-by-cli")
 
     async def test() -> None:
         async with watch_with_key(bench_server, f"{login}/revoked-by-cli", owner_key) as ws:

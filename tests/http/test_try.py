@@ -18,7 +18,7 @@ from bench_core.domain.models import iso, utcnow
 from bench_core.runtime.config import AccountSettings
 from bench_core.trial import sandbox
 
-from tests.conftest import RunningServer, start_server
+from tests.conftest import RunningServer, serving
 from tests.factories import batch, task_events
 from tests.http.accounts_support import SHOWN_KEY, Browser
 
@@ -130,20 +130,16 @@ def test_an_expired_sandbox_key_is_refused(try_server: RunningServer) -> None:
 def try_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """A server of its own: every test here starts sandboxes from the same address, more than
     the default hourly limit allows."""
-    running, server, thread = start_server(tmp_path_factory.mktemp("try"),
-                                           accounts=AccountSettings(sandbox_per_hour=1000))
-    yield running
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(tmp_path_factory.mktemp("try"),
+                 accounts=AccountSettings(sandbox_per_hour=1000)) as running:
+        yield running
 
 
 @pytest.fixture
 def strict_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    running, server, thread = start_server(tmp_path_factory.mktemp("try"),
-                                           accounts=AccountSettings(sandbox_per_hour=2))
-    yield running
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(tmp_path_factory.mktemp("try"),
+                 accounts=AccountSettings(sandbox_per_hour=2)) as running:
+        yield running
 
 
 def test_sandboxes_are_rate_limited_per_client(strict_server: RunningServer) -> None:

@@ -84,13 +84,19 @@ def test_publish_then_call_with_clear_errors_along_the_way(
     assert "--input is not valid JSON" in capsys.readouterr().err
 
 
-def test_publish_names_the_field_of_a_bad_card(project: Path, server: RunningServer,
-                                               monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def initialised_project(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new owner whose key is BENCH_KEY, with `bench init` and `bench test` done here."""
     owner = new_login()
     monkeypatch.setenv("BENCH_KEY", server.create_key(owner))
     assert main(["init", "--agent", "helper"]) == 0
     assert main(["test"]) == 0
+    return owner
+
+
+def test_publish_names_the_field_of_a_bad_card(project: Path, server: RunningServer,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    initialised_project(server, monkeypatch)
     set_invocation(project, {"mode": "http", "url": "https://10.1.2.3/agent"})
     capsys.readouterr()
     assert main(["publish"]) == 1
@@ -106,10 +112,7 @@ def test_publish_names_the_field_of_a_bad_card(project: Path, server: RunningSer
 def test_bench_agent_json_turns_content_on(project: Path, server: RunningServer,
                                            monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    owner = new_login()
-    monkeypatch.setenv("BENCH_KEY", server.create_key(owner))
-    assert main(["init", "--agent", "helper"]) == 0
-    assert main(["test"]) == 0
+    owner = initialised_project(server, monkeypatch)
     agent = f"{server.url}/api/agents/{owner}/helper"
     assert httpx.get(agent).json()["hide_outputs"] is True, "hidden until the owner shows it"
     path = project / "bench.agent.json"

@@ -8,7 +8,7 @@ Every answer, errors included, is in the request's encoding with its Content-Typ
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -26,12 +26,14 @@ from .deps import MISSING_KEY, authenticate, presented_key, read_body
 
 router = APIRouter()
 JSON = "application/json"
+Result = TypeVar("Result")
 
 
 async def _export(request: Request, background: BackgroundTasks, services: Services,
-                  export: Callable[..., Any]) -> tuple[Any, str, str] | Response:
+                  export: Callable[..., Result], answer: Callable[[Result, str], bytes]) -> Response:
     """Check the media type and key, read and decode the body, run `export` in a worker
-    thread: its result with the encoding and Content-Type, or the error answer."""
+    thread, and answer with what `answer` makes of its result in the request's encoding (or
+    with the error, in that encoding too)."""
     content_type = request.headers.get("content-type") or JSON
     encoding = encoding_of(content_type)
     try:
@@ -46,7 +48,7 @@ async def _export(request: Request, background: BackgroundTasks, services: Servi
         body = decode_body(await read_body(request, limit),
                            request.headers.get("content-encoding"), limit)
 
-        def authenticated() -> Any:
+        def authenticated() -> Result:
             key = authenticate(services, raw_key)
             return export(services, key, body, encoding, request.headers.get("x-bench-agent"),
                           later=background.add_task)
@@ -57,36 +59,34 @@ async def _export(request: Request, background: BackgroundTasks, services: Servi
         return Response(status_body(exc.status, exc.message, encoding or "json"),
                         status_code=exc.status, headers=exc.headers,
                         media_type=content_type if encoding else JSON)
-    return result, encoding, content_type
+    return Response(answer(result, encoding), media_type=content_type)
 
 
 @router.post("/v1/traces")
 async def post_traces(request: Request, background: BackgroundTasks,
                       services: Services = Depends(services_of)) -> Response:
-    answer = await _export(request, background, services, export_traces)
-    if isinstance(answer, Response):
-        return answer
-    result, encoding, content_type = answer
-    assert isinstance(result, ExportResult)
+    return await _export(request, background, services, export_traces, _traces_answer)
+
+
+@router.post("/v1/logs")
+async def post_logs(request: Request, background: BackgroundTasks,
+                    services: Services = Depends(services_of)) -> Response:
+    return await _export(request, background, services, export_logs, _logs_answer)
+
+
+def _traces_answer(result: ExportResult, encoding: str) -> bytes:
     accepted = sum(outcome.accepted for _, outcome in result.outcomes)
     lambda_instrumentation.count("EventsIngested", accepted)
     lambda_instrumentation.count("SpansIngested", result.spans)
     logger.info("spans ingested", extra={"spans": result.spans, "rejected": result.rejected,
                                          "accepted_events": accepted,
                                          "agents": [ref.path for ref, _ in result.outcomes]})
-    return Response(export_response(result, encoding), media_type=content_type)
+    return export_response(result, encoding)
 
 
-@router.post("/v1/logs")
-async def post_logs(request: Request, background: BackgroundTasks,
-                    services: Services = Depends(services_of)) -> Response:
-    answer = await _export(request, background, services, export_logs)
-    if isinstance(answer, Response):
-        return answer
-    result, encoding, content_type = answer
-    assert isinstance(result, LogsResult)
+def _logs_answer(result: LogsResult, encoding: str) -> bytes:
     lambda_instrumentation.count("LogRecordsIngested", result.records)
     logger.info("log records ingested", extra={
         "records": result.records, "rejected": result.rejected, "attached": result.attached,
         "parked": result.parked, "agents": [ref.path for ref, _ in result.outcomes]})
-    return Response(logs_response(result, encoding), media_type=content_type)
+    return logs_response(result, encoding)

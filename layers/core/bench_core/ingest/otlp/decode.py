@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 STATUS_ERROR = 2
 INVALID_ID = "invalid"
@@ -66,18 +66,27 @@ class Span:
 
 
 def decode_json(body: bytes) -> list[Span]:
+    return json_export(body, "trace", ("resourceSpans", "resource_spans"), _json_resource_spans)
+
+
+Item = TypeVar("Item")
+
+
+def json_export(body: bytes, what: str, keys: tuple[str, str],
+                per_resource: Callable[[Any], Iterable[Item]]) -> list[Item]:
+    """The items of an OTLP JSON export (`what`: trace, logs), one resource at a time; any
+    malformed part is a `DecodeError` naming the problem, never another exception."""
     try:
         request = json.loads(body)
     except RecursionError:
-        raise DecodeError("body is not an OTLP JSON trace export: it is nested too deeply to "
+        raise DecodeError(f"body is not an OTLP JSON {what} export: it is nested too deeply to "
                           "read") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise DecodeError(f"body is not valid JSON: {exc}") from exc
     try:
-        return [span for resource_spans in _list(_obj(request), "resourceSpans", "resource_spans")
-                for span in _json_resource_spans(resource_spans)]
+        return [item for resource in _list(_obj(request), *keys) for item in per_resource(resource)]
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise DecodeError(f"body is not an OTLP JSON trace export: {exc}") from exc
+        raise DecodeError(f"body is not an OTLP JSON {what} export: {exc}") from exc
 
 
 def _json_resource_spans(node: Any) -> Iterable[Span]:

@@ -5,7 +5,6 @@ at all is a `DecodeError` (HTTP 400).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from .decode import (
     _obj,
     _pb_any,
     _pb_attributes,
+    json_export,
 )
 
 
@@ -53,15 +53,7 @@ def _record(trace_id: str, span_id: str, time_ns: int, observed_ns: int, event_n
 
 
 def _decode_json(body: bytes) -> list[LogRecord]:
-    try:
-        request = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DecodeError(f"body is not valid JSON: {exc}") from exc
-    try:
-        return [record for resource_logs in _list(_obj(request), "resourceLogs", "resource_logs")
-                for record in _json_resource_logs(resource_logs)]
-    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise DecodeError(f"body is not an OTLP JSON logs export: {exc}") from exc
+    return json_export(body, "logs", ("resourceLogs", "resource_logs"), _json_resource_logs)
 
 
 def _json_resource_logs(node: Any) -> Iterable[LogRecord]:

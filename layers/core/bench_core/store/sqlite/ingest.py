@@ -78,6 +78,22 @@ def _json_or_null(value: Any) -> str | None:
 _TASK_WIDTH = len(TASK_COLS.split(", "))
 
 
+def newest_first(reader: sqlite3.Connection, where: list[str], args: list[Any],
+                 cursor: str | None, limit: int) -> tuple[list[TaskState], str | None]:
+    """One page of the tasks matching every clause of `where`, newest first, with the cursor
+    of the next page (None on the last)."""
+    if cursor:
+        sort_ts, task_id = decode_cursor(cursor)
+        where = [*where, "(sort_ts, task_id) < (?, ?)"]
+        args = [*args, sort_ts, task_id]
+    rows = reader.execute(
+        f"SELECT {TASK_COLS} FROM tasks WHERE {' AND '.join(where)} "
+        "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
+    tasks = [task_from_row(r) for r in rows[:limit]]
+    more = len(rows) > limit
+    return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id) if more else None)
+
+
 def task_from_row(row: sqlite3.Row) -> TaskState:
     """A task from a row starting with `TASK_COLS` (read by position: a run reads a thousand
     at once)."""
@@ -308,16 +324,7 @@ class SqliteIngest(Concern):
         if status is not None:
             where.append("status = ?")
             args.append(status)
-        if cursor:
-            sort_ts, task_id = decode_cursor(cursor)
-            where.append("(sort_ts, task_id) < (?, ?)")
-            args += [sort_ts, task_id]
-        rows = self.db.reader().execute(
-            f"SELECT {TASK_COLS}, sort_ts FROM tasks WHERE {' AND '.join(where)} "
-            "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
-        tasks = [task_from_row(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id) if more else None)
+        return newest_first(self.db.reader(), where, args, cursor, limit)
 
     def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
         agent_id = find_agent_id(self.db.reader(), ref)

@@ -13,10 +13,9 @@ from typing import Any
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, TaskState
 from ...domain.runs import RunFilter, append_log
-from .. import decode_cursor, encode_cursor
 from .agents import find_agent_id
 from .connection import Concern
-from .ingest import CONTENT_COLS, TASK_COLS, task_from_row
+from .ingest import CONTENT_COLS, TASK_COLS, newest_first, task_from_row
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in CONTENT_COLS else c
                             for c in TASK_COLS.split(", "))
@@ -87,13 +86,4 @@ class SqliteRuns(Concern):
             columns = ("name", "input", "output") if where.content else ("name",)
             sql.append("(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")")
             args += [where.text.lower()] * len(columns)
-        if cursor:
-            sort_ts, task_id = decode_cursor(cursor)
-            sql.append("(sort_ts, task_id) < (?, ?)")
-            args += [sort_ts, task_id]
-        rows = self.db.reader().execute(
-            f"SELECT {TASK_COLS} FROM tasks WHERE {' AND '.join(sql)} "
-            "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
-        tasks = [task_from_row(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id) if more else None)
+        return newest_first(self.db.reader(), sql, args, cursor, limit)
