@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from bench._benchmark import value_hash
+from bench._benchmark import run_lines, value_hash
 from bench_core.benchmarks.aggregate import summarize
 from bench_core.benchmarks.suites import load_suite
 from bench_core.domain.models import AgentRef
@@ -50,6 +50,11 @@ def test_a_run_is_graded_and_summarised_by_the_server(bench_server: RunningServe
     accepted = r.json()
     assert accepted["status"] in ("pending", "grading") and accepted["pass_rate"] is None
     assert accepted["progress"]["total"] > 0 and "in the background" in accepted["message"]
+    # A client from before background grading (it printed the 201's graded run with this very
+    # printer) prints where the run is and that it is being graded, instead of failing.
+    printed = "\n".join(run_lines(accepted, bench_server.url))
+    assert f"run {accepted['id']}" in printed and bench_server.url + accepted["url"] in printed
+    assert "judge pending: grading in the background" in printed and "bench benchmark show" in accepted["message"]
     run = graded_run(bench_server.url, r, key)
     assert run["status"] == "done" and run["run_id"] == accepted["id"]
     assert run["progress"]["graded"] == run["progress"]["total"] == accepted["progress"]["total"]

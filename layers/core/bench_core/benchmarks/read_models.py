@@ -42,7 +42,7 @@ def accepted(run: RunRecord) -> dict[str, Any]:
     """The answer to a submission (202): where to follow the run until it is graded. It also
     has what an older `bench benchmark run`, which expected the graded run, prints."""
     view = run_summary(run)
-    return {"id": run.run_id, **view,
+    return {"id": run.run_id, **view, "judge": run.judge or "pending: grading in the background",
             "message": f"accepted: Bench grades the run in the background; follow {view['url']} "
                        f"(or GET /api/benchmarks/runs/{run.run_id}, or `bench benchmark show "
                        f"{run.run_id}`) until its status is done. bench-observe 0.2.0 and later "
