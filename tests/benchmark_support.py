@@ -47,3 +47,22 @@ def with_output(body: dict[str, Any], index: int, output: Any) -> dict[str, Any]
 
 def new_slug() -> str:
     return "b" + uuid.uuid4().hex[:10]
+
+
+def graded_run(base_url: str, accepted: Any, key: str | None = None) -> dict[str, Any]:
+    """The run a submission (`accepted`: its HTTP response) was answered 202 for, once the
+    server has graded it in the background: what `bench benchmark run` waits for."""
+    import httpx
+
+    from tests.conftest import poll
+
+    assert accepted.status_code == 202, accepted.text
+    body = accepted.json()
+    assert body["status"] in ("pending", "grading") and body["id"] == body["run_id"]
+    assert accepted.headers["location"] == body["url"]
+    headers = {"X-Bench-Key": key} if key else {}
+    run: dict[str, Any] = poll(
+        lambda: httpx.get(f"{base_url}/api/benchmarks/runs/{body['id']}", headers=headers,
+                          timeout=30).json(),
+        lambda r: r.get("status") not in ("pending", "grading"))
+    return run

@@ -5,7 +5,8 @@ submitted attempt itself anyway (it never trusts a client's scores or summary), 
 in the SDK would be a copy that drifts, and the SDK stays free of model clients. The runner's
 job is the evidence: each attempt's output with its SHA-256 (``sha256:`` of the canonical JSON,
 the same bytes the server hashes), its duration, and whether the agent answered, raised or
-timed out; the server then answers with the graded run.
+timed out. The server accepts the run (202) and grades it in the background; the runner polls
+the run until it is graded (or ``--wait`` seconds pass) and prints it.
 
 The suite comes from ``benchmarks/<suite>/`` under the current directory when present (a suite
 being written), else from the server (``GET /api/benchmarks/<suite>``). A local suite that
@@ -32,9 +33,13 @@ from bench import _http
 from bench._serialize import format_ts
 from bench._version import SDK_NAME, __version__
 
-REQUEST_TIMEOUT = 120.0
-"""Submitting waits while the server grades every attempt."""
+REQUEST_TIMEOUT = 30.0
 SUBMIT_TRIES = 3
+DEFAULT_WAIT_S = 900.0
+"""How long ``bench benchmark run`` waits for the server to grade the run."""
+POLL_S = (0.5, 5.0)
+"""The first and the longest pause between two looks at a run being graded."""
+GRADING = ("pending", "grading")
 
 
 class BenchmarkError(Exception):
@@ -198,10 +203,39 @@ def submit(server: str, key: str, suite: str, body: Dict[str, Any]) -> Dict[str,
     raise AssertionError("unreachable")
 
 
+def wait_for_grades(server: str, key: str, accepted: Dict[str, Any], wait: float,
+                    stream: TextIO) -> Dict[str, Any]:
+    """Look at the run until the server has graded it; its grading failing, or still going
+    after ``wait`` seconds, is a `BenchmarkError` saying where to look."""
+    run, pause = accepted, POLL_S[0]
+    deadline = time.monotonic() + wait
+    shown = None
+    while run.get("status") in GRADING:
+        progress = run.get("progress") or {}
+        line = f"grading {progress.get('graded', 0)}/{progress.get('total', '?')} ({run['status']})"
+        if line != shown:
+            stream.write(line + "\n")
+            stream.flush()
+            shown = line
+        if time.monotonic() + pause > deadline:
+            raise BenchmarkError(f"run {run['run_id']} is still being graded after {wait:g} s; "
+                                 f"see {server}{run['url']} or `bench benchmark show {run['run_id']}`")
+        time.sleep(pause)
+        pause = min(pause * 2, POLL_S[1])
+        try:
+            run = show_run(server, key, run["run_id"])
+        except ConnectionError as exc:
+            stream.write(f"{exc}; trying again\n")
+    if run.get("status") == "failed":
+        raise BenchmarkError(f"grading run {run['run_id']} failed: {run.get('error')}")
+    return run
+
+
 def run_benchmark(suite: str, agent_path: str, *, server: str, key: str, slug: str,
                   repeats: Optional[int], timeout: Optional[float],
-                  suite_dir: Optional[Path] = None, stream: TextIO = sys.stderr) -> Dict[str, Any]:
-    """Run, submit, and return the server's graded run."""
+                  suite_dir: Optional[Path] = None, stream: TextIO = sys.stderr,
+                  wait: float = DEFAULT_WAIT_S) -> Dict[str, Any]:
+    """Run, submit, wait for the grades and return the server's graded run."""
     agent = load_agent(agent_path)
     document = load_suite(suite, server, suite_dir)
     k = repeats or int(document["manifest"]["grading"]["repeats"])
@@ -209,7 +243,7 @@ def run_benchmark(suite: str, agent_path: str, *, server: str, key: str, slug: s
     body = {"agent_slug": slug, "suite_hash": value_hash(document), "repeats": k,
             "attempts": attempts, "nonce": uuid.uuid4().hex,
             "sdk": {"name": SDK_NAME, "version": __version__}}
-    return submit(server, key, suite, body)
+    return wait_for_grades(server, key, submit(server, key, suite, body), wait, stream)
 
 
 # ── printing ─────────────────────────────────────────────────────────────────────────────────

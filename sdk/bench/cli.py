@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from bench import _config
-from bench._benchmark import BenchmarkError, run_benchmark, show_run
+from bench._benchmark import DEFAULT_WAIT_S, BenchmarkError, run_benchmark, show_run
 from bench._benchmark import list_lines as benchmark_list_lines
 from bench._benchmark import run_lines as benchmark_run_lines
 from bench._login import LoginError, device_login
@@ -186,13 +186,15 @@ def _call(args: argparse.Namespace) -> int:
 def _add_benchmark(commands: Subparsers) -> None:
     parser = commands.add_parser("benchmark", help="run an agent on a benchmark suite; list suites; show a run")
     group = parser.add_subparsers(title="benchmark commands", metavar="ACTION")
-    run = group.add_parser("run", help="run the agent on every case, submit the evidence, print the graded run")
+    run = group.add_parser("run", help="run the agent on every case, submit, wait for the grades, print the run")
     run.add_argument("suite", help="suite id, e.g. grounded-research-v1")
     run.add_argument("--agent", required=True, metavar="MODULE:FUNCTION",
                      help="the agent: a function of one case input")
     run.add_argument("--repeats", type=int, metavar="K", help="runs per case (default: the suite's)")
     run.add_argument("--timeout", type=float, metavar="SECONDS",
                      help="per attempt; a slower answer is recorded as a timeout")
+    run.add_argument("--wait", type=float, metavar="SECONDS", default=DEFAULT_WAIT_S,
+                     help=f"how long to wait for the server to grade the run (default: {DEFAULT_WAIT_S:g})")
     run.add_argument("--agent-slug", metavar="SLUG",
                      help="Bench agent the run belongs to (default: BENCH_AGENT, then bench.agent.json)")
     run.add_argument("--suite-dir", type=Path, metavar="DIR",
@@ -220,8 +222,10 @@ def _benchmark_run(args: argparse.Namespace) -> int:
         raise CliError("--repeats must be between 1 and 10")
     if args.timeout is not None and args.timeout <= 0:
         raise CliError("--timeout must be a positive number of seconds")
+    if args.wait <= 0:
+        raise CliError("--wait must be a positive number of seconds")
     graded = run_benchmark(args.suite, args.agent, server=server, key=key, slug=slug, repeats=args.repeats,
-                           timeout=args.timeout, suite_dir=args.suite_dir)
+                           timeout=args.timeout, suite_dir=args.suite_dir, wait=args.wait)
     print("\n".join(benchmark_run_lines(graded, server)))
     return 0
 

@@ -110,6 +110,7 @@ def submit_benchmark_run(site: Deployment, key: str, slug: str) -> None:
     """A run of every case, stored through the benchmark feature's own code on moto's table."""
     from bench_core.benchmarks.runs import RunIn, submit_run
     from bench_core.benchmarks.suites import load_suite, value_hash
+    from bench_core.benchmarks.workflow import run_grading
     from bench_core.domain.keys import hash_key
     from bench_core.runtime.adapters import Services
     from bench_core.runtime.config import Settings
@@ -120,8 +121,18 @@ def submit_benchmark_run(site: Deployment, key: str, slug: str) -> None:
                 for c in packaged.suite.cases]
     record = site.store.key_by_hash(hash_key(key))
     assert record is not None
-    submit_run(Services(Settings(), site.store), record, "grounded-research-v1", RunIn(
+    services = Services(Settings(), site.store)
+    started: list[str] = []
+
+    class Grading:  # the workflows port, recording the start; the steps run below, in order
+        def start_benchmark(self, run_id: str) -> None:
+            started.append(run_id)
+
+    services.provide(workflows=Grading())
+    submit_run(services, record, "grounded-research-v1", RunIn(
         agent_slug=slug, suite_hash=packaged.content_hash, repeats=1, attempts=attempts))
+    (run_id,) = started
+    assert run_grading(services, run_id)["next"] == "done"
 
 
 def test_every_call_the_mcp_function_makes_is_granted_to_its_role(

@@ -111,7 +111,7 @@ def test_the_grant_follows_the_model_and_profile_the_functions_call(
 
 def test_every_function_that_asks_a_model_has_the_grant_and_the_models_setting(
         transformed: dict[str, Any]) -> None:
-    for function_id in ("EvalFunction", "ClusterFunction", "ApiFunction"):
+    for function_id in ("EvalFunction", "ClusterFunction", "BenchmarkFunction"):
         role = cfn.functions(transformed)[function_id].role
         managed = transformed["Resources"][role]["Properties"]["ManagedPolicyArns"]
         assert {"Ref": "JudgeModelAccess"} in managed, function_id

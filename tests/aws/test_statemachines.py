@@ -18,6 +18,7 @@ from unittest import mock
 import boto3
 import pytest
 import requests
+from bench_core.benchmarks import workflow as benchmark_wf
 from bench_core.clustering import workflow as cluster_workflow
 from bench_core.evals import workflow as eval_wf
 from moto import mock_aws
@@ -49,24 +50,28 @@ def states_of(machine: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def step_paths(machine: dict[str, Any]) -> list[list[str]]:
-    """The steps each path from the start calls, in order (Catch edges lead to ends)."""
+    """The steps each path from the start calls, in order, Catch edges included; a loop back
+    to a state already on the path (grading chunk after chunk) ends the path there."""
     states = states_of(machine)
 
-    def walk(name: str | None, seen: list[str]) -> list[list[str]]:
-        if name is None:
+    def walk(name: str | None, seen: list[str], visited: tuple[str, ...]) -> list[list[str]]:
+        if name is None or name in visited:
             return [seen]
         state = states[name]
         here = seen + ([state["Parameters"]["step"]] if state["Type"] == "Task" else [])
         if state["Type"] == "Map":
-            (here,) = walk(state["ItemProcessor"]["StartAt"], here)
+            (here,) = walk(state["ItemProcessor"]["StartAt"], here, ())
         nexts = [c["Next"] for c in state.get("Choices", [])] + \
-            [n for n in (state.get("Default"), state.get("Next")) if n]
-        return [p for n in nexts for p in walk(n, here)] if nexts else [here]
+            [n for n in (state.get("Default"), state.get("Next")) if n] + \
+            [c["Next"] for c in state.get("Catch", [])]
+        return ([p for n in nexts for p in walk(n, here, (*visited, name))] if nexts
+                else [here])
 
-    return walk(machine["StartAt"], [])
+    return walk(machine["StartAt"], [], ())
 
 
-@pytest.mark.parametrize("name, steps", [("eval", eval_wf.STEPS), ("cluster", cluster_workflow.STEPS)])
+@pytest.mark.parametrize("name, steps", [("eval", eval_wf.STEPS), ("cluster", cluster_workflow.STEPS),
+                                         ("benchmark", benchmark_wf.STEPS)])
 def test_task_states_call_the_python_steps_in_order(name: str, steps: dict[str, Any]) -> None:
     machine = definition(name)
     tasks = [s for s in states_of(machine).values() if s["Type"] == "Task"]
@@ -77,7 +82,8 @@ def test_task_states_call_the_python_steps_in_order(name: str, steps: dict[str, 
         assert path == sorted(path, key=order.index), f"steps out of order on a path: {path}"
     assert max(paths, key=len) == order, "some path runs every step"
     for task in tasks:
-        assert task["Resource"] in ("${EvalFunctionArn}", "${ClusterFunctionArn}")
+        assert task["Resource"] in ("${EvalFunctionArn}", "${ClusterFunctionArn}",
+                                    "${BenchmarkFunctionArn}")
         assert task["Parameters"] == {"step": task["Parameters"]["step"], "state.$": "$"}
         assert task["Retry"] and all(r["BackoffRate"] >= 2 for r in task["Retry"]), task
 
@@ -91,10 +97,11 @@ def judge_unavailable_retry() -> dict[str, Any]:
 def test_every_task_has_retry_and_the_eval_judge_backs_off_on_an_unavailable_model() -> None:
     unavailable = judge_unavailable_retry()
     assert unavailable["IntervalSeconds"] >= 10 and unavailable["MaxAttempts"] >= 1
-    for machine in ("eval", "cluster"):
+    for machine in ("eval", "cluster", "benchmark"):
         for state in states_of(definition(machine)).values():
             if state["Type"] == "Task":
-                assert state["Retry"] and ("Catch" in state or machine == "cluster")
+                assert state["Retry"] and ("Catch" in state or machine == "cluster"
+                                           or state["Parameters"]["step"] == "fail")
 
 
 # ---- executed under moto -----------------------------------------------------------------------
@@ -105,6 +112,7 @@ class Sfn:
     client: Any
     eval_arn: str
     cluster_arn: str
+    benchmark_arn: str = ""
     sleeps: list[float] = field(default_factory=list)
 
     def queue(self, *results: dict[str, Any]) -> None:
@@ -171,7 +179,7 @@ def sfn() -> Iterator[Sfn]:
             RoleName="bench-test", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         lam, client = boto3.client("lambda"), boto3.client("stepfunctions")
         arns = {}
-        for name, kind in (("eval", "EXPRESS"), ("cluster", "STANDARD")):
+        for name, kind in (("eval", "EXPRESS"), ("cluster", "STANDARD"), ("benchmark", "STANDARD")):
             function = lam.create_function(FunctionName=f"bench-{name}", Runtime="python3.12",
                                            Role=role, Handler="app.handler",
                                            Code={"ZipFile": b"app"})["FunctionArn"]
@@ -180,6 +188,7 @@ def sfn() -> Iterator[Sfn]:
             arns[name] = client.create_state_machine(name=f"bench-{name}", definition=body,
                                                      roleArn=role, type=kind)["stateMachineArn"]
         recorder.client, recorder.eval_arn, recorder.cluster_arn = client, arns["eval"], arns["cluster"]
+        recorder.benchmark_arn = arns["benchmark"]
         yield recorder
 
 
@@ -294,12 +303,57 @@ def test_the_definitions_are_in_the_template_with_their_function_arns() -> None:
     resources = cfn.load_template()["Resources"]
     machines = {r["Properties"]["DefinitionUri"]: r["Properties"] for r in resources.values()
                 if r["Type"] == "AWS::Serverless::StateMachine"}
-    assert set(machines) == {"statemachines/eval.asl.json", "statemachines/cluster.asl.json"}
+    assert set(machines) == {"statemachines/eval.asl.json", "statemachines/cluster.asl.json",
+                             "statemachines/benchmark.asl.json"}
     assert machines["statemachines/eval.asl.json"]["Type"] == "EXPRESS"
     assert machines["statemachines/cluster.asl.json"]["Type"] == "STANDARD"
+    assert machines["statemachines/benchmark.asl.json"]["Type"] == "STANDARD"
     for uri, props in machines.items():
         placeholders = set(re.findall(r"\$\{(\w+)\}", Path(cfn.REPO / uri).read_text()))
         assert placeholders == set(props["DefinitionSubstitutions"]), uri
+
+
+BENCH_START = benchmark_wf.start_state("run-1")
+
+
+def test_a_run_is_graded_chunk_after_chunk_until_done(sfn: Sfn) -> None:
+    more = {**BENCH_START, "graded": 16, "total": 30}
+    done = {**BENCH_START, "next": "done", "graded": 30, "total": 30}
+    sfn.queue(more, done)
+    run = sfn.run(sfn.benchmark_arn, "bench-chunks", BENCH_START)
+    assert run["status"] == "SUCCEEDED" and json.loads(run["output"]) == done
+    assert invocations(run) == [{"step": "grade", "state": BENCH_START},
+                                {"step": "grade", "state": more}]
+
+
+def benchmark_judge_retry() -> dict[str, Any]:
+    grade = definition("benchmark")["States"]["Grade"]
+    (unavailable,) = [r for r in grade["Retry"] if "JudgeUnavailable" in r["ErrorEquals"]]
+    return unavailable
+
+
+def test_an_unavailable_benchmark_judge_is_retried_with_backoff_then_the_run_is_marked_failed(
+        sfn: Sfn) -> None:
+    retry = benchmark_judge_retry()
+    attempts = retry["MaxAttempts"] + 1
+    sfn.queue(*[error("JudgeUnavailable")] * attempts, {**BENCH_START, "next": "done"})
+    run = sfn.run(sfn.benchmark_arn, "bench-down", BENCH_START)
+    assert run["status"] == "FAILED" and run["error"] == "BenchmarkGradingFailed"
+    calls = invocations(run)
+    assert [c["step"] for c in calls] == ["grade"] * attempts + ["fail"]
+    assert calls[-1]["state"]["error"]["Error"] == "JudgeUnavailable", "fail says why"
+    assert len(sfn.sleeps) == retry["MaxAttempts"]
+    for n, slept in enumerate(sfn.sleeps):
+        assert 0 <= slept <= min(retry["IntervalSeconds"] * retry["BackoffRate"] ** n,
+                                 retry["MaxDelaySeconds"])
+
+
+def test_a_judge_back_within_the_retries_goes_on_grading(sfn: Sfn) -> None:
+    done = {**BENCH_START, "next": "done", "graded": 3, "total": 3}
+    sfn.queue(error("JudgeUnavailable"), done)
+    run = sfn.run(sfn.benchmark_arn, "bench-flaky", BENCH_START)
+    assert run["status"] == "SUCCEEDED"
+    assert [c["step"] for c in invocations(run)] == ["grade", "grade"]
 
 
 # ---- starting executions (the Workflows port on AWS) --------------------------------------------
@@ -350,6 +404,23 @@ def test_a_repeated_refresh_is_one_cluster_execution_and_a_failed_start_never_ra
     broken = StepFunctionsStarter(sfn.eval_arn.replace("bench-eval", "missing"), None,
                                   PendingMarks(), client=sfn.client)  # type: ignore[arg-type]
     broken.start_evals(AgentRef("alice", "agent-1"), ["t1"])
+
+
+def test_the_starter_starts_one_grading_execution_per_run_and_says_when_it_cannot(sfn: Sfn) -> None:
+    from bench_core.workflows.stepfunctions import StepFunctionsStarter
+
+    starter = StepFunctionsStarter(None, None, PendingMarks(), client=sfn.client,  # type: ignore[arg-type]
+                                   benchmark_arn=sfn.benchmark_arn)
+    starter.start_benchmark("run-1")
+    (started,) = executions(sfn, sfn.benchmark_arn)
+    assert started["input"] == benchmark_wf.start_state("run-1")
+    assert re.fullmatch(r"benchmark-[0-9a-f]{24}-\d+", started["name"])
+    broken = StepFunctionsStarter(None, None, PendingMarks(), client=sfn.client,  # type: ignore[arg-type]
+                                  benchmark_arn=sfn.benchmark_arn.replace("bench-benchmark", "missing"))
+    with pytest.raises(Exception, match="(?i)does not exist|not found"):
+        broken.start_benchmark("run-2")
+    with pytest.raises(RuntimeError, match="BENCH_BENCHMARK_STATE_MACHINE_ARN"):
+        StepFunctionsStarter(None, None, PendingMarks(), client=sfn.client).start_benchmark("r")  # type: ignore[arg-type]
 
 
 # ---- the Lambdas behind the Task states, on DynamoDB ------------------------------------------

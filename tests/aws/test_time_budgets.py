@@ -105,3 +105,30 @@ def test_the_template_states_the_budget_it_sets() -> None:
                    "BENCH_LLM_BACKOFF_CAP_S (2 s)", "BENCH_JUDGE_MAX_ATTEMPTS (3)",
                    "Timeout (100 s)", f"<= {worst:g} s"):
         assert figure in text, figure
+
+
+def test_a_benchmark_chunk_fits_its_functions_timeout_and_the_grade_state_waits_for_it(
+        transformed: dict[str, Any]) -> None:
+    """A chunk is CHUNK distinct answers graded at once on PARALLEL threads: one judgement
+    long, as the eval's (the same judge settings, from the shared environment)."""
+    from bench_core.benchmarks import grading, workflow
+
+    function = transformed["Resources"]["BenchmarkFunction"]["Properties"]
+    refs = {name: f"{name}-stand-in" for name in transformed["Resources"]}
+    refs.update({"AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
+                 "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com",
+                 "AWS::StackName": "bench"})
+    environment = cfn.environment(transformed, "BenchmarkFunction", refs)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
+    with mock.patch.dict(os.environ, {**clean, **environment}, clear=True):
+        from bench_core.runtime.adapters import open_llm
+        from bench_core.runtime.config import Settings
+
+        llm = open_llm(Settings.from_env().llm)
+    assert workflow.CHUNK <= grading.PARALLEL, "a chunk is one parallel round"
+    chunk = grading.MAX_ATTEMPTS * one_ask_worst_s(llm)
+    assert chunk + STORE_MARGIN_S <= function["Timeout"], f"a chunk takes up to {chunk} s"
+    states = json.loads((cfn.REPO / "statemachines" / "benchmark.asl.json").read_text())["States"]
+    assert states["Grade"]["TimeoutSeconds"] == function["Timeout"]
+    machine = transformed["Resources"]["BenchmarkStateMachine"]["Properties"]
+    assert machine["StateMachineType"] == "STANDARD", "a run of many chunks outlives Express"

@@ -45,6 +45,8 @@ def test_the_example_agent_runs_three_times_per_case_and_the_server_recomputes(
     total = 3 * len(suite.cases)
     assert f"] {total}/{total} gzip-vs-zstd-choice #3 ok" in done.stderr  # the progress bar
     assert "meeting-time-zones #1 error" in done.stderr
+    distinct = len(suite.cases) - 1  # deterministic answers, one case crashing: graded once each
+    assert f"grading 0/{distinct} (pending)" in done.stderr, "it waited for the grades"
     (run,) = bench_server.store.benchmark_runs_of(AgentRef(login, slug), 5)
     stored = bench_server.store.get_benchmark_run(run.run_id)
     assert stored is not None and len(stored.attempts) == total
@@ -122,3 +124,30 @@ def test_a_locally_changed_suite_is_refused_by_the_registry(bench_server: Runnin
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("bench: the server answered 409") and "never changes" in last
+
+
+def test_a_run_still_grading_after_wait_or_failing_says_where_to_look(tmp_path: Path) -> None:
+    from bench_core.runtime.config import LLMSettings
+
+    from tests.conftest import start_server
+    from tests.fake_openai import Reply, fake_openai
+
+    with fake_openai(Reply(status=503)) as judge:
+        server, uvicorn_server, thread = start_server(
+            tmp_path / "data", llm=LLMSettings(provider="openai_compat", url=judge.url, model="judge-model",
+                                               timeout_s=5))
+        try:
+            key = server.create_key("e" + new_slug())
+            args = ("benchmark", "run", SUITE, "--agent", "examples.benchmark_agent:answer", "--repeats", "1")
+            failed = bench_cli(server, key, REPO, *args, "--agent-slug", "down")
+            assert failed.returncode == 1
+            last = failed.stderr.strip().splitlines()[-1]
+            assert "failed: the benchmark judge (openai_compat:judge-model) was unavailable" in last, last
+            assert "submit the run again" in last
+            waited = bench_cli(server, key, REPO, *args, "--agent-slug", "slow", "--wait", "0.01")
+            assert waited.returncode == 1
+            last = waited.stderr.strip().splitlines()[-1]
+            assert "is still being graded after 0.01 s" in last and "bench benchmark show" in last, last
+        finally:
+            uvicorn_server.should_exit = True
+            thread.join(timeout=10)

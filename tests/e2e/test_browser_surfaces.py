@@ -16,7 +16,7 @@ import httpx
 import pytest
 from bench_core.http.pages import EMBED_SIZES
 
-from tests.benchmark_support import SUITE, run_body
+from tests.benchmark_support import SUITE, graded_run, run_body
 from tests.conftest import RunningServer
 from tests.http.surfaces_data import Seeded, seed_agent
 
@@ -58,8 +58,7 @@ def benchmark_run(bench_server: RunningServer, agents: tuple[Seeded, Seeded]) ->
     """A benchmark run by the first agent, so its profile and the benchmark pages show one."""
     response = httpx.post(f"{bench_server.url}/api/benchmarks/{SUITE}/runs", json=run_body(agents[0].slug),
                           headers={"X-Bench-Key": agents[0].key}, timeout=60)
-    assert response.status_code == 201, response.text
-    return response.json()["run_id"]
+    return str(graded_run(bench_server.url, response, agents[0].key)["run_id"])
 
 
 @dataclass

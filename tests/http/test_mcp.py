@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
+from tests.benchmark_support import graded_run
 from tests.conftest import RunningServer
 from tests.http.surfaces_data import Seeded, seed_agent, set_agent
 
@@ -228,8 +229,7 @@ def submit_benchmark_run(server: RunningServer, agent: Seeded) -> dict[str, Any]
                    headers={"X-Bench-Key": agent.key},
                    json={"agent_slug": agent.slug, "suite_hash": packaged.content_hash,
                          "repeats": 1, "attempts": attempts})
-    assert r.status_code == 201, r.text
-    return r.json()
+    return graded_run(server.url, r, agent.key)
 
 
 def test_benchmark_evidence_of_public_agents_only_in_get_agent_and_list_benchmarks(

@@ -69,3 +69,47 @@ def test_the_ranking_holds_each_agents_latest_run_best_first(store: Store) -> No
     assert [r.run_id for r in store.benchmark_ranking(SUITE, limit=10, after=ranked[0].rank_key)] == ["c1", "a2"]
     assert [r.run_id for r in store.benchmark_ranking("demo-v2", limit=10)] == ["d1"]
     assert store.benchmark_ranking("nothing-v1", limit=10) == []
+
+
+def test_a_pending_run_is_graded_in_steps_and_listed_and_ranked_only_once_done(store: Store) -> None:
+    ungraded = [Attempt(case_id=c, repeat=0, status="ok", input={"question": c}, output=c,
+                        output_hash="sha256:" + "c" * 64, duration_ms=1.0) for c in ("a", "b")]
+    pending = run("p1", "slow", 0.0, "2026-12-05T00:00:00.000Z", attempts=ungraded).model_copy(
+        update={"status": "pending", "summary": {}, "judge": "", "total": 2})
+    assert store.save_benchmark_run(pending) is True
+    assert store.get_benchmark_run("p1") == pending
+    assert store.benchmark_runs_of(AgentRef("alice", "slow"), 5) == []
+    assert store.benchmark_ranking(SUITE, limit=10) == []
+
+    first = attempt("a", 0, True)
+    grading = pending.model_copy(update={"status": "grading", "graded": 1,
+                                         "attempts": [first, ungraded[1]]})
+    store.save_benchmark_grades(grading, [0])
+    assert store.get_benchmark_run("p1") == grading
+    assert store.benchmark_runs_of(AgentRef("alice", "slow"), 5) == []
+    assert store.benchmark_ranking(SUITE, limit=10) == []
+
+    second = attempt("b", 0, False)
+    graded = grading.model_copy(update={"graded": 2, "attempts": [first, second]})
+    store.save_benchmark_grades(graded, [1])
+    done = graded.model_copy(update={"status": "done", "judge": "grounding-heuristic-v1",
+                                     "summary": {"pass_rate": 0.5, "pass_hat_k": 0.0, "k": 2}})
+    store.update_benchmark_run(done)
+    assert store.get_benchmark_run("p1") == done
+    assert [r.run_id for r in store.benchmark_runs_of(AgentRef("alice", "slow"), 5)] == ["p1"]
+    assert [r.run_id for r in store.benchmark_ranking(SUITE, limit=10)] == ["p1"]
+    assert store.save_benchmark_run(pending) is False, "a resubmission changes nothing"
+    assert store.get_benchmark_run("p1") == done
+
+
+def test_a_failed_run_keeps_its_grades_and_stays_unlisted(store: Store) -> None:
+    ungraded = [Attempt(case_id="a", repeat=0, status="ok", input={}, output="x",
+                        output_hash="sha256:" + "d" * 64, duration_ms=1.0)]
+    pending = run("f1", "down", 0.0, "2026-12-05T00:00:00.000Z", attempts=ungraded).model_copy(
+        update={"status": "pending", "summary": {}, "total": 1})
+    store.save_benchmark_run(pending)
+    failed = pending.model_copy(update={"status": "failed", "error": "the judge is unavailable"})
+    store.update_benchmark_run(failed)
+    assert store.get_benchmark_run("f1") == failed
+    assert store.benchmark_runs_of(AgentRef("alice", "down"), 5) == []
+    assert store.benchmark_ranking(SUITE, limit=10) == []

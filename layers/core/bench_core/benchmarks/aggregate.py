@@ -31,7 +31,7 @@ def case_summary(case_id: str, attempts: Sequence[Attempt]) -> dict[str, Any]:
             "pass_rate": stats.rate(passes, len(attempts)),
             "pass_all": bool(attempts) and passes == len(attempts),
             "pass_any": passes > 0,
-            "mean_score": sum(a.score for a in attempts) / len(attempts) if attempts else None,
+            "mean_score": sum(a.score or 0.0 for a in attempts) / len(attempts) if attempts else None,
             "errors": sum(a.status == "error" for a in attempts),
             "timeouts": sum(a.status == "timeout" for a in attempts)}
 
@@ -53,7 +53,7 @@ def summarize(attempts: Sequence[Attempt], case_ids: Sequence[str], k: int) -> d
         "pass_rate_ci95": list(interval) if interval else None,
         "pass_hat_k": stats.rate(sum(c["pass_all"] for c in cases), len(cases)),
         "pass_at_k": stats.rate(sum(c["pass_any"] for c in cases), len(cases)),
-        "mean_score": sum(a.score for a in attempts) / n if n else None,
+        "mean_score": sum(a.score or 0.0 for a in attempts) / n if n else None,
         "errors": sum(a.status == "error" for a in attempts),
         "timeouts": sum(a.status == "timeout" for a in attempts),
         "cost_usd_total": round(sum(costs), 10) if costs else None,

@@ -35,14 +35,15 @@ MAX_ATTEMPTS = 3
 PARALLEL = 16
 """Concurrent judge calls while grading one run."""
 JUDGE_RETRY_AFTER_S = 60
-"""What a run refused for a failing judge is told to wait before it is submitted again."""
+"""What a run whose grading failed or could not start is told to wait before it is sent again."""
 _BRACKETS = re.compile(r"\[([^\[\]]{1,200})\]")
 _ID_LIKE = re.compile(r"^[A-Za-z]{1,3}\d{1,3}$")
 
 
 class JudgeUnavailable(BenchError):
-    """The judge could not grade (its model unreachable, erroring or misconfigured): 503, the
-    run is not stored, and the same submission may be sent again later."""
+    """The judge could not grade (its model unreachable, erroring or misconfigured): the
+    grading step fails (retried by the state machine, then the run is marked failed); the
+    same submission sent again later resumes it."""
 
     status = 503
 
@@ -147,7 +148,7 @@ def grader_for(llm: LLM | None, suite: Suite) -> Grader:
 def grade_all(grader: Grader, work: Iterable[tuple[Case, Any, str]]) -> dict[tuple[str, str], Grade]:
     """Grades by (case id, output hash) for each (case, output, output hash): an answer given
     twice (a deterministic agent's repeats) is graded once; model calls run in parallel.
-    `JudgeUnavailable` once the model fails one (the grades not yet started are dropped)."""
+    `JudgeUnavailable` once the model fails one (the grades of this call are dropped)."""
     unique = {(case.id, digest): (case, output) for case, output, digest in work}
     keys = list(unique)
     pool = ThreadPoolExecutor(max_workers=PARALLEL)
@@ -157,8 +158,8 @@ def grade_all(grader: Grader, work: Iterable[tuple[Case, Any, str]]) -> dict[tup
         # The model's own error names its endpoint: for the server's log, not the caller.
         logger.warning("benchmark judge failed", extra={"judge": grader.label, "error": str(exc)})
         raise JudgeUnavailable(
-            f"the benchmark judge ({grader.label}) is unavailable; nothing was stored: submit "
-            f"the run again in a minute",
+            f"the benchmark judge ({grader.label}) is unavailable: submit the run again in a "
+            f"minute to resume its grading",
             [{"loc": ["judge"], "msg": "unavailable", "judge": grader.label}],
             headers={"Retry-After": str(JUDGE_RETRY_AFTER_S)}) from exc
     finally:

@@ -21,17 +21,32 @@ AGENT_RUNS = 20
 RANKING_PAGE = 50
 
 
+AGGREGATES = ("attempts", "cases", "pass_rate", "pass_rate_ci95", "pass_hat_k", "pass_at_k", "k",
+              "mean_score", "cost_usd_total", "latency_ms")
+"""The summary's headline figures; None while the run is still being graded."""
+
+
 def run_summary(run: RunRecord) -> dict[str, Any]:
-    """A run's public headline: who, which suite, and the server's aggregates."""
-    s = run.summary
+    """A run's public headline: who, which suite, its grading status and progress, and the
+    server's aggregates (once done)."""
     return {"label": LABEL, "run_id": run.run_id, "agent": f"{run.login}/{run.slug}",
             "login": run.login, "slug": run.slug, "suite": run.suite,
             "suite_hash": run.suite_hash, "judge": run.judge, "submitted_at": run.submitted_at,
-            "repeats": run.repeats, "attempts": s["attempts"], "cases": s["cases"],
-            "pass_rate": s["pass_rate"], "pass_rate_ci95": s["pass_rate_ci95"],
-            "pass_hat_k": s["pass_hat_k"], "pass_at_k": s["pass_at_k"], "k": s["k"],
-            "mean_score": s["mean_score"], "cost_usd_total": s["cost_usd_total"],
-            "latency_ms": s["latency_ms"], "url": f"/benchmarks/{run.suite}/runs/{run.run_id}"}
+            "repeats": run.repeats, "status": run.status, "error": run.error,
+            "progress": {"graded": run.graded, "total": run.total},
+            **{name: run.summary.get(name) for name in AGGREGATES},
+            "url": f"/benchmarks/{run.suite}/runs/{run.run_id}"}
+
+
+def accepted(run: RunRecord) -> dict[str, Any]:
+    """The answer to a submission (202): where to follow the run until it is graded. It also
+    has what an older `bench benchmark run`, which expected the graded run, prints."""
+    view = run_summary(run)
+    return {"id": run.run_id, **view, "judge": run.judge or "pending: grading in the background",
+            "message": f"accepted: Bench grades the run in the background; follow {view['url']} "
+                       f"(or GET /api/benchmarks/runs/{run.run_id}, or `bench benchmark show "
+                       f"{run.run_id}`) until its status is done. bench-observe 0.2.0 and later "
+                       f"wait for it."}
 
 
 def attempt_view(attempt: Attempt, agent: Agent, viewer: Viewer) -> dict[str, Any]:
@@ -62,16 +77,10 @@ def visible_run(store: Store, suite_id: str | None, run_id: str, viewer: Viewer
     return run, agent
 
 
-def own_run_detail(store: Store, run: RunRecord, viewer: Viewer) -> dict[str, Any]:
-    """A run just submitted, shown to its submitter (its agent exists: submitting made it)."""
-    agent = store.get_agent(AgentRef(run.login, run.slug))
-    assert agent is not None
-    return run_detail(run, agent, viewer)
-
-
 def run_detail(run: RunRecord, agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    """The whole run: summary, per-case aggregates, every attempt's evidence (gated)."""
-    return {**run_summary(run), "summary": run.summary,
+    """The whole run: status, summary and per-case aggregates (once done), every attempt's
+    evidence (gated)."""
+    return {**run_summary(run), "summary": run.summary or None,
             "attempts": [attempt_view(a, agent, viewer) for a in run.attempts]}
 
 

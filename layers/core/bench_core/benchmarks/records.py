@@ -7,6 +7,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 AttemptStatus = Literal["ok", "error", "timeout"]
+RunStatus = Literal["pending", "grading", "done", "failed"]
+"""A run is stored `pending` on submission, `grading` once a chunk of its attempts is graded,
+then `done` (summarised, listed and ranked) or `failed` (the judge stayed unavailable)."""
 LABEL = "benchmark evidence"
 """How every benchmark result is labelled, apart from the owner's telemetry."""
 
@@ -24,12 +27,17 @@ class Attempt(BaseModel):
     duration_ms: float
     cost_usd: float | None = None
     started_at: str | None = None
-    score: float
-    passed: bool
-    judge: str
+    score: float | None = None
+    """None until graded (the run is pending or grading)."""
+    passed: bool = False
+    judge: str = ""
     prompt_version: str | None = None
-    reasoning: str
+    reasoning: str = ""
     judge_tokens: int = 0
+
+    @property
+    def graded(self) -> bool:
+        return self.score is not None
 
 
 class RunRecord(BaseModel):
@@ -43,8 +51,14 @@ class RunRecord(BaseModel):
     repeats: int
     judge: str
     summary: dict[str, Any]
-    """Recomputed by the server from the attempts (`aggregate.summarize`)."""
+    """Recomputed by the server from the attempts (`aggregate.summarize`); empty until done."""
     attempts: list[Attempt] = []
+    status: RunStatus = "done"
+    graded: int = 0
+    total: int = 0
+    """Progress while grading: distinct answers graded, of those to grade."""
+    error: str | None = None
+    """Why grading failed (status `failed`)."""
 
     def without_attempts(self) -> RunRecord:
         return self.model_copy(update={"attempts": []})

@@ -1,6 +1,7 @@
-"""A submitted run in, a stored run out: checked against the published suite, every output's
-hash verified, every attempt graded here, and the summary recomputed here. What the client says
-about scores or its summary is accepted on the wire and ignored.
+"""A submitted run in, a pending run out: checked against the published suite, every output's
+hash verified, stored `pending` and handed to the workflows, which grade every attempt and
+recompute the summary (`workflow.py`). What the client says about scores or its summary is
+accepted on the wire and ignored.
 
 Suites are immutable once published: the first valid run of a suite version registers its
 content hash (`Store.register_suite`); a run of any other content under that version is refused
@@ -11,24 +12,31 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Annotated, Any, Protocol, cast
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..domain.errors import Conflict, Invalid
+from ..domain.errors import BenchError, Conflict, Invalid
 from ..domain.field_limits import cap
 from ..domain.keys import may_write
 from ..domain.models import Agent, AgentRef, KeyRecord, Label, Slug, iso, utcnow
-from ..runtime.ports import WithLLM, WithSettings, WithStore
-from . import aggregate
-from .grading import Grade, grade_all, grader_for
+from ..runtime.log import logger
+from ..runtime.ports import WithSettings, WithStore, WithWorkflows
+from . import workflow
+from .grading import JUDGE_RETRY_AFTER_S
 from .records import Attempt, AttemptStatus, RunRecord
-from .suites import Case, Suite, load_suite, value_hash
+from .suites import Suite, load_suite, value_hash
 
 
-class RunPorts(WithStore, WithLLM, WithSettings, Protocol):
-    """What submitting a run uses: the store, the grader's model (None: offline graders only)
-    and the settings (the field cap)."""
+class RunPorts(WithStore, WithWorkflows, WithSettings, Protocol):
+    """What submitting a run uses: the store, the workflows that grade it and the settings
+    (the field cap). Grading is `workflow.py`'s."""
+
+
+class GradingNotStarted(BenchError):
+    """The run is stored but its grading could not be started: 503, submit it again."""
+
+    status = 503
 
 
 HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -127,33 +135,19 @@ def check_attempts(suite: Suite, run: RunIn) -> None:
                        f"{' …' if len(missing) > 10 else ''}", ["attempts"])
 
 
-def failed_grade(attempt: AttemptIn, judge: str) -> Grade:
-    what = "timed out" if attempt.status == "timeout" else "raised an error"
-    detail = f": {attempt.error[:200]}" if attempt.error else ""
-    return Grade(0.0, f"The agent {what}{detail}; not graded.", judge)
-
-
-def graded_attempts(services: RunPorts, suite: Suite, run: RunIn) -> tuple[list[Attempt], str]:
-    grader = grader_for(services.llm, suite)
-    answered = [a for a in run.attempts if a.status == "ok"]
-    # every attempt's case was checked against the suite when the run was read (`check_attempts`)
-    grades = grade_all(grader, ((cast(Case, suite.case(a.case_id)), a.output, a.output_hash)
-                                for a in answered))
-    threshold = suite.manifest.grading.pass_threshold
+def ungraded_attempts(services: RunPorts, suite: Suite, run: RunIn) -> list[Attempt]:
+    """The submitted attempts as evidence, in the suite's order, not graded yet."""
     field_bytes = services.settings.limits.max_field_bytes
     attempts = []
     for a in run.attempts:
         case = suite.case(a.case_id)
         assert case is not None  # check_attempts saw to it
-        grade = grades[(a.case_id, a.output_hash)] if a.status == "ok" else failed_grade(a, grader.label)
         attempts.append(Attempt(
             case_id=a.case_id, repeat=a.repeat, status=a.status, input=suite.agent_input(case),
             output=cap(a.output, field_bytes), output_hash=a.output_hash, error=a.error,
-            duration_ms=a.duration_ms, cost_usd=a.cost_usd, started_at=a.started_at,
-            score=grade.score, passed=a.status == "ok" and grade.score >= threshold,
-            judge=grade.judge, prompt_version=grade.prompt_version, reasoning=grade.reasoning,
-            judge_tokens=grade.tokens))
-    return attempts, grader.label
+            duration_ms=a.duration_ms, cost_usd=a.cost_usd, started_at=a.started_at))
+    order = [c.id for c in suite.cases]
+    return sorted(attempts, key=lambda a: (order.index(a.case_id), a.repeat))
 
 
 def run_id_for(ref: AgentRef, nonce: str | None) -> str:
@@ -163,8 +157,10 @@ def run_id_for(ref: AgentRef, nonce: str | None) -> str:
 
 
 def submit_run(services: RunPorts, key: KeyRecord, suite_id: str, run: RunIn) -> RunRecord:
-    """Store `run` of `suite_id` for the key's agent and return it as stored (the earlier
-    record when the same nonce was submitted before)."""
+    """Store `run` of `suite_id` for the key's agent as `pending` and start its grading in
+    the background (`Workflows.start_benchmark`); return it as stored. The same nonce again
+    is the same run: returned as it is, or, if its grading failed, graded again from where
+    it stopped."""
     packaged = load_suite(suite_id)
     suite, local_hash = packaged.suite, packaged.content_hash
     may_write(key, key.login, run.agent_slug)
@@ -174,17 +170,34 @@ def submit_run(services: RunPorts, key: KeyRecord, suite_id: str, run: RunIn) ->
     ref = AgentRef(key.login, run.agent_slug)
     run_id = run_id_for(ref, run.nonce)
     earlier = services.store.get_benchmark_run(run_id)
-    if earlier is not None:
+    if earlier is not None and earlier.status != "failed":
         return earlier
-    attempts, judge = graded_attempts(services, suite, run)
-    attempts.sort(key=lambda a: ([c.id for c in suite.cases].index(a.case_id), a.repeat))
-    now = iso(utcnow())
-    if services.store.get_agent(ref) is None:
-        services.store.create_agent(Agent(login=ref.login, slug=ref.slug,
-                                          display_name=run.display_name, created_at=now))
-    record = RunRecord(run_id=run_id, login=ref.login, slug=ref.slug, suite=suite_id,
-                       suite_hash=local_hash, submitted_at=now, repeats=run.repeats, judge=judge,
-                       summary=aggregate.summarize(attempts, [c.id for c in suite.cases], run.repeats),
-                       attempts=attempts)
-    services.store.save_benchmark_run(record)
+    if earlier is not None:
+        record = earlier.model_copy(update={"status": "pending", "error": None})
+        services.store.update_benchmark_run(record)
+    else:
+        now = iso(utcnow())
+        if services.store.get_agent(ref) is None:
+            services.store.create_agent(Agent(login=ref.login, slug=ref.slug,
+                                              display_name=run.display_name, created_at=now))
+        attempts = ungraded_attempts(services, suite, run)
+        record = RunRecord(run_id=run_id, login=ref.login, slug=ref.slug, suite=suite_id,
+                           suite_hash=local_hash, submitted_at=now, repeats=run.repeats,
+                           judge="", summary={}, attempts=attempts, status="pending",
+                           total=len(workflow.to_grade(attempts)))
+        services.store.save_benchmark_run(record)
+    start_grading(services, record)
     return record
+
+
+def start_grading(services: RunPorts, record: RunRecord) -> None:
+    """Hand the run to the workflows; a start that fails marks it failed (submitting the same
+    run again retries) and answers 503."""
+    try:
+        services.workflows.start_benchmark(record.run_id)
+    except Exception as exc:
+        logger.exception("could not start benchmark grading", extra={"run_id": record.run_id})
+        services.store.update_benchmark_run(record.model_copy(update={
+            "status": "failed", "error": "grading could not be started; submit the run again"}))
+        raise GradingNotStarted("grading could not be started; submit the run again",
+                                headers={"Retry-After": str(JUDGE_RETRY_AFTER_S)}) from exc

@@ -25,6 +25,7 @@ from .deps import current_viewer, read_body, require_key
 from .templating import PageRoute
 
 if TYPE_CHECKING:
+    from ..benchmarks.records import RunRecord
     from ..benchmarks.runs import RunIn
 
 router = APIRouter(route_class=PageRoute)
@@ -50,21 +51,23 @@ def parse_run(body: bytes) -> RunIn:
 # ---- JSON ---------------------------------------------------------------------------------------
 
 
-@api_router.post("/{suite}/runs", status_code=201)
+@api_router.post("/{suite}/runs", status_code=202)
 async def post_run(suite: str, request: Request, key: KeyRecord = Depends(require_key),
-                   services: Services = Depends(services_of)) -> dict[str, Any]:
-    """Owner keys for any agent of theirs, agent keys for their own agent (created if new)."""
+                   services: Services = Depends(services_of)) -> JSONResponse:
+    """Owner keys for any agent of theirs, agent keys for their own agent (created if new).
+    202: the run is stored `pending` and graded in the background (up to a judge call per
+    answer: longer than a request may take); its `url` shows the progress until it is done.
+    The same run sent again (its nonce) answers 200 with where it is now."""
     run = parse_run(await read_body(request, services.settings.limits.max_body_bytes))
-    return await run_in_threadpool(submitted_run, services, key, suite, run)
+    record = await run_in_threadpool(submitted_run, services, key, suite, run)
+    return JSONResponse(read_models.accepted(record), status_code=202 if record.status in (
+        "pending", "grading") else 200, headers={"Location": read_models.run_summary(record)["url"]})
 
 
-def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) -> dict[str, Any]:
-    """Grade and store the run (in a worker thread: grading may ask a model), then show it to
-    its owner."""
+def submitted_run(services: Services, key: KeyRecord, suite: str, run: RunIn) -> RunRecord:
     from ..benchmarks.runs import submit_run
 
-    record = submit_run(services, key, suite, run)
-    return read_models.own_run_detail(services.store, record, Viewer.of_key(key))
+    return submit_run(services, key, suite, run)
 
 
 @api_router.get("")

@@ -151,11 +151,13 @@ def open_workflows(services: Services) -> Workflows:
     """Step Functions when the settings name the state machines (AWS); the in-process worker
     pool with the embedded store (one machine; `local.py` starts and stops it); else none."""
     settings = services.settings
-    if settings.eval_state_machine_arn or settings.cluster_state_machine_arn:
+    if (settings.eval_state_machine_arn or settings.cluster_state_machine_arn
+            or settings.benchmark_state_machine_arn):
         from ..workflows.stepfunctions import StepFunctionsStarter
 
         return StepFunctionsStarter(settings.eval_state_machine_arn,
-                                    settings.cluster_state_machine_arn, services.store)
+                                    settings.cluster_state_machine_arn, services.store,
+                                    benchmark_arn=settings.benchmark_state_machine_arn)
     if settings.store == "sqlite":
         from ..workflows.local import LocalRunner
 

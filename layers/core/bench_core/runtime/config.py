@@ -218,6 +218,7 @@ class Settings:
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     eval_state_machine_arn: str | None = None
     cluster_state_machine_arn: str | None = None
+    benchmark_state_machine_arn: str | None = None
     """Set on AWS: workflows run as Step Functions executions; unset, in this process."""
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
@@ -245,6 +246,7 @@ class Settings:
             "judge": JudgeSettings.from_env(),
             "eval_state_machine_arn": os.environ.get("BENCH_EVAL_STATE_MACHINE_ARN") or None,
             "cluster_state_machine_arn": os.environ.get("BENCH_CLUSTER_STATE_MACHINE_ARN") or None,
+            "benchmark_state_machine_arn": os.environ.get("BENCH_BENCHMARK_STATE_MACHINE_ARN") or None,
             "accounts": AccountSettings.from_env(),
             "live": LiveSettings.from_env(),
             "reuse": ReuseSettings.from_env(),

@@ -217,8 +217,18 @@ class BenchmarkStore(Protocol):
         """Every registered suite's content hash, by suite id."""
         ...
     def save_benchmark_run(self, run: RunRecord) -> bool:
-        """Store the run with its attempts and make it the agent's ranked run of the suite
-        unless a later one is; False (nothing changed) if a run with its id exists."""
+        """Store the run with its attempts; if it is `done`, list it among the agent's runs
+        and make it the agent's ranked run of the suite unless a later one is (a `pending`
+        run is neither until `update_benchmark_run` says done). False (nothing changed) if a
+        run with its id exists."""
+        ...
+    def save_benchmark_grades(self, run: RunRecord, positions: list[int]) -> None:
+        """Progress of a run being graded: the attempts at `positions` as `run` has them now,
+        and the run's status and counts; still unlisted."""
+        ...
+    def update_benchmark_run(self, run: RunRecord) -> None:
+        """The run's status, summary and judge as `run` has them (attempts unchanged); once
+        `done`, listed and ranked as `save_benchmark_run` does."""
         ...
     def get_benchmark_run(self, run_id: str) -> RunRecord | None: ...
     def benchmark_runs_of(self, ref: AgentRef, limit: int) -> list[RunRecord]:

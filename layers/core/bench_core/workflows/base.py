@@ -1,9 +1,11 @@
-"""The workflows port: starting evals and cluster runs, in this process or as Step Functions.
+"""The workflows port: starting evals, cluster runs and benchmark grading, in this process or
+as Step Functions.
 
-The work itself is plain step functions (`eval.py`, `cluster.py`), each taking and returning a
-JSON-able state, so the local runner (`local.py`) and the Lambdas behind the state machines
-(`functions/eval`, `functions/cluster`) run the very same code. Starting work never waits for
-it: ingest hands finished runs to `start_evals` and returns.
+The work itself is plain step functions (`evals/workflow.py`, `clustering/workflow.py`,
+`benchmarks/workflow.py`), each taking and returning a JSON-able state, so the local runner
+(`local.py`) and the Lambdas behind the state machines (`functions/eval`, `functions/cluster`,
+`functions/benchmark`) run the very same code. Starting work never waits for it: ingest hands
+finished runs to `start_evals` and returns; a submitted benchmark run is answered 202.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ class Workflows(Protocol):
         """Recompute these agents' failure clusters."""
         ...
 
+    def start_benchmark(self, run_id: str) -> None:
+        """Grade this stored `pending` benchmark run; raises if grading could not be started
+        (no sweep finds a run left pending: the submitter is told to send it again)."""
+        ...
+
 
 def parse_agent(path: Any) -> AgentRef:
     """The agent a workflow state names as "login/slug"; ValueError for anything else."""
@@ -47,3 +54,7 @@ class NoWorkflows:
 
     def start_clusters(self, refs: list[AgentRef]) -> None:
         return None
+
+    def start_benchmark(self, run_id: str) -> None:
+        raise RuntimeError("no workflows here to grade benchmark runs: submit them to the "
+                           "deployment's API")

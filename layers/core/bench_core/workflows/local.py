@@ -20,6 +20,7 @@ import time
 from datetime import timedelta
 from typing import Protocol
 
+from ..benchmarks import workflow as benchmark
 from ..clustering import workflow as cluster
 from ..domain.models import AgentRef, iso, utcnow
 from ..evals.workflow import EvalPorts, run_eval, start_state
@@ -28,7 +29,7 @@ from ..runtime.log import logger
 from . import parse_agent
 
 Job = tuple[str, str, str]
-"""("eval", "login/slug", task_id) or ("cluster", "login/slug", "")."""
+"""("eval", "login/slug", task_id), ("cluster", "login/slug", "") or ("benchmark", run_id, "")."""
 HOUR_S = 3600.0
 OVERFLOW_WARN_EVERY_S = 60.0
 JUDGE_SHARE_UNDER_LOAD = 0.25
@@ -46,8 +47,9 @@ def pause_after(job_cpu_s: float, workers: int, busy: bool) -> float:
     return job_cpu_s * (workers / JUDGE_SHARE_UNDER_LOAD - 1)
 
 
-class RunnerPorts(EvalPorts, cluster.ClusterPorts, Protocol):
-    """What the runner's jobs use: the eval and cluster steps' ports (its store also purges)."""
+class RunnerPorts(EvalPorts, cluster.ClusterPorts, benchmark.GradePorts, Protocol):
+    """What the runner's jobs use: the eval, cluster and grading steps' ports (its store also
+    purges)."""
 
 
 class LocalRunner:
@@ -77,6 +79,10 @@ class LocalRunner:
         for ref in refs:
             self._submit(("cluster", ref.path, ""))
 
+    def start_benchmark(self, run_id: str) -> None:
+        if not self._submit(("benchmark", run_id, "")):
+            raise RuntimeError("the work queue is full")
+
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -104,10 +110,11 @@ class LocalRunner:
 
     # ---- inside ----------------------------------------------------------------------------
 
-    def _submit(self, job: Job) -> None:
+    def _submit(self, job: Job) -> bool:
+        """Queue `job` (True) unless the queue is full (False); a job already queued is kept."""
         with self._lock:
             if job in self._queued:
-                return
+                return True
             try:
                 self._queue.put_nowait(job)
             except queue.Full:
@@ -119,8 +126,9 @@ class LocalRunner:
                     logger.warning("work queue full; the sweep will pick up what does not fit",
                                    extra={"job": job, "refused": self._refused})
                     self._warned_at, self._refused = now, 0
-                return
+                return False
             self._queued.add(job)
+        return True
 
     def _timer(self) -> None:
         self.scheduled_round(startup=True)
@@ -165,6 +173,11 @@ class LocalRunner:
         kind, agent, task_id = job
         if kind == "cluster":
             cluster.cluster_agent(self.ports, {"agent": agent})
+            return
+        if kind == "benchmark":
+            # The model adapter retries each call with backoff; a judge still down fails the
+            # run with the reason, and the submitter resumes it by sending it again.
+            benchmark.run_grading(self.ports, agent)
             return
         for attempt in range(1, self._retry.attempts + 1):
             try:

@@ -2,7 +2,8 @@
 
 Evals run on an Express state machine (one per finished run: Express bills per request and
 duration, Standard per state transition, and eval volume follows ingest volume); clustering
-runs on a Standard one (hourly or on demand, long-running, exactly once). See template.yaml.
+runs on a Standard one (hourly or on demand, long-running, exactly once), and so does grading a
+benchmark run (a few per day, minutes long, a chunk per step). See template.yaml.
 
 Before its executions start, a run is marked pending in the store, so a crash or a failed start
 in between loses nothing: the hourly sweep starts whatever is still pending later.
@@ -16,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..benchmarks.workflow import start_state as benchmark_start
 from ..domain.models import AgentRef, iso, utcnow
 from ..evals.workflow import start_state
 from ..runtime.log import logger
@@ -31,9 +33,10 @@ def execution_name(kind: str, key: str, unique: str) -> str:
 
 class StepFunctionsStarter:
     def __init__(self, eval_arn: str | None, cluster_arn: str | None, store: Store,
-                 client: Any = None) -> None:
+                 client: Any = None, benchmark_arn: str | None = None) -> None:
         self.eval_arn = eval_arn
         self.cluster_arn = cluster_arn
+        self.benchmark_arn = benchmark_arn
         self.store = store
         self._client = client
 
@@ -66,6 +69,15 @@ class StepFunctionsStarter:
         paths = sorted(ref.path for ref in refs)
         name = execution_name("cluster", ",".join(paths), utcnow().strftime("%Y%m%d%H%M"))
         self._start(self.cluster_arn, name, {"agents": paths})
+
+    def start_benchmark(self, run_id: str) -> None:
+        """One execution per run; raises when it cannot start (the run is then marked failed
+        and its submitter told to send it again, which starts a new execution)."""
+        if not self.benchmark_arn:
+            raise RuntimeError("BENCH_BENCHMARK_STATE_MACHINE_ARN is not set")
+        self.client.start_execution(
+            stateMachineArn=self.benchmark_arn, input=json.dumps(benchmark_start(run_id)),
+            name=execution_name("benchmark", run_id, str(time.time_ns())))
 
     def _start(self, arn: str, name: str, payload: dict[str, Any]) -> None:
         try:

@@ -5,12 +5,15 @@ Items (pk, sk [gsi1pk, gsi1sk] [gsi2pk, gsi2sk]):
 
 - suite:    BSUITE#{suite}, META  [BSUITES, {suite}]      content_hash, registered_at
 - run:      BRUN#{run_id}, META   [BRUNS#{login}#{slug}, {submitted_at}#{run_id}]   body (JSON)
+            (the gsi1 keys, which list it, only once the run is `done`)
 - attempt:  BRUN#{run_id}, ATT#{position:04d}               body (JSON)
 - rank:     BRANK#{suite}, {login}#{slug}  [-, -] [BRANK#{suite}, {rank_key}]   run_id, body
 
 A suite is registered with a Put conditional on its absence: the first hash stays. A run's
 attempts are written first and its META item last (conditional on its absence), so a run is
-visible only once complete and a resubmission (same run id) changes nothing. The rank item
+visible only once complete and a resubmission (same run id) changes nothing. A run graded in
+the background is stored `pending`; each graded chunk rewrites its attempts and META, and the
+last write (done) adds the listing keys and the rank. The rank item
 holds the agent's latest run, replaced only by a later one; a ranking is one Query on gsi2.
 A temporary agent's (the /try sandbox's) run, attempt and rank items carry its TTL, as its
 other items do (`retention.py`).
@@ -42,6 +45,14 @@ def _rank_pk(suite: str) -> str:
     return f"BRANK#{suite}"
 
 
+def _meta(run: RunRecord, ttl: dict[str, Any]) -> dict[str, Any]:
+    """The run's META item; listed on gsi1 (the agent's runs) once done."""
+    listed = ({"gsi1pk": f"BRUNS#{run.login}#{run.slug}", "gsi1sk": f"{run.submitted_at}#{run.run_id}"}
+              if run.status == "done" else {})
+    return codec.to_item({"pk": _run_pk(run.run_id), "sk": codec.META, **listed,
+                          "body": run.without_attempts().model_dump_json(), **ttl})
+
+
 class DynamoBenchmarks:
     """The suite registry, runs with their attempts and the rankings, on `table`."""
 
@@ -63,23 +74,39 @@ class DynamoBenchmarks:
         pk = _run_pk(run.run_id)
         if self.table.get(codec.to_item({"pk": pk, "sk": codec.META})) is not None:
             return False
-        agent = AgentKeys(run.login, run.slug)
-        ttl = codec.expiry(codec.temporary(agent, self.table.get(agent.key(codec.META))))
+        ttl = self._ttl(run)
         self.table.write_all([codec.to_item({"pk": pk, "sk": f"ATT#{i:04d}",
                                              "body": a.model_dump_json(), **ttl})
                               for i, a in enumerate(run.attempts)])
-        body = run.without_attempts().model_dump_json()
-        if not self.table.put_if_absent(codec.to_item({
-                "pk": pk, "sk": codec.META, "gsi1pk": f"BRUNS#{run.login}#{run.slug}",
-                "gsi1sk": f"{run.submitted_at}#{run.run_id}", "body": body, **ttl})):
+        if not self.table.put_if_absent(_meta(run, ttl)):
             return False
+        if run.status == "done":
+            self._rank(run, ttl)
+        return True
+
+    def save_benchmark_grades(self, run: RunRecord, positions: list[int]) -> None:
+        ttl = self._ttl(run)
+        self.table.write_all([codec.to_item({"pk": _run_pk(run.run_id), "sk": f"ATT#{i:04d}",
+                                             "body": run.attempts[i].model_dump_json(), **ttl})
+                              for i in positions] + [_meta(run, ttl)])
+
+    def update_benchmark_run(self, run: RunRecord) -> None:
+        ttl = self._ttl(run)
+        self.table.put(_meta(run, ttl))
+        if run.status == "done":
+            self._rank(run, ttl)
+
+    def _ttl(self, run: RunRecord) -> dict[str, Any]:
+        agent = AgentKeys(run.login, run.slug)
+        return codec.expiry(codec.temporary(agent, self.table.get(agent.key(codec.META))))
+
+    def _rank(self, run: RunRecord, ttl: dict[str, Any]) -> None:
         self.table.put(
             codec.to_item({"pk": _rank_pk(run.suite), "sk": f"{run.login}#{run.slug}",
                            "gsi2pk": _rank_pk(run.suite), "gsi2sk": run.rank_key,
-                           "run_id": run.run_id, "submitted_at": run.submitted_at, "body": body,
-                           **ttl}),
+                           "run_id": run.run_id, "submitted_at": run.submitted_at,
+                           "body": run.without_attempts().model_dump_json(), **ttl}),
             "attribute_not_exists(pk) OR submitted_at <= :at", {":at": run.submitted_at})
-        return True
 
     def get_benchmark_run(self, run_id: str) -> RunRecord | None:
         items = list(self.table.query(_run_pk(run_id)))

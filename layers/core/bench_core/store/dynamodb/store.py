@@ -108,6 +108,8 @@ class DynamoStore:
         self.register_suite = benchmarks.register_suite
         self.registered_suites = benchmarks.registered_suites
         self.save_benchmark_run = benchmarks.save_benchmark_run
+        self.save_benchmark_grades = benchmarks.save_benchmark_grades
+        self.update_benchmark_run = benchmarks.update_benchmark_run
         self.get_benchmark_run = benchmarks.get_benchmark_run
         self.benchmark_runs_of = benchmarks.benchmark_runs_of
         self.benchmark_ranking = benchmarks.benchmark_ranking

@@ -13,7 +13,7 @@ from pathlib import Path
 from ...runtime.config import Limits
 from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
 from .agents import AGENTS_SCHEMA, SqliteAgents, refresh_rank
-from .benchmarks import BENCHMARKS_SCHEMA, SqliteBenchmarks
+from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
 from .connection import Database
 from .evals import EVALS_SCHEMA, SqliteEvals
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
@@ -45,6 +45,8 @@ MIGRATIONS: list[str] = [
     RUNS_SCHEMA,
     # 11: what authorised a live connection (accounts.live_grants): it closes when that ends
     LIVE_GRANT_SCHEMA,
+    # 12: benchmark runs graded in the background: pending until done
+    BENCHMARK_STATUS_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
