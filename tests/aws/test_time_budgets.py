@@ -41,21 +41,27 @@ def eval_function(transformed: dict[str, Any]) -> dict[str, Any]:
     return transformed["Resources"]["EvalFunction"]["Properties"]
 
 
-@pytest.fixture
-def judge_llm(transformed: dict[str, Any]) -> Any:
-    """The judge's LLM adapter as EvalFunction builds it from its template environment."""
-    from bench_core.runtime.adapters import open_llm
+def function_settings(transformed: dict[str, Any], function: str) -> Any:
+    """The settings `function` reads from its environment in the translated template."""
     from bench_core.runtime.config import Settings
 
     refs = {name: f"{name}-stand-in" for name in transformed["Resources"]}
     refs.update({"AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
                  "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com",
                  "AWS::StackName": "bench"})
-    environment = cfn.environment(transformed, "EvalFunction", refs)
+    environment = cfn.environment(transformed, function, refs)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
     with mock.patch.dict(os.environ, {**clean, **environment}, clear=True):
-        settings = Settings.from_env()
-        return settings, open_llm(settings.llm)
+        return Settings.from_env()
+
+
+@pytest.fixture
+def judge_llm(transformed: dict[str, Any]) -> Any:
+    """The judge's LLM adapter as EvalFunction builds it from its template environment."""
+    from bench_core.runtime.adapters import open_llm
+
+    settings = function_settings(transformed, "EvalFunction")
+    return settings, open_llm(settings.llm)
 
 
 def one_ask_worst_s(llm: Any) -> float:
@@ -114,17 +120,9 @@ def test_a_benchmark_chunk_fits_its_functions_timeout_and_the_grade_state_waits_
     from bench_core.benchmarks import grading, workflow
 
     function = transformed["Resources"]["BenchmarkFunction"]["Properties"]
-    refs = {name: f"{name}-stand-in" for name in transformed["Resources"]}
-    refs.update({"AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
-                 "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com",
-                 "AWS::StackName": "bench"})
-    environment = cfn.environment(transformed, "BenchmarkFunction", refs)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
-    with mock.patch.dict(os.environ, {**clean, **environment}, clear=True):
-        from bench_core.runtime.adapters import open_llm
-        from bench_core.runtime.config import Settings
+    from bench_core.runtime.adapters import open_llm
 
-        llm = open_llm(Settings.from_env().llm)
+    llm = open_llm(function_settings(transformed, "BenchmarkFunction").llm)
     assert workflow.CHUNK <= grading.PARALLEL, "a chunk is one parallel round"
     chunk = grading.MAX_ATTEMPTS * one_ask_worst_s(llm)
     assert chunk + STORE_MARGIN_S <= function["Timeout"], f"a chunk takes up to {chunk} s"

@@ -52,14 +52,14 @@ def test_sparkline() -> None:
     assert charts.sparkline([0, 0], "nothing") is None
 
 
-@pytest.mark.parametrize("value, shown", [(None, "–"), (0, "$0"), (0.004, "$0.004"),
+@pytest.mark.parametrize("value, shown", [(None, "—"), (0, "$0"), (0.004, "$0.004"),
                                           (0.1, "$0.10"), (0.00123456, "$0.00123"),
                                           (1.5, "$1.50"), (1234.5, "$1,234")])
 def test_usd(value, shown) -> None:
     assert fmt.usd(value) == shown
 
 
-@pytest.mark.parametrize("value, shown", [(None, "–"), (0.4, "<1 ms"), (412.0, "412 ms"),
+@pytest.mark.parametrize("value, shown", [(None, "—"), (0.4, "<1 ms"), (412.0, "412 ms"),
                                           (1530.0, "1.53 s"), (95_000.0, "1.6 min"),
                                           (4_000_000.0, "1.1 h")])
 def test_ms(value, shown) -> None:
@@ -67,7 +67,7 @@ def test_ms(value, shown) -> None:
 
 
 def test_percentages_counts_and_p_values() -> None:
-    assert [fmt.pct(v) for v in (None, 0, 1, 0.8123, 0.5)] == ["–", "0%", "100%", "81.2%", "50%"]
+    assert [fmt.pct(v) for v in (None, 0, 1, 0.8123, 0.5)] == ["—", "0%", "100%", "81.2%", "50%"]
     assert fmt.pct_range([0.741, 0.892]) == "74.1–89.2%"
     assert [fmt.compact(v) for v in (999, 1200, 35_000, 4_100_000)] == ["999", "1.2k", "35k",
                                                                          "4.1M"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-MISSING = "–"
+MISSING = "—"
 
 
 def pct(value: float | None, digits: int = 1) -> str:

@@ -37,7 +37,7 @@ def card_fields(summary: Mapping[str, Any]) -> tuple[str, ...]:
 
 def render_og(summary: Mapping[str, Any]) -> bytes:
     # The built-in font has no en dash (ranges, the "missing" mark): a hyphen reads the same.
-    return _png(tuple(field.replace("–", "-") for field in card_fields(summary)))
+    return _png(tuple(field.replace("–", "-").replace("—", "-") for field in card_fields(summary)))
 
 
 def _fit(draw: Any, text: str, font: Any, width: float) -> str:

@@ -205,17 +205,27 @@ def _hex_id(value: Any, size: int) -> str:
 # ---- protobuf (opentelemetry-proto) --------------------------------------------------------
 
 
-def decode_protobuf(body: bytes) -> list[Span]:
+Message = TypeVar("Message")
+
+
+def parsed(request: Message, body: bytes, what: str) -> Message:
+    """`request` (an empty OTLP protobuf message) filled from `body`; a `DecodeError` naming
+    the export (`what`: trace, logs) when it is not one."""
     from google.protobuf.message import DecodeError as ProtobufDecodeError
+
+    try:
+        request.ParseFromString(body)  # type: ignore[attr-defined]
+    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
+        raise DecodeError(f"body is not an OTLP protobuf {what} export: {exc}") from exc
+    return request
+
+
+def decode_protobuf(body: bytes) -> list[Span]:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
-    request = ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
-        raise DecodeError(f"body is not an OTLP protobuf trace export: {exc}") from exc
+    request = parsed(ExportTraceServiceRequest(), body, "trace")
     spans = []
     for resource_spans in request.resource_spans:
         resource = _pb_attributes(resource_spans.resource.attributes)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .decode import (
-    DecodeError,
     _bytes_id,
     _get,
     _hex_id,
@@ -22,6 +21,7 @@ from .decode import (
     _pb_any,
     _pb_attributes,
     json_export,
+    parsed,
 )
 
 
@@ -70,14 +70,9 @@ def _json_resource_logs(node: Any) -> Iterable[LogRecord]:
 
 
 def _decode_protobuf(body: bytes) -> list[LogRecord]:
-    from google.protobuf.message import DecodeError as ProtobufDecodeError
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-    request = ExportLogsServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
-        raise DecodeError(f"body is not an OTLP protobuf logs export: {exc}") from exc
+    request = parsed(ExportLogsServiceRequest(), body, "logs")
     records = []
     for resource_logs in request.resource_logs:
         resource = _pb_attributes(resource_logs.resource.attributes)
