@@ -14,11 +14,10 @@ from typing import Any
 import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
-from bench_core.accounts import sessions
+from bench_core.accounts import csrf, sessions
 from bench_core.accounts.live_tokens import issue
 from bench_core.domain.live import Channel
 from bench_core.domain.models import Agent, iso, utcnow
-from bench_core.http import csrf
 from bench_core.live import apigw as live_apigw
 from botocore.stub import ANY, Stubber
 

@@ -166,14 +166,20 @@ def test_every_call_the_surfaces_make_is_granted_to_their_roles(
             assert not missing, f"{function_id} calls {operation} without {missing}"
 
 
-def test_the_badge_function_imports_no_web_framework_nor_the_store() -> None:
-    """Its cold start is Powertools and the renderer; pydantic models and boto3 load on the
-    first request."""
-    heavy = ("fastapi", "starlette", "mangum", "pydantic", "boto3", "botocore.client",
-             "jinja2")
+WEB_FRAMEWORK = ("fastapi", "starlette", "mangum", "jinja2")
+
+
+@pytest.mark.parametrize("function, heavy", [
+    # the badge's cold start is Powertools and the renderer; pydantic and boto3 load on the
+    # first request
+    ("badge", (*WEB_FRAMEWORK, "pydantic", "boto3", "botocore.client")),
+    # the WebSocket routes are plain handlers too: no web framework at import
+    ("live", WEB_FRAMEWORK),
+])
+def test_plain_handlers_import_no_web_framework(function: str, heavy: tuple[str, ...]) -> None:
     script = ("import json, sys, app\n"
               f"print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))")
-    code_dir = cfn.FUNCTIONS_DIR / "badge"
+    code_dir = cfn.FUNCTIONS_DIR / function
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code_dir),
                                                          str(cfn.REPO / "layers" / "core")]),
            "BENCH_STORE": "dynamodb", "BENCH_TABLE_NAME": "bench-import-check"}

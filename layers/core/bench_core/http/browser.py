@@ -17,10 +17,11 @@ from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
+from ..accounts import csrf
 from ..accounts.sessions import Session
 from ..domain.errors import BadRequest, Forbidden
 from ..runtime.adapters import Services
-from . import csrf, public_base
+from . import public_base
 from .deps import read_body
 from .session_cookie import session_of
 from .templating import PageRoute

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from ..accounts import csrf
 from ..accounts.live_grants import KEY, key_grant, session_grant
 from ..accounts.live_tokens import issue
 from ..domain.errors import NotFound, Unauthorized
@@ -27,7 +28,7 @@ from ..domain.privacy import ANONYMOUS, Viewer
 from ..live.local import POLICY_VIOLATION, LocalFeed, Subscriber
 from ..reads.live_events import channel_agents, hello
 from ..runtime.adapters import Services
-from . import csrf, get_services, public_base, services_of
+from . import get_services, public_base, services_of
 from .browser import NO_STORE
 from .deps import authenticate, presented_key
 from .session_cookie import session_of

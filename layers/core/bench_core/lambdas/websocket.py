@@ -15,13 +15,13 @@ from datetime import timedelta
 from typing import Any
 
 from ..accounts import sessions
+from ..accounts.csrf import same_origin
 from ..accounts.live_grants import session_grant
 from ..accounts.live_tokens import read
 from ..accounts.secrets import SecretUnavailable
 from ..domain.live import Channel, LiveConnection, may_watch
 from ..domain.models import iso, utcnow
 from ..domain.privacy import Viewer
-from ..http.csrf import same_origin
 from ..runtime.adapters import Services
 from ..runtime.config import Settings
 from ..runtime.log import logger

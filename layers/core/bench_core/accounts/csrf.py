@@ -14,7 +14,7 @@ import hmac
 import secrets
 from urllib.parse import urlsplit
 
-from ..accounts import signed_tokens as signing
+from . import signed_tokens as signing
 
 ANON_COOKIE = "bench_csrf"
 FIELD = "csrf"
