@@ -266,7 +266,7 @@ def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
     """After a batch's transaction: the tasks recorded under a run that turned out to have a
     parent (`runs.Reassign`) move to its run, each guarded by the run it had."""
     for move in moves:
-        for item in table.query(agent.run_pk(move.old), index="gsi3", projection="sk, gsi3sk"):
+        for item in table.query(agent.run_pk(move.old), index="runs", projection="sk, gsi3sk"):
             update = Update(agent.key(item["sk"]),
                             set={"run_id": move.new, "gsi3pk": agent.run_pk(move.new)},
                             add={"version": 1}, condition="#run_id = :old",

@@ -1,9 +1,9 @@
 """Runs on DynamoDB (`bench_core.domain.runs`; SQLite's side is `sqlite_runs`).
 
-- Every task item carries `run_id`, and every span below a root the `gsi3` keys `gsi3pk` =
-  `RUN#{A}#{run_id}`, `gsi3sk` = `{sort_ts}#{task_id}`: a run is its root (read by key, its id
-  is the run's) and one Query of `gsi3` for its spans (paged by DynamoDB at 1 MB),
-  never a Scan (KEYS_ONLY: the spans are then read by key, 100 per BatchGetItem).
+- Every task item carries `run_id`, and every span below a root the `runs` index keys
+  `gsi3pk` = `RUN#{A}#{run_id}`, `gsi3sk` = `{sort_ts}#{task_id}`: a run is its root (read by
+  key, its id is the run's) and one Query of `runs` for its spans, whole (the index projects
+  ALL; DynamoDB pages it at 1 MB), never a Scan nor a read per span.
 - A parent not stored yet that subtasks record as their run is a placeholder whose `run_id` is
   its own id (`codec.child_cost_update`); when it arrives with a parent of its own, the tasks
   under it move to its run (`ingest.move_runs`: one Query of its old run, one conditional update per
@@ -37,23 +37,23 @@ _LOWEST = "0"
 
 
 class DynamoRuns:
-    """Reading runs on `table`: one Query of `gsi3` per run, the roots newest first for the
+    """Reading runs on `table`: one Query of `runs` per run, the roots newest first for the
     list."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
 
     def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True) -> list[TaskState]:
-        """Whole items whatever `content` says: a Query reads (and bills) them whole anyway."""
+        """Without `content` the spans' inputs, outputs, metadata and logs are left undecoded
+        (the Query reads and bills them whole anyway)."""
         agent = AgentKeys(ref.login, ref.slug)
         root = self.table.get(agent.key(codec.TASK + run_id))
         if root is None:
             return []
         if "run_id" not in root:
             self._migrate_run(agent, root)
-        keys = [agent.key(item["sk"]) for item in
-                self.table.query(agent.run_pk(run_id), "#sk >= :low", index="gsi3", low=_LOWEST)]
-        spans = [codec.task_from_item(item) for item in self.table.get_all(keys, consistent=False)
+        items = self.table.query(agent.run_pk(run_id), "#sk >= :low", index="runs", low=_LOWEST)
+        spans = [codec.task_from_item(item if content else _light(item)) for item in items
                  if item["sk"] != root["sk"]]  # a root indexed before roots were left out
         head = codec.task_from_item(root)
         tasks = [head, *spans] if head.sort_ts else spans  # a placeholder is no span yet
@@ -121,3 +121,8 @@ class DynamoRuns:
         while batch := list(itertools.islice(keys, chunk)):
             yield from self.table.get_all([agent.key(item["sk"]) for item in batch],
                                           consistent=False)
+
+
+def _light(item: dict[str, Any]) -> dict[str, Any]:
+    """A task item without its content, for a tree drawn from names, times and statuses."""
+    return {name: value for name, value in item.items() if name not in codec.CONTENT}
