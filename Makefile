@@ -32,10 +32,13 @@ chromium:
 	  && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "note: chromium not installed; browser tests will be skipped"; }
 
-# The Vercel AI SDK end-to-end test's npm packages (tests/e2e/node, from its lockfile), where npm is.
+# The JavaScript end-to-end tests' npm packages, each set from its lockfile, where npm is: the Vercel
+# AI SDK (tests/e2e/node) and the two lines of Mastra (tests/e2e/mastra/v0, v1).
+NODE_DIRS := tests/e2e/node tests/e2e/mastra/v0 tests/e2e/mastra/v1
 node-deps:
-	@if command -v npm >/dev/null 2>&1 && [ ! -d tests/e2e/node/node_modules/ai ]; then \
-	  (cd tests/e2e/node && npm ci --no-audit --no-fund --silent) || echo "note: npm ci failed; the Node test will install or skip"; fi
+	@command -v npm >/dev/null 2>&1 || exit 0; for dir in $(NODE_DIRS); do \
+	  [ -f $$dir/node_modules/.package-lock.json ] || (cd $$dir && npm ci --no-audit --no-fund --silent) \
+	  || echo "note: npm ci failed in $$dir; its Node test will install or skip"; done
 
 test: $(STAMP) chromium node-deps
 	$(BIN)/python -m pytest -q

@@ -14,8 +14,8 @@ instead: the same sizes and binaries, and every handler imported as Lambda will 
 python3.12 without site-packages whose path is the function's folder and the layer's python/ as
 built. Native libraries built for arm64 cannot load on another machine, so each distribution
 holding one is installed for this machine at the very version the artifact holds, ahead of it.
-The data files bench_core reads (the prompts and suites bundled from benchmarks/) must be in
-the layer.
+The data files bench_core reads (the prompts and suites bundled from benchmarks/) and the SDK
+wheel that /simple/ serves (built from sdk/ at its current version) must be in the layer.
 
 pip's download cache is used, so reruns take seconds.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -238,10 +239,29 @@ def limit_problems(layers: dict[str, Artifact], functions: dict[str, Artifact],
 
 
 def layer_data_problems(layers: dict[str, Artifact]) -> list[str]:
-    """The layer must hold the data bench_core reads, which lives in benchmarks/."""
-    return [f"{layer.name}: {data} is not in the built layer (scripts/bundle_data.py)"
-            for layer in layers.values() if (layer.path / "python" / "bench_core").is_dir()
-            for data in LAYER_DATA if not (layer.path / "python" / data).exists()]
+    """The layer must hold the data bench_core reads, which lives in benchmarks/, and the
+    wheel of the SDK in sdk/ at its current version, which /simple/ serves."""
+    wheel = f"bench_core/sdk_dist/bench_observe-{sdk_version()}-py3-none-any.whl"
+    problems = []
+    for layer in layers.values():
+        site = layer.path / "python"
+        if not (site / "bench_core").is_dir():
+            continue
+        problems += [f"{layer.name}: {data} is not in the built layer (scripts/bundle_data.py)"
+                     for data in LAYER_DATA if not (site / data).exists()]
+        if not (site / wheel).is_file():
+            found = sorted(p.name for p in (site / "bench_core/sdk_dist").glob("*.whl"))
+            problems.append(f"{layer.name}: {wheel} is not in the built layer (found: "
+                            f"{', '.join(found) or 'no wheel'}; layers/core/Makefile builds it)")
+    return problems
+
+
+def sdk_version() -> str:
+    """The version sdk/bench/_version.py declares, read without importing the SDK."""
+    text = (REPO / "sdk" / "bench" / "_version.py").read_text()
+    match = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
+    assert match, "sdk/bench/_version.py declares no __version__"
+    return match.group(1)
 
 
 def built_plan(build_dir: Path) -> tuple[dict[str, Artifact], dict[str, Artifact],

@@ -23,8 +23,11 @@ MAX_READ_UNITS_PER_EVENT = 0.5
 REF = AgentRef("alice", "crashy")
 
 
-def test_a_steady_batch_costs_at_most_two_write_units_and_half_a_read_unit_per_event() -> None:
-    wru, rru = measure(batches=3).ingest
+@pytest.mark.parametrize("nested", [False, True], ids=["flat runs", "runs three levels deep"])
+def test_a_steady_batch_costs_at_most_two_write_units_and_half_a_read_unit_per_event(
+        nested: bool) -> None:
+    """Also with subtasks, which enter the `runs` index whole (projected ALL)."""
+    wru, rru = measure(batches=3, nested=nested).ingest
     assert wru <= MAX_WRITE_UNITS_PER_EVENT, f"{wru:.2f} WRU per event"
     assert rru <= MAX_READ_UNITS_PER_EVENT, f"{rru:.2f} RRU per event"
 

@@ -192,3 +192,30 @@ def third_party_imports(package: Path) -> dict[str, set[str]]:
 
 
 NAMESPACES = {"opentelemetry", "google"}
+
+
+def test_a_layer_without_the_current_sdk_wheel_is_a_problem(tmp_path: Path) -> None:
+    """/simple/ serves the wheel the layer carries: a layer built without it, or with another
+    version's, would answer pip with an empty or stale index."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("package_check", SCRIPT)
+    assert spec and spec.loader
+    check = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = check  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(check)
+    finally:
+        del sys.modules[spec.name]
+    site = tmp_path / "python"
+    for data in check.LAYER_DATA:
+        (site / data).parent.mkdir(parents=True, exist_ok=True)
+        (site / data).touch()
+    dist = site / "bench_core" / "sdk_dist"
+    dist.mkdir()
+    (dist / "bench_observe-0.0.1-py3-none-any.whl").touch()
+    layer = check.Artifact("CoreLayer", "layer", tmp_path, tmp_path)
+    (problem,) = check.layer_data_problems({"CoreLayer": layer})
+    assert "bench_observe-0.0.1-py3-none-any.whl" in problem and "is not in the built layer" in problem
+    (dist / f"bench_observe-{check.sdk_version()}-py3-none-any.whl").touch()
+    assert check.layer_data_problems({"CoreLayer": layer}) == []

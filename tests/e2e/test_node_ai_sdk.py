@@ -1,19 +1,19 @@
-"""The Vercel AI SDK (the original's JavaScript adapter, which Mastra's telemetry is built on),
-run with the real npm packages: `ai` with its mock model and `experimental_telemetry`, the
-OpenTelemetry Node SDK and its OTLP/HTTP proto and JSON exporters (tests/e2e/node/agent.mjs),
-exporting to a real Bench server.
+"""The Vercel AI SDK (one of the original's two JavaScript adapters; Mastra, the other, is
+tests/e2e/test_node_mastra.py), run with the real npm packages: `ai` with its mock model and
+`experimental_telemetry`, the OpenTelemetry Node SDK and its OTLP/HTTP proto and JSON exporters
+(tests/e2e/node/agent.mjs), exporting to a real Bench server.
 
-Runs where `node` is installed (skipped otherwise, failed instead under BENCH_REQUIRE_NODE=1, as
-CI sets it); the packages come from tests/e2e/node/package-lock.json (`make test` installs
-them, and this test does if they are missing).
+Runs where `node` is installed (skipped otherwise, failed instead under BENCH_REQUIRE_NODE=1: the
+`node` fixture of tests/e2e/conftest.py); the packages come from tests/e2e/node/package-lock.json
+(`make test` installs them, and the `npm_packages` fixture does if they are missing).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +28,6 @@ STEP_COSTS = ((1000 * 0.4 + 50 * 1.6) / 1e6, (1200 * 0.4 + 30 * 1.6) / 1e6)
 """gpt-4.1-mini at $0.40 in / $1.60 out per million tokens, for the two steps of the run."""
 
 
-@pytest.fixture(scope="module")
-def node() -> str:
-    found = shutil.which("node")
-    if found is None:
-        if os.environ.get("BENCH_REQUIRE_NODE") == "1":
-            pytest.fail("node is not installed but BENCH_REQUIRE_NODE=1")
-        pytest.skip("node is not installed")
-    if not (NODE_DIR / "node_modules" / "ai").is_dir():
-        npm = shutil.which("npm")
-        assert npm, "npm is needed to install tests/e2e/node's packages"
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
-                       timeout=300, capture_output=True)
-    return found
-
-
 def tasks(server: RunningServer, login: str, slug: str, key: str, **params: Any
           ) -> list[dict[str, Any]]:
     """As the owner sees them: content is hidden from others by default."""
@@ -50,14 +35,16 @@ def tasks(server: RunningServer, login: str, slug: str, key: str, **params: Any
 
 
 @pytest.mark.parametrize("encoding", ["proto", "json"])
-def test_ai_sdk_runs_become_tasks_with_evidence(bench_server: RunningServer, node: str,
-                                                encoding: str) -> None:
+def test_ai_sdk_runs_become_tasks_with_evidence(
+        bench_server: RunningServer, node: str, npm_packages: Callable[[Path], Path],
+        encoding: str) -> None:
     login = "n" + uuid.uuid4().hex[:10]
     key = bench_server.create_key(login)
     bench_server.showing_content(login, "weather-agent")
     env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": bench_server.url,
            "OTEL_EXPORTER_OTLP_HEADERS": f"X-Bench-Key={key}"}
-    done = subprocess.run([node, "agent.mjs", encoding], cwd=NODE_DIR, env=env, timeout=120,
+    done = subprocess.run([node, "agent.mjs", encoding], cwd=npm_packages(NODE_DIR), env=env,
+                          timeout=120,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     runs = {t["name"]: t for t in poll(lambda: tasks(bench_server, login, "weather-agent", key),

@@ -264,28 +264,44 @@ def item_kind(key: dict[str, Any]) -> str:
 # ---- the workload -----------------------------------------------------------------------------
 
 
-def batch(prefix: str, day: str = "2026-12-02") -> list[dict[str, Any]]:
-    """The steady batch: `RUNS_PER_BATCH` runs of start, three logs and end."""
+def batch(prefix: str, day: str = "2026-12-02", nested: bool = False) -> list[dict[str, Any]]:
+    """The steady batch: `RUNS_PER_BATCH` runs of start, three logs and end; `nested`, half as
+    many runs of ten events each: the root's start and end around a subtask and its own
+    subtask (a step and its model call), each of start, two logs and end, as a traced agent
+    sends them."""
     events: list[dict[str, Any]] = []
-    for i in range(RUNS_PER_BATCH):
+    for i in range(RUNS_PER_BATCH // 2 if nested else RUNS_PER_BATCH):
         tid, ts = f"{prefix}-{i}", f"{day}T16:{i:02d}:00.000Z"
         end = f"{day}T16:{i:02d}:01.{(i * 37) % 1000:03d}Z"
-        events += [
-            {"id": f"{tid}-s", "kind": "task.start", "ts": ts, "task_id": tid, "name": "research",
-             "input": {"question": "what changed in the release notes", "k": 5}},
-            *({"id": f"{tid}-l{j}", "kind": "task.log", "ts": ts, "task_id": tid,
-               "data": {"label": "search", "value": j, "hits": [1, 2, 3]}} for j in range(3)),
-            {"id": f"{tid}-e", "kind": "task.end", "ts": end, "task_id": tid,
-             "status": "success" if i % 7 else "failed", "output": {"answer": "three changes"},
-             "duration_ms": 1000 + 37 * i, "cost_usd": 0.0012},
-        ]
+        logs = 2 if nested else 3
+        steps = [(f"{tid}-agent", tid), (f"{tid}-llm", f"{tid}-agent")] if nested else []
+        events.append({"id": f"{tid}-s", "kind": "task.start", "ts": ts, "task_id": tid,
+                       "name": "research",
+                       "input": {"question": "what changed in the release notes", "k": 5}})
+        for task_id, parent in steps or [(tid, None)]:
+            if parent:
+                events.append({"id": f"{task_id}-s", "kind": "task.start", "ts": ts,
+                               "task_id": task_id, "parent_task_id": parent, "name": "search",
+                               "input": {"query": "release notes", "k": 5}})
+            events += [{"id": f"{task_id}-l{j}", "kind": "task.log", "ts": ts,
+                        "task_id": task_id, "data": {"label": "search", "value": j,
+                                                     "hits": [1, 2, 3]}} for j in range(logs)]
+            if parent:
+                events.append({"id": f"{task_id}-e", "kind": "task.end", "ts": end,
+                               "task_id": task_id, "status": "success",
+                               "output": {"hits": 3}, "duration_ms": 400 + 11 * i})
+        events.append({"id": f"{tid}-e", "kind": "task.end", "ts": end, "task_id": tid,
+                       "status": "success" if i % 7 else "failed",
+                       "output": {"answer": "three changes"}, "duration_ms": 1000 + 37 * i,
+                       "cost_usd": 0.0012})
     return events
 
 
-def ingest(store: Any, prefix: str, slug: str = SLUG) -> None:
+def ingest(store: Any, prefix: str, slug: str = SLUG, nested: bool = False) -> None:
     """One batch as the AWS pipeline stores it: `ingest`, then the eval queue's markers."""
     limits = Limits()
-    events = [clean_event(WireEvent.model_validate(e), limits) for e in batch(prefix)]
+    events = [clean_event(WireEvent.model_validate(e), limits)
+              for e in batch(prefix, nested=nested)]
     outcome = store.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)
     assert outcome.accepted == EVENTS_PER_BATCH, outcome
     runs = [task_id for task_id, is_run in outcome.finished if is_run]
@@ -330,7 +346,7 @@ class Costs:
     breakdown: dict[str, list[float]]
 
 
-def measure(batches: int = 20, warm: int = 3) -> Costs:
+def measure(batches: int = 20, warm: int = 3, nested: bool = False) -> Costs:
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
 
     with dynamo_store() as store:
@@ -342,7 +358,7 @@ def measure(batches: int = 20, warm: int = 3) -> Costs:
             ingest(store, f"other{n}", slug=f"agent-{n:02d}")
         meter.reset()
         for b in range(batches):
-            ingest(store, f"b{b:04d}")
+            ingest(store, f"b{b:04d}", nested=nested)
         events = batches * EVENTS_PER_BATCH
         per_event = (meter.wru / events, meter.rru / events)
         breakdown = {k: [w / batches, r / batches] for k, (w, r) in meter.by_kind.items()}
@@ -393,12 +409,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--breakdown", action="store_true", help="units by item kind")
+    parser.add_argument("--nested", action="store_true",
+                        help="batches of runs three levels deep (`batch`)")
     args = parser.parse_args()
     with quiet():
-        costs = measure(args.batches)
+        costs = measure(args.batches, nested=args.nested)
     print(f"DynamoDB on-demand, us-east-1: ${PRICE_PER_MILLION_WRU}/M WRU, "
           f"${PRICE_PER_MILLION_RRU}/M RRU; steady batches of {EVENTS_PER_BATCH} events "
-          f"({RUNS_PER_BATCH} runs), {args.batches} measured")
+          f"({RUNS_PER_BATCH // 2 if args.nested else RUNS_PER_BATCH} runs"
+          f"{', three levels deep' if args.nested else ''}), {args.batches} measured")
     report(costs, breakdown=args.breakdown)
 
 

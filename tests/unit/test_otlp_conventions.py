@@ -1,10 +1,11 @@
-"""The three attribute conventions OTLP spans arrive in (bench_core.ingest.otlp.conventions),
+"""The attribute conventions OTLP spans arrive in (bench_core.ingest.otlp.conventions),
 GenAI content log events (content), and how content folds into a task in any order (folding)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from bench_core.domain.folding import fold_task, merge_content
 from bench_core.domain.models import CleanEvent
 from bench_core.ingest.otlp.content import group_content
@@ -60,6 +61,67 @@ def test_ai_sdk_wrappers_are_not_evidence_and_their_steps_are() -> None:
     wrapper = by_kind(span(**{"ai.operationId": "ai.streamText", "ai.usage.inputTokens": 10,
                               "ai.prompt": '{"prompt": "x"}'}))
     assert "task.log" not in wrapper and wrapper["task.start"]["input"] == {"prompt": "x"}
+
+
+# Mastra's spans as @mastra/otel-exporter sends them (captured from 1.4.0 and 0.3.3).
+
+
+def test_mastra_1x_content_by_span_type_is_input_and_output_never_metadata() -> None:
+    run = by_kind(span(**{
+        "gen_ai.operation.name": "invoke_agent", "mastra.span.type": "agent_run",
+        "mastra.agent_run.input": "Weather in Lisbon?",
+        "mastra.agent_run.output": '{"text": "Sunny.", "files": []}',
+        "gen_ai.system_instructions": "You answer weather questions.",
+        "gen_ai.agent.name": "weather", "mastra.metadata.runId": "r-1"}))
+    assert run["task.start"]["input"] == {"system_instructions": "You answer weather questions.",
+                                          "messages": "Weather in Lisbon?"}
+    assert run["task.end"]["output"] == {"text": "Sunny.", "files": []}
+    assert run["task.end"]["data"]["attributes"] == {
+        "gen_ai.operation.name": "invoke_agent", "mastra.span.type": "agent_run",
+        "gen_ai.agent.name": "weather", "mastra.metadata.runId": "r-1"}
+    step = by_kind(span(**{"mastra.span.type": "model_step",
+                           "mastra.model_step.input": '[{"role": "user", "content": "hi"}]',
+                           "mastra.model_step.step_index": 0}))
+    assert step["task.start"]["input"] == [{"role": "user", "content": "hi"}]
+    assert step["task.end"]["data"]["attributes"]["mastra.model_step.step_index"] == 0
+
+
+def test_mastra_model_calls_are_evidence_with_the_provider_not_its_api() -> None:
+    call = by_kind(span(**{
+        "gen_ai.operation.name": "chat", "mastra.span.type": "model_inference",
+        "gen_ai.provider.name": "openai.chat", "gen_ai.request.model": "gpt-4.1-mini",
+        "gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 50,
+        "gen_ai.output.messages": '[{"role": "assistant", "parts": []}]'}))
+    evidence = call["task.log"]["data"]
+    assert (evidence["provider"], evidence["model"]) == ("openai", "gpt-4.1-mini")
+    assert evidence["cost_usd"] == pytest.approx((1000 * 0.4 + 50 * 1.6) / 1e6)
+    bedrock = by_kind(span(**{"mastra.span.type": "model_inference",
+                              "gen_ai.provider.name": "aws.bedrock",
+                              "gen_ai.usage.input_tokens": 10}))
+    assert bedrock["task.log"]["data"]["provider"] == "aws.bedrock"  # a GenAI name, kept
+
+
+def test_mastra_0x_bare_input_and_output_are_content() -> None:
+    prompt = '{"messages": [{"role": "user", "content": "Weather in Lisbon?"}]}'
+    call = by_kind(span(**{
+        "gen_ai.operation.name": "chat", "mastra.span.type": "model_generation",
+        "input": prompt, "gen_ai.prompt": prompt, "output": '{"text": "Sunny."}',
+        "gen_ai.completion": '{"text": "Sunny."}', "gen_ai.system": "openai.chat",
+        "gen_ai.request.model": "gpt-4.1-mini", "gen_ai.usage.input_tokens": 2200,
+        "gen_ai.usage.output_tokens": 80, "runId": "r-1"}))
+    assert call["task.start"]["input"] == {"messages": [{"role": "user",
+                                                         "content": "Weather in Lisbon?"}]}
+    assert call["task.end"]["output"] == {"text": "Sunny."}
+    assert call["task.log"]["data"]["provider"] == "openai"
+    assert call["task.log"]["data"]["input_tokens"] == 2200
+    tool = by_kind(span(**{"gen_ai.operation.name": "tool.execute", "mastra.span.type": "tool_call",
+                           "input": '{"city": "Lisbon"}', "gen_ai.tool.input": '{"city": "Lisbon"}',
+                           "output": "sunny", "gen_ai.tool.output": "sunny",
+                           "gen_ai.tool.name": "weather"}))
+    assert (tool["task.start"]["input"], tool["task.end"]["output"]) == ({"city": "Lisbon"}, "sunny")
+    for event in (call, tool):
+        assert not {"input", "output", "gen_ai.prompt", "gen_ai.completion", "gen_ai.tool.input",
+                    "gen_ai.tool.output"} & set(event["task.end"]["data"]["attributes"])
 
 
 def record(name: str, body: Any = None, **attributes: Any) -> LogRecord:

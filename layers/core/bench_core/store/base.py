@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 class RunStore(Protocol):
     """Runs (`bench_core.domain.runs`): every task records its run; both adapters read a run in
-    one indexed range (SQLite `tasks_by_run`, DynamoDB `gsi3`)."""
+    one indexed range (SQLite `tasks_by_run`, DynamoDB's `runs` index)."""
 
     def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True) -> list[TaskState]:
         """Every started or finished task recorded under run `run_id`, the root included.

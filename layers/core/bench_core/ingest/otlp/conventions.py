@@ -1,7 +1,9 @@
-"""Which span attributes say what, in the three conventions producers use: OpenTelemetry GenAI
+"""Which span attributes say what, in the conventions producers use: OpenTelemetry GenAI
 (gen-ai 1.42, with the deprecated names producers still send), OpenInference (Phoenix's `llm.*`,
-`input.value`, `openinference.span.kind`) and the Vercel AI SDK's `ai.*` (which Mastra's
-telemetry also emits). Each list holds the current GenAI name first; the first present wins.
+`input.value`, `openinference.span.kind`), the Vercel AI SDK's `ai.*`, and Mastra's AI tracing
+as @mastra/otel-exporter sends it (GenAI names, with content in `mastra.<span type>.input` and
+`.output` on 1.x and in bare `input`/`output` on 0.x). Each list holds the current GenAI name
+first; the first present wins.
 
 A span that sums the usage of the model calls beneath it (an agent invocation, an AI SDK
 `ai.generateText` around its `ai.generateText.doGenerate` steps, an OpenInference AGENT or
@@ -41,6 +43,11 @@ TOKENS = {
 """Evidence token fields and the attributes that carry them."""
 PROVIDER = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system",
             "ai.model.provider")
+DOTTED_PROVIDERS = frozenset({"aws.bedrock", "azure.ai.inference", "azure.ai.openai",
+                              "gcp.gemini", "gcp.gen_ai", "gcp.vertex_ai", "ibm.watsonx.ai"})
+"""GenAI provider names with a dot; in an AI SDK provider id (`openai.chat`, which Mastra passes
+on) the part after the dot names the provider's API instead."""
+MASTRA_SPAN_TYPE = "mastra.span.type"
 MODEL = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model",
          "ai.model.id")
 TOOL_NAME = ("gen_ai.tool.name", "tool.name", "ai.toolCall.name")
@@ -53,6 +60,11 @@ OUTPUT_ATTRIBUTES = ("gen_ai.output.messages", "gen_ai.tool.call.result",
                      "gen_ai.retrieval.documents", "gen_ai.memory.records", "output.value",
                      "ai.response.text", "ai.response.object", "ai.response.toolCalls",
                      "ai.toolCall.result")
+BARE_CONTENT = ("input", "output")
+"""Mastra 0.x puts every span's content in attributes named just so (and again, on model and
+tool spans, in `gen_ai.prompt`/`gen_ai.completion` and `gen_ai.tool.input`/`.output`)."""
+MASTRA_CONTENT = re.compile(r"^mastra\.\w+\.(input|output)$")
+"""Mastra 1.x: the content of a span that is not a model call or a tool, by span type."""
 SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 OPENINFERENCE_MESSAGES = {"input": "llm.input_messages.", "output": "llm.output_messages."}
 """OpenInference flattens message lists: `llm.input_messages.0.message.content`."""
@@ -62,8 +74,15 @@ CONTENT_PREFIXES = ("gen_ai.input.", "gen_ai.output.", SYSTEM_INSTRUCTIONS, "gen
                     "output.", "llm.input_messages", "llm.output_messages", "llm.prompts",
                     "ai.prompt", "ai.response.text", "ai.response.object", "ai.response.toolCalls",
                     "ai.toolCall.args", "ai.toolCall.result", "ai.value", "ai.values",
-                    "ai.embedding")
-"""Attributes that may hold what went in or came out; never copied into metadata."""
+                    "ai.embedding", "gen_ai.tool.input", "gen_ai.tool.output")
+"""Attributes that may hold what went in or came out (with `BARE_CONTENT` and
+`MASTRA_CONTENT`: see `is_content`); never copied into metadata."""
+
+
+def is_content(name: str) -> bool:
+    """Whether attribute `name` may hold what went in or came out of the span."""
+    return (name.startswith(CONTENT_PREFIXES) or name in BARE_CONTENT
+            or MASTRA_CONTENT.match(name) is not None)
 
 
 def is_aggregate(attrs: dict[str, Any]) -> bool:
@@ -83,9 +102,11 @@ def first(attrs: dict[str, Any], names: tuple[str, ...]) -> Any:
 
 
 def provider(attrs: dict[str, Any]) -> Any:
-    """The provider; the AI SDK's `openai.chat` / `openai.responses` name the API too."""
+    """The provider; AI SDK provider ids (`openai.chat`, `openai.responses`, on the AI SDK's
+    spans and Mastra's) name the API too."""
     value = first(attrs, PROVIDER)
-    if isinstance(value, str) and attrs.get("ai.model.provider") == value:
+    sdk_id = attrs.get("ai.model.provider") == value or MASTRA_SPAN_TYPE in attrs
+    if isinstance(value, str) and sdk_id and value not in DOTTED_PROVIDERS:
         return value.split(".", 1)[0]
     return value
 
@@ -103,8 +124,14 @@ def content(attrs: dict[str, Any], side: str) -> Any:
     value = attrs.get(f"{side}.value")
     if value is not None:
         return value if mime not in (None, "application/json") else structured(value)
-    value = first(attrs, names[names.index(f"{side}.value") + 1:])
+    value = first(attrs, (*names[names.index(f"{side}.value") + 1:], *_mastra(attrs, side)))
     return None if value is None else structured(value)
+
+
+def _mastra(attrs: dict[str, Any], side: str) -> tuple[str, ...]:
+    """Where Mastra puts a span's content: `mastra.<span type>.<side>` (1.x), `<side>` (0.x)."""
+    kind = attrs.get(MASTRA_SPAN_TYPE)
+    return (f"mastra.{kind}.{side}", side) if isinstance(kind, str) else (side,)
 
 
 def structured(value: Any) -> Any:

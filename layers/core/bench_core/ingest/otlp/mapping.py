@@ -3,8 +3,8 @@
 Each span is one task: `task.start` at its start, an evidence `task.log` when it reports token
 usage, `task.end` at its end. Ids derive from trace id + span id alone, so a re-sent span is a
 duplicate, and a child names its parent's task before the parent arrives (the store folds
-children into a placeholder until then). Which attribute says what, in GenAI, OpenInference and
-Vercel AI SDK terms, is `conventions`' business.
+children into a placeholder until then). Which attribute says what, in GenAI, OpenInference,
+Vercel AI SDK and Mastra terms, is `conventions`' business.
 
 Content attributes become the task's input and output, so the agent's hide switches cover
 them at read time (`privacy`); the remaining attributes are kept as the task's metadata.
@@ -20,7 +20,6 @@ from ...domain.models import MAX_DURATION_MS, CleanEvent
 from ...domain.pricing import price_evidence
 from ...runtime.config import Limits
 from .conventions import (
-    CONTENT_PREFIXES,
     MODEL,
     OPERATION,
     SYSTEM_INSTRUCTIONS,
@@ -29,6 +28,7 @@ from .conventions import (
     content,
     first,
     is_aggregate,
+    is_content,
     provider,
     structured,
 )
@@ -134,7 +134,7 @@ def metadata(span: Span) -> dict[str, Any]:
     return {"trace_id": span.trace_id, "span_id": span.span_id,
             "service": span.resource.get("service.name"),
             "attributes": {k: v for k, v in span.attributes.items()
-                           if not k.startswith(CONTENT_PREFIXES)}}
+                           if not is_content(k)}}
 
 
 def _input(attrs: dict[str, Any]) -> Any:

@@ -59,6 +59,8 @@ _DESERIALIZER = TypeDeserializer()
 _TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at")
 _TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
 _TASK_JSON = ("input", "output", "metadata", "cost_breakdown", "logs")
+CONTENT = frozenset(("input", "output", "metadata", "logs"))
+"""A task's content attributes: what a tree drawn without content leaves out."""
 _KEY_FIELDS = ("key_hash", "prefix", "login", "agent_slug", "name", "created_at", "last_used_at",
                "revoked_at")
 _AGENT_TEXT = ("display_name", "model", "framework", "architecture", "created_at")
@@ -133,7 +135,7 @@ class AgentKeys:
         return f"TSTATUS#{self.name}#{_listing(parent)}#{status}"
 
     def run_pk(self, run_id: str) -> str:
-        """The `gsi3` partition of every task recorded under run `run_id` (`domain.runs`)."""
+        """The `runs` index partition of every task recorded under run `run_id` (`domain.runs`)."""
         return f"RUN#{self.name}#{run_id}"
 
 
@@ -436,7 +438,7 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
 
 
 def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
-    """A task's run attributes: `run_id` and the `gsi3` keys that read a run's spans in one
+    """A task's run attributes: `run_id` and the `runs` index keys that read a run's spans in one
     Query. A run's root is read by its key (it is the run's id), so it takes no index entry."""
     if task.run_id is None or task.parent_task_id is None:
         return {"run_id": task.run_id, "gsi3pk": None, "gsi3sk": None}

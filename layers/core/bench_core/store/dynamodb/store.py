@@ -11,7 +11,7 @@ Each concern keeps its items and writes in a file of its own, all on one shared 
 - `reuse.py`        capability cards, invocation grants, quota, usage
 - `benchmarks.py`   the suite registry, runs and their rankings
 - `retention.py`    what expires when (DynamoDB's TTL)
-- `runs.py`         every task's run (`gsi3`), a run in one Query, the runs list
+- `runs.py`         every task's run (`runs` index), a run in one Query, the runs list
 
 `codec.py` is the item layout they share (keys, numbers, JSON values, update expressions).
 Reads use the base table for one item or one agent's days (strongly consistent) and the GSIs

@@ -19,8 +19,11 @@ every batch):
   sort key exists only while an agent qualifies) and spread over `leaderboard.SHARDS`
   partitions `lbpk` = LB#{n} (absent while the agent is unlisted); they carry only `lb_text`,
   what `q=` filters on, and the page's agents are then read by key.
-- `gsi3` (`gsi3pk` = RUN#{login}#{slug}#{run_id}), KEYS_ONLY: every task of a run, so all
-  spans of a run come back from one Query, then read by key (`runs.py`).
+- `runs` (`gsi3pk` = RUN#{login}#{slug}#{run_id}, `gsi3sk`), ALL: every task below a run's
+  root, whole, so all spans of a run come back from one Query (`runs.py`). A span that arrives
+  whole in one batch (OTLP sends finished spans) and fits 1 KB costs what a KEYS_ONLY entry
+  would; a bigger one, or one written again by a later batch, pays its entry's size again.
+  Roots stay out (their evals and costs change after they end; they are read by key).
 
 `expires_at` (epoch seconds) is the TTL attribute for anything temporary.
 """
@@ -30,9 +33,9 @@ from __future__ import annotations
 from typing import Any
 
 LEADERBOARD_KEYS = ("lb_runs", "lb_success", "lb_score", "lb_cost", "lb_latency")
-TASK_INDEXES = (("gsi3", "gsi3pk", "gsi3sk"), ("tasks", "tlpk", "tlsk"),
+TASK_INDEXES = (("runs", "gsi3pk", "gsi3sk"), ("tasks", "tlpk", "tlsk"),
                 ("tstatus", "tspk", "tssk"))
-"""The KEYS_ONLY indexes of task items: runs, listings, listings by status."""
+"""The indexes of task items: a run's spans (ALL), listings and listings by status (KEYS_ONLY)."""
 
 
 def _index(name: str, pk: str, sk: str, projection: str = "ALL",
@@ -65,7 +68,8 @@ TABLE_PROPERTIES: dict[str, Any] = {
     "GlobalSecondaryIndexes": [
         _index("gsi1", "gsi1pk", "gsi1sk"),
         _index("gsi2", "gsi2pk", "gsi2sk"),
-        *(_index(name, pk, sk, "KEYS_ONLY") for name, pk, sk in TASK_INDEXES),
+        *(_index(name, pk, sk, "ALL" if name == "runs" else "KEYS_ONLY")
+          for name, pk, sk in TASK_INDEXES),
         *(_index(k, "lbpk", k, "INCLUDE", ("lb_text",)) for k in LEADERBOARD_KEYS),
     ],
     "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},

@@ -1,0 +1,37 @@
+"""What the JavaScript end-to-end tests share: the `node` they run and the npm packages they run
+it with, each set pinned by a package-lock.json beside its scripts (`make test` installs them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """The `node` binary; skipped where it is not installed, failed instead under
+    BENCH_REQUIRE_NODE=1."""
+    found = shutil.which("node")
+    if found is None:
+        if os.environ.get("BENCH_REQUIRE_NODE") == "1":
+            pytest.fail("node is not installed but BENCH_REQUIRE_NODE=1")
+        pytest.skip("node is not installed")
+    return found
+
+
+@pytest.fixture(scope="session")
+def npm_packages(node: str) -> Callable[[Path], Path]:
+    """Installs a directory's locked packages (`npm ci`) unless they are there; returns it."""
+    def installed(directory: Path) -> Path:
+        if not (directory / "node_modules" / ".package-lock.json").is_file():
+            npm = shutil.which("npm")
+            assert npm, f"npm is needed to install the packages of {directory}"
+            subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=directory, check=True,
+                           timeout=300, capture_output=True)
+        return directory
+    return installed
