@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 TABLE_PATH = Path(__file__).with_name("prices.json")
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
@@ -175,7 +175,7 @@ def price_evidence(data: dict[str, Any], table: PriceTable | None = None) -> dic
             "price_source": table.source_of(price) if cost is not None and price else None}
 
 
-def is_evidence(data: Any) -> bool:
+def is_evidence(data: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(data, dict) and data.get("label") == EVIDENCE_LABEL
 
 

@@ -107,20 +107,27 @@ class Sight:
     def span_logs(self, task: TaskState) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """A run span's evidence (`evidence_view`, its own records read from its log entries:
         a span carries no events) and its log entries in order, their values hidden with its
-        outputs as `event_view` hides a `task.log`'s data (the closing count stays). Where
-        outputs are hidden an evidence entry shows as its record, made once for both."""
-        entries = task.logs
-        records = {i: evidence_record(e["data"]) for i, e in enumerate(entries)
-                   if is_evidence(e.get("data"))
-                   } if task.evidence is not None or not self.outputs else {}
-        evidence = (None if task.evidence is None
-                    else task.evidence.to_dict() | {"records": [*records.values()]})
-        if self.outputs:
-            return evidence, entries
-        return evidence, [{"omitted": e["omitted"]} if "omitted" in e else
-                          {"ts": e.get("ts"),
-                           "data": records[i] if i in records else _redacted_data(e.get("data"))}
-                          for i, e in enumerate(entries)]
+        outputs as `event_view` hides a `task.log`'s data (the closing count stays). One pass
+        over the entries: where outputs are hidden an evidence entry shows as its record."""
+        if task.evidence is None and self.outputs:
+            return None, task.logs
+        records: list[dict[str, Any]] = []
+        shown: list[dict[str, Any]] = []
+        for entry in task.logs:
+            data = entry.get("data")
+            record = evidence_record(data) if is_evidence(data) else None
+            if record is not None:
+                records.append(record)
+            if self.outputs:
+                continue
+            shown.append({"omitted": entry["omitted"]} if "omitted" in entry else
+                         {"ts": entry.get("ts"),
+                          "data": _redacted_data(data) if record is None else record})
+        evidence = None
+        if task.evidence is not None:
+            evidence = task.evidence.to_dict()
+            evidence["records"] = records
+        return evidence, task.logs if self.outputs else shown
 
 
 def shows_invocation_url(agent: Agent, viewer: Viewer) -> bool:
