@@ -157,3 +157,40 @@ def test_dynamodb_reads_a_run_whole_in_one_query_after_its_root() -> None:
     assert (leaf.output, [e["data"]["value"] for e in leaf.logs]) == ({"n": 7}, [7])
     assert {t.task_id: t for t in light}["s3-7"].output is None
     assert [t.task_id for t in whole] == [t.task_id for t in light]
+
+
+def test_dynamodb_moves_a_task_the_late_parents_move_missed_when_its_run_is_read() -> None:
+    """A batch writes `late` under run `middle` while another moves `middle` into `root`'s run
+    and misses it (the index lags the table): the next read of `root`'s run finds it through
+    `middle`'s `moved_at`, moves it, and once nothing is left to move, long after the move,
+    stops looking."""
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        ingest(store, task_events("leaf", "llm", parent="middle"))
+        ingest(store, [*task_events("root", "agent"), *task_events("middle", "tool",
+                                                                     parent="root")])
+        assert run_of(store, "root") == {"root": None, "middle": "root", "leaf": "middle"}
+        client, table = store.client, store.table_name
+
+        def item(task: str) -> dict:
+            return client.get_item(TableName=table, Key={
+                "pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}})["Item"]
+
+        straggler = {**item("leaf"), "sk": {"S": "TASK#late"}, "run_id": {"S": "middle"},
+                     "gsi3pk": {"S": "RUN#alice#agent-1#middle"},
+                     "gsi3sk": {"S": item("leaf")["gsi3sk"]["S"].replace("leaf", "late")}}
+        client.put_item(TableName=table, Item=straggler)
+        assert "moved_at" in item("middle")
+        assert run_of(store, "root") == {"root": None, "middle": "root", "leaf": "middle",
+                                         "late": "middle"}
+        assert item("late")["run_id"]["S"] == "root"
+        assert item("late")["gsi3pk"]["S"] == "RUN#alice#agent-1#root"
+        assert run_of(store, "root")["late"] == "middle"  # from the run's own Query now
+        assert "moved_at" in item("middle")  # recently moved: stragglers may still come
+        client.update_item(TableName=table, Key={"pk": {"S": "AGENT#alice#agent-1"},
+                                                 "sk": {"S": "TASK#middle"}},
+                           UpdateExpression="SET moved_at = :old",
+                           ExpressionAttributeValues={":old": {"S": "2026-01-01T00:00:00.000Z"}})
+        assert len(run_of(store, "root")) == 4
+        assert "moved_at" not in item("middle")

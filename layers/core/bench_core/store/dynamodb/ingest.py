@@ -269,15 +269,27 @@ class DynamoIngest:
 
 def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
     """After a batch's transaction: the tasks recorded under a run that turned out to have a
-    parent (`runs.Reassign`) move to its run, each guarded by the run it had."""
+    parent (`runs.Reassign`) move to its run, each guarded by the run it had. The index this
+    reads lags the table, so a task written under the old run by a concurrent batch can be
+    missed: the old run's task keeps `moved_at`, and reads of its new run move such
+    stragglers (`runs.DynamoRuns.run_tasks`)."""
     for move in moves:
         for item in table.query(agent.run_pk(move.old), index="runs", projection="sk, gsi3sk"):
-            update = Update(agent.key(item["sk"]),
-                            set={"run_id": move.new, "gsi3pk": agent.run_pk(move.new)},
-                            add={"version": 1}, condition="#run_id = :old",
-                            condition_values={":old": move.old})
-            with contextlib.suppress(ConditionFailed):  # moved already (the index lags)
-                table.update(codec.expiring(update, agent))
+            move_task(table, agent, item["sk"], move.old, move.new)
+        table.update(codec.expiring(Update(agent.key(codec.TASK + move.old),
+                                           set={"moved_at": iso(utcnow())}), agent))
+
+
+def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str) -> bool:
+    """Task `sk` moves from run `old` to run `new`; False if it was not under `old` any more."""
+    update = Update(agent.key(sk), set={"run_id": new, "gsi3pk": agent.run_pk(new)},
+                    add={"version": 1}, condition="#run_id = :old",
+                    condition_values={":old": old})
+    try:
+        table.update(codec.expiring(update, agent))
+    except ConditionFailed:  # moved already (the index lags)
+        return False
+    return True
 
 
 def read_task_events(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:

@@ -7,7 +7,9 @@
 - A parent not stored yet that subtasks record as their run is a placeholder whose `run_id` is
   its own id (`codec.child_cost_update`); when it arrives with a parent of its own, the tasks
   under it move to its run (`ingest.move_runs`: one Query of its old run, one conditional update per
-  task moved, each bumping `version` so a concurrent fold of that task is redone).
+  task moved, each bumping `version` so a concurrent fold of that task is redone). A task
+  written meanwhile under the old run may be missed (the index lags the table): the moved
+  task keeps `moved_at`, and a read of its new run moves such stragglers (`_stragglers`).
 - Tasks written before runs existed have no `run_id`: the first read of their run gives the
   tree its run id and log entries (`_migrate_run`), from then on it is one Query.
 - The runs list reads the roots newest first (`tasks`, or `tstatus` for one status; KEYS_ONLY
@@ -18,20 +20,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
-from ...domain.models import AgentRef, TaskState
+from ...domain.models import AgentRef, TaskState, utcnow
 from ...domain.runs import RunFilter, append_log
 from .. import decode_cursor, encode_cursor
 from . import codec
-from .client import Table
+from .client import ConditionFailed, Table
 from .codec import AgentKeys, Update
-from .ingest import read_task_events
+from .ingest import move_task, read_task_events
 
 SCAN_LIMIT = 1000
 """Roots the runs list examines per page at most."""
+SETTLED = timedelta(minutes=15)
+"""How long after a move its index entries may still show tasks under the old run: far beyond
+DynamoDB's index lag, which is normally under a second."""
 _LOWEST = "0"
 """Every real sort key starts with a digit (placeholders start with `#`)."""
 
@@ -52,12 +59,38 @@ class DynamoRuns:
             return []
         if "run_id" not in root:
             self._migrate_run(agent, root)
-        items = self.table.query(agent.run_pk(run_id), "#sk >= :low", index="runs", low=_LOWEST)
+        items = list(self.table.query(agent.run_pk(run_id), "#sk >= :low", index="runs",
+                                      low=_LOWEST))
+        items += self._stragglers(agent, run_id, items)
         spans = [codec.task_from_item(item if content else _light(item)) for item in items
                  if item["sk"] != root["sk"]]  # a root indexed before roots were left out
         head = codec.task_from_item(root)
         tasks = [head, *spans] if head.sort_ts else spans  # a placeholder is no span yet
         return sorted(tasks, key=lambda t: codec.task_sort_key(t.sort_ts, t.task_id))
+
+    def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]]
+                    ) -> list[dict[str, Any]]:
+        """Tasks still recorded under a run that moved into this one (`ingest.move_runs` missed
+        them: a concurrent batch wrote them while the index lagged), moved here now. A moved
+        run that has no stragglers `SETTLED` after its move is not looked at again."""
+        found: list[dict[str, Any]] = []
+        moved = [item for item in items if "moved_at" in item]
+        while moved:
+            holder = moved.pop()
+            old = holder["sk"][len(codec.TASK):]
+            late = [item for item in self.table.query(agent.run_pk(old), index="runs")
+                    if move_task(self.table, agent, item["sk"], old, run_id)]
+            for item in late:
+                item.update(run_id=run_id, gsi3pk=agent.run_pk(run_id))
+                if "moved_at" in item:
+                    moved.append(item)
+            found += late
+            if not late and utcnow() - datetime.fromisoformat(holder["moved_at"]) > SETTLED:
+                with contextlib.suppress(ConditionFailed):
+                    self.table.update(Update(agent.key(holder["sk"]), remove=["moved_at"],
+                                             condition="#moved_at = :seen",
+                                             condition_values={":seen": holder["moved_at"]}))
+        return found
 
     def _migrate_run(self, agent: AgentKeys, root: dict[str, Any]) -> None:
         """Give a run stored before runs existed its run id and its tasks' log entries: walk
