@@ -1,20 +1,33 @@
 """The run explorer in process, side by side with the profile page: the JSON of a 1,000-span
-run, its page, and the runs list of an agent with 1M stored events, on SQLite and on DynamoDB
-(moto, in process).
+run, its page, and the runs list of an agent with 1M stored events, on SQLite and on DynamoDB.
 
-    python tests/perf/runs.py [--events 1000000] [--dynamo-events 30000] [--repeats 200]
+    python tests/perf/runs.py [--events 1000000] [--dynamo-events 3000] [--repeats 200]
+                              [--moto-repeats 10] [--only sqlite|dynamodb]
 
 What is timed is what the routes do, minus HTTP: the JSON is `reads.runs.run_answer` and its
 encoding; the page is `reads.runs.run_page` and the Jinja render of run.html (the root's tree
 drawn, a span selected); the list is `reads.runs.runs_page` and runs.html (newest 50, no
 filter) and the same filtered by status; the profile is what tests/perf/surfaces.py times.
 The 1,000-span run is a root with 10 children of 10 children of 9 or so each, every span
-with a log line and every leaf with an evidence record.
+with a log line and every leaf with an evidence record. The last table puts every store's
+figures side by side.
 
-On DynamoDB the numbers are moto's in-process emulation plus our code (item decoding, the
-tree, the render), not DynamoDB's latency; moto holds everything in memory, so its agent is
-filled with fewer events (`--dynamo-events`): every read here is one key-range Query whose
-cost does not depend on how much history the agent has.
+DynamoDB is measured two ways, both in process on moto's emulation of the deployed table:
+
+- "on moto": the reads as they run against moto. Nearly all of that time is moto's own
+  (its request handling and serialiser), so it says little about our code.
+- "replayed": our side alone. Each surface runs once against moto while `replay.Tape`
+  records the raw HTTP answer (status, headers, body) to every request, keyed by operation
+  and request body; then a fresh boto3 client answers the same requests from the tape
+  through botocore's `before-send` hook. The timing covers botocore's request serialisation,
+  signing and response parsing, our item decoding, the tree, the privacy gate and the
+  rendering, but not the emulator, the network or DynamoDB's own latency (add a few ms per
+  request, and per 1 MB page of a Query, for the real service).
+
+moto holds everything in memory, and far more than the items (3,000 events and the
+1,000-span run take some 7 GB, 30,000 more than this machine's 24), so its agent is filled
+with fewer events (`--dynamo-events`): every read here is a key-range Query or reads by key,
+whose cost does not depend on how much history the agent has.
 
 Not a test: the numbers depend on the machine. Goals: JSON under 20 ms, page under 50 ms,
 runs list under 20 ms at 1M events.
@@ -23,11 +36,11 @@ runs list under 20 ms at 1M events.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -40,13 +53,17 @@ from bench_core.http.templating import render  # noqa: E402
 from bench_core.reads import runs as reads  # noqa: E402
 from bench_core.reads.agents import profile_page  # noqa: E402
 from bench_core.store import Store  # noqa: E402
+from bench_core.store.dynamodb.store import DynamoStore  # noqa: E402
 from bench_core.store.sqlite.store import SqliteStore  # noqa: E402
+from replay import Tape  # noqa: E402
 from surfaces import LOGIN, fill, timed  # noqa: E402
 
 from tests.factories import clean, ts  # noqa: E402
 
 RUN_SLUG = "tree"
 FANOUT = (10, 10, 9)
+Surfaces = dict[str, Callable[[], str]]
+Results = dict[str, tuple[float, float]]
 
 
 def span_events(task_id: str, parent: str | None, name: str, at: int, leaf: bool
@@ -91,8 +108,8 @@ def ingest_run(store: Store, run_id: str) -> None:
         store.ingest(LOGIN, AgentMeta(slug=RUN_SLUG), events[i:i + 400])
 
 
-def measure(store: Store, list_slug: str, run_id: str, repeats: int
-            ) -> dict[str, tuple[float, float]]:
+def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
+    """What each surface does for one request, minus HTTP, by the name it is reported under."""
     tree, agents = AgentRef(LOGIN, RUN_SLUG), AgentRef(LOGIN, list_slug)
     selected = f"{run_id}-1-3-3"
 
@@ -121,56 +138,95 @@ def measure(store: Store, list_slug: str, run_id: str, repeats: int
                       **profile_context(profile_page(store, agent, ANONYMOUS),
                                         "https://bench.example"))
 
-    answer = reads.run_answer(store, tree, ANONYMOUS, run_id, None)
+    return {"run JSON (1,000 spans)": run_json, "run page (1,000 spans)": run_page,
+            "runs list": runs_list(), "runs list, failed only": runs_list("failed"),
+            "profile page": profile}
+
+
+def check(draws: Surfaces) -> None:
+    """Each surface once, drawing what it should (which also records what it reads)."""
+    answer = json.loads(draws["run JSON (1,000 spans)"]())
     assert answer["span_count"] == 1000 and len(answer["spans"]) == 1000, answer["span_count"]
-    assert "TimeoutError" not in run_page() and "span-detail" in run_page()
-    assert runs_list()().count('class="run-link"') == 50
-    return {"run JSON (1,000 spans)": timed(run_json, repeats),
-            "run page (1,000 spans)": timed(run_page, repeats),
-            "runs list": timed(runs_list(), repeats),
-            "runs list, failed only": timed(runs_list("failed"), repeats),
-            "profile page": timed(profile, repeats)}
+    page = draws["run page (1,000 spans)"]()
+    assert "TimeoutError" not in page and "span-detail" in page
+    assert draws["runs list"]().count('class="run-link"') == 50
+    assert "run-link" in draws["runs list, failed only"]()
+    assert "<html" in draws["profile page"]()
 
 
-def report(name: str, events: int, results: dict[str, tuple[float, float]]) -> None:
+def measure(draws: Surfaces, repeats: int) -> Results:
+    return {name: timed(draw, repeats) for name, draw in draws.items()}
+
+
+def report(name: str, events: int, results: Results) -> None:
     print(f"\n{name}: runs list and profile at {events:,} stored events")
     print(f"{'surface':<28}{'p50 ms':>9}{'p99 ms':>9}")
     for surface, (p50, p99) in results.items():
         print(f"{surface:<28}{p50:>9.2f}{p99:>9.2f}", flush=True)
 
 
-@contextmanager
-def dynamo() -> Iterator[Store]:
-    from tests.aws.moto_table import dynamo_store
+def side_by_side(columns: dict[str, Results]) -> None:
+    """Every store's figures in one table, p50 / p99 in ms."""
+    print("\nside by side (p50 / p99 ms)")
+    print(f"{'surface':<28}" + "".join(f"{name:>24}" for name in columns))
+    for surface in next(iter(columns.values())):
+        cells = (f"{r[surface][0]:.2f} / {r[surface][1]:.2f}" for r in columns.values())
+        print(f"{surface:<28}" + "".join(f"{c:>24}" for c in cells))
 
+
+def sqlite(events: int, run_id: str, repeats: int) -> Results:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore(Path(tmp) / "bench.db")
+        print(f"SQLite: filling 'big' with {events:,} events", flush=True)
+        fill(store, "big", events)
+        ingest_run(store, run_id)
+        draws = surface_calls(store, "big", run_id)
+        check(draws)
+        results = measure(draws, repeats)
+        store.close()
+    report("SQLite", events, results)
+    return results
+
+
+def dynamodb(events: int, run_id: str, repeats: int, moto_repeats: int
+             ) -> tuple[Results, Results]:
+    """The replayed figures (our side) and moto's (emulator included)."""
+    from tests.aws.moto_table import TABLE_NAME, dynamo_store
+
+    tape = Tape()
     with dynamo_store() as store:
-        yield store
+        print(f"DynamoDB (moto): filling 'big' with {events:,} events", flush=True)
+        fill(store, "big", events)  # type: ignore[arg-type]
+        ingest_run(store, run_id)
+        draws = surface_calls(store, "big", run_id)
+        with tape.recording(store.table.client):
+            check(draws)
+        moto = measure(draws, moto_repeats)
+    report("DynamoDB (moto, in process: mostly the emulator)", events, moto)
+    replayed = DynamoStore(TABLE_NAME, client=tape.client())
+    draws = surface_calls(replayed, "big", run_id)
+    check(draws)
+    results = measure(draws, repeats)
+    report("DynamoDB (moto's answers replayed through botocore: our side)", events, results)
+    return results, moto
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--dynamo-events", type=int, default=30_000)
+    parser.add_argument("--dynamo-events", type=int, default=3_000)
     parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--moto-repeats", type=int, default=10)
     parser.add_argument("--only", choices=("sqlite", "dynamodb"))
     args = parser.parse_args()
     run_id = "run-" + uuid.uuid4().hex[:8]
+    columns: dict[str, Results] = {}
     if args.only != "dynamodb":
-        with tempfile.TemporaryDirectory() as tmp:
-            store = SqliteStore(Path(tmp) / "bench.db")
-            print(f"SQLite: filling 'big' with {args.events:,} events", flush=True)
-            fill(store, "big", args.events)
-            ingest_run(store, run_id)
-            report("SQLite", args.events, measure(store, "big", run_id, args.repeats))
-            store.close()
+        columns["SQLite"] = sqlite(args.events, run_id, args.repeats)
     if args.only != "sqlite":
-        with dynamo() as store:
-            print(f"DynamoDB (moto): filling 'big' with {args.dynamo_events:,} events",
-                  flush=True)
-            fill(store, "big", args.dynamo_events)  # type: ignore[arg-type]
-            ingest_run(store, run_id)
-            report("DynamoDB (moto, in process)", args.dynamo_events,
-                   measure(store, "big", run_id, max(20, args.repeats // 4)))
+        replayed, moto = dynamodb(args.dynamo_events, run_id, args.repeats, args.moto_repeats)
+        columns |= {"DynamoDB replayed": replayed, "DynamoDB on moto": moto}
+    side_by_side(columns)
 
 
 if __name__ == "__main__":

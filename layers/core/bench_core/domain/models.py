@@ -8,7 +8,7 @@ validates one (badge, eval, live) does not pay for them at import.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -350,6 +350,9 @@ class Usage:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:
+        """The usage `to_dict` wrote (read for every task of a run), dropping unknown fields."""
+        if _USAGE_NAMES.issuperset(data):
+            return cls(**data)
         return cls(**{k: v for k, v in data.items() if k in _USAGE_NAMES})
 
 
@@ -391,14 +394,16 @@ class EvalResult:
     private: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Plain fields, all scalars (`asdict` deep-copies: a run with judged spans shows)."""
+        return {name: getattr(self, name) for name in _EVAL_ORDER}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalResult:
         return cls(**{k: v for k, v in data.items() if k in _EVAL_FIELDS})
 
 
-_EVAL_FIELDS = frozenset(EvalResult.__dataclass_fields__)
+_EVAL_ORDER = tuple(EvalResult.__dataclass_fields__)
+_EVAL_FIELDS = frozenset(_EVAL_ORDER)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,54 @@ def shows_outputs(agent: Agent, viewer: Viewer) -> bool:
     return viewer.owns(agent) or not agent.hide_outputs
 
 
+@dataclass(frozen=True)
+class Sight:
+    """What one viewer may see of one agent's content, decided once for a read that shows
+    many of its tasks (a run's thousand spans ask the same questions of the same pair)."""
+
+    owner: bool
+    inputs: bool
+    outputs: bool
+
+    @classmethod
+    def of(cls, agent: Agent, viewer: Viewer) -> Sight:
+        return cls(viewer.owns(agent), shows_inputs(agent, viewer), shows_outputs(agent, viewer))
+
+    def shows_derived(self, private: bool) -> bool:
+        """See `shows_derived`: for others than the owner, `inputs` and `outputs` are the
+        agent's switches."""
+        return self.owner or (self.inputs and self.outputs and not private)
+
+    def eval(self, result: EvalResult | None) -> dict[str, Any] | None:
+        """See `eval_view`."""
+        if result is None:
+            return None
+        view = result.to_dict()
+        if not self.shows_derived(result.private):
+            view["reasoning"] = HIDDEN if result.reasoning else None
+            if result.status == "unscored":
+                view["reason"] = HIDDEN
+        return view
+
+    def span_logs(self, task: TaskState) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """A run span's evidence (`evidence_view`, its own records read from its log entries:
+        a span carries no events) and its log entries in order, their values hidden with its
+        outputs as `event_view` hides a `task.log`'s data (the closing count stays). Where
+        outputs are hidden an evidence entry shows as its record, made once for both."""
+        entries = task.logs
+        records = {i: evidence_record(e["data"]) for i, e in enumerate(entries)
+                   if is_evidence(e.get("data"))
+                   } if task.evidence is not None or not self.outputs else {}
+        evidence = (None if task.evidence is None
+                    else task.evidence.to_dict() | {"records": [*records.values()]})
+        if self.outputs:
+            return evidence, entries
+        return evidence, [{"omitted": e["omitted"]} if "omitted" in e else
+                          {"ts": e.get("ts"),
+                           "data": records[i] if i in records else _redacted_data(e.get("data"))}
+                          for i, e in enumerate(entries)]
+
+
 def shows_invocation_url(agent: Agent, viewer: Viewer) -> bool:
     """A published agent's endpoint URL is its owner's business: others call through Bench."""
     return viewer.owns(agent)
@@ -82,7 +131,8 @@ def shows_invocation_url(agent: Agent, viewer: Viewer) -> bool:
 def task_view(task: TaskState, agent: Agent, viewer: Viewer,
               events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A task as `viewer` may see it; with its stored `events`, its evidence records too."""
-    inputs, outputs = shows_inputs(agent, viewer), shows_outputs(agent, viewer)
+    sight = Sight.of(agent, viewer)
+    inputs, outputs = sight.inputs, sight.outputs
     return {
         "task_id": task.task_id,
         "parent_task_id": task.parent_task_id,
@@ -98,7 +148,7 @@ def task_view(task: TaskState, agent: Agent, viewer: Viewer,
         "ended_at": task.ended_at,
         "inputs_hidden": not inputs,
         "outputs_hidden": not outputs,
-        "eval": eval_view(task.eval, agent, viewer),
+        "eval": sight.eval(task.eval),
         "evidence": evidence_view(task, events),
     }
 
@@ -116,12 +166,19 @@ def evidence_view(task: TaskState, events: list[dict[str, Any]] | None) -> dict[
     return view
 
 
+_CHECKS: tuple[tuple[str, Callable[[Any], Any] | None], ...] = tuple(
+    (name, evidence_name if name in NAME_FIELDS else token_count if name in TOKEN_FIELDS
+     else None) for name in EVIDENCE_FIELDS)
+"""Each evidence field with what its value must look like to be shown (None: as stored)."""
+
+
 def evidence_record(data: dict[str, Any]) -> dict[str, Any]:
     """Usage only: names that look like names (a record stored before ingest checked them may
     hold anything), counts and Bench's price."""
-    record = {"label": EVIDENCE_LABEL, **{name: data.get(name) for name in EVIDENCE_FIELDS}}
-    record.update({name: evidence_name(record[name]) for name in NAME_FIELDS})
-    record.update({name: token_count(record[name]) for name in TOKEN_FIELDS})
+    record: dict[str, Any] = {"label": EVIDENCE_LABEL}
+    for name, check in _CHECKS:
+        value = data.get(name)
+        record[name] = value if check is None or value is None else check(value)
     return record
 
 
@@ -129,20 +186,13 @@ def shows_derived(agent: Agent, viewer: Viewer, private: bool) -> bool:
     """Whether text derived from inputs and outputs (judge reasoning, cluster labels) may be
     shown: to the owner always; to others only if it was written while nothing was hidden and
     nothing is hidden now."""
-    return viewer.owns(agent) or not (private or agent.hide_inputs or agent.hide_outputs)
+    return Sight.of(agent, viewer).shows_derived(private)
 
 
 def eval_view(result: EvalResult | None, agent: Agent, viewer: Viewer) -> dict[str, Any] | None:
     """A task's judgement. The score, judge and costs are always shown; the reasoning (and an
     unscored answer's reason, which may quote the judge) only through `shows_derived`."""
-    if result is None:
-        return None
-    view = result.to_dict()
-    if not shows_derived(agent, viewer, result.private):
-        view["reasoning"] = HIDDEN if result.reasoning else None
-        if result.status == "unscored":
-            view["reason"] = HIDDEN
-    return view
+    return Sight.of(agent, viewer).eval(result)
 
 
 def insights_view(insights: dict[str, Any] | None, agent: Agent, viewer: Viewer) -> dict[str, Any]:

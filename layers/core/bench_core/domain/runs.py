@@ -138,9 +138,8 @@ class Row:
 
 
 def _ms(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000
+    """Milliseconds since the epoch of a stored time (ISO 8601, `models.iso`), None for none."""
+    return datetime.fromisoformat(ts).timestamp() * 1000 if ts else None
 
 
 def _start_order(task: TaskState) -> tuple[str, str, str]:
@@ -153,8 +152,9 @@ def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
     """The run's tree from its root and the other tasks recorded under it; a task whose parent
     is not among them hangs under the root (its parent has not arrived), so nothing is lost."""
     nodes = {t.task_id: t for t in tasks if t.task_id != root.task_id}
-    start = _ms(root.started_at) or min((v for v in (_ms(t.started_at) for t in nodes.values())
-                                         if v is not None), default=None)
+    begins = {task_id: _ms(t.started_at) for task_id, t in nodes.items()}
+    start = _ms(root.started_at) or min((v for v in begins.values() if v is not None),
+                                        default=None)
     children: dict[str, list[TaskState]] = {}
     for task in nodes.values():
         parent = task.parent_task_id
@@ -164,13 +164,12 @@ def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
     for kids in children.values():
         kids.sort(key=_start_order)
 
-    def offset(task: TaskState) -> float | None:
-        begin = _ms(task.started_at)
+    def offset(begin: float | None) -> float | None:
         return None if begin is None or start is None else max(0.0, begin - start)
 
-    top = Node(root, 0, offset(root))
+    top = Node(root, 0, offset(_ms(root.started_at)))
     stack = [top]
-    order = [top]
+    placed: list[tuple[Node, Node]] = []  # (node, its parent), every parent before its children
     seen = {root.task_id}
     while stack:
         node = stack.pop()
@@ -178,14 +177,13 @@ def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
             if kid.task_id in seen:
                 continue
             seen.add(kid.task_id)
-            child = Node(kid, node.depth + 1, offset(kid))
+            child = Node(kid, node.depth + 1, offset(begins[kid.task_id]))
             node.children.append(child)
-            order.append(child)
+            placed.append((child, node))
             stack.append(child)
-    for node in reversed(order):
-        node.descendants = sum(1 + c.descendants for c in node.children)
-        node.failed_below = sum((c.task.status == "failed") + c.failed_below
-                                for c in node.children)
+    for child, above in reversed(placed):
+        above.descendants += 1 + child.descendants
+        above.failed_below += (child.task.status == "failed") + child.failed_below
     return top
 
 

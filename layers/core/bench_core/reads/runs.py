@@ -7,19 +7,17 @@ run's id: one indexed read, whatever the run's size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..domain.errors import BadRequest, NotFound
 from ..domain.models import Agent, AgentRef, TaskState
 from ..domain.privacy import (
     HIDDEN,
+    Sight,
     Viewer,
-    eval_view,
-    event_view,
     evidence_view,
     insights_view,
-    shows_inputs,
-    shows_outputs,
     task_view,
 )
 from ..domain.runs import RUN_STATUSES, Node, RunFilter, build_tree, find, rows, walk
@@ -41,6 +39,11 @@ class Run:
     root: TaskState
     tree: Node
     cluster: dict[str, Any] | None
+
+    @cached_property
+    def spans(self) -> list[Node]:
+        """Every node of the tree in drawing order (`walk`), root first."""
+        return list(walk(self.tree))
 
 
 def find_run(store: Store, agent: Agent, task_id: str) -> tuple[TaskState, str]:
@@ -87,45 +90,28 @@ def cluster_of(store: Store, agent: Agent, viewer: Viewer,
     return None
 
 
-def log_entries(task: TaskState, agent: Agent, viewer: Viewer) -> list[dict[str, Any]]:
-    """A span's log entries in order, their values hidden with its outputs (`event_view`)."""
-    if shows_outputs(agent, viewer):
-        return task.logs
-    out = []
-    for entry in task.logs:
-        if "omitted" in entry:
-            out.append({"omitted": entry["omitted"]})
-            continue
-        view = event_view({"kind": "task.log", "data": entry.get("data")}, agent, viewer)
-        out.append({"ts": entry.get("ts"), "data": view["data"]})
-    return out
-
-
-def span_view(node: Node, agent: Agent, viewer: Viewer,
-              task: TaskState | None = None) -> dict[str, Any]:
-    """One span of the JSON twin (and of the page's detail panel), with `task` standing in
-    for the node's own when that was read without content."""
+def span_view(node: Node, sight: Sight, task: TaskState | None = None) -> dict[str, Any]:
+    """One span of the JSON twin (and of the page's detail panel) as `sight` lets its viewer
+    see it, with `task` standing in for the node's own when that was read without content."""
     task = task or node.task
-    inputs, outputs = shows_inputs(agent, viewer), shows_outputs(agent, viewer)
-    records = [{"kind": "task.log", "data": e["data"]} for e in task.logs if "data" in e]
+    evidence, logs = sight.span_logs(task)
     return {"task_id": task.task_id, "parent_id": task.parent_task_id, "depth": node.depth,
             "name": task.name, "status": task.status,
             "start_offset_ms": node.start_offset_ms, "duration_ms": task.duration_ms,
-            "cost_usd": task.cost_usd, "evidence": evidence_view(task, records),
-            "input": task.input if inputs else HIDDEN,
-            "output": task.output if outputs else HIDDEN,
-            "logs": log_entries(task, agent, viewer),
-            "metadata": task.metadata if outputs else HIDDEN,
-            "eval": eval_view(task.eval, agent, viewer), "started_at": task.started_at,
+            "cost_usd": task.cost_usd, "evidence": evidence,
+            "input": task.input if sight.inputs else HIDDEN,
+            "output": task.output if sight.outputs else HIDDEN,
+            "logs": logs,
+            "metadata": task.metadata if sight.outputs else HIDDEN,
+            "eval": sight.eval(task.eval), "started_at": task.started_at,
             "ended_at": task.ended_at, "children": len(node.children),
             "descendants": node.descendants, "failed_below": node.failed_below,
-            "inputs_hidden": not inputs, "outputs_hidden": not outputs}
+            "inputs_hidden": not sight.inputs, "outputs_hidden": not sight.outputs}
 
 
 def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
     """The run's headline: name, status, times, both costs, the judge's verdict, its cluster."""
-    root, agent = run.root, run.agent
-    spans = [run.tree, *(n for n in walk(run.tree) if n is not run.tree)]
+    root, agent, spans = run.root, run.agent, run.spans
     evidence = evidence_view(root, None)
     verdict = task_view(root, agent, viewer)["eval"]
     return {"run_id": root.task_id, "agent": agent.ref.path, "name": root.name,
@@ -158,11 +144,11 @@ def run_json(store: Store, agent: Agent, viewer: Viewer, run_id: str,
     """The JSON twin: the run and its spans in tree order, `SPANS_PAGE` per answer."""
     run = load_run(store, agent, viewer, run_id)
     start = _offset(cursor)
-    order = list(walk(run.tree))
-    page = order[start:start + SPANS_PAGE]
-    more = start + SPANS_PAGE < len(order)
+    page = run.spans[start:start + SPANS_PAGE]
+    more = start + SPANS_PAGE < len(run.spans)
+    sight = Sight.of(agent, viewer)
     return {**run_header(run, viewer),
-            "spans": [span_view(node, agent, viewer) for node in page],
+            "spans": [span_view(node, sight) for node in page],
             "next_cursor": encode_cursor(str(start + SPANS_PAGE)) if more else None}
 
 
@@ -252,16 +238,17 @@ def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
             "rows": [{"row": r, "bar": timeline.bar(r.node, scale) if r.kind == "span" else None}
                      for r in drawn],
             "axis": timeline.axis(scale), "focus": top if top is not run.tree else None,
-            "trail": _trail(run.tree, top),
-            "selected": span_view(selected, agent, viewer, full) if selected else None,
+            "trail": _trail(run, top),
+            "selected": (span_view(selected, Sight.of(agent, viewer), full) if selected
+                         else None),
             "span_missing": bool(span) and selected is None,
             "selected_drawn": selected is not None and any(
                 r.kind == "span" and r.node is selected for r in drawn)}
 
 
-def _trail(tree: Node, node: Node) -> list[Node]:
+def _trail(run: Run, node: Node) -> list[Node]:
     """The ancestors of `node` from the root down, for the focused view's breadcrumbs."""
-    by_id = {n.task_id: n for n in walk(tree)}
+    by_id = {n.task_id: n for n in run.spans}
     trail: list[Node] = []
     current = by_id.get(node.parent_id or "")
     while current is not None and len(trail) < MAX_ANCESTRY:
