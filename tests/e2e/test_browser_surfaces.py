@@ -18,7 +18,9 @@ from bench_core.http.pages import EMBED_SIZES
 
 from tests.benchmark_support import SUITE, graded_run, run_body
 from tests.conftest import RunningServer
+from tests.factories import batch, task_events
 from tests.http.surfaces_data import Seeded, seed_agent
+from tests.http.test_ingest_http import new_login, post
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -227,6 +229,50 @@ def test_embed_refreshes_in_place(browser: Any, bench_server: RunningServer) -> 
         expect(page.locator("[data-metric=runs]")).to_have_text("5")
         assert page.locator("[data-metric=success_rate]").inner_text() == "60%"
         assert page.evaluate("window.sameDocument") is True, "updated without a reload"
+        assert watched.problems == []
+    finally:
+        watched.close()
+
+
+@pytest.fixture(scope="module")
+def long_named_runs(bench_server: RunningServer) -> str:
+    """An agent whose newest run and newest failure have long names (and a long display name),
+    listed by the framework tag returned."""
+    tag = "lbrow-" + uuid.uuid4().hex[:6]
+    login = new_login()
+    long = "summarise the quarterly incident reports and draft the follow-up emails " * 2
+    events = [*task_events("failed-1", "fetch every page of the vendor's API documentation",
+                           status="failed", output="timeout"),
+              *task_events("newest-2", long.strip())]
+    response = post(bench_server, batch("long-named", events, framework=tag,
+                                        display_name="An agent with a rather long display name"),
+                    bench_server.create_key(login))
+    assert response.status_code == 200, response.text
+    return tag
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_leaderboard_row_opens_the_agents_newest_run(browser: Any, bench_server: RunningServer,
+                                                       long_named_runs: str, width: int) -> None:
+    """The row's links to the newest run and the newest failure stay on screen at phone width
+    (long names are cut with an ellipsis) and open the run page."""
+    watched = Watched(browser, width, "light")
+    try:
+        page = watched.open(f"{bench_server.url}/leaderboard?q={long_named_runs}")
+        watched.shot(f"leaderboard-latest-runs-{width}")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, "sideways scroll"
+        for kind in ("run", "failure"):
+            link = page.locator(f"[data-latest={kind}]")
+            assert link.is_visible()
+            box = link.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= width, kind
+            assert box["height"] < 30, f"{kind}: the link wraps"
+        name = page.locator("[data-latest=run] .name")
+        assert name.evaluate("n => n.scrollWidth > n.clientWidth"), "a long name is cut"
+        page.locator("[data-latest=run]").click()
+        page.wait_for_load_state("networkidle")
+        assert "/runs/newest-2" in page.url
+        assert "summarise the quarterly" in page.locator("[data-run-head] h1").inner_text()
         assert watched.problems == []
     finally:
         watched.close()

@@ -181,6 +181,17 @@ def test_get_agent_labels_owner_telemetry_apart_from_benchmark_evidence(
     assert [s["id"] for s in capability["card"]["capability"]["skills"]] == ["research"]
 
 
+def test_get_agent_links_the_newest_run_and_failure_as_the_leaderboard_does(
+        bench_server: RunningServer, shown: Seeded) -> None:
+    telemetry = call(bench_server, "get_agent", {"login": shown.login, "slug": shown.slug}
+                     ).structured_content["owner_telemetry"]
+    detail = bench_server.get(f"/api/agents/{shown.path}")
+    assert telemetry["latest_run"] == detail["latest_run"] is not None
+    assert telemetry["latest_failure"] == detail["latest_failure"] is not None
+    assert telemetry["latest_run"]["url"].startswith(f"/u/{shown.path}/runs/")
+    assert httpx.get(bench_server.url + telemetry["latest_run"]["url"]).status_code == 200
+
+
 def test_a_private_agent_is_not_found_exactly_like_an_unknown_one(
         bench_server: RunningServer, hidden_private: Seeded) -> None:
     private = call(bench_server, "get_agent", {"login": hidden_private.login,

@@ -79,6 +79,20 @@ def test_selecting_the_failed_span_three_levels_down_shows_its_error_without_jav
     assert 'aria-current="true"' in chosen.text
 
 
+def test_a_span_whose_only_log_is_its_evidence_says_so_instead_of_an_empty_list(
+        bench_server: RunningServer, seeded: SeededRun) -> None:
+    page = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}?span="
+                 + seeded.ids["answer"])
+    detail = page.text[page.text.index('class="span-detail"'):]
+    logs = detail[detail.index("<h3>Logs</h3>"):detail.index("<h3>Metadata</h3>")]
+    assert "No log entries other than the evidence records below." in logs
+    assert '<ol class="logs">' not in logs and "gpt-4o-mini" in logs
+    search = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}?span="
+                   + seeded.ids["search"]).text
+    logs = search[search.index("<h3>Logs</h3>"):search.index("<h3>Metadata</h3>")]
+    assert '<ol class="logs">' in logs and "found" in logs and "No log entries" not in logs
+
+
 def test_a_subtask_id_redirects_to_its_run_with_the_span_selected(
         bench_server: RunningServer, seeded: SeededRun) -> None:
     response = httpx.get(f"{bench_server.url}/u/{seeded.path}/runs/{seeded.ids['parse']}",

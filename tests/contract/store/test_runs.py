@@ -97,6 +97,8 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     conn.execute("ALTER TABLE tasks DROP COLUMN logs")
     conn.execute("ALTER TABLE live_connections DROP COLUMN grant_id")  # and the ones after it
     conn.execute("ALTER TABLE benchmark_runs DROP COLUMN status")
+    conn.execute("ALTER TABLE agents DROP COLUMN latest_run")
+    conn.execute("ALTER TABLE agents DROP COLUMN latest_failure")
     conn.commit()
     conn.close()
     upgraded = SqliteStore(path)

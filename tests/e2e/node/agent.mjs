@@ -4,6 +4,7 @@
 // standard OTEL_EXPORTER_OTLP_* environment variables).
 import { generateText, simulateReadableStream, stepCountIs, streamText, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
+import { usage, weatherModel } from "../weather_model.mjs";
 import { z } from "zod";
 import { NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -17,22 +18,7 @@ const provider = new NodeTracerProvider({
 });
 provider.register();
 
-const usage = (input, output) => ({
-  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: output, text: output, reasoning: undefined },
-});
-let step = 0;
-const model = new MockLanguageModelV3({
-  provider: "openai.chat",
-  modelId: "gpt-4.1-mini",
-  doGenerate: async () => (step++ === 0
-    ? { content: [{ type: "tool-call", toolCallId: "call-1", toolName: "weather",
-                    input: JSON.stringify({ city: "Lisbon" }) }],
-        finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: usage(1000, 50),
-        warnings: [] }
-    : { content: [{ type: "text", text: "Sunny in Lisbon, 24 degrees." }],
-        finishReason: { unified: "stop", raw: "stop" }, usage: usage(1200, 30), warnings: [] }),
-});
+const model = weatherModel(MockLanguageModelV3);
 
 const result = await generateText({
   model,

@@ -6,7 +6,8 @@ Both stores call this, so SQLite and DynamoDB cannot disagree about what a batch
 - Cost is never counted twice: the original client sends every `t.cost()` both as a `cost` log
   and inside the `task.end` total, and a parent's total already includes its subtasks'. So a
   task's cost is its `task.end` `cost_usd` when present, else its cost logs plus its children's.
-- Only a finished root task is a run; subtasks hand their cost to their parent.
+- Only a finished root task is a run; subtasks hand their cost to their parent. The agent
+  keeps its newest run and newest failure (`newest_runs`), newest wins (`RunRef.replaces`).
 - Every task records its run (`runs.assign_runs`) and keeps its log entries (`runs.append_log`).
 - Evidence (`task.log` records labelled `evidence`, priced by `pricing`) is never owner cost: a
   task sums its own records and, like cost, its finished subtasks'; the agent's evidence totals
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .models import CleanEvent, RunDelta, TaskState, Usage, add_usage
+from .models import CleanEvent, RunDelta, RunRef, TaskState, Usage, add_usage
 from .pricing import TOKEN_FIELDS, is_evidence, token_count
 from .runs import Reassign, append_log, assign_runs
 
@@ -154,6 +155,19 @@ def _hand_to_parent(out: BatchFold, child: TaskState) -> None:
 def run_delta(task: TaskState) -> RunDelta:
     return RunDelta(day=(task.ended_at or "")[:10], success=task.status == "success",
                     duration_ms=task.duration_ms, cost_usd=task.cost_usd or 0.0)
+
+
+def newest_runs(fold: BatchFold) -> dict[str, RunRef]:
+    """The newest run the batch finished and its newest failure, by the `AgentStats` field
+    that keeps each (`models.LATEST_RUNS`); a store records one unless it holds a newer."""
+    newest: dict[str, RunRef] = {}
+    for task_id, _ in fold.runs:
+        task = fold.tasks[task_id]
+        run = RunRef(task_id, task.name, task.status, task.sort_ts)
+        for name in ("latest_run", "latest_failure") if run.status == "failed" else ("latest_run",):
+            if run.replaces(newest.get(name)):
+                newest[name] = run
+    return newest
 
 
 def logged_cost(data: object) -> float:

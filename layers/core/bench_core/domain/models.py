@@ -179,6 +179,35 @@ class AgentMeta:
                 if v is not None}
 
 
+@dataclass(frozen=True)
+class RunRef:
+    """A run its agent keeps a link to (its newest, its newest failure), so listings can link
+    to it without reading it. `at` orders runs as the runs list does: by their start (by their
+    end when the start never came)."""
+
+    run_id: str
+    name: str | None
+    status: str
+    at: str
+
+    def replaces(self, recorded: RunRef | None) -> bool:
+        """Newest wins; of two as new, the one recorded last (both stores apply this rule)."""
+        return recorded is None or recorded.at <= self.at
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "name": self.name, "status": self.status, "at": self.at}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> RunRef | None:
+        if not data:
+            return None
+        return cls(str(data["run_id"]), data.get("name"), str(data["status"]), str(data["at"]))
+
+
+LATEST_RUNS = ("latest_run", "latest_failure")
+"""The `AgentStats` fields holding `RunRef`s, named as the stores name them."""
+
+
 @dataclass
 class AgentStats:
     runs: int = 0
@@ -205,6 +234,10 @@ class AgentStats:
     evidence_output_tokens: int = 0
     evidence_calls: int = 0
     evidence_unpriced_calls: int = 0
+    latest_run: RunRef | None = None
+    """The newest finished run (`RunRef.replaces`), recorded by the write of its batch."""
+    latest_failure: RunRef | None = None
+    """The newest failed run, likewise."""
 
 
 @dataclass

@@ -85,6 +85,16 @@ class FailureCluster(BaseModel):
     example_task_ids: list[str] = []
 
 
+class RunLink(BaseModel):
+    """A run to open on Bench: its name and status are public, its content is not here."""
+
+    run_id: str
+    name: str | None = None
+    status: str
+    at: str = Field(description="when the run started (when it ended, if its start is unknown)")
+    url: str = Field(description="the run's page: its tree of subtasks, a path on this server")
+
+
 class OwnerTelemetry(BaseModel):
     """What the owner's agent reported doing on the owner's own work, and what Bench's judge
     made of it."""
@@ -109,6 +119,8 @@ class OwnerTelemetry(BaseModel):
     latency_ms: Latency
     first_event_at: str | None = None
     last_event_at: str | None = None
+    latest_run: RunLink | None = Field(None, description="the newest finished run")
+    latest_failure: RunLink | None = Field(None, description="the newest failed run")
     failure_insights: list[FailureCluster] | None = Field(
         None, description="None until failures have been clustered")
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 from ..domain import ranking as leaderboard
 from ..domain import stats
 from ..domain.errors import NotFound
-from ..domain.models import Agent, AgentRef
+from ..domain.models import Agent, AgentRef, RunRef
 from ..domain.pricing import headline_cost
 from ..domain.privacy import ANONYMOUS, Viewer, insights_view, listed, task_view, visible_agent
 from ..store import Store
@@ -55,9 +56,21 @@ def agent_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
         "latency_ms": stats.latency_summary(s.latency_hist),
         "first_event_at": s.first_event_at,
         "last_event_at": s.last_event_at,
+        "latest_run": run_link(agent, s.latest_run),
+        "latest_failure": run_link(agent, s.latest_failure),
         "dropped_events": s.dropped_events if viewer.owns(agent) else None,
         "created_at": agent.created_at,
     }
+
+
+def run_link(agent: Agent, run: RunRef | None) -> dict[str, Any] | None:
+    """A run the agent keeps a link to (`AgentStats.latest_run`), with its page's path: its
+    name and status are shown as every task's are (`privacy.task_view`), its content is not
+    here. None for an agent with none recorded (none finished since the agent kept one)."""
+    if run is None:
+        return None
+    return {**run.to_dict(),
+            "url": f"/u/{agent.login}/{agent.slug}/runs/{quote(run.run_id, safe='')}"}
 
 
 def eval_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:

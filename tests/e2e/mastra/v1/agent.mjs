@@ -8,24 +8,10 @@ import { createTool } from "@mastra/core/tools";
 import { Observability } from "@mastra/observability";
 import { OtelExporter } from "@mastra/otel-exporter";
 import { MockLanguageModelV3 } from "ai/test";
+import { weatherModel } from "../../weather_model.mjs";
 import { z } from "zod";
 
-const usage = (input, output) => ({
-  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: output, text: output, reasoning: undefined },
-});
-let step = 0;
-const model = new MockLanguageModelV3({
-  provider: "openai.chat",
-  modelId: "gpt-4.1-mini",
-  doGenerate: async () => (step++ === 0
-    ? { content: [{ type: "tool-call", toolCallId: "call-1", toolName: "weather",
-                    input: JSON.stringify({ city: "Lisbon" }) }],
-        finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: usage(1000, 50),
-        warnings: [] }
-    : { content: [{ type: "text", text: "Sunny in Lisbon, 24 degrees." }],
-        finishReason: { unified: "stop", raw: "stop" }, usage: usage(1200, 30), warnings: [] }),
-});
+const model = weatherModel(MockLanguageModelV3);
 const weather = createTool({
   id: "weather",
   description: "Weather in a city",

@@ -38,6 +38,7 @@ from ...domain.models import (
     EvalResult,
     KeyRecord,
     RunDelta,
+    RunRef,
     TaskState,
     Usage,
 )
@@ -291,6 +292,22 @@ def agent_upsert(agent: AgentKeys, meta: AgentMeta, now: str, dropped: int) -> U
     return update
 
 
+def record_newest_runs(update: Update, newest: dict[str, RunRef], recorded: dict[str, Any]
+                       ) -> dict[str, Any]:
+    """Add to `update` (of the agent item) those of a batch's `newest` runs that replace the
+    ones in `recorded` (the agent item as last read; `RunRef.replaces`), each under the
+    condition that the item holds none newer, as a concurrent batch may have recorded one
+    since. The attributes it sets."""
+    due = {name: run for name, run in newest.items()
+           if run.replaces(RunRef.from_dict(recorded.get(name)))}
+    conditions = [f"(attribute_not_exists(#{name}) OR #{name}.#at <= :{name})" for name in due]
+    update.condition = " AND ".join(c for c in (update.condition, *conditions) if c) or None
+    update.condition_values |= {f":{name}": run.at for name, run in due.items()}
+    sets = {name: run.to_dict() for name, run in due.items()}
+    update.set |= sets
+    return sets
+
+
 def agent_from_item(item: dict[str, Any]) -> Agent:
     def count(name: str) -> int:
         return int(item.get(name, 0))
@@ -313,7 +330,9 @@ def agent_from_item(item: dict[str, Any]) -> Agent:
             **{name: count(name) for name in _EVIDENCE_COUNTS},
             eval_unscored=count("eval_unscored"), eval_skipped=count("eval_skipped"),
             eval_judge=item.get("eval_judge"), judge_tokens=count("judge_tokens"),
-            judge_cost_usd=float(item.get("judge_cost_usd", 0))),
+            judge_cost_usd=float(item.get("judge_cost_usd", 0)),
+            latest_run=RunRef.from_dict(item.get("latest_run")),
+            latest_failure=RunRef.from_dict(item.get("latest_failure"))),
         judge_daily_budget_usd=_float(item.get("judge_daily_budget_usd")),
         judge_sample_rate=_float(item.get("judge_sample_rate")), expires_at=item.get("until"))
 

@@ -39,6 +39,11 @@ duplicates are found by the tasks' own conditional writes, not by reading every 
 - Events of no task count nowhere but in the answer: they are paged, then each is claimed by a
   Put of `EV#{id}` conditional on its absence (a crash in between pages them again).
 - `first_event_at`/`last_event_at` are moved only outward, by conditional SETs.
+- The agent's newest run and newest failure (`latest_run`, `latest_failure`: maps of a
+  `models.RunRef`) move only forward: set by the transaction's update of the agent (the one
+  adding the run counters) where they replace what the agent item held when last read, under
+  the condition that it holds none newer; a concurrent batch that recorded a newer one
+  cancels the transaction, which is retried on the agent item read again.
 
 Reads use the base table for one item, one agent's days and pages (strongly consistent) and
 the task indexes for listings (eventually consistent, like every GSI; KEYS_ONLY, the page's
@@ -61,7 +66,7 @@ from botocore.exceptions import ClientError
 
 from ...domain.errors import PayloadTooLarge
 from ...domain.field_limits import dumps
-from ...domain.folding import BatchFold, fold_batch, group_by_task
+from ...domain.folding import BatchFold, fold_batch, group_by_task, newest_runs
 from ...domain.models import (
     AgentMeta,
     AgentRef,
@@ -125,7 +130,7 @@ class DynamoIngest:
             self.table.update(codec.user_upsert(login, now))
         agent = codec.temporary(agent, old)
         write = _BatchWrite(self, agent, states, seen, bodies, seqs, self.retention_days,
-                            dropped if fresh else 0)
+                            dropped if fresh else 0, old)
         for unit in _units(fresh, bodies):
             write.commit(unit)
         accepted = len(write.accepted) + len(claimed)
@@ -313,6 +318,8 @@ class _Plan:
     events: list[CleanEvent]
     actions: list[dict[str, Any]]
     fold: BatchFold
+    recorded: dict[str, Any]
+    """The newest runs it records on the agent item (`codec.record_newest_runs`)."""
 
 
 @dataclass
@@ -331,6 +338,9 @@ class _BatchWrite:
     retention_days: int
     dropped: int
     """Counted with the first part that stores an event: a replay reported them already."""
+    agent_item: dict[str, Any]
+    """The agent item as last read (or as left by the parts written since): the newest runs it
+    holds."""
     accepted: list[CleanEvent] = field(default_factory=list)
     finished: list[tuple[str, bool]] = field(default_factory=list)
 
@@ -379,12 +389,15 @@ class _BatchWrite:
                                             run_holder=task_id in fold.unknown_parents)
                     for task_id in owed]
         updates += codec.run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
-        if self.dropped:
+        newest, recorded = newest_runs(fold), {}
+        if self.dropped or newest:
             on_agent = next((u for u in updates if u.key == agent.key(codec.META)), None)
             if on_agent is None:
                 updates.append(on_agent := Update(agent.key(codec.META)))
-            on_agent.add["dropped_events"] = self.dropped
-        return _Plan(unit, [self.store.table.update_action(u) for u in updates], fold)
+            if self.dropped:
+                on_agent.add["dropped_events"] = self.dropped
+            recorded = codec.record_newest_runs(on_agent, newest, self.agent_item)
+        return _Plan(unit, [self.store.table.update_action(u) for u in updates], fold, recorded)
 
     def _after_cancel(self, exc: ClientError, plan: _Plan, attempt: int) -> list[CleanEvent]:
         """The unit left to write, folded again on fresh task states: without the events a
@@ -392,6 +405,8 @@ class _BatchWrite:
         reasons = cancellation_reasons(exc)
         if any(code not in _RETRYABLE | {"None", "ConditionalCheckFailed"} for code in reasons):
             raise exc
+        if plan.recorded:  # perhaps a concurrent batch recorded a newer run
+            self.agent_item = self.store.table.get(self.agent.key(codec.META)) or {}
         task_ids = {e.task_id for e in plan.events if e.task_id is not None}
         task_ids |= _untouched_parents(plan.fold) | parent_ids(plan.events)
         for task_id in task_ids:
@@ -424,6 +439,7 @@ class _BatchWrite:
                 version=before.version + 1)
         for event in plan.events:
             self.seen.setdefault(event.task_id or "", set()).add(codec.digest(event.id))
+        self.agent_item = {**self.agent_item, **plan.recorded}
         self.accepted += plan.events
         self.finished += plan.fold.finished
         self.dropped = 0

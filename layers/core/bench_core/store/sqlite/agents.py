@@ -11,7 +11,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from ...domain import stats
-from ...domain.models import Agent, AgentRef, AgentStats, iso, utcnow
+from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef, iso, utcnow
 from ...domain.ranking import SORTS, rank_values, search_text
 from .. import SETTABLE
 from .connection import Concern
@@ -31,6 +31,13 @@ AGENTS_SCHEMA = """
 """
 """The agents table of the first migration (`store.MIGRATIONS`)."""
 
+LATEST_RUNS_SCHEMA = """
+    ALTER TABLE agents ADD COLUMN latest_run TEXT;
+    ALTER TABLE agents ADD COLUMN latest_failure TEXT;
+"""
+"""The migration adding the agent's newest run and newest failure (`models.RunRef` as JSON,
+NULL until a batch finishes one): what listings link to without reading tasks."""
+
 EVIDENCE_STATS = ("evidence_cost_usd_total", "evidence_input_tokens", "evidence_output_tokens",
                   "evidence_calls", "evidence_unpriced_calls")
 AGENT_COLS = ("login, slug, display_name, model, framework, architecture, tools, visibility, "
@@ -38,7 +45,7 @@ AGENT_COLS = ("login, slug, display_name, model, framework, architecture, tools,
               "cost_usd_total, latency_hist, first_event_at, last_event_at, eval_count, "
               "eval_score_sum, dropped_events, eval_unscored, eval_skipped, eval_judge, "
               "judge_tokens, judge_cost_usd, judge_daily_budget_usd, judge_sample_rate, "
-              f"{', '.join(EVIDENCE_STATS)}, expires_at")
+              f"{', '.join(EVIDENCE_STATS)}, expires_at, {', '.join(LATEST_RUNS)}")
 
 
 def load_json(text: str | None) -> Any:
@@ -62,7 +69,9 @@ def agent_from_row(row: sqlite3.Row) -> Agent:
             dropped_events=d["dropped_events"], eval_unscored=d["eval_unscored"],
             eval_skipped=d["eval_skipped"], eval_judge=d["eval_judge"],
             judge_tokens=d["judge_tokens"], judge_cost_usd=d["judge_cost_usd"],
-            **{name: d[name] for name in EVIDENCE_STATS}),
+            **{name: d[name] for name in EVIDENCE_STATS},
+            latest_run=RunRef.from_dict(load_json(d["latest_run"])),
+            latest_failure=RunRef.from_dict(load_json(d["latest_failure"]))),
         judge_daily_budget_usd=d["judge_daily_budget_usd"],
         judge_sample_rate=d["judge_sample_rate"], expires_at=d["expires_at"])
 

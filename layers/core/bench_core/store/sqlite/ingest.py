@@ -11,14 +11,16 @@ from typing import Any
 
 from ...domain import stats
 from ...domain.field_limits import dumps
-from ...domain.folding import fold_batch
+from ...domain.folding import fold_batch, newest_runs
 from ...domain.models import (
+    LATEST_RUNS,
     AgentMeta,
     AgentRef,
     CleanEvent,
     EvalResult,
     IngestOutcome,
     RunDelta,
+    RunRef,
     TaskState,
     Usage,
     iso,
@@ -139,8 +141,8 @@ class SqliteIngest(Concern):
             for parent in fold.child_costs.keys() | fold.child_evidence.keys():
                 self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
                                      fold.child_evidence.get(parent))
-            self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], fresh,
-                             dropped if fresh or not events else 0)  # a replay counts once
+            self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
+                             fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
             refresh_rank(conn, login, meta.slug)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
@@ -253,11 +255,14 @@ class SqliteIngest(Concern):
              total.calls, total.unpriced_calls, agent_id))
 
     def _apply_runs(self, conn: sqlite3.Connection, agent_id: int, runs: list[RunDelta],
-                    fresh: list[CleanEvent], dropped: int) -> None:
+                    newest: dict[str, RunRef], fresh: list[CleanEvent], dropped: int) -> None:
+        """The runs' counters and days, the event window widened, and the agent's newest runs
+        replaced by the batch's where they are newer (`RunRef.replaces`)."""
         if not fresh and not dropped:
             return
-        row = conn.execute("SELECT latency_hist, first_event_at, last_event_at FROM agents "
-                           "WHERE id = ?", (agent_id,)).fetchone()
+        row = conn.execute("SELECT latency_hist, first_event_at, last_event_at, "
+                           f"{', '.join(LATEST_RUNS)} FROM agents WHERE id = ?",
+                           (agent_id,)).fetchone()
         hist = json.loads(row["latency_hist"]) or stats.empty_histogram()
         for run in runs:
             if run.duration_ms is not None:
@@ -266,13 +271,19 @@ class SqliteIngest(Concern):
         first = min([t for t in (row["first_event_at"], *times) if t], default=None)
         last = max([t for t in (row["last_event_at"], *times) if t], default=None)
         ok = sum(r.success for r in runs)
+        latest = []
+        for name in LATEST_RUNS:
+            candidate, recorded = newest.get(name), row[name]
+            if candidate is not None and candidate.replaces(RunRef.from_dict(load_json(recorded))):
+                recorded = dumps(candidate.to_dict())
+            latest.append(recorded)
         conn.execute(
             "UPDATE agents SET runs = runs + ?, successes = successes + ?, "
             "failures = failures + ?, cost_usd_total = cost_usd_total + ?, latency_hist = ?, "
-            "first_event_at = ?, last_event_at = ?, dropped_events = dropped_events + ? "
-            "WHERE id = ?",
+            "first_event_at = ?, last_event_at = ?, dropped_events = dropped_events + ?, "
+            f"{', '.join(f'{name} = ?' for name in LATEST_RUNS)} WHERE id = ?",
             (len(runs), ok, len(runs) - ok, sum(r.cost_usd for r in runs), json.dumps(hist),
-             first, last, dropped, agent_id))
+             first, last, dropped, *latest, agent_id))
         days: dict[str, list[float]] = {}
         for run in runs:
             day = days.setdefault(run.day, [0, 0, 0, 0.0])

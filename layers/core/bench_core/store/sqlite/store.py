@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...runtime.config import Limits
 from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
-from .agents import AGENTS_SCHEMA, SqliteAgents, refresh_rank
+from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_rank
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
 from .connection import Database
 from .evals import EVALS_SCHEMA, SqliteEvals
@@ -47,6 +47,8 @@ MIGRATIONS: list[str] = [
     LIVE_GRANT_SCHEMA,
     # 12: benchmark runs graded in the background: pending until done
     BENCHMARK_STATUS_SCHEMA,
+    # 13: each agent's newest run and newest failure, for listings to link to
+    LATEST_RUNS_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
