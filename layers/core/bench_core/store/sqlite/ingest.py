@@ -96,7 +96,7 @@ def newest_first(reader: sqlite3.Connection, where: list[str], args: list[Any],
     return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id) if more else None)
 
 
-def task_from_row(row: sqlite3.Row) -> TaskState:
+def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
     """A task from a row starting with `TASK_COLS` (read by position: a run reads a thousand
     at once)."""
     (task_id, parent, name, status, input, output, metadata, duration, cost, reported, logged,

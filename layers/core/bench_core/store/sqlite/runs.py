@@ -64,7 +64,9 @@ class SqliteRuns(Concern):
         if agent_id is None:
             return []
         columns = TASK_COLS if content else LIGHT_TASK_COLS
-        rows = self.db.reader().execute(
+        cursor = self.db.reader().cursor()
+        cursor.row_factory = None  # plain tuples, read by position: no Row per task of the run
+        rows = cursor.execute(
             f"SELECT {columns} FROM tasks WHERE agent_id = ? AND run_id = ? "
             "AND sort_ts != '' ORDER BY sort_ts, task_id", (agent_id, run_id)).fetchall()
         return [task_from_row(r) for r in rows]
