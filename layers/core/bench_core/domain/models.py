@@ -286,6 +286,11 @@ class CleanEvent:
         return self.body.get(name)
 
 
+TASK_CONTENT = frozenset({"input", "output", "metadata", "cost_breakdown", "logs"})
+"""A task's content fields: what a run's tree, drawn from names, times and statuses, leaves
+unread."""
+
+
 @dataclass
 class TaskState:
     """A task as folded from its events so far; `version` guards optimistic concurrency."""

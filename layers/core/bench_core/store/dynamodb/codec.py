@@ -60,8 +60,6 @@ _DESERIALIZER = TypeDeserializer()
 _TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at")
 _TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
 _TASK_JSON = ("input", "output", "metadata", "cost_breakdown", "logs")
-CONTENT = frozenset(("input", "output", "metadata", "logs"))
-"""A task's content attributes: what a tree drawn without content leaves out."""
 _KEY_FIELDS = ("key_hash", "prefix", "login", "agent_slug", "name", "created_at", "last_used_at",
                "revoked_at")
 _AGENT_TEXT = ("display_name", "model", "framework", "architecture", "created_at")

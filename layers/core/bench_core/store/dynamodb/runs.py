@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...domain.models import AgentRef, TaskState, utcnow
+from ...domain.models import TASK_CONTENT, AgentRef, TaskState, utcnow
 from ...domain.runs import RunFilter, append_log
 from .. import decode_cursor, encode_cursor
 from . import codec
@@ -158,4 +158,4 @@ class DynamoRuns:
 
 def _light(item: dict[str, Any]) -> dict[str, Any]:
     """A task item without its content, for a tree drawn from names, times and statuses."""
-    return {name: value for name, value in item.items() if name not in codec.CONTENT}
+    return {name: value for name, value in item.items() if name not in TASK_CONTENT}

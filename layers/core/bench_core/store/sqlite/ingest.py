@@ -70,9 +70,6 @@ cost."""
 TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
              "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
              "started_at, ended_at, version, eval, evidence, run_id, logs")
-CONTENT_COLS = frozenset({"input", "output", "metadata", "cost_breakdown", "logs"})
-
-
 def _json_or_null(value: Any) -> str | None:
     return None if value is None else dumps(value)
 

@@ -11,13 +11,13 @@ from collections import defaultdict
 from typing import Any
 
 from ...domain.field_limits import dumps
-from ...domain.models import AgentRef, TaskState
+from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.runs import RunFilter, append_log
 from .agents import find_agent_id
 from .connection import Concern
-from .ingest import CONTENT_COLS, TASK_COLS, newest_first, task_from_row
+from .ingest import TASK_COLS, newest_first, task_from_row
 
-LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in CONTENT_COLS else c
+LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
 """The task columns without content (inputs, outputs, metadata, logs): a tree's rows."""
 
