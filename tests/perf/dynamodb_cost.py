@@ -192,9 +192,9 @@ class Meter:
         for key, old, times in context.pop("bench_cost", []):
             new = self._old(key)
             self._charge_write(key, old, new, times)
-        if operation == "GetItem":
-            self._charge_read(params["Key"], item_size(parsed.get("Item")),
-                              params.get("ConsistentRead", False))
+        if operation == "GetItem":  # `parsed` may hold plain values (bench_core's `wire`)
+            self._charge_read(params["Key"], item_size(self._old(params["Key"]))
+                              if parsed.get("Item") else 0, params.get("ConsistentRead", False))
         elif operation == "BatchGetItem":
             for name, request in params["RequestItems"].items():
                 found = {self._key_text(i): i for i in parsed.get("Responses", {}).get(name, [])}
@@ -206,7 +206,7 @@ class Meter:
             self._charge_query(params, parsed)
 
     def _key_text(self, item: dict[str, Any]) -> str:
-        return repr([item.get(k) for k in self.table_keys])
+        return repr([_string(item.get(k)) for k in self.table_keys])
 
     # -- charges
 
@@ -233,7 +233,7 @@ class Meter:
         items = parsed.get("Items", [])
         sizes = []
         for item in items:
-            full = self._old({k: item[k] for k in self.table_keys})
+            full = self._old({k: {"S": _string(item[k])} for k in self.table_keys})
             entry = index.entry(full, self.table_keys) if index else full
             sizes.append(item_size(entry) + (INDEX_OVERHEAD if index else 0))
         scanned = parsed.get("ScannedCount", len(items))
@@ -250,6 +250,11 @@ class Meter:
         self.by_kind[kind][1] += rru
         self.wru += wru
         self.rru += rru
+
+
+def _string(value: Any) -> Any:
+    """A string key attribute's value, as an AttributeValue or plain (bench_core's `wire`)."""
+    return value["S"] if isinstance(value, dict) else value
 
 
 def item_kind(key: dict[str, Any]) -> str:

@@ -53,7 +53,7 @@ def test_every_adapter_implements_the_concern_as_declared(store: port.Store, con
 
 
 def test_both_adapters_hold_one_file_per_concern_and_their_shared_helpers() -> None:
-    helpers = {"sqlite": {"connection"}, "dynamodb": {"client", "codec", "table"}}
+    helpers = {"sqlite": {"connection"}, "dynamodb": {"client", "codec", "table", "wire"}}
     for adapter, shared in helpers.items():
         modules = {p.stem for p in (PORT / adapter).glob("*.py")} - {"__init__", "store"}
         assert modules - shared == set(CONCERNS), adapter

@@ -3,13 +3,16 @@ order its ancestors arrive in, and both adapters read a run and list runs alike.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
-from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef
 from bench_core.domain.runs import RunFilter
 from bench_core.store import Store
+from bench_core.store.dynamodb import codec
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 
 from tests.factories import clean, ev, task_events
@@ -109,23 +112,67 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     upgraded.close()
 
 
-def test_dynamodb_reads_a_run_stored_before_runs_existed(tmp_path: Path) -> None:
-    """Items without `run_id` (written before runs existed): the first read walks the tree,
-    marks it, and the run is whole from then on."""
+def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str, Any]:
+    """Rewrite a stored task item as Bench wrote them before a task's fields were two JSON
+    texts (`codec.task_fields`): one attribute per field, JSON values as JSON text; and
+    `before_runs`, also as before runs existed (no run id, run index keys or logs)."""
+    key = {"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}}
+    item = store.client.get_item(TableName=store.table_name, Key=key)["Item"]
+    fields = {**json.loads(item.pop("task")["S"]),
+              **json.loads(item.pop("content", {"S": "{}"})["S"])}
+    for name, value in fields.items():
+        item[name] = ({"N": repr(value)} if name in ("duration_ms", "cost_usd", "reported_cost_usd",
+                                                    "cost_logged_usd") else
+                      {"S": json.dumps(value)} if name in TASK_CONTENT else {"S": value})
+    if before_runs:
+        for name in ("run_id", "gsi3pk", "gsi3sk", "logs"):
+            item.pop(name, None)
+    store.client.put_item(TableName=store.table_name, Item=item)
+    return item
+
+
+def test_dynamodb_reads_a_run_stored_before_runs_existed() -> None:
+    """Items without `run_id` (written before runs existed), one attribute per field: the first
+    read walks the tree, marks it and rewrites its tasks as they are written now, and the
+    run is whole from then on."""
     from tests.aws.moto_table import dynamo_store
 
     with dynamo_store() as store:
         ingest(store, [*task_events("root"), *task_events("kid", parent="root"),
                        ev("task.log", "kid", data={"label": "step", "value": 1}),
-                       *task_events("grandkid", parent="kid")])
-        client, table = store.client, store.table_name
+                       *task_events("grandkid", parent="kid", output={"deep": [1, 2]})])
         for task in ("root", "kid", "grandkid"):
-            client.update_item(TableName=table,
-                               Key={"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}},
-                               UpdateExpression="REMOVE run_id, gsi3pk, gsi3sk, logs")
+            assert "name" in old_layout(store, task, before_runs=True)
         assert run_of(store, "root") == {"root": None, "kid": "root", "grandkid": "kid"}
-        kid = {t.task_id: t for t in store.run_tasks(REF, "root")}["kid"]
-        assert [e["data"]["label"] for e in kid.logs] == ["step"]
+        tasks = {t.task_id: t for t in store.run_tasks(REF, "root")}
+        assert [e["data"]["label"] for e in tasks["kid"].logs] == ["step"]
+        assert tasks["grandkid"].output == {"deep": [1, 2]}
+        assert tasks["grandkid"].duration_ms == 100.0
+        item = store.table.get(codec.AgentKeys("alice", "agent-1").key("TASK#kid"))
+        assert item is not None and "task" in item and "name" not in item and "logs" not in item
+
+
+def test_dynamodb_reads_tasks_stored_one_attribute_per_field_and_rewrites_them_on_the_next_fold(
+) -> None:
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        ingest(store, [ev("task.start", "t1", name="plan", input={"q": "why"}),
+                       ev("task.log", "t1", data={"label": "note", "value": 1})])
+        before = store.get_task(REF, "t1")
+        old = old_layout(store, "t1")
+        assert {"name", "input", "logs", "status"} <= old.keys() and "task" not in old
+        assert store.get_task(REF, "t1") == before
+        ingest(store, [ev("task.end", "t1", status="failed", output="boom", duration_ms=5)])
+        after = store.get_task(REF, "t1")
+        assert after is not None and before is not None
+        assert (after.name, after.input, after.output, after.status, after.logs) == (
+            "plan", {"q": "why"}, "boom", "failed", before.logs)
+        item = store.table.get(codec.AgentKeys("alice", "agent-1").key("TASK#t1"))
+        assert item is not None
+        assert not item.keys() & {"name", "input", "output", "status", "logs", "duration_ms"}
+        assert json.loads(item["task"])["status"] == "failed"
+        assert json.loads(item["content"])["output"] == "boom"
 
 
 def test_dynamodb_reads_a_run_whole_in_one_query_after_its_root() -> None:

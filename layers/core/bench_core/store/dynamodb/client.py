@@ -9,14 +9,14 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
 from ...domain.errors import TooManyRequests
-from . import codec
+from . import codec, wire
 from .codec import Update
 from .table import TASK_INDEXES
 
@@ -61,6 +61,8 @@ class Table:
         self._client = client
         self._owns_client = client is None
         self._client_lock = threading.Lock()
+        if client is not None:
+            wire.install(client)
 
     @property
     def client(self) -> Any:
@@ -68,7 +70,13 @@ class Table:
             with self._client_lock:
                 if self._client is None:
                     self._client = boto3.client("dynamodb")
+                    wire.install(self._client)
         return self._client
+
+    def _read(self, operation: str, **params: Any) -> dict[str, Any]:
+        """A GetItem, Query or BatchGetItem whose items come back plain (`wire`)."""
+        with wire.inside():
+            return getattr(self.client, operation)(**params)
 
     def close(self) -> None:
         if self._owns_client and self._client is not None:
@@ -78,8 +86,8 @@ class Table:
     # ---- single items ----------------------------------------------------------------------
 
     def get(self, key: dict[str, Any]) -> dict[str, Any] | None:
-        item = self.client.get_item(TableName=self.name, Key=key, ConsistentRead=True).get("Item")
-        return codec.plain(item) if item else None
+        item = self._read("get_item", TableName=self.name, Key=key, ConsistentRead=True)
+        return item.get("Item") or None
 
     def update(self, update: Update, returns: str = "NONE") -> dict[str, Any]:
         """One UpdateItem; `ConditionFailed` if its condition does not hold. A plain write to
@@ -159,8 +167,8 @@ class Table:
                                        "ConsistentRead": consistent}
             pending = {self.name: request}
             for attempt in range(MAX_ATTEMPTS):
-                response = self.client.batch_get_item(RequestItems=pending)
-                found += map(codec.plain, response["Responses"].get(self.name, []))
+                response = self._read("batch_get_item", RequestItems=pending)
+                found += response["Responses"].get(self.name, [])
                 pending = response.get("UnprocessedKeys") or {}
                 if not pending:
                     break
@@ -194,15 +202,18 @@ class Table:
                 raise busy()
 
     def query(self, pk: str, sk: str = "", *, index: str = "", forward: bool = True,
-              page: int | None = None, projection: str = "", **bounds: str
+              page: int | None = None, projection: Iterable[str] = (), **bounds: str
               ) -> Iterator[dict[str, Any]]:
         """One partition in sort-key order, fetched page by page as the caller consumes it.
-        `sk` is a key condition on `#sk` whose values are `bounds` (`:name` for `name=`)."""
+        `sk` is a key condition on `#sk` whose values are `bounds` (`:name` for `name=`);
+        `projection`: the only attributes to read (all when empty)."""
         pk_name, sk_name = INDEX_KEYS.get(index, (f"{index}pk", f"{index}sk"))
+        names = {f"#a{i}": name for i, name in enumerate(projection)}
         params: dict[str, Any] = {
             "TableName": self.name, "ScanIndexForward": forward,
             "KeyConditionExpression": "#pk = :pk" + (f" AND {sk}" if sk else ""),
-            "ExpressionAttributeNames": {"#pk": pk_name, **({"#sk": sk_name} if sk else {})},
+            "ExpressionAttributeNames": {"#pk": pk_name, **({"#sk": sk_name} if sk else {}),
+                                         **names},
             "ExpressionAttributeValues": codec.to_item(
                 {":pk": pk, **{f":{k}": v for k, v in bounds.items()}})}
         if index:
@@ -211,16 +222,16 @@ class Table:
             params["ConsistentRead"] = True
         if page:
             params["Limit"] = page
-        if projection:
-            params["ProjectionExpression"] = projection
+        if names:
+            params["ProjectionExpression"] = ", ".join(names)
         yield from self.pages(params)
 
     def pages(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """The items of a Query (`params` without TableName), page by page."""
         params = {"TableName": self.name, **params}
         while True:
-            response = self.client.query(**params)
-            yield from map(codec.plain, response["Items"])
+            response = self._read("query", **params)
+            yield from response["Items"]
             if "LastEvaluatedKey" not in response:
                 return
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]

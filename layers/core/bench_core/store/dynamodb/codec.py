@@ -9,7 +9,8 @@ reads as its writes and queries. Each concern's docstring lists its items; the i
   by `ADD` then never lose precision and never carry binary float noise.
 - Arbitrary JSON (inputs, outputs, metadata, cost breakdowns, event bodies) is stored as JSON
   text: no Decimal conversion, no empty-set or nesting limits, and reads give back exactly what
-  SQLite gives.
+  SQLite gives. A task's folded fields are two such texts, `task` and `content`
+  (`task_fields`); what other writers ADD to a task (child cost, evidence) stays in numbers.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pydantic_core import from_json
 from ...domain import stats
 from ...domain.field_limits import dumps
 from ...domain.models import (
+    TASK_CONTENT,
     USAGE_FIELDS,
     Agent,
     AgentMeta,
@@ -60,6 +62,11 @@ _DESERIALIZER = TypeDeserializer()
 _TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at")
 _TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
 _TASK_JSON = ("input", "output", "metadata", "cost_breakdown", "logs")
+_TASK_FIELDS = (*_TASK_TEXT, *_TASK_NUMBERS, *_TASK_JSON)
+"""What folding a task's own events gives (`TaskState`): kept as two JSON texts, `task` and
+`content` (its `TASK_CONTENT`), not one attribute each (see `task_fields`). Items written
+before that hold one attribute per field; they are read as they are and rewritten whole by
+their next fold."""
 _KEY_FIELDS = ("key_hash", "prefix", "login", "agent_slug", "name", "created_at", "last_used_at",
                "revoked_at")
 _AGENT_TEXT = ("display_name", "model", "framework", "architecture", "created_at")
@@ -424,21 +431,18 @@ def page_max_ts(sk: str) -> str:
 
 def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
                 seen: set[bytes], pages: set[str]) -> Update:
-    """Write a folded task field by field, guarded by the version it was folded from, adding
-    the `digest`s of the events folded (`seen`) and the pages that hold them.
+    """Write a folded task whole (`task_fields`), guarded by the version it was folded from,
+    adding the `digest`s of the events folded (`seen`) and the pages that hold them.
 
     `child_cost_usd` is only ever ADDed (subtasks add to it without reading the parent), and
     every write bumps `version`, so a fold from a stale read fails its condition and is redone.
     """
     sort_key = task_sort_key(after.sort_ts, after.task_id)
-    fields: dict[str, Any] = {name: getattr(after, name) for name in _TASK_TEXT}
-    fields |= {name: None if getattr(after, name) is None else number(getattr(after, name))
-               for name in _TASK_NUMBERS}
-    fields |= {name: None if getattr(after, name) is None else dumps(getattr(after, name))
-               for name in _TASK_JSON}
-    fields |= {"tlpk": agent.tasks_pk(after.parent_task_id), "tlsk": sort_key,
-               "tspk": agent.status_pk(after.parent_task_id, after.status), "tssk": sort_key,
-               **run_keys(agent, after)}
+    fields: dict[str, Any] = {
+        **task_fields(after, rewrite=before is not None),
+        "tlpk": agent.tasks_pk(after.parent_task_id), "tlsk": sort_key,
+        "tspk": agent.status_pk(after.parent_task_id, after.status), "tssk": sort_key,
+        **run_keys(agent, after)}
     update = expiring(_set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
                                      fields), agent)
     add_events(update, seen, pages)
@@ -452,6 +456,35 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
         update.condition = "#version = :expected"
         update.condition_values = {":expected": before.version}
     return update
+
+
+def task_fields(task: TaskState, *, rewrite: bool) -> dict[str, Any]:
+    """A task's folded fields as the attributes `task` and `content` (None: no content), JSON
+    texts of the fields that are set. A read of a thousand tasks then parses two texts per
+    task (pydantic-core, in native code) instead of some twenty typed attributes, which was
+    most of the time a run took to read; a read that leaves content out (`task_attributes`)
+    does not fetch it at all. Numbers are rounded as `number` rounds them. `rewrite`: of a
+    stored item, which may hold one attribute per field (`_TASK_FIELDS`): they go (None)."""
+    own: dict[str, Any] = {}
+    content: dict[str, Any] = {}
+    for name in _TASK_FIELDS:
+        value = getattr(task, name)
+        if value is None or name == "logs" and not value:
+            continue
+        if name in _TASK_NUMBERS:
+            value = float(number(value))
+        (content if name in TASK_CONTENT else own)[name] = value
+    legacy = dict.fromkeys(_TASK_FIELDS if rewrite else ())
+    return {**legacy, "task": dumps(own), "content": dumps(content) if content else None}
+
+
+def task_rewrite(agent: AgentKeys, task: TaskState) -> Update:
+    """Rewrite a stored task's fields and run keys as `task` now holds them, guarded by the
+    version it was read at (like `task_update`)."""
+    update = Update(agent.key(TASK + task.task_id), add={"version": 1},
+                    condition="#version = :expected", condition_values={":expected": task.version})
+    return expiring(_set_or_remove(update, {**task_fields(task, rewrite=True),
+                                            **run_keys(agent, task)}), agent)
 
 
 def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
@@ -513,23 +546,42 @@ def evidence_adds(before: Usage | None, after: Usage | None) -> dict[str, Any]:
 def evidence_from_item(item: dict[str, Any]) -> Usage | None:
     if _EVIDENCE + "calls" not in item:
         return None
-    values = {name: item.get(_EVIDENCE + name) for name in USAGE_FIELDS}
-    fields: dict[str, Any] = {name: None if value is None else float(value) if name == "cost_usd"
-                              else int(value) for name, value in values.items()}
-    return Usage(**fields)
+    cost = item.get(_EVIDENCE + "cost_usd")
+    return Usage(cost_usd=None if cost is None else float(cost),
+                 **{name: int(item[attr]) for name, attr in _EVIDENCE_INTS if attr in item})
+
+
+_EVIDENCE_INTS = tuple((name, _EVIDENCE + name) for name in USAGE_FIELDS if name != "cost_usd")
+
+
+def task_attributes(*, content: bool = True) -> tuple[str, ...]:
+    """The attributes `task_from_item` reads (without `content`: not the `TASK_CONTENT`). A
+    Query of many tasks reads only these: a task's listing keys and the digests of its events
+    (`seen`, `pages`) are much of its size, and nothing a read shows."""
+    fields = ("task", "content") if content else ("task",)
+    legacy = (f for f in _TASK_FIELDS if content or f not in TASK_CONTENT)
+    return ("sk", *fields, *legacy, "child_cost_usd", "version",
+            *(_EVIDENCE + name for name in USAGE_FIELDS), "eval", "run_id")
 
 
 def task_from_item(item: dict[str, Any]) -> TaskState:
-    fields: dict[str, Any] = {name: item.get(name) for name in _TASK_TEXT if name != "status"}
-    fields |= {name: _float(item.get(name)) for name in _TASK_NUMBERS if name != "cost_logged_usd"}
-    fields |= {name: _loads(item.get(name)) for name in _TASK_JSON if name != "logs"}
+    own, content = item.get("task"), item.get("content")
     return TaskState(
-        task_id=item["sk"][len(TASK):], status=item.get("status", "running"), **fields,
-        logs=_loads(item.get("logs")) or [], cost_logged_usd=float(item.get("cost_logged_usd", 0)),
+        task_id=item["sk"][len(TASK):],
+        **(_legacy_fields(item) if own is None else from_json(own)),
+        **({} if content is None else from_json(content)),
         child_cost_usd=float(item.get("child_cost_usd", 0)), version=int(item.get("version", 0)),
         evidence=evidence_from_item(item), eval=eval_from_item(item), run_id=item.get("run_id"))
 
 
+def _legacy_fields(item: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a task item written with one attribute per field (`_TASK_FIELDS`)."""
+    fields: dict[str, Any] = {name: item[name] for name in _TASK_TEXT if name in item}
+    fields |= {name: float(item[name]) for name in _TASK_NUMBERS if name in item}
+    fields |= {name: from_json(item[name]) for name in _TASK_JSON if name in item}
+    return fields
+
+
 def eval_from_item(item: dict[str, Any]) -> EvalResult | None:
     """The judge's result on a task item (written by `evals.py`), as JSON text."""
-    return EvalResult.from_dict(json.loads(item["eval"])) if item.get("eval") else None
+    return EvalResult.from_dict(from_json(item["eval"])) if item.get("eval") else None

@@ -70,12 +70,13 @@ class DynamoEvals:
         agent = AgentKeys(ref.login, ref.slug)
         for _ in range(MAX_ATTEMPTS):
             task = self.table.get(agent.key(codec.TASK + task_id))
-            if task is None or not task.get("ended_at"):
+            state = codec.task_from_item(task) if task is not None else None
+            if task is None or state is None or state.ended_at is None:
                 return False
-            old = codec.eval_from_item(task)
+            old = state.eval
             if not evals.replaces(result, old):
                 return False
-            is_run = task.get("parent_task_id") is None
+            is_run = state.parent_task_id is None
             owner = self.table.get(agent.key(codec.META)) if is_run else None
             delta = evals.eval_delta(result, old, is_run=is_run)
             try:

@@ -6,9 +6,10 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`):
 
 - task:           AGENT#{A}, TASK#{task_id}  [tasks: TASKS#{A}#{L}, {sort_ts}#{task_id}]
                   [tstatus: TSTATUS#{A}#{L}#{status}, {sort_ts}#{task_id}]
-                  where `L` is ROOT for a root task, else P#{parent_task_id}; `seen` holds a
-                  `codec.digest` of every event folded into it, `pages` the pages its events
-                  are on
+                  where `L` is ROOT for a root task, else P#{parent_task_id}; `task` and
+                  `content` hold its folded fields as JSON (`codec.task_fields`); `seen` holds
+                  a `codec.digest` of every event folded into it, `pages` the pages its
+                  events are on
 - event page:     AGENT#{A}, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
 - event claim:    AGENT#{A}, EV#{event_id}   (an event of no task, claimed by its id)
 - day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}
@@ -274,7 +275,7 @@ def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
     missed: the old run's task keeps `moved_at`, and reads of its new run move such
     stragglers (`runs.DynamoRuns.run_tasks`)."""
     for move in moves:
-        for item in table.query(agent.run_pk(move.old), index="runs", projection="sk, gsi3sk"):
+        for item in table.query(agent.run_pk(move.old), index="runs", projection=("sk", "gsi3sk")):
             move_task(table, agent, item["sk"], move.old, move.new)
         table.update(codec.expiring(Update(agent.key(codec.TASK + move.old),
                                            set={"moved_at": iso(utcnow())}), agent))

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...domain.models import TASK_CONTENT, AgentRef, TaskState, utcnow
+from ...domain.models import AgentRef, TaskState, utcnow
 from ...domain.runs import RunFilter, append_log
 from .. import decode_cursor, encode_cursor
 from . import codec
@@ -51,18 +51,20 @@ class DynamoRuns:
         self.table = table
 
     def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True) -> list[TaskState]:
-        """Without `content` the spans' inputs, outputs, metadata and logs are left undecoded
-        (the Query reads and bills them whole anyway)."""
+        """The Query reads only what a task read uses (without `content`, not the spans'
+        inputs, outputs, metadata and logs): DynamoDB bills the items whole anyway, but sends
+        and we decode only that."""
         agent = AgentKeys(ref.login, ref.slug)
         root = self.table.get(agent.key(codec.TASK + run_id))
         if root is None:
             return []
         if "run_id" not in root:
             self._migrate_run(agent, root)
-        items = list(self.table.query(agent.run_pk(run_id), "#sk >= :low", index="runs",
-                                      low=_LOWEST))
+        items = list(self.table.query(
+            agent.run_pk(run_id), "#sk >= :low", index="runs", low=_LOWEST,
+            projection=(*codec.task_attributes(content=content), "moved_at")))
         items += self._stragglers(agent, run_id, items)
-        spans = [codec.task_from_item(item if content else _light(item)) for item in items
+        spans = [codec.task_from_item(item) for item in items
                  if item["sk"] != root["sk"]]  # a root indexed before roots were left out
         head = codec.task_from_item(root)
         tasks = [head, *spans] if head.sort_ts else spans  # a placeholder is no span yet
@@ -94,8 +96,8 @@ class DynamoRuns:
 
     def _migrate_run(self, agent: AgentKeys, root: dict[str, Any]) -> None:
         """Give a run stored before runs existed its run id and its tasks' log entries: walk
-        its tree through the subtask listings, then mark the root last (a crash midway only
-        means the next read walks again)."""
+        its tree through the subtask listings, then mark the root last (a crash or a
+        concurrent write midway only means the next read walks again)."""
         run_id = root["sk"][len(codec.TASK):]
         level = [run_id]
         tree: list[dict[str, Any]] = []
@@ -118,10 +120,11 @@ class DynamoRuns:
             for body in read_task_events(self.table, agent, task.task_id):
                 if body.get("kind") == "task.log":
                     append_log(logs, body.get("ts", ""), body.get("data"))
-            task.run_id = run_id
-            self.table.update(codec.expiring(Update(
-                agent.key(item["sk"]), set={**codec.run_keys(agent, task),
-                                            "logs": codec.dumps(logs)}), agent))
+            task.run_id, task.logs = run_id, logs
+            try:
+                self.table.update(codec.task_rewrite(agent, task))
+            except ConditionFailed:  # a batch wrote it meanwhile: the next read walks again
+                return
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> tuple[list[TaskState], str | None]:
@@ -154,8 +157,3 @@ class DynamoRuns:
         while batch := list(itertools.islice(keys, chunk)):
             yield from self.table.get_all([agent.key(item["sk"]) for item in batch],
                                           consistent=False)
-
-
-def _light(item: dict[str, Any]) -> dict[str, Any]:
-    """A task item without its content, for a tree drawn from names, times and statuses."""
-    return {name: value for name, value in item.items() if name not in TASK_CONTENT}

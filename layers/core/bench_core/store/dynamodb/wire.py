@@ -1,0 +1,97 @@
+"""DynamoDB's answers to the reads `Table` makes, decoded from their JSON straight to Python values.
+
+botocore parses an answer against the service model, attribute by attribute, and boto3's
+`TypeDeserializer` then walks it again: for the thousand items of a run's Query that is four
+fifths of the read's time (tests/perf/runs.py). Here the body is parsed once by pydantic-core
+and each AttributeValue becomes its value in one step, in botocore's `before-parse` hook (the
+one its own S3 handlers use to adjust an answer): the items are taken out of the body and
+handed back through `customized_response_dict`, so botocore parses only what is left (keys to
+read on, unprocessed keys, capacity). The values are what `codec.plain` gives (numbers as
+`Decimal`, sets as sets), except that binaries are `bytes`.
+
+Only reads made `inside` this module's context are decoded here, so a client shared with other
+code answers that code as boto3 always does. Errors (status >= 300) are left to botocore.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from decimal import Decimal
+from typing import Any
+
+from pydantic_core import from_json
+
+_ACTIVE: ContextVar[bool] = ContextVar("bench_dynamodb_plain_reads", default=False)
+ITEMS = {"GetItem": "Item", "Query": "Items", "BatchGetItem": "Responses"}
+"""Where each read's answer holds its items."""
+
+
+def _value(av: dict[str, Any]) -> Any:
+    (kind, raw), = av.items()
+    if kind == "S":
+        return raw
+    if kind == "N":
+        return Decimal(raw)
+    if kind == "M":
+        return item(raw)
+    if kind == "L":
+        return [_value(v) for v in raw]
+    if kind == "SS":
+        return set(raw)
+    if kind == "NS":
+        return {Decimal(n) for n in raw}
+    if kind == "B":
+        return base64.b64decode(raw)
+    if kind == "BS":
+        return {base64.b64decode(b) for b in raw}
+    if kind == "BOOL":
+        return raw
+    if kind == "NULL":
+        return None
+    raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
+
+
+def item(attributes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An item's attributes (AttributeValues as JSON values) as Python values. Strings and
+    numbers, nearly all there are, are taken without a call."""
+    return {name: av["S"] if "S" in av else Decimal(av["N"]) if "N" in av else _value(av)
+            for name, av in attributes.items()}
+
+
+def decode(operation_model: Any, response_dict: dict[str, Any],
+           customized_response_dict: dict[str, Any], **_: Any) -> None:
+    """botocore's `before-parse` handler (see the module docstring)."""
+    field = ITEMS.get(operation_model.name)
+    if field is None or not _ACTIVE.get() or response_dict["status_code"] >= 300:
+        return
+    body = from_json(response_dict["body"])
+    found = body.pop(field, None)
+    if found is None:
+        return
+    if field == "Responses":
+        customized_response_dict[field] = {table: [item(i) for i in items]
+                                           for table, items in found.items()}
+    elif field == "Items":
+        customized_response_dict[field] = [item(i) for i in found]
+    else:
+        customized_response_dict[field] = item(found)
+    response_dict["body"] = json.dumps(body).encode()
+
+
+def install(client: Any) -> None:
+    """Decode `client`'s reads here when they are made `inside` (registering twice is a no-op)."""
+    client.meta.events.register("before-parse.dynamodb", decode, unique_id="bench-plain-reads")
+
+
+@contextmanager
+def inside() -> Iterator[None]:
+    """Reads made meanwhile, in this thread or task, answer with plain items."""
+    token = _ACTIVE.set(True)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
