@@ -69,10 +69,11 @@ def find_run(store: Store, agent: Agent, task_id: str) -> tuple[TaskState, str]:
 
 
 def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str, *,
-             content: bool = True) -> Run:
+             content: bool = True, root: TaskState | None = None) -> Run:
     """The run and its tree; without `content` its spans may lack inputs, outputs, metadata
-    and logs (the page draws the tree from names, times and statuses alone)."""
-    root = store.get_task(agent.ref, run_id)
+    and logs (the page draws the tree from names, times and statuses alone). `root`: the
+    run's root if the caller read it already."""
+    root = root or store.get_task(agent.ref, run_id)
     if root is None:
         raise NotFound("run not found")
     tasks = store.run_tasks(agent.ref, run_id, content=content)
@@ -140,9 +141,9 @@ def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
 
 
 def run_json(store: Store, agent: Agent, viewer: Viewer, run_id: str,
-             cursor: str | None = None) -> dict[str, Any]:
+             cursor: str | None = None, root: TaskState | None = None) -> dict[str, Any]:
     """The JSON twin: the run and its spans in tree order, `SPANS_PAGE` per answer."""
-    run = load_run(store, agent, viewer, run_id)
+    run = load_run(store, agent, viewer, run_id, root=root)
     start = _offset(cursor)
     page = run.spans[start:start + SPANS_PAGE]
     more = start + SPANS_PAGE < len(run.spans)
@@ -228,7 +229,7 @@ def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
     task, run_id = find_run(store, agent, task_id)
     if run_id != task_id:
         return Elsewhere(run_id, task_id)
-    run = load_run(store, agent, viewer, run_id, content=False)
+    run = load_run(store, agent, viewer, run_id, content=False, root=task)
     top = focus_node(run, focus)
     selected = find(run.tree, span) if span else None
     full = store.get_task(agent.ref, selected.task_id) if selected else None
@@ -275,8 +276,9 @@ def run_answer(store: Store, ref: AgentRef, viewer: Viewer, task_id: str,
                cursor: str | None) -> dict[str, Any]:
     """The JSON twin; a subtask's id answers its run, naming the span asked for."""
     agent = visible(store, ref, viewer)
-    _, run_id = find_run(store, agent, task_id)
-    answer = run_json(store, agent, viewer, run_id, cursor)
+    task, run_id = find_run(store, agent, task_id)
+    answer = run_json(store, agent, viewer, run_id, cursor,
+                      root=task if run_id == task_id else None)
     return answer if run_id == task_id else {**answer, "requested_span": task_id}
 
 
