@@ -113,3 +113,20 @@ def test_errors_are_botocores_as_ever() -> None:
         with pytest.raises(ClientError) as raised:
             missing.get(codec.to_item({"pk": "a", "sk": "b"}))
         assert raised.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_an_answer_the_hook_did_not_decode_is_still_read_plain() -> None:
+    """Were botocore to stop emitting `before-parse`, reads would be slower, not wrong."""
+    with dynamo_store() as store:
+        client = store.client
+        client.put_item(TableName=store.table_name,
+                        Item={name: parsed(av) for name, av in EVERY_TYPE.items()})
+        table = Table(store.table_name, client)
+        client.meta.events.unregister("before-parse.dynamodb", unique_id="bench-plain-reads")
+        key = {"pk": EVERY_TYPE["pk"], "sk": EVERY_TYPE["sk"]}
+        expected = wire.item(EVERY_TYPE)
+        item = table.get(key)
+        assert item is not None and isinstance(item["blob"], Binary)  # boto3's way, not ours
+        assert as_boto3(item) == expected
+        assert [as_boto3(i) for i in table.batch_get([key])] == [expected]
+        assert [as_boto3(i) for i in table.query("THING#1")] == [expected]

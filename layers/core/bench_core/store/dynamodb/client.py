@@ -24,6 +24,7 @@ MAX_ATTEMPTS = 8
 BACKOFF_SECONDS = 0.01
 BATCH_WRITE = 25
 BATCH_GET = 100
+_METHODS = {"GetItem": "get_item", "Query": "query", "BatchGetItem": "batch_get_item"}
 INDEX_KEYS = {name: (pk, sk) for name, pk, sk in TASK_INDEXES}
 """Key attributes of the indexes not named `{index}pk`/`{index}sk`."""
 
@@ -74,9 +75,10 @@ class Table:
         return self._client
 
     def _read(self, operation: str, **params: Any) -> dict[str, Any]:
-        """A GetItem, Query or BatchGetItem whose items come back plain (`wire`)."""
+        """A GetItem, Query or BatchGetItem (by its name) whose items come back plain (`wire`)."""
         with wire.inside():
-            return getattr(self.client, operation)(**params)
+            response = getattr(self.client, _METHODS[operation])(**params)
+        return wire.plain_answer(operation, response)
 
     def close(self) -> None:
         if self._owns_client and self._client is not None:
@@ -86,7 +88,7 @@ class Table:
     # ---- single items ----------------------------------------------------------------------
 
     def get(self, key: dict[str, Any]) -> dict[str, Any] | None:
-        item = self._read("get_item", TableName=self.name, Key=key, ConsistentRead=True)
+        item = self._read("GetItem", TableName=self.name, Key=key, ConsistentRead=True)
         return item.get("Item") or None
 
     def update(self, update: Update, returns: str = "NONE") -> dict[str, Any]:
@@ -167,7 +169,7 @@ class Table:
                                        "ConsistentRead": consistent}
             pending = {self.name: request}
             for attempt in range(MAX_ATTEMPTS):
-                response = self._read("batch_get_item", RequestItems=pending)
+                response = self._read("BatchGetItem", RequestItems=pending)
                 found += response["Responses"].get(self.name, [])
                 pending = response.get("UnprocessedKeys") or {}
                 if not pending:
@@ -230,7 +232,7 @@ class Table:
         """The items of a Query (`params` without TableName), page by page."""
         params = {"TableName": self.name, **params}
         while True:
-            response = self._read("query", **params)
+            response = self._read("Query", **params)
             yield from response["Items"]
             if "LastEvaluatedKey" not in response:
                 return

@@ -10,7 +10,9 @@ read on, unprocessed keys, capacity). The values are what `codec.plain` gives (n
 `Decimal`, sets as sets), except that binaries are `bytes`.
 
 Only reads made `inside` this module's context are decoded here, so a client shared with other
-code answers that code as boto3 always does. Errors (status >= 300) are left to botocore.
+code answers that code as boto3 always does. Errors (status >= 300) are left to botocore. An
+answer the hook did not decode (a botocore that stopped emitting `before-parse`) is decoded
+after the fact by `plain_answer`, the slow way, rather than handed on in the wire form.
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
+from boto3.dynamodb.types import TypeDeserializer
 from pydantic_core import from_json
 
 _ACTIVE: ContextVar[bool] = ContextVar("bench_dynamodb_plain_reads", default=False)
 ITEMS = {"GetItem": "Item", "Query": "Items", "BatchGetItem": "Responses"}
 """Where each read's answer holds its items."""
+_DECODED = "BenchPlainItems"
+"""Marks an answer whose items `decode` turned into plain values."""
+_DESERIALIZER = TypeDeserializer()
 
 
 def _value(av: dict[str, Any]) -> Any:
@@ -70,6 +76,7 @@ def decode(operation_model: Any, response_dict: dict[str, Any],
         return
     body = from_json(response_dict["body"])
     found = body.pop(field, None)
+    customized_response_dict[_DECODED] = True
     if found is None:
         return
     if field == "Responses":
@@ -80,6 +87,28 @@ def decode(operation_model: Any, response_dict: dict[str, Any],
     else:
         customized_response_dict[field] = item(found)
     response_dict["body"] = json.dumps(body).encode()
+
+
+def plain_answer(operation: str, response: dict[str, Any]) -> dict[str, Any]:
+    """`response` (to read `operation`, made `inside`) with plain items, however it came."""
+    if response.pop(_DECODED, False):
+        return response
+    field = ITEMS[operation]
+    found = response.get(field)
+    if found is None:
+        return response
+    if field == "Responses":
+        response[field] = {table: [_slowly(i) for i in items] for table, items in found.items()}
+    elif field == "Items":
+        response[field] = [_slowly(i) for i in found]
+    else:
+        response[field] = _slowly(found)
+    return response
+
+
+def _slowly(attributes: dict[str, Any]) -> dict[str, Any]:
+    """An item botocore parsed, as boto3 gives its values (binaries as its `Binary`)."""
+    return {name: _DESERIALIZER.deserialize(av) for name, av in attributes.items()}
 
 
 def install(client: Any) -> None:
