@@ -70,8 +70,10 @@ class DynamoEvals:
         agent = AgentKeys(ref.login, ref.slug)
         for _ in range(MAX_ATTEMPTS):
             task = self.table.get(agent.key(codec.TASK + task_id))
-            state = codec.task_from_item(task) if task is not None else None
-            if task is None or state is None or state.ended_at is None:
+            if task is None:
+                return False
+            state = codec.task_from_item(task)
+            if not state.ended_at:
                 return False
             old = state.eval
             if not evals.replaces(result, old):

@@ -12,28 +12,29 @@ read on, unprocessed keys, capacity). The values are what `codec.plain` gives (n
 Only reads made `inside` this module's context are decoded here, so a client shared with other
 code answers that code as boto3 always does. Errors (status >= 300) are left to botocore. An
 answer the hook did not decode (a botocore that stopped emitting `before-parse`) is decoded
-after the fact by `plain_answer`, the slow way, rather than handed on in the wire form.
+after the fact by `plain_answer`, the slow way (`codec.plain`), rather than handed on in the
+wire form.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
 from pydantic_core import from_json
+
+from .codec import plain
 
 _ACTIVE: ContextVar[bool] = ContextVar("bench_dynamodb_plain_reads", default=False)
 ITEMS = {"GetItem": "Item", "Query": "Items", "BatchGetItem": "Responses"}
 """Where each read's answer holds its items."""
 _DECODED = "BenchPlainItems"
 """Marks an answer whose items `decode` turned into plain values."""
-_DESERIALIZER = TypeDeserializer()
 
 
 def _value(av: dict[str, Any]) -> Any:
@@ -77,38 +78,27 @@ def decode(operation_model: Any, response_dict: dict[str, Any],
     body = from_json(response_dict["body"])
     found = body.pop(field, None)
     customized_response_dict[_DECODED] = True
-    if found is None:
-        return
-    if field == "Responses":
-        customized_response_dict[field] = {table: [item(i) for i in items]
-                                           for table, items in found.items()}
-    elif field == "Items":
-        customized_response_dict[field] = [item(i) for i in found]
-    else:
-        customized_response_dict[field] = item(found)
-    response_dict["body"] = json.dumps(body).encode()
+    if found is not None:
+        customized_response_dict[field] = _each(field, found, item)
+        response_dict["body"] = json.dumps(body).encode()
 
 
 def plain_answer(operation: str, response: dict[str, Any]) -> dict[str, Any]:
     """`response` (to read `operation`, made `inside`) with plain items, however it came."""
-    if response.pop(_DECODED, False):
-        return response
     field = ITEMS[operation]
-    found = response.get(field)
-    if found is None:
-        return response
-    if field == "Responses":
-        response[field] = {table: [_slowly(i) for i in items] for table, items in found.items()}
-    elif field == "Items":
-        response[field] = [_slowly(i) for i in found]
-    else:
-        response[field] = _slowly(found)
+    if not response.pop(_DECODED, False) and response.get(field) is not None:
+        response[field] = _each(field, response[field], plain)
     return response
 
 
-def _slowly(attributes: dict[str, Any]) -> dict[str, Any]:
-    """An item botocore parsed, as boto3 gives its values (binaries as its `Binary`)."""
-    return {name: _DESERIALIZER.deserialize(av) for name, av in attributes.items()}
+def _each(field: str, found: Any, decode_item: Callable[[dict[str, Any]], dict[str, Any]]
+          ) -> Any:
+    """`found` (an answer's `field`) with `decode_item` applied to every item it holds."""
+    if field == "Responses":
+        return {table: [decode_item(i) for i in items] for table, items in found.items()}
+    if field == "Items":
+        return [decode_item(i) for i in found]
+    return decode_item(found)
 
 
 def install(client: Any) -> None:
