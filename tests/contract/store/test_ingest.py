@@ -4,13 +4,12 @@ recent events, task listings and subtasks, a task's events, daily counters."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from bench_core.domain import stats
 from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.store import Store
 
+from tests.concurrency import in_parallel
 from tests.factories import clean, ev, task_events, ts
 
 REF = AgentRef("alice", "agent-1")
@@ -125,18 +124,7 @@ def test_a_replayed_batch_counts_once(store: Store) -> None:
 
 def test_eight_concurrent_senders_of_the_same_batch_count_once(store: Store) -> None:
     events = [e for i in range(10) for e in task_events(f"t{i}", cost=0.1)]
-    results = []
-    barrier = threading.Barrier(8)
-
-    def send() -> None:
-        barrier.wait()
-        results.append(ingest(store, events))
-
-    threads = [threading.Thread(target=send) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = in_parallel(*[lambda: ingest(store, events)] * 8)
     assert sum(r.accepted for r in results) == len(events)
     assert sum(r.duplicates for r in results) == 7 * len(events)
     s = store.get_agent(REF).stats
@@ -211,29 +199,12 @@ def test_oversized_values_are_stored_truncated_with_a_marker(store: Store) -> No
 # ---- semantics under load and at the edges ---------------------------------------------------
 
 
-def _in_parallel(*sends) -> list:
-    """Run every send at the same moment, each on its own thread; their outcomes in order."""
-    barrier = threading.Barrier(len(sends))
-    results: list = [None] * len(sends)
-
-    def run(i: int) -> None:
-        barrier.wait()
-        results[i] = sends[i]()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(sends))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
-
-
 def test_concurrent_batches_for_one_task_fold_into_one_run(store: Store) -> None:
     """Different parts of one task sent at once: every write folds on the latest task state."""
     start = ev("task.start", "t1", name="search", input={"q": 1})
     logs = [ev("task.log", "t1", data={"label": "cost", "cost_usd": 0.01}) for _ in range(6)]
     end = ev("task.end", "t1", status="success", output="ok", duration_ms=100, cost_usd=0.06)
-    results = _in_parallel(*(lambda part=part: ingest(store, [part])
+    results = in_parallel(*(lambda part=part: ingest(store, [part])
                              for part in (start, *logs, end)))
     assert sum(r.accepted for r in results) == 8
     assert [f for r in results for f in r.finished] == [("t1", True)]
@@ -250,7 +221,7 @@ def test_concurrent_batches_of_different_tasks_all_count(store: Store) -> None:
     batches = [[e for j in range(5) for e in task_events(f"t{i}-{j}", cost=0.01,
                                                          duration_ms=10 * (i + 1))]
                for i in range(8)]
-    _in_parallel(*(lambda b=b: ingest(store, b) for b in batches))
+    in_parallel(*(lambda b=b: ingest(store, b) for b in batches))
     s = store.get_agent(REF).stats
     assert (s.runs, s.successes, sum(s.latency_hist)) == (40, 40, 40)
     assert abs(s.cost_usd_total - 0.4) < 1e-9

@@ -13,6 +13,7 @@ import pytest
 from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.store import Store
 
+from tests.concurrency import in_parallel
 from tests.factories import clean, ev, task_events
 
 REF = AgentRef("alice", "agent-1")
@@ -109,6 +110,26 @@ def test_evidence_of_a_subtask_in_another_batch_reaches_its_parent(store: Store,
     s = store.get_agent(REF).stats
     assert s.runs == 1 and s.evidence_calls == 1
     assert s.evidence_cost_usd_total == pytest.approx(GPT_4O_CALL)
+
+
+def test_subtasks_finishing_while_their_parent_folds_all_reach_it_once(store: Store) -> None:
+    """Eight calls, each in its own batch, sent at the same moment as the parent's own log and
+    end: every call's cost and evidence reaches the parent once, whichever write lands first."""
+    start, end = task_events("p1", "research")
+    ingest(store, [start])
+    note = ev("task.log", "p1", data={"label": "cost", "cost_usd": 0.5})
+    sends = [lambda i=i: ingest(store, [*call(f"c{i}", parent="p1")[:2],
+                                        {**call(f"c{i}", parent="p1")[2], "cost_usd": 0.01}])
+             for i in range(8)]
+    in_parallel(*sends, lambda: ingest(store, [note]), lambda: ingest(store, [end]))
+    parent = store.get_task(REF, "p1")
+    assert parent.evidence.calls == 8 and parent.evidence.input_tokens == 8000
+    assert parent.evidence.cost_usd == pytest.approx(8 * GPT_4O_CALL)
+    assert parent.child_cost_usd == pytest.approx(0.08)
+    assert store.get_agent(REF).stats.evidence_calls == 8
+    ingest(store, [ev("task.log", "p1", data={"label": "note", "value": "after"})])
+    again = store.get_task(REF, "p1")
+    assert (again.evidence, again.child_cost_usd) == (parent.evidence, parent.child_cost_usd)
 
 
 def test_owner_cost_and_evidence_add_up_separately(store: Store) -> None:

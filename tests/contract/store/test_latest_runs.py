@@ -12,7 +12,7 @@ from bench_core.domain.models import AgentMeta, AgentRef, RunRef
 from bench_core.store import Store
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
-from tests.contract.store.test_ingest import _in_parallel
+from tests.concurrency import in_parallel
 from tests.factories import clean, ev, ts
 
 REF = AgentRef("alice", "agent-1")
@@ -112,7 +112,7 @@ def test_concurrent_batches_leave_the_newest_run(store: Store) -> None:
     newest is what stays, and the event window is still the widest."""
     batches = [[*run(f"r{i}", 1_000 * i, status="failed" if i % 2 else "success"),
                 ev("custom", ts=ts(50_000 - 1_000 * i))] for i in range(1, 9)]
-    _in_parallel(*(lambda b=b: ingest(store, b) for b in batches))
+    in_parallel(*(lambda b=b: ingest(store, b) for b in batches))
     s = store.get_agent(REF).stats
     assert (s.latest_run.run_id, s.latest_failure.run_id) == ("r8", "r7")
     assert (s.first_event_at, s.last_event_at) == (ts(1_000), ts(49_000))

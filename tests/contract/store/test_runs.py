@@ -114,12 +114,16 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
 
 def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str, Any]:
     """Rewrite a stored task item as Bench wrote them before a task's fields were two JSON
-    texts (`codec.task_fields`): one attribute per field, JSON values as JSON text; and
-    `before_runs`, also as before runs existed (no run id, run index keys or logs)."""
+    texts (`codec.task_fields`): one attribute per field, JSON values as JSON text, its child
+    cost and evidence in numbers; and `before_runs`, also as before runs existed (no run id,
+    run index keys or logs)."""
     key = {"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}}
     item = store.client.get_item(TableName=store.table_name, Key=key)["Item"]
     fields = {**json.loads(item.pop("task")["S"]),
               **json.loads(item.pop("content", {"S": "{}"})["S"])}
+    numbers = {"child_cost_usd": fields.pop("child_cost_usd", None),
+               **{f"ev_{name}": value for name, value in fields.pop("evidence", {}).items()}}
+    item |= {name: {"N": repr(value)} for name, value in numbers.items() if value is not None}
     for name, value in fields.items():
         item[name] = ({"N": repr(value)} if name in ("duration_ms", "cost_usd", "reported_cost_usd",
                                                     "cost_logged_usd") else
@@ -158,21 +162,66 @@ def test_dynamodb_reads_tasks_stored_one_attribute_per_field_and_rewrites_them_o
 
     with dynamo_store() as store:
         ingest(store, [ev("task.start", "t1", name="plan", input={"q": "why"}),
-                       ev("task.log", "t1", data={"label": "note", "value": 1})])
+                       ev("task.log", "t1", data={"label": "note", "value": 1}),
+                       ev("task.log", "t1", data=EVIDENCE),
+                       *task_events("kid", parent="t1", cost=0.25)])
         before = store.get_task(REF, "t1")
+        assert before is not None and before.evidence is not None
         old = old_layout(store, "t1")
-        assert {"name", "input", "logs", "status"} <= old.keys() and "task" not in old
+        assert {"name", "input", "logs", "status", "ev_calls", "child_cost_usd"} <= old.keys()
+        assert "task" not in old
         assert store.get_task(REF, "t1") == before
         ingest(store, [ev("task.end", "t1", status="failed", output="boom", duration_ms=5)])
         after = store.get_task(REF, "t1")
-        assert after is not None and before is not None
+        assert after is not None
         assert (after.name, after.input, after.output, after.status, after.logs) == (
             "plan", {"q": "why"}, "boom", "failed", before.logs)
+        assert (after.evidence, after.child_cost_usd) == (before.evidence, 0.25)
         item = store.table.get(codec.AgentKeys("alice", "agent-1").key("TASK#t1"))
         assert item is not None
-        assert not item.keys() & {"name", "input", "output", "status", "logs", "duration_ms"}
+        assert not item.keys() & {"name", "input", "output", "status", "logs", "duration_ms",
+                                  *codec.ADDED}
         assert json.loads(item["task"])["status"] == "failed"
         assert json.loads(item["content"])["output"] == "boom"
+
+
+EVIDENCE = {"label": "evidence", "provider": "openai", "model": "gpt-4o-mini",
+            "input_tokens": 300, "output_tokens": 80}
+
+
+def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fold() -> None:
+    """A leaf's evidence is in its `task` text (a run's read decodes no number for it); what
+    finished subtasks add to a parent folded before them is ADDed in numbers, read as part of
+    its sums, and taken into its `task` text by its next fold."""
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        keys = codec.AgentKeys("alice", "agent-1")
+        start, end = task_events("parent", "agent")
+        ingest(store, [start])
+        ingest(store, [*task_events("llm", parent="parent", cost=0.25)[:2],
+                       ev("task.log", "llm", parent_task_id="parent", data=EVIDENCE),
+                       task_events("llm", parent="parent", cost=0.25)[2]])
+        leaf = store.table.get(keys.key("TASK#llm"))
+        assert leaf is not None and not leaf.keys() & set(codec.ADDED)
+        assert json.loads(leaf["task"])["evidence"] == {
+            "cost_usd": 0.000093, "input_tokens": 300, "output_tokens": 80, "calls": 1,
+            "unpriced_calls": 0}
+        waiting = store.table.get(keys.key("TASK#parent"))
+        assert waiting is not None and {"ev_calls", "child_cost_usd"} <= waiting.keys()
+        assert "evidence" not in json.loads(waiting["task"])
+        parent = store.get_task(REF, "parent")
+        assert parent is not None and parent.evidence is not None
+        assert (parent.evidence.calls, parent.evidence.input_tokens) == (1, 300)
+        assert parent.child_cost_usd == 0.25
+        ingest(store, [end])
+        folded = store.table.get(keys.key("TASK#parent"))
+        assert folded is not None and not folded.keys() & set(codec.ADDED)
+        assert json.loads(folded["task"])["evidence"]["calls"] == 1
+        assert json.loads(folded["task"])["child_cost_usd"] == 0.25
+        after = store.get_task(REF, "parent")
+        assert after is not None
+        assert (after.evidence, after.child_cost_usd) == (parent.evidence, 0.25)
 
 
 def test_dynamodb_reads_a_run_whole_in_one_query_after_its_root() -> None:

@@ -10,7 +10,8 @@ reads as its writes and queries. Each concern's docstring lists its items; the i
 - Arbitrary JSON (inputs, outputs, metadata, cost breakdowns, event bodies) is stored as JSON
   text: no Decimal conversion, no empty-set or nesting limits, and reads give back exactly what
   SQLite gives. A task's folded fields are two such texts, `task` and `content`
-  (`task_fields`); what other writers ADD to a task (child cost, evidence) stays in numbers.
+  (`task_fields`). What its subtasks ADD to it without reading it (child cost, evidence) is in
+  numbers until its next fold takes them into `task` (`ADDED`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ...domain.models import (
     RunRef,
     TaskState,
     Usage,
+    add_usage,
 )
 from ...domain.privacy import IMPLICIT_AGENT
 
@@ -71,8 +73,14 @@ _KEY_FIELDS = ("key_hash", "prefix", "login", "agent_slug", "name", "created_at"
                "revoked_at")
 _AGENT_TEXT = ("display_name", "model", "framework", "architecture", "created_at")
 _EVIDENCE = "ev_"
-"""Prefix of a task's evidence attributes (`models.Usage`), one number each, absent when unknown,
-so a subtask's evidence is ADDed to its parent without reading it, like `child_cost_usd`."""
+"""Prefix of the evidence (`models.Usage`) subtasks ADDed to a task, one number each, absent
+when unknown."""
+ADDED = ("child_cost_usd", *(_EVIDENCE + name for name in USAGE_FIELDS))
+"""What finished subtasks ADD to their parent without reading it (`child_cost_update`), on top
+of what its `task` text holds. The parent's next fold reads them, writes the sums into `task`
+and removes them, under its `version` (which every ADD bumps), so nothing is added twice or
+lost; most tasks (leaves, and parents folded after their subtasks) hold none, and a read
+decodes no number for them."""
 
 
 # ---- values ---------------------------------------------------------------------------------
@@ -434,8 +442,8 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
     """Write a folded task whole (`task_fields`), guarded by the version it was folded from,
     adding the `digest`s of the events folded (`seen`) and the pages that hold them.
 
-    `child_cost_usd` is only ever ADDed (subtasks add to it without reading the parent), and
-    every write bumps `version`, so a fold from a stale read fails its condition and is redone.
+    Subtasks ADD to a task without reading it (`ADDED`), and every write bumps `version`, so a
+    fold from a stale read fails its condition and is redone.
     """
     sort_key = task_sort_key(after.sort_ts, after.task_id)
     fields: dict[str, Any] = {
@@ -446,10 +454,6 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
     update = expiring(_set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
                                      fields), agent)
     add_events(update, seen, pages)
-    child_cost = after.child_cost_usd - (before.child_cost_usd if before else 0.0)
-    if child_cost:
-        update.add["child_cost_usd"] = number(child_cost)
-    update.add |= evidence_adds(before.evidence if before else None, after.evidence)
     if before is None:
         update.condition = "attribute_not_exists(#pk)"
     else:
@@ -463,8 +467,10 @@ def task_fields(task: TaskState, *, rewrite: bool) -> dict[str, Any]:
     texts of the fields that are set. A read of a thousand tasks then parses two texts per
     task (pydantic-core, in native code) instead of some twenty typed attributes, which was
     most of the time a run took to read; a read that leaves content out (`task_attributes`)
-    does not fetch it at all. Numbers are rounded as `number` rounds them. `rewrite`: of a
-    stored item, which may hold one attribute per field (`_TASK_FIELDS`): they go (None)."""
+    does not fetch it at all. Numbers are rounded as `number` rounds them; what the task's
+    subtasks cost and proved is in `task` too. `rewrite`: of a stored item, which may hold one attribute per field
+    (`_TASK_FIELDS`) and what subtasks ADDed (`ADDED`, part of `task`'s sums now): they go
+    (None)."""
     own: dict[str, Any] = {}
     content: dict[str, Any] = {}
     for name in _TASK_FIELDS:
@@ -474,8 +480,20 @@ def task_fields(task: TaskState, *, rewrite: bool) -> dict[str, Any]:
         if name in _TASK_NUMBERS:
             value = float(number(value))
         (content if name in TASK_CONTENT else own)[name] = value
-    legacy = dict.fromkeys(_TASK_FIELDS if rewrite else ())
-    return {**legacy, "task": dumps(own), "content": dumps(content) if content else None}
+    if task.child_cost_usd:
+        own["child_cost_usd"] = float(number(task.child_cost_usd))
+    if task.evidence is not None:
+        own["evidence"] = _usage_fields(task.evidence)
+    gone = dict.fromkeys((*_TASK_FIELDS, *ADDED) if rewrite else ())
+    return {**gone, "task": dumps(own), "content": dumps(content) if content else None}
+
+
+def _usage_fields(usage: Usage) -> dict[str, Any]:
+    """The known fields of `usage`, its cost rounded as `number` rounds it."""
+    fields = {name: value for name, value in usage.to_dict().items() if value is not None}
+    if "cost_usd" in fields:
+        fields["cost_usd"] = float(number(fields["cost_usd"]))
+    return fields
 
 
 def task_rewrite(agent: AgentKeys, task: TaskState) -> Update:
@@ -506,7 +524,7 @@ def child_cost_update(agent: AgentKeys, parent: str, amount: float,
     remembers as `run_id` = its own id, so the parent's arrival moves them (`runs.Reassign`);
     the version bump makes a concurrent write of the parent fold again."""
     update = expiring(Update(agent.key(TASK + parent),
-                             add={"version": 1, **evidence_adds(None, evidence)}), agent)
+                             add={"version": 1, **evidence_adds(evidence)}), agent)
     if amount:
         update.add["child_cost_usd"] = number(amount)
     add_events(update, seen or set(), pages or set())
@@ -532,18 +550,17 @@ def task_pages(item: dict[str, Any]) -> set[str]:
     return set(item.get("pages", ()))
 
 
-def evidence_adds(before: Usage | None, after: Usage | None) -> dict[str, Any]:
-    """The ADDs that turn stored evidence `before` into `after` (sums only grow). A count that
-    becomes known is ADDed whole, which creates it -- a count of 0 included."""
-    adds: dict[str, Any] = {}
-    for name in USAGE_FIELDS if after is not None else ():
-        new, old = getattr(after, name), getattr(before, name) if before is not None else None
-        if new is not None and (old is None or new != old):
-            adds[_EVIDENCE + name] = number(new - (old or 0))
-    return adds
+def evidence_adds(evidence: Usage | None) -> dict[str, Any]:
+    """The ADDs of a subtask's `evidence` to its parent: each known count, 0 included (ADD
+    creates it)."""
+    if evidence is None:
+        return {}
+    return {_EVIDENCE + name: number(value) for name, value in evidence.to_dict().items()
+            if value is not None}
 
 
-def evidence_from_item(item: dict[str, Any]) -> Usage | None:
+def _added_evidence(item: dict[str, Any]) -> Usage | None:
+    """What subtasks ADDed to a task's evidence since its last fold (`ADDED`)."""
     if _EVIDENCE + "calls" not in item:
         return None
     cost = item.get(_EVIDENCE + "cost_usd")
@@ -560,18 +577,25 @@ def task_attributes(*, content: bool = True) -> tuple[str, ...]:
     (`seen`, `pages`) are much of its size, and nothing a read shows."""
     fields = ("task", "content") if content else ("task",)
     legacy = (f for f in _TASK_FIELDS if content or f not in TASK_CONTENT)
-    return ("sk", *fields, *legacy, "child_cost_usd", "version",
-            *(_EVIDENCE + name for name in USAGE_FIELDS), "eval", "run_id")
+    return ("sk", *fields, *legacy, *ADDED, "version", "eval", "run_id")
 
 
 def task_from_item(item: dict[str, Any]) -> TaskState:
     own, content = item.get("task"), item.get("content")
-    return TaskState(
-        task_id=item["sk"][len(TASK):],
-        **(_legacy_fields(item) if own is None else from_json(own)),
-        **({} if content is None else from_json(content)),
-        child_cost_usd=float(item.get("child_cost_usd", 0)), version=int(item.get("version", 0)),
-        evidence=evidence_from_item(item), eval=eval_from_item(item), run_id=item.get("run_id"))
+    fields = _legacy_fields(item) if own is None else from_json(own)
+    if content is not None:
+        fields |= from_json(content)
+    evidence = fields.pop("evidence", None)
+    task = TaskState(task_id=item["sk"][len(TASK):], **fields,
+                     evidence=None if evidence is None else Usage.from_dict(evidence),
+                     version=int(item.get("version", 0)), eval=eval_from_item(item),
+                     run_id=item.get("run_id"))
+    if "child_cost_usd" in item:
+        task.child_cost_usd += float(item["child_cost_usd"])
+    added = _added_evidence(item)
+    if added is not None:
+        task.evidence = add_usage(task.evidence, added)
+    return task
 
 
 def _legacy_fields(item: dict[str, Any]) -> dict[str, Any]:
