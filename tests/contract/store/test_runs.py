@@ -147,6 +147,12 @@ def test_dynamodb_reads_a_run_stored_before_runs_existed() -> None:
                        *task_events("grandkid", parent="kid", output={"deep": [1, 2]})])
         for task in ("root", "kid", "grandkid"):
             assert "name" in old_layout(store, task, before_runs=True)
+        root = store.get_task(REF, "root")
+        assert root is not None and root.run_id is None
+        first = store.run_tasks(REF, "root", root=root)  # as the run page reads it
+        assert {t.task_id: t.parent_task_id for t in first} == {
+            "root": None, "kid": "root", "grandkid": "kid"}
+        assert root.run_id == "root"
         assert run_of(store, "root") == {"root": None, "kid": "root", "grandkid": "kid"}
         tasks = {t.task_id: t for t in store.run_tasks(REF, "root")}
         assert [e["data"]["label"] for e in tasks["kid"].logs] == ["step"]
@@ -225,8 +231,9 @@ def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fo
 
 
 def test_dynamodb_reads_a_run_whole_in_one_query_after_its_root() -> None:
-    """250 spans in three levels: the root by key, then every span from one Query of the
-    `runs` index (one page under 1 MB), with content or without; no Scan, no read per span."""
+    """250 spans in three levels: the root by key (unless the caller has it), then every span
+    from one Query of the `runs` index (one page under 1 MB), with content or without; no
+    Scan, no read per span."""
     from tests.aws.moto_table import dynamo_store
 
     events = [*task_events("root")]
@@ -246,7 +253,10 @@ def test_dynamodb_reads_a_run_whole_in_one_query_after_its_root() -> None:
         store.client.meta.events.register("provide-client-params.dynamodb", record)
         whole = store.run_tasks(REF, "root")
         light = store.run_tasks(REF, "root", content=False)
-    assert [name for name, _ in calls] == ["GetItem", "Query"] * 2
+        root = whole[0]
+        given = store.run_tasks(REF, "root", root=root)
+    assert [name for name, _ in calls] == ["GetItem", "Query"] * 2 + ["Query"]
+    assert given == whole and given[0] is root
     assert {params.get("IndexName") for name, params in calls if name == "Query"} == {"runs"}
     assert len(whole) == len(light) == 251
     leaf = {t.task_id: t for t in whole}["s3-7"]

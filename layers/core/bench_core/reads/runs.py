@@ -76,7 +76,7 @@ def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str, *,
     root = root or store.get_task(agent.ref, run_id)
     if root is None:
         raise NotFound("run not found")
-    tasks = store.run_tasks(agent.ref, run_id, content=content)
+    tasks = store.run_tasks(agent.ref, run_id, content=content, root=root)
     return Run(agent, root, build_tree(root, tasks), cluster_of(store, agent, viewer, run_id))
 
 

@@ -40,10 +40,13 @@ class RunStore(Protocol):
     """Runs (`bench_core.domain.runs`): every task records its run; both adapters read a run in
     one indexed range (SQLite `tasks_by_run`, DynamoDB's `runs` index)."""
 
-    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True) -> list[TaskState]:
+    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
+                  root: TaskState | None = None) -> list[TaskState]:
         """Every started or finished task recorded under run `run_id`, the root included.
         `content=False` may leave out inputs, outputs, metadata and logs (a tree's rows need
-        none of them); an adapter that cannot leave them out cheaply returns them anyway."""
+        none of them); an adapter that cannot leave them out cheaply returns them anyway.
+        `root`: the run's root as the caller read it (`get_task`), which an adapter that
+        reads it apart need not read again."""
         ...
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> tuple[list[TaskState], str | None]:

@@ -50,24 +50,26 @@ class DynamoRuns:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True) -> list[TaskState]:
+    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
+                  root: TaskState | None = None) -> list[TaskState]:
         """The Query reads only what a task read uses (without `content`, not the spans'
         inputs, outputs, metadata and logs): DynamoDB bills the items whole anyway, but sends
         and we decode only that."""
         agent = AgentKeys(ref.login, ref.slug)
-        root = self.table.get(agent.key(codec.TASK + run_id))
         if root is None:
-            return []
-        if "run_id" not in root:
+            item = self.table.get(agent.key(codec.TASK + run_id))
+            if item is None:
+                return []
+            root = codec.task_from_item(item)
+        if root.run_id is None:
             self._migrate_run(agent, root)
         items = list(self.table.query(
             agent.run_pk(run_id), "#sk >= :low", index="runs", low=_LOWEST,
             projection=(*codec.task_attributes(content=content), "moved_at")))
         items += self._stragglers(agent, run_id, items)
         spans = [codec.task_from_item(item) for item in items
-                 if item["sk"] != root["sk"]]  # a root indexed before roots were left out
-        head = codec.task_from_item(root)
-        tasks = [head, *spans] if head.sort_ts else spans  # a placeholder is no span yet
+                 if item["sk"] != codec.TASK + run_id]  # a root indexed before roots were left out
+        tasks = [root, *spans] if root.sort_ts else spans  # a placeholder is no span yet
         return sorted(tasks, key=lambda t: codec.task_sort_key(t.sort_ts, t.task_id))
 
     def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]]
@@ -94,13 +96,14 @@ class DynamoRuns:
                                              condition_values={":seen": holder["moved_at"]}))
         return found
 
-    def _migrate_run(self, agent: AgentKeys, root: dict[str, Any]) -> None:
+    def _migrate_run(self, agent: AgentKeys, root: TaskState) -> None:
         """Give a run stored before runs existed its run id and its tasks' log entries: walk
         its tree through the subtask listings, then mark the root last (a crash or a
-        concurrent write midway only means the next read walks again)."""
-        run_id = root["sk"][len(codec.TASK):]
+        concurrent write midway only means the next read walks again). `root` comes out with
+        its run id and log entries, as stored."""
+        run_id = root.task_id
         level = [run_id]
-        tree: list[dict[str, Any]] = []
+        tree: list[TaskState] = []
         seen = {run_id}
         while level:
             found = []
@@ -112,10 +115,9 @@ class DynamoRuns:
                     if task_id not in seen:
                         seen.add(task_id)
                         found.append(task_id)
-                        tree.append(item)
+                        tree.append(codec.task_from_item(item))
             level = found
-        for item in [*tree, root]:
-            task = codec.task_from_item(item)
+        for task in [*tree, root]:
             logs: list[dict[str, Any]] = []
             for body in read_task_events(self.table, agent, task.task_id):
                 if body.get("kind") == "task.log":

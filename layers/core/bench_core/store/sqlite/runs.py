@@ -59,7 +59,10 @@ def backfill_runs(conn: sqlite3.Connection) -> None:
 class SqliteRuns(Concern):
     """Reading runs: one indexed range per run, the roots newest first for the list."""
 
-    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True) -> list[TaskState]:
+    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
+                  root: TaskState | None = None) -> list[TaskState]:
+        """The root comes with the rest of the run in its one indexed range: `root` saves
+        nothing here."""
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
