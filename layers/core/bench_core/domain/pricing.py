@@ -132,7 +132,7 @@ def _or(value: float | None, default: float) -> float:
 
 NAME_FIELDS = ("provider", "model", "operation")
 """The evidence fields that are text: names, never content."""
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")  # at most _NAME_MAX
 """What a provider, model or operation name looks like (`us.anthropic.claude-3-5-sonnet-v1:0`,
 `meta-llama/Llama-3.3-70B`, `llama3.3:70b`): anything else could carry content, and evidence
 is shown even where the owner hides outputs."""
@@ -143,7 +143,17 @@ _PRICED = ("label", "cost_usd", "price_source", DROPPED)
 
 def evidence_name(value: Any) -> str | None:
     """`value` if it is a name as evidence may carry one, else None."""
-    return value if isinstance(value, str) and _NAME.fullmatch(value) else None
+    return value if isinstance(value, str) and len(value) <= _NAME_MAX and _is_name(value) else None
+
+
+_NAME_MAX = 100
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_name(value: str) -> bool:
+    """Cached (bounded, and only for strings short enough to be a name): a run's thousand
+    evidence records name the same few providers and models."""
+    return _NAME.fullmatch(value) is not None
 
 
 def evidence_problems(data: dict[str, Any]) -> list[tuple[str, str]]:

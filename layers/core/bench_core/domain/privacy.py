@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,9 @@ HIDDEN = "[hidden by owner]"
 IMPLICIT_AGENT = {"visibility": "public", "hide_inputs": True, "hide_outputs": True}
 """How an agent created by its first ingest, OTLP span or call starts: public numbers, badge,
 profile and leaderboard place, with its content hidden until the owner shows it."""
-EVIDENCE_FIELDS = ("provider", "model", "operation", *TOKEN_FIELDS, "cost_usd", "price_source")
+_PRICED = ("cost_usd", "price_source")
+"""Bench's own price of a record, shown as stored."""
+EVIDENCE_FIELDS = (*NAME_FIELDS, *TOKEN_FIELDS, *_PRICED)
 
 
 @dataclass(frozen=True)
@@ -173,19 +174,18 @@ def evidence_view(task: TaskState, events: list[dict[str, Any]] | None) -> dict[
     return view
 
 
-_CHECKS: tuple[tuple[str, Callable[[Any], Any] | None], ...] = tuple(
-    (name, evidence_name if name in NAME_FIELDS else token_count if name in TOKEN_FIELDS
-     else None) for name in EVIDENCE_FIELDS)
-"""Each evidence field with what its value must look like to be shown (None: as stored)."""
-
-
 def evidence_record(data: dict[str, Any]) -> dict[str, Any]:
-    """Usage only: names that look like names (a record stored before ingest checked them may
-    hold anything), counts and Bench's price."""
+    """Usage only (`EVIDENCE_FIELDS`, in order): names that look like names (a record stored
+    before ingest checked them may hold anything), counts and Bench's price. A run shows one
+    per model call, so a count that is plainly one skips the full check."""
     record: dict[str, Any] = {"label": EVIDENCE_LABEL}
-    for name, check in _CHECKS:
+    for name in NAME_FIELDS:
+        record[name] = evidence_name(data.get(name))
+    for name in TOKEN_FIELDS:
         value = data.get(name)
-        record[name] = value if check is None or value is None else check(value)
+        record[name] = value if type(value) is int and value >= 0 else token_count(value)
+    for name in _PRICED:
+        record[name] = data.get(name)
     return record
 
 
