@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import RunningServer
-from tests.factories import batch
+from tests.factories import batch, task_events
 from tests.http.runs_data import ERROR, SeededRun, seed_research_run, wide_and_deep_events
 from tests.http.surfaces_data import fetch, set_agent, wait_until_judged
 from tests.http.test_ingest_http import new_login, post
@@ -121,6 +121,22 @@ def test_the_json_twin_holds_every_span_in_the_order_the_page_draws_them(
     assert answer["next_cursor"] is None
     sub = run_json(bench_server, seeded, seeded.ids["parse"], key=seeded.key).json()
     assert sub["run_id"] == seeded.run_id and sub["requested_span"] == seeded.ids["parse"]
+
+
+def test_the_json_twin_keeps_values_a_fast_encoder_refuses_exactly(
+        bench_server: RunningServer) -> None:
+    """An agent's own input may hold what orjson will not encode (an integer beyond 64 bits):
+    the answer is still whole and exact."""
+    login = new_login()
+    key = bench_server.create_key(login)
+    huge = 2 ** 70 + 1
+    start, end = task_events("big", "count", input={"n": huge, "nested": [[-huge]]},
+                             output={"ok": True})
+    assert post(bench_server, batch("exact", [start, end]), key).status_code == 200
+    answer = httpx.get(f"{bench_server.url}/api/agents/{login}/exact/runs/big",
+                       headers={"X-Bench-Key": key}, timeout=30)
+    assert answer.status_code == 200
+    assert answer.json()["spans"][0]["input"] == {"n": huge, "nested": [[-huge]]}
 
 
 def test_unknown_runs_are_404_on_page_and_json(bench_server: RunningServer,

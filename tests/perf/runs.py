@@ -5,7 +5,7 @@ run, its page, and the runs list of an agent with 1M stored events, on SQLite an
                               [--moto-repeats 10] [--only sqlite|dynamodb]
 
 What is timed is what the routes do, minus HTTP: the JSON is `reads.runs.run_answer` and its
-encoding; the page is `reads.runs.run_page` and the Jinja render of run.html (the root's tree
+encoding (`http.json_body`); the page is `reads.runs.run_page` and the Jinja render of run.html (the root's tree
 drawn, a span selected); the list is `reads.runs.runs_page` and runs.html (newest 50, no
 filter) and the same filtered by status; the profile is what tests/perf/surfaces.py times.
 The 1,000-span run is a root with 10 children of 10 children of 9 or so each, every span
@@ -42,12 +42,13 @@ import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench_core.domain.field_limits import dumps  # noqa: E402
 from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
+from bench_core.http.json_body import json_bytes  # noqa: E402
 from bench_core.http.pages import profile_context  # noqa: E402
 from bench_core.http.templating import render  # noqa: E402
 from bench_core.reads import runs as reads  # noqa: E402
@@ -62,7 +63,7 @@ from tests.factories import clean, ts  # noqa: E402
 
 RUN_SLUG = "tree"
 FANOUT = (10, 10, 9)
-Surfaces = dict[str, Callable[[], str]]
+Surfaces = dict[str, Callable[[], Any]]
 Results = dict[str, tuple[float, float]]
 
 
@@ -113,8 +114,8 @@ def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
     tree, agents = AgentRef(LOGIN, RUN_SLUG), AgentRef(LOGIN, list_slug)
     selected = f"{run_id}-1-3-3"
 
-    def run_json() -> str:
-        return dumps(reads.run_answer(store, tree, ANONYMOUS, run_id, None))
+    def run_json() -> bytes:
+        return json_bytes(reads.run_answer(store, tree, ANONYMOUS, run_id, None))
 
     def run_page() -> str:
         model = reads.run_page(store, tree, ANONYMOUS, run_id, span=selected)

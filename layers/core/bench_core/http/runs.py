@@ -11,13 +11,13 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
-from ..domain.field_limits import dumps
 from ..domain.privacy import Viewer
 from ..reads import runs as reads
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .api import agent_ref
 from .deps import current_viewer
+from .json_body import json_response
 from .templating import PageRoute, page
 
 router = APIRouter(route_class=PageRoute)
@@ -142,4 +142,4 @@ def run_json(login: str, slug: str, task_id: str, cursor: str | None = None,
     for the rest); a subtask's id answers its run with `requested_span` set. Encoded as it is
     read (the schema documents it; validating a thousand spans again would double the time)."""
     answer = reads.run_answer(services.store, agent_ref(login, slug), viewer, task_id, cursor)
-    return Response(dumps(answer), media_type="application/json")
+    return json_response(answer)

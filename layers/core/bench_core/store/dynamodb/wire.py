@@ -2,12 +2,13 @@
 
 botocore parses an answer against the service model, attribute by attribute, and boto3's
 `TypeDeserializer` then walks it again: for the thousand items of a run's Query that is four
-fifths of the read's time (tests/perf/runs.py). Here the body is parsed once by pydantic-core
-and each AttributeValue becomes its value in one step, in botocore's `before-parse` hook (the
-one its own S3 handlers use to adjust an answer): the items are taken out of the body and
-handed back through `customized_response_dict`, so botocore parses only what is left (keys to
-read on, unprocessed keys, capacity). The values are what `codec.plain` gives (numbers as
-`Decimal`, sets as sets), except that binaries are `bytes`.
+fifths of the read's time (tests/perf/runs.py). Here the body is parsed once, by orjson (twice
+pydantic-core's speed on these bodies, which hold only strings, maps and lists: DynamoDB sends
+numbers as strings), and each AttributeValue becomes its value in one step, in botocore's
+`before-parse` hook (the one its own S3 handlers use to adjust an answer): the items are taken
+out of the body and handed back through `customized_response_dict`, so botocore parses only
+what is left (keys to read on, unprocessed keys, capacity). The values are what `codec.plain`
+gives (numbers as `Decimal`, sets as sets), except that binaries are `bytes`.
 
 Only reads made `inside` this module's context are decoded here, so a client shared with other
 code answers that code as boto3 always does. Errors (status >= 300) are left to botocore. An
@@ -19,14 +20,13 @@ wire form.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
-from pydantic_core import from_json
+import orjson
 
 from .codec import plain
 
@@ -75,12 +75,12 @@ def decode(operation_model: Any, response_dict: dict[str, Any],
     field = ITEMS.get(operation_model.name)
     if field is None or not _ACTIVE.get() or response_dict["status_code"] >= 300:
         return
-    body = from_json(response_dict["body"])
+    body = orjson.loads(response_dict["body"])
     found = body.pop(field, None)
     customized_response_dict[_DECODED] = True
     if found is not None:
         customized_response_dict[field] = _each(field, found, item)
-        response_dict["body"] = json.dumps(body).encode()
+        response_dict["body"] = orjson.dumps(body)
 
 
 def plain_answer(operation: str, response: dict[str, Any]) -> dict[str, Any]:
