@@ -1,7 +1,17 @@
 from __future__ import annotations
 
+import json
+
 import pytest
-from bench_core.domain.models import MAX_COST_USD, IngestBatch, WireEvent
+from bench_core.domain.models import (
+    MAX_COST_USD,
+    USAGE_FIELDS,
+    IngestBatch,
+    TaskState,
+    Usage,
+    WireEvent,
+    from_fields,
+)
 from pydantic import ValidationError
 
 from tests.factories import batch, ev, task_events
@@ -74,3 +84,26 @@ def test_the_sdk_holds_costs_to_the_servers_limit() -> None:
     from bench._client import MAX_TASK_COST_USD
 
     assert MAX_TASK_COST_USD == MAX_COST_USD
+
+
+def test_from_fields_builds_what_the_constructor_builds_from_decoded_names() -> None:
+    """Stored fields come back from a JSON parser with names that are not interned: the
+    instance is the constructor's, unknown names dropped, factories called per instance."""
+    decoded = json.loads('{"task_id": "t1", "name": "plan", "status": "failed", '
+                         '"duration_ms": 5.0, "input": {"q": 1}, "from_a_newer_bench": 1}')
+    task = from_fields(TaskState, decoded)
+    assert task == TaskState(task_id="t1", name="plan", status="failed", duration_ms=5.0,
+                             input={"q": 1})
+    assert not hasattr(task, "from_a_newer_bench")
+    other = from_fields(TaskState, {"task_id": "t2"})
+    assert other.logs == [] and other.logs is not from_fields(TaskState, {"task_id": "t3"}).logs
+    assert (other.status, other.version, other.evidence) == ("running", 0, None)
+    with pytest.raises(TypeError, match="task_id"):
+        from_fields(TaskState, {"name": "nameless"})
+
+
+def test_usage_read_back_keeps_its_fields_in_order() -> None:
+    usage = Usage.from_dict(json.loads('{"calls": 2, "cost_usd": 0.5, "input_tokens": 7}'))
+    assert usage == Usage(cost_usd=0.5, input_tokens=7, calls=2)
+    assert list(usage.to_dict()) == list(USAGE_FIELDS)
+    assert usage.to_dict() == Usage(cost_usd=0.5, input_tokens=7, calls=2).to_dict()

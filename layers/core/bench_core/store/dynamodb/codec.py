@@ -45,6 +45,7 @@ from ...domain.models import (
     TaskState,
     Usage,
     add_usage,
+    from_fields,
 )
 from ...domain.privacy import IMPLICIT_AGENT
 
@@ -561,7 +562,7 @@ def evidence_adds(evidence: Usage | None) -> dict[str, Any]:
 
 def _added_evidence(item: dict[str, Any]) -> Usage | None:
     """What subtasks ADDed to a task's evidence since its last fold (`ADDED`)."""
-    if _EVIDENCE + "calls" not in item:
+    if _ADDED_CALLS not in item:
         return None
     cost = item.get(_EVIDENCE + "cost_usd")
     return Usage(cost_usd=None if cost is None else float(cost),
@@ -569,6 +570,7 @@ def _added_evidence(item: dict[str, Any]) -> Usage | None:
 
 
 _EVIDENCE_INTS = tuple((name, _EVIDENCE + name) for name in USAGE_FIELDS if name != "cost_usd")
+_ADDED_CALLS = _EVIDENCE + "calls"
 
 
 def task_attributes(*, content: bool = True) -> tuple[str, ...]:
@@ -584,12 +586,13 @@ def task_from_item(item: dict[str, Any]) -> TaskState:
     own, content = item.get("task"), item.get("content")
     fields = _legacy_fields(item) if own is None else from_json(own)
     if content is not None:
-        fields |= from_json(content)
-    evidence = fields.pop("evidence", None)
-    task = TaskState(task_id=item["sk"][len(TASK):], **fields,
-                     evidence=None if evidence is None else Usage.from_dict(evidence),
-                     version=int(item.get("version", 0)), eval=eval_from_item(item),
-                     run_id=item.get("run_id"))
+        fields.update(from_json(content))
+    evidence = fields.get("evidence")
+    if evidence is not None:
+        fields["evidence"] = Usage.from_dict(evidence)
+    fields.update(task_id=item["sk"][len(TASK):], version=int(item.get("version", 0)),
+                  eval=eval_from_item(item), run_id=item.get("run_id"))
+    task = from_fields(TaskState, fields)
     if "child_cost_usd" in item:
         task.child_cost_usd += float(item["child_cost_usd"])
     added = _added_evidence(item)
