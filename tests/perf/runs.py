@@ -4,10 +4,12 @@ run, its page, and the runs list of an agent with 1M stored events, on SQLite an
     python tests/perf/runs.py [--events 1000000] [--dynamo-events 3000] [--repeats 200]
                               [--moto-repeats 10] [--only sqlite|dynamodb]
 
-What is timed is what the routes do, minus HTTP: the JSON is `reads.runs.run_answer` and its
-encoding (`http.json_body`); the page is `reads.runs.run_page` and the Jinja render of run.html (the root's tree
-drawn, a span selected); the list is `reads.runs.runs_page` and runs.html (newest 50, no
-filter) and the same filtered by status; the profile is what tests/perf/surfaces.py times.
+What is timed is what the routes do, minus HTTP: the JSON is `http.runs.run_json_body` (the
+read and its encoding, the collector held off as the route holds it: `runtime.collector`);
+the page is `reads.runs.run_page` and the Jinja render of run.html (the root's tree drawn, a
+span selected), the collector held off likewise; the list is `reads.runs.runs_page` and
+runs.html (newest 50, no filter) and the same filtered by status; the profile is what
+tests/perf/surfaces.py times.
 The 1,000-span run is a root with 10 children of 10 children of 9 or so each, every span
 with a log line and every leaf with an evidence record. The last table puts every store's
 figures side by side.
@@ -48,11 +50,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
-from bench_core.http.json_body import json_bytes  # noqa: E402
 from bench_core.http.pages import profile_context  # noqa: E402
+from bench_core.http.runs import run_json_body  # noqa: E402
 from bench_core.http.templating import render  # noqa: E402
 from bench_core.reads import runs as reads  # noqa: E402
 from bench_core.reads.agents import profile_page  # noqa: E402
+from bench_core.runtime import collector  # noqa: E402
+from bench_core.runtime.adapters import Services  # noqa: E402
+from bench_core.runtime.config import Settings  # noqa: E402
 from bench_core.store import Store  # noqa: E402
 from bench_core.store.dynamodb.store import DynamoStore  # noqa: E402
 from bench_core.store.sqlite.store import SqliteStore  # noqa: E402
@@ -113,11 +118,16 @@ def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
     """What each surface does for one request, minus HTTP, by the name it is reported under."""
     tree, agents = AgentRef(LOGIN, RUN_SLUG), AgentRef(LOGIN, list_slug)
     selected = f"{run_id}-1-3-3"
+    services = Services(Settings(), store)
 
     def run_json() -> bytes:
-        return json_bytes(reads.run_answer(store, tree, ANONYMOUS, run_id, None))
+        return run_json_body(services, tree, ANONYMOUS, run_id, None)
 
     def run_page() -> str:
+        with collector.paused():  # as the route holds it off
+            return draw_run_page()
+
+    def draw_run_page() -> str:
         model = reads.run_page(store, tree, ANONYMOUS, run_id, span=selected)
         assert isinstance(model, dict)
         return render("run.html", request=None, viewer=ANONYMOUS, base="https://bench.example",

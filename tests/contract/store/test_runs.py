@@ -3,6 +3,7 @@ order its ancestors arrive in, and both adapters read a run and list runs alike.
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 from pathlib import Path
@@ -10,7 +11,11 @@ from typing import Any
 
 import pytest
 from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef
+from bench_core.domain.privacy import ANONYMOUS
 from bench_core.domain.runs import RunFilter
+from bench_core.http.runs import run_json_body
+from bench_core.runtime.adapters import Services
+from bench_core.runtime.config import Settings
 from bench_core.store import Store
 from bench_core.store.dynamodb import codec
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
@@ -300,3 +305,22 @@ def test_dynamodb_moves_a_task_the_late_parents_move_missed_when_its_run_is_read
                            ExpressionAttributeValues={":old": {"S": "2026-01-01T00:00:00.000Z"}})
         assert len(run_of(store, "root")) == 4
         assert "moved_at" not in item("middle")
+
+
+def test_reading_a_run_leaves_nothing_for_the_collector_to_find(store: Store) -> None:
+    """The run JSON is read with the collector held off (`runtime.collector`), which is sound
+    because what the read builds is freed by reference counting alone: no cycles are left for
+    the collector to find, and it runs again after."""
+    events = [*task_events("root", "plan")]
+    for i in range(30):
+        events += [*task_events(f"s{i}", parent="root", output={"n": i}),
+                   ev("task.log", f"s{i}", data={"label": "step", "value": i}),
+                   ev("task.log", f"s{i}", data=EVIDENCE)]
+    ingest(store, events)
+    services = Services(Settings(), store)
+    run_json_body(services, REF, ANONYMOUS, "root", None)  # what a first read loads
+    gc.collect()
+    body = run_json_body(services, REF, ANONYMOUS, "root", None)
+    assert gc.isenabled()
+    assert gc.collect() == 0
+    assert json.loads(body)["span_count"] == 31

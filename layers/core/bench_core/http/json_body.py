@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from fastapi.responses import Response
 from pydantic_core import to_json
 
 
@@ -17,7 +16,3 @@ def json_bytes(value: Any) -> bytes:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
         return to_json(value, serialize_unknown=True)
-
-
-def json_response(value: Any) -> Response:
-    return Response(json_bytes(value), media_type="application/json")

@@ -11,13 +11,15 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
+from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
 from ..reads import runs as reads
+from ..runtime import collector
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .api import agent_ref
 from .deps import current_viewer
-from .json_body import json_response
+from .json_body import json_bytes
 from .templating import PageRoute, page
 
 router = APIRouter(route_class=PageRoute)
@@ -53,6 +55,13 @@ def run_page(request: Request, login: str, slug: str, task_id: str, span: str | 
              focus: str | None = None, expand: str | None = None,
              viewer: Viewer = Depends(current_viewer),
              services: Services = Depends(services_of)) -> Response:
+    with collector.paused():  # a thousand spans' tree, built and dropped by `_run_page`
+        return _run_page(request, login, slug, task_id, span, focus, expand, viewer, services)
+
+
+def _run_page(request: Request, login: str, slug: str, task_id: str, span: str | None,
+              focus: str | None, expand: str | None, viewer: Viewer,
+              services: Services) -> Response:
     model = reads.run_page(services.store, agent_ref(login, slug), viewer, task_id, span=span,
                            focus=focus, expand=expand)
     if isinstance(model, reads.Elsewhere):
@@ -141,5 +150,13 @@ def run_json(login: str, slug: str, task_id: str, cursor: str | None = None,
     """One run and its spans in the order the tree is drawn, 1,000 per answer (`next_cursor`
     for the rest); a subtask's id answers its run with `requested_span` set. Encoded as it is
     read (the schema documents it; validating a thousand spans again would double the time)."""
-    answer = reads.run_answer(services.store, agent_ref(login, slug), viewer, task_id, cursor)
-    return json_response(answer)
+    return Response(run_json_body(services, agent_ref(login, slug), viewer, task_id, cursor),
+                    media_type="application/json")
+
+
+def run_json_body(services: Services, ref: AgentRef, viewer: Viewer, task_id: str,
+                  cursor: str | None) -> bytes:
+    """The JSON twin encoded, read with the collector held off (`runtime.collector`): the
+    answer is dropped as soon as it is encoded, before the collector resumes."""
+    with collector.paused():
+        return json_bytes(reads.run_answer(services.store, ref, viewer, task_id, cursor))

@@ -36,7 +36,7 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
-from . import snapstart
+from . import collector, snapstart
 from .log import logger
 
 if TYPE_CHECKING:
@@ -90,15 +90,10 @@ def loading() -> Iterator[None]:
     process, so collecting while they load, or scanning them again in every later full
     collection, only costs time: about 60 ms of an HTTP handler's import here. Elsewhere (tests
     importing a handler) nothing is frozen, so their objects stay collectable."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():
         yield
-    finally:
         if in_lambda():
             gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 def instrument(handler: Handler) -> Handler:
