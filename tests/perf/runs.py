@@ -5,7 +5,8 @@ run, its page, and the runs list of an agent with 1M stored events, on SQLite an
                               [--moto-repeats 10] [--only sqlite|dynamodb]
 
 What is timed is what the routes do, minus HTTP: the JSON is `http.runs.run_json_body` (the
-read and its encoding, the collector held off as the route holds it: `runtime.collector`);
+read and its encoding, the collector held off as the route holds it: `runtime.collector`), as
+a visitor sees it (content hidden, as a new agent's is) and as its owner does;
 the page is `reads.runs.run_page` and the Jinja render of run.html (the root's tree drawn, a
 span selected), the collector held off likewise; the list is `reads.runs.runs_page` and
 runs.html (newest 50, no filter) and the same filtered by status; the profile is what
@@ -49,7 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent  # noqa: E402
-from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
+from bench_core.domain.privacy import ANONYMOUS, HIDDEN, Viewer  # noqa: E402
 from bench_core.http.pages import profile_context  # noqa: E402
 from bench_core.http.runs import run_json_body  # noqa: E402
 from bench_core.http.templating import render  # noqa: E402
@@ -120,8 +121,8 @@ def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
     selected = f"{run_id}-1-3-3"
     services = Services(Settings(), store)
 
-    def run_json() -> bytes:
-        return run_json_body(services, tree, ANONYMOUS, run_id, None)
+    def run_json(viewer: Viewer = ANONYMOUS) -> Callable[[], bytes]:
+        return lambda: run_json_body(services, tree, viewer, run_id, None)
 
     def run_page() -> str:
         with collector.paused():  # as the route holds it off
@@ -149,7 +150,8 @@ def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
                       **profile_context(profile_page(store, agent, ANONYMOUS),
                                         "https://bench.example"))
 
-    return {"run JSON (1,000 spans)": run_json, "run page (1,000 spans)": run_page,
+    return {"run JSON (1,000 spans)": run_json(), "run JSON, its owner": run_json(Viewer(LOGIN)),
+            "run page (1,000 spans)": run_page,
             "runs list": runs_list(), "runs list, failed only": runs_list("failed"),
             "profile page": profile}
 
@@ -158,6 +160,9 @@ def check(draws: Surfaces) -> None:
     """Each surface once, drawing what it should (which also records what it reads)."""
     answer = json.loads(draws["run JSON (1,000 spans)"]())
     assert answer["span_count"] == 1000 and len(answer["spans"]) == 1000, answer["span_count"]
+    assert answer["spans"][5]["input"] == HIDDEN
+    owned = json.loads(draws["run JSON, its owner"]())
+    assert len(owned["spans"]) == 1000 and owned["spans"][5]["input"] != HIDDEN
     page = draws["run page (1,000 spans)"]()
     assert "TimeoutError" not in page and "span-detail" in page
     assert draws["runs list"]().count('class="run-link"') == 50
