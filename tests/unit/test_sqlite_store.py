@@ -4,14 +4,21 @@ files of an older schema upgraded in place (`store/sqlite/connection.py`, `store
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 from bench_core.domain import stats
-from bench_core.domain.models import AgentRef
+from bench_core.domain.keys import hash_key
+from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.store.sqlite.connection import Concern, Database
 from bench_core.store.sqlite.store import MIGRATIONS, RANKED_SINCE, SqliteStore
+
+from tests.factories import clean, task_events
 
 
 def settings(conn: sqlite3.Connection) -> tuple[str, int, int]:
@@ -75,3 +82,28 @@ def test_no_concern_hides_another_concerns_method() -> None:
             if not name.startswith("__"):
                 assert name not in owners, f"{name} in {owners.get(name)} and {concern.__name__}"
                 owners[name] = concern.__name__
+
+
+def test_another_process_opening_the_database_leaves_a_running_servers_wal_alone(
+        tmp_path: Path) -> None:
+    """`make run` in one terminal, `bench-server keys create` in another: the server's readers
+    and writer keep their locks on the file (nothing else in the process opens it), so the
+    short-lived process does not take itself for the last one and delete the WAL in use."""
+    store = SqliteStore(tmp_path / "bench.db")
+    try:
+        meta = AgentMeta(slug="agent-1")
+        store.ingest("alice", meta, clean(task_events("t1")))
+        reader = threading.Thread(target=store.get_agent, args=(AgentRef("alice", "agent-1"),))
+        reader.start()  # a reader connection of its own, opened after the writer's
+        reader.join()
+        done = subprocess.run(
+            [sys.executable, "-m", "bench_core.cli", "keys", "create", "--login", "bob"],
+            env={**os.environ, "BENCH_DATA_DIR": str(tmp_path)}, capture_output=True,
+            text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "bench.db-wal").exists()
+        store.ingest("alice", meta, clean(task_events("t2")))
+        assert store.get_agent(AgentRef("alice", "agent-1")).stats.runs == 2
+        assert store.key_by_hash(hash_key(done.stdout.strip())) is not None
+    finally:
+        store.close()

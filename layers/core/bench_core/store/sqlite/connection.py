@@ -20,8 +20,15 @@ from pathlib import Path
 def _private_files(path: Path) -> None:
     """The database holds private telemetry and invocation secrets: readable by this user only.
     SQLite creates the WAL and shared-memory files with the database's own mode; files an older
-    version created are narrowed too."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    version created are narrowed too.
+
+    An existing database is never opened here: closing any descriptor of a file drops every
+    POSIX lock the process holds on it, SQLite's own included, and without them another
+    process (`bench-server keys create` beside a running server) takes itself for the last
+    connection and deletes the WAL the server is still writing to (SQLite's "How To Corrupt",
+    section 2.2)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         with contextlib.suppress(FileNotFoundError):
             if file.stat().st_mode & 0o077:
@@ -34,12 +41,12 @@ class Database:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _private_files(self.path)
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._writer: sqlite3.Connection | None = None
 
     def _connect(self) -> sqlite3.Connection:
-        _private_files(self.path)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                timeout=30)
         conn.row_factory = sqlite3.Row
