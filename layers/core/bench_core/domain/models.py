@@ -373,7 +373,7 @@ def from_fields(cls: type[_T], fields: dict[str, Any]) -> _T:
     dropped, absent ones at their defaults): what a run's thousand spans are built with. Set
     at once rather than through the generated `__init__`, which matches every keyword against
     its parameters and compares names a JSON parser hands back (never interned) character by
-    character: two thirds of the time building a span took."""
+    character: two thirds of the constructor's time, a microsecond a span."""
     names, required, defaults, factories = _SHAPES.get(cls) or _SHAPES.setdefault(cls, _shape(cls))
     if not names.issuperset(fields):
         fields = {k: v for k, v in fields.items() if k in names}

@@ -132,7 +132,8 @@ def _or(value: float | None, default: float) -> float:
 
 NAME_FIELDS = ("provider", "model", "operation")
 """The evidence fields that are text: names, never content."""
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")  # at most _NAME_MAX
+_NAME_MAX = 100
+_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:/@+-]{{0,{_NAME_MAX - 1}}}")
 """What a provider, model or operation name looks like (`us.anthropic.claude-3-5-sonnet-v1:0`,
 `meta-llama/Llama-3.3-70B`, `llama3.3:70b`): anything else could carry content, and evidence
 is shown even where the owner hides outputs."""
@@ -145,8 +146,6 @@ def evidence_name(value: Any) -> str | None:
     """`value` if it is a name as evidence may carry one, else None."""
     return value if isinstance(value, str) and len(value) <= _NAME_MAX and _is_name(value) else None
 
-
-_NAME_MAX = 100
 
 
 @functools.lru_cache(maxsize=1024)

@@ -469,9 +469,9 @@ def task_fields(task: TaskState, *, rewrite: bool) -> dict[str, Any]:
     task (pydantic-core, in native code) instead of some twenty typed attributes, which was
     most of the time a run took to read; a read that leaves content out (`task_attributes`)
     does not fetch it at all. Numbers are rounded as `number` rounds them; what the task's
-    subtasks cost and proved is in `task` too. `rewrite`: of a stored item, which may hold one attribute per field
-    (`_TASK_FIELDS`) and what subtasks ADDed (`ADDED`, part of `task`'s sums now): they go
-    (None)."""
+    subtasks cost and proved is in `task` too. `rewrite`: of a stored item, which may hold one
+    attribute per field (`_TASK_FIELDS`) and what subtasks ADDed (`ADDED`, part of `task`'s
+    sums now): they go (None)."""
     own: dict[str, Any] = {}
     content: dict[str, Any] = {}
     for name in _TASK_FIELDS:
