@@ -21,6 +21,15 @@ def ts(offset_ms: int | None = None) -> str:
     return (BASE + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+def an_hour_ago(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` in their order, a millisecond apart from an hour ago: for code that looks only
+    at a recent window (the eval sweep takes runs of the last two days), whatever day the
+    tests run on."""
+    start = datetime.now(UTC) - timedelta(hours=1)
+    return [{**e, "ts": (start + timedelta(milliseconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+             + "Z"} for i, e in enumerate(events)]
+
+
 def ev(kind: str, task_id: str | None = None, **fields: Any) -> dict[str, Any]:
     event: dict[str, Any] = {"id": uuid.uuid4().hex[:20], "kind": kind, "ts": ts()}
     if task_id is not None:

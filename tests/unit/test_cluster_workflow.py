@@ -21,7 +21,7 @@ from bench_core.llm import Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.config import Settings
 
-from tests.factories import clean, task_events
+from tests.factories import an_hour_ago, clean, task_events
 
 REF = AgentRef("alice", "agent-1")
 SERVICES = ["search", "fetch", "weather", "geocode", "vector-db", "crm", "billing"]
@@ -61,12 +61,13 @@ def services(tmp_path: Path) -> Iterator[Services]:
 
 
 def ingest_failures(services: Services, rows: list[tuple[str, str]]) -> dict[str, str]:
-    """Store each row as a failed run; returns task id → kind."""
+    """Store each row as a failed run, ended within the eval sweep's window; returns task id
+    → kind."""
     kinds, events = {}, []
     for i, (kind, text) in enumerate(rows):
         kinds[f"t{i}"] = kind
         events += task_events(f"t{i}", status="failed", output=text)
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(events))
+    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(an_hour_ago(events)))
     return kinds
 
 

@@ -17,7 +17,7 @@ from bench_core.runtime.adapters import Services
 from bench_core.runtime.config import Settings
 from bench_core.workflows.local import JUDGE_SHARE_UNDER_LOAD, LocalRunner, pause_after
 
-from tests.factories import clean, task_events
+from tests.factories import an_hour_ago, clean, task_events
 
 REF = AgentRef("alice", "agent-1")
 HANG_GUARD_S = 60
@@ -40,8 +40,9 @@ def services(tmp_path: Path) -> Iterator[Services]:
 
 
 def ingest(services: Services, *task_ids: str) -> None:
+    """Runs that ended within the sweep's window, as a running agent's do."""
     events = [e for t in task_ids for e in task_events(t)]
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(events))
+    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(an_hour_ago(events)))
 
 
 def judged(services: Services, *task_ids: str) -> bool:
