@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
+import boto3
 import botocore.client
 import httpx
 import pytest
@@ -64,6 +67,17 @@ class Deployment:
             self.aws.current = "test"
 
 
+def _made_by_moto(frame: FrameType | None) -> bool:
+    """Whether a call comes from moto's own machinery, not from a function: its Step Functions
+    executions run on in threads of their own and call Lambda, past the test that started
+    them and into whichever test is recording then."""
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("moto."):
+            return True
+        frame = frame.f_back
+    return False
+
+
 @pytest.fixture
 def deployment(transformed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
                ) -> Iterator[Deployment]:
@@ -72,7 +86,8 @@ def deployment(transformed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 
     def recording(client: Any, operation: str, params: dict[str, Any]) -> Any:
         service = client.meta.service_model.service_name
-        aws.calls.append((aws.current, service, operation, params))
+        if not _made_by_moto(sys._getframe(1)):
+            aws.calls.append((aws.current, service, operation, params))
         if service == "bedrock-runtime":
             return bedrock_answer(operation, params)
         return make_call(client, operation, params)
@@ -341,6 +356,21 @@ def test_every_aws_call_a_function_makes_is_granted_to_its_role(
                                  headers={"X-Bench-Key": key})
     assert patched.status == 200, patched.body
     assert assert_granted(transformed, deployment.aws.calls) == {"IngestFunction", "ApiFunction"}
+
+
+
+def test_what_moto_calls_on_its_own_is_no_functions_call(deployment: Deployment) -> None:
+    """An execution a former test started calls Lambda from moto's thread while a function
+    serves this test's request: not that function's call, so no grant is asked of it."""
+    emulator = {"__name__": "moto.stepfunctions.backend", "boto3": boto3}
+    exec("def invoke():\n    boto3.client('lambda').list_functions()", emulator)
+    deployment.aws.current = "WebFunction"
+    thread = threading.Thread(target=emulator["invoke"])
+    thread.start()
+    thread.join()
+    assert deployment.request("GET", "/healthz").status == 200
+    services = {service for who, service, _, _ in deployment.aws.calls if who != "test setup"}
+    assert services == {"dynamodb"}
 
 
 # ---- X-Ray, as in Lambda -------------------------------------------------------------------------
