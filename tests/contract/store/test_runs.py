@@ -319,8 +319,13 @@ def test_reading_a_run_leaves_nothing_for_the_collector_to_find(store: Store) ->
     ingest(store, events)
     services = Services(Settings(), store)
     run_json_body(services, REF, ANONYMOUS, "root", None)  # what a first read loads
-    gc.collect()
-    body = run_json_body(services, REF, ANONYMOUS, "root", None)
-    assert gc.isenabled()
-    assert gc.collect() == 0
-    assert json.loads(body)["span_count"] == 31
+
+    def garbage_after_a_read() -> int:
+        gc.collect()
+        body = run_json_body(services, REF, ANONYMOUS, "root", None)
+        assert gc.isenabled() and json.loads(body)["span_count"] == 31
+        return gc.collect()
+
+    # the fewest of three: threads of earlier tests (moto's) may leave garbage meanwhile, a
+    # read that made cycles would leave them every time
+    assert min(garbage_after_a_read() for _ in range(3)) == 0
