@@ -17,7 +17,9 @@ def collector() -> Iterator[None]:
     gc.enable()
     yield
     gc.unfreeze()
-    if not was_enabled:
+    if was_enabled:
+        gc.enable()
+    else:
         gc.disable()
 
 

@@ -16,7 +16,7 @@ from bench_core.domain.runs import RunFilter
 from bench_core.http.runs import run_json_body
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.config import Settings
-from bench_core.store import Store
+from bench_core.store import RunHead, Store
 from bench_core.store.dynamodb import codec
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 
@@ -329,3 +329,33 @@ def test_reading_a_run_leaves_nothing_for_the_collector_to_find(store: Store) ->
     # the fewest of three: threads of earlier tests (moto's) may leave garbage meanwhile, a
     # read that made cycles would leave them every time
     assert min(garbage_after_a_read() for _ in range(3)) == 0
+
+
+def test_a_runs_head_is_what_the_three_reads_give(store: Store) -> None:
+    """The agent, the task and the insights, as `get_agent`, `get_task` and `get_insights`
+    read them: a subtask, an unknown task, a placeholder and an unknown agent included."""
+    ingest(store, [*task_events("root"), *task_events("kid", parent="root"),
+                   *task_events("orphan", parent="not-yet")])
+    store.save_insights(REF, {"clusters": [{"label": "timeouts", "count": 2, "share": 0.5,
+                                            "example_task_ids": ["root"]}],
+                              "computed_at": "2026-12-02T17:00:00.000Z", "private": False})
+    for task_id in ("root", "kid", "missing", "not-yet"):
+        head = store.run_head(REF, task_id)
+        assert head == RunHead(store.get_agent(REF), store.get_task(REF, task_id),
+                               store.get_insights(REF)), task_id
+    assert store.run_head(REF, "not-yet").task is None  # a placeholder is no task yet
+    nobody = store.run_head(AgentRef("nobody", "agent-1"), "root")
+    assert nobody == RunHead(None, None, None)
+
+
+def test_dynamodb_reads_a_runs_head_in_one_request() -> None:
+    from tests.aws.moto_table import dynamo_store
+
+    with dynamo_store() as store:
+        ingest(store, task_events("root"))
+        calls: list[str] = []
+        store.client.meta.events.register(
+            "provide-client-params.dynamodb", lambda model, **_: calls.append(model.name))
+        head = store.run_head(REF, "root")
+    assert calls == ["BatchGetItem"]
+    assert head.agent is not None and head.task is not None and head.insights is None

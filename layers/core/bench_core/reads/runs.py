@@ -19,6 +19,7 @@ from ..domain.privacy import (
     evidence_view,
     insights_view,
     task_view,
+    visible_agent,
 )
 from ..domain.runs import RUN_STATUSES, Node, RunFilter, build_tree, find, rows, walk
 from ..render import timeline
@@ -46,9 +47,9 @@ class Run:
         return list(walk(self.tree))
 
 
-def find_run(store: Store, agent: Agent, task_id: str) -> tuple[TaskState, str]:
-    """The task `task_id` and the id of the run it belongs to; NotFound for an unknown task."""
-    task = store.get_task(agent.ref, task_id)
+def find_run(store: Store, agent: Agent, task: TaskState | None) -> tuple[TaskState, str]:
+    """The task asked for (as read: None for an unknown one, which is NotFound) and the id of
+    the run it belongs to."""
     if task is None:
         raise NotFound("run not found")
     if task.parent_task_id is None:
@@ -68,22 +69,23 @@ def find_run(store: Store, agent: Agent, task_id: str) -> tuple[TaskState, str]:
     return task, current.task_id
 
 
-def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str, *,
-             content: bool = True, root: TaskState | None = None) -> Run:
+def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str,
+             insights: dict[str, Any] | None, *, content: bool = True,
+             root: TaskState | None = None) -> Run:
     """The run and its tree; without `content` its spans may lack inputs, outputs, metadata
-    and logs (the page draws the tree from names, times and statuses alone). `root`: the
-    run's root if the caller read it already."""
+    and logs (the page draws the tree from names, times and statuses alone). `insights`: the
+    agent's (`RunHead`); `root`: the run's root if the caller read it already."""
     root = root or store.get_task(agent.ref, run_id)
     if root is None:
         raise NotFound("run not found")
     tasks = store.run_tasks(agent.ref, run_id, content=content, root=root)
-    return Run(agent, root, build_tree(root, tasks), cluster_of(store, agent, viewer, run_id))
+    return Run(agent, root, build_tree(root, tasks), cluster_of(insights, agent, viewer, run_id))
 
 
-def cluster_of(store: Store, agent: Agent, viewer: Viewer,
+def cluster_of(insights: dict[str, Any] | None, agent: Agent, viewer: Viewer,
                run_id: str) -> dict[str, Any] | None:
-    """The failure cluster that names this run among its examples, as the viewer may see it."""
-    insights = store.get_insights(agent.ref)
+    """The failure cluster of the agent's `insights` that names this run among its examples,
+    as the viewer may see it."""
     for cluster in insights_view(insights, agent, viewer)["clusters"] if insights else []:
         if run_id in cluster.get("example_task_ids", []):
             return {"label": cluster["label"], "count": cluster["count"],
@@ -141,9 +143,10 @@ def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
 
 
 def run_json(store: Store, agent: Agent, viewer: Viewer, run_id: str,
-             cursor: str | None = None, root: TaskState | None = None) -> dict[str, Any]:
+             insights: dict[str, Any] | None, cursor: str | None = None,
+             root: TaskState | None = None) -> dict[str, Any]:
     """The JSON twin: the run and its spans in tree order, `SPANS_PAGE` per answer."""
-    run = load_run(store, agent, viewer, run_id, root=root)
+    run = load_run(store, agent, viewer, run_id, insights, root=root)
     start = _offset(cursor)
     page = run.spans[start:start + SPANS_PAGE]
     more = start + SPANS_PAGE < len(run.spans)
@@ -225,11 +228,12 @@ def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
              expand: str | None = None) -> dict[str, Any] | Elsewhere:
     """What the run page draws: the header, the rows of the tree at `focus` (collapsed where
     big), each with its waterfall bar, and the selected span's details."""
-    agent = visible(store, ref, viewer)
-    task, run_id = find_run(store, agent, task_id)
+    head = store.run_head(ref, task_id)
+    agent = visible_agent(head.agent, viewer)
+    task, run_id = find_run(store, agent, head.task)
     if run_id != task_id:
         return Elsewhere(run_id, task_id)
-    run = load_run(store, agent, viewer, run_id, content=False, root=task)
+    run = load_run(store, agent, viewer, run_id, head.insights, content=False, root=task)
     top = focus_node(run, focus)
     selected = find(run.tree, span) if span else None
     full = store.get_task(agent.ref, selected.task_id) if selected else None
@@ -275,9 +279,10 @@ def runs_json(store: Store, ref: AgentRef, viewer: Viewer, filters: dict[str, An
 def run_answer(store: Store, ref: AgentRef, viewer: Viewer, task_id: str,
                cursor: str | None) -> dict[str, Any]:
     """The JSON twin; a subtask's id answers its run, naming the span asked for."""
-    agent = visible(store, ref, viewer)
-    task, run_id = find_run(store, agent, task_id)
-    answer = run_json(store, agent, viewer, run_id, cursor,
+    head = store.run_head(ref, task_id)
+    agent = visible_agent(head.agent, viewer)
+    task, run_id = find_run(store, agent, head.task)
+    answer = run_json(store, agent, viewer, run_id, head.insights, cursor,
                       root=task if run_id == task_id else None)
     return answer if run_id == task_id else {**answer, "requested_span": task_id}
 

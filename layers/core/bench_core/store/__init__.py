@@ -10,6 +10,7 @@ from .base import (
     LeaderboardStore,
     RetentionStore,
     ReuseStore,
+    RunHead,
     RunStore,
     Store,
     decode_cursor,
@@ -17,6 +18,6 @@ from .base import (
 )
 
 __all__ = ["Store", "IngestStore", "AgentStore", "AccountStore", "EvalStore", "LeaderboardStore",
-           "ReuseStore", "BenchmarkStore", "RetentionStore", "RunStore",
+           "ReuseStore", "BenchmarkStore", "RetentionStore", "RunStore", "RunHead",
            "SETTABLE", "encode_cursor",
            "decode_cursor"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..domain.models import (
@@ -36,9 +37,24 @@ if TYPE_CHECKING:
     from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 
 
+@dataclass(frozen=True)
+class RunHead:
+    """What every read of a run starts with: the agent, the task asked for and the agent's
+    failure insights, each as `get_agent`, `get_task` and `get_insights` read it."""
+
+    agent: Agent | None
+    task: TaskState | None
+    insights: dict[str, Any] | None
+
+
 class RunStore(Protocol):
     """Runs (`bench_core.domain.runs`): every task records its run; both adapters read a run in
     one indexed range (SQLite `tasks_by_run`, DynamoDB's `runs` index)."""
+
+    def run_head(self, ref: AgentRef, task_id: str) -> RunHead:
+        """One round trip where the adapter can make it one (DynamoDB: the three items share
+        the agent's partition): a run's page and JSON otherwise wait on three in a row."""
+        ...
 
     def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
                   root: TaskState | None = None) -> list[TaskState]:

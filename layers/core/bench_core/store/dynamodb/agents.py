@@ -38,6 +38,14 @@ def agent_item(agent: Agent) -> dict[str, Any]:
     return to_item(attrs)
 
 
+def live_agent(item: dict[str, Any] | None) -> Agent | None:
+    """The agent of its item; a temporary agent past its expiry is gone, even before TTL
+    deletes it."""
+    if not item or item.get("until") is not None and item["until"] <= iso(utcnow()):
+        return None
+    return codec.agent_from_item(item)
+
+
 class DynamoAgents:
     """Agents and their settings, on `table`; `ranks` re-ranks an agent whose settings
     changed."""
@@ -47,11 +55,7 @@ class DynamoAgents:
         self.ranks = ranks
 
     def get_agent(self, ref: AgentRef) -> Agent | None:
-        """A temporary agent past its expiry is gone, even before TTL deletes it."""
-        item = self.table.get(AgentKeys(ref.login, ref.slug).key(META))
-        if not item or item.get("until") is not None and item["until"] <= iso(utcnow()):
-            return None
-        return codec.agent_from_item(item)
+        return live_agent(self.table.get(AgentKeys(ref.login, ref.slug).key(META)))
 
     def list_agents(self, login: str) -> list[Agent]:
         items = self.table.query(f"OWNER#{login}", index="gsi1")

@@ -56,6 +56,10 @@ def due_key(agent: AgentKeys) -> dict[str, Any]:
     return codec.to_item({"pk": _shard("CLUSTERQ", agent.name), "sk": agent.name})
 
 
+def insights_from_item(item: dict[str, Any] | None) -> dict[str, Any] | None:
+    return json.loads(item["body"]) if item else None
+
+
 class DynamoEvals:
     """Evaluation results, judge spend, failure clusters and their work queues, on `table`;
     `ranks` re-ranks an agent whose average score moved."""
@@ -204,8 +208,7 @@ class DynamoEvals:
                           {":computed": insights["computed_at"]})
 
     def get_insights(self, ref: AgentRef) -> dict[str, Any] | None:
-        item = self.table.get(AgentKeys(ref.login, ref.slug).key(INSIGHTS))
-        return json.loads(item["body"]) if item else None
+        return insights_from_item(self.table.get(AgentKeys(ref.login, ref.slug).key(INSIGHTS)))
 
     def clusters_due(self, limit: int) -> list[AgentRef]:
         due = [item for shard in range(SHARDS) for item in self.table.query(f"CLUSTERQ#{shard}")]

@@ -221,9 +221,7 @@ class DynamoIngest:
     # ---- tasks ----------------------------------------------------------------------------
 
     def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
-        item = self.table.get(AgentKeys(ref.login, ref.slug).key(codec.TASK + task_id))
-        task = codec.task_from_item(item) if item else None
-        return task if task and task.sort_ts else None
+        return started_task(self.table.get(AgentKeys(ref.login, ref.slug).key(codec.TASK + task_id)))
 
     def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
                    limit: int = 50, cursor: str | None = None
@@ -266,6 +264,13 @@ class DynamoIngest:
             return {}
         with ThreadPoolExecutor(max_workers=min(8, len(task_ids))) as pool:
             return dict(zip(task_ids, pool.map(children, task_ids), strict=True))
+
+
+def started_task(item: dict[str, Any] | None) -> TaskState | None:
+    """The task of its item, unless it is none yet: a placeholder its subtasks made, which has
+    no start nor end."""
+    task = codec.task_from_item(item) if item else None
+    return task if task and task.sort_ts else None
 
 
 def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:

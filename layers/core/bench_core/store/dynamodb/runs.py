@@ -28,11 +28,13 @@ from typing import Any
 
 from ...domain.models import AgentRef, TaskState, utcnow
 from ...domain.runs import RunFilter, append_log
-from .. import decode_cursor, encode_cursor
+from .. import RunHead, decode_cursor, encode_cursor
 from . import codec
+from .agents import live_agent
 from .client import ConditionFailed, Table
 from .codec import AgentKeys, Update
-from .ingest import move_task, read_task_events
+from .evals import INSIGHTS, insights_from_item
+from .ingest import move_task, read_task_events, started_task
 
 SCAN_LIMIT = 1000
 """Roots the runs list examines per page at most."""
@@ -49,6 +51,16 @@ class DynamoRuns:
 
     def __init__(self, table: Table) -> None:
         self.table = table
+
+    def run_head(self, ref: AgentRef, task_id: str) -> RunHead:
+        """One BatchGetItem (strongly consistent, as each GetItem would be) of the agent, the
+        task and the insights items."""
+        agent = AgentKeys(ref.login, ref.slug)
+        found = {item["sk"]: item for item in self.table.batch_get(
+            [agent.key(codec.META), agent.key(codec.TASK + task_id), agent.key(INSIGHTS)])}
+        return RunHead(live_agent(found.get(codec.META)),
+                       started_task(found.get(codec.TASK + task_id)),
+                       insights_from_item(found.get(INSIGHTS)))
 
     def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
                   root: TaskState | None = None) -> list[TaskState]:

@@ -116,6 +116,7 @@ class DynamoStore:
         # retention
         self.purge_expired = retention.purge_expired
         # runs
+        self.run_head = runs.run_head
         self.run_tasks = runs.run_tasks
         self.list_runs = runs.list_runs
 

@@ -96,14 +96,18 @@ def refresh_rank(conn: sqlite3.Connection, login: str, slug: str) -> None:
                  (search_text(agent), *values.values(), login, slug))
 
 
+def read_agent(reader: sqlite3.Connection, ref: AgentRef) -> Agent | None:
+    """A temporary agent past its expiry is gone, even before `purge_expired` runs."""
+    row = reader.execute(
+        f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ? "
+        "AND (expires_at IS NULL OR expires_at > ?)",
+        (ref.login, ref.slug, iso(utcnow()))).fetchone()
+    return agent_from_row(row) if row else None
+
+
 class SqliteAgents(Concern):
     def get_agent(self, ref: AgentRef) -> Agent | None:
-        """A temporary agent past its expiry is gone, even before `purge_expired` runs."""
-        row = self.db.reader().execute(
-            f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ? "
-            "AND (expires_at IS NULL OR expires_at > ?)",
-            (ref.login, ref.slug, iso(utcnow()))).fetchone()
-        return agent_from_row(row) if row else None
+        return read_agent(self.db.reader(), ref)
 
     def list_agents(self, login: str) -> list[Agent]:
         rows = self.db.reader().execute(

@@ -5,6 +5,7 @@ partial index; failure clusters' candidates, insights and the agents due for the
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from ...domain.field_limits import dumps
@@ -37,6 +38,13 @@ EVALS_SCHEMA = """
     CREATE TABLE insights (agent_id INTEGER PRIMARY KEY, body TEXT NOT NULL);
 """
 """The migration adding evaluations, judge budget and spend, and failure clusters."""
+
+
+def read_insights(reader: sqlite3.Connection, ref: AgentRef) -> dict[str, Any] | None:
+    row = reader.execute(
+        "SELECT body FROM insights JOIN agents ON agents.id = insights.agent_id "
+        "WHERE login = ? AND slug = ?", (ref.login, ref.slug)).fetchone()
+    return json.loads(row[0]) if row else None
 
 
 class SqliteEvals(Concern):
@@ -126,10 +134,7 @@ class SqliteEvals(Concern):
                          (agent_id[0], insights["computed_at"]))
 
     def get_insights(self, ref: AgentRef) -> dict[str, Any] | None:
-        row = self.db.reader().execute(
-            "SELECT body FROM insights JOIN agents ON agents.id = insights.agent_id "
-            "WHERE login = ? AND slug = ?", (ref.login, ref.slug)).fetchone()
-        return json.loads(row[0]) if row else None
+        return read_insights(self.db.reader(), ref)
 
     def clusters_due(self, limit: int) -> list[AgentRef]:
         rows = self.db.reader().execute(

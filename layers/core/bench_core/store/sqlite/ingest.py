@@ -124,6 +124,15 @@ def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]
                      [(m.new, agent_id, m.old) for m in moves])
 
 
+def read_task(reader: sqlite3.Connection, ref: AgentRef, task_id: str) -> TaskState | None:
+    """A task that has started or ended (a parent known only from its subtasks is none yet)."""
+    row = reader.execute(
+        f"SELECT {TASK_COLS} FROM tasks JOIN agents ON agents.id = tasks.agent_id "
+        "WHERE login = ? AND slug = ? AND task_id = ? AND sort_ts != ''",
+        (ref.login, ref.slug, task_id)).fetchone()
+    return task_from_row(row) if row else None
+
+
 class SqliteIngest(Concern):
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
@@ -315,11 +324,7 @@ class SqliteIngest(Concern):
         return [json.loads(r[0]) for r in rows]
 
     def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
-        row = self.db.reader().execute(
-            f"SELECT {TASK_COLS} FROM tasks JOIN agents ON agents.id = tasks.agent_id "
-            "WHERE login = ? AND slug = ? AND task_id = ? AND sort_ts != ''",
-            (ref.login, ref.slug, task_id)).fetchone()
-        return task_from_row(row) if row else None
+        return read_task(self.db.reader(), ref, task_id)
 
     def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
                    limit: int = 50, cursor: str | None = None

@@ -13,9 +13,11 @@ from typing import Any
 from ...domain.field_limits import dumps
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.runs import RunFilter, append_log
-from .agents import find_agent_id
+from .. import RunHead
+from .agents import find_agent_id, read_agent
 from .connection import Concern
-from .ingest import TASK_COLS, newest_first, task_from_row
+from .evals import read_insights
+from .ingest import TASK_COLS, newest_first, read_task, task_from_row
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
@@ -58,6 +60,13 @@ def backfill_runs(conn: sqlite3.Connection) -> None:
 
 class SqliteRuns(Concern):
     """Reading runs: one indexed range per run, the roots newest first for the list."""
+
+    def run_head(self, ref: AgentRef, task_id: str) -> RunHead:
+        """Three reads of one local file, on one connection: nothing to gain from joining
+        them."""
+        reader = self.db.reader()
+        return RunHead(read_agent(reader, ref), read_task(reader, ref, task_id),
+                       read_insights(reader, ref))
 
     def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
                   root: TaskState | None = None) -> list[TaskState]:
