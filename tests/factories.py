@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench_core.domain.models import CleanEvent, WireEvent
+from bench_core.domain.models import CleanEvent, WireEvent, iso
 from bench_core.ingest.wire import clean_event
 from bench_core.runtime.config import Limits
 
@@ -18,7 +18,7 @@ BASE = datetime(2026, 12, 2, 16, 0, 0, tzinfo=UTC)
 def ts(offset_ms: int | None = None) -> str:
     """Increasing timestamps, so events sort in the order tests make them."""
     ms = next(_clock) if offset_ms is None else offset_ms
-    return (BASE + timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return iso(BASE + timedelta(milliseconds=ms))
 
 
 def an_hour_ago(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -26,8 +26,7 @@ def an_hour_ago(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     at a recent window (the eval sweep takes runs of the last two days), whatever day the
     tests run on."""
     start = datetime.now(UTC) - timedelta(hours=1)
-    return [{**e, "ts": (start + timedelta(milliseconds=i)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
-             + "Z"} for i, e in enumerate(events)]
+    return [{**e, "ts": iso(start + timedelta(milliseconds=i))} for i, e in enumerate(events)]
 
 
 def ev(kind: str, task_id: str | None = None, **fields: Any) -> dict[str, Any]:
