@@ -4,6 +4,7 @@ the server signs in only with the one-time link its console shows, once, while i
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 from bench_core.runtime.config import AccountSettings
 
+from tests.aws.moto_table import dynamo_store
+from tests.concurrency import in_parallel
 from tests.conftest import RunningServer, serving
 from tests.http.accounts_support import Browser, new_login, signin_link
 from tests.http.front_ends import headerless_proxy, tcp_forwarder
@@ -127,6 +130,25 @@ def test_a_link_opened_but_not_used_stays_good_until_used(server: RunningServer)
     form = browser.signin_form(link)
     assert browser.post("/signin/local", {**form, "login": "a--b"}).status_code == 400
     assert browser.sign_in(link=link)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "dynamodb"])
+def test_a_link_signs_in_once_however_many_send_it_at_once(tmp_path: Path, store: str) -> None:
+    """Eight tabs sending one link's form at the same moment: one session, on either store
+    (a link made by one process is spent in the store all of them share)."""
+    with contextlib.ExitStack() as stack:
+        over = stack.enter_context(dynamo_store()) if store == "dynamodb" else None
+        running = stack.enter_context(serving(
+            tmp_path, over=over, store=store,
+            accounts=AccountSettings(local_signin=True, session_secret="s" * 48)))
+        link = signin_link(running)
+        browsers = [Browser(running) for _ in range(8)]
+        forms = [browser.signin_form(link) for browser in browsers]
+        answers = in_parallel(*(
+            lambda b=b, f=f: b.post("/signin/local", {**f, "login": new_login()}).status_code
+            for b, f in zip(browsers, forms, strict=True)))
+        assert sorted(answers) == [303] + [410] * 7
+        assert sum(b.session_cookie is not None for b in browsers) == 1
 
 
 def test_the_page_behind_the_link_sends_no_referrer(server: RunningServer) -> None:
