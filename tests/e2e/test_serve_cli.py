@@ -121,11 +121,12 @@ def test_the_console_link_signs_the_local_user_in_once(tmp_path: Path) -> None:
         reused = httpx.get(link, timeout=10)
         assert reused.status_code == 410 and "already been used" in reused.text
 
-        made_elsewhere = subprocess.run(
-            [SERVER, "signin-link", "--data-dir", str(tmp_path), "--url", served.url],
+        made_elsewhere = subprocess.run(  # knows where serve runs on this data directory
+            [SERVER, "signin-link", "--data-dir", str(tmp_path)],
             capture_output=True, text=True, timeout=60, env=_env(), check=True)
         another = LINK.match(made_elsewhere.stdout.strip())
         assert another and another.group(1) != link
+        assert another.group(1).startswith(f"{served.url}/signin/local?token=")
         assert Browser(served).sign_in(link=another.group(1))
 
 
@@ -152,9 +153,9 @@ def test_the_data_directory_is_made_for_this_user_alone(tmp_path: Path) -> None:
         assert httpx.get(f"{served.url}/try").status_code == 200  # makes the session secret
         _, err = served.stop()
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
-    assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in data_dir.iterdir()
-            if f.name in ("bench.db", "session-secret")} == {"bench.db": 0o600,
-                                                             "session-secret": 0o600}
+    modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in data_dir.iterdir()}
+    assert {"bench.db", "session-secret", "served-at"} <= modes.keys()
+    assert set(modes.values()) == {0o600}, modes
     assert "data directory" not in err
 
 

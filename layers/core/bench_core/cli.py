@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -54,9 +55,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"(data: {settings.data_dir})", flush=True)
     if signin_links.enabled(settings):
         base = settings.public_url or f"http://{_shown_host(_reachable(args.host))}:{port}"
+        _remember_address(settings, base)
         _print_link(signin_links.link(base, signin_links.issue(app.state.services.store)))
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+SERVED_AT = "served-at"
+"""The data directory's note of where its server was last reached, for `signin-link`."""
+
+
+def _remember_address(settings: Settings, base: str) -> None:
+    path = settings.data_dir / SERVED_AT
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(base)
+
+
+def _remembered_address(settings: Settings) -> str | None:
+    try:
+        return (settings.data_dir / SERVED_AT).read_text().strip() or None
+    except OSError:
+        return None
 
 
 def _reachable(host: str) -> str:
@@ -77,7 +97,8 @@ def cmd_signin_link(args: argparse.Namespace) -> int:
     if not signin_links.enabled(settings):
         return _fail("local sign-in is off here (GitHub sign-in is set up, BENCH_PUBLIC_URL is "
                      "https, or BENCH_LOCAL_SIGNIN=0): sign in with GitHub")
-    base = args.url or settings.public_url or "http://127.0.0.1:8000"
+    base = (args.url or settings.public_url or _remembered_address(settings)
+            or "http://127.0.0.1:8000")
     _print_link(signin_links.link(base, signin_links.issue(_store(args))))
     return 0
 
@@ -157,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     link = sub.add_parser("signin-link", parents=[data],
                           help="print a one-time link to sign in to the local server")
     link.add_argument("--url", help="where the server is reached (default BENCH_PUBLIC_URL, "
-                                    "else http://127.0.0.1:8000)")
+                                    "else where `serve` last ran on this data directory)")
     link.set_defaults(func=cmd_signin_link)
 
     keys = sub.add_parser("keys", help="create, list and revoke API keys").add_subparsers(
