@@ -69,7 +69,7 @@ async def signin_link_page(request: Request, token: str = "", next: str | None =
     csrf = await csrf_for(request, services)
     response = page(request, "signin.html", next=safe_next(next), csrf=csrf.token,
                     token=token, github=False, local=True,
-                    headers={**NO_STORE, "Referrer-Policy": "no-referrer"})
+                    headers={**NO_STORE, "Referrer-Policy": "same-origin"})
     return csrf.apply(response, request, services)
 
 
