@@ -30,14 +30,6 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
 """Every route only an agent's owner may use with a key (the dashboard's need a session)."""
 
 
-@dataclass
-class Account:
-    login: str
-    owner_key: str
-    agent_key: str
-    """Bound to `mine`; the account also has `sibling` (public) and `secret` (private)."""
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     yield from serve_bench(tmp_path_factory.mktemp("agent-key-scope"))
@@ -46,6 +38,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[AgentEndpoint]:
     yield from serve_endpoint()
+
+
+@dataclass
+class Account:
+    login: str
+    owner_key: str
+    agent_key: str
+    """Bound to `mine`; the account also has `sibling` (public) and `secret` (private)."""
 
 
 @pytest.fixture(scope="module")
