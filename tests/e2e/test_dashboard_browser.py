@@ -1,5 +1,5 @@
 """The owner's first minutes in a real browser (Debian's headless Chromium, driven by Playwright):
-local sign-in, a new agent, its key copied with the copy button, the page's own first-task
+local sign-in with the console's link, a new agent, its key copied with the copy button, the page's own first-task
 template run by the SDK in a subprocess, the events arriving live, the profile link; the live
 feed surviving a server restart; and /try's sandbox and demo run. No console errors allowed
 (a Content-Security-Policy violation is one). Screenshots go to artifacts/screenshots/."""
@@ -24,7 +24,7 @@ from bench_core.trial import sandbox
 from playwright.sync_api import expect
 
 from tests.conftest import free_port
-from tests.http.accounts_support import new_login
+from tests.http.accounts_support import new_login, signin_link
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -46,6 +46,8 @@ class Server:
     port: int
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
+    store: Any = None
+    """The running app's store (where the console's sign-in links are kept)."""
 
     @property
     def url(self) -> str:
@@ -54,6 +56,7 @@ class Server:
     def start(self) -> None:
         app = create_local_app(Settings(data_dir=self.data_dir,
                                         accounts=AccountSettings(sandbox_per_hour=100)))
+        self.store = app.state.services.store
         self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
                                                      log_level="error", lifespan="on"))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
@@ -141,6 +144,9 @@ def test_sign_in_set_up_an_agent_and_watch_its_first_events_arrive(
     login = new_login()
     page.goto(server.url + "/")
     page.click("text=Sign in")
+    expect(page.locator("text=open the sign-in link")).to_be_visible()
+    assert page.locator("#login").count() == 0, "a visitor without the link is offered a form"
+    page.goto(signin_link(server))  # as the console of `bench-server serve` shows it
     page.fill("#login", login)
     page.click("form[action='/signin/local'] button")
     page.wait_for_url(server.url + "/dashboard")
@@ -179,7 +185,7 @@ def test_sign_in_set_up_an_agent_and_watch_its_first_events_arrive(
 
 
 def test_the_live_feed_reconnects_after_the_server_comes_back(page: Any, server: Server) -> None:
-    page.goto(server.url + "/signin")
+    page.goto(signin_link(server))
     page.fill("#login", new_login())
     page.click("form[action='/signin/local'] button")
     page.wait_for_url(server.url + "/dashboard")

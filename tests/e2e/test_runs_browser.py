@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import RunningServer
 from tests.e2e.test_browser_surfaces import CHROMIUM, SCHEMES, WIDTHS, Watched, background_is_dark
 from tests.factories import batch, ts
+from tests.http.accounts_support import signin_link
 from tests.http.runs_data import ERROR, SeededRun, seed_research_run, wide_and_deep_events
 from tests.http.test_ingest_http import new_login, post
 
@@ -148,7 +149,7 @@ def test_the_dashboard_grows_live_runs_as_a_tree(browser: Any, bench_server: Run
     seed_research_run(bench_server, login=login, key=key, slug="watched")
     watched = Watched(browser, 1280, "light")
     try:
-        page = watched.open(f"{bench_server.url}/signin")
+        page = watched.open(signin_link(bench_server))
         page.fill("#login", login)
         page.click("form[action='/signin/local'] button")
         page.wait_for_load_state("networkidle")

@@ -100,7 +100,7 @@ def test_doc_snippet_runs_as_a_file(server: RunningServer, sdk_path: Path, fake:
 
 def test_the_landing_page_snippet_runs(server: RunningServer, sdk_path: Path, fake: str,
                                        tmp_path: Path) -> None:
-    page = Browser(server.url).get("/").text
+    page = Browser(server).get("/").text
     assert f"pip install --index-url {server.url}/simple/ bench-observe" in pre(page, "install")
     login = "l" + uuid.uuid4().hex[:10]
     key = server.create_key(login)
@@ -110,7 +110,7 @@ def test_the_landing_page_snippet_runs(server: RunningServer, sdk_path: Path, fa
 
 def test_the_setup_page_snippet_runs(server: RunningServer, sdk_path: Path, fake: str,
                                      tmp_path: Path) -> None:
-    browser = Browser(server.url)
+    browser = Browser(server)
     login = browser.sign_in()
     page = browser.post("/dashboard/new", {"slug": "first-agent"},
                         token_from="/dashboard/new").text
@@ -122,7 +122,7 @@ def test_the_setup_page_snippet_runs(server: RunningServer, sdk_path: Path, fake
 
 def test_the_try_page_snippet_runs(sdk_path: Path,
                                    server: RunningServer, tmp_path: Path) -> None:
-    browser = Browser(server.url)
+    browser = Browser(server)
     page = browser.post("/try", {}, token_from="/try").text
     login = re.search(r"@(try--[0-9a-f]+)/demo-agent", page).group(1)
     assert f"pip install --index-url {server.url}/simple/ bench-observe" in page

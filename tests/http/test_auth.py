@@ -1,5 +1,5 @@
 """Signing in and out over real HTTP: GitHub's OAuth code flow against a loopback stand-in for
-GitHub, the local sign-in, session cookies (attributes, tampering, expiry, logout), CSRF."""
+GitHub, the local sign-in (by its one-time link), session cookies (attributes, tampering, expiry, logout), CSRF."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import pytest
 from bench_core.accounts import signed_tokens
 from bench_core.runtime.config import AccountSettings
 
-from tests.conftest import RunningServer, serving, start_server
-from tests.http.accounts_support import Browser, new_login
+from tests.conftest import RunningServer, serving
+from tests.http.accounts_support import Browser, new_login, signin_link
 
 SECRET = "s" * 48
 
@@ -118,7 +118,7 @@ def set_cookies(response: httpx.Response) -> dict[str, str]:
 
 def test_github_sign_in_creates_a_session_and_returns_where_it_started(
         github: FakeGitHub, github_server: RunningServer) -> None:
-    browser = Browser(github_server.url)
+    browser = Browser(github_server)
     login = new_login()
     state = begin(browser, "/dashboard/keys")
     done = browser.get("/auth/github/callback", code=f"good-{login}-4242", state=state)
@@ -133,7 +133,7 @@ def test_github_sign_in_creates_a_session_and_returns_where_it_started(
 
 
 def test_a_callback_with_another_state_is_refused(github_server: RunningServer) -> None:
-    browser = Browser(github_server.url)
+    browser = Browser(github_server)
     begin(browser)
     done = browser.get("/auth/github/callback", code=f"good-{new_login()}-1", state="forged")
     assert done.status_code == 400 and "state mismatch" in done.text
@@ -143,15 +143,15 @@ def test_a_callback_with_another_state_is_refused(github_server: RunningServer) 
 
 def test_a_callback_in_a_browser_that_did_not_start_it_is_refused(
         github_server: RunningServer) -> None:
-    state = begin(Browser(github_server.url))
-    other = Browser(github_server.url)
+    state = begin(Browser(github_server))
+    other = Browser(github_server)
     done = other.get("/auth/github/callback", code=f"good-{new_login()}-1", state=state)
     assert done.status_code == 400 and "not started in this browser" in done.text
     assert "bench_session" not in set_cookies(done)
 
 
 def test_denied_consent_says_so_and_signs_nobody_in(github_server: RunningServer) -> None:
-    browser = Browser(github_server.url)
+    browser = Browser(github_server)
     state = begin(browser)
     done = browser.get("/auth/github/callback", error="access_denied", state=state,
                        error_description="The user has denied your application access.")
@@ -160,7 +160,7 @@ def test_denied_consent_says_so_and_signs_nobody_in(github_server: RunningServer
 
 
 def test_a_code_github_refuses_is_a_clear_error(github_server: RunningServer) -> None:
-    browser = Browser(github_server.url)
+    browser = Browser(github_server)
     state = begin(browser)
     done = browser.get("/auth/github/callback", code="expired-code", state=state)
     assert done.status_code == 400
@@ -171,7 +171,7 @@ def test_a_code_github_refuses_is_a_clear_error(github_server: RunningServer) ->
 
 def test_a_token_github_will_not_use_is_a_clear_error(github: FakeGitHub,
                                                       github_server: RunningServer) -> None:
-    browser = Browser(github_server.url)
+    browser = Browser(github_server)
     state = begin(browser)
     github.broken_user_endpoint = True
     try:
@@ -184,50 +184,49 @@ def test_a_token_github_will_not_use_is_a_clear_error(github: FakeGitHub,
 
 def test_a_renamed_accounts_old_login_cannot_be_taken_over(github_server: RunningServer) -> None:
     login = new_login()
-    first = Browser(github_server.url)
+    first = Browser(github_server)
     assert first.get("/auth/github/callback", code=f"good-{login}-100",
                      state=begin(first)).status_code == 303
-    second = Browser(github_server.url)
+    second = Browser(github_server)
     taken = second.get("/auth/github/callback", code=f"good-{login}-200", state=begin(second))
     assert taken.status_code == 403 and "belongs to another GitHub account" in taken.text
     assert "bench_session" not in set_cookies(taken)
 
 
 def test_with_github_configured_there_is_no_local_sign_in(github_server: RunningServer) -> None:
-    browser = Browser(github_server.url)
+    browser = Browser(github_server)
     page = browser.get("/signin")
     assert "Sign in with GitHub" in page.text and "/signin/local" not in page.text
-    refused = browser.post("/signin/local", {"login": new_login()}, token_from="/try")
+    link = signin_link(github_server)
+    opened = browser.http.get(link)
+    assert opened.status_code == 403 and 'name="login"' not in opened.text
+    refused = browser.post("/signin/local", {"login": new_login(),
+                                             "token": link.rsplit("token=", 1)[1]},
+                           token_from="/try")
     assert refused.status_code == 403 and browser.session_cookie is None
 
 
-def test_on_https_the_session_cookie_is_secure(github: FakeGitHub, tmp_path: Path) -> None:
-    accounts = AccountSettings(session_secret=SECRET, local_signin=True)
-    running, server, thread = start_server(tmp_path, accounts=accounts,
-                                           public_url="https://bench.example")
-    try:
-        browser = Browser(running.url)
-        page = browser.get("/signin")
+def test_on_https_the_session_cookie_is_secure(tmp_path: Path) -> None:
+    with serving(tmp_path, public_url="https://bench.example") as running:
+        browser = Browser(running)
+        page = browser.get("/try")
         anonymous = set_cookies(page)["bench_csrf"]
         assert "Secure" in anonymous
         # The test talks plain http to the server behind the https address, so it hands the
         # Secure cookie back itself, as a browser would over https.
         browser.http.cookies.set("bench_csrf", anonymous.split(";")[0].split("=", 1)[1])
-        token = browser.csrf("/signin")
-        done = browser.http.post("/signin/local", data={"csrf": token, "login": new_login()},
+        token = browser.csrf("/try")
+        done = browser.http.post("/try", data={"csrf": token},
                                  headers={"Origin": "https://bench.example"})
-        assert done.status_code == 303
+        assert done.status_code == 200
         assert "Secure" in set_cookies(done)["bench_session"]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 # ---- local sign-in and sessions ---------------------------------------------------------------------
 
 
 def test_local_sign_in_on_a_loopback_server(bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     login = browser.sign_in()
     assert f"@{login}" in browser.get("/dashboard").text
 
@@ -235,20 +234,22 @@ def test_local_sign_in_on_a_loopback_server(bench_server: RunningServer) -> None
 @pytest.mark.parametrize("name", ["a--b", "-leading", "trailing-", "x" * 40, "try--abc", ""])
 def test_local_sign_in_takes_github_style_names_only(bench_server: RunningServer,
                                                      name: str) -> None:
-    browser = Browser(bench_server.url)
-    assert browser.post("/signin/local", {"login": name}).status_code == 400
-    assert browser.session_cookie is None
+    browser = Browser(bench_server)
+    form = browser.signin_form()
+    refused = browser.post("/signin/local", {**form, "login": name}, token_from=None)
+    assert refused.status_code == 400 and browser.session_cookie is None
 
 
 def test_sign_in_never_sends_the_browser_off_site(bench_server: RunningServer) -> None:
     for target in ("//evil.example/x", "https://evil.example", "/\\evil.example"):
-        done = Browser(bench_server.url).post("/signin/local", {"login": new_login(),
-                                                                "next": target})
+        browser = Browser(bench_server)
+        done = browser.post("/signin/local", {**browser.signin_form(), "login": new_login(),
+                                              "next": target}, token_from=None)
         assert done.headers["location"] == "/dashboard", target
 
 
 def test_a_tampered_or_forged_session_cookie_is_signed_out(bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     browser.sign_in()
     good = browser.session_cookie
     assert good is not None
@@ -259,7 +260,7 @@ def test_a_tampered_or_forged_session_cookie_is_signed_out(bench_server: Running
                    f"{payload}.{int(expires) + 10**6}.{signature}",  # extended expiry
                    f"{payload}.{expires}.{signature[:-2]}AA",  # bad signature
                    other_secret, "garbage", ""):
-        thief = Browser(bench_server.url)
+        thief = Browser(bench_server)
         thief.http.cookies.set("bench_session", cookie)
         assert thief.get("/dashboard").status_code == 303, cookie
         assert thief.get("/signin").status_code == 200
@@ -267,7 +268,7 @@ def test_a_tampered_or_forged_session_cookie_is_signed_out(bench_server: Running
 
 def test_an_expired_session_cookie_is_signed_out(bench_server: RunningServer) -> None:
     secret = bench_server.services.secrets.session_key()
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     browser.sign_in()
     session_id = signed_tokens.unsign(secret, "session", browser.session_cookie or "")
     expired = signed_tokens.sign(secret, "session", session_id, 60, now=1_000_000)
@@ -276,9 +277,9 @@ def test_an_expired_session_cookie_is_signed_out(bench_server: RunningServer) ->
 
 
 def test_logout_ends_the_session_everywhere(bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     browser.sign_in()
-    copy = Browser(bench_server.url)
+    copy = Browser(bench_server)
     copy.http.cookies.set("bench_session", browser.session_cookie or "")
     assert copy.get("/dashboard").status_code == 200
     done = browser.post("/logout", {}, token_from="/dashboard")
@@ -291,9 +292,9 @@ def test_logout_ends_the_session_everywhere(bench_server: RunningServer) -> None
 
 def test_state_changing_requests_without_a_valid_token_are_refused(
         bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     login = browser.sign_in()
-    other = Browser(bench_server.url)
+    other = Browser(bench_server)
     other.sign_in()
     foreign = other.csrf("/dashboard")
     for path, data in (("/dashboard/new", {"slug": "csrf-agent"}),
@@ -307,7 +308,7 @@ def test_state_changing_requests_without_a_valid_token_are_refused(
 
 def test_a_request_from_another_origin_is_refused_even_with_a_token(
         bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     browser.sign_in()
     refused = browser.post("/dashboard/keys", {"scope": "owner"}, token_from="/dashboard/keys",
                            headers={"Origin": "https://evil.example"})
@@ -319,8 +320,8 @@ def test_a_request_from_another_origin_is_refused_even_with_a_token(
 
 def test_anonymous_forms_need_the_browsers_own_token(bench_server: RunningServer) -> None:
     """Login CSRF: another site must not sign a visitor in as someone else."""
-    attacker = Browser(bench_server.url)
-    token = attacker.csrf("/signin")
-    victim = Browser(bench_server.url)
-    forged = victim.http.post("/signin/local", data={"csrf": token, "login": new_login()})
+    attacker = Browser(bench_server)
+    form = attacker.signin_form()
+    victim = Browser(bench_server)
+    forged = victim.http.post("/signin/local", data={**form, "login": new_login()})
     assert forged.status_code == 403 and victim.session_cookie is None

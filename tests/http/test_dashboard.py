@@ -26,19 +26,20 @@ def ingest(server: RunningServer, key: str, slug: str, **kwargs: object) -> http
 
 def test_signed_out_visitors_are_sent_to_sign_in_and_brought_back(
         bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     for path in ("/dashboard", "/dashboard/new", "/dashboard/keys", "/dashboard/agents/x"):
         r = browser.get(path)
         assert r.status_code == 303, path
         assert r.headers["location"] == "/signin?next=" + path.replace("/", "%2F"), path
     login = new_login()
-    done = browser.post("/signin/local", {"login": login, "next": "/dashboard/keys"})
+    done = browser.post("/signin/local", {**browser.signin_form(), "login": login,
+                                          "next": "/dashboard/keys"}, token_from=None)
     assert done.headers["location"] == "/dashboard/keys"
 
 
 def test_setting_up_an_agent_shows_the_install_command_a_key_and_a_first_task(
         bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     login = browser.sign_in()
     page = browser.post("/dashboard/new", {"slug": "Setup-Agent", "display_name": "Setup"},
                         token_from="/dashboard/new")
@@ -61,7 +62,7 @@ def test_setting_up_an_agent_shows_the_install_command_a_key_and_a_first_task(
 
 def test_an_agent_set_up_private_is_private_from_its_first_event(
         bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     login = browser.sign_in()
     key = browser.new_agent("hidden-agent", visibility="private")
     assert ingest(bench_server, key, "hidden-agent").status_code == 200
@@ -72,7 +73,7 @@ def test_an_agent_set_up_private_is_private_from_its_first_event(
 
 
 def test_a_second_agent_of_the_same_name_is_refused(bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     browser.sign_in()
     browser.new_agent("twin")
     again = browser.post("/dashboard/new", {"slug": "twin"}, token_from="/dashboard/new")
@@ -82,7 +83,7 @@ def test_a_second_agent_of_the_same_name_is_refused(bench_server: RunningServer)
 
 
 def test_privacy_settings_change_what_others_see(bench_server: RunningServer) -> None:
-    owner = Browser(bench_server.url)
+    owner = Browser(bench_server)
     login = owner.sign_in()
     key = owner.new_agent("settings-agent")
     ingest(bench_server, key, "settings-agent", input={"secret": "question"})
@@ -97,7 +98,7 @@ def test_privacy_settings_change_what_others_see(bench_server: RunningServer) ->
     owner.post("/dashboard/agents/settings-agent/settings", {"visibility": "private"},
                token_from="/dashboard/agents/settings-agent")
     assert httpx.get(tasks).status_code == 404
-    stranger = Browser(bench_server.url)
+    stranger = Browser(bench_server)
     stranger.sign_in()
     changed = stranger.post("/dashboard/agents/settings-agent/settings", {"visibility": "public"},
                             token_from="/dashboard")
@@ -106,7 +107,7 @@ def test_privacy_settings_change_what_others_see(bench_server: RunningServer) ->
 
 
 def test_keys_are_created_named_used_and_revoked(bench_server: RunningServer) -> None:
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     login = browser.sign_in()
     created = browser.post("/dashboard/keys", {"name": "laptop", "scope": "owner"},
                            token_from="/dashboard/keys")
@@ -118,7 +119,7 @@ def test_keys_are_created_named_used_and_revoked(bench_server: RunningServer) ->
     row = re.search(r'data-key-row="%s">(.*?)</tr>' % re.escape(owner_key[:11]), listing, re.S)
     assert row and "never" not in row.group(1), "last use is shown"
     record = next(k for k in bench_server.store.list_keys(login) if k.name == "laptop")
-    other = Browser(bench_server.url)
+    other = Browser(bench_server)
     other.sign_in()
     assert other.post("/dashboard/keys/revoke", {"key": record.key_hash},
                       token_from="/dashboard/keys").status_code == 404
@@ -137,7 +138,7 @@ def test_keys_are_created_named_used_and_revoked(bench_server: RunningServer) ->
 
 def test_the_dashboard_lists_the_owners_agents_and_no_one_elses(
         bench_server: RunningServer) -> None:
-    alice, bob = Browser(bench_server.url), Browser(bench_server.url)
+    alice, bob = Browser(bench_server), Browser(bench_server)
     alice_login = alice.sign_in()
     bob.sign_in()
     key = alice.new_agent("alices-agent")
@@ -181,7 +182,7 @@ def test_bench_login_gets_a_key_once_the_code_is_approved(device_server: Running
     process = run_login(device_server, tmp_path)
     url, code = prompt(process)
     assert url == f"{device_server.url}/device?code={code}"
-    browser = Browser(device_server.url)
+    browser = Browser(device_server)
     signed_out = browser.get(url.removeprefix(device_server.url))
     assert signed_out.status_code == 303 and "next=%2Fdevice%3Fcode%3D" in signed_out.headers["location"]
     login = browser.sign_in()
@@ -204,7 +205,7 @@ def test_bench_login_stops_when_the_code_is_denied(device_server: RunningServer,
                                                    tmp_path: Path) -> None:
     process = run_login(device_server, tmp_path)
     _, code = prompt(process)
-    browser = Browser(device_server.url)
+    browser = Browser(device_server)
     browser.sign_in()
     denied = browser.post("/device", {"user_code": code, "decision": "deny"},
                           token_from=f"/device?code={code}")

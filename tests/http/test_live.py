@@ -52,7 +52,7 @@ async def post(server: RunningServer, key: str, body: dict[str, Any]) -> None:
 
 
 def owner_with_agent(server: RunningServer, slug: str, **settings: str) -> tuple[Browser, str, str]:
-    browser = Browser(server.url)
+    browser = Browser(server)
     login = browser.sign_in()
     return browser, login, browser.new_agent(slug, **settings)
 
@@ -103,10 +103,10 @@ def test_a_public_feed_leaves_out_what_the_owner_hides(bench_server: RunningServ
 
 def test_a_private_feed_reaches_its_owner_only(bench_server: RunningServer) -> None:
     owner, login, key = owner_with_agent(bench_server, "private-feed", visibility="private")
-    stranger = Browser(bench_server.url)
+    stranger = Browser(bench_server)
     stranger.sign_in()
     channel = f"{login}/private-feed"
-    assert Browser(bench_server.url).get("/live-token", channel=channel).status_code == 404
+    assert Browser(bench_server).get("/live-token", channel=channel).status_code == 404
     assert stranger.get("/live-token", channel=channel).status_code == 404
     assert owner.get("/live-token", channel=channel).json()["url"].endswith(f"/live/{channel}")
 
@@ -159,7 +159,7 @@ def test_the_owners_channel_carries_every_agent_and_only_to_the_owner(
         bench_server: RunningServer) -> None:
     owner, login, key_a = owner_with_agent(bench_server, "first")
     key_b = owner.new_agent("second", visibility="private")
-    stranger = Browser(bench_server.url)
+    stranger = Browser(bench_server)
     stranger.sign_in()
 
     async def test() -> None:
@@ -245,7 +245,7 @@ def watch_with_key(server: RunningServer, channel: str, key: str) -> Any:
 
 def test_signing_out_closes_the_sessions_sockets(bench_server: RunningServer) -> None:
     owner, login, key = owner_with_agent(bench_server, "until-logout", visibility="private")
-    other_tab = Browser(bench_server.url)
+    other_tab = Browser(bench_server)
     other_tab.sign_in(login)
 
     async def test() -> None:

@@ -113,7 +113,7 @@ def test_an_agent_created_by_its_first_span_hides_its_content(
 def test_the_new_agent_form_starts_with_content_hidden(bench_server: RunningServer) -> None:
     from tests.http.accounts_support import Browser
 
-    browser = Browser(bench_server.url)
+    browser = Browser(bench_server)
     browser.sign_in()
     form = browser.get("/dashboard/new").text
     assert 'name="hide_inputs" checked' in form and 'name="hide_outputs" checked' in form

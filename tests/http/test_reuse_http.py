@@ -218,7 +218,7 @@ def test_a_call_is_recorded_as_a_task_of_the_agent_and_as_usage_of_the_caller(
 @pytest.mark.parametrize(("path", "status"), [("/echo", "success"), ("/fail", "failed")])
 def test_a_call_reaches_the_owners_live_feed_as_an_ingested_task_does(
         server: RunningServer, endpoint: AgentEndpoint, path: str, status: str) -> None:
-    browser = Browser(server.url)
+    browser = Browser(server)
     owner, owner_key, slug = published(server, endpoint, path, owner=browser.sign_in())
     caller, caller_key = granted_caller(server, owner_key, owner)
 
@@ -462,7 +462,7 @@ def test_calling_an_unknown_or_unpublished_agent(server: RunningServer) -> None:
 
 def test_the_owner_manages_grants_from_the_dashboard(server: RunningServer,
                                                      endpoint: AgentEndpoint) -> None:
-    browser = Browser(server.url)
+    browser = Browser(server)
     owner = browser.sign_in()
     owner, _, slug = published(server, endpoint, owner=owner)
     page = f"/dashboard/agents/{slug}/reuse"
@@ -485,12 +485,12 @@ def test_the_owner_manages_grants_from_the_dashboard(server: RunningServer,
     assert forged.status_code == 403
     assert browser.post(page + "/revoke", {"caller": caller}, token_from=page).status_code == 303
     assert server.store.invocation_grants(AgentRef(owner, slug)) == []
-    assert Browser(server.url).get(page).status_code == 303, "signed out: off to sign in"
+    assert Browser(server).get(page).status_code == 303, "signed out: off to sign in"
 
 
 def test_the_owner_rotates_the_invocation_secret_from_the_dashboard_and_sees_it_once(
         server: RunningServer, endpoint: AgentEndpoint) -> None:
-    browser = Browser(server.url)
+    browser = Browser(server)
     owner, _, slug = published(server, endpoint, owner=browser.sign_in())
     ref = AgentRef(owner, slug)
     first = endpoint.secrets[f"{owner}/{slug}"]
@@ -508,7 +508,7 @@ def test_the_owner_rotates_the_invocation_secret_from_the_dashboard_and_sees_it_
     assert found, "the new secret is shown"
     assert found.group(1) != first and server.store.get_capability(ref).secret == found.group(1)
     assert found.group(1) not in browser.get(page).text, "shown once"
-    stranger = Browser(server.url)
+    stranger = Browser(server)
     stranger.sign_in()
     assert stranger.post(page + "/secret", {}, token_from="/dashboard").status_code == 404
     assert server.store.get_capability(ref).secret == found.group(1)

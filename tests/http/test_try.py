@@ -25,7 +25,7 @@ from tests.http.accounts_support import SHOWN_KEY, Browser
 
 def start(server: RunningServer) -> tuple[Browser, str, str]:
     """A visitor starting a sandbox: their browser, the sandbox login and the key shown."""
-    browser = Browser(server.url)
+    browser = Browser(server)
     page = browser.post("/try", {}, token_from="/try")
     assert page.status_code == 200, page.text
     assert page.headers["cache-control"] == "private, no-store"
@@ -35,7 +35,7 @@ def start(server: RunningServer) -> tuple[Browser, str, str]:
 
 def test_a_sandbox_starts_without_signing_up_and_shows_its_key_once(
         try_server: RunningServer) -> None:
-    browser = Browser(try_server.url)
+    browser = Browser(try_server)
     page = browser.post("/try", {}, token_from="/try")
     login = re.search(r"@(try--[0-9a-f]+)/demo-agent", page.text).group(1)
     key = SHOWN_KEY.search(page.text).group(1)
@@ -68,7 +68,7 @@ def test_a_sandbox_is_private_and_never_on_the_leaderboard(try_server: RunningSe
     assert httpx.get(f"{try_server.url}/badge/{login}/demo-agent.svg").status_code == 404
     board = httpx.get(f"{try_server.url}/api/leaderboard", params={"q": "try--"}).json()
     assert board["agents"] == []
-    other = Browser(try_server.url)
+    other = Browser(try_server)
     other.sign_in()
     assert other.get(f"/u/{login}/demo-agent").status_code == 404
 
@@ -111,9 +111,9 @@ def test_the_demo_form_without_javascript_sends_every_run(try_server: RunningSer
 def test_a_sandbox_is_no_account(try_server: RunningServer) -> None:
     browser, _, _ = start(try_server)
     assert browser.get("/dashboard").status_code == 303
-    nobody = Browser(try_server.url)
+    nobody = Browser(try_server)
     assert nobody.post("/try/demo", {}, token_from="/try").status_code == 403
-    account = Browser(try_server.url)
+    account = Browser(try_server)
     account.sign_in()
     assert account.get("/try").headers["location"] == "/dashboard/new"
 
@@ -145,6 +145,6 @@ def strict_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS
 def test_sandboxes_are_rate_limited_per_client(strict_server: RunningServer) -> None:
     start(strict_server)
     start(strict_server)
-    third = Browser(strict_server.url).post("/try", {}, token_from="/try")
+    third = Browser(strict_server).post("/try", {}, token_from="/try")
     assert third.status_code == 429 and third.headers["retry-after"] == "3600"
     assert "too many sandboxes" in third.text

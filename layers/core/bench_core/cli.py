@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .accounts import signin_links
 from .domain.keys import new_key
 from .domain.models import LOGIN_PATTERN, SLUG_PATTERN, iso, utcnow
 from .runtime.config import Settings
+from .runtime.data_dir import loose_mode
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -34,6 +37,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             and not settings.allowed_hosts:
         print("note: set BENCH_PUBLIC_URL (or BENCH_ALLOWED_HOSTS) to the address users reach "
               "this server at: requests for any other Host are refused (421)", file=sys.stderr)
+    mode = loose_mode(settings.data_dir)
+    if mode is not None:
+        print(f"note: the data directory {settings.data_dir} is open to other users (mode "
+              f"{mode:04o}; its files are not): `chmod 700 {settings.data_dir}` closes it",
+              file=sys.stderr)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
@@ -42,9 +50,56 @@ def cmd_serve(args: argparse.Namespace) -> int:
                         if exc.errno == errno.EADDRINUSE else ""))
     app = create_local_app(settings)
     config = server_config(app, log_level=args.log_level)
-    print(f"Bench is running at http://{_shown_host(args.host)}:{sock.getsockname()[1]}  "
+    port = sock.getsockname()[1]
+    print(f"Bench is running at http://{_shown_host(args.host)}:{port}  "
           f"(data: {settings.data_dir})", flush=True)
+    if signin_links.enabled(settings):
+        base = settings.public_url or f"http://{_shown_host(_reachable(args.host))}:{port}"
+        _remember_address(settings, base)
+        _print_link(signin_links.link(base, signin_links.issue(app.state.services.store)))
     uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+SERVED_AT = "served-at"
+"""The data directory's note of where its server was last reached, for `signin-link`."""
+
+
+def _remember_address(settings: Settings, base: str) -> None:
+    path = settings.data_dir / SERVED_AT
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(base)
+
+
+def _remembered_address(settings: Settings) -> str | None:
+    try:
+        return (settings.data_dir / SERVED_AT).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _reachable(host: str) -> str:
+    """Where a browser on this machine reaches a server bound to `host` (a wildcard address
+    is no address to open, and not a name the server answers to)."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
+def _print_link(url: str) -> None:
+    minutes = int(signin_links.TTL.total_seconds() // 60)
+    print(f"Sign in (works once, for {minutes} minutes; `bench-server signin-link` makes "
+          f"another): {url}", flush=True)
+
+
+def cmd_signin_link(args: argparse.Namespace) -> int:
+    """A new one-time sign-in link to the server using this data directory."""
+    settings = _settings(args)
+    if not signin_links.enabled(settings):
+        return _fail("local sign-in is off here (GitHub sign-in is set up, BENCH_PUBLIC_URL is "
+                     "https, or BENCH_LOCAL_SIGNIN=0): sign in with GitHub")
+    base = (args.url or settings.public_url or _remembered_address(settings)
+            or "http://127.0.0.1:8000")
+    _print_link(signin_links.link(base, signin_links.issue(_store(args))))
     return 0
 
 
@@ -119,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--log-level", default="warning")
     serve.set_defaults(func=cmd_serve)
+
+    link = sub.add_parser("signin-link", parents=[data],
+                          help="print a one-time link to sign in to the local server")
+    link.add_argument("--url", help="where the server is reached (default BENCH_PUBLIC_URL, "
+                                    "else where `serve` last ran on this data directory)")
+    link.set_defaults(func=cmd_signin_link)
 
     keys = sub.add_parser("keys", help="create, list and revoke API keys").add_subparsers(
         dest="keys_command", required=True)

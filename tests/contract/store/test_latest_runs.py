@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bench_core.domain.models import AgentMeta, AgentRef, RunRef
 from bench_core.store import Store
+from bench_core.store.sqlite.agents import LATEST_RUNS_SCHEMA
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.concurrency import in_parallel
@@ -126,9 +127,10 @@ def test_an_agent_stored_before_latest_runs_existed_gets_one_from_its_next_run(
     ingest(old, run("before", 1_000))
     old.close()
     conn = sqlite3.connect(path)  # back to the schema before the migration that added them
-    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(LATEST_RUNS_SCHEMA)}")
     conn.execute("ALTER TABLE agents DROP COLUMN latest_run")
     conn.execute("ALTER TABLE agents DROP COLUMN latest_failure")
+    conn.execute("ALTER TABLE invocation_usage DROP COLUMN caller_agent")  # a later migration's
     conn.commit()
     conn.close()
     upgraded = SqliteStore(path)

@@ -106,3 +106,19 @@ def test_usage_is_listed_per_login_newest_first(store: Store) -> None:
     assert store.list_usage("alice", 2) == records[:1:-1]
     assert [u.call_id for u in store.list_usage("bob", 10)] == ["b"]
     assert store.list_usage("carol", 10) == []
+
+
+def test_usage_of_one_agents_keys_is_listed_apart(store: Store) -> None:
+    def made(call_id: str, second: int, caller_agent: str | None) -> UsageRecord:
+        return UsageRecord(login="dana", at=f"2026-12-03T10:00:0{second}.000Z", call_id=call_id,
+                           agent="owner/helper", status="success", http_status=200,
+                           duration_ms=1.0, caller_agent=caller_agent)
+
+    records = [made("owner", 1, None), made("ci-1", 2, "ci"), made("bot", 3, "bot"),
+               made("ci-2", 4, "ci")]
+    for record in records:
+        store.record_usage(record)
+    assert store.list_usage("dana", 10) == records[::-1]
+    assert store.list_usage("dana", 10, "ci") == [records[3], records[1]]
+    assert store.list_usage("dana", 1, "ci") == [records[3]]
+    assert store.list_usage("dana", 10, "nobody") == []

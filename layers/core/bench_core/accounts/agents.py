@@ -1,13 +1,15 @@
 """What an owner does with their agents: create one with its first key, change its settings;
-and the checks that only its owner may (a stranger gets 404, so names do not leak)."""
+and the checks that only its owner may (`privacy.owner_only`: anyone else gets 404, so names
+do not leak)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..domain.errors import Forbidden, NotFound
+from ..domain.errors import NotFound
 from ..domain.keys import new_key
 from ..domain.models import Agent, AgentRef, KeyRecord
+from ..domain.privacy import Viewer, owner_only
 from ..store import Store
 
 NOT_YOURS = "you have no agent of that name"
@@ -22,14 +24,10 @@ def own_agent(store: Store, ref: AgentRef) -> Agent:
 
 
 def owned_by_key(store: Store, key: KeyRecord, ref: AgentRef, refusal: str) -> Agent:
-    """The agent if `key` is its owner's owner key: 404 for anyone else, 403 (`refusal`) for
-    the owner's agent keys."""
+    """The agent if `key` is its owner's owner key (`privacy.owner_only`: 404 for any agent
+    the key does not own, 403 `refusal` for an agent key's own)."""
     agent = store.get_agent(ref) if key.login == ref.login else None
-    if agent is None:
-        raise NotFound("agent not found")
-    if key.agent_slug is not None:
-        raise Forbidden(refusal)
-    return agent
+    return owner_only(agent, Viewer.of_key(key), refusal)
 
 
 def create_with_key(store: Store, agent: Agent) -> str | None:
@@ -49,11 +47,9 @@ def change_settings(store: Store, ref: AgentRef, changes: dict[str, Any]) -> Age
 
 def change_settings_with_key(store: Store, key: KeyRecord, ref: AgentRef,
                              changes: dict[str, Any]) -> Agent:
-    """`PATCH /api/agents/...`: owner keys only; 404 for other accounts' agents."""
-    if key.login != ref.login:
-        raise NotFound("agent not found")
-    if key.agent_slug is not None:
-        raise Forbidden("agent keys may only ingest; use an owner key (bk_...) for settings")
+    """`PATCH /api/agents/...`: owner keys only (`owned_by_key`)."""
+    owned_by_key(store, key, ref, "agent keys may only ingest; use an owner key (bk_...) for "
+                                  "settings")
     agent = change_settings(store, ref, changes)
     if agent is None:
         raise NotFound("agent not found")

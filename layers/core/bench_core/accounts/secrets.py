@@ -19,6 +19,7 @@ import threading
 
 from ..domain.errors import BenchError
 from ..runtime.config import Settings
+from ..runtime.data_dir import private_directory
 
 LOCAL_SECRET_FILE = "session-secret"
 MIN_SECRET_CHARS = 32
@@ -73,7 +74,7 @@ class Secrets:
         with self._lock:
             if self._local is None:
                 path = self.settings.data_dir / LOCAL_SECRET_FILE
-                path.parent.mkdir(parents=True, exist_ok=True)
+                private_directory(path.parent)
                 try:
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 except FileExistsError:

@@ -16,8 +16,6 @@ import ipaddress
 from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
-                      "x-real-ip")
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 

@@ -2,6 +2,9 @@
 
 - A private agent does not exist for anyone but its owner: not found, never "forbidden", so its
   existence does not leak.
+- What only an owner may do (`owner_only`) is not found alike for every agent the viewer does
+  not own: an agent key owns its one agent, so the rest of its account, public, private or
+  never made, all answer the same.
 - `hide_inputs` removes task inputs; `hide_outputs` removes outputs, and with them everything
   that can carry output: error text, log values, task metadata, custom event data.
 - Either switch also hides what was derived from inputs and outputs: the judge's reasoning and
@@ -16,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import NotFound
+from .errors import Forbidden, NotFound
 from .models import Agent, EvalResult, KeyRecord, TaskState
 from .pricing import EVIDENCE_LABEL, NAME_FIELDS, TOKEN_FIELDS, evidence_name, is_evidence, token_count
 
@@ -59,6 +62,17 @@ def visible_agent(agent: Agent | None, viewer: Viewer) -> Agent:
     """The agent if the viewer may see it at all; 404 otherwise."""
     if agent is None or not (agent.is_public or viewer.owns(agent)):
         raise NotFound("agent not found")
+    return agent
+
+
+def owner_only(agent: Agent | None, viewer: Viewer, refusal: str) -> Agent:
+    """The agent for what only its owner may do with a key (settings, its card, grants,
+    insights): 404, alike, for any agent the viewer does not own; 403 `refusal` for an agent
+    key's own agent, which needs the owner's key for this."""
+    if agent is None or not viewer.owns(agent):
+        raise NotFound("agent not found")
+    if viewer.agent_slug is not None:
+        raise Forbidden(refusal)
     return agent
 
 

@@ -1,5 +1,6 @@
 """Signing in and out: `/signin`, GitHub's OAuth round trip (`/auth/github`,
-`/auth/github/callback`), the local sign-in of a single machine (`/signin/local`), `/logout`.
+`/auth/github/callback`), the local sign-in of a single machine (`/signin/local`, reached only
+by the one-time link its console shows: `accounts.signin_links`), `/logout`.
 
 The OAuth `state` is bound to the browser that started the sign-in: it travels to GitHub in the
 URL and stays behind in a signed, short-lived cookie; a callback whose state does not match the
@@ -15,10 +16,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import github, live_grants, logins, sessions, valid_account_login
+from ..accounts import github, live_grants, logins, sessions, signin_links, valid_account_login
 from ..accounts import signed_tokens as signing
-from ..domain.errors import Forbidden
-from ..domain.hosts import FORWARDING_HEADERS, host_name, is_loopback_name
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .browser import (
@@ -41,22 +40,6 @@ OAUTH_TTL_S = 600
 CALLBACK = "/auth/github/callback"
 
 
-def local_signin_allowed(request: Request, services: Services) -> bool:
-    """Local sign-in (any name, no password) is for one person's own machine: on when
-    BENCH_LOCAL_SIGNIN says so; by default only without GitHub, on the embedded store, for a
-    request from a loopback peer, to a loopback `Host`, with no forwarding header (a proxy on
-    the same machine has a loopback peer too: what it forwards is anyone's)."""
-    settings = services.settings
-    if settings.accounts.local_signin is not None:
-        return settings.accounts.local_signin
-    if settings.accounts.github_enabled or settings.store != "sqlite":
-        return False
-    if any(name in request.headers for name in FORWARDING_HEADERS):
-        return False
-    peer = request.client.host if request.client else ""
-    return is_loopback_name(peer) and is_loopback_name(host_name(request.headers.get("host", "")))
-
-
 def signed_in(request: Request, services: Services, login: str, target: str) -> Response:
     """Start a session for `login` and go on to `target`."""
     session, cookie = sessions.start(services.store, services.secrets.session_key(), login)
@@ -72,23 +55,34 @@ async def signin_page(request: Request, next: str | None = None,
     session = await session_of(request, services)
     if session is not None and not session.sandbox:
         return RedirectResponse(target, status_code=303)
-    token = await csrf_for(request, services)
-    response = page(request, "signin.html", next=target, csrf=token.token,
-                    github=services.settings.accounts.github_enabled,
-                    local=local_signin_allowed(request, services), headers=NO_STORE)
-    return token.apply(response, request, services)
+    settings = services.settings
+    return page(request, "signin.html", next=target, github=settings.accounts.github_enabled,
+                local=signin_links.enabled(settings), headers=NO_STORE)
 
 
-@router.post("/signin/local")
+@router.get(signin_links.PATH)
+async def signin_link_page(request: Request, token: str = "", next: str | None = None,
+                           services: Services = Depends(services_of)) -> Response:
+    """Where a sign-in link lands: if it is fresh, a form to pick a name (which spends it)."""
+    signin_links.require_enabled(services.settings)
+    await run_in_threadpool(signin_links.check, services.store, token)
+    csrf = await csrf_for(request, services)
+    response = page(request, "signin.html", next=safe_next(next), csrf=csrf.token,
+                    token=token, github=False, local=True,
+                    headers={**NO_STORE, "Referrer-Policy": "same-origin"})
+    return csrf.apply(response, request, services)
+
+
+@router.post(signin_links.PATH)
 async def signin_local(request: Request, services: Services = Depends(services_of)) -> Response:
+    signin_links.require_enabled(services.settings)
     fields = await form_fields(request)
     await check_csrf(request, services, fields)
-    if not local_signin_allowed(request, services):
-        raise Forbidden("local sign-in is off on this server: sign in with GitHub")
     login = fields.get("login", "").strip().lower()
     if not valid_account_login(login):
         return error_page(request, 400, "Choose a name of letters, digits and single hyphens "
                                         "(up to 39), as on GitHub.")
+    await run_in_threadpool(signin_links.redeem, services.store, fields.get("token", ""))
     await run_in_threadpool(logins.claim, services.store, login, None)
     return await run_in_threadpool(signed_in, request, services, login,
                                    safe_next(fields.get("next")))

@@ -102,9 +102,10 @@ def delete_grant(login: str, slug: str, caller: str, key: KeyRecord = Depends(re
 @router.get("/usage")
 def list_usage(limit: int = Query(50, ge=1, le=USAGE_LIMIT), key: KeyRecord = Depends(require_key),
                services: Services = Depends(services_of)) -> dict[str, Any]:
-    """The caller's own calls through Bench, newest first (and who the caller is)."""
+    """The caller's own calls through Bench, newest first (and who the caller is); for an agent
+    key, its agent's."""
     return {"login": key.login,
-            "usage": [u.to_dict() for u in grants.usage_of(services.store, key.login, limit)]}
+            "usage": [u.to_dict() for u in grants.usage_of(services.store, key, limit)]}
 
 
 # ---- calling -----------------------------------------------------------------------------------

@@ -40,9 +40,10 @@ def revoke_grant(store: Store, ref: AgentRef, caller: str) -> bool:
     return store.delete_invocation_grant(ref, caller)
 
 
-def usage_of(store: Store, login: str, limit: int) -> list[UsageRecord]:
-    """The caller's own calls through Bench, newest first."""
-    return store.list_usage(login, limit)
+def usage_of(store: Store, key: KeyRecord, limit: int) -> list[UsageRecord]:
+    """The calls through Bench `key` may see, newest first: an owner key its account's, an
+    agent key those made with its agent's keys (it sees nothing else of its account)."""
+    return store.list_usage(key.login, limit, key.agent_slug)
 
 
 def grant_for(store: Store, agent: Agent, key: KeyRecord, now: datetime) -> InvocationGrant | None:

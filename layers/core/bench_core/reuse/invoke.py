@@ -179,7 +179,8 @@ def _record(services: IngestPorts, agent: Agent, key: KeyRecord, events: list[Wi
             status="failed" if call.error is not None else "success",
             http_status=call.error.status if call.error else 200,
             duration_ms=call.duration_ms, error=call.error.message if call.error else None,
-            expires_at=usage_expiry(call.started, key, limits.event_retention_days)))
+            expires_at=usage_expiry(call.started, key, limits.event_retention_days),
+            caller_agent=key.agent_slug))
     except Exception:
         logger.exception("could not record a call", extra={"agent": agent.ref.path,
                                                             "call_id": call.call_id})

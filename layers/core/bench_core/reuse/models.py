@@ -178,6 +178,8 @@ class UsageRecord:
     error: str | None = None
     expires_at: str | None = None
     """When the record goes (`invoke.usage_expiry`; None: kept for ever)."""
+    caller_agent: str | None = None
+    """The slug of the caller's agent whose key made the call; None for an owner key."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"at": self.at, "call_id": self.call_id, "agent": self.agent,

@@ -123,8 +123,9 @@ class AccountSettings:
     Secrets come from the environment locally (`session_secret`, `github_client_secret`) and
     from SSM on AWS, where the template passes parameter *names*, read through Powertools
     Parameters. Without any session secret the local server keeps a random one in its data
-    directory. `local_signin` None means automatic: offered only without GitHub, on the
-    embedded store, to requests reaching a loopback address."""
+    directory. `local_signin` (BENCH_LOCAL_SIGNIN) turns sign-in by the console's one-time
+    link on or off; None means on the embedded store. It is never on with GitHub sign-in or an
+    https public URL, whatever it says (`accounts.signin_links.enabled`)."""
 
     session_secret: str | None = None
     session_secret_parameter: str | None = None

@@ -219,8 +219,10 @@ class ReuseStore(Protocol):
     def record_usage(self, usage: UsageRecord) -> None:
         """Kept until `usage.expires_at` (None: for ever)."""
         ...
-    def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
-        """The login's calls through Bench, newest first; none past its expiry."""
+    def list_usage(self, login: str, limit: int, caller_agent: str | None = None
+                   ) -> list[UsageRecord]:
+        """The login's calls through Bench, newest first; none past its expiry. With
+        `caller_agent`, only those its agent's keys made (`UsageRecord.caller_agent`)."""
         ...
 
 

@@ -35,7 +35,7 @@ CAPABILITY = "CAPABILITY"
 GRANT = "IGRANT#"
 QUOTA = "QUOTA#"
 _GRANT_FIELDS = ("calls_per_day", "calls_per_minute", "expires_at", "created_at")
-_USAGE_FIELDS = ("agent", "status", "http_status", "duration_ms", "error")
+_USAGE_FIELDS = ("agent", "status", "http_status", "duration_ms", "error", "caller_agent")
 
 
 def _grant_from_item(item: dict[str, Any]) -> InvocationGrant:
@@ -151,13 +151,17 @@ class DynamoReuse:
             **{k: v for k, v in attrs.items() if v is not None},
             **(codec.ttl(usage.expires_at) if usage.expires_at else {})}))
 
-    def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
+    def list_usage(self, login: str, limit: int, caller_agent: str | None = None
+                   ) -> list[UsageRecord]:
+        """One agent's calls (`caller_agent`) are picked out of the login's as the pages come:
+        they are few, and kept only for the retention period."""
         now = iso(utcnow())
         live = (item for item in self.table.query(f"USAGE#{login}", forward=False, page=limit)
-                if item.get("until") is None or item["until"] > now)
+                if (item.get("until") is None or item["until"] > now)
+                and (caller_agent is None or item.get("caller_agent") == caller_agent))
         return [UsageRecord(login=item["login"], at=item["at"], call_id=item["call_id"],
                             agent=item["agent"], status=item["status"],
                             http_status=int(item["http_status"]),
                             duration_ms=float(item["duration_ms"]), error=item.get("error"),
-                            expires_at=item.get("until"))
+                            expires_at=item.get("until"), caller_agent=item.get("caller_agent"))
                 for item in itertools.islice(live, limit)]

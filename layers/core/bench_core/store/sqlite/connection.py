@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ...runtime.data_dir import private_directory
+
 
 def _private_files(path: Path) -> None:
     """The database holds private telemetry and invocation secrets: readable by this user only.
@@ -40,7 +42,7 @@ class Database:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_directory(self.path.parent)
         _private_files(self.path)
         self._local = threading.local()
         self._write_lock = threading.Lock()

@@ -43,8 +43,14 @@ USAGE_EXPIRY_SCHEMA = """
 """The migration giving usage records an expiry (`UsageRecord.expires_at`; purged by
 `retention.py`), in `store.MIGRATIONS`."""
 
+USAGE_CALLER_AGENT_SCHEMA = "ALTER TABLE invocation_usage ADD COLUMN caller_agent TEXT"
+"""The migration recording which agent's key made a call (`UsageRecord.caller_agent`), in
+`store.MIGRATIONS`. One agent's calls are read off its login's (kept for the retention
+period), so no index of their own."""
+
 _GRANT_COLS = "login, slug, caller, calls_per_day, calls_per_minute, expires_at, created_at"
-_USAGE_COLS = "login, at, call_id, agent, status, http_status, duration_ms, error, expires_at"
+_USAGE_COLS = ("login, at, call_id, agent, status, http_status, duration_ms, error, expires_at, "
+               "caller_agent")
 
 
 class SqliteReuse(Concern):
@@ -125,14 +131,18 @@ class SqliteReuse(Concern):
     def record_usage(self, usage: UsageRecord) -> None:
         with self.db.write() as conn:
             conn.execute(f"INSERT OR REPLACE INTO invocation_usage ({_USAGE_COLS}) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (usage.login, usage.at, usage.call_id, usage.agent, usage.status,
-                          usage.http_status, usage.duration_ms, usage.error, usage.expires_at))
+                          usage.http_status, usage.duration_ms, usage.error, usage.expires_at,
+                          usage.caller_agent))
 
-    def list_usage(self, login: str, limit: int) -> list[UsageRecord]:
+    def list_usage(self, login: str, limit: int, caller_agent: str | None = None
+                   ) -> list[UsageRecord]:
         """Expired records are left out before the purge deletes them."""
+        only_agent = "" if caller_agent is None else "AND caller_agent = ? "
         rows: Iterator[sqlite3.Row] = self.db.reader().execute(
-            f"SELECT {_USAGE_COLS} FROM invocation_usage WHERE login = ? "
+            f"SELECT {_USAGE_COLS} FROM invocation_usage WHERE login = ? {only_agent}"
             "AND (expires_at IS NULL OR expires_at > ?) "
-            "ORDER BY at DESC, call_id DESC LIMIT ?", (login, iso(utcnow()), limit))
+            "ORDER BY at DESC, call_id DESC LIMIT ?",
+            (login, *(() if caller_agent is None else (caller_agent,)), iso(utcnow()), limit))
         return [UsageRecord(**dict(r)) for r in rows]

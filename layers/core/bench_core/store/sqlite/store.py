@@ -19,7 +19,7 @@ from .evals import EVALS_SCHEMA, SqliteEvals
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .retention import RETENTION_SCHEMA, SqliteRetention
-from .reuse import REUSE_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
+from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .runs import RUNS_SCHEMA, SqliteRuns, backfill_runs
 
 MIGRATIONS: list[str] = [
@@ -49,6 +49,8 @@ MIGRATIONS: list[str] = [
     BENCHMARK_STATUS_SCHEMA,
     # 13: each agent's newest run and newest failure, for listings to link to
     LATEST_RUNS_SCHEMA,
+    # 14: which agent's key made a call through Bench (an agent key sees only its agent's)
+    USAGE_CALLER_AGENT_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
