@@ -298,8 +298,12 @@ def test_pages_show_rankings_runs_and_evidence_apart_from_telemetry(bench_server
     assert page.status_code == 200
     s = run["summary"]
     for text in ("benchmark evidence", "95% CI", "pass^2", "pass@2", 'data-case="meeting-time-zones"',
-                 f'data-value="{s["pass_rate"]}"', "grounding-heuristic-v1", "time-zone arithmetic"):
+                 f'data-value="{s["pass_rate"]}"', "grounding-heuristic-v1"):
         assert text in page.text, text
+    # the agent the submission made hides its content until its owner shows it
+    assert "time-zone arithmetic" not in page.text and "Hidden by the owner" in page.text
+    owners_page = httpx.get(bench_server.url + run["url"], headers={**html, "X-Bench-Key": key})
+    assert "time-zone arithmetic" in owners_page.text
     profile = httpx.get(f"{bench_server.url}/u/{name}/{slug}", headers=html).text
     telemetry, evidence = profile.split('data-section="benchmark-evidence"')
     assert "Benchmark evidence" in evidence and run["url"] in evidence and run["url"] not in telemetry

@@ -9,6 +9,7 @@
   off later does not reveal them).
 - Cost evidence (provider, model, token counts, Bench's price) is usage, not content: it stays
   visible under either switch, cut down to `EVIDENCE_FIELDS` so nothing else rides along.
+- Every agent starts with the same settings however it comes to exist (`new_agent`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from .pricing import EVIDENCE_LABEL, NAME_FIELDS, TOKEN_FIELDS, evidence_name, i
 
 HIDDEN = "[hidden by owner]"
 IMPLICIT_AGENT = {"visibility": "public", "hide_inputs": True, "hide_outputs": True}
-"""How an agent created by its first ingest, OTLP span or call starts: public numbers, badge,
-profile and leaderboard place, with its content hidden until the owner shows it."""
+"""How every agent starts (`new_agent`): public numbers, badge, profile and leaderboard place,
+with its content hidden until the owner shows it."""
 _PRICED = ("cost_usd", "price_source")
 """Bench's own price of a record, shown as stored."""
 EVIDENCE_FIELDS = (*NAME_FIELDS, *TOKEN_FIELDS, *_PRICED)
@@ -53,6 +54,18 @@ class Viewer:
 
 
 ANONYMOUS = Viewer()
+
+
+def new_agent(login: str, slug: str, created_at: str, **chosen: Any) -> Agent:
+    """An agent as it comes to exist, however that is (its first batch or span, a benchmark
+    submission, the dashboard's form, the /try sandbox): `IMPLICIT_AGENT`'s settings, save
+    those its creator chose in so many words (`chosen`, with any other `Agent` field)."""
+    return Agent(login=login, slug=slug, created_at=created_at, **{**IMPLICIT_AGENT, **chosen})
+
+
+def settings_of(agent: Agent) -> dict[str, Any]:
+    """An agent's privacy settings by their stored names (`IMPLICIT_AGENT`'s)."""
+    return {name: getattr(agent, name) for name in IMPLICIT_AGENT}
 
 
 def visible_agent(agent: Agent | None, viewer: Viewer) -> Agent:
