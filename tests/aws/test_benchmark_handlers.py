@@ -74,6 +74,14 @@ def test_a_run_submitted_through_lambda_is_graded_by_the_workflow_and_served_by_
     assert run["summary"]["pass_rate"] < 1 and run["summary"]["attempts"] == len(run["attempts"])
     model = cfn.environment(transformed, "BenchmarkFunction", site.refs)["BENCH_BEDROCK_MODEL"]
     assert run["judge"] == f"bedrock:{model}", "graded by the model the template names"
+    # the submission made the agent as every agent starts: public, its content hidden
+    made = site.request("GET", f"/api/agents/{login}/{slug}").json()
+    assert (made["visibility"], made["hide_inputs"], made["hide_outputs"]) == ("public", True, True)
+    assert {(a["input"], a["output"], a["output_hash"]) for a in run["attempts"]} == {
+        ("[hidden by owner]",) * 3}
+    own = site.request("GET", f"/api/benchmarks/runs/{run['run_id']}",
+                       headers={"X-Bench-Key": key}).json()
+    assert all(a["output_hash"].startswith("sha256:") and a["input"] for a in own["attempts"])
     again = site.request("GET", f"/api/benchmarks/{SUITE}/runs/{run['run_id']}")
     assert again.status == 200 and again.json()["summary"] == run["summary"]
     assert len(again.json()["attempts"]) == len(run["attempts"])

@@ -263,11 +263,25 @@ def test_hidden_outputs_and_inputs_stay_hidden_in_runs(bench_server: RunningServ
     public = bench_server.get(f"/api/benchmarks/runs/{run['run_id']}")
     assert all(a["output"] == a["input"] == a["reasoning"] == "[hidden by owner]" for a in public["attempts"])
     assert {a["error"] for a in public["attempts"]} == {None, "[hidden by owner]"}
+    assert {a["output_hash"] for a in public["attempts"]} == {"[hidden by owner]"}, \
+        "a hash names a short output: anyone can hash guesses"
     assert public["summary"] == run["summary"]
     page = httpx.get(f"{bench_server.url}/benchmarks/{SUITE}/runs/{run['run_id']}").text
     assert "According to the sources" not in page and "Hidden by the owner" in page
     owner_view = bench_server.get(f"/api/benchmarks/runs/{run['run_id']}", key=key)
     assert owner_view["attempts"][0]["output"].startswith("According to the sources")
+    hashes = {a["output_hash"] for a in owner_view["attempts"]}
+    assert all(h.startswith("sha256:") for h in hashes)
+    assert not any(h in page for h in hashes)
+    httpx.patch(f"{bench_server.url}/api/agents/{name}/{slug}", json={"hide_inputs": False},
+                headers={"X-Bench-Key": key}).raise_for_status()
+    inputs_shown = bench_server.get(f"/api/benchmarks/runs/{run['run_id']}")
+    assert {a["output_hash"] for a in inputs_shown["attempts"]} == {"[hidden by owner]"}
+    httpx.patch(f"{bench_server.url}/api/agents/{name}/{slug}",
+                json={"hide_inputs": True, "hide_outputs": False},
+                headers={"X-Bench-Key": key}).raise_for_status()
+    outputs_shown = bench_server.get(f"/api/benchmarks/runs/{run['run_id']}")
+    assert {a["output_hash"] for a in outputs_shown["attempts"]} == hashes
 
 
 def test_pages_show_rankings_runs_and_evidence_apart_from_telemetry(bench_server: RunningServer) -> None:
@@ -284,8 +298,12 @@ def test_pages_show_rankings_runs_and_evidence_apart_from_telemetry(bench_server
     assert page.status_code == 200
     s = run["summary"]
     for text in ("benchmark evidence", "95% CI", "pass^2", "pass@2", 'data-case="meeting-time-zones"',
-                 f'data-value="{s["pass_rate"]}"', "grounding-heuristic-v1", "time-zone arithmetic"):
+                 f'data-value="{s["pass_rate"]}"', "grounding-heuristic-v1"):
         assert text in page.text, text
+    # the agent the submission made hides its content until its owner shows it
+    assert "time-zone arithmetic" not in page.text and "Hidden by the owner" in page.text
+    owners_page = httpx.get(bench_server.url + run["url"], headers={**html, "X-Bench-Key": key})
+    assert "time-zone arithmetic" in owners_page.text
     profile = httpx.get(f"{bench_server.url}/u/{name}/{slug}", headers=html).text
     telemetry, evidence = profile.split('data-section="benchmark-evidence"')
     assert "Benchmark evidence" in evidence and run["url"] in evidence and run["url"] not in telemetry

@@ -141,3 +141,27 @@ def test_evidence_holds_names_and_numbers_only(server_on_each_store: RunningServ
         assert record["provider"] is None and record["model"] == "gpt-4o"
         assert record["input_tokens"] == 10 and record["output_tokens"] is None
         assert "secret-" not in get(server, f"/api/agents/{login}/ev/events", viewer).text
+
+
+def test_an_agent_created_by_a_benchmark_submission_hides_its_content(
+        bench_server: RunningServer) -> None:
+    """On DynamoDB (graded by Step Functions): tests/aws/test_benchmark_handlers.py."""
+    from tests.benchmark_support import SUITE, graded_run, run_body
+
+    server = bench_server
+    login = new_login()
+    key = server.create_key(login)
+    r = httpx.post(f"{server.url}/api/benchmarks/{SUITE}/runs", timeout=60,
+                   headers={"X-Bench-Key": key}, json=run_body("benched", repeats=1))
+    run = graded_run(server.url, r, key)
+
+    agent = get(server, f"/api/agents/{login}/benched").json()
+    assert agent["visibility"] == "public"
+    assert agent["hide_inputs"] is True and agent["hide_outputs"] is True
+    public = get(server, f"/api/benchmarks/runs/{run['run_id']}").json()
+    assert public["summary"] == run["summary"]
+    assert all(a["input"] == a["output"] == a["output_hash"] == HIDDEN
+               for a in public["attempts"])
+    own = get(server, f"/api/benchmarks/runs/{run['run_id']}", key).json()
+    assert all(a["output_hash"].startswith("sha256:") for a in own["attempts"])
+    assert own["attempts"][0]["input"]["question"]

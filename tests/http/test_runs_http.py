@@ -164,8 +164,9 @@ def test_private_agent_runs_are_not_found_for_others_and_whole_for_the_owner(
 
 
 INPUT_SECRETS = ("secret-question",)
-OUTPUT_SECRETS = ("secret-plan", "secret-final", "secret-answer", "secret-log-value", ERROR,
-                  "span_meta")
+OUTPUT_SECRETS = ("secret-plan", "secret-final", "secret-answer", ERROR)
+CONTENT_SECRETS = ("secret-log-value", "span_meta")
+"""A log value and the SDK's metadata may carry either side: either switch hides them."""
 
 
 @pytest.mark.parametrize("hide", [{"hide_inputs": True}, {"hide_outputs": True},
@@ -176,7 +177,7 @@ def test_hidden_content_is_hidden_in_every_field_of_page_and_json(
     wait_until_judged(bench_server, run, 1)  # the judge's reasoning is derived content too
     set_agent(bench_server, run, **hide)
     hidden = (INPUT_SECRETS if hide.get("hide_inputs") else ()) + (
-        OUTPUT_SECRETS if hide.get("hide_outputs") else ())
+        OUTPUT_SECRETS if hide.get("hide_outputs") else ()) + CONTENT_SECRETS
     shown = tuple(s for s in SECRETS if s not in hidden)
     answer = run_json(bench_server, run).json()
     text = str(answer)
@@ -184,11 +185,10 @@ def test_hidden_content_is_hidden_in_every_field_of_page_and_json(
     assert all(secret in text for secret in shown), shown
     for span in answer["spans"]:
         assert (span["input"] == "[hidden by owner]") == bool(hide.get("hide_inputs"))
-        for field in ("output", "metadata"):
-            assert (span[field] == "[hidden by owner]") == bool(hide.get("hide_outputs"))
-        if hide.get("hide_outputs"):
-            assert all(e["data"] == "[hidden by owner]" or e["data"]["label"] == "evidence"
-                       for e in span["logs"])
+        assert (span["output"] == "[hidden by owner]") == bool(hide.get("hide_outputs"))
+        assert span["metadata"] == "[hidden by owner]" and span["content_hidden"]
+        assert all(e["data"] == "[hidden by owner]" or e["data"]["label"] in ("evidence", "cost")
+                   for e in span["logs"])
     assert answer["eval"]["reasoning"] == answer["spans"][0]["eval"]["reasoning"] == \
         "[hidden by owner]"
     spans = {s["name"]: s for s in answer["spans"]}

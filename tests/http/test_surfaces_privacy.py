@@ -3,6 +3,7 @@ its owner, hidden inputs and outputs appear nowhere, and hostile names and outpu
 
 from __future__ import annotations
 
+import struct
 import uuid
 import xml.etree.ElementTree as ET
 
@@ -169,3 +170,17 @@ def test_control_characters_cannot_break_a_badge(bench_server: RunningServer) ->
     r = fetch(bench_server, f"/badge/{agent.path}.svg")
     title = ET.fromstring(r.content).find(f"{SVG}title")
     assert title is not None and "bell and esc" in title.text
+
+
+def test_control_characters_cannot_break_an_og_card(bench_server: RunningServer) -> None:
+    from bench_core.render.og_card import render_og
+
+    agent = seed_agent(bench_server, runs=2, failures=0, display_name="two\nlines\r\x00",
+                       model="gpt-4o\n\u2028mini", framework="tab\tand\x1b[31mansi\x7f")
+    r = fetch(bench_server, f"/og/{agent.path}.png")
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    assert struct.unpack(">II", r.content[16:24]) == (1200, 630)
+    summary = httpx.get(f"{bench_server.url}/api/agents/{agent.path}").json()
+    spaced = {**summary, "display_name": "two lines", "model": "gpt-4o mini",
+              "framework": "tab and [31mansi"}
+    assert r.content == render_og(spaced), "each run of control characters reads as a space"

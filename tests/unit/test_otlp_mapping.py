@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import pytest
+from bench_core.domain.privacy import PUBLIC_ATTRIBUTES
 from bench_core.ingest.otlp import slugify
 from bench_core.ingest.otlp.decode import INVALID_ID, DecodeError, Span, SpanEvent, decode
 from bench_core.ingest.otlp.mapping import span_events, span_problem
@@ -223,6 +224,19 @@ def test_content_attributes_are_input_and_output_and_never_metadata() -> None:
     assert tool["task.start"]["input"] == {"city": "Paris"}
     assert tool["task.end"]["output"] == "rainy {not json"
     assert tool["task.end"]["data"]["attributes"] == {"gen_ai.tool.name": "get_weather"}
+
+
+def test_metadata_lists_the_attributes_known_to_hold_names_and_numbers() -> None:
+    data = by_kind(span(**{
+        "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 12,
+        "gen_ai.response.finish_reasons": ["stop"], "http.status_code": 200,
+        "gen_ai.agent.name": "a name with spaces is free text",
+        "llm.prompt_template.variables": '{"city": "Paris"}',
+        "traceloop.entity.input": "what the user asked", "pydantic_ai.all_messages": "[]"}))
+    metadata = data["task.end"]["data"]
+    assert metadata[PUBLIC_ATTRIBUTES] == ["gen_ai.request.model", "gen_ai.usage.input_tokens",
+                                           "gen_ai.response.finish_reasons", "http.status_code"]
+    assert len(metadata["attributes"]) == 8, "the owner keeps every attribute"
 
 
 def test_large_content_is_truncated_with_a_marker() -> None:

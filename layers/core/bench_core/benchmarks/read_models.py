@@ -12,7 +12,7 @@ from typing import Any
 
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
-from ..domain.privacy import HIDDEN, Viewer, listed, shows_derived, shows_inputs, shows_outputs, visible_agent
+from ..domain.privacy import HIDDEN, Sight, Viewer, listed, visible_agent
 from ..store import Store
 from .records import LABEL, Attempt, RunRecord
 from .suites import Suite, load_suite, packaged_suites
@@ -50,13 +50,16 @@ def accepted(run: RunRecord) -> dict[str, Any]:
 
 
 def attempt_view(attempt: Attempt, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    """One attempt as `viewer` may see it. Its output's hash goes with the output: a short
+    answer is found again by hashing guesses."""
+    sight = Sight.of(agent, viewer)
     view = attempt.model_dump()
-    if not shows_inputs(agent, viewer):
+    if not sight.inputs:
         view["input"] = HIDDEN
-    if not shows_outputs(agent, viewer):
-        view["output"] = HIDDEN
+    if not sight.outputs:
+        view["output"] = view["output_hash"] = HIDDEN
         view["error"] = HIDDEN if attempt.error else None
-    if not shows_derived(agent, viewer, private=False):
+    if not sight.shows_derived(private=False):
         view["reasoning"] = HIDDEN
     view["inputs_hidden"] = view["input"] == HIDDEN
     view["outputs_hidden"] = view["output"] == HIDDEN

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from ..domain.errors import BenchError, Conflict, Invalid
 from ..domain.field_limits import cap
 from ..domain.keys import may_write
-from ..domain.models import Agent, AgentRef, KeyRecord, Label, Slug, iso, utcnow
+from ..domain.models import AgentRef, KeyRecord, Label, Slug, iso, utcnow
+from ..domain.privacy import new_agent
 from ..runtime.log import logger
 from ..runtime.ports import WithSettings, WithStore, WithWorkflows
 from . import workflow
@@ -178,8 +179,8 @@ def submit_run(services: RunPorts, key: KeyRecord, suite_id: str, run: RunIn) ->
     else:
         now = iso(utcnow())
         if services.store.get_agent(ref) is None:
-            services.store.create_agent(Agent(login=ref.login, slug=ref.slug,
-                                              display_name=run.display_name, created_at=now))
+            services.store.create_agent(new_agent(ref.login, ref.slug, now,
+                                                  display_name=run.display_name))
         attempts = ungraded_attempts(services, suite, run)
         record = RunRecord(run_id=run_id, login=ref.login, slug=ref.slug, suite=suite_id,
                            suite_hash=local_hash, submitted_at=now, repeats=run.repeats,

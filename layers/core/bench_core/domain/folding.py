@@ -19,14 +19,13 @@ Both stores call this, so SQLite and DynamoDB cannot disagree about what a batch
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from .models import CleanEvent, RunDelta, RunRef, TaskState, Usage, add_usage
-from .pricing import TOKEN_FIELDS, is_evidence, token_count
+from .pricing import TOKEN_FIELDS, cost_amount, is_cost_log, is_evidence, token_count
 from .runs import Reassign, append_log, assign_runs
 
 
@@ -172,25 +171,15 @@ def newest_runs(fold: BatchFold) -> dict[str, RunRef]:
 
 def logged_cost(data: object) -> float:
     """The amount of a `cost` log (`{"label": "cost", "cost_usd": x}`), else 0."""
-    if not isinstance(data, dict) or data.get("label") != "cost":
-        return 0.0
-    amount = data.get("cost_usd")
-    if isinstance(amount, bool) or not isinstance(amount, (int, float)):
-        return 0.0
-    return float(amount) if math.isfinite(amount) and amount >= 0 else 0.0
+    return (cost_amount(data.get("cost_usd")) or 0.0) if is_cost_log(data) else 0.0
 
 
 def evidence_of(data: object) -> Usage | None:
     """The usage one evidence record proves (`pricing.price_evidence` made it), else None."""
     if not is_evidence(data):
         return None
-    assert isinstance(data, dict)
-    cost = data.get("cost_usd")
-    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not (
-            math.isfinite(cost) and cost >= 0):
-        cost = None
-    return Usage(cost_usd=None if cost is None else float(cost), calls=1,
-                 unpriced_calls=int(cost is None),
+    cost = cost_amount(data.get("cost_usd"))
+    return Usage(cost_usd=cost, calls=1, unpriced_calls=int(cost is None),
                  **{name: token_count(data.get(name)) for name in TOKEN_FIELDS})
 
 

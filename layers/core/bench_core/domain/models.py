@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from .pricing import DROPPED, evidence_problems, is_evidence, price_evidence
+from .pricing import DROPPED, evidence_problems, is_cost_log, is_evidence, price_evidence, typed_cost_log
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
@@ -75,13 +75,14 @@ class WireEvent(BaseModel):
     @field_validator("data")
     @classmethod
     def _cost_logs_are_costs(cls, value: Any, info: ValidationInfo) -> Any:
-        """A `cost` log's amount adds to its task's cost, so it is held to `cost_usd`'s range."""
-        if info.data.get("kind") == "task.log" and isinstance(value, dict) \
-                and value.get("label") == "cost":
+        """A `cost` log's amount adds to its task's cost, so it is held to `cost_usd`'s range;
+        an amount that is not a number is content, stored as such (`pricing.typed_cost_log`)."""
+        if info.data.get("kind") == "task.log" and is_cost_log(value):
             amount = value.get("cost_usd")
             if isinstance(amount, int | float) and not isinstance(amount, bool) \
                     and not 0 <= amount <= MAX_COST_USD:
                 raise ValueError(f"a cost log's cost_usd must be from 0 to {MAX_COST_USD:.0f} USD")
+            return typed_cost_log(value)
         return value
 
     @model_validator(mode="after")

@@ -188,6 +188,36 @@ def is_evidence(data: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(data, dict) and data.get("label") == EVIDENCE_LABEL
 
 
+COST_LABEL = "cost"
+"""The label of an owner's cost log (`t.cost()`): `{"label": "cost", "cost_usd": x,
+"cost_details": {...}}`."""
+
+
+def is_cost_log(data: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(data, dict) and data.get("label") == COST_LABEL
+
+
+def cost_amount(value: Any) -> float | None:
+    """`value` as an amount (USD, or a count): a finite number from 0 up, never a flag; else
+    None. A cost field holding anything else is not a cost but content."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def typed_cost_log(data: dict[str, Any]) -> dict[str, Any]:
+    """A cost log whose `cost_usd` is an amount or None: one sent as anything else (text, an
+    object) is moved among its `cost_details`, which are the owner's content, so the privacy
+    gate shows it only where content is shown and no sum ever reads it."""
+    sent = data.get("cost_usd")
+    if sent is None or cost_amount(sent) is not None:
+        return data
+    details = data.get("cost_details")
+    details = dict(details) if isinstance(details, dict) else (
+        {} if details is None else {"cost_details": details})
+    return {**data, "cost_usd": None, "cost_details": {**details, "cost_usd": sent}}
+
+
 OWNER_REPORTED = "owner-reported"
 PROVIDER_EVIDENCE = "provider evidence"
 

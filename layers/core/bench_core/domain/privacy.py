@@ -5,28 +5,52 @@
 - What only an owner may do (`owner_only`) is not found alike for every agent the viewer does
   not own: an agent key owns its one agent, so the rest of its account, public, private or
   never made, all answer the same.
-- `hide_inputs` removes task inputs; `hide_outputs` removes outputs, and with them everything
-  that can carry output: error text, log values, task metadata, custom event data.
+- `hide_inputs` removes task inputs; `hide_outputs` removes outputs and error text.
+- Content is whatever is not known to be safe: log values, task metadata, span attributes,
+  custom event data, cost details and cost fields that are not numbers can carry either side,
+  so either switch hides them (`Sight.content`). What is known to be safe stays: a cost log's
+  amount, a cost breakdown's numbers, a span's ids and its allow-listed attributes (names and
+  numbers, listed at ingest by `ingest.otlp.conventions` under `PUBLIC_ATTRIBUTES`).
 - Either switch also hides what was derived from inputs and outputs: the judge's reasoning and
   the labels of failure clusters (stored as private when written under a switch, so turning it
   off later does not reveal them).
 - Cost evidence (provider, model, token counts, Bench's price) is usage, not content: it stays
   visible under either switch, cut down to `EVIDENCE_FIELDS` so nothing else rides along.
+- Every agent starts with the same settings however it comes to exist (`new_agent`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import Forbidden, NotFound
 from .models import Agent, EvalResult, KeyRecord, TaskState
-from .pricing import EVIDENCE_LABEL, NAME_FIELDS, TOKEN_FIELDS, evidence_name, is_evidence, token_count
+from .pricing import (
+    EVIDENCE_LABEL,
+    NAME_FIELDS,
+    TOKEN_FIELDS,
+    cost_amount,
+    evidence_name,
+    is_cost_log,
+    is_evidence,
+    token_count,
+)
 
 HIDDEN = "[hidden by owner]"
 IMPLICIT_AGENT = {"visibility": "public", "hide_inputs": True, "hide_outputs": True}
-"""How an agent created by its first ingest, OTLP span or call starts: public numbers, badge,
-profile and leaderboard place, with its content hidden until the owner shows it."""
+"""How every agent starts (`new_agent`): public numbers, badge, profile and leaderboard place,
+with its content hidden until the owner shows it."""
+PUBLIC_ATTRIBUTES = "_bench_public"
+"""In a span's metadata (`ingest.otlp.mapping`), the names of the attributes ingest found safe
+(allow-listed names and numbers): everyone sees those. The rest of any metadata is content, and
+metadata without this list (the SDK's `t.metadata()`, spans stored before the split) is content
+whole."""
+SPAN_FIELDS = ("trace_id", "span_id", "service")
+"""The known-safe fields of a span's metadata: its ids and its service's name."""
+_MAX_LISTED = 32
+"""The longest list a public value may be (`gen_ai.response.finish_reasons`)."""
 _PRICED = ("cost_usd", "price_source")
 """Bench's own price of a record, shown as stored."""
 EVIDENCE_FIELDS = (*NAME_FIELDS, *TOKEN_FIELDS, *_PRICED)
@@ -56,6 +80,18 @@ class Viewer:
 
 
 ANONYMOUS = Viewer()
+
+
+def new_agent(login: str, slug: str, created_at: str, **chosen: Any) -> Agent:
+    """An agent as it comes to exist, however that is (its first batch or span, a benchmark
+    submission, the dashboard's form, the /try sandbox): `IMPLICIT_AGENT`'s settings, save
+    those its creator chose in so many words (`chosen`, with any other `Agent` field)."""
+    return Agent(login=login, slug=slug, created_at=created_at, **{**IMPLICIT_AGENT, **chosen})
+
+
+def settings_of(agent: Agent) -> dict[str, Any]:
+    """An agent's privacy settings by their stored names (`IMPLICIT_AGENT`'s)."""
+    return {name: getattr(agent, name) for name in IMPLICIT_AGENT}
 
 
 def visible_agent(agent: Agent | None, viewer: Viewer) -> Agent:
@@ -103,10 +139,38 @@ class Sight:
     def of(cls, agent: Agent, viewer: Viewer) -> Sight:
         return cls(viewer.owns(agent), shows_inputs(agent, viewer), shows_outputs(agent, viewer))
 
+    @property
+    def content(self) -> bool:
+        """Whether what is neither an input nor an output but may carry either (log values,
+        metadata, span attributes, event data, cost details) is shown: unless a switch is on."""
+        return self.owner or (self.inputs and self.outputs)
+
     def shows_derived(self, private: bool) -> bool:
         """See `shows_derived`: for others than the owner, `inputs` and `outputs` are the
         agent's switches."""
-        return self.owner or (self.inputs and self.outputs and not private)
+        return self.content and (self.owner or not private)
+
+    def metadata(self, metadata: Any) -> Any:
+        """A task's metadata as stored, or its public part (`metadata_view`)."""
+        return metadata if self.content else metadata_view(metadata)
+
+    def cost_breakdown(self, breakdown: Any) -> Any:
+        """A task's cost breakdown as stored, or its numbers (`cost_breakdown_view`)."""
+        return breakdown if self.content else cost_breakdown_view(breakdown)
+
+    def event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """See `event_view`."""
+        out = dict(event)
+        if not self.inputs and "input" in out:
+            out["input"] = HIDDEN
+        if not self.outputs and "output" in out:
+            out["output"] = HIDDEN
+        if not self.content:
+            if "data" in out:
+                out["data"] = _redacted_data(out["data"])
+            if "cost_breakdown" in out:
+                out["cost_breakdown"] = cost_breakdown_view(out["cost_breakdown"])
+        return out
 
     def eval(self, result: EvalResult | None) -> dict[str, Any] | None:
         """See `eval_view`."""
@@ -121,10 +185,11 @@ class Sight:
 
     def span_logs(self, task: TaskState) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """A run span's evidence (`evidence_view`, its own records read from its log entries:
-        a span carries no events) and its log entries in order, their values hidden with its
-        outputs as `event_view` hides a `task.log`'s data (the closing count stays). One pass
-        over the entries: where outputs are hidden an evidence entry shows as its record."""
-        if task.evidence is None and self.outputs:
+        a span carries no events) and its log entries in order, their values hidden as content
+        as `event_view` hides a `task.log`'s data (the closing count stays). One pass over the
+        entries: where content is hidden an evidence entry shows as its record."""
+        content = self.content
+        if task.evidence is None and content:
             return None, task.logs
         records: list[dict[str, Any]] = []
         shown: list[dict[str, Any]] = []
@@ -133,7 +198,7 @@ class Sight:
             record = evidence_record(data) if is_evidence(data) else None
             if record is not None:
                 records.append(record)
-            if self.outputs:
+            if content:
                 continue
             shown.append({"omitted": entry["omitted"]} if "omitted" in entry else
                          {"ts": entry.get("ts"),
@@ -142,7 +207,7 @@ class Sight:
         if task.evidence is not None:
             evidence = task.evidence.to_dict()
             evidence["records"] = records
-        return evidence, task.logs if self.outputs else shown
+        return evidence, task.logs if content else shown
 
 
 def shows_invocation_url(agent: Agent, viewer: Viewer) -> bool:
@@ -162,14 +227,15 @@ def task_view(task: TaskState, agent: Agent, viewer: Viewer,
         "status": task.status,
         "input": task.input if inputs else HIDDEN,
         "output": task.output if outputs else HIDDEN,
-        "metadata": task.metadata if outputs else HIDDEN,
+        "metadata": sight.metadata(task.metadata),
         "duration_ms": task.duration_ms,
         "cost_usd": task.cost_usd,
-        "cost_breakdown": task.cost_breakdown,
+        "cost_breakdown": sight.cost_breakdown(task.cost_breakdown),
         "started_at": task.started_at,
         "ended_at": task.ended_at,
         "inputs_hidden": not inputs,
         "outputs_hidden": not outputs,
+        "content_hidden": not sight.content,
         "eval": sight.eval(task.eval),
         "evidence": evidence_view(task, events),
     }
@@ -228,22 +294,67 @@ def insights_view(insights: dict[str, Any] | None, agent: Agent, viewer: Viewer)
 
 
 def event_view(event: dict[str, Any], agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    out = dict(event)
-    if not shows_inputs(agent, viewer) and "input" in out:
-        out["input"] = HIDDEN
-    if not shows_outputs(agent, viewer):
-        if "output" in out:
-            out["output"] = HIDDEN
-        if "data" in out:
-            out["data"] = _redacted_data(out["data"])
-    return out
+    """A stored event as `viewer` may see it: its input with inputs, its output with outputs,
+    its data and cost breakdown with content (else only what is known to be safe of them)."""
+    return Sight.of(agent, viewer).event(event)
+
+
+def public_value(value: Any) -> bool:
+    """Whether `value` is a number, a flag, a name (`pricing.evidence_name`) or a short list of
+    those: what a known-safe field must hold to be shown (its name alone does not make free
+    text safe)."""
+    if isinstance(value, list):
+        return len(value) <= _MAX_LISTED and all(_public_scalar(v) for v in value)
+    return _public_scalar(value)
+
+
+def _public_scalar(value: Any) -> bool:
+    if isinstance(value, bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return evidence_name(value) is not None
+
+
+def metadata_view(metadata: Any) -> Any:
+    """What everyone may see of a task's metadata: of a span's, its ids and service
+    (`SPAN_FIELDS`) and the attributes ingest listed as safe (`PUBLIC_ATTRIBUTES`), each only
+    if it is still a public value, with `other_attributes` marking the rest as hidden; of any
+    other metadata, nothing."""
+    listed = metadata.get(PUBLIC_ATTRIBUTES) if isinstance(metadata, dict) else None
+    if not isinstance(listed, list):
+        return HIDDEN
+    attributes = metadata.get("attributes")
+    if not isinstance(attributes, dict):
+        attributes = {}
+    view: dict[str, Any] = {name: value if public_value(value := metadata.get(name)) else None
+                            for name in SPAN_FIELDS}
+    view["attributes"] = {name: attributes[name] for name in listed
+                          if isinstance(name, str) and name in attributes
+                          and public_value(attributes[name])}
+    if len(view["attributes"]) < len(attributes):
+        view["other_attributes"] = HIDDEN
+    return view
+
+
+def cost_breakdown_view(breakdown: Any) -> Any:
+    """What everyone may see of a cost breakdown: names → numbers. Each entry keeps the amounts
+    it holds under names (`amount_usd`, counts: `pricing.cost_amount`); its other fields (the
+    owner's cost details) are content."""
+    if breakdown is None:
+        return None
+    if not isinstance(breakdown, list):
+        return HIDDEN
+    return [{name: value for name, value in entry.items()
+             if cost_amount(value) is not None and evidence_name(name) is not None}
+            if isinstance(entry, dict) else {} for entry in breakdown]
 
 
 def _redacted_data(data: Any) -> Any:
-    """Cost logs are numbers the profile shows anyway: keep the amount, drop free-form details;
-    evidence keeps its usage fields."""
+    """An event's data where content is hidden: a cost log's amount (a number, else None; its
+    details are content), an evidence record's usage, a span's public metadata; else HIDDEN."""
     if is_evidence(data):
         return evidence_record(data)
-    if isinstance(data, dict) and data.get("label") == "cost":
-        return {"label": "cost", "cost_usd": data.get("cost_usd")}
-    return HIDDEN
+    if is_cost_log(data):
+        return {"label": "cost", "cost_usd": cost_amount(data.get("cost_usd"))}
+    return metadata_view(data)

@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..accounts import api_keys, live_grants
 from ..accounts.agents import NOT_YOURS, change_settings, create_with_key
+from ..domain import privacy
 from ..domain.errors import NotFound
 from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
 from ..domain.privacy import IMPLICIT_AGENT, Viewer
@@ -63,10 +64,10 @@ def _create(services: Services, login: str, fields: dict[str, str]) -> tuple[Age
         patch = AgentSettingsPatch(display_name=fields.get("display_name", "").strip() or None)
     except (NotFound, ValidationError):
         return None, "Name the agent with letters, digits, '.', '_' or '-' (up to 64)."
-    agent = Agent(login=login, slug=ref.slug, display_name=patch.display_name,
-                  visibility="private" if fields.get("visibility") == "private" else "public",
-                  hide_inputs="hide_inputs" in fields, hide_outputs="hide_outputs" in fields,
-                  created_at=iso(utcnow()))
+    agent = privacy.new_agent(
+        login, ref.slug, iso(utcnow()), display_name=patch.display_name,
+        visibility="private" if fields.get("visibility") == "private" else "public",
+        hide_inputs="hide_inputs" in fields, hide_outputs="hide_outputs" in fields)
     raw = create_with_key(services.store, agent)
     if raw is None:
         return None, f"You already have an agent called {ref.slug}."

@@ -117,6 +117,8 @@ class Span(BaseModel):
     failed_below: int
     inputs_hidden: bool
     outputs_hidden: bool
+    content_hidden: bool
+    """Logs, metadata and span attributes show only what is known to be safe of them."""
 
 
 class RunAnswer(BaseModel):

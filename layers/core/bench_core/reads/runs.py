@@ -105,11 +105,12 @@ def span_view(node: Node, sight: Sight, task: TaskState | None = None) -> dict[s
             "input": task.input if sight.inputs else HIDDEN,
             "output": task.output if sight.outputs else HIDDEN,
             "logs": logs,
-            "metadata": task.metadata if sight.outputs else HIDDEN,
+            "metadata": sight.metadata(task.metadata),
             "eval": sight.eval(task.eval), "started_at": task.started_at,
             "ended_at": task.ended_at, "children": len(node.children),
             "descendants": node.descendants, "failed_below": node.failed_below,
-            "inputs_hidden": not sight.inputs, "outputs_hidden": not sight.outputs}
+            "inputs_hidden": not sight.inputs, "outputs_hidden": not sight.outputs,
+            "content_hidden": not sight.content}
 
 
 def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:

@@ -8,6 +8,7 @@ card is drawn once per change of its numbers per process, and HTTP caching does 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -35,9 +36,19 @@ def card_fields(summary: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]+")
+"""Control characters, line and paragraph separators, lone surrogates: a name may hold any
+of them, and Pillow measures no text that breaks lines (nor draws a surrogate)."""
+
+
+def one_line(text: str) -> str:
+    """`text` as the card draws it: each run of `_NOT_ONE_LINE` characters a space, and the
+    built-in font's missing dashes (ranges, the "missing" mark) hyphens, which read the same."""
+    return _NOT_ONE_LINE.sub(" ", text).strip().replace("–", "-").replace("—", "-")
+
+
 def render_og(summary: Mapping[str, Any]) -> bytes:
-    # The built-in font has no en dash (ranges, the "missing" mark): a hyphen reads the same.
-    return _png(tuple(field.replace("–", "-").replace("—", "-") for field in card_fields(summary)))
+    return _png(tuple(one_line(field) for field in card_fields(summary)))
 
 
 def _fit(draw: Any, text: str, font: Any, width: float) -> str:

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..domain.keys import new_key
-from ..domain.models import Agent, KeyRecord, iso, utcnow
+from ..domain.models import KeyRecord, iso, utcnow
+from ..domain.privacy import new_agent
 from ..store import Store
 
 LOGIN_PREFIX = "try--"
@@ -46,8 +47,8 @@ def create(store: Store) -> tuple[str, str]:
     """A new sandbox: its login and its agent key (the only time the key is seen)."""
     now = utcnow()
     login, expires_at = LOGIN_PREFIX + secrets.token_hex(6), iso(now + TTL)
-    store.create_agent(Agent(login=login, slug=SLUG, display_name=DISPLAY_NAME,
-                             visibility="private", created_at=iso(now), expires_at=expires_at))
+    store.create_agent(new_agent(login, SLUG, iso(now), display_name=DISPLAY_NAME,
+                                 visibility="private", expires_at=expires_at))
     raw, record = new_key(login, SLUG, name="sandbox")
     store.create_key(replace(record, expires_at=expires_at))
     return login, raw

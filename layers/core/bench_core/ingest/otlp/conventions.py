@@ -79,6 +79,46 @@ CONTENT_PREFIXES = ("gen_ai.input.", "gen_ai.output.", SYSTEM_INSTRUCTIONS, "gen
 `MASTRA_CONTENT`: see `is_content`); never copied into metadata."""
 
 
+SAFE_ATTRIBUTES = frozenset({
+    # OpenTelemetry GenAI (and the general conventions its spans carry)
+    OPERATION, "gen_ai.provider.name", "gen_ai.system", "gen_ai.request.model",
+    "gen_ai.response.model", "gen_ai.response.id", "gen_ai.response.finish_reasons",
+    "gen_ai.request.max_tokens", "gen_ai.request.temperature", "gen_ai.request.top_p",
+    "gen_ai.request.top_k", "gen_ai.request.frequency_penalty", "gen_ai.request.presence_penalty",
+    "gen_ai.request.seed", "gen_ai.request.choice.count", "gen_ai.request.encoding_formats",
+    "gen_ai.conversation.id", "gen_ai.agent.id", "gen_ai.agent.name", "gen_ai.tool.name",
+    "gen_ai.tool.type", "gen_ai.data_source.id", "gen_ai.embeddings.dimension.count",
+    "gen_ai.openai.request.service_tier", "gen_ai.openai.response.service_tier",
+    "gen_ai.openai.response.system_fingerprint", "error.type", "server.address", "server.port",
+    "http.status_code", "http.response.status_code", "http.method", "http.request.method",
+    "service.name", "service.version", "session.id", "thread.id", "thread.name",
+    "code.function", "code.function.name", "code.namespace", "code.lineno", "code.line.number",
+    # OpenInference
+    "openinference.span.kind", "llm.model_name", "llm.provider", "llm.system", "tool.name",
+    "embedding.model_name", "reranker.model_name",
+    # the Vercel AI SDK, Mastra
+    "ai.operationId", "operation.name", "resource.name", "ai.model.id", "ai.model.provider",
+    "ai.response.id", "ai.response.model", "ai.response.finishReason", "ai.toolCall.name",
+    "ai.toolCall.id", "ai.telemetry.functionId", MASTRA_SPAN_TYPE,
+    # OpenLLMetry (Traceloop), Langfuse, Pydantic AI
+    "traceloop.span.kind", "traceloop.entity.name", "traceloop.workflow.name",
+    "llm.request.type", "llm.is_streaming", "langfuse.observation.type",
+    "langfuse.observation.level", "agent_name", "model_name",
+})
+"""Span attributes that hold names, numbers and ids, never what went in or came out: what
+everyone may see of a span's attributes (each only with a public value, `privacy.public_value`)
+where its owner hides inputs or outputs. Every other attribute is content: instrumentations
+put prompts and results in names no list can foresee (`llm.prompt_template.variables`,
+`traceloop.entity.input`, `langfuse.observation.input`, `pydantic_ai.all_messages`)."""
+SAFE_PREFIXES = ("gen_ai.usage.", "llm.token_count.", "llm.usage.", "ai.usage.")
+"""Attribute families of token counts."""
+
+
+def is_safe(name: str) -> bool:
+    """Whether attribute `name` is known to hold a name, a number or an id (`SAFE_ATTRIBUTES`)."""
+    return name in SAFE_ATTRIBUTES or name.startswith(SAFE_PREFIXES)
+
+
 def is_content(name: str) -> bool:
     """Whether attribute `name` may hold what went in or came out of the span."""
     return (name.startswith(CONTENT_PREFIXES) or name in BARE_CONTENT

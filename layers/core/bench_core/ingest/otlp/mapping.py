@@ -7,7 +7,8 @@ children into a placeholder until then). Which attribute says what, in GenAI, Op
 Vercel AI SDK and Mastra terms, is `conventions`' business.
 
 Content attributes become the task's input and output, so the agent's hide switches cover
-them at read time (`privacy`); the remaining attributes are kept as the task's metadata.
+them at read time (`privacy`); the remaining attributes are kept as the task's metadata, the
+few known to be safe listed apart from the rest, which `privacy` treats as content.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from ...domain.field_limits import cap
 from ...domain.models import MAX_DURATION_MS, CleanEvent
 from ...domain.pricing import price_evidence
+from ...domain.privacy import PUBLIC_ATTRIBUTES, public_value
 from ...runtime.config import Limits
 from .conventions import (
     MODEL,
@@ -29,6 +31,7 @@ from .conventions import (
     first,
     is_aggregate,
     is_content,
+    is_safe,
     provider,
     structured,
 )
@@ -130,11 +133,14 @@ def error_text(span: Span) -> str:
 
 
 def metadata(span: Span) -> dict[str, Any]:
-    """Where the task came from and the span's other attributes (content left out)."""
+    """Where the task came from and the span's other attributes (content left out), with the
+    names of those known to be safe (`conventions.is_safe`, holding a public value) for the
+    privacy gate: every other attribute is content, hidden where either switch is on."""
+    attributes = {k: v for k, v in span.attributes.items() if not is_content(k)}
     return {"trace_id": span.trace_id, "span_id": span.span_id,
-            "service": span.resource.get("service.name"),
-            "attributes": {k: v for k, v in span.attributes.items()
-                           if not is_content(k)}}
+            "service": span.resource.get("service.name"), "attributes": attributes,
+            PUBLIC_ATTRIBUTES: [name for name, value in attributes.items()
+                                if is_safe(name) and public_value(value)]}
 
 
 def _input(attrs: dict[str, Any]) -> Any:

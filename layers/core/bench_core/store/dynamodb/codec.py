@@ -47,7 +47,7 @@ from ...domain.models import (
     add_usage,
     from_fields,
 )
-from ...domain.privacy import IMPLICIT_AGENT
+from ...domain.privacy import new_agent, settings_of
 
 META = "META"
 ROOT = "ROOT"
@@ -293,14 +293,15 @@ def key_from_item(item: dict[str, Any]) -> KeyRecord:
 
 
 def agent_upsert(agent: AgentKeys, meta: AgentMeta, now: str, dropped: int) -> Update:
-    """Create the agent on its first batch (`IMPLICIT_AGENT`, its stats absent until first added to) and
+    """Create the agent on its first batch (`privacy.new_agent`, its stats absent until first added to) and
     keep what later batches say about it; a batch that omits a detail erases nothing."""
     details = {k: (dumps(v) if k == "tools" else v) for k, v in meta.updates().items()}
     update = Update(agent.key(META),
                     set={"login": agent.login, "slug": agent.slug,
                          "gsi1pk": f"OWNER#{agent.login}", "gsi1sk": f"AGENT#{agent.slug}",
                          **details},
-                    set_if_absent={"created_at": now, **IMPLICIT_AGENT})
+                    set_if_absent={"created_at": now,
+                                   **settings_of(new_agent(agent.login, agent.slug, now))})
     if dropped:
         update.add["dropped_events"] = dropped
     return update

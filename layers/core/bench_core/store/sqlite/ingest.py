@@ -26,7 +26,7 @@ from ...domain.models import (
     iso,
     utcnow,
 )
-from ...domain.privacy import IMPLICIT_AGENT
+from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
 from .agents import find_agent_id, load_json, refresh_rank
@@ -181,9 +181,10 @@ class SqliteIngest(Concern):
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
                            (login, meta.slug)).fetchone()
         if row is None:
-            cols = ["login", "slug", "created_at", "latency_hist", *IMPLICIT_AGENT, *updates]
+            settings = settings_of(new_agent(login, meta.slug, now))
+            cols = ["login", "slug", "created_at", "latency_hist", *settings, *updates]
             values = [login, meta.slug, now, json.dumps(stats.empty_histogram()),
-                      *IMPLICIT_AGENT.values(), *updates.values()]
+                      *settings.values(), *updates.values()]
             cur = conn.execute(f"INSERT INTO agents ({', '.join(cols)}) VALUES "
                                f"({', '.join('?' * len(cols))})", values)
             return int(cur.lastrowid or 0)
