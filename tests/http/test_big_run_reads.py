@@ -50,7 +50,7 @@ def store_run(server: RunningServer, login: str, run_id: str, spans: int) -> Non
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BigRuns]:
     data_dir = tmp_path_factory.mktemp("big-runs")
-    with serving(data_dir) as server:
+    with serving(data_dir, heavy_read_wait_s=300.0) as server:  # however slow the machine
         login = new_login()
         for run_id, spans in (("small", 10), ("ten-k", 10_000), ("hundred-k", 100_000)):
             store_run(server, login, run_id, spans)
@@ -61,24 +61,28 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BigRuns]:
 
 
 def peak_mb(url: str) -> float:
-    """How far the memory Python holds (every thread's: the server's, in this process) rose
-    above where it was while one anonymous GET of `url` was answered."""
-    tracemalloc.start()
-    try:
-        before, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        response = httpx.get(url, headers={"Accept": "text/html"}, timeout=120)
-        assert response.status_code == 200, response.text[:500]
-        return (tracemalloc.get_traced_memory()[1] - before) / MB
-    finally:
-        tracemalloc.stop()
+    """How far the memory Python holds rose above where it was while one anonymous GET of
+    `url` was answered: every thread's (the server's, in this process), so the least of three
+    reads, as other threads (an earlier test's judge) may allocate meanwhile."""
+    peaks = []
+    for _ in range(3):
+        tracemalloc.start()
+        try:
+            before, _ = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            response = httpx.get(url, headers={"Accept": "text/html"}, timeout=120)
+            assert response.status_code == 200, response.text[:500]
+            peaks.append((tracemalloc.get_traced_memory()[1] - before) / MB)
+        finally:
+            tracemalloc.stop()
+    return min(peaks)
 
 
 def test_a_read_of_a_run_holds_a_page_not_the_run(big: BigRuns) -> None:
-    """Main held 10x more for the run ten times bigger (some 150 MB for its JSON)."""
+    """Some 2 MB either way (main's JSON: 21 MB for 10,000 spans, 215 MB for 100,000)."""
     for url in (big.json, big.page):
         ten_k, hundred_k = peak_mb(url("ten-k")), peak_mb(url("hundred-k"))
-        assert hundred_k < 1.5 * ten_k + 1, (url, ten_k, hundred_k)
+        assert hundred_k < 2 * ten_k + 2, (url, ten_k, hundred_k)
         assert hundred_k < 25, (url, hundred_k)
     answer = httpx.get(big.json("hundred-k")).json()
     assert (answer["span_count"], answer["failed_spans"], len(answer["spans"])) == (
@@ -113,8 +117,6 @@ def test_a_span_deep_in_a_big_run_opens_with_its_subtree_and_ancestry(big: BigRu
 
 
 def test_healthz_answers_while_twenty_visitors_read_the_big_run(big: BigRuns) -> None:
-    in_flight = threading.Semaphore(0)
-    readers_done = threading.Event()
     statuses: list[int] = []
     healthz: list[tuple[float, bool]] = []  # (seconds, readers still reading when answered)
     started = threading.Barrier(21)
@@ -122,7 +124,6 @@ def test_healthz_answers_while_twenty_visitors_read_the_big_run(big: BigRuns) ->
     def reader(i: int) -> None:
         with httpx.Client(timeout=120) as client:
             started.wait()
-            in_flight.release()
             url = big.page("hundred-k") if i % 2 else big.json("hundred-k")
             statuses.append(client.get(url).status_code)
             statuses.append(client.get(url).status_code)
@@ -132,11 +133,13 @@ def test_healthz_answers_while_twenty_visitors_read_the_big_run(big: BigRuns) ->
         t.start()
     started.wait()
     with httpx.Client(timeout=120) as client:
-        while not readers_done.is_set():
+        reading = True
+        while reading:
             t0 = time.perf_counter()
             assert client.get(big.server.url + "/healthz").status_code == 200
-            healthz.append((time.perf_counter() - t0, any(t.is_alive() for t in threads)))
-            readers_done.wait(0.05) if any(t.is_alive() for t in threads) else readers_done.set()
+            reading = any(t.is_alive() for t in threads)
+            healthz.append((time.perf_counter() - t0, reading))
+            time.sleep(0.05)
     for t in threads:
         t.join()
     assert statuses == [200] * 40
