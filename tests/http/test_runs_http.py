@@ -264,7 +264,8 @@ def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
     shown_leaves = sum(1 for span, _, _ in drawn if re.fullmatch(f"{prefix}-c\\d+", span))
     assert shown_leaves == 49  # 50 children drawn: 49 leaves and the deep chain's first level
     assert "+ 901 more spans under big run" in page.text  # 950 leaves read, 49 drawn
-    assert "This run has 5,051 spans: drawn here from the first 1,001 by start" in page.text
+    assert ("This run has 5,051 spans, more than one read takes: the tree here is drawn from "
+            "the first 1,000 by start") in page.text
     assert "<b>spans</b> 5,051 · " in page.text and "depth" not in page.text  # not read
     first = re.search(r'href="([^"]+)" data-first-failed>', page.text)
     assert first is not None and f"span={prefix}-deep49" in first.group(1)
