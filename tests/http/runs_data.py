@@ -93,3 +93,37 @@ def wide_and_deep_events(prefix: str, children: int, depth: int) -> list[dict[st
                       status="failed" if level == depth - 1 else "success")
         parent = task
     return [*body, *events[1:]]
+
+
+def tree_run_events(run_id: str, spans: int, *, fanout: int = 10, failed_every: int = 1000
+                    ) -> list[dict[str, Any]]:
+    """A run of `spans` spans as an agent that works depth first makes it: each span has up to
+    `fanout` children (the tree filled level by level), runs them one after the other and
+    ends after its last. Span `{run_id}-{n}` is the n-th to start (the root is `{run_id}`),
+    a millisecond after the one before, so a span's subtree is the spans that start after it
+    and before its next sibling; every `failed_every`-th failed. Each is a start and an end
+    with a short input and output (some 600 bytes stored): a hundred thousand spans build in
+    seconds through `store.ingest` in big batches."""
+    below = [1] * spans  # the size of each subtree, in level order (children of h: h*f+1..)
+    for h in reversed(range(1, spans)):
+        below[(h - 1) // fanout] += below[h]
+    order = [0] * spans  # each span's place in start order (preorder), from its parent's
+    for h in range(1, spans):
+        first = (h - 1) // fanout * fanout + 1
+        order[h] = order[(h - 1) // fanout] + 1 + sum(below[first:h])
+    events: list[dict[str, Any]] = []
+    for h in range(spans):
+        n = order[h]
+        task_id = f"{run_id}-{n}" if n else run_id
+        parent = None if h == 0 else order[(h - 1) // fanout]
+        failed = n and n % failed_every == 0
+        common = {"task_id": task_id, "name": f"step {n % 97}",
+                  "parent_task_id": None if parent is None else
+                  f"{run_id}-{parent}" if parent else run_id}
+        events += [
+            {"id": f"{task_id}-s", "kind": "task.start", "ts": ts(n), **common,
+             "input": {"query": f"question {n}", "context": "c" * 120}},
+            {"id": f"{task_id}-e", "kind": "task.end", "ts": ts(n + below[h]), **common,
+             "status": "failed" if failed else "success", "duration_ms": below[h],
+             "output": ERROR if failed else f"answer {n} " + "a" * 200}]
+    return events

@@ -118,6 +118,7 @@ def test_the_json_twin_holds_every_span_in_the_order_the_page_draws_them(
     assert parse["logs"][0]["data"] == {"label": "bytes", "value": 1234}
     assert spans["answer"]["evidence"]["records"][0]["model"] == "gpt-4o-mini"
     assert answer["span_count"] == 7 and answer["failed_spans"] == 1 and answer["depth"] == 3
+    assert (answer["span_order"], answer["first_failed_span"]) == ("tree", seeded.ids["parse"])
     assert answer["next_cursor"] is None
     sub = run_json(bench_server, seeded, seeded.ids["parse"], key=seeded.key).json()
     assert sub["run_id"] == seeded.run_id and sub["requested_span"] == seeded.ids["parse"]
@@ -247,6 +248,8 @@ def test_runs_list_filters_pages_and_links_each_run(bench_server: RunningServer)
 
 def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
         bench_server: RunningServer) -> None:
+    """5,051 spans: more than one read, so the page draws the tree of the first 1,000 spans by
+    start (950 leaves and the whole chain), and the header counts them all."""
     login = new_login()
     key = bench_server.create_key(login)
     prefix = uuid.uuid4().hex[:6]
@@ -260,7 +263,15 @@ def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
     assert len(drawn) < 700
     shown_leaves = sum(1 for span, _, _ in drawn if re.fullmatch(f"{prefix}-c\\d+", span))
     assert shown_leaves == 49  # 50 children drawn: 49 leaves and the deep chain's first level
-    assert f"+ {5000 - shown_leaves:,} more spans under big run" in page.text
+    assert "+ 901 more spans under big run" in page.text  # 950 leaves read, 49 drawn
+    assert ("This run has 5,051 spans, more than one read takes: the tree here is drawn from "
+            "the first 1,000 by start") in page.text
+    assert "<b>spans</b> 5,051 · " in page.text and "depth" not in page.text  # not read
+    first = re.search(r'href="([^"]+)" data-first-failed>', page.text)
+    assert first is not None and f"span={prefix}-deep49" in first.group(1)
+    failure = fetch(bench_server, path + first.group(1).replace("&amp;", "&").split("#")[0])
+    detail = failure.text[failure.text.index('class="span-detail"'):]
+    assert "status-failed" in detail and f"{prefix}-deep49" in detail
     assert re.search(r"\+ \d+ deeper spans under level \d+, <span class=\"fail-text\">1 failed",
                      page.text)
     expanded = fetch(bench_server, f"{path}?expand={prefix}-root")
@@ -271,12 +282,16 @@ def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
     assert focused.status_code == 200 and "Showing the spans under" in focused.text
     answer = httpx.get(f"{bench_server.url}/api/agents/{login}/big/runs/{prefix}-root").json()
     assert len(answer["spans"]) == 1000 and answer["span_count"] == 5051
+    assert (answer["span_order"], answer["failed_spans"], answer["first_failed_span"]) == (
+        "start", 1, f"{prefix}-deep49")
     seen = [s["task_id"] for s in answer["spans"]]
     while answer["next_cursor"]:
         answer = httpx.get(f"{bench_server.url}/api/agents/{login}/big/runs/{prefix}-root",
                            params={"cursor": answer["next_cursor"]}).json()
+        assert (answer["span_count"], answer["failed_spans"]) == (5051, 1)
         seen += [s["task_id"] for s in answer["spans"]]
     assert len(seen) == len(set(seen)) == 5051
+    assert seen[0] == f"{prefix}-root" and all(s["depth"] is None for s in answer["spans"])
 
 
 def test_the_run_json_is_documented_in_the_openapi_schema_as_answered(

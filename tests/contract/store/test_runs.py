@@ -1,5 +1,6 @@
-"""The runs contract (`Store.run_tasks`, `Store.list_runs`): a task records its run whatever
-order its ancestors arrive in, and both adapters read a run and list runs alike."""
+"""The runs contract (`Store.run_spans`, `Store.run_counts`, `Store.list_runs`): a task records
+its run whatever order its ancestors arrive in, and both adapters read a run a bounded page at
+a time, count it without reading it, and list runs alike."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef
+from bench_core.domain.errors import NotFound
+from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef, TaskState
 from bench_core.domain.privacy import ANONYMOUS
-from bench_core.domain.runs import RunFilter
+from bench_core.domain.runs import RunFilter, span_key
 from bench_core.http.runs import run_json_body
+from bench_core.reads import runs as reads
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.config import Settings
-from bench_core.store import RunHead, Store
+from bench_core.store import RunCounts, RunHead, Store
 from bench_core.store.dynamodb import codec
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 
@@ -30,8 +33,20 @@ def ingest(store: Store, events) -> None:
     store.ingest("alice", META, clean(events))
 
 
+WHOLE = 10_000
+"""A page longer than any run these tests make: the run read whole."""
+
+
+def tasks_of(store: Store, run_id: str, **options: Any) -> list[TaskState]:
+    """The run's root and every span under it, as a reader that knows the run is small reads
+    it: the root by key, then one page."""
+    root = store.get_task(REF, run_id)
+    assert root is not None, run_id
+    return [root, *store.run_spans(REF, root, limit=WHOLE, **options)]
+
+
 def run_of(store: Store, run_id: str) -> dict[str, str | None]:
-    return {t.task_id: t.parent_task_id for t in store.run_tasks(REF, run_id)}
+    return {t.task_id: t.parent_task_id for t in tasks_of(store, run_id)}
 
 
 def test_a_run_is_read_whole_with_its_subtasks_logs_and_only_its_own_tasks(store: Store) -> None:
@@ -41,9 +56,12 @@ def test_a_run_is_read_whole_with_its_subtasks_logs_and_only_its_own_tasks(store
                    *task_events("other", "unrelated")])
     assert run_of(store, "root") == {"root": None, "a": "root", "a1": "a"}
     assert run_of(store, "other") == {"other": None}
-    assert store.run_tasks(REF, "missing") == []
-    assert store.run_tasks(AgentRef("bob", "agent-1"), "root") == []
-    task = {t.task_id: t for t in store.run_tasks(REF, "root")}["a"]
+    root = store.get_task(REF, "root")
+    assert root is not None
+    assert store.run_spans(AgentRef("bob", "agent-1"), root, limit=WHOLE) == []
+    assert store.run_counts(AgentRef("bob", "agent-1"), root) == RunCounts(0, 0, None)
+    assert store.run_counts(REF, root) == RunCounts(2, 1, "a1")
+    task = {t.task_id: t for t in tasks_of(store, "root")}["a"]
     assert task.run_id == "root"
     assert [entry["data"] for entry in task.logs] == [{"label": "found", "value": 3}]
 
@@ -100,19 +118,21 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     old.close()
     conn = sqlite3.connect(path)  # back to the schema before the runs migration
     conn.execute("DROP INDEX tasks_by_run")
+    conn.execute("DROP INDEX tasks_failed_by_run")  # and the migrations after it
     conn.execute(f"PRAGMA user_version = {RUNS_SINCE - 1}")
     conn.execute("ALTER TABLE tasks DROP COLUMN run_id")
     conn.execute("ALTER TABLE tasks DROP COLUMN logs")
-    conn.execute("ALTER TABLE live_connections DROP COLUMN grant_id")  # and the ones after it
+    conn.execute("ALTER TABLE live_connections DROP COLUMN grant_id")
     conn.execute("ALTER TABLE benchmark_runs DROP COLUMN status")
     conn.execute("ALTER TABLE agents DROP COLUMN latest_run")
     conn.execute("ALTER TABLE agents DROP COLUMN latest_failure")
+    conn.execute("ALTER TABLE invocation_usage DROP COLUMN caller_agent")
     conn.commit()
     conn.close()
     upgraded = SqliteStore(path)
     assert upgraded.schema_version == len(MIGRATIONS)
     assert run_of(upgraded, "root") == {"root": None, "kid": "root", "grandkid": "kid"}
-    kid = {t.task_id: t for t in upgraded.run_tasks(REF, "root")}["kid"]
+    kid = {t.task_id: t for t in tasks_of(upgraded, "root")}["kid"]
     assert [e["data"]["label"] for e in kid.logs] == ["step"]
     upgraded.close()
 
@@ -154,12 +174,11 @@ def test_dynamodb_reads_a_run_stored_before_runs_existed() -> None:
             assert "name" in old_layout(store, task, before_runs=True)
         root = store.get_task(REF, "root")
         assert root is not None and root.run_id is None
-        first = store.run_tasks(REF, "root", root=root)  # as the run page reads it
-        assert {t.task_id: t.parent_task_id for t in first} == {
-            "root": None, "kid": "root", "grandkid": "kid"}
+        first = store.run_spans(REF, root, limit=WHOLE)  # as the run page reads it
+        assert {t.task_id: t.parent_task_id for t in first} == {"kid": "root", "grandkid": "kid"}
         assert root.run_id == "root"
         assert run_of(store, "root") == {"root": None, "kid": "root", "grandkid": "kid"}
-        tasks = {t.task_id: t for t in store.run_tasks(REF, "root")}
+        tasks = {t.task_id: t for t in tasks_of(store, "root")}
         assert [e["data"]["label"] for e in tasks["kid"].logs] == ["step"]
         assert tasks["grandkid"].output == {"deep": [1, 2]}
         assert tasks["grandkid"].duration_ms == 100.0
@@ -235,39 +254,84 @@ def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fo
         assert (after.evidence, after.child_cost_usd) == (parent.evidence, 0.25)
 
 
-def test_dynamodb_reads_a_run_whole_in_one_query_after_its_root() -> None:
-    """250 spans in three levels: the root by key (unless the caller has it), then every span
-    from one Query of the `runs` index (one page under 1 MB), with content or without; no
-    Scan, no read per span."""
+def test_a_run_reads_page_by_page_in_start_order_as_it_reads_whole(store: Store) -> None:
+    """Pages of a run, each read on from the key of the one before's last span, are the run
+    read at once, in start order (spans that start in the same millisecond by id), never
+    longer than asked; a page read from a span's start (`after` its start and no id) starts
+    with it. What the header counts is counted alike."""
+    same = "2026-12-02T16:00:05.000Z"
+    events = [*task_events("root", "agent")]
+    for i in range(23):
+        events += task_events(f"s{i:02d}", parent="root" if i < 5 else f"s{i % 5:02d}",
+                              status="failed" if i in (7, 19) else "success")
+    events += [{**ev("task.start", f"tie-{x}", parent_task_id="s01", name="tie"), "ts": same}
+               for x in "ba"]
+    ingest(store, events)
+    root = store.get_task(REF, "root")
+    assert root is not None
+    whole = store.run_spans(REF, root, limit=WHOLE)
+    assert [t.task_id for t in whole] == [*(f"s{i:02d}" for i in range(23)), "tie-a", "tie-b"]
+    pages, after = [], None
+    while page := store.run_spans(REF, root, limit=7, after=after):
+        assert len(page) <= 7
+        pages.append(page)
+        after = span_key(page[-1])
+    assert [len(p) for p in pages] == [7, 7, 7, 4]
+    assert [t.task_id for p in pages for t in p] == [t.task_id for t in whole]
+    middle = whole[10]
+    assert store.run_spans(REF, root, limit=2, after=(middle.sort_ts, "")) == whole[10:12]
+    assert store.run_counts(REF, root) == RunCounts(25, 2, "s07")
+
+
+def test_dynamodb_reads_a_page_of_a_run_in_one_query_of_the_page_size() -> None:
+    """250 spans in three levels: a page of 100 is one Query of the `runs` index that reads
+    101 items at most (`Limit`: the page and room for a root indexed before roots were left
+    out), with content or without; three pages and an empty one are the run read whole. The
+    counts are one Query whose answers carry only the failed spans' keys. No Scan, no read per
+    span."""
     from tests.aws.moto_table import dynamo_store
 
     events = [*task_events("root")]
     for a in range(10):
         events += task_events(f"s{a}", parent="root")
         for b in range(24):
-            events += [*task_events(f"s{a}-{b}", parent=f"s{a}", output={"n": b}),
+            failed = b == 23 and a in (2, 7)
+            events += [*task_events(f"s{a}-{b}", parent=f"s{a}", output={"n": b},
+                                    status="failed" if failed else "success"),
                        ev("task.log", f"s{a}-{b}", data={"label": "step", "value": b})]
     with dynamo_store() as store:
         for i in range(0, len(events), 400):
             ingest(store, events[i:i + 400])
-        calls: list[tuple[str, dict[str, object]]] = []
-
-        def record(model, params, **_) -> None:
-            calls.append((model.name, params))
-
-        store.client.meta.events.register("provide-client-params.dynamodb", record)
-        whole = store.run_tasks(REF, "root")
-        light = store.run_tasks(REF, "root", content=False)
-        root = whole[0]
-        given = store.run_tasks(REF, "root", root=root)
-    assert [name for name, _ in calls] == ["GetItem", "Query"] * 2 + ["Query"]
-    assert given == whole and given[0] is root
-    assert {params.get("IndexName") for name, params in calls if name == "Query"} == {"runs"}
-    assert len(whole) == len(light) == 251
+        root = store.get_task(REF, "root")
+        assert root is not None
+        calls: list[tuple[str, dict[str, Any]]] = []
+        answers: list[dict[str, Any]] = []
+        store.client.meta.events.register(
+            "provide-client-params.dynamodb",
+            lambda model, params, **_: calls.append((model.name, params)))
+        store.client.meta.events.register(
+            "after-call.dynamodb", lambda parsed, **_: answers.append(parsed))
+        whole = store.run_spans(REF, root, limit=WHOLE)
+        light = store.run_spans(REF, root, limit=100, content=False)
+        del calls[:], answers[:]
+        paged: list[TaskState] = []
+        after = None
+        while page := store.run_spans(REF, root, limit=100, after=after):
+            paged += page
+            after = span_key(page[-1])
+        assert [name for name, _ in calls] == ["Query"] * 4
+        assert all(p["IndexName"] == "runs" and p["Limit"] == 101 for _, p in calls)
+        assert [len(a["Items"]) for a in answers] == [101, 101, 50, 0]
+        del calls[:], answers[:]
+        counts = store.run_counts(REF, root)
+        assert [name for name, _ in calls] == ["Query"]
+        assert (answers[0]["ScannedCount"], len(answers[0]["Items"])) == (250, 2)
+    assert counts == RunCounts(250, 2, "s2-23")
+    assert paged == whole and len(whole) == 250
     leaf = {t.task_id: t for t in whole}["s3-7"]
     assert (leaf.output, [e["data"]["value"] for e in leaf.logs]) == ({"n": 7}, [7])
-    assert {t.task_id: t for t in light}["s3-7"].output is None
-    assert [t.task_id for t in whole] == [t.task_id for t in light]
+    assert [t.task_id for t in light] == [t.task_id for t in whole[:100]]
+    assert light[50].output is None and whole[50].output is not None
 
 
 def test_dynamodb_moves_a_task_the_late_parents_move_missed_when_its_run_is_read() -> None:
@@ -359,3 +423,39 @@ def test_dynamodb_reads_a_runs_head_in_one_request() -> None:
         head = store.run_head(REF, "root")
     assert calls == ["BatchGetItem"]
     assert head.agent is not None and head.task is not None and head.insights is None
+
+
+def test_a_run_bigger_than_a_read_is_answered_page_by_page_and_drawn_from_a_window(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With reads of 10 spans, a run of 25 is big: its JSON pages through every span in start
+    order, each page counted as the first was; its page draws the first 10 under the root,
+    a focused span's subtree read from its start, and a selected span beyond the window."""
+    monkeypatch.setattr(reads, "SPANS_PAGE", 10)
+    events = [*task_events("root", "agent")]
+    for i in range(24):
+        events += task_events(f"s{i:02d}", parent="root" if i % 6 == 0 else f"s{i - i % 6:02d}",
+                              status="failed" if i in (9, 20) else "success")
+    ingest(store, events)
+    answer = reads.run_answer(store, REF, ANONYMOUS, "root", None)
+    assert (answer["span_count"], answer["failed_spans"], answer["first_failed_span"],
+            answer["depth"], answer["span_order"]) == (25, 2, "s09", None, "start")
+    seen = [s["task_id"] for s in answer["spans"]]
+    assert len(seen) == 10 and answer["spans"][1]["children"] is None
+    while answer["next_cursor"]:
+        answer = reads.run_answer(store, REF, ANONYMOUS, "root", answer["next_cursor"])
+        assert (answer["span_count"], answer["first_failed_span"]) == (25, "s09")
+        seen += [s["task_id"] for s in answer["spans"]]
+    assert seen == ["root", *(f"s{i:02d}" for i in range(24))]
+    page = reads.run_page(store, REF, ANONYMOUS, "root", span="s20")
+    assert isinstance(page, dict)
+    assert page["window"] == {"page": 10, "of": 25}
+    assert [r["row"].node.task_id for r in page["rows"]] == ["root", *(
+        f"s{i:02d}" for i in range(10))]
+    assert page["selected"]["task_id"] == "s20" and not page["selected_drawn"]
+    assert page["selected"]["children"] is None
+    focused = reads.run_page(store, REF, ANONYMOUS, "root", focus="s18")
+    assert isinstance(focused, dict)
+    assert [r["row"].node.task_id for r in focused["rows"]] == [f"s{i}" for i in range(18, 24)]
+    assert [n.task_id for n in focused["trail"]] == ["root"]
+    with pytest.raises(NotFound):
+        reads.run_page(store, REF, ANONYMOUS, "root", focus="not-in-this-run")

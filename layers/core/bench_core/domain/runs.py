@@ -142,19 +142,35 @@ def _ms(ts: str | None) -> float | None:
     return datetime.fromisoformat(ts).timestamp() * 1000 if ts else None
 
 
+def start_offset(task: TaskState, origin: TaskState) -> float | None:
+    """Milliseconds from the start of `origin` (a run's root) to `task`'s, as the tree
+    places a span (None where either start is unknown)."""
+    begin, start = _ms(task.started_at), _ms(origin.started_at)
+    return None if begin is None or start is None else max(0.0, begin - start)
+
+
 def _start_order(task: TaskState) -> tuple[str, str, str]:
     """Siblings by start; times are kept to the millisecond, so siblings that started in the
     same one go by end (a call that finished before the next began comes first)."""
     return task.sort_ts, task.ended_at or "~", task.task_id
 
 
-def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
+def span_key(task: TaskState) -> tuple[str, str]:
+    """Where a span comes in its run's start order, the order the stores keep (and page)
+    a run's spans in: by start, then id."""
+    return task.sort_ts, task.task_id
+
+
+def build_tree(root: TaskState, tasks: Iterable[TaskState], *, origin: TaskState | None = None,
+               depth: int = 0) -> Node:
     """The run's tree from its root and the other tasks recorded under it; a task whose parent
-    is not among them hangs under the root (its parent has not arrived), so nothing is lost."""
+    is not among them hangs under the root (its parent has not arrived), so nothing is lost.
+    The tree of a subtree (`root` a span `depth` levels down) measures its start offsets from
+    the run's root, `origin`."""
     nodes = {t.task_id: t for t in tasks if t.task_id != root.task_id}
     begins = {task_id: _ms(t.started_at) for task_id, t in nodes.items()}
-    start = _ms(root.started_at) or min((v for v in begins.values() if v is not None),
-                                        default=None)
+    start = _ms((origin or root).started_at) or min(
+        (v for v in begins.values() if v is not None), default=None)
     children: dict[str, list[TaskState]] = {}
     for task in nodes.values():
         parent = task.parent_task_id
@@ -167,7 +183,7 @@ def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
     def offset(begin: float | None) -> float | None:
         return None if begin is None or start is None else max(0.0, begin - start)
 
-    top = Node(root, 0, offset(_ms(root.started_at)))
+    top = Node(root, depth, offset(_ms(root.started_at)))
     stack = [top]
     placed: list[tuple[Node, Node]] = []  # (node, its parent), every parent before its children
     seen = {root.task_id}
@@ -185,6 +201,20 @@ def build_tree(root: TaskState, tasks: Iterable[TaskState]) -> Node:
         above.descendants += 1 + child.descendants
         above.failed_below += (child.task.status == "failed") + child.failed_below
     return top
+
+
+def subtree(top: str, tasks: Iterable[TaskState]) -> list[TaskState]:
+    """The tasks of `tasks` (in start order) under `top`: those whose parent is `top` or one
+    kept before them. From a bounded read of a run from `top`'s start on, that is the first
+    spans of its subtree as far as the read reaches (a span starts no earlier than its parent;
+    spans of other subtrees that run alongside share the read), without reading the run."""
+    kept = {top}
+    out = []
+    for task in tasks:
+        if task.parent_task_id in kept and task.task_id not in kept:
+            kept.add(task.task_id)
+            out.append(task)
+    return out
 
 
 def find(node: Node, task_id: str) -> Node | None:

@@ -18,6 +18,7 @@ from ..reads.agents import agent_detail, visible
 from ..runtime.adapters import Services
 from . import services_of
 from .deps import current_viewer, require_key
+from .heavy_reads import heavy_read
 
 router = APIRouter(prefix="/api")
 
@@ -60,9 +61,12 @@ def get_tasks(login: str, slug: str, status: str | None = None, parent: str | No
 
 
 @router.get("/agents/{login}/{slug}/tasks/{task_id}")
-def get_task(login: str, slug: str, task_id: str, viewer: Viewer = Depends(current_viewer),
-             services: Services = Depends(services_of)) -> dict[str, Any]:
-    return tasks.task_detail(services.store, agent_ref(login, slug), viewer, task_id)
+async def get_task(login: str, slug: str, task_id: str,
+                   viewer: Viewer = Depends(current_viewer),
+                   services: Services = Depends(services_of)) -> dict[str, Any]:
+    """A task with all its subtasks' ids and events: a heavy read (`heavy_reads`)."""
+    return await heavy_read(services.settings, tasks.task_detail, services.store,
+                            agent_ref(login, slug), viewer, task_id)
 
 
 @router.patch("/agents/{login}/{slug}")

@@ -1,10 +1,11 @@
 """The run explorer: a run's page `/u/{login}/{slug}/runs/{task_id}` (tree, waterfall, span
 details; no JavaScript needed), the runs list `/u/{login}/{slug}/runs`, and their JSON twins
-under `/api/agents/{login}/{slug}/runs`. Everything is read through `reads.runs`."""
+under `/api/agents/{login}/{slug}/runs`. Everything is read through `reads.runs`, each read
+taking its turn in a worker thread (`heavy_reads`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -19,6 +20,7 @@ from ..runtime.adapters import Services
 from . import public_base, services_of
 from .api import agent_ref
 from .deps import current_viewer
+from .heavy_reads import heavy_read
 from .json_body import json_bytes
 from .templating import PageRoute, page
 
@@ -37,12 +39,18 @@ ScoreBelow = Query(None, ge=0, le=1, description="only runs the judge scored bel
 
 
 @router.get("/u/{login}/{slug}/runs")
-def runs_page(request: Request, login: str, slug: str, status: str | None = None,
-              name: str | None = None, q: str | None = None, min_ms: float | None = MinMs,
-              score_below: float | None = ScoreBelow, cursor: str | None = None,
-              viewer: Viewer = Depends(current_viewer),
-              services: Services = Depends(services_of)) -> Response:
-    filters = _filters(status, name, q, min_ms, score_below)
+async def runs_page(request: Request, login: str, slug: str, status: str | None = None,
+                    name: str | None = None, q: str | None = None,
+                    min_ms: float | None = MinMs, score_below: float | None = ScoreBelow,
+                    cursor: str | None = None, viewer: Viewer = Depends(current_viewer),
+                    services: Services = Depends(services_of)) -> Response:
+    return await heavy_read(services.settings, _runs_page, request, login, slug,
+                            _filters(status, name, q, min_ms, score_below), cursor, viewer,
+                            services)
+
+
+def _runs_page(request: Request, login: str, slug: str, filters: dict[str, Any],
+               cursor: str | None, viewer: Viewer, services: Services) -> Response:
     model = reads.runs_page(services.store, agent_ref(login, slug), viewer, filters, cursor)
     shown = {k: v for k, v in filters.items() if v is not None}
     return page(request, "runs.html", viewer=viewer, **model,
@@ -51,17 +59,25 @@ def runs_page(request: Request, login: str, slug: str, status: str | None = None
 
 
 @router.get("/u/{login}/{slug}/runs/{task_id}")
-def run_page(request: Request, login: str, slug: str, task_id: str, span: str | None = None,
-             focus: str | None = None, expand: str | None = None,
-             viewer: Viewer = Depends(current_viewer),
-             services: Services = Depends(services_of)) -> Response:
-    with collector.paused():  # a thousand spans' tree, built and dropped by `_run_page`
-        return _run_page(request, login, slug, task_id, span, focus, expand, viewer, services)
+async def run_page(request: Request, login: str, slug: str, task_id: str,
+                   span: str | None = None, focus: str | None = None,
+                   expand: str | None = None, viewer: Viewer = Depends(current_viewer),
+                   services: Services = Depends(services_of)) -> Response:
+    return await heavy_read(services.settings, _run_page, request, login, slug, task_id, span,
+                            focus, expand, viewer, services)
 
 
 def _run_page(request: Request, login: str, slug: str, task_id: str, span: str | None,
               focus: str | None, expand: str | None, viewer: Viewer,
               services: Services) -> Response:
+    with collector.paused():  # a thousand spans' tree, built and dropped by `_draw_run_page`
+        return _draw_run_page(request, login, slug, task_id, span, focus, expand, viewer,
+                              services)
+
+
+def _draw_run_page(request: Request, login: str, slug: str, task_id: str, span: str | None,
+                   focus: str | None, expand: str | None, viewer: Viewer,
+                   services: Services) -> Response:
     model = reads.run_page(services.store, agent_ref(login, slug), viewer, task_id, span=span,
                            focus=focus, expand=expand)
     if isinstance(model, reads.Elsewhere):
@@ -81,24 +97,27 @@ def _run_page(request: Request, login: str, slug: str, task_id: str, span: str |
 
 
 @api_router.get("/agents/{login}/{slug}/runs")
-def runs_json(login: str, slug: str, status: str | None = None, name: str | None = None,
-              q: str | None = None, min_ms: float | None = MinMs,
-              score_below: float | None = ScoreBelow, cursor: str | None = None,
-              limit: int = Query(50, ge=1, le=200), viewer: Viewer = Depends(current_viewer),
-              services: Services = Depends(services_of)) -> dict[str, Any]:
+async def runs_json(login: str, slug: str, status: str | None = None, name: str | None = None,
+                    q: str | None = None, min_ms: float | None = MinMs,
+                    score_below: float | None = ScoreBelow, cursor: str | None = None,
+                    limit: int = Query(50, ge=1, le=200),
+                    viewer: Viewer = Depends(current_viewer),
+                    services: Services = Depends(services_of)) -> dict[str, Any]:
     """Runs newest first, filtered; `next_cursor` reads on (a page may hold fewer than
     `limit` runs where the store bounds what one page examines)."""
-    return reads.runs_json(services.store, agent_ref(login, slug), viewer,
-                           _filters(status, name, q, min_ms, score_below), cursor, limit)
+    return await heavy_read(services.settings, reads.runs_json, services.store,
+                            agent_ref(login, slug), viewer,
+                            _filters(status, name, q, min_ms, score_below), cursor, limit)
 
 
 class Span(BaseModel):
     """One span of a run, as the privacy gate lets the viewer see it (hidden values read
-    "[hidden by owner]")."""
+    "[hidden by owner]"). In a run answered in start order (`span_order`), `depth` and the
+    counts of what lies below a span are null: rebuild the tree from `parent_id`."""
 
     task_id: str
     parent_id: str | None
-    depth: int
+    depth: int | None
     name: str | None
     status: str
     start_offset_ms: float | None
@@ -112,9 +131,9 @@ class Span(BaseModel):
     eval: dict[str, Any] | None
     started_at: str | None
     ended_at: str | None
-    children: int
-    descendants: int
-    failed_below: int
+    children: int | None
+    descendants: int | None
+    failed_below: int | None
     inputs_hidden: bool
     outputs_hidden: bool
     content_hidden: bool
@@ -138,7 +157,13 @@ class RunAnswer(BaseModel):
     cluster: dict[str, Any] | None
     span_count: int
     failed_spans: int
-    depth: int
+    first_failed_span: str | None
+    """The first failed span below the root, in start order."""
+    depth: int | None
+    """Null for a run answered in start order."""
+    span_order: Literal["tree", "start"]
+    """"tree": the run fits one answer, its spans in the order the tree is drawn (depth
+    first, by start). "start": a bigger run, by start time, page by page."""
     spans: list[Span]
     next_cursor: str | None
     requested_span: str | None = None
@@ -146,14 +171,16 @@ class RunAnswer(BaseModel):
 
 @api_router.get("/agents/{login}/{slug}/runs/{task_id}", response_class=JSONResponse,
                 responses={200: {"model": RunAnswer}})
-def run_json(login: str, slug: str, task_id: str, cursor: str | None = None,
-             viewer: Viewer = Depends(current_viewer),
-             services: Services = Depends(services_of)) -> Response:
-    """One run and its spans in the order the tree is drawn, 1,000 per answer (`next_cursor`
-    for the rest); a subtask's id answers its run with `requested_span` set. Encoded as it is
-    read (the schema documents it; validating a thousand spans again would double the time)."""
-    return Response(run_json_body(services, agent_ref(login, slug), viewer, task_id, cursor),
-                    media_type="application/json")
+async def run_json(login: str, slug: str, task_id: str, cursor: str | None = None,
+                   viewer: Viewer = Depends(current_viewer),
+                   services: Services = Depends(services_of)) -> Response:
+    """One run and its spans, 1,000 per answer: a run that fits one answer in the order its
+    tree is drawn, a bigger one in start order (`next_cursor` for the rest); a subtask's id
+    answers its run with `requested_span` set. Encoded as it is read (the schema documents
+    it; validating a thousand spans again would double the time)."""
+    body = await heavy_read(services.settings, run_json_body, services, agent_ref(login, slug),
+                            viewer, task_id, cursor)
+    return Response(body, media_type="application/json")
 
 
 def run_json_body(services: Services, ref: AgentRef, viewer: Viewer, task_id: str,

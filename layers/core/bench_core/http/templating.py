@@ -112,8 +112,10 @@ def reply_response(reply: Reply) -> Response:
                     headers=reply.headers)
 
 
-def error_page(request: Request, status: int, message: str) -> HTMLResponse:
-    return page(request, "error.html", status=status, status_code=status, message=message)
+def error_page(request: Request, status: int, message: str,
+               headers: dict[str, str] | None = None) -> HTMLResponse:
+    return page(request, "error.html", status=status, headers=headers, status_code=status,
+                message=message)
 
 
 class PageRoute(APIRoute):
@@ -126,8 +128,8 @@ class PageRoute(APIRoute):
         async def run(request: Request) -> Response:
             try:
                 return await handler(request)
-            except BenchError as exc:
-                return error_page(request, exc.status, exc.message)
+            except BenchError as exc:  # its headers too (a 503's Retry-After)
+                return error_page(request, exc.status, exc.message, exc.headers)
             except RequestValidationError as exc:
                 return error_page(request, 400, "; ".join(str(e["msg"]) for e in exc.errors()))
 

@@ -1,7 +1,15 @@
-"""Runs through the privacy gate: one run with all its spans (the run page and its JSON twin)
-and the runs list. Every value a viewer may not see goes through `domain.privacy`, as on every
-other surface; the tree itself (`domain.runs`) is built from what the store returns for the
-run's id: one indexed read, whatever the run's size.
+"""Runs through the privacy gate: one run with its spans (the run page and its JSON twin) and
+the runs list. Every value a viewer may not see goes through `domain.privacy`, as on every
+other surface.
+
+A run is read a page at a time, whatever its size: its root, then up to `SPANS_PAGE` of its
+spans in start order (`Store.run_spans`). A run that fits one page is whole: it is drawn as a
+tree (`domain.runs`) and its JSON lists its spans in the order the tree is drawn, each with its
+depth and what lies below it. A bigger run is a window: its page draws the tree of its first
+spans, of the subtree it is focused on (read from that span's start), the focused span's
+ancestry and the selected span, and its header counts what `Store.run_counts` counts without
+reading the spans; its JSON pages through every span in start order (`next_cursor`), each
+with its parent's id to rebuild the tree from.
 """
 
 from __future__ import annotations
@@ -21,25 +29,52 @@ from ..domain.privacy import (
     task_view,
     visible_agent,
 )
-from ..domain.runs import RUN_STATUSES, Node, RunFilter, build_tree, find, rows, walk
+from ..domain.runs import (
+    RUN_STATUSES,
+    Node,
+    RunFilter,
+    build_tree,
+    find,
+    rows,
+    span_key,
+    start_offset,
+    subtree,
+    walk,
+)
 from ..render import timeline
-from ..store import Store, decode_cursor, encode_cursor
+from ..store import RunCounts, Store, decode_cursor, encode_cursor
 from .agents import agent_summary, visible
 
 SPANS_PAGE = 1000
-"""Spans per answer of the JSON twin; the rest follow by `next_cursor`."""
+"""Spans per answer of the JSON twin, and per read of a run: a run of up to this many spans
+(its root included) is read whole; a bigger one a page at a time."""
 RUNS_PAGE = 50
 MAX_ANCESTRY = 1000
+TRAIL_READ = 20
+"""Ancestors read, one by one, for the breadcrumbs of a span focused on in a run too big to
+read whole; above them the trail goes straight to the root."""
 
 
 @dataclass
 class Run:
-    """A run as read: its root, its tree, and the agent it belongs to."""
+    """A run as read: its root, its first spans in start order, the agent it belongs to and
+    the failure cluster naming it; for a run bigger than one read, what its header counts."""
 
     agent: Agent
     root: TaskState
-    tree: Node
+    read: list[TaskState]
     cluster: dict[str, Any] | None
+    counts: RunCounts | None = None
+    """None when `read` is every span of the run."""
+
+    @property
+    def whole(self) -> bool:
+        return self.counts is None
+
+    @cached_property
+    def tree(self) -> Node:
+        """The tree of what was read: the whole run's, or its first spans'."""
+        return build_tree(self.root, self.read)
 
     @cached_property
     def spans(self) -> list[Node]:
@@ -72,14 +107,21 @@ def find_run(store: Store, agent: Agent, task: TaskState | None) -> tuple[TaskSt
 def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str,
              insights: dict[str, Any] | None, *, content: bool = True,
              root: TaskState | None = None) -> Run:
-    """The run and its tree; without `content` its spans may lack inputs, outputs, metadata
-    and logs (the page draws the tree from names, times and statuses alone). `insights`: the
-    agent's (`RunHead`); `root`: the run's root if the caller read it already."""
+    """The run's root and its first page of spans; without `content` they may lack inputs,
+    outputs, metadata and logs (the page draws the tree from names, times and statuses
+    alone). `insights`: the agent's (`RunHead`); `root`: the run's root if the caller read it
+    already."""
+    root = _root(store, agent, run_id, root)
+    read = store.run_spans(agent.ref, root, limit=SPANS_PAGE, content=content)
+    counts = store.run_counts(agent.ref, root) if len(read) >= SPANS_PAGE else None
+    return Run(agent, root, read, cluster_of(insights, agent, viewer, run_id), counts)
+
+
+def _root(store: Store, agent: Agent, run_id: str, root: TaskState | None) -> TaskState:
     root = root or store.get_task(agent.ref, run_id)
     if root is None:
         raise NotFound("run not found")
-    tasks = store.run_tasks(agent.ref, run_id, content=content, root=root)
-    return Run(agent, root, build_tree(root, tasks), cluster_of(insights, agent, viewer, run_id))
+    return root
 
 
 def cluster_of(insights: dict[str, Any] | None, agent: Agent, viewer: Viewer,
@@ -93,12 +135,16 @@ def cluster_of(insights: dict[str, Any] | None, agent: Agent, viewer: Viewer,
     return None
 
 
-def span_view(node: Node, sight: Sight, task: TaskState | None = None) -> dict[str, Any]:
+def span_view(node: Node, sight: Sight, task: TaskState | None = None, *,
+              placed: bool = True) -> dict[str, Any]:
     """One span of the JSON twin (and of the page's detail panel) as `sight` lets its viewer
-    see it, with `task` standing in for the node's own when that was read without content."""
+    see it, with `task` standing in for the node's own when that was read without content.
+    A span of a run read a page at a time is not `placed` in a whole tree: its depth and what
+    lies below it are None."""
     task = task or node.task
     evidence, logs = sight.span_logs(task)
-    return {"task_id": task.task_id, "parent_id": task.parent_task_id, "depth": node.depth,
+    return {"task_id": task.task_id, "parent_id": task.parent_task_id,
+            "depth": node.depth if placed else None,
             "name": task.name, "status": task.status,
             "start_offset_ms": node.start_offset_ms, "duration_ms": task.duration_ms,
             "cost_usd": task.cost_usd, "evidence": evidence,
@@ -107,25 +153,40 @@ def span_view(node: Node, sight: Sight, task: TaskState | None = None) -> dict[s
             "logs": logs,
             "metadata": sight.metadata(task.metadata),
             "eval": sight.eval(task.eval), "started_at": task.started_at,
-            "ended_at": task.ended_at, "children": len(node.children),
-            "descendants": node.descendants, "failed_below": node.failed_below,
+            "ended_at": task.ended_at, "children": len(node.children) if placed else None,
+            "descendants": node.descendants if placed else None,
+            "failed_below": node.failed_below if placed else None,
             "inputs_hidden": not sight.inputs, "outputs_hidden": not sight.outputs,
             "content_hidden": not sight.content}
 
 
+def loose(task: TaskState, run: Run) -> Node:
+    """A span of a run read a page at a time, placed only in time."""
+    return Node(task, 0, start_offset(task, run.root))
+
+
 def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
-    """The run's headline: name, status, times, both costs, the judge's verdict, its cluster."""
-    root, agent, spans = run.root, run.agent, run.spans
+    """The run's headline: name, status, times, both costs, the judge's verdict, its cluster,
+    and its spans counted (their depth only where the run was read whole)."""
+    root, agent = run.root, run.agent
     evidence = evidence_view(root, None)
     verdict = task_view(root, agent, viewer)["eval"]
+    if run.counts is None:
+        failed = [t for t in run.read if t.status == "failed"]
+        counts = RunCounts(len(run.read), len(failed),
+                           min(failed, key=span_key).task_id if failed else None)
+    else:
+        counts = run.counts
     return {"run_id": root.task_id, "agent": agent.ref.path, "name": root.name,
             "status": root.status, "started_at": root.started_at, "ended_at": root.ended_at,
             "duration_ms": root.duration_ms, "cost_usd": root.cost_usd,
             "evidence": evidence, "eval": verdict,
             "unscored_because": unscored_because(root.status, verdict), "cluster": run.cluster,
-            "span_count": len(spans), "failed_spans": sum(n.task.status == "failed"
-                                                          for n in spans),
-            "depth": max(n.depth for n in spans)}
+            "span_count": counts.spans + 1,
+            "failed_spans": counts.failed + (root.status == "failed"),
+            "first_failed_span": counts.first_failed,
+            "depth": max(n.depth for n in run.spans) if run.whole else None,
+            "span_order": "tree" if run.whole else "start"}
 
 
 def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
@@ -146,35 +207,49 @@ def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
 def run_json(store: Store, agent: Agent, viewer: Viewer, run_id: str,
              insights: dict[str, Any] | None, cursor: str | None = None,
              root: TaskState | None = None) -> dict[str, Any]:
-    """The JSON twin: the run and its spans in tree order, `SPANS_PAGE` per answer."""
-    run = load_run(store, agent, viewer, run_id, insights, root=root)
-    start = _offset(cursor)
-    page = run.spans[start:start + SPANS_PAGE]
-    more = start + SPANS_PAGE < len(run.spans)
+    """The JSON twin: a whole run's spans in tree order; a bigger run's in start order,
+    `SPANS_PAGE` per answer (the first holds the root), `next_cursor` for the next."""
     sight = Sight.of(agent, viewer)
+    if cursor:
+        return _later_page(store, agent, viewer, run_id, insights, cursor, root, sight)
+    run = load_run(store, agent, viewer, run_id, insights, root=root)
+    if run.counts is None:
+        return {**run_header(run, viewer), "spans": [span_view(n, sight) for n in run.spans],
+                "next_cursor": None}
+    page = [run.root, *run.read[:SPANS_PAGE - 1]]
+    return _paged(run, run.counts, viewer, sight, page, more=True)
+
+
+def _later_page(store: Store, agent: Agent, viewer: Viewer, run_id: str,
+                insights: dict[str, Any] | None, cursor: str, root: TaskState | None,
+                sight: Sight) -> dict[str, Any]:
+    """A page after the first of a run read a page at a time: its cursor holds where the
+    last page ended and the counts the first read (so paging does not count again)."""
+    after, counts = _position(cursor)
+    root = _root(store, agent, run_id, root)
+    read = store.run_spans(agent.ref, root, limit=SPANS_PAGE + 1, after=after)
+    run = Run(agent, root, read, cluster_of(insights, agent, viewer, run_id), counts)
+    return _paged(run, counts, viewer, sight, read[:SPANS_PAGE], more=len(read) > SPANS_PAGE)
+
+
+def _paged(run: Run, counts: RunCounts, viewer: Viewer, sight: Sight, page: list[TaskState],
+           *, more: bool) -> dict[str, Any]:
     return {**run_header(run, viewer),
-            "spans": [span_view(node, sight) for node in page],
-            "next_cursor": encode_cursor(str(start + SPANS_PAGE)) if more else None}
+            "spans": [span_view(loose(t, run), sight, placed=False) for t in page],
+            "next_cursor": encode_cursor(*span_key(page[-1]), str(counts.spans),
+                                         str(counts.failed), counts.first_failed or "")
+            if more and page else None}
 
 
-def _offset(cursor: str | None) -> int:
-    if not cursor:
-        return 0
+def _position(cursor: str) -> tuple[tuple[str, str], RunCounts]:
+    """Where a page starts and the run's counts, from the cursor the page before it gave."""
     try:
-        (text,) = decode_cursor(cursor)
-        return max(0, int(text))
+        sort_ts, task_id, spans, failed, first = decode_cursor(cursor)
+        return (sort_ts, task_id), RunCounts(max(0, int(spans)), max(0, int(failed)),
+                                             first or None)
     except ValueError as exc:
         raise BadRequest("malformed cursor", [{"loc": ["query", "cursor"],
                                                "msg": "malformed cursor"}]) from exc
-
-
-def focus_node(run: Run, span_id: str | None) -> Node:
-    if not span_id:
-        return run.tree
-    node = find(run.tree, span_id)
-    if node is None:
-        raise NotFound("span not found in this run")
-    return node
 
 
 # ---- the runs list --------------------------------------------------------------------------
@@ -228,28 +303,95 @@ def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
              span: str | None = None, focus: str | None = None,
              expand: str | None = None) -> dict[str, Any] | Elsewhere:
     """What the run page draws: the header, the rows of the tree at `focus` (collapsed where
-    big), each with its waterfall bar, and the selected span's details."""
+    big), each with its waterfall bar, and the selected span's details; of a run too big to
+    read whole, the rows of what one read of it gives (`Run`)."""
     head = store.run_head(ref, task_id)
     agent = visible_agent(head.agent, viewer)
     task, run_id = find_run(store, agent, head.task)
     if run_id != task_id:
         return Elsewhere(run_id, task_id)
     run = load_run(store, agent, viewer, run_id, head.insights, content=False, root=task)
-    top = focus_node(run, focus)
-    selected = find(run.tree, span) if span else None
-    full = store.get_task(agent.ref, selected.task_id) if selected else None
+    top, trail = _focused(store, run, focus)
+    selected, full = _selected(store, run, top, span)
     drawn = rows(top, expand=lambda node: node.task_id == expand)
-    scale = timeline.extent(run.tree)
-    return {"agent": agent_summary(agent, viewer), "run": run_header(run, viewer),
+    scale = timeline.extent(run.tree, *([] if run.whole or top is run.tree else [top]))
+    header = run_header(run, viewer)
+    return {"agent": agent_summary(agent, viewer), "run": header,
             "rows": [{"row": r, "bar": timeline.bar(r.node, scale) if r.kind == "span" else None}
                      for r in drawn],
             "axis": timeline.axis(scale), "focus": top if top is not run.tree else None,
-            "trail": _trail(run, top),
-            "selected": (span_view(selected, Sight.of(agent, viewer), full) if selected
-                         else None),
+            "trail": trail, "trail_cut": _cut(trail),
+            "window": None if run.whole else {"page": SPANS_PAGE, "of": header["span_count"]},
+            "selected": (span_view(selected, Sight.of(agent, viewer), full,
+                                   placed=run.whole) if selected else None),
             "span_missing": bool(span) and selected is None,
             "selected_drawn": selected is not None and any(
                 r.kind == "span" and r.node is selected for r in drawn)}
+
+
+def _focused(store: Store, run: Run, focus: str | None) -> tuple[Node, list[Node]]:
+    """The node the page draws from and its ancestors from the root down (the breadcrumbs).
+    In a run read a page at a time, a span other than the root is read with its subtree's
+    first spans (one read from its start on) and its nearest `TRAIL_READ` ancestors."""
+    if not focus or focus == run.root.task_id:
+        return run.tree, []
+    if run.whole:
+        node = find(run.tree, focus)
+        if node is None:
+            raise NotFound("span not found in this run")
+        return node, _trail(run, node)
+    task = _member(store, run, focus)
+    if task is None:
+        raise NotFound("span not found in this run")
+    ancestors = _ancestors(store, run, task)
+    after = store.run_spans(run.agent.ref, run.root, limit=SPANS_PAGE,
+                            after=(task.sort_ts, ""), content=False)
+    top = build_tree(task, subtree(task.task_id, after), origin=run.root,
+                     depth=len(ancestors))
+    return top, [loose(t, run) for t in ancestors]
+
+
+def _cut(trail: list[Node]) -> bool:
+    """Whether the breadcrumbs skip ancestors between the root and the next one shown."""
+    return len(trail) > 1 and trail[1].parent_id != trail[0].task_id
+
+
+def _selected(store: Store, run: Run, top: Node, span: str | None
+              ) -> tuple[Node | None, TaskState | None]:
+    """The selected span's node (the drawn one, where it is drawn) and its task read whole."""
+    if not span:
+        return None, None
+    node = find(top, span) or find(run.tree, span)
+    if run.whole:
+        return node, store.get_task(run.agent.ref, span) if node else None
+    full = _member(store, run, span)
+    if full is None:
+        return None, None
+    return node or loose(full, run), full
+
+
+def _member(store: Store, run: Run, span_id: str) -> TaskState | None:
+    """The task `span_id` read whole, if it is one of this run's spans or its root."""
+    if span_id == run.root.task_id:
+        return run.root
+    task = store.get_task(run.agent.ref, span_id)
+    if task is None or task.run_id != run.root.task_id or not task.sort_ts:
+        return None
+    return task
+
+
+def _ancestors(store: Store, run: Run, task: TaskState) -> list[TaskState]:
+    """The root, then `task`'s nearest `TRAIL_READ` ancestors below it (all of them, if that
+    is all there are), from the top down."""
+    found: list[TaskState] = []
+    parent = task.parent_task_id
+    while parent and parent != run.root.task_id and len(found) < TRAIL_READ:
+        above = store.get_task(run.agent.ref, parent)
+        if above is None:
+            break
+        found.append(above)
+        parent = above.parent_task_id
+    return [run.root, *found[::-1]]
 
 
 def _trail(run: Run, node: Node) -> list[Node]:

@@ -31,8 +31,11 @@ class Extent:
         return SCALE * offset_ms / self.total_ms if self.total_ms > 0 else 0.0
 
 
-def extent(tree: Node) -> Extent:
-    ends = [(n.start_offset_ms or 0.0) + (n.task.duration_ms or 0.0) for n in walk(tree)]
+def extent(tree: Node, *more: Node) -> Extent:
+    """The time `tree` covers (a run's, from its root's start), and the subtrees `more` of
+    the same run (drawn on the same scale) too."""
+    ends = [(n.start_offset_ms or 0.0) + (n.task.duration_ms or 0.0)
+            for top in (tree, *more) for n in walk(top)]
     return Extent(max([*ends, tree.task.duration_ms or 0.0, 1.0]))
 
 

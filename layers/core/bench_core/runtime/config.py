@@ -230,6 +230,11 @@ class Settings:
     """Peers whose `X-Forwarded-For` names the client (`domain.hosts.client_address`)."""
     sdk_dist_dir: Path | None = SDK_DIST
     """Where the SDK wheels `/simple/` serves are (`make sdk-wheel` builds them there)."""
+    heavy_reads: int = 4
+    """Reads whose cost grows with the data (a run's page and JSON...) one process serves at
+    once (`http.heavy_reads`); the others wait for a turn..."""
+    heavy_read_wait_s: float = 5.0
+    """...this long at most, then get 503 with Retry-After."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -257,6 +262,8 @@ class Settings:
             "trusted_proxies": parse_networks(os.environ.get("BENCH_TRUSTED_PROXIES", "")),
             "sdk_dist_dir": Path(os.environ["BENCH_SDK_DIST"]) if os.environ.get(
                 "BENCH_SDK_DIST") else SDK_DIST,
+            "heavy_reads": _int("BENCH_HEAVY_READS", 4),
+            "heavy_read_wait_s": _float("BENCH_HEAVY_READ_WAIT_S", 5.0),
         }
         values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})

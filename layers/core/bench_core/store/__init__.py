@@ -10,6 +10,7 @@ from .base import (
     LeaderboardStore,
     RetentionStore,
     ReuseStore,
+    RunCounts,
     RunHead,
     RunStore,
     Store,
@@ -18,6 +19,6 @@ from .base import (
 )
 
 __all__ = ["Store", "IngestStore", "AgentStore", "AccountStore", "EvalStore", "LeaderboardStore",
-           "ReuseStore", "BenchmarkStore", "RetentionStore", "RunStore", "RunHead",
+           "ReuseStore", "BenchmarkStore", "RetentionStore", "RunStore", "RunHead", "RunCounts",
            "SETTABLE", "encode_cursor",
            "decode_cursor"]

@@ -47,23 +47,42 @@ class RunHead:
     insights: dict[str, Any] | None
 
 
+@dataclass(frozen=True)
+class RunCounts:
+    """What a run's header counts of the spans under its root, read without reading them."""
+
+    spans: int
+    failed: int
+    first_failed: str | None
+    """The id of the first failed span in start order (`domain.runs.span_key`)."""
+
+
 class RunStore(Protocol):
-    """Runs (`bench_core.domain.runs`): every task records its run; both adapters read a run in
-    one indexed range (SQLite `tasks_by_run`, DynamoDB's `runs` index)."""
+    """Runs (`bench_core.domain.runs`): every task records its run; both adapters keep a run's
+    spans in start order (SQLite `tasks_by_run`, DynamoDB's `runs` index) and read them a
+    bounded page at a time, whatever the run's size."""
 
     def run_head(self, ref: AgentRef, task_id: str) -> RunHead:
         """One round trip where the adapter can make it one (DynamoDB: the three items share
         the agent's partition): a run's page and JSON otherwise wait on three in a row."""
         ...
 
-    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
-                  root: TaskState | None = None) -> list[TaskState]:
-        """Every started or finished task recorded under run `run_id`, the root included.
-        `content=False` may leave out inputs, outputs, metadata and logs (a tree's rows need
-        none of them); an adapter that cannot leave them out cheaply returns them anyway.
-        `root`: the run's root as the caller read it (`get_task`), which an adapter that
-        reads it apart need not read again."""
+    def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
+                  after: tuple[str, str] | None = None, content: bool = True
+                  ) -> list[TaskState]:
+        """At most `limit` of the started or finished tasks recorded under the run whose root
+        is `run` (as `get_task` read it), the root left out, in start order
+        (`domain.runs.span_key`), after the one keyed `after`. `content=False` may leave out
+        inputs, outputs, metadata and logs (a tree's rows need none of them); an adapter that
+        cannot leave them out cheaply returns them anyway."""
         ...
+
+    def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
+        """The spans under the root `run`, those that failed, and the first that did, counted
+        without reading the spans into memory (SQLite: its indexes alone; DynamoDB: one paged
+        Query of the `runs` index that returns the failed spans' keys)."""
+        ...
+
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> tuple[list[TaskState], str | None]:
         """Root tasks that `where` keeps, newest first, and the cursor of the next page (a page

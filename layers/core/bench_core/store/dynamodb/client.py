@@ -209,10 +209,19 @@ class Table:
         """One partition in sort-key order, fetched page by page as the caller consumes it.
         `sk` is a key condition on `#sk` whose values are `bounds` (`:name` for `name=`);
         `projection`: the only attributes to read (all when empty)."""
+        for response in self.answers(self.query_params(
+                pk, sk, index=index, forward=forward, page=page, projection=projection,
+                **bounds)):
+            yield from response["Items"]
+
+    def query_params(self, pk: str, sk: str = "", *, index: str = "", forward: bool = True,
+                     page: int | None = None, projection: Iterable[str] = (),
+                     **bounds: str) -> dict[str, Any]:
+        """The arguments of `query`'s Query, for a caller that adds a filter of its own."""
         pk_name, sk_name = INDEX_KEYS.get(index, (f"{index}pk", f"{index}sk"))
         names = {f"#a{i}": name for i, name in enumerate(projection)}
         params: dict[str, Any] = {
-            "TableName": self.name, "ScanIndexForward": forward,
+            "ScanIndexForward": forward,
             "KeyConditionExpression": "#pk = :pk" + (f" AND {sk}" if sk else ""),
             "ExpressionAttributeNames": {"#pk": pk_name, **({"#sk": sk_name} if sk else {}),
                                          **names},
@@ -226,14 +235,20 @@ class Table:
             params["Limit"] = page
         if names:
             params["ProjectionExpression"] = ", ".join(names)
-        yield from self.pages(params)
+        return params
 
     def pages(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """The items of a Query (`params` without TableName), page by page."""
+        for response in self.answers(params):
+            yield from response["Items"]
+
+    def answers(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The answers to a Query (`params` without TableName), one per page: its items and
+        counts (`Count`, and `ScannedCount` before a filter)."""
         params = {"TableName": self.name, **params}
         while True:
             response = self._read("Query", **params)
-            yield from response["Items"]
+            yield response
             if "LastEvaluatedKey" not in response:
                 return
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]

@@ -2,8 +2,10 @@
 
 - Every task item carries `run_id`, and every span below a root the `runs` index keys
   `gsi3pk` = `RUN#{A}#{run_id}`, `gsi3sk` = `{sort_ts}#{task_id}`: a run is its root (read by
-  key, its id is the run's) and one Query of `runs` for its spans, whole (the index projects
-  ALL; DynamoDB pages it at 1 MB), never a Scan nor a read per span.
+  key, its id is the run's) and its spans in start order in `runs` (the index projects ALL),
+  read a page at a time: one Query from a key on (`#sk > :after`), `Limit` the page, never a
+  Scan nor a read per span. What the header counts is one Query of the partition that
+  returns only the failed spans' keys (`run_counts`).
 - A parent not stored yet that subtasks record as their run is a placeholder whose `run_id` is
   its own id (`codec.child_cost_update`); when it arrives with a parent of its own, the tasks
   under it move to its run (`ingest.move_runs`: one Query of its old run, one conditional update per
@@ -27,8 +29,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...domain.models import AgentRef, TaskState, utcnow
-from ...domain.runs import RunFilter, append_log
-from .. import RunHead, decode_cursor, encode_cursor
+from ...domain.runs import RunFilter, append_log, span_key
+from .. import RunCounts, RunHead, decode_cursor, encode_cursor
 from . import codec
 from .agents import live_agent
 from .client import ConditionFailed, Table
@@ -62,27 +64,56 @@ class DynamoRuns:
                        started_task(found.get(codec.TASK + task_id)),
                        insights_from_item(found.get(INSIGHTS)))
 
-    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
-                  root: TaskState | None = None) -> list[TaskState]:
-        """The Query reads only what a task read uses (without `content`, not the spans'
-        inputs, outputs, metadata and logs): DynamoDB bills the items whole anyway, but sends
-        and we decode only that."""
+    def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
+                  after: tuple[str, str] | None = None, content: bool = True
+                  ) -> list[TaskState]:
+        """One Query of `runs` from `after` on, `Limit` the page (and one more item, for a
+        root indexed before roots were left out), reading only what a task read uses
+        (without `content`, not the spans' inputs, outputs, metadata and logs): DynamoDB
+        bills the items whole anyway, but sends and we decode only that."""
         agent = AgentKeys(ref.login, ref.slug)
-        if root is None:
-            item = self.table.get(agent.key(codec.TASK + run_id))
-            if item is None:
-                return []
-            root = codec.task_from_item(item)
-        if root.run_id is None:
-            self._migrate_run(agent, root)
-        items = list(self.table.query(
-            agent.run_pk(run_id), "#sk >= :low", index="runs", low=_LOWEST,
-            projection=(*codec.task_attributes(content=content), "moved_at")))
-        items += self._stragglers(agent, run_id, items)
-        spans = [codec.task_from_item(item) for item in items
-                 if item["sk"] != codec.TASK + run_id]  # a root indexed before roots were left out
-        tasks = [root, *spans] if root.sort_ts else spans  # a placeholder is no span yet
-        return sorted(tasks, key=lambda t: codec.task_sort_key(t.sort_ts, t.task_id))
+        if run.run_id is None:
+            self._migrate_run(agent, run)
+        root = codec.TASK + run.task_id
+        pk = agent.run_pk(run.task_id)
+        projection = (*codec.task_attributes(content=content), "moved_at")
+        if after is None:
+            found = self.table.query(pk, "#sk >= :low", index="runs", page=limit + 1,
+                                     projection=projection, low=_LOWEST)
+        else:
+            found = self.table.query(pk, "#sk > :after", index="runs", page=limit + 1,
+                                     projection=projection, after=codec.task_sort_key(*after))
+        items = list(itertools.islice((i for i in found if i["sk"] != root), limit))
+        items += self._stragglers(agent, run.task_id, items)
+        spans = sorted((codec.task_from_item(item) for item in items), key=span_key)
+        return [s for s in spans if after is None or span_key(s) > after][:limit]
+
+    def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
+        """One Query of the run's `runs` partition that counts every span (`ScannedCount`)
+        and returns only the keys of the failed ones and of a root indexed before roots were
+        left out (which is then not counted): memory stays at a page whatever the run's
+        size, though DynamoDB reads (and bills) the partition whole."""
+        agent = AgentKeys(ref.login, ref.slug)
+        root = codec.TASK + run.task_id
+        params = self.table.query_params(agent.run_pk(run.task_id), "#sk >= :low",
+                                         index="runs", projection=("sk",), low=_LOWEST)
+        params["FilterExpression"] = ("#key = :root OR contains(#task, :failed) "
+                                      "OR #status = :status")  # `status`: an item's old layout
+        params["ExpressionAttributeNames"] |= {"#key": "sk", "#task": "task",
+                                               "#status": "status"}
+        params["ExpressionAttributeValues"] |= codec.to_item(
+            {":root": root, ":failed": '"status":"failed"', ":status": "failed"})
+        spans = failed = 0
+        first: str | None = None
+        for answer in self.table.answers(params):
+            spans += answer["ScannedCount"]
+            for item in answer["Items"]:
+                if item["sk"] == root:
+                    spans -= 1
+                    continue
+                failed += 1
+                first = first or item["sk"][len(codec.TASK):]
+        return RunCounts(spans, failed, first)
 
     def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]]
                     ) -> list[dict[str, Any]]:

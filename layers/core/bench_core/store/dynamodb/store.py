@@ -117,7 +117,8 @@ class DynamoStore:
         self.purge_expired = retention.purge_expired
         # runs
         self.run_head = runs.run_head
-        self.run_tasks = runs.run_tasks
+        self.run_spans = runs.run_spans
+        self.run_counts = runs.run_counts
         self.list_runs = runs.list_runs
 
     @property

@@ -1,6 +1,7 @@
-"""Runs on SQLite (`bench_core.domain.runs`): every task's run id, indexed, so one indexed range
-read returns a whole run; the runs list with its filters; the migration that gives tasks stored
-before runs existed their run id and their log entries.
+"""Runs on SQLite (`bench_core.domain.runs`): every task's run id, indexed with its start, so a
+page of a run is one indexed range read however big the run, and its counts come from indexes
+alone; the runs list with its filters; the migration that gives tasks stored before runs
+existed their run id and their log entries.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from ...domain.field_limits import dumps
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.runs import RunFilter, append_log
-from .. import RunHead
+from .. import RunCounts, RunHead
 from .agents import find_agent_id, read_agent
 from .connection import Concern
 from .evals import read_insights
@@ -29,6 +30,11 @@ RUNS_SCHEMA = """
     CREATE INDEX tasks_by_run ON tasks (agent_id, run_id, sort_ts, task_id);
 """
 """The migration adding runs (in `store.MIGRATIONS`); `backfill_runs` follows it."""
+RUN_FAILURES_SCHEMA = """
+    CREATE INDEX tasks_failed_by_run ON tasks (agent_id, run_id, sort_ts, task_id, status)
+        WHERE status = 'failed';
+"""
+"""The migration indexing a run's failed spans, which its header counts and links to."""
 
 
 def backfill_runs(conn: sqlite3.Connection) -> None:
@@ -59,7 +65,8 @@ def backfill_runs(conn: sqlite3.Connection) -> None:
 
 
 class SqliteRuns(Concern):
-    """Reading runs: one indexed range per run, the roots newest first for the list."""
+    """Reading runs: one indexed range per page of a run, the roots newest first for the
+    list."""
 
     def run_head(self, ref: AgentRef, task_id: str) -> RunHead:
         """Three reads of one local file, on one connection: nothing to gain from joining
@@ -68,20 +75,39 @@ class SqliteRuns(Concern):
         return RunHead(read_agent(reader, ref), read_task(reader, ref, task_id),
                        read_insights(reader, ref))
 
-    def run_tasks(self, ref: AgentRef, run_id: str, *, content: bool = True,
-                  root: TaskState | None = None) -> list[TaskState]:
-        """The root comes with the rest of the run in its one indexed range: `root` saves
-        nothing here."""
+    def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
+                  after: tuple[str, str] | None = None, content: bool = True
+                  ) -> list[TaskState]:
+        """One range of `tasks_by_run`, as long as the page."""
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
         columns = TASK_COLS if content else LIGHT_TASK_COLS
         cursor = self.db.reader().cursor()
-        cursor.row_factory = None  # plain tuples, read by position: no Row per task of the run
+        cursor.row_factory = None  # plain tuples, read by position: no Row per task of the page
         rows = cursor.execute(
-            f"SELECT {columns} FROM tasks WHERE agent_id = ? AND run_id = ? "
-            "AND sort_ts != '' ORDER BY sort_ts, task_id", (agent_id, run_id)).fetchall()
+            f"SELECT {columns} FROM tasks WHERE agent_id = ? AND run_id = ? AND sort_ts != '' "
+            "AND (sort_ts, task_id) > (?, ?) AND task_id != ? ORDER BY sort_ts, task_id "
+            "LIMIT ?", (agent_id, run.task_id, *(after or ("", "")), run.task_id, limit)
+        ).fetchall()
         return [task_from_row(r) for r in rows]
+
+    def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
+        """Counted in `tasks_by_run` and `tasks_failed_by_run` alone (covering indexes: no row
+        is read); the failures' index is named, so that a planner without statistics cannot
+        prefer the agent's whole key range."""
+        reader = self.db.reader()
+        agent_id = find_agent_id(reader, ref)
+        if agent_id is None:
+            return RunCounts(0, 0, None)
+        under = "WHERE agent_id = ? AND run_id = ? AND sort_ts != '' AND task_id != ?"
+        args = (agent_id, run.task_id, run.task_id)
+        (spans,) = reader.execute(f"SELECT COUNT(*) FROM tasks {under}", args).fetchone()
+        failed = f"FROM tasks INDEXED BY tasks_failed_by_run {under} AND status = 'failed'"
+        (count,) = reader.execute(f"SELECT COUNT(*) {failed}", args).fetchone()
+        first = reader.execute(f"SELECT task_id {failed} ORDER BY sort_ts, task_id LIMIT 1",
+                               args).fetchone()
+        return RunCounts(spans, count, first[0] if first else None)
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> tuple[list[TaskState], str | None]:

@@ -20,7 +20,7 @@ from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
-from .runs import RUNS_SCHEMA, SqliteRuns, backfill_runs
+from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SqliteRuns, backfill_runs
 
 MIGRATIONS: list[str] = [
     # 1: the foundation: users and keys, agents, their days, events and tasks
@@ -51,6 +51,8 @@ MIGRATIONS: list[str] = [
     LATEST_RUNS_SCHEMA,
     # 14: which agent's key made a call through Bench (an agent key sees only its agent's)
     USAGE_CALLER_AGENT_SCHEMA,
+    # 15: each run's failed spans, for its header to count and link to
+    RUN_FAILURES_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
