@@ -60,13 +60,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# With `make run` going in another terminal: two example agents fill a profile in seconds.
+# With `make run` going in another terminal, given the same PORT and HOST: two example agents fill
+# two profiles in seconds (DEMO_RUNS runs each), read back before their URLs are printed. No Bench
+# there, or runs that did not arrive: a message saying which, and exit 1 (scripts/demo.py).
+DEMO_RUNS ?= 20
 demo: $(RUN_STAMP)
-	@KEY=$$($(BIN)/bench-server keys create --login demo --name demo) && \
-	  export BENCH_KEY=$$KEY BENCH_ENDPOINT=$${BENCH_ENDPOINT:-http://127.0.0.1:8000} && \
-	  $(BIN)/python examples/research_agent.py --runs 20 && \
-	  $(BIN)/python examples/tool_agent.py --runs 20 && \
-	  echo "open $$BENCH_ENDPOINT/u/demo/research-agent and $$BENCH_ENDPOINT/u/demo/tool-agent"
+	@$(BIN)/python scripts/demo.py --host "$(HOST)" --port $(PORT) --runs $(DEMO_RUNS)
 
 bench: $(STAMP)
 	$(BIN)/python tests/perf/ingest.py
