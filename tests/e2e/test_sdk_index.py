@@ -147,10 +147,11 @@ def test_a_server_installed_from_its_wheel_serves_its_sdk(tmp_path: Path) -> Non
     where = subprocess.run([server_python, "-c", "import bench_core; print(bench_core.__file__)"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     assert where.stdout.startswith(site), where.stdout
-    port = free_port()
-    server = subprocess.Popen([server_python.with_name("bench-server"), "serve", "--port",
-                               str(port), "--data-dir", str(tmp_path / "data")], cwd=tmp_path,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    port, log = free_port(), tmp_path / "server.log"
+    with log.open("w") as errors:
+        server = subprocess.Popen([server_python.with_name("bench-server"), "serve", "--port",
+                                   str(port), "--data-dir", str(tmp_path / "data")],
+                                  cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=errors)
     url = f"http://127.0.0.1:{port}"
     try:
         def index() -> int:
@@ -158,7 +159,8 @@ def test_a_server_installed_from_its_wheel_serves_its_sdk(tmp_path: Path) -> Non
                 return httpx.get(f"{url}/simple/bench-observe/", timeout=5).status_code
             except httpx.TransportError:
                 return 0
-        assert poll(index, lambda status: status != 0 or server.poll() is not None) == 200
+        status = poll(index, lambda status: status != 0 or server.poll() is not None)
+        assert status == 200, (status, log.read_text()[-2000:])
         client_python = fresh_venv(tmp_path / "client")
         pip_into(client_python, "--index-url", f"{url}/simple/", "bench-observe")
     finally:
@@ -167,7 +169,6 @@ def test_a_server_installed_from_its_wheel_serves_its_sdk(tmp_path: Path) -> Non
     imported = subprocess.run([client_python, "-c", "import bench, bench._version as v\n"
                                "print(v.__version__, bench.__file__)"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, check=True).stdout.split()
-    served = (Path(site) / "bench_core" / "sdk_dist" / sdk_wheel_name())
-    assert served.is_file()
-    assert imported[0] == served.name.split("-")[1]
+    served = Path(site) / "bench_core" / "sdk_dist" / sdk_wheel_name()
+    assert served.is_file() and imported[0] == served.name.split("-")[1]
     assert imported[1].startswith(str(tmp_path / "client"))
