@@ -23,7 +23,7 @@ PACKAGE = cfn.REPO / PACKAGE_PATH
 BENCHMARKS = cfn.REPO / "benchmarks"
 
 
-def data_files(package: Path = PACKAGE) -> set[str]:
+def data_files(package: Path) -> set[str]:
     """bench_core's files other than Python source and bytecode, as wheel paths."""
     return {"bench_core/" + path.relative_to(package).as_posix() for path in package.rglob("*")
             if path.is_file() and path.suffix not in (".py", ".pyc")
