@@ -61,15 +61,20 @@ def create_key() -> str:
 
 def runs(url: str, key: str, slug: str) -> int:
     """The runs the agent's profile counts (0 before its first)."""
-    answer = httpx.get(f"{url}/api/agents/{LOGIN}/{slug}", headers={"X-Bench-Key": key},
-                       timeout=10)
+    try:
+        answer = httpx.get(f"{url}/api/agents/{LOGIN}/{slug}", headers={"X-Bench-Key": key},
+                           timeout=10)
+    except httpx.HTTPError as exc:
+        fail(f"lost the Bench at {url} ({exc})")
     if answer.status_code == 404:
         return 0
     if answer.status_code == 401:
         data_dir = os.environ.get("BENCH_DATA_DIR", ".bench")
         fail(f"the Bench at {url} does not know the key just made in {data_dir}: it keeps its "
              "data elsewhere. Start it with the same BENCH_DATA_DIR as `make demo`.")
-    answer.raise_for_status()
+    if answer.status_code != 200:
+        fail(f"the Bench at {url} answered {answer.status_code} for {LOGIN}/{slug}: "
+             f"{answer.text[:200]}")
     return int(answer.json()["runs"])
 
 
