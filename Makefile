@@ -1,29 +1,42 @@
-# Two commands for a fresh machine: `make run` and `make test`. Each builds the venv it needs.
+# Two commands for a fresh machine: `make run` and `make test`. Each builds the venv it needs:
+# `make run` what the server needs (its dependencies and the SDK), `make test` adds the dev extra
+# (test tools, linter, type checker). A stamp per set says which one the venv holds.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
 .PHONY: run test lint demo bench clean chromium node-deps sdk-wheel
 
-$(STAMP): pyproject.toml sdk/pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]" -e ./sdk
-	touch $(STAMP)
 
-# The SDK wheel the server's /simple/ index serves, built from sdk/ (never committed); `sam build`
-# packs it into the core layer from the same place.
+$(RUN_STAMP): pyproject.toml sdk/pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e . -e ./sdk
+	touch $@
+
+# The dev set holds the run set, so it stamps both.
+$(STAMP): pyproject.toml sdk/pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[dev]" -e ./sdk
+	touch $(RUN_STAMP) $@
+
+# The SDK wheel the server's /simple/ index serves, built from sdk/ (never committed). Installing
+# the server builds it (setup.py: into the wheel, or here for an editable install); this rebuilds
+# it when sdk/ changes. `sam build` packs it into the core layer from the same place.
 SDK_DIST := layers/core/bench_core/sdk_dist
-sdk-wheel: $(SDK_DIST)/.built
-$(SDK_DIST)/.built: $(STAMP) sdk/pyproject.toml $(shell find sdk/bench -name '*.py' -o -name py.typed)
-	@rm -rf $(SDK_DIST) && $(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w $(SDK_DIST) ./sdk
-	@touch $@
+SDK_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' sdk/bench/_version.py)
+SDK_WHEEL := $(SDK_DIST)/bench_observe-$(SDK_VERSION)-py3-none-any.whl
+sdk-wheel: $(SDK_WHEEL)
+$(SDK_WHEEL): sdk/pyproject.toml $(shell find sdk/bench -name '*.py' -o -name py.typed) | $(RUN_STAMP)
+	@rm -rf $(SDK_DIST) && $(BIN)/pip wheel --quiet --no-deps -w $(SDK_DIST) ./sdk
+	@test -f $@ || { echo "the SDK wheel built is not $@" >&2; exit 1; }
 
 # `make run PORT=8001 HOST=0.0.0.0`: another port or address (HOST empty: the default, 127.0.0.1).
 PORT ?= 8000
 HOST ?= 127.0.0.1
-run: $(STAMP) sdk-wheel
+run: $(RUN_STAMP) sdk-wheel
 	$(BIN)/bench-server serve --port $(PORT) $(if $(HOST),--host $(HOST))
 
 # Browser tests use Debian's Chromium; install it when we can (root), else they are skipped.
@@ -47,13 +60,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# With `make run` going in another terminal: two example agents fill a profile in seconds.
-demo: $(STAMP)
-	@KEY=$$($(BIN)/bench-server keys create --login demo --name demo) && \
-	  export BENCH_KEY=$$KEY BENCH_ENDPOINT=$${BENCH_ENDPOINT:-http://127.0.0.1:8000} && \
-	  $(BIN)/python examples/research_agent.py --runs 20 && \
-	  $(BIN)/python examples/tool_agent.py --runs 20 && \
-	  echo "open $$BENCH_ENDPOINT/u/demo/research-agent and $$BENCH_ENDPOINT/u/demo/tool-agent"
+# With `make run` going in another terminal, given the same PORT and HOST: two example agents fill
+# two profiles in seconds (DEMO_RUNS runs each), read back before their URLs are printed. No Bench
+# there, or runs that did not arrive: a message saying which, and exit 1 (scripts/demo.py).
+DEMO_RUNS ?= 20
+demo: $(RUN_STAMP)
+	@$(BIN)/python scripts/demo.py --host "$(HOST)" --port $(PORT) --runs $(DEMO_RUNS)
 
 bench: $(STAMP)
 	$(BIN)/python tests/perf/ingest.py

@@ -104,7 +104,9 @@ async def main() -> None:
     delivered = await agent.flush(timeout=30)
     server = os.environ.get("BENCH_ENDPOINT", "http://127.0.0.1:8000")
     print(f"{args.runs} runs ({outcomes['success']} ok, {outcomes['failed']} failed) "
-          f"{'delivered to' if delivered else 'NOT yet delivered to'} {server} as agent {args.agent!r}")
+          f"{'delivered to' if delivered else 'NOT delivered to'} {server} as agent {args.agent!r}")
+    if not delivered:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

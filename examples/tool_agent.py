@@ -96,7 +96,9 @@ def main() -> None:
         results = list(pool.map(safe, jobs))
     delivered = agent.flush_sync(timeout=30)
     print(f"{len(results)} runs ({sum(results)} ok, {len(results) - sum(results)} failed) "
-          f"{'delivered to' if delivered else 'NOT yet delivered to'} {os.environ.get('BENCH_ENDPOINT', 'http://127.0.0.1:8000')}")
+          f"{'delivered to' if delivered else 'NOT delivered to'} {os.environ.get('BENCH_ENDPOINT', 'http://127.0.0.1:8000')}")
+    if not delivered:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

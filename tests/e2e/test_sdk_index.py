@@ -1,15 +1,17 @@
 """`/simple/`: the server's own SDK as a package index. A real `pip install --index-url
 <server>/simple/ bench-observe` (no other index) installs the wheel built from sdk/, which then
-delivers a task to the same server; the PEP 691 JSON form and the HTML form list the same file
-with its hash; names are normalised as PEP 503 says; a server packaged without the wheel says
-how to build it.
+delivers a task to the same server; a server installed from its wheel into a fresh venv serves
+it too; the PEP 691 JSON form and the HTML form list the same file with its hash; names are
+normalised as PEP 503 says; a server packaged without the wheel says how to build it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
+import sysconfig
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import RunningServer, poll, start_server
+from tests.conftest import RunningServer, free_port, poll, start_server
+from tests.wheel_support import build_wheel as build_server_wheel
+from tests.wheel_support import sdk_wheel_name, source_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON = "application/vnd.pypi.simple.v1+json"
@@ -108,3 +112,63 @@ def test_a_server_without_the_wheel_says_how_to_build_it(tmp_path: Path) -> None
     finally:
         uvicorn_server.should_exit = True
         thread.join(timeout=10)
+
+
+def fresh_venv(path: Path) -> Path:
+    """A venv of this Python with nothing installed; its interpreter."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
+                   timeout=120)
+    return path / "bin" / "python"
+
+
+def pip_into(python: Path, *args: str) -> None:
+    """This pip installing into `python`'s venv, reading no configuration: no index but the one
+    `args` name, no find-links, no cache."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))}
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                           "--quiet", "--no-cache-dir", *args], capture_output=True, text=True,
+                          timeout=300, env={**env, "PIP_CONFIG_FILE": os.devnull})
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.timeout(600)
+def test_a_server_installed_from_its_wheel_serves_its_sdk(tmp_path: Path) -> None:
+    """`pip install .` (no editable install, no repository on the path): the installed
+    `bench-server serve` serves the SDK that `pip install --index-url` then installs."""
+    wheel = build_server_wheel(source_tree(tmp_path / "src"), tmp_path / "dist", isolated=False)
+    server_python = fresh_venv(tmp_path / "server")
+    pip_into(server_python, "--no-deps", "--no-index", str(wheel))
+    # its dependencies from this venv's site-packages, whose .pth files (the editable installs of
+    # bench_core and the SDK) a path listed in a .pth does not run
+    site = subprocess.run([server_python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "PYTHON"))}
+    where = subprocess.run([server_python, "-c", "import bench_core; print(bench_core.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert where.stdout.startswith(site), where.stdout
+    port, log = free_port(), tmp_path / "server.log"
+    with log.open("w") as errors:
+        server = subprocess.Popen([server_python.with_name("bench-server"), "serve", "--port",
+                                   str(port), "--data-dir", str(tmp_path / "data")],
+                                  cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        def index() -> int:
+            try:
+                return httpx.get(f"{url}/simple/bench-observe/", timeout=5).status_code
+            except httpx.TransportError:
+                return 0
+        status = poll(index, lambda status: status != 0 or server.poll() is not None)
+        assert status == 200, (status, log.read_text()[-2000:])
+        client_python = fresh_venv(tmp_path / "client")
+        pip_into(client_python, "--index-url", f"{url}/simple/", "bench-observe")
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    imported = subprocess.run([client_python, "-c", "import bench, bench._version as v\n"
+                               "print(v.__version__, bench.__file__)"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, check=True).stdout.split()
+    served = Path(site) / "bench_core" / "sdk_dist" / sdk_wheel_name()
+    assert served.is_file() and imported[0] == served.name.split("-")[1]
+    assert imported[1].startswith(str(tmp_path / "client"))

@@ -188,7 +188,7 @@ def test_a_port_in_use_is_one_line_and_nothing_runs(tmp_path: Path) -> None:
 
 def test_make_run_passes_port_and_host() -> None:
     def command(*assignments: str) -> str:
-        out = subprocess.run(["make", "-n", "-o", ".venv/.installed", "-o", "sdk-wheel", "run",
+        out = subprocess.run(["make", "-n", "-o", ".venv/.installed-run", "-o", "sdk-wheel", "run",
                               *assignments], cwd=ROOT, capture_output=True, text=True,
                              timeout=60, check=True).stdout
         return next(line for line in out.splitlines() if "bench-server serve" in line)

@@ -83,14 +83,16 @@ def installed(requirements: Path) -> Path | None:
     return target
 
 
-def lambda_env(code_dir: Path, tracing: bool) -> dict[str, str]:
-    """The variables Lambda's runtime and the template set, with fake credentials."""
+def lambda_env(code_dir: Path, tracing: bool, layer_only: bool = False) -> dict[str, str]:
+    """The variables Lambda's runtime and the template set, with fake credentials, for the
+    function in `code_dir` (functions/<name> of a checkout); `layer_only`: its core layer alone,
+    for the reference imports."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BENCH_", "AWS_"))}
     layer = code_dir.parents[1] / "layers" / "core"
+    paths = [code_dir, layer, installed(layer / "requirements.txt"),
+             installed(code_dir / "requirements.txt")]
     env.update({
-        "PYTHONPATH": os.pathsep.join(str(p) for p in [
-            code_dir, layer, installed(layer / "requirements.txt"),
-            installed(code_dir / "requirements.txt")] if p),
+        "PYTHONPATH": os.pathsep.join(str(p) for p in (paths[1:3] if layer_only else paths) if p),
         "LAMBDA_TASK_ROOT": str(code_dir), "AWS_LAMBDA_FUNCTION_NAME": f"bench-{code_dir.name}",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "x",
@@ -142,7 +144,7 @@ def side_by_side(other: Path, runs: int, tracing: bool) -> bool:
 def reference(module: str, runs: int) -> float:
     code = f"import time; t = time.perf_counter(); import {module}; " \
            "print((time.perf_counter() - t) * 1000)"
-    env = lambda_env(FUNCTIONS, tracing=True)
+    env = lambda_env(next(FUNCTIONS.glob("*/app.py")).parent, tracing=True, layer_only=True)
     times = [float(subprocess.run([sys.executable, "-S", "-c", code], env=env,
                                   capture_output=True, text=True, check=True).stdout)
              for _ in range(runs)]

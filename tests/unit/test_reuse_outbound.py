@@ -37,6 +37,24 @@ REFUSED = {
     "2002:7f00:1::1": "IPv6 form of a loopback",     # 6to4 of 127.0.0.1
     "2001:0:4136:e378:8000:63bf:f5ff:fffe": "IPv6 form",  # Teredo
     "64:ff9b::a9fe:a9fe": "IPv6 form of a cloud metadata",  # NAT64 of 169.254.169.254
+    # the other special ranges `ipaddress` knows, one address each
+    "fec0::1": "site-local", "feff:ffff::1": "site-local",   # IPv6 site-local, fec0::/10
+    "0.1.2.3": "private",                                   # "this network", 0/8
+    "192.0.0.8": "IETF", "192.0.0.170": "IETF",             # IETF assignments, NAT64 discovery
+    "198.51.100.7": "private", "203.0.113.7": "private",    # TEST-NET-2 and -3
+    "ff::1": "reserved", "4000::1": "reserved", "fe00::1": "reserved",  # IETF-reserved IPv6
+    "100::1": "reserved",                                   # discard-only, 100::/64
+    "2001:2::1": "private", "2001:10::1": "private",        # benchmarking, ORCHID
+    "ff05::2": "multicast",                                 # site-local multicast
+    "::ffff:100.64.0.1": "IPv6 form of a carrier-grade NAT",  # mapped
+    "::ffff:0:a00:1": "reserved",                           # IPv4-translated (SIIT) of 10.0.0.1
+    "2002:c0a8:101::1": "IPv6 form of a private",           # 6to4 of 192.168.1.1
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2": "IPv6 form of a private",  # Teredo, client 192.0.2.45
+    "2001:0:a00:1:0:f7f7:f7f7:f7f7": "IPv6 form",           # Teredo, server 10.0.0.1
+    "64:ff9b::c0a8:1": "IPv6 form of a private",            # NAT64 of 192.168.0.1
+    "64:ff9b::6440:1": "IPv6 form of a carrier-grade NAT",  # NAT64 of 100.64.0.1
+    "64:ff9b::7f00:1": "IPv6 form of a loopback",           # NAT64 of 127.0.0.1
+    "64:ff9b:1::a00:1": "reserved",                         # local-use NAT64 (RFC 8215)
 }
 
 
@@ -44,6 +62,13 @@ REFUSED = {
 def test_every_non_public_address_class_is_refused(address: str, why: str) -> None:
     reason = refused_reason(ipaddress.ip_address(address))
     assert reason is not None and why in reason
+
+
+@pytest.mark.parametrize("address", REFUSED)
+def test_every_non_public_address_class_is_refused_as_a_literal_url(dns: dict[str, list[str]],
+                                                                  address: str) -> None:
+    host = f"[{address}]" if ":" in address else address
+    assert refused(f"https://{host}/") == PUBLIC_ONLY
 
 
 @pytest.mark.parametrize("address", [PUBLIC_V4, "8.8.8.8", "1.1.1.1", PUBLIC_V6])

@@ -13,8 +13,9 @@ from . import services_of
 
 router = APIRouter()
 CACHE = "public, max-age=300"
-NO_WHEEL = ("this Bench was packaged without its SDK wheel: build it with `make sdk-wheel` "
-            "(sdk/ → layers/core/bench_core/sdk_dist/) or set BENCH_SDK_DIST")
+NO_WHEEL = ("this Bench runs without its SDK wheel, which installing it builds (`pip install .`); "
+            "in a checkout build it with `make sdk-wheel` (sdk/ → layers/core/bench_core/sdk_dist/), "
+            "or point BENCH_SDK_DIST at a directory holding it")
 
 
 def _answer(body: str, media_type: str) -> Response:

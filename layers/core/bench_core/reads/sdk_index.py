@@ -2,9 +2,16 @@
 `pip install --index-url <this Bench>/simple/ bench-observe` gets the SDK that matches this
 server, not whatever the public registry holds under that name.
 
-The wheels are built from `sdk/` at packaging time (`make sdk-wheel`, also run by `make run`;
-on AWS into the core layer) and never committed; they sit in `Settings.sdk_dist_dir`. Hashes
-are computed once per file version (name, size, mtime).
+The wheel is built from `sdk/` whenever bench_core is packaged, never committed, and sits in
+`Settings.sdk_dist_dir` (bench_core/sdk_dist/ unless BENCH_SDK_DIST says otherwise), so a server
+serves its SDK however it was installed and started: `setup.py` builds it into the server's own
+wheel (`pip install .`, an sdist, a container) and, for an editable install, into the checkout,
+where `make sdk-wheel` (run by `make run`) rebuilds it when sdk/ changes; `sam build` builds it
+into the core layer (layers/core/Makefile). Built at packaging time rather than at first start:
+an installed server holds no sdk/ to build from, Lambda's file system is read-only, and each
+packaging checks it (tests/aws/test_wheel_data.py, scripts/package_check.py). Only a server run
+from a bare source tree has none; it answers 404 saying how to build it. Hashes are computed
+once per file version (name, size, mtime).
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 An owner names the endpoint, so the URL is untrusted input aimed at Bench's own network. Every
 hop of every call (and publishing) resolves the name and refuses it if *any* address it has is
-loopback, private (RFC 1918, fc00::/7), link-local, carrier-grade NAT (100.64/10), multicast,
-unspecified, reserved or otherwise not global, a cloud metadata address, or an IPv4 address
-wrapped in IPv6 (mapped, compatible, 6to4, Teredo, NAT64). The connection then goes to the
+loopback, private (RFC 1918, fc00::/7), link-local, IPv6 site-local (fec0::/10: deprecated, but
+routed inside some networks, and `ipaddress` counts it as global), carrier-grade NAT
+(100.64/10), multicast, unspecified, reserved or otherwise not global, a cloud metadata address,
+or an IPv4 address wrapped in IPv6 (mapped, compatible, 6to4, Teredo, NAT64). The connection then goes to the
 very address that was checked, with the name kept for the Host header and for TLS (SNI and
 certificate check), so a DNS answer that changes between check and connect (rebinding) cannot
 redirect it. Redirects are followed by hand, each hop checked again. Only https on an allowed
@@ -35,6 +36,8 @@ METADATA = frozenset(map(ipaddress.ip_address, (
     "168.63.129.16",                     # Azure's wire server: a public address
     "100.100.100.200")))                 # Alibaba Cloud
 CARRIER_NAT = ipaddress.ip_network("100.64.0.0/10")
+IETF_ASSIGNMENTS = ipaddress.ip_network("192.0.0.0/24")
+"""Not globally reachable (RFC 6890); Python before 3.12.4 counts only parts of it as private."""
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 PUBLIC_ONLY = "Bench calls endpoints on public addresses only"
@@ -76,10 +79,14 @@ def refused_reason(ip: IPAddress) -> str | None:
             return f"an IPv6 form of {why}" if why else "an IPv4 address in an IPv6 form"
     if ip.is_link_local:
         return "a link-local address"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local:
+        return "a site-local address"
     if ip.is_multicast:
         return "a multicast address"
     if ip in CARRIER_NAT:
         return "a carrier-grade NAT address"
+    if ip in IETF_ASSIGNMENTS:
+        return "an IETF protocol assignment"
     if ip.is_reserved:
         return "a reserved address"
     if ip.is_private:
