@@ -60,6 +60,8 @@ def observe(
     capture_output: bool = True,
     redact: Optional[Redactor] = None,
     sender_config: Optional[SenderConfig] = None,
+    spool_dir: Optional[str] = None,
+    spool_max_mb: Optional[float] = None,
 ) -> BenchAgent:
     """Start observing an agent; returns the :class:`BenchAgent` to record tasks with.
 
@@ -78,6 +80,12 @@ def observe(
         redact: ``redact(value) -> value`` applied to every user value that leaves the process
             (inputs, outputs, error text, log values, event data, metadata, cost details).
         sender_config: delivery tuning (timeouts, backoff, request size, transport).
+        spool_dir: where events still undelivered at exit wait for the next process sending to
+            this endpoint with this key; default ``BENCH_SPOOL_DIR``, else the user's cache
+            directory (``~/.cache/bench/spool`` on Linux, ``/tmp/bench/spool`` in AWS Lambda).
+        spool_max_mb: the spool directory's bound; default ``BENCH_SPOOL_MAX_MB``, else 50.
+            Over it the oldest events are kept and the rest counted as dropped; 0 turns the
+            spool off.
 
     Without a key or slug, or with ``BENCH_DISABLED=1``, every method is a no-op.
     """
@@ -98,4 +106,6 @@ def observe(
         capture_output=capture_output,
         redact=redact,
         sender_config=sender_config,
+        spool_dir=spool_dir,
+        spool_max_mb=spool_max_mb,
     )

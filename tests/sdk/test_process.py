@@ -15,7 +15,7 @@ from conftest import HANG_GUARD, run_python
 
 def clean_env(tmp_path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), BENCH_SPOOL_DIR=os.environ["BENCH_SPOOL_DIR"])
     env.update(extra)
     return env
 
