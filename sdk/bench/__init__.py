@@ -69,8 +69,9 @@ def observe(
         api_key: ``bk_…`` or ``bka_…`` key; default ``BENCH_KEY``, then the key ``bench login`` saved.
         agent: the agent's slug; default ``BENCH_AGENT``, then ``bench.agent.json``.
         display_name, model, framework, architecture, tools: shown on the profile.
-        endpoint: server base URL or its ``/ingest`` URL; default ``BENCH_ENDPOINT``, else the
-            local server ``http://127.0.0.1:8000``. Nothing is sent anywhere else.
+        endpoint: server base URL or its ``/ingest`` URL; default ``BENCH_ENDPOINT``, else
+            (when no key is given) the server ``bench login`` signed in to last, else the local
+            server ``http://127.0.0.1:8000``. Nothing is sent anywhere else.
         flush_interval_ms: how often waiting events are sent.
         max_batch_size: send as soon as this many events wait.
         max_queue_size: events held in memory at most; past it new events are dropped, counted,

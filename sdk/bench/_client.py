@@ -298,7 +298,7 @@ class BenchAgent:
         spool_dir: Optional[str] = None,
         spool_max_mb: Optional[float] = None,
     ) -> None:
-        server = _config.base_url(endpoint)
+        server = _config.base_url(endpoint, api_key)
         key = None if _config.disabled() else _config.api_key(api_key, server)
         slug = _config.agent_slug(agent)
         self._slug = slug

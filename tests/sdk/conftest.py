@@ -152,6 +152,8 @@ class FaultServer:
             time.sleep(self.slow_seconds)
         text = gzip.decompress(raw) if handler.headers.get("Content-Encoding") == "gzip" else raw
         body = json.loads(text)
+        if "events" not in body:
+            return self._reply(handler, 422, {"error": "invalid ingest batch", "detail": []})
         if self.max_events is not None and len(body["events"]) > self.max_events:
             return self._reply(handler, 413, {"error": "too large", "detail": []})
         if mode == "poison" and any((e.get("data") or {}).get("poison") for e in body["events"]):
