@@ -180,6 +180,7 @@ class Sender:
         self._closed = True
         self._abort.set()
         self._wake.set()
+        self._outbox.kick()  # wakes the batcher if it waits on the outbox
         if self._thread is not None:
             self._stopped.wait(STOP_WAIT)
             self._keep_undelivered(self._outbox.close())
