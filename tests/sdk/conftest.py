@@ -221,6 +221,19 @@ def spool_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project directory, the current one, with no BENCH_* settings and its own config
+    directory (where `bench login` keeps keys)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    for name in ("BENCH_KEY", "BENCH_AGENT", "BENCH_ENDPOINT", "BENCH_DISABLED"):
+        monkeypatch.delenv(name, raising=False)
+    return root
+
+
+@pytest.fixture
 def sink() -> Iterator[FaultServer]:
     server = FaultServer()
     server.start()

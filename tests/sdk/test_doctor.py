@@ -29,17 +29,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
         yield running
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for name in ("BENCH_KEY", "BENCH_AGENT", "BENCH_ENDPOINT", "BENCH_DISABLED"):
-        monkeypatch.delenv(name, raising=False)
-    return root
-
-
 def agent_exists(server: RunningServer, login: str, slug: str) -> bool:
     return httpx.get(f"{server.url}/api/agents/{login}/{slug}", timeout=10).status_code == 200
 
