@@ -100,6 +100,8 @@ def open_spool(url: str, api_key: str, directory: Optional[str], max_mb: Optiona
 
 
 class Spool:
+    """The spool files of one ingest URL and key (others' are only counted against the bound)."""
+
     def __init__(self, directory: Optional[Path], max_bytes: int, key_id: str) -> None:
         self._directory = directory
         self._max_bytes = max_bytes
