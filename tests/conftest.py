@@ -99,6 +99,17 @@ def serving(data_dir: Path, over: Any = None, **settings: Any) -> Iterator[Runni
         thread.join(timeout=10)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sdk_spool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The SDK's spool (what an agent could not deliver by its exit, sent by the next one) in
+    the session's own directory, never the user's cache: agents the tests run, in-process or
+    not, write there when their server is gone."""
+    directory = tmp_path_factory.mktemp("sdk-spool")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BENCH_SPOOL_DIR", str(directory))
+        yield directory
+
+
 @pytest.fixture(scope="session")
 def bench_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """One real server for the whole session; tests use their own logins and slugs."""

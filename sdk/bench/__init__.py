@@ -60,6 +60,8 @@ def observe(
     capture_output: bool = True,
     redact: Optional[Redactor] = None,
     sender_config: Optional[SenderConfig] = None,
+    spool_dir: Optional[str] = None,
+    spool_max_mb: Optional[float] = None,
 ) -> BenchAgent:
     """Start observing an agent; returns the :class:`BenchAgent` to record tasks with.
 
@@ -67,8 +69,9 @@ def observe(
         api_key: ``bk_…`` or ``bka_…`` key; default ``BENCH_KEY``, then the key ``bench login`` saved.
         agent: the agent's slug; default ``BENCH_AGENT``, then ``bench.agent.json``.
         display_name, model, framework, architecture, tools: shown on the profile.
-        endpoint: server base URL or its ``/ingest`` URL; default ``BENCH_ENDPOINT``, else the
-            local server ``http://127.0.0.1:8000``. Nothing is sent anywhere else.
+        endpoint: server base URL or its ``/ingest`` URL; default ``BENCH_ENDPOINT``, else
+            (when no key is given) the server ``bench login`` signed in to last, else the local
+            server ``http://127.0.0.1:8000``. Nothing is sent anywhere else.
         flush_interval_ms: how often waiting events are sent.
         max_batch_size: send as soon as this many events wait.
         max_queue_size: events held in memory at most; past it new events are dropped, counted,
@@ -78,6 +81,12 @@ def observe(
         redact: ``redact(value) -> value`` applied to every user value that leaves the process
             (inputs, outputs, error text, log values, event data, metadata, cost details).
         sender_config: delivery tuning (timeouts, backoff, request size, transport).
+        spool_dir: where events still undelivered at exit wait for the next process sending to
+            this endpoint with this key; default ``BENCH_SPOOL_DIR``, else the user's cache
+            directory (``~/.cache/bench/spool`` on Linux, ``/tmp/bench/spool`` in AWS Lambda).
+        spool_max_mb: the spool directory's bound; default ``BENCH_SPOOL_MAX_MB``, else 50.
+            Over it the oldest events are kept and the rest counted as dropped; 0 turns the
+            spool off.
 
     Without a key or slug, or with ``BENCH_DISABLED=1``, every method is a no-op.
     """
@@ -98,4 +107,6 @@ def observe(
         capture_output=capture_output,
         redact=redact,
         sender_config=sender_config,
+        spool_dir=spool_dir,
+        spool_max_mb=spool_max_mb,
     )

@@ -295,8 +295,10 @@ class BenchAgent:
         capture_output: bool = True,
         redact: Optional[Redactor] = None,
         sender_config: Optional[SenderConfig] = None,
+        spool_dir: Optional[str] = None,
+        spool_max_mb: Optional[float] = None,
     ) -> None:
-        server = _config.base_url(endpoint)
+        server = _config.base_url(endpoint, api_key)
         key = None if _config.disabled() else _config.api_key(api_key, server)
         slug = _config.agent_slug(agent)
         self._slug = slug
@@ -317,6 +319,10 @@ class BenchAgent:
             config = dataclasses.replace(config, max_batch_size=max_batch_size)
         if max_queue_size is not None:
             config = dataclasses.replace(config, max_queue_size=max_queue_size)
+        if spool_dir is not None:
+            config = dataclasses.replace(config, spool_dir=str(spool_dir))
+        if spool_max_mb is not None:
+            config = dataclasses.replace(config, spool_max_mb=spool_max_mb)
         meta = {
             "agent_slug": slug, "display_name": display_name, "model": model, "framework": framework,
             "architecture": architecture, "tools": tools, "sdk": {"name": SDK_NAME, "version": __version__},

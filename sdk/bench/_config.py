@@ -1,7 +1,7 @@
 """Settings from arguments, then the environment, then files the CLI wrote.
 
-Each install is self-hosted: without ``endpoint`` or ``BENCH_ENDPOINT`` events go to the local
-server, never to a third party.
+Each install is self-hosted: without ``endpoint`` or ``BENCH_ENDPOINT`` events go to the server
+``bench login`` signed in to, else to the local server, never to a third party.
 """
 
 from __future__ import annotations
@@ -11,18 +11,23 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from bench._credentials import stored_key
+from bench._credentials import last_server, stored_key
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8000"
 MANIFEST = "bench.agent.json"
 
 
-def base_url(endpoint: Optional[str] = None) -> str:
-    """The server's base URL, from an explicit endpoint, ``BENCH_ENDPOINT`` or the default.
+def base_url(endpoint: Optional[str] = None, key: Optional[str] = None) -> str:
+    """The server's base URL: an explicit endpoint, ``BENCH_ENDPOINT``, else (unless a key is
+    given, or in ``BENCH_KEY``: it may be another server's) the server of the last ``bench
+    login``, whose key is stored with it, else the local server.
 
     Accepts either a base URL or the full ``/ingest`` URL.
     """
-    url = (endpoint or os.environ.get("BENCH_ENDPOINT") or DEFAULT_ENDPOINT).strip().rstrip("/")
+    url = endpoint or os.environ.get("BENCH_ENDPOINT")
+    if not url and not (key or os.environ.get("BENCH_KEY")):
+        url = last_server()
+    url = (url or DEFAULT_ENDPOINT).strip().rstrip("/")
     return url[: -len("/ingest")] if url.endswith("/ingest") else url
 
 

@@ -152,8 +152,9 @@ def init_project(root: Path, slug: Optional[str], name: Optional[str], force: bo
 
 
 def diagnose(root: Path, endpoint: Optional[str]) -> list[str]:
-    """Everything missing before events can flow, as short fix-it sentences."""
-    from bench._verify import reachable
+    """Everything missing before events can flow, as short fix-it sentences: the server is
+    asked whether it accepts the key (nothing is stored)."""
+    from bench._verify import key_problem, reachable
 
     issues = []
     if sys.version_info < (3, 9):
@@ -166,11 +167,16 @@ def diagnose(root: Path, endpoint: Optional[str]) -> list[str]:
     elif slugify(slug) != slug:
         issues.append(f"Agent slug {slug!r} is not a valid slug (lowercase letters, digits, dashes).")
     server = _config.base_url(endpoint)
-    if not _config.api_key(None, server):
+    key = _config.api_key(None, server)
+    if not key:
         issues.append(f"No key: set BENCH_KEY or run `bench login --endpoint {server}`.")
     if _config.disabled():
         issues.append("BENCH_DISABLED is set: the SDK records nothing.")
     problem = reachable(server)
     if problem:
         issues.append(f"Cannot reach the Bench server at {server} ({problem}); start it or set BENCH_ENDPOINT.")
+    elif key:
+        problem = key_problem(server, key)
+        if problem:
+            issues.append(problem)
     return issues

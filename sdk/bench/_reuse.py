@@ -18,8 +18,10 @@ Standard library only; every failure is a ``ReuseError`` with one clear sentence
 from __future__ import annotations
 
 import hashlib
+import heapq
 import hmac
 import json
+import math
 import threading
 import time
 from collections.abc import Mapping
@@ -150,24 +152,34 @@ def call(server: str, agent: str, input_json: str, skill: Optional[str] = None) 
 
 
 class _SeenCalls:
-    """Call ids verified within their signature's lifetime, so a replay is refused: a small,
-    bounded window per process (a receiver with many processes keeps its own store)."""
+    """Call ids verified within their signature's lifetime, so a replay is refused (per
+    process: a receiver with many processes keeps its own store).
 
-    LIMIT = 10_000
+    An entry is kept for as long as a replay of its call could still verify, however many
+    other calls come meanwhile, and dropped once its signature has expired. Only calls whose
+    signature verified are recorded, so what it holds is bounded by the calls Bench really
+    made to this agent within one signature lifetime (``max_age_s``)."""
+
+    GRACE_S = 60.0
+    """Entries are kept this long past expiry: a clock stepped back (NTP) revives no replay."""
 
     def __init__(self) -> None:
         self._until: dict[str, float] = {}
+        self._expiry: list[tuple[float, str]] = []
+        """A heap of (until, key): the first to expire on top."""
         self._lock = threading.Lock()
 
     def first_time(self, key: str, until: float, now: float) -> bool:
         with self._lock:
-            if self._until.get(key, 0.0) > now:
+            expiry, until_of = self._expiry, self._until
+            while expiry and expiry[0][0] < now - self.GRACE_S:
+                ends, old = heapq.heappop(expiry)
+                if until_of.get(old) == ends:
+                    del until_of[old]
+            if until_of.get(key, -math.inf) >= now:
                 return False
-            if len(self._until) >= self.LIMIT:
-                self._until = {k: t for k, t in self._until.items() if t > now}
-                while len(self._until) >= self.LIMIT:
-                    del self._until[next(iter(self._until))]
-            self._until[key] = until
+            until_of[key] = until
+            heapq.heappush(expiry, (until, key))
             return True
 
 
@@ -193,6 +205,7 @@ def verify_invocation(secret: str, headers: Mapping[str, str], body: bytes, *,
     clock = time.time() if now is None else now
     if abs(clock - int(timestamp)) > max_age_s:
         return None
+    fields: tuple[str, ...]
     if presented.startswith("v2="):
         if not call_id or not signed_path or (path is not None and path != signed_path):
             return None

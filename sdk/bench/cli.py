@@ -103,7 +103,7 @@ def _doctor(args: argparse.Namespace) -> int:
         print(f"✗ {issue}", file=sys.stderr)
     if issues:
         return 1
-    print(f"✓ Ready: agent {_config.agent_slug(None)} -> {_config.base_url(args.endpoint)}")
+    print(f"✓ Ready: agent {_config.agent_slug(None)} -> {_config.base_url(args.endpoint)} (key accepted)")
     return 0
 
 
@@ -142,6 +142,7 @@ def _login(args: argparse.Namespace) -> int:
 
     result = device_login(server, show)
     print(f"✓ Signed in{f' as {result.login}' if result.login else ''}. Key saved to {result.path}")
+    print(f"  Without BENCH_ENDPOINT and BENCH_KEY, the SDK and `bench` now use {server}.")
     return 0
 
 

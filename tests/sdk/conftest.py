@@ -1,8 +1,10 @@
 """Shared helpers for the SDK tests: a loopback fault server and an in-memory transport.
 
-The fault server is a real HTTP server on 127.0.0.1 (threads) that can be down, answer 500,
-answer 429 with ``Retry-After``, answer after 5 s, reset connections, or reject with 4xx/413. It
-records every received event by id, so tests can check "exactly once" on the receiving side.
+The fault server is a real HTTP server on 127.0.0.1 (threads) that can be down, answer any
+status (429 with ``Retry-After``), answer after 5 s, reset connections before or after reading
+the whole request, store a batch and then reset instead of answering, refuse with 500 a batch
+holding a "poison" event, or reject with 413. It records every received event by id, so tests
+can check "exactly once" on the receiving side.
 """
 
 from __future__ import annotations
@@ -115,47 +117,62 @@ class FaultServer:
         with self._lock:
             self.responses_sent += 1
 
+    @staticmethod
+    def _reset(handler: BaseHTTPRequestHandler) -> None:
+        """Close with a TCP reset: the client's request is cut off, no answer."""
+        handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        handler.close_connection = True
+        handler.connection.close()
+
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
-        raw = handler.rfile.read(int(handler.headers.get("Content-Length", 0)))
+        mode = self.mode
+        length = int(handler.headers.get("Content-Length", 0))
+        if mode == "cut":  # mid-request: half the body read, then the connection is gone
+            handler.rfile.read(length // 2)
+            with self._lock:
+                self.attempts += 1
+            return self._reset(handler)
+        raw = handler.rfile.read(length)
         with self._lock:
             self.attempts += 1
             self.attempt_times.append(time.monotonic())
         if handler.path.startswith("/api/cli/device"):
             return self._device(handler, json.loads(raw or b"{}"))
-        mode = self.mode
         if mode == "reset":
-            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            handler.close_connection = True
-            handler.connection.close()
-            return
-        if mode == "500":
-            return self._reply(handler, 500, {"error": "internal", "detail": []})
+            return self._reset(handler)
         if mode == "429":
             return self._reply(handler, 429, {"error": "quota", "detail": []}, Retry_After=self.retry_after)
         if mode == "400":
             return self._reply(handler, 400, {"error": "invalid batch", "detail": ["events.0.kind"]})
+        if mode.isdigit():
+            return self._reply(handler, int(mode), {"error": f"status {mode}", "detail": []})
         if mode == "slow":
             with self._lock:
                 self.held += 1
             time.sleep(self.slow_seconds)
         text = gzip.decompress(raw) if handler.headers.get("Content-Encoding") == "gzip" else raw
         body = json.loads(text)
+        if "events" not in body:
+            return self._reply(handler, 422, {"error": "invalid ingest batch", "detail": []})
         if self.max_events is not None and len(body["events"]) > self.max_events:
             return self._reply(handler, 413, {"error": "too large", "detail": []})
-        with self._lock:
-            self.requests.append(Received(time.monotonic(), dict(handler.headers), raw, body))
-            new = 0
-            for event in body["events"]:
-                self.id_counts[event["id"]] += 1
-                if event["id"] not in self.events:
-                    self.events[event["id"]] = event
-                    new += 1
-            self.dropped_reported += body.get("dropped", 0)
+        if mode == "poison" and any((e.get("data") or {}).get("poison") for e in body["events"]):
+            return self._reply(handler, 500, {"error": "internal", "detail": []})
+        self._store(body, handler.headers, raw)
+        if mode == "unanswered":  # stored, but the answer never reaches the client
+            return self._reset(handler)
         slug = body.get("agent_slug")
         self._reply(handler, 200, {
-            "accepted": new, "duplicates": len(body["events"]) - new,
-            "agent": f"tester/{slug}", "url": f"{self.url}/u/tester/{slug}",
+            "accepted": len(body["events"]), "agent": f"tester/{slug}", "url": f"{self.url}/u/tester/{slug}",
         })
+
+    def _store(self, body: dict[str, Any], headers: Any, raw: bytes) -> None:
+        with self._lock:
+            self.requests.append(Received(time.monotonic(), dict(headers), raw, body))
+            for event in body["events"]:
+                self.id_counts[event["id"]] += 1
+                self.events.setdefault(event["id"], event)
+            self.dropped_reported += body.get("dropped", 0)
 
     def _device(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         """A fake of the server's device login, approved as soon as it is polled twice."""
@@ -192,6 +209,28 @@ class FaultServer:
             if time.monotonic() > deadline:
                 raise AssertionError("condition not reached (hang guard)")
             time.sleep(0.01)
+
+
+@pytest.fixture(autouse=True)
+def spool_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own spool (``BENCH_SPOOL_DIR``, inherited by the processes it starts): never
+    the user's cache directory, never another test's files."""
+    directory = tmp_path / "spool"
+    monkeypatch.setenv("BENCH_SPOOL_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project directory, the current one, with no BENCH_* settings and its own config
+    directory (where `bench login` keeps keys)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    for name in ("BENCH_KEY", "BENCH_AGENT", "BENCH_ENDPOINT", "BENCH_DISABLED"):
+        monkeypatch.delenv(name, raising=False)
+    return root
 
 
 @pytest.fixture

@@ -13,17 +13,6 @@ import pytest
 from bench.cli import main
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for name in ("BENCH_KEY", "BENCH_AGENT", "BENCH_ENDPOINT", "BENCH_DISABLED"):
-        monkeypatch.delenv(name, raising=False)
-    return root
-
-
 @pytest.mark.parametrize(
     ("filename", "content", "framework"),
     [

@@ -123,7 +123,8 @@ def langchain_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_examples(sink: FaultServer, tmp_path: Path, pythonpath: str = "", prelude: str = "") -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
-    env.update(BENCH_ENDPOINT=sink.url, XDG_CONFIG_HOME=str(tmp_path), PYTHONPATH=pythonpath)
+    env.update(BENCH_ENDPOINT=sink.url, XDG_CONFIG_HOME=str(tmp_path), PYTHONPATH=pythonpath,
+               BENCH_SPOOL_DIR=os.environ["BENCH_SPOOL_DIR"])
     result = run_python(prelude + README_EXAMPLES, env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     return result.stdout

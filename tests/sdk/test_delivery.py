@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import time
 
 import pytest
 from bench._transport import UrllibTransport
@@ -69,7 +70,7 @@ def assert_exactly_once(sink: FaultServer, tasks: int = TASKS) -> None:
         assert all(n == 1 for n in sink.id_counts.values()), "the server saw an event twice"
 
 
-@pytest.mark.parametrize("mode", ["down", "500", "429", "reset"])
+@pytest.mark.parametrize("mode", ["down", "500", "502", "503", "504", "429", "408", "425", "reset", "cut"])
 def test_outage_then_recovery_delivers_everything_once(make_agent, sink, transport_factory, mode: str) -> None:
     sink.retry_after = "0"
     if mode == "down":
@@ -110,18 +111,83 @@ def test_retry_after_is_honoured(make_agent, sink) -> None:
     assert len(sink.unique_events()) == 2
 
 
-def test_client_errors_are_not_retried_and_warn_once(make_agent, sink, caplog) -> None:
+@pytest.mark.parametrize("mode", ["400", "401", "403", "404", "422"])
+def test_client_errors_are_not_retried_and_warn_once(make_agent, sink, caplog, mode: str) -> None:
     caplog.set_level(logging.WARNING, logger="bench")
-    sink.mode = "400"
+    sink.mode = mode
     agent = make_agent(endpoint=sink.url)
     for i in range(3):
         with agent.span(f"rejected{i}"):
             pass
         assert agent.flush_sync(timeout=HANG_GUARD), "a rejected batch is settled, not pending"
     assert sink.attempts == 3, "one request per batch: 4xx is final"
-    warnings = [r for r in caplog.records if "400" in r.getMessage()]
+    warnings = [r for r in caplog.records if mode in r.getMessage()]
     assert len(warnings) == 1
-    assert "invalid batch" in warnings[0].getMessage()
+    assert ("invalid batch" if mode == "400" else f"status {mode}") in warnings[0].getMessage()
+    sink.mode = "ok"
+    agent.event("after", None)
+    assert agent.flush_sync(HANG_GUARD)
+    assert sink.dropped_reported == 6, "what was given up is reported as dropped"
+
+
+def test_a_flush_ends_the_backoff_and_the_first_answer_sends_everything_oldest_first(make_agent, sink) -> None:
+    """Batches that failed first must not sit out a long backoff while newer ones go: the
+    backoff is shared, a flush (the exit's) tries at once, and once the server answers every
+    waiting batch is sent, the oldest first. The backoff here is long (10 to 30 s) so that a
+    batch waiting out its own would miss the flush."""
+    sink.mode = "reset"
+    config = dataclasses.replace(FAST, backoff_base=20.0, backoff_cap=30.0)
+    agent = make_agent(endpoint=sink.url, config=config)
+    for i in range(6):
+        agent.event("tick", {"i": i})
+        if i == 0:
+            sink.wait_for(lambda: sink.attempts >= 1)
+        else:
+            time.sleep(config.flush_interval * 2)  # its own batch
+    sink.mode = "ok"
+    assert agent.flush_sync(timeout=HANG_GUARD / 4), "the flush tried at once"
+    assert sorted(e["data"]["i"] for e in sink.of_kind("tick")) == list(range(6))
+    assert [e["data"]["i"] for e in sink.requests[0].body["events"]][0] == 0, "the oldest batch went first"
+
+
+def test_a_5xx_outage_of_any_length_loses_nothing(make_agent, sink) -> None:
+    """A restarting server (or its proxy) answering 503 for longer than any attempt cap."""
+    sink.mode = "503"
+    agent = make_agent(endpoint=sink.url)
+    run_agent_in_thread(agent)
+    sink.wait_for(lambda: sink.attempts >= 3 * agent._sender._cfg.max_server_error_attempts)
+    sink.mode = "ok"
+    assert agent.flush_sync(timeout=HANG_GUARD)
+    assert_exactly_once(sink)
+    assert sink.dropped_reported == 0
+
+
+def test_a_batch_whose_answer_was_lost_is_sent_again_and_counts_once(make_agent, sink, transport_factory) -> None:
+    sink.mode = "unanswered"
+    agent = make_agent(endpoint=sink.url, transport=transport_factory)
+    with agent.span("stored-but-unanswered") as t:
+        t.log("n", 1)
+    sink.wait_for(lambda: sink.attempts >= 2)
+    sink.mode = "ok"
+    assert agent.flush_sync(timeout=HANG_GUARD)
+    assert len(sink.unique_events()) == 3
+    assert max(sink.id_counts.values()) >= 2, "sent again after the connection dropped"
+
+
+def test_a_batch_the_server_cannot_take_is_split_until_the_bad_event_is_given_up(make_agent, sink, caplog) -> None:
+    """A 5xx for one batch while the server takes others is that batch's own: it is split
+    until the one event the server cannot take is found; every other event arrives."""
+    caplog.set_level(logging.WARNING, logger="bench")
+    sink.mode = "poison"
+    agent = make_agent(endpoint=sink.url, config=dataclasses.replace(FAST, flush_interval=60))
+    for i in range(40):
+        agent.event("tick", {"i": i, "poison": i == 13})
+    assert agent.flush_sync(timeout=HANG_GUARD)
+    assert sorted(e["data"]["i"] for e in sink.of_kind("tick")) == [i for i in range(40) if i != 13]
+    agent.event("later", None)
+    assert agent.flush_sync(timeout=HANG_GUARD)
+    assert sink.dropped_reported == 1
+    assert len([r for r in caplog.records if "while it accepts other batches" in r.getMessage()]) == 1
 
 
 def test_full_queue_drops_new_events_and_reports_the_count(make_agent, sink) -> None:

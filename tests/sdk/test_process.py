@@ -15,7 +15,7 @@ from conftest import HANG_GUARD, run_python
 
 def clean_env(tmp_path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), BENCH_SPOOL_DIR=os.environ["BENCH_SPOOL_DIR"])
     env.update(extra)
     return env
 
@@ -169,13 +169,22 @@ def test_settings_come_from_the_environment_and_files(monkeypatch, tmp_path, sin
     agent.shutdown_sync()
 
 
-def test_default_endpoint_is_the_local_server(monkeypatch) -> None:
+def test_default_endpoint_is_the_local_server_or_the_one_logged_in_to(monkeypatch, tmp_path) -> None:
     from bench._config import base_url
+    from bench._credentials import store_key
 
     monkeypatch.delenv("BENCH_ENDPOINT", raising=False)
+    monkeypatch.delenv("BENCH_KEY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     assert base_url() == "http://127.0.0.1:8000"
     assert base_url("https://bench.example.org/") == "https://bench.example.org"
     assert base_url("https://bench.example.org/ingest") == "https://bench.example.org"
+    store_key("https://bench.example.org", "bk_saved", "tester")
+    store_key("https://other.example.org", "bk_other", "tester")
+    assert base_url() == "https://other.example.org", "the last login's server"
+    assert base_url(key="bk_given") == "http://127.0.0.1:8000", "a given key may be another server's"
+    monkeypatch.setenv("BENCH_KEY", "bk_env")
+    assert base_url() == "http://127.0.0.1:8000"
 
 
 def test_python_39_syntax_only() -> None:
