@@ -34,8 +34,19 @@ def checkout(tmp_path: Path) -> Path:
     return tmp_path
 
 
+OUTER_MAKE = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+"""What a `make test` running these tests passes down: a nested make would print its
+directories and take the outer one's flags."""
+
+
+def own_make_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` as a make started from a shell sees it, not as a sub-make of `make test`."""
+    return {k: v for k, v in env.items() if k not in OUTER_MAKE}
+
+
 def plan(checkout: Path, target: str) -> str:
     return subprocess.run(["make", "-n", target], cwd=checkout, capture_output=True, text=True,
+                          env=own_make_env(dict(os.environ)),
                           timeout=60, check=True).stdout
 
 
@@ -81,8 +92,8 @@ def make_demo(*assignments: str, data_dir: Path) -> subprocess.CompletedProcess[
     """`make demo` with this venv as the Makefile's (its stamp is not remade); the wait is
     bounded far below what a demo sending to nothing took (74 s)."""
     venv = sys.prefix
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("BENCH_")},
-           "BENCH_DATA_DIR": str(data_dir)}
+    env = {**{k: v for k, v in own_make_env(dict(os.environ)).items()
+              if not k.startswith("BENCH_")}, "BENCH_DATA_DIR": str(data_dir)}
     return subprocess.run(["make", "-s", "-C", str(ROOT), f"VENV={venv}", "-o",
                            f"{venv}/.installed-run", "demo", *assignments], env=env,
                           capture_output=True, text=True, timeout=120)
