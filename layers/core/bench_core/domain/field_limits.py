@@ -8,11 +8,14 @@ refuse the batch it came in.
 - Values (input, output, data, cost breakdown) over the field cap become a marker holding a
   preview of their JSON (`cap`).
 
-Ids are not cut (two different ids cut could become one): one too long is refused.
+Ids are not cut (two different ids cut could become one): one too long is refused. Times are
+not moved either: a time outside `EARLIEST`..`LATEST` is refused (`TIME_RULE`), the event with
+its batch on `/ingest` (422), the span or log record alone over OTLP (in `partialSuccess`).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic_core import to_json
@@ -27,7 +30,24 @@ MAX_LABEL_CHARS = 200
 MAX_TOOLS = 100
 """Tool names one agent lists."""
 CUT = "…"
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)
+"""The times an event may have: from the Unix epoch, where OTLP's clock starts, to the last
+millisecond the sortable ISO timestamps can write. Earlier or later times broke the pages that
+count days around an agent's events."""
+LATEST_NS = 253_402_300_799_999_999_999
+"""`LATEST` in nanoseconds since the epoch, as OTLP writes times."""
+TIME_RULE = "times must fall from 1970-01-01 to 9999-12-31 (UTC)"
 _CAPPED_FIELDS = ("cost_breakdown", "input", "output", "data")
+
+
+def time_in_range(value: datetime) -> bool:
+    return EARLIEST <= value <= LATEST
+
+
+def ns_in_range(ns: int) -> bool:
+    """An OTLP time (nanoseconds since the epoch; 0, which means unset, is in range)."""
+    return 0 <= ns <= LATEST_NS
 
 
 def dumps(value: Any) -> str:

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from .field_limits import limit_agent_names
+from .field_limits import TIME_RULE, limit_agent_names, time_in_range
 from .pricing import DROPPED, evidence_problems, is_evidence, price_evidence
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -64,9 +64,12 @@ class WireEvent(BaseModel):
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
         try:
-            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+            value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         except OverflowError:  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
-            raise ValueError("ts must fall within the years 1 to 9999 in UTC") from None
+            raise ValueError(TIME_RULE) from None
+        if not time_in_range(value):
+            raise ValueError(TIME_RULE)
+        return value
 
     @field_validator("parent_task_id")
     @classmethod
