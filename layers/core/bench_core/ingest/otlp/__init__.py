@@ -23,6 +23,7 @@ from ...domain.errors import BadRequest, BenchError, PayloadTooLarge
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
 from ...domain.pricing import evidence_problems
+from ...runtime.config import Limits
 from ..pipeline import IngestPorts, Later, accept
 from . import parked
 from .decode import DecodeError, decode
@@ -84,10 +85,7 @@ def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str
         spans = decode(body, encoding)
     except DecodeError as exc:
         raise BadRequest(str(exc)) from exc
-    if len(spans) > limits.max_events_per_batch:
-        raise PayloadTooLarge(
-            f"too many spans: {len(spans)} > {limits.max_events_per_batch} per request",
-            [{"loc": ["resourceSpans"], "msg": f"at most {limits.max_events_per_batch} spans"}])
+    check_count(len(spans), limits, "spans", "resourceSpans")
     header_slug = _header_slug(agent_header)
     result = ExportResult()
     by_agent: dict[str, list[CleanEvent]] = defaultdict(list)
@@ -116,6 +114,15 @@ def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str
         result.outcomes.append((ref, outcome))
         parked.release(ports.store, ref, list(content))
     return result
+
+
+def check_count(count: int, limits: Limits, what: str, loc: str) -> None:
+    """413 for a request of more spans or log records than a batch may hold events, before
+    any is stored: one request's work stays bounded, as `/ingest`'s does."""
+    most = limits.max_events_per_batch
+    if count > most:
+        raise PayloadTooLarge(f"too many {what}: {count} > {most} per request",
+                              [{"loc": [loc], "msg": f"at most {most} {what}"}])
 
 
 def _header_slug(value: str | None) -> str | None:
