@@ -8,13 +8,15 @@ refuse the batch it came in.
 - Values (input, output, data, cost breakdown) over the field cap become a marker holding a
   preview of their JSON (`cap`).
 
-Ids are not cut (two different ids cut could become one): one too long is refused. Times are
+Ids are not cut (two different ids cut could become one): one that breaks `ID_RULE` is
+refused, so every id a source sends names a page of its own (`/u/.../runs/{id}`). Times are
 not moved either: a time outside `EARLIEST`..`LATEST` is refused (`TIME_RULE`), the event with
 its batch on `/ingest` (422), the span or log record alone over OTLP (in `partialSuccess`).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -30,6 +32,12 @@ MAX_LABEL_CHARS = 200
 MAX_TOOLS = 100
 """Tool names one agent lists."""
 CUT = "…"
+MAX_ID_CHARS = 128
+ID_RULE = (f"ids are 1 to {MAX_ID_CHARS} characters, none of them '/' or a control character, "
+           "and neither '.' nor '..'")
+"""What event, task and run ids may be: each is a path segment of its pages and JSON (any
+other character is sent percent-encoded), and a browser resolves '.' and '..' away."""
+_NOT_IN_IDS = re.compile(r"[/\x00-\x1f\x7f-\x9f]")
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)
 """The times an event may have: from the Unix epoch, where OTLP's clock starts, to the last
@@ -39,6 +47,11 @@ LATEST_NS = 253_402_300_799_999_999_999
 """`LATEST` in nanoseconds since the epoch, as OTLP writes times."""
 TIME_RULE = "times must fall from 1970-01-01 to 9999-12-31 (UTC)"
 _CAPPED_FIELDS = ("cost_breakdown", "input", "output", "data")
+
+
+def id_allowed(value: str) -> bool:
+    return 0 < len(value) <= MAX_ID_CHARS and value not in (".", "..") \
+        and _NOT_IN_IDS.search(value) is None
 
 
 def time_in_range(value: datetime) -> bool:

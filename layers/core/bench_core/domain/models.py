@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from .field_limits import TIME_RULE, limit_agent_names, time_in_range
+from .field_limits import ID_RULE, TIME_RULE, id_allowed, limit_agent_names, time_in_range
 from .pricing import DROPPED, evidence_problems, is_evidence, price_evidence
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -46,11 +46,11 @@ class WireEvent(BaseModel):
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    id: str
     kind: Annotated[str, StringConstraints(min_length=1)]
     ts: datetime
-    task_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
-    parent_task_id: Annotated[str, StringConstraints(max_length=128)] | None = None
+    task_id: str | None = None
+    parent_task_id: str | None = None
     name: str | None = None
     input: Any = None
     output: Any = None
@@ -75,6 +75,13 @@ class WireEvent(BaseModel):
     @classmethod
     def _blank_parent_is_none(cls, value: str | None) -> str | None:
         return value or None
+
+    @field_validator("id", "task_id", "parent_task_id")
+    @classmethod
+    def _ids_name_pages(cls, value: str | None) -> str | None:
+        if value is not None and not id_allowed(value):
+            raise ValueError(ID_RULE)
+        return value
 
     @field_validator("data")
     @classmethod
