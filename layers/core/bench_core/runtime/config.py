@@ -108,6 +108,9 @@ class Limits:
     event_retention_days: int = 30
     """How long raw events, and callers' usage records (`reuse.invoke.usage_expiry`), are kept
     (0: for ever); tasks, counters and evals stay (`retention`)."""
+    max_agents_per_account: int = 100
+    """Agents one account may have, however they come to exist (a first batch, an OTLP
+    service name, a benchmark run, the dashboard); the store refuses the next one."""
 
 
 def _flag(name: str) -> bool | None:
@@ -242,6 +245,7 @@ class Settings:
                 max_body_bytes=_int("BENCH_MAX_BODY_BYTES", 5 * 1024 * 1024),
                 max_field_bytes=_int("BENCH_MAX_FIELD_BYTES", 32 * 1024),
                 event_retention_days=_int("BENCH_EVENT_RETENTION_DAYS", 30),
+                max_agents_per_account=_int("BENCH_MAX_AGENTS_PER_ACCOUNT", 100),
             ),
             "judge": JudgeSettings.from_env(),
             "eval_state_machine_arn": os.environ.get("BENCH_EVAL_STATE_MACHINE_ARN") or None,

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ...runtime.config import Limits
+
 
 def _private_files(path: Path) -> None:
     """The database holds private telemetry and invocation secrets: readable by this user only.
@@ -108,7 +110,10 @@ class Database:
 
 class Concern:
     """One concern of `SqliteStore` (ingest, agents, ...): its methods work on the `Database`
-    it is given, so the concerns share one file's connections and transactions."""
+    it is given, so the concerns share one file's connections and transactions, and on the
+    store's settings (set by `SqliteStore`)."""
+
+    max_agents_per_account: int = Limits.max_agents_per_account
 
     def __init__(self, db: Database) -> None:
         self.db = db

@@ -29,7 +29,7 @@ from ...domain.models import (
 from ...domain.privacy import IMPLICIT_AGENT
 from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
-from .agents import find_agent_id, load_json, refresh_rank
+from .agents import admit_agent, find_agent_id, load_json, refresh_rank
 from .connection import Concern
 
 TASKS_SCHEMA = """
@@ -181,6 +181,7 @@ class SqliteIngest(Concern):
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
                            (login, meta.slug)).fetchone()
         if row is None:
+            admit_agent(conn, login, self.max_agents_per_account)
             cols = ["login", "slug", "created_at", "latency_hist", *IMPLICIT_AGENT, *updates]
             values = [login, meta.slug, now, json.dumps(stats.empty_histogram()),
                       *IMPLICIT_AGENT.values(), *updates.values()]

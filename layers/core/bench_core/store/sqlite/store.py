@@ -69,11 +69,14 @@ def _upgrade(conn: sqlite3.Connection, version: int) -> None:
 class SqliteStore(SqliteIngest, SqliteAgents, SqliteAccounts, SqliteEvals, SqliteLeaderboard,
                   SqliteReuse, SqliteBenchmarks, SqliteRetention, SqliteRuns):
     def __init__(self, path: Path | str, *,
-                 event_retention_days: int = Limits.event_retention_days) -> None:
-        """Events older than `event_retention_days` go at `purge_expired` (0: never)."""
+                 event_retention_days: int = Limits.event_retention_days,
+                 max_agents_per_account: int = Limits.max_agents_per_account) -> None:
+        """Events older than `event_retention_days` go at `purge_expired` (0: never); an
+        account has at most `max_agents_per_account` agents."""
         super().__init__(Database(path))
         self.path = self.db.path
         self.event_retention_days = event_retention_days
+        self.max_agents_per_account = max_agents_per_account
         self.db.migrate(MIGRATIONS, _upgrade)
 
     @property
