@@ -20,10 +20,11 @@ from bench_core.domain.field_limits import (
     TRUNCATED,
 )
 from bench_core.domain.models import AgentRef
+from bench_core.domain.ranking import Qualification
 
 from tests.benchmark_support import graded_run, new_slug, run_body
 from tests.conftest import RunningServer
-from tests.factories import batch, ev, task_events
+from tests.factories import batch, day_old, ev, task_events
 from tests.http.reuse_support import AgentEndpoint, published, serve_bench, serve_endpoint
 from tests.http.test_ingest_http import new_login
 from tests.http.test_ingest_http import post as post_batch
@@ -196,11 +197,18 @@ def test_the_leaderboard_stays_small_whatever_names_its_agents_sent(
     login = new_login()
     key = server.create_key(login)
     huge = "w" * 600_000
+    runs = Qualification().min_runs  # each agent a day old with its runs: all six rank
     for i in range(3):
-        r = post_batch(server, batch(f"wire-{i}", task_events(f"t{i}", name=huge),
-                                     display_name=huge, model=huge, framework=huge), key)
+        for slug in (f"wire-{i}", f"otlp-{i}"):
+            server.store.create_agent(day_old(login, slug))
+        events = [e for n in range(runs) for e in task_events(
+            f"t{n}", name=huge if n == runs - 1 else "earlier")]  # the newest run named huge
+        r = post_batch(server, batch(f"wire-{i}", events, display_name=huge, model=huge,
+                                     framework=huge), key)
         assert r.status_code == 200, r.text
-        r = post_traces(server, export(span(huge)), key, **{"X-Bench-Agent": f"otlp-{i}"})
+        spans = [{**span("earlier"), "startTimeUnixNano": str(T0 - (n + 1) * 10**10),
+                  "endTimeUnixNano": str(T0 - (n + 1) * 10**10 + 1)} for n in range(runs - 1)]
+        r = post_traces(server, export(*spans, span(huge)), key, **{"X-Bench-Agent": f"otlp-{i}"})
         assert r.status_code == 200, r.text
     page = httpx.get(server.url + "/leaderboard", timeout=30)
     board = httpx.get(server.url + "/api/leaderboard", timeout=30)

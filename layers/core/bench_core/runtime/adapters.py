@@ -96,13 +96,15 @@ def open_store(settings: Settings) -> Store:
 
         return DynamoStore(settings.table_name,
                            event_retention_days=settings.limits.event_retention_days,
-                           max_agents_per_account=settings.limits.max_agents_per_account)
+                           max_agents_per_account=settings.limits.max_agents_per_account,
+                           qualification=settings.ranking)
     if settings.store == "sqlite":
         from ..store.sqlite.store import SqliteStore
 
         return SqliteStore(settings.sqlite_path,
                            event_retention_days=settings.limits.event_retention_days,
-                           max_agents_per_account=settings.limits.max_agents_per_account)
+                           max_agents_per_account=settings.limits.max_agents_per_account,
+                           qualification=settings.ranking)
     raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")
 
 

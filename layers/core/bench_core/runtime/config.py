@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..domain.hosts import Network, parse_networks
+from ..domain.ranking import Qualification
 
 
 def _int(name: str, default: int) -> int:
@@ -226,6 +227,8 @@ class Settings:
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
     reuse: ReuseSettings = field(default_factory=ReuseSettings)
+    ranking: Qualification = field(default_factory=Qualification)
+    """When a new agent first ranks on the leaderboard."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names the server answers to besides loopback ones and `public_url`'s host."""
     trusted_proxies: tuple[Network, ...] = ()
@@ -254,6 +257,8 @@ class Settings:
             "accounts": AccountSettings.from_env(),
             "live": LiveSettings.from_env(),
             "reuse": ReuseSettings.from_env(),
+            "ranking": Qualification(min_runs=_int("BENCH_RANK_MIN_RUNS", 5),
+                                     min_age_hours=_float("BENCH_RANK_MIN_AGE_HOURS", 24.0)),
             "allowed_hosts": tuple(h.strip() for h in
                                    os.environ.get("BENCH_ALLOWED_HOSTS", "").split(",")
                                    if h.strip()),

@@ -13,7 +13,7 @@ from pydantic_core import from_json
 from ...domain import stats
 from ...domain.errors import TooManyAgents
 from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef, iso, utcnow
-from ...domain.ranking import SORTS, rank_values, search_text
+from ...domain.ranking import SORTS, Qualification, rank_values, search_text
 from .. import SETTABLE
 from .connection import Concern
 
@@ -91,15 +91,16 @@ def admit_agent(conn: sqlite3.Connection, login: str, most: int) -> None:
         raise TooManyAgents(login, most)
 
 
-def refresh_rank(conn: sqlite3.Connection, login: str, slug: str) -> None:
-    """Recompute the agent's leaderboard columns; called by every write that changes what
+def refresh_rank(conn: sqlite3.Connection, login: str, slug: str,
+                 qualification: Qualification) -> None:
+    """Recompute the agent's leaderboard columns, now; called by every write that changes what
     they derive from (counters, visibility, names)."""
     row = conn.execute(f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ?",
                        (login, slug)).fetchone()
     if row is None:
         return
     agent = agent_from_row(row)
-    values = rank_values(agent)
+    values = rank_values(agent, qualification, utcnow())
     conn.execute(f"UPDATE agents SET lb_text = ?, {', '.join(f'lb_{s} = ?' for s in SORTS)} "
                  "WHERE login = ? AND slug = ?",
                  (search_text(agent), *values.values(), login, slug))
@@ -132,7 +133,7 @@ class SqliteAgents(Concern):
             with self.db.write() as conn:
                 conn.execute(f"UPDATE agents SET {sets} WHERE login = ? AND slug = ?",
                              (*changes.values(), ref.login, ref.slug))
-                refresh_rank(conn, ref.login, ref.slug)
+                refresh_rank(conn, ref.login, ref.slug, self.qualification)
         return self.get_agent(ref)
 
     def create_agent(self, agent: Agent) -> bool:
@@ -149,5 +150,5 @@ class SqliteAgents(Concern):
                 (agent.login, agent.slug, agent.display_name, agent.visibility,
                  int(agent.hide_inputs), int(agent.hide_outputs), agent.created_at,
                  json.dumps(stats.empty_histogram()), agent.expires_at))
-            refresh_rank(conn, agent.login, agent.slug)
+            refresh_rank(conn, agent.login, agent.slug, self.qualification)
         return True

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ...domain.ranking import Qualification
 from ...runtime.config import Limits
 
 
@@ -114,6 +115,7 @@ class Concern:
     store's settings (set by `SqliteStore`)."""
 
     max_agents_per_account: int = Limits.max_agents_per_account
+    qualification: Qualification = Qualification()
 
     def __init__(self, db: Database) -> None:
         self.db = db

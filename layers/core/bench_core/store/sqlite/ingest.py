@@ -150,7 +150,7 @@ class SqliteIngest(Concern):
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
-            refresh_rank(conn, login, meta.slug)
+            refresh_rank(conn, login, meta.slug, self.qualification)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
                              finished=fold.finished)
 
