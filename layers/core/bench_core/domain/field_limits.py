@@ -102,9 +102,11 @@ def limit_agent_names(agent: AgentNames) -> None:
         value = getattr(agent, name)
         if isinstance(value, str) and len(value) > MAX_LABEL_CHARS:
             setattr(agent, name, cut(value, MAX_LABEL_CHARS))
-    if agent.tools is not None and (len(agent.tools) > MAX_TOOLS
-                                    or any(len(t) > MAX_LABEL_CHARS for t in agent.tools)):
-        agent.tools = [cut(t, MAX_LABEL_CHARS) for t in agent.tools[:MAX_TOOLS]]
+    tools = agent.tools
+    if tools is not None and (len(tools) > MAX_TOOLS or any(
+            isinstance(t, str) and len(t) > MAX_LABEL_CHARS for t in tools)):
+        agent.tools = [cut(t, MAX_LABEL_CHARS) if isinstance(t, str) else t
+                       for t in tools[:MAX_TOOLS]]
 
 
 def bounded_body(body: dict[str, Any], max_field_bytes: int) -> tuple[dict[str, Any], str | None]:
