@@ -7,7 +7,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench_core.domain.models import CleanEvent, WireEvent, iso
+from bench_core.domain.models import Agent, CleanEvent, WireEvent, iso
+from bench_core.domain.privacy import IMPLICIT_AGENT
 from bench_core.ingest.wire import clean_event
 from bench_core.runtime.config import Limits
 
@@ -27,6 +28,14 @@ def an_hour_ago(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     tests run on."""
     start = datetime.now(UTC) - timedelta(hours=1)
     return [{**e, "ts": iso(start + timedelta(milliseconds=i))} for i, e in enumerate(events)]
+
+
+def day_old(login: str, slug: str, **fields: Any) -> Agent:
+    """An agent as its first batch made it two days ago (`created_at`, Bench's clock), for
+    `store.create_agent` before its runs: a new agent ranks only once it has a few runs and is
+    a day old (`ranking.Qualification`), whatever day the tests run on."""
+    return Agent(login=login, slug=slug, created_at=iso(datetime.now(UTC) - timedelta(days=2)),
+                 **{**IMPLICIT_AGENT, **fields})
 
 
 def ev(kind: str, task_id: str | None = None, **fields: Any) -> dict[str, Any]:

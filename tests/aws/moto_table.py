@@ -44,9 +44,9 @@ def _serialized(process: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def dynamo_store() -> Iterator[DynamoStore]:
+def dynamo_store(**options: Any) -> Iterator[DynamoStore]:
     """A fresh table in a fresh mock, with dummy credentials that can reach no real account;
-    the environment is restored afterwards."""
+    the environment is restored afterwards. `options` go to the `DynamoStore`."""
     with mock.patch.dict(os.environ, DUMMY_AWS_ENV), \
             mock.patch.object(BotocoreStubber, "process_request",
                               _serialized(BotocoreStubber.process_request)), \
@@ -54,7 +54,7 @@ def dynamo_store() -> Iterator[DynamoStore]:
         os.environ.pop("AWS_PROFILE", None)
         boto3.client("dynamodb").create_table(
             **create_table_kwargs(TABLE_NAME, table_properties()))
-        store = DynamoStore(TABLE_NAME)
+        store = DynamoStore(TABLE_NAME, **options)
         try:
             yield store
         finally:

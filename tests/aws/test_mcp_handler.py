@@ -12,7 +12,7 @@ import pytest
 from tests.aws.lambda_runtime import HOST, Reply
 from tests.aws.test_handlers import Deployment, assert_granted, new_login
 from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
-from tests.factories import batch, task_events
+from tests.factories import batch, day_old, task_events
 
 PROTOCOL = "2025-11-25"
 HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": PROTOCOL}
@@ -38,8 +38,10 @@ def call_tool(site: Deployment, name: str, arguments: dict[str, Any]) -> dict[st
 
 
 def seed(site: Deployment, slug: str, tag: str) -> tuple[str, str]:
+    """An agent made two days ago (so its runs rank it) with 12 runs."""
     login = new_login()
     key = site.create_key(login)
+    site.store.create_agent(day_old(login, slug))
     events = [e for i in range(12) for e in task_events(
         f"t{i}", status="failed" if i < 2 else "success", duration_ms=100 + i, cost=0.01,
         output=f"secret-{i}")]

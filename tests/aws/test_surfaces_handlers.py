@@ -18,7 +18,7 @@ from tests.aws import cfn
 from tests.aws.test_handlers import Deployment, _granted, _needed, new_login
 from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
 from tests.conftest import RunningServer
-from tests.factories import batch, task_events
+from tests.factories import batch, day_old, task_events
 
 
 @pytest.fixture
@@ -36,8 +36,10 @@ def agent_batch(slug: str = "shown", runs: int = 12) -> dict[str, Any]:
 
 
 def seed(site: Deployment, slug: str = "shown", runs: int = 12) -> tuple[str, str]:
+    """An agent made two days ago (so its runs rank it) with `runs` runs."""
     login = new_login()
     key = site.create_key(login)
+    site.store.create_agent(day_old(login, slug))
     r = site.request("POST", "/ingest", headers={"X-Bench-Key": key},
                      json_body=agent_batch(slug, runs))
     assert r.status == 200, r.body

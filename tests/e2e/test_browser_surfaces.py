@@ -14,11 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
+from bench_core.domain.ranking import Qualification
 from bench_core.http.pages import EMBED_SIZES
 
 from tests.benchmark_support import SUITE, graded_run, run_body
 from tests.conftest import RunningServer
-from tests.factories import batch, task_events
+from tests.factories import batch, day_old, task_events
 from tests.http.surfaces_data import Seeded, seed_agent
 from tests.http.test_ingest_http import new_login, post
 
@@ -237,11 +238,13 @@ def test_embed_refreshes_in_place(browser: Any, bench_server: RunningServer) -> 
 @pytest.fixture(scope="module")
 def long_named_runs(bench_server: RunningServer) -> str:
     """An agent whose newest run and newest failure have long names (and a long display name),
-    listed by the framework tag returned."""
+    listed by the framework tag returned; a day old, with earlier runs, so it ranks."""
     tag = "lbrow-" + uuid.uuid4().hex[:6]
     login = new_login()
+    bench_server.store.create_agent(day_old(login, "long-named"))
     long = "summarise the quarterly incident reports and draft the follow-up emails " * 2
-    events = [*task_events("failed-1", "fetch every page of the vendor's API documentation",
+    events = [*(e for i in range(Qualification().min_runs - 2) for e in task_events(f"early-{i}")),
+              *task_events("failed-1", "fetch every page of the vendor's API documentation",
                            status="failed", output="timeout"),
               *task_events("newest-2", long.strip())]
     response = post(bench_server, batch("long-named", events, framework=tag,

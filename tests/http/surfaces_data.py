@@ -12,7 +12,7 @@ import httpx
 from bench_core.domain.models import AgentRef
 
 from tests.conftest import RunningServer, poll
-from tests.factories import batch, task_events
+from tests.factories import batch, day_old, task_events
 from tests.http.test_ingest_http import new_login, post
 
 HOSTILE = "<script>alert(1)</script>\"'&]]><svg onload=alert(2)>"
@@ -34,9 +34,11 @@ def seed_agent(server: RunningServer, *, runs: int = 12, failures: int = 3,
                slug: str = "agent", login: str | None = None, key: str | None = None,
                duration_ms: int = 250, cost: float | None = 0.004, **meta: Any) -> Seeded:
     """An agent with `runs` finished runs (the last `failures` of them failed), each holding a
-    recognisable input and output so tests can look for them."""
+    recognisable input and output so tests can look for them; made two days ago, so with a
+    few runs it ranks on the leaderboard (`ranking.Qualification`)."""
     login = login or new_login()
     key = key or server.create_key(login)
+    server.store.create_agent(day_old(login, slug))
     events = []
     for i in range(runs):
         status = "failed" if i >= runs - failures else "success"

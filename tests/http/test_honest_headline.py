@@ -12,11 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from bench_core.domain.models import Agent, iso, utcnow
 from bench_core.render import formatting as fmt
 
 from tests.conftest import RunningServer, poll
-from tests.factories import batch, ev
+from tests.factories import batch, day_old, ev
 from tests.http.test_ingest_http import post
 from tests.http.test_mcp import call
 
@@ -45,8 +44,9 @@ def otel_agent(bench_server: RunningServer) -> tuple[str, str]:
     slug = "otel-only-" + uuid.uuid4().hex[:6]
     key = bench_server.create_key(login)
     # content shown from the start (a first span would hide it): the public sees why a run is
-    # unscored, which a judgement made while content was hidden never shows
-    bench_server.store.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow())))
+    # unscored, which a judgement made while content was hidden never shows; made two days
+    # ago, so its runs rank it
+    bench_server.store.create_agent(day_old(login, slug, hide_inputs=False, hide_outputs=False))
     response = httpx.post(f"{bench_server.url}/v1/traces", json=chat_spans(RUNS), timeout=30,
                           headers={"X-Bench-Key": key, "X-Bench-Agent": slug})
     assert response.status_code == 200 and response.json() == {}

@@ -91,3 +91,32 @@ def test_a_json_export_nested_past_the_parser_is_400_not_500(
                             "X-Bench-Agent": "deep"})
     assert r.status_code == 400, r.text
     assert "nested too deeply" in r.json()["message"]
+
+
+def test_more_log_records_than_a_batch_may_hold_is_413_and_nothing_stored(
+        bench_server: RunningServer, owner: tuple[str, str]) -> None:
+    login, key = owner
+    chat = span(0)
+    assert post_traces(bench_server, body(chat, service="chatty"), key).status_code == 200
+    limit = bench_server.services.settings.limits.max_events_per_batch
+
+    def logs(n: int) -> bytes:
+        record = {"traceId": chat["traceId"], "spanId": chat["spanId"],
+                  "timeUnixNano": str(T0), "eventName": "gen_ai.choice"}
+        return json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [
+            {**record, "body": {"stringValue": f"part {i}"}} for i in range(n)]}]}]}).encode()
+
+    def send(n: int) -> httpx.Response:
+        return httpx.post(f"{bench_server.url}/v1/logs", content=logs(n), timeout=30,
+                          headers={"Content-Type": "application/json", "X-Bench-Key": key,
+                                   "X-Bench-Agent": "chatty"})
+
+    r = send(limit + 1)
+    assert r.status_code == 413, r.text
+    assert r.json()["code"] == 8 and f"too many log records: {limit + 1}" in r.json()["message"]
+    task = f"{chat['traceId']}-{chat['spanId']}"
+    assert bench_server.get(f"/api/agents/{login}/chatty/tasks/{task}", key)["output"] is None
+    r = send(limit)
+    assert r.status_code == 200 and "partialSuccess" not in r.json(), r.text
+    output = bench_server.get(f"/api/agents/{login}/chatty/tasks/{task}", key)["output"]
+    assert len(output) == limit

@@ -11,9 +11,10 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+from bench_core.domain.ranking import Qualification
 
 from tests.conftest import RunningServer
-from tests.factories import batch, ev, ts
+from tests.factories import batch, day_old, ev, ts
 from tests.http.surfaces_data import HOSTILE, fetch
 from tests.http.test_ingest_http import new_login, post
 from tests.http.test_otlp_http import Trace, body
@@ -30,9 +31,12 @@ def run(task_id: str, at_ms: int, name: str, status: str = "success") -> list[di
 
 def seed(server: RunningServer, *runs: list[dict[str, Any]], slug: str = "agent") -> tuple[str, str]:
     """An agent (its content hidden, as a first batch makes it) with `runs`, findable by the
-    framework tag returned."""
+    framework tag returned; made two days ago, with earlier successful runs before `runs` as
+    many as it takes to rank (`ranking.Qualification`)."""
     login, tag = new_login(), "lr-" + uuid.uuid4().hex[:8]
-    events = [e for r in runs for e in r]
+    server.store.create_agent(day_old(login, slug))
+    earlier = [run(f"earlier-{i}", 10 * i, "earlier") for i in range(Qualification().min_runs)]
+    events = [e for r in (*earlier[len(runs):], *runs) for e in r]
     response = post(server, batch(slug, events, framework=tag), server.create_key(login))
     assert response.status_code == 200, response.text
     return login, tag

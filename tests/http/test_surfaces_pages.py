@@ -13,6 +13,7 @@ import uuid
 
 import httpx
 import pytest
+from bench_core.domain.ranking import Qualification
 from bench_core.render import formatting as fmt
 
 from tests.conftest import RunningServer
@@ -185,9 +186,9 @@ def test_leaderboard_page_and_json_agree(bench_server: RunningServer) -> None:
     busy = seed_agent(bench_server, runs=20, failures=2, framework=tag, duration_ms=900)
     second = seed_agent(bench_server, runs=12, failures=6, framework=tag, login=busy.login,
                         key=busy.key, slug="second", duration_ms=100, cost=0.01)
-    newcomer = seed_agent(bench_server, runs=3, failures=0, framework=tag, login=busy.login,
-                          key=busy.key, slug="newcomer")
-    for seeded, runs in ((busy, 20), (second, 12), (newcomer, 3)):
+    newcomer = seed_agent(bench_server, runs=6, failures=0, framework=tag, login=busy.login,
+                          key=busy.key, slug="newcomer")  # ranked by runs; too few for rates
+    for seeded, runs in ((busy, 20), (second, 12), (newcomer, 6)):
         wait_until_judged(bench_server, seeded, runs)
     for sort, order in (("runs", ["agent", "second", "newcomer"]), ("success", ["agent", "second"]),
                         ("latency", ["second", "agent"]), ("cost", ["agent", "second"])):
@@ -197,6 +198,7 @@ def test_leaderboard_page_and_json_agree(bench_server: RunningServer) -> None:
         page = fetch(bench_server, f"/leaderboard?sort={sort}&q={tag}")
         assert page.status_code == 200
         assert sort == "runs" or f"at least {data['min_runs']}" in page.text
+        assert f"A new agent ranks once it has {data['entry']}" in page.text
         shown = shown_metrics(page.text)
         assert [v for m, v, _ in shown if m == "runs"] == [str(a["runs"]) for a in data["agents"]]
         for row, agent in zip(_rows(shown), data["agents"], strict=True):
@@ -217,9 +219,10 @@ def _rows(shown: list[tuple[str, str, str]]) -> list[list[tuple[str, str, str]]]
 
 def test_leaderboard_search_and_pages(bench_server: RunningServer) -> None:
     tag = "pg-" + uuid.uuid4().hex[:8]
-    first = seed_agent(bench_server, runs=1, failures=0, slug="a00", model=tag)
+    runs = Qualification().min_runs  # each ranks: a day old (seed_agent) with the runs
+    first = seed_agent(bench_server, runs=runs, failures=0, slug="a00", model=tag)
     for i in range(1, 27):
-        seed_agent(bench_server, runs=1, failures=0, slug=f"a{i:02d}", model=tag,
+        seed_agent(bench_server, runs=runs, failures=0, slug=f"a{i:02d}", model=tag,
                    login=first.login, key=first.key)
     one = httpx.get(f"{bench_server.url}/api/leaderboard", params={"q": tag.upper()}).json()
     assert len(one["agents"]) == 25 and one["next_page"] == 2 and one["prev_page"] is None

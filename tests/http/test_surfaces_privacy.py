@@ -12,7 +12,7 @@ import pytest
 from markupsafe import escape
 
 from tests.conftest import RunningServer
-from tests.factories import batch, task_events
+from tests.factories import batch, day_old, task_events
 from tests.http.surfaces_data import HOSTILE, Seeded, fetch, seed_agent, set_agent
 from tests.http.test_ingest_http import new_login, post
 
@@ -130,8 +130,10 @@ def test_hidden_inputs_and_outputs_appear_on_no_page(bench_server: RunningServer
 
 @pytest.fixture(scope="module")
 def hostile(bench_server: RunningServer) -> Seeded:
+    """An agent whose every name is hostile, a day old with its runs, so it ranks too."""
     login = new_login()
     key = bench_server.create_key(login)
+    bench_server.store.create_agent(day_old(login, "evil"))
     events = []
     for i in range(12):
         events += task_events(f"x{i}", HOSTILE, output={"text": HOSTILE}, input={"q": HOSTILE},

@@ -47,6 +47,8 @@ from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
 from bench_core.ingest.wire import clean_event  # noqa: E402
 from bench_core.runtime.config import Limits  # noqa: E402
 
+from tests.factories import day_old  # noqa: E402
+
 PRICE_PER_MILLION_WRU = 0.625
 PRICE_PER_MILLION_RRU = 0.125
 EVENTS_PER_BATCH = 50
@@ -357,6 +359,8 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False) -> Costs:
     with dynamo_store() as store:
         meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
         meter.attach(store.client)
+        for slug in (SLUG, *(f"agent-{n:02d}" for n in range(OTHER_AGENTS))):
+            store.create_agent(day_old(LOGIN, slug))  # a day old, so their runs rank them
         for b in range(warm):  # the agent already ranks everywhere (>= 10 runs)
             ingest(store, f"warm{b}")
         for n in range(OTHER_AGENTS):  # others on the leaderboard, all at the same rate

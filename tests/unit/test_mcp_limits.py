@@ -8,11 +8,14 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from bench_core.domain.models import AgentMeta, CleanEvent
+from bench_core.domain.models import AgentMeta
+from bench_core.domain.ranking import Qualification
 from bench_core.mcp import server as mcp_server
 from bench_core.store.sqlite.store import SqliteStore
 from mcp import Client
 from mcp.types import CallToolResult
+
+from tests.factories import clean, day_old, task_events
 
 
 def call(tool: str, arguments: dict) -> CallToolResult:
@@ -24,10 +27,11 @@ def call(tool: str, arguments: dict) -> CallToolResult:
 
 @pytest.fixture
 def store(tmp_path: Path) -> SqliteStore:
+    """A store with one agent that ranks: a day old, with its runs."""
     store = SqliteStore(tmp_path / "bench.db")
-    event = CleanEvent(id="e1", kind="task.start", ts="2026-12-03T10:00:00.000Z", task_id="t1",
-                       body={"name": "search"})
-    store.ingest("ada", AgentMeta(slug="big", display_name="Big Agent"), [event])
+    store.create_agent(day_old("ada", "big"))
+    events = [e for i in range(Qualification().min_runs) for e in task_events(f"t{i}")]
+    store.ingest("ada", AgentMeta(slug="big", display_name="Big Agent"), clean(events))
     return store
 
 

@@ -3,16 +3,19 @@ plus the SQLite ranking read being an index range, not a sort of every agent."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench_core.domain import stats
 from bench_core.domain.errors import BadRequest
-from bench_core.domain.models import Agent, AgentStats
+from bench_core.domain.models import Agent, AgentStats, iso
 from bench_core.domain.ranking import (
     MAX_PAGE,
     MIN_RUNS,
     SORTS,
+    Qualification,
     dynamo_rank_key,
     leaderboard_params,
     rank_values,
@@ -20,36 +23,61 @@ from bench_core.domain.ranking import (
 )
 from bench_core.store.sqlite.store import SqliteStore
 
+from tests.factories import BASE
+
+RULE = Qualification()
+NOW = BASE
+"""The time ranks are computed at; the agents below were made two days before."""
+
 
 def agent(runs: int = 20, successes: int = 15, *, cost: float = 0.2, evals: int = 0,
           score_sum: float = 0.0, timed: int | None = None, visibility: str = "public",
-          **fields: object) -> Agent:
+          made: timedelta = timedelta(days=2), **fields: Any) -> Agent:
     hist = stats.empty_histogram()
     hist[stats.bucket_index(300)] = runs if timed is None else timed
-    return Agent(login="alice", slug="bot", visibility=visibility, stats=AgentStats(
-        runs=runs, successes=successes, failures=runs - successes, cost_usd_total=cost,
-        latency_hist=hist, eval_count=evals, eval_score_sum=score_sum), **fields)
+    return Agent(login="alice", slug="bot", visibility=visibility, created_at=iso(NOW - made),
+                 stats=AgentStats(runs=runs, successes=successes, failures=runs - successes,
+                                  cost_usd_total=cost, latency_hist=hist, eval_count=evals,
+                                  eval_score_sum=score_sum), **fields)
+
+
+def ranks(record: Agent) -> dict[str, float | None]:
+    return rank_values(record, RULE, NOW)
 
 
 def test_a_qualified_agent_ranks_everywhere() -> None:
-    values = rank_values(agent(evals=10, score_sum=8.0))
+    values = ranks(agent(evals=10, score_sum=8.0))
     assert values == {"runs": 20.0, "success": 0.75, "score": pytest.approx(0.8),
                       "cost": pytest.approx(0.01), "latency": stats.percentile(
                           agent().stats.latency_hist, 50)}
 
 
 def test_the_minimum_runs_rule() -> None:
-    few = rank_values(agent(runs=MIN_RUNS - 1, successes=5, evals=MIN_RUNS - 1, score_sum=5))
+    few = ranks(agent(runs=MIN_RUNS - 1, successes=5, evals=MIN_RUNS - 1, score_sum=5))
     assert few == {"runs": float(MIN_RUNS - 1), "success": None, "score": None, "cost": None,
                    "latency": None}
-    untimed = rank_values(agent(timed=MIN_RUNS - 1))
+    untimed = ranks(agent(timed=MIN_RUNS - 1))
     assert untimed["latency"] is None and untimed["success"] == 0.75
-    assert rank_values(agent(cost=0.0))["cost"] is None  # no reported cost is not "free"
+    assert ranks(agent(cost=0.0))["cost"] is None  # no reported cost is not "free"
+
+
+def test_a_new_agent_ranks_nowhere_until_it_has_the_runs_and_the_day() -> None:
+    day = timedelta(hours=RULE.min_age_hours)
+    assert set(ranks(agent(runs=RULE.min_runs - 1, successes=1)).values()) == {None}
+    assert ranks(agent(runs=RULE.min_runs, successes=1))["runs"] == RULE.min_runs
+    assert ranks(agent(made=day))["runs"] == 20.0
+    assert set(ranks(agent(made=day - timedelta(milliseconds=1))).values()) == {None}
+    assert search_text(agent(made=timedelta(0))) is not None, "found by its name, not ranked"
+
+
+def test_the_rule_is_the_deployments_own() -> None:
+    eager = Qualification(min_runs=1, min_age_hours=0)
+    assert rank_values(agent(runs=1, successes=1, made=timedelta(0)), eager, NOW)["runs"] == 1
 
 
 def test_a_private_agent_ranks_nowhere_and_is_not_searchable() -> None:
     hidden = agent(visibility="private", evals=20, score_sum=10)
-    assert set(rank_values(hidden).values()) == {None}
+    assert set(ranks(hidden).values()) == {None}
     assert search_text(hidden) is None
 
 

@@ -6,7 +6,7 @@ import pytest
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.store import Store
 
-from tests.factories import clean, task_events
+from tests.factories import clean, day_old, task_events
 
 REF = AgentRef("alice", "agent-1")
 META = AgentMeta(slug="agent-1")
@@ -159,6 +159,7 @@ def test_owner_sets_the_judge_budget_and_sampling_rate(store: Store) -> None:
 def test_scores_move_the_agent_on_the_eval_score_leaderboard(store: Store) -> None:
     from bench_core.domain.ranking import MIN_RUNS
 
+    store.create_agent(day_old(REF.login, REF.slug))  # a day old: its runs rank it
     ingest(store, [e for i in range(MIN_RUNS) for e in task_events(f"t{i}")])
     for i in range(MIN_RUNS):
         store.record_eval(REF, f"t{i}", scored(0.5))

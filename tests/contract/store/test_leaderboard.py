@@ -1,18 +1,23 @@
 """The leaderboard contract: every store keeps its rankings on write and reads them in order,
-public agents only, the same way (`bench_core.domain.ranking` says who ranks by what)."""
+public agents only, the same way (`bench_core.domain.ranking` says who ranks by what); a new
+agent ranks once it has a few runs and is a day old."""
 
 from __future__ import annotations
 
-from bench_core.domain.models import AgentMeta, AgentRef
-from bench_core.domain.ranking import MIN_RUNS
+from datetime import timedelta
+
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
+from bench_core.domain.ranking import MIN_RUNS, SORTS, Qualification
 from bench_core.store import Store
 
-from tests.factories import clean, task_events
+from tests.factories import clean, day_old, task_events, ts
 
 
 def runs(store: Store, login: str, slug: str, n: int, *, failures: int = 0,
          duration_ms: int = 100, cost: float | None = 0.01, **meta: object) -> None:
-    """`n` finished runs for login/slug, the last `failures` of them failed."""
+    """`n` finished runs for login/slug, the last `failures` of them failed, of an agent
+    whose first batch came two days ago (unless it exists)."""
+    store.create_agent(day_old(login, slug))
     events = []
     for i in range(n):
         events += task_events(f"{slug}-{i}-{duration_ms}", status="failed" if i >= n - failures
@@ -77,8 +82,8 @@ def test_private_agents_are_never_ranked_and_return_when_public(store: Store) ->
 
 
 def test_search_matches_login_slug_names_framework_and_model(store: Store) -> None:
-    runs(store, "alice", "researcher", 3, display_name="Deep Research", framework="LangChain")
-    runs(store, "bob", "coder", 2, model="Llama-3.3-70B")
+    runs(store, "alice", "researcher", 6, display_name="Deep Research", framework="LangChain")
+    runs(store, "bob", "coder", 5, model="Llama-3.3-70B")
     assert slugs(store, "runs", query="RESEARCH") == ["researcher"]
     assert slugs(store, "runs", query="langchain") == ["researcher"]
     assert slugs(store, "runs", query="llama-3.3") == ["coder"]
@@ -90,7 +95,7 @@ def test_search_matches_login_slug_names_framework_and_model(store: Store) -> No
 
 def test_pages_are_offsets_into_one_order(store: Store) -> None:
     for i in range(7):
-        runs(store, "alice", f"agent-{i}", i + 1)
+        runs(store, "alice", f"agent-{i}", i + 5)
     everyone = slugs(store, "runs")
     assert everyone == [f"agent-{i}" for i in range(6, -1, -1)]
     pages = [slugs(store, "runs", offset=offset, limit=3) for offset in (0, 3, 6)]
@@ -122,3 +127,23 @@ def test_dynamodb_ranks_from_sparse_sharded_indexes_without_a_scan() -> None:
         closed = store.client.get_item(TableName=store.table_name, Key={
             "pk": {"S": "AGENT#alice#closed"}, "sk": {"S": "META"}})["Item"]
         assert not [name for name in closed if name == "lbpk" or name.startswith("lb_")]
+
+
+def test_a_new_agent_ranks_once_it_has_the_runs_a_day_after_its_first_batch(
+        store: Store) -> None:
+    """By Bench's clock: runs whose senders stamp them days apart do not make an agent old."""
+    rule = Qualification()
+    spread = [dict(e, ts=ts(i * 3_600_000)) for i in range(2 * rule.min_runs)
+              for e in task_events(f"fresh-{i}")]
+    store.ingest("alice", AgentMeta(slug="fresh"), clean(spread))
+    for hours, slug in ((rule.min_age_hours + 1, "older"), (rule.min_age_hours - 1, "younger")):
+        made = iso(utcnow() - timedelta(hours=hours))
+        assert store.create_agent(Agent(login="alice", slug=slug, created_at=made))
+    runs(store, "alice", "younger", 2 * rule.min_runs)
+    runs(store, "alice", "older", rule.min_runs - 1)
+    for sort in SORTS:
+        assert slugs(store, sort) == [], sort
+    runs(store, "alice", "older", 1, duration_ms=7)
+    assert slugs(store, "runs") == ["older"]
+    assert store.get_agent(AgentRef("alice", "fresh")).stats.runs == 2 * rule.min_runs
+    assert slugs(store, "runs", query="fresh") == []

@@ -17,9 +17,9 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..domain.errors import BenchError, Conflict, Invalid
-from ..domain.field_limits import cap
+from ..domain.field_limits import cap, cut
 from ..domain.keys import may_write
-from ..domain.models import AgentRef, KeyRecord, Label, Slug, iso, utcnow
+from ..domain.models import AgentRef, KeyRecord, Slug, iso, utcnow
 from ..domain.privacy import new_agent
 from ..runtime.log import logger
 from ..runtime.ports import WithSettings, WithStore, WithWorkflows
@@ -54,7 +54,8 @@ class AttemptIn(BaseModel):
     status: AttemptStatus
     output: Any = None
     output_hash: Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
-    error: Annotated[str, StringConstraints(max_length=MAX_ERROR_CHARS)] | None = None
+    error: str | None = None
+    """Cut to `MAX_ERROR_CHARS` as it is stored."""
     duration_ms: Annotated[float, Field(ge=0, le=DAY_MS, allow_inf_nan=False)]
     cost_usd: Annotated[float, Field(ge=0, le=1000, allow_inf_nan=False)] | None = None
     started_at: Annotated[str, StringConstraints(max_length=40)] | None = None
@@ -72,7 +73,8 @@ class RunIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent_slug: Slug
-    display_name: Label | None = None
+    display_name: str | None = None
+    """Cut to the field limits, as every source's agent names are (`models.Agent`)."""
     suite_hash: Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
     repeats: Annotated[int, Field(ge=1, le=10)]
     attempts: Annotated[list[AttemptIn], Field(min_length=1, max_length=MAX_ATTEMPTS)]
@@ -145,7 +147,8 @@ def ungraded_attempts(services: RunPorts, suite: Suite, run: RunIn) -> list[Atte
         assert case is not None  # check_attempts saw to it
         attempts.append(Attempt(
             case_id=a.case_id, repeat=a.repeat, status=a.status, input=suite.agent_input(case),
-            output=cap(a.output, field_bytes), output_hash=a.output_hash, error=a.error,
+            output=cap(a.output, field_bytes), output_hash=a.output_hash,
+            error=None if a.error is None else cut(a.error, MAX_ERROR_CHARS),
             duration_ms=a.duration_ms, cost_usd=a.cost_usd, started_at=a.started_at))
     order = [c.id for c in suite.cases]
     return sorted(attempts, key=lambda a: (order.index(a.case_id), a.repeat))

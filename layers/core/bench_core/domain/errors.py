@@ -48,3 +48,14 @@ class Invalid(BenchError):
 
 class TooManyRequests(BenchError):
     status = 429
+
+
+class TooManyAgents(Forbidden):
+    """An account with as many agents as one may have tried to make another (403: sending it
+    again will not change that). Raised by the store, which counts atomically."""
+
+    def __init__(self, login: str, most: int) -> None:
+        super().__init__(
+            f"account {login} has {most} agents, the most one account may have on this server "
+            "(BENCH_MAX_AGENTS_PER_ACCOUNT)",
+            [{"loc": ["agent"], "msg": f"at most {most} agents per account"}])

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from .field_limits import ID_RULE, TIME_RULE, id_allowed, limit_agent_names, time_in_range
 from .pricing import DROPPED, evidence_problems, is_cost_log, is_evidence, price_evidence, typed_cost_log
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -45,12 +46,12 @@ class WireEvent(BaseModel):
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
-    id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
-    kind: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    id: str
+    kind: Annotated[str, StringConstraints(min_length=1)]
     ts: datetime
-    task_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
-    parent_task_id: Annotated[str, StringConstraints(max_length=128)] | None = None
-    name: Annotated[str, StringConstraints(max_length=256)] | None = None
+    task_id: str | None = None
+    parent_task_id: str | None = None
+    name: str | None = None
     input: Any = None
     output: Any = None
     data: Any = None
@@ -63,14 +64,24 @@ class WireEvent(BaseModel):
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
         try:
-            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+            value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         except OverflowError:  # 0001-01-01T00:00:00+14:00 is before year 1 in UTC
-            raise ValueError("ts must fall within the years 1 to 9999 in UTC") from None
+            raise ValueError(TIME_RULE) from None
+        if not time_in_range(value):
+            raise ValueError(TIME_RULE)
+        return value
 
     @field_validator("parent_task_id")
     @classmethod
     def _blank_parent_is_none(cls, value: str | None) -> str | None:
         return value or None
+
+    @field_validator("id", "task_id", "parent_task_id")
+    @classmethod
+    def _ids_name_pages(cls, value: str | None) -> str | None:
+        if value is not None and not id_allowed(value):
+            raise ValueError(ID_RULE)
+        return value
 
     @field_validator("data")
     @classmethod
@@ -109,16 +120,17 @@ class WireEvent(BaseModel):
 
 
 class IngestBatch(BaseModel):
-    """The body of `POST /ingest`."""
+    """The body of `POST /ingest`. Names too long for the field limits are cut, not refused
+    (`AgentMeta`, and each event as it is cleaned)."""
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
     agent_slug: Slug
-    display_name: Label | None = None
-    model: Label | None = None
-    framework: Label | None = None
-    architecture: Label | None = None
-    tools: Annotated[list[Label], Field(max_length=100)] | None = None
+    display_name: str | None = None
+    model: str | None = None
+    framework: str | None = None
+    architecture: str | None = None
+    tools: list[str] | None = None
     events: list[WireEvent]
     dropped: Annotated[int, Field(ge=0)] | None = None
 
@@ -165,7 +177,8 @@ class AgentRef:
 
 @dataclass
 class AgentMeta:
-    """What a batch says about its agent; kept and updated on every batch that sends it."""
+    """What a batch says about its agent; kept and updated on every batch that sends it. Its
+    names are cut to the field limits as it is made, whatever the source."""
 
     slug: str
     display_name: str | None = None
@@ -173,6 +186,9 @@ class AgentMeta:
     framework: str | None = None
     architecture: str | None = None
     tools: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        limit_agent_names(self)
 
     def updates(self) -> dict[str, Any]:
         """The fields the batch actually sent, so a batch without them erases nothing."""
@@ -262,6 +278,11 @@ class Agent:
     """Owner's judge budget; None means the deployment's default (`Settings.judge`)."""
     expires_at: str | None = None
     """Set on temporary agents (the /try sandbox's): the agent and all it holds go then."""
+
+    def __post_init__(self) -> None:
+        """Names within the field limits however the agent is made (a first batch, the
+        dashboard, a benchmark run, /try), and as they are read."""
+        limit_agent_names(self)
 
     @property
     def ref(self) -> AgentRef:

@@ -4,16 +4,20 @@ Each store keeps, per agent, the value it ranks by in each sort mode, written on
 the agent (ingest, settings), never computed at read time: SQLite in indexed columns, DynamoDB
 in the sparse `lb_*` GSI keys. A value is absent (NULL / no attribute) when the agent does not
 qualify, so a ranking is one index range read, and a private agent is absent from all of them.
+
+A new agent ranks nowhere until it has some runs and is a day old (`Qualification`), so agents
+made in bulk do not fill the leaderboard the moment they send their first spans.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from . import stats
 from .errors import BadRequest
-from .models import Agent
+from .models import Agent, iso
 from .pricing import headline_cost
 from .privacy import listed
 
@@ -33,7 +37,7 @@ class Sort:
 
 
 SORTS = {s.name: s for s in (
-    Sort("runs", "Runs", True, "every public agent"),
+    Sort("runs", "Runs", True, "every public agent once it is a day old and has a few runs"),
     Sort("success", "Success rate", True, f"at least {MIN_RUNS} runs"),
     Sort("score", "Eval score", True, f"at least {MIN_RUNS} scored runs"),
     Sort("cost", "Cost per run", False,
@@ -42,9 +46,30 @@ SORTS = {s.name: s for s in (
 )}
 
 
-def rank_values(agent: Agent) -> dict[str, float | None]:
-    """The value `agent` ranks by in each sort mode; None where it does not qualify."""
-    if not listed(agent):
+@dataclass(frozen=True)
+class Qualification:
+    """When an agent first ranks: once it has `min_runs` runs and its first batch came
+    `min_age_hours` before, by Bench's clock (the runs' own times are the sender's to set, and
+    one request can claim any). Its ranks are recomputed on its writes, so it appears with the
+    first of them after both hold."""
+
+    min_runs: int = 5
+    min_age_hours: float = 24.0
+
+    def admits(self, agent: Agent, now: datetime) -> bool:
+        return (agent.stats.runs >= self.min_runs
+                and agent.created_at <= iso(now - timedelta(hours=self.min_age_hours)))
+
+    @property
+    def rule(self) -> str:
+        return f"at least {self.min_runs} runs, {self.min_age_hours:g} hours after its first batch"
+
+
+def rank_values(agent: Agent, qualification: Qualification, now: datetime
+                ) -> dict[str, float | None]:
+    """The value `agent` ranks by in each sort mode at `now`; None where it does not
+    qualify."""
+    if not listed(agent) or not qualification.admits(agent, now):
         return dict.fromkeys(SORTS)
     s = agent.stats
     enough = s.runs >= MIN_RUNS

@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from ..accounts import api_keys, live_grants
 from ..accounts.agents import NOT_YOURS, change_settings, create_with_key
 from ..domain import privacy
-from ..domain.errors import NotFound
+from ..domain.errors import NotFound, TooManyAgents
 from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
 from ..domain.privacy import IMPLICIT_AGENT, Viewer
 from ..reads import dashboard as owner_reads
@@ -68,7 +68,10 @@ def _create(services: Services, login: str, fields: dict[str, str]) -> tuple[Age
         login, ref.slug, iso(utcnow()), display_name=patch.display_name,
         visibility="private" if fields.get("visibility") == "private" else "public",
         hide_inputs="hide_inputs" in fields, hide_outputs="hide_outputs" in fields)
-    raw = create_with_key(services.store, agent)
+    try:
+        raw = create_with_key(services.store, agent)
+    except TooManyAgents as exc:
+        return None, exc.message
     if raw is None:
         return None, f"You already have an agent called {ref.slug}."
     return agent, raw

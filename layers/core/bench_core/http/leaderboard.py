@@ -21,7 +21,7 @@ api_router = APIRouter()
 def board(services: Services, sort: str | None, q: str | None, page: str | None
           ) -> dict[str, Any]:
     sort, query, number = ranking.leaderboard_params(sort, q, page)
-    return views.leaderboard_page(services.store, sort, query, number)
+    return views.leaderboard_page(services.store, sort, query, number, services.settings.ranking)
 
 
 @router.get("/leaderboard")

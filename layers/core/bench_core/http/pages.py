@@ -34,7 +34,8 @@ EMBED_SIZES = {"sm": (320, 100), "md": (420, 180), "lg": (560, 360)}
 
 @router.get("/")
 def landing(request: Request, services: Services = Depends(services_of)) -> Response:
-    top = views.leaderboard_page(services.store, "runs", None, 1)["agents"][:5]
+    top = views.leaderboard_page(services.store, "runs", None, 1,
+                                 services.settings.ranking)["agents"][:5]
     return page(request, "landing.html", top=top, base=public_base(request, services))
 
 

@@ -1,9 +1,10 @@
 """The one way events come in: clean → store → queue evals → publish to the live feed.
 
 Every source ends in `accept`: `POST /ingest` and the /try demo (`accept_batch`, the wire
-format), `POST /v1/traces` (`ingest.otlp.export_traces`, spans mapped to events) and calls
-through Bench (`reuse.invoke`, the call recorded as a task). A source decodes its input and
-decides who may write it; what happens to the events after that is the same for all of them.
+format), `POST /v1/traces` and `/v1/logs` (`ingest.otlp`, spans and their content mapped to
+events) and calls through Bench (`reuse.invoke`, the call recorded as a task). A source decodes
+its input and decides who may write it; what happens to the events after that is the same for
+all of them, the field limits first (`domain.field_limits`).
 
 Ingest never waits on the judge or on watchers: evals are only queued (`Workflows`), and the
 live push is handed to `later`, which runs it after the answer (FastAPI's background tasks).
@@ -20,7 +21,7 @@ from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, Ingest
 from ..domain.pricing import models_seen
 from ..runtime.log import logger
 from ..runtime.ports import WithLive, WithSettings, WithStore, WithWorkflows
-from .wire import clean_event, parse_batch
+from .wire import bounded, clean_event, parse_batch
 
 Later = Callable[..., Any]
 """Runs `fn(*args)` once the answer is sent, as `BackgroundTasks.add_task` does."""
@@ -35,10 +36,12 @@ def accept(ports: IngestPorts, login: str, meta: AgentMeta,
            dropped: int = 0) -> IngestOutcome:
     """Store `events` for the agent `login`/`meta.slug` in one atomic write, queue evals of
     the runs they finished and, if any event was new, push them to open dashboards via
-    `later`. Wire events are cleaned first; the feed gets what the source sent (wire events,
-    or the bodies of events a source built clean)."""
+    `later`. Every event is brought within the field limits first, wire events as they are
+    cleaned, events a source built as they come (one carrying its JSON was made by `bounded`
+    already); the feed gets what the source sent (wire events, or those bodies, bounded)."""
     limits = ports.settings.limits
-    stored = [e if isinstance(e, CleanEvent) else clean_event(e, limits) for e in events]
+    stored = [clean_event(e, limits) if isinstance(e, WireEvent)
+              else e if e.body_json is not None else bounded(e.body, limits) for e in events]
     if meta.model is None:  # the models its evidence names, where the source declares none
         meta = replace(meta, model=models_seen(stored))
     outcome = ports.store.ingest(login, meta, stored, dropped=dropped)

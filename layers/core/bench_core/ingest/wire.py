@@ -11,10 +11,9 @@ import zlib
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import to_json
 
 from ..domain.errors import BadRequest, Invalid, PayloadTooLarge
-from ..domain.field_limits import cap
+from ..domain.field_limits import bounded_body
 from ..domain.models import CleanEvent, IngestBatch, WireEvent, iso
 from ..domain.pricing import DROPPED, is_evidence
 from ..runtime.config import Limits
@@ -72,9 +71,7 @@ def parse_batch(body: bytes, limits: Limits) -> IngestBatch:
 
 
 def clean_event(event: WireEvent, limits: Limits) -> CleanEvent:
-    """The stored body of `event`: the fields it sent, oversized values capped. Every value's
-    JSON is part of the body's, so a body within the field cap needs no per-field check, and
-    its JSON goes to the store as is: one encoding per event on the common path."""
+    """The stored body of `event`: the fields it sent, within the field limits."""
     fields = event.__dict__
     body: dict[str, Any] = {"id": event.id, "kind": event.kind, "ts": iso(event.ts)}
     if event.task_id is not None:
@@ -87,14 +84,11 @@ def clean_event(event: WireEvent, limits: Limits) -> CleanEvent:
         value = fields[name]
         if value is not None or name in event.model_fields_set:  # an explicit null is kept
             body[name] = value
-    encoded = to_json(body, serialize_unknown=True)
-    max_bytes = limits.max_field_bytes
-    if len(encoded) <= max_bytes:
-        return CleanEvent(id=event.id, kind=event.kind, ts=body["ts"], task_id=event.task_id,
-                          body=body, body_json=encoded.decode())
-    for name in ("cost_breakdown", *_CAPPED_FIELDS):
-        if name in body:
-            body[name] = cap(body[name], max_bytes)
-    return CleanEvent(id=event.id, kind=event.kind, ts=body["ts"], task_id=event.task_id,
-                      body=body)
+    return bounded(body, limits)
 
+
+def bounded(body: dict[str, Any], limits: Limits) -> CleanEvent:
+    """The event of a stored `body`, brought within the field limits (`field_limits`)."""
+    body, encoded = bounded_body(body, limits.max_field_bytes)
+    return CleanEvent(id=body["id"], kind=body["kind"], ts=body["ts"], task_id=body.get("task_id"),
+                      body=body, body_json=encoded)

@@ -178,8 +178,10 @@ def profile_page(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
             "benchmarks": visible_runs(store, agent, viewer)}
 
 
-def leaderboard_page(store: Store, sort: str, query: str | None, page: int) -> dict[str, Any]:
-    """One page of the leaderboard: public agents only, as the read API shows them."""
+def leaderboard_page(store: Store, sort: str, query: str | None, page: int,
+                     qualification: leaderboard.Qualification) -> dict[str, Any]:
+    """One page of the leaderboard: public agents only, as the read API shows them, and when
+    a new agent first ranks (`qualification`: the store's, from the same settings)."""
     offset = (page - 1) * leaderboard.PAGE_SIZE
     agents = store.leaderboard(sort, query=query, offset=offset,
                                limit=leaderboard.PAGE_SIZE + 1)
@@ -187,6 +189,7 @@ def leaderboard_page(store: Store, sort: str, query: str | None, page: int) -> d
     return {
         "sort": sort, "q": query, "page": page, "page_size": leaderboard.PAGE_SIZE,
         "min_runs": leaderboard.MIN_RUNS, "rule": leaderboard.SORTS[sort].rule,
+        "entry": qualification.rule,
         "agents": [{"rank": offset + i + 1, **agent_summary(a, ANONYMOUS)}
                    for i, a in enumerate(shown)],
         "prev_page": page - 1 if page > 1 else None,

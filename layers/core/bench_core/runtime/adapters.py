@@ -95,12 +95,16 @@ def open_store(settings: Settings) -> Store:
         from ..store.dynamodb.store import DynamoStore
 
         return DynamoStore(settings.table_name,
-                           event_retention_days=settings.limits.event_retention_days)
+                           event_retention_days=settings.limits.event_retention_days,
+                           max_agents_per_account=settings.limits.max_agents_per_account,
+                           qualification=settings.ranking)
     if settings.store == "sqlite":
         from ..store.sqlite.store import SqliteStore
 
         return SqliteStore(settings.sqlite_path,
-                           event_retention_days=settings.limits.event_retention_days)
+                           event_retention_days=settings.limits.event_retention_days,
+                           max_agents_per_account=settings.limits.max_agents_per_account,
+                           qualification=settings.ranking)
     raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")
 
 

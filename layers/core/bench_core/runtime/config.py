@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..domain.hosts import Network, parse_networks
+from ..domain.ranking import Qualification
 
 
 def _int(name: str, default: int) -> int:
@@ -108,6 +109,9 @@ class Limits:
     event_retention_days: int = 30
     """How long raw events, and callers' usage records (`reuse.invoke.usage_expiry`), are kept
     (0: for ever); tasks, counters and evals stay (`retention`)."""
+    max_agents_per_account: int = 100
+    """Agents one account may have, however they come to exist (a first batch, an OTLP
+    service name, a benchmark run, the dashboard); the store refuses the next one."""
 
 
 def _flag(name: str) -> bool | None:
@@ -224,6 +228,8 @@ class Settings:
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
     reuse: ReuseSettings = field(default_factory=ReuseSettings)
+    ranking: Qualification = field(default_factory=Qualification)
+    """When a new agent first ranks on the leaderboard."""
     allowed_hosts: tuple[str, ...] = ()
     """Host names the server answers to besides loopback ones and `public_url`'s host."""
     trusted_proxies: tuple[Network, ...] = ()
@@ -248,6 +254,7 @@ class Settings:
                 max_body_bytes=_int("BENCH_MAX_BODY_BYTES", 5 * 1024 * 1024),
                 max_field_bytes=_int("BENCH_MAX_FIELD_BYTES", 32 * 1024),
                 event_retention_days=_int("BENCH_EVENT_RETENTION_DAYS", 30),
+                max_agents_per_account=_int("BENCH_MAX_AGENTS_PER_ACCOUNT", 100),
             ),
             "judge": JudgeSettings.from_env(),
             "eval_state_machine_arn": os.environ.get("BENCH_EVAL_STATE_MACHINE_ARN") or None,
@@ -256,6 +263,8 @@ class Settings:
             "accounts": AccountSettings.from_env(),
             "live": LiveSettings.from_env(),
             "reuse": ReuseSettings.from_env(),
+            "ranking": Qualification(min_runs=_int("BENCH_RANK_MIN_RUNS", 5),
+                                     min_age_hours=_float("BENCH_RANK_MIN_AGE_HOURS", 24.0)),
             "allowed_hosts": tuple(h.strip() for h in
                                    os.environ.get("BENCH_ALLOWED_HOSTS", "").split(",")
                                    if h.strip()),

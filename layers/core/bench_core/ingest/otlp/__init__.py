@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...domain.errors import BadRequest, BenchError, PayloadTooLarge
+from ...domain.errors import BadRequest, BenchError, PayloadTooLarge, TooManyAgents
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
 from ...domain.pricing import evidence_problems
+from ...runtime.config import Limits
 from ..pipeline import IngestPorts, Later, accept
 from . import parked
 from .decode import DecodeError, decode
@@ -64,9 +65,9 @@ class ExportResult:
             warning = f"evidence {name} dropped: {reason}"
             self.warnings[warning] = self.warnings.get(warning, 0) + 1
 
-    def reject(self, reason: str) -> None:
-        self.rejected += 1
-        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+    def reject(self, reason: str, count: int = 1) -> None:
+        self.rejected += count
+        self.reasons[reason] = self.reasons.get(reason, 0) + count
 
 
 def encoding_of(content_type: str | None) -> str | None:
@@ -78,16 +79,15 @@ def encoding_of(content_type: str | None) -> str | None:
 def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str,
                   agent_header: str | None, *, later: Later) -> ExportResult:
     """Accept the spans of one export request written with `key`; nothing is stored when an
-    agent it names may not be written with the key (403) or the body is not a request (400)."""
+    agent it names may not be written with the key (403) or the body is not a request (400).
+    The spans of an agent the account may not make (`TooManyAgents`) are rejected in the
+    result, and the other agents' stored."""
     limits = ports.settings.limits
     try:
         spans = decode(body, encoding)
     except DecodeError as exc:
         raise BadRequest(str(exc)) from exc
-    if len(spans) > limits.max_events_per_batch:
-        raise PayloadTooLarge(
-            f"too many spans: {len(spans)} > {limits.max_events_per_batch} per request",
-            [{"loc": ["resourceSpans"], "msg": f"at most {limits.max_events_per_batch} spans"}])
+    check_count(len(spans), limits, "spans", "resourceSpans")
     header_slug = _header_slug(agent_header)
     result = ExportResult()
     by_agent: dict[str, list[CleanEvent]] = defaultdict(list)
@@ -112,10 +112,24 @@ def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str
         ref = AgentRef(key.login, slug)
         content = parked.waiting(ports.store, ref, task_ids[slug])
         events += [event for waiting in content.values() for event in waiting]
-        outcome = accept(ports, key.login, AgentMeta(slug=slug), events, later=later)
+        try:
+            outcome = accept(ports, key.login, AgentMeta(slug=slug), events, later=later)
+        except TooManyAgents as exc:  # this agent's spans are refused, the others' stored
+            result.spans -= len(task_ids[slug])
+            result.reject(f"agent {slug}: {exc.message}", len(task_ids[slug]))
+            continue
         result.outcomes.append((ref, outcome))
         parked.release(ports.store, ref, list(content))
     return result
+
+
+def check_count(count: int, limits: Limits, what: str, loc: str) -> None:
+    """413 for a request of more spans or log records than a batch may hold events, before
+    any is stored: one request's work stays bounded, as `/ingest`'s does."""
+    most = limits.max_events_per_batch
+    if count > most:
+        raise PayloadTooLarge(f"too many {what}: {count} > {most} per request",
+                              [{"loc": [loc], "msg": f"at most {most} {what}"}])
 
 
 def _header_slug(value: str | None) -> str | None:

@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...domain.field_limits import cap
+from ...domain.field_limits import TIME_RULE, cap, ns_in_range
 from ...domain.models import CleanEvent
 from .conventions import SYSTEM_INSTRUCTIONS
 from .conventions import structured as _structured
@@ -97,6 +97,8 @@ def record_problem(record: LogRecord) -> str | None:
     """Why a content record cannot be attached (counted in `partialSuccess`), or None."""
     if record.trace_id in ("", INVALID_ID) or record.span_id in ("", INVALID_ID):
         return "a GenAI content event needs the traceId and spanId of its span"
+    if not ns_in_range(record.time_ns):
+        return f"timeUnixNano: {TIME_RULE}"
     return None
 
 

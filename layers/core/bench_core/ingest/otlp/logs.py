@@ -20,7 +20,7 @@ from ...domain.errors import BadRequest
 from ...domain.keys import may_write
 from ...domain.models import AgentMeta, AgentRef, IngestOutcome, KeyRecord
 from ..pipeline import IngestPorts, Later, accept, queue_evals
-from . import NO_AGENT, _header_slug, _ResourceAgents
+from . import NO_AGENT, _header_slug, _ResourceAgents, check_count
 from .content import SpanContent, group_content
 from .decode import DecodeError
 from .log_decode import decode_logs
@@ -50,12 +50,14 @@ class LogsResult:
 def export_logs(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str,
                 agent_header: str | None, *, later: Later) -> LogsResult:
     """Attach or park the content of one logs export request written with `key`; nothing is
-    stored when an agent it names may not be written with the key (403) or the body is not a
-    request (400). Log records that are not GenAI content events are accepted and dropped."""
+    stored when an agent it names may not be written with the key (403), the body is not a
+    request (400) or holds more records than a batch may events (413). Log records that are
+    not GenAI content events are accepted and dropped."""
     try:
         records = decode_logs(body, encoding)
     except DecodeError as exc:
         raise BadRequest(str(exc)) from exc
+    check_count(len(records), ports.settings.limits, "log records", "resourceLogs")
     header_slug = _header_slug(agent_header)
     names = _ResourceAgents(records)
     result = LogsResult(records=len(records))

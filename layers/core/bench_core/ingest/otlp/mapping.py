@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ...domain.field_limits import cap
+from ...domain.field_limits import TIME_RULE, cap, ns_in_range
 from ...domain.models import MAX_DURATION_MS, CleanEvent
 from ...domain.pricing import price_evidence
 from ...domain.privacy import PUBLIC_ATTRIBUTES, public_value
@@ -37,9 +37,6 @@ from .conventions import (
 )
 from .decode import INVALID_ID, STATUS_ERROR, Span
 
-_MAX_NS = 253_402_300_799 * 10**9
-"""The end of year 9999: later times do not fit the sortable ISO timestamps."""
-
 
 def span_problem(span: Span) -> str | None:
     """Why `span` cannot be stored (reported in `partialSuccess`), or None."""
@@ -49,8 +46,10 @@ def span_problem(span: Span) -> str | None:
         return "invalid spanId"
     if span.parent_span_id == INVALID_ID:
         return "invalid parentSpanId"
-    if not 0 < span.start_ns <= _MAX_NS or not 0 < span.end_ns <= _MAX_NS:
+    if not span.start_ns or not span.end_ns:
         return "startTimeUnixNano and endTimeUnixNano must be set"
+    if not ns_in_range(span.start_ns) or not ns_in_range(span.end_ns):
+        return f"startTimeUnixNano and endTimeUnixNano: {TIME_RULE}"
     if span.end_ns < span.start_ns:
         return "span ends before it starts"
     if span.end_ns - span.start_ns > MAX_DURATION_MS * 1e6:

@@ -7,14 +7,21 @@ Item (pk, sk [gsi1pk, gsi1sk]; `A` is `{login}#{slug}`):
 The counters are written by ingest (`ingest.py`) and evals (`evals.py`); an owner's settings
 here. Every change to what the rankings derive from refreshes the agent's rank keys
 (`leaderboard.py`).
+
+An account's agents are counted on its user item (USER#{login}, META: `agents`), added to by
+the transaction that creates an agent (here, or its first batch in `ingest.py`), under the
+condition that the count is below the limit (`counting_user`). A user from before the count
+was kept gets it from one Query of its agents, the first time it creates one.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, iso, utcnow
 from .. import SETTABLE
 from . import codec
@@ -38,6 +45,38 @@ def agent_item(agent: Agent) -> dict[str, Any]:
     return to_item(attrs)
 
 
+def counting_user(table: Table, login: str, now: str, most: int, until: str | None = None
+                  ) -> Update:
+    """The write of `login`'s user item that counts one agent more, conditional on its having
+    fewer than `most`: the part of an agent's creating transaction that refuses it
+    (`TooManyAgents`, see `refused`). A user with no count yet gets its count first."""
+    user = table.get(codec.user_key(login))
+    if user is None or user.get("agents") is None:
+        count = sum(1 for _ in table.query(f"OWNER#{login}", index="gsi1", projection=("pk",)))
+        if count:
+            with contextlib.suppress(ConditionFailed):  # a concurrent creator counted first
+                table.update(Update(codec.user_key(login), set={"login": login, "agents": count},
+                                    set_if_absent={"created_at": now},
+                                    condition="attribute_not_exists(#agents)"))
+    update = codec.user_upsert(login, now, until)
+    update.add["agents"] = 1
+    update.condition = "attribute_not_exists(#agents) OR #agents < :most"
+    update.condition_values = {":most": most}
+    return update
+
+
+def raise_unless_agent_exists(exc: ClientError, login: str, most: int) -> None:
+    """Return if an agent's creating transaction (`counting_user`'s write first, the agent's
+    second) was cancelled because the agent exists; `TooManyAgents` if by the count alone;
+    else `exc` again."""
+    reasons = cancellation_reasons(exc) if code(exc) == "TransactionCanceledException" else []
+    if reasons[1:2] == ["ConditionalCheckFailed"]:
+        return
+    if reasons[:1] == ["ConditionalCheckFailed"]:
+        raise TooManyAgents(login, most) from exc
+    raise exc
+
+
 def live_agent(item: dict[str, Any] | None) -> Agent | None:
     """The agent of its item; a temporary agent past its expiry is gone, even before TTL
     deletes it."""
@@ -50,9 +89,10 @@ class DynamoAgents:
     """Agents and their settings, on `table`; `ranks` re-ranks an agent whose settings
     changed."""
 
-    def __init__(self, table: Table, ranks: DynamoLeaderboard) -> None:
+    def __init__(self, table: Table, ranks: DynamoLeaderboard, max_agents: int) -> None:
         self.table = table
         self.ranks = ranks
+        self.max_agents = max_agents
 
     def get_agent(self, ref: AgentRef) -> Agent | None:
         return live_agent(self.table.get(AgentKeys(ref.login, ref.slug).key(META)))
@@ -81,13 +121,11 @@ class DynamoAgents:
     def create_agent(self, agent: Agent) -> bool:
         try:
             self.table.transact([
-                self.table.update_action(codec.user_upsert(agent.login, agent.created_at,
-                                                           agent.expires_at)),
+                self.table.update_action(counting_user(self.table, agent.login, agent.created_at,
+                                                       self.max_agents, agent.expires_at)),
                 self.table.put_action(agent_item(agent))])
         except ClientError as exc:
-            if (code(exc) == "TransactionCanceledException"
-                    and "ConditionalCheckFailed" in cancellation_reasons(exc)):
-                return False
-            raise
+            raise_unless_agent_exists(exc, agent.login, self.max_agents)
+            return False
         self.ranks.refresh(agent.ref)
         return True

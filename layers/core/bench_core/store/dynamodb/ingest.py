@@ -81,6 +81,7 @@ from ...domain.models import (
 from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
 from . import codec
+from .agents import counting_user, raise_unless_agent_exists
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
 from .codec import AgentKeys, StoredEvent, Update
 from .leaderboard import DynamoLeaderboard
@@ -100,12 +101,15 @@ _LOWEST_SORT_TS = "0"
 
 class DynamoIngest:
     """Batches and tasks, on `table`; `ranks` re-ranks an agent a batch changed. Events expire
-    `retention_days` after their time (0: never; `retention.py`)."""
+    `retention_days` after their time (0: never; `retention.py`); an account's first batches
+    make at most `max_agents` agents (`agents.counting_user`)."""
 
-    def __init__(self, table: Table, ranks: DynamoLeaderboard, retention_days: int) -> None:
+    def __init__(self, table: Table, ranks: DynamoLeaderboard, retention_days: int,
+                 max_agents: int) -> None:
         self.table = table
         self.ranks = ranks
         self.retention_days = retention_days
+        self.max_agents = max_agents
 
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
@@ -121,14 +125,13 @@ class DynamoIngest:
         arrival = time.time_ns()
         seqs = {event_id: arrival + i for i, event_id in enumerate(firsts)}
         untracked = [e for e in firsts.values() if e.task_id is None]
-        claimed = self._store_untracked(agent, untracked, bodies, seqs) if untracked else []
         now = iso(utcnow())
+        claimed = (self._store_untracked(agent, meta, untracked, bodies, seqs, now)
+                   if untracked else [])
         # `dropped` counts once, with the first write that stores an event (a replay reported
         # them already): the first transaction, or here when no task has anything new
         old = self._upsert_agent(agent, meta, dropped if not fresh and (claimed or not events)
                                  else 0, [e.ts for e in [*fresh, *claimed]], now)
-        if not old:
-            self.table.update(codec.user_upsert(login, now))
         agent = codec.temporary(agent, old)
         write = _BatchWrite(self, agent, states, seen, bodies, seqs, self.retention_days,
                             dropped if fresh else 0, old)
@@ -140,12 +143,17 @@ class DynamoIngest:
         return IngestOutcome(accepted=accepted, duplicates=len(events) - accepted,
                              finished=write.finished)
 
-    def _store_untracked(self, agent: AgentKeys, events: list[CleanEvent],
-                         bodies: dict[str, str], seqs: dict[str, int]) -> list[CleanEvent]:
+    def _store_untracked(self, agent: AgentKeys, meta: AgentMeta, events: list[CleanEvent],
+                         bodies: dict[str, str], seqs: dict[str, int], now: str
+                         ) -> list[CleanEvent]:
         """Events of no task: paged, then each claimed by a Put of its id conditional on its
         absence; the ones claimed now are new. (A crash in between pages them twice, which
-        readers take once.)"""
-        agent = codec.temporary(agent, self.table.get(agent.key(codec.META)))
+        readers take once.) A new agent is created first, so one refused (`TooManyAgents`)
+        leaves no claim behind."""
+        item = self.table.get(agent.key(codec.META))
+        if item is None:
+            self._create(agent, codec.agent_upsert(agent, meta, now, 0), [], now)
+        agent = codec.temporary(agent, item)
         write_pages(self.table, agent, events, bodies, seqs, self.retention_days)
 
         def new(event: CleanEvent) -> bool:
@@ -159,29 +167,63 @@ class DynamoIngest:
 
     def _upsert_agent(self, agent: AgentKeys, meta: AgentMeta, dropped: int, times: list[str],
                       now: str) -> dict[str, Any]:
-        """Create or update the agent and widen its event window; the agent item as it was.
+        """Create or update the agent and widen its event window; the agent item as it was
+        (empty for an agent this created).
 
         Usually one write: a batch newer than the agent's last event moves `last_event_at`
-        under a condition, and only an older batch takes the second write without it."""
+        under a condition, and only an older batch takes the second write without it. Both
+        hold only for an agent that exists; one that does not is created by `_create`."""
         update = codec.agent_upsert(agent, meta, now, dropped)
+        if times:
+            update.set_if_absent["first_event_at"] = min(times)
+        for _ in range(2):
+            try:
+                return self._update_agent(agent, update, times)
+            except ConditionFailed:
+                pass  # no such agent yet
+            if self._create(agent, update, times, now):
+                return {}
+        raise busy()  # created and gone again at once: not something a real agent does
+
+    def _update_agent(self, agent: AgentKeys, update: Update, times: list[str]
+                      ) -> dict[str, Any]:
+        """`update` of an existing agent (`ConditionFailed` if there is none), its event window
+        widened to `times`; the item as it was."""
+        exists = "attribute_exists(#pk)"
         if not times:
-            return self.table.update(update, returns="ALL_OLD")
+            return self.table.update(replace(update, condition=exists), returns="ALL_OLD")
         first, last = min(times), max(times)
-        update.set_if_absent["first_event_at"] = first
         newer = replace(update, set={**update.set, "last_event_at": last},
-                        condition="attribute_not_exists(#last_event_at) OR "
-                                  "#last_event_at <= :last",
+                        condition=f"{exists} AND (attribute_not_exists(#last_event_at) OR "
+                                  "#last_event_at <= :last)",
                         condition_values={":last": last})
         try:
             old = self.table.update(newer, returns="ALL_OLD")
         except ConditionFailed:
-            old = self.table.update(update, returns="ALL_OLD")
+            old = self.table.update(replace(update, condition=exists), returns="ALL_OLD")
         if old.get("first_event_at") and first < old["first_event_at"]:
             with contextlib.suppress(ConditionFailed):  # a concurrent batch went further back
                 self.table.update(Update(agent.key(codec.META), set={"first_event_at": first},
                                          condition="#first_event_at > :first",
                                          condition_values={":first": first}))
         return old
+
+    def _create(self, agent: AgentKeys, update: Update, times: list[str], now: str) -> bool:
+        """Make the agent by `update` in one transaction with its user's agent count
+        (`agents.counting_user`): `TooManyAgents` past the account's limit, before anything
+        of the agent is written; False if it exists (made meanwhile by another batch)."""
+        window = {"last_event_at": max(times)} if times else {}
+        created = replace(update, set={**update.set, **window},
+                          condition="attribute_not_exists(#pk)")
+        try:
+            self.table.transact([
+                self.table.update_action(counting_user(self.table, agent.login, now,
+                                                       self.max_agents)),
+                self.table.update_action(created)])
+        except ClientError as exc:
+            raise_unless_agent_exists(exc, agent.login, self.max_agents)
+            return False
+        return True
 
     def load_tasks(self, agent: AgentKeys, task_ids: Iterable[str]
                    ) -> tuple[dict[str, TaskState], dict[str, set[bytes]]]:

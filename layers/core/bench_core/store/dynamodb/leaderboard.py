@@ -33,8 +33,8 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from ...domain.models import Agent, AgentRef
-from ...domain.ranking import SORTS, dynamo_rank_key, rank_values, search_text
+from ...domain.models import Agent, AgentRef, utcnow
+from ...domain.ranking import SORTS, Qualification, dynamo_rank_key, rank_values, search_text
 from . import codec
 from .client import ConditionFailed, Table
 from .codec import AgentKeys, Update
@@ -51,10 +51,11 @@ def shard(agent: AgentKeys) -> str:
     return f"LB#{int(hashlib.sha256(agent.name.encode()).hexdigest()[:8], 16) % SHARDS}"
 
 
-def rank_update(agent: AgentKeys, item: dict[str, Any]) -> Update:
-    """The write that brings the item's rank attributes in line with the item as read."""
+def rank_update(agent: AgentKeys, item: dict[str, Any], qualification: Qualification
+                ) -> Update:
+    """The write that brings the item's rank attributes in line with the item as read, now."""
     record: Agent = codec.agent_from_item(item)
-    values = rank_values(record)
+    values = rank_values(record, qualification, utcnow())
     text = search_text(record)
     fields: dict[str, Any] = {"lbpk": shard(agent) if text is not None else None,
                               "lb_text": text}
@@ -74,10 +75,11 @@ def rank_update(agent: AgentKeys, item: dict[str, Any]) -> Update:
 
 class DynamoLeaderboard:
     """The rankings on `table`: kept by `refresh` after every write that moves them, read by
-    `leaderboard`."""
+    `leaderboard`; an agent ranks once it meets `qualification`."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, qualification: Qualification) -> None:
         self.table = table
+        self.qualification = qualification
 
     def refresh(self, ref: AgentRef) -> None:
         agent = AgentKeys(ref.login, ref.slug)
@@ -86,7 +88,7 @@ class DynamoLeaderboard:
             if item is None:
                 return
             try:
-                self.table.update(rank_update(agent, item))
+                self.table.update(rank_update(agent, item, self.qualification))
                 return
             except ConditionFailed:
                 continue  # changed since the read: rank what it is now

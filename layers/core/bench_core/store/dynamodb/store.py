@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...domain.ranking import Qualification
 from ...runtime.config import Limits
 from .accounts import DynamoAccounts
 from .agents import DynamoAgents
@@ -39,14 +40,18 @@ class DynamoStore:
     """Every concern on one table; each `Store` method is its concern's own."""
 
     def __init__(self, table_name: str, *, client: Any = None,
-                 event_retention_days: int = Limits.event_retention_days) -> None:
+                 event_retention_days: int = Limits.event_retention_days,
+                 max_agents_per_account: int = Limits.max_agents_per_account,
+                 qualification: Qualification = Qualification()) -> None:
         """`client` is a boto3 DynamoDB (low-level) client; by default one is made on first use,
         for the region in the environment. Events expire `event_retention_days` after their
-        time (0: never; `retention.py`)."""
+        time (0: never; `retention.py`); an account has at most `max_agents_per_account`
+        agents; an agent ranks once it meets `qualification`."""
         self.table = table = Table(table_name, client)
-        ranks = DynamoLeaderboard(table)
-        self._ingest = ingest = DynamoIngest(table, ranks, event_retention_days)
-        agents = DynamoAgents(table, ranks)
+        ranks = DynamoLeaderboard(table, qualification)
+        self._ingest = ingest = DynamoIngest(table, ranks, event_retention_days,
+                                             max_agents_per_account)
+        agents = DynamoAgents(table, ranks, max_agents_per_account)
         accounts = DynamoAccounts(table)
         evals = DynamoEvals(table, ranks)
         reuse = DynamoReuse(table)

@@ -11,8 +11,9 @@ from typing import Any
 from pydantic_core import from_json
 
 from ...domain import stats
+from ...domain.errors import TooManyAgents
 from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef, iso, utcnow
-from ...domain.ranking import SORTS, rank_values, search_text
+from ...domain.ranking import SORTS, Qualification, rank_values, search_text
 from .. import SETTABLE
 from .connection import Concern
 
@@ -82,15 +83,24 @@ def find_agent_id(conn: sqlite3.Connection, ref: AgentRef) -> int | None:
     return int(row[0]) if row else None
 
 
-def refresh_rank(conn: sqlite3.Connection, login: str, slug: str) -> None:
-    """Recompute the agent's leaderboard columns; called by every write that changes what
+def admit_agent(conn: sqlite3.Connection, login: str, most: int) -> None:
+    """Refuse a new agent of `login` if it has `most` already; inside the write that creates
+    the agent, so the count and the insert are one transaction."""
+    (count,) = conn.execute("SELECT COUNT(*) FROM agents WHERE login = ?", (login,)).fetchone()
+    if count >= most:
+        raise TooManyAgents(login, most)
+
+
+def refresh_rank(conn: sqlite3.Connection, login: str, slug: str,
+                 qualification: Qualification) -> None:
+    """Recompute the agent's leaderboard columns, now; called by every write that changes what
     they derive from (counters, visibility, names)."""
     row = conn.execute(f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ?",
                        (login, slug)).fetchone()
     if row is None:
         return
     agent = agent_from_row(row)
-    values = rank_values(agent)
+    values = rank_values(agent, qualification, utcnow())
     conn.execute(f"UPDATE agents SET lb_text = ?, {', '.join(f'lb_{s} = ?' for s in SORTS)} "
                  "WHERE login = ? AND slug = ?",
                  (search_text(agent), *values.values(), login, slug))
@@ -123,21 +133,22 @@ class SqliteAgents(Concern):
             with self.db.write() as conn:
                 conn.execute(f"UPDATE agents SET {sets} WHERE login = ? AND slug = ?",
                              (*changes.values(), ref.login, ref.slug))
-                refresh_rank(conn, ref.login, ref.slug)
+                refresh_rank(conn, ref.login, ref.slug, self.qualification)
         return self.get_agent(ref)
 
     def create_agent(self, agent: Agent) -> bool:
         with self.db.write() as conn:
+            if find_agent_id(conn, agent.ref) is not None:
+                return False
+            admit_agent(conn, agent.login, self.max_agents_per_account)
             conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)",
                          (agent.login, agent.created_at))
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO agents (login, slug, display_name, visibility, hide_inputs, "
+            conn.execute(
+                "INSERT INTO agents (login, slug, display_name, visibility, hide_inputs, "
                 "hide_outputs, created_at, latency_hist, expires_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (agent.login, agent.slug, agent.display_name, agent.visibility,
                  int(agent.hide_inputs), int(agent.hide_outputs), agent.created_at,
                  json.dumps(stats.empty_histogram()), agent.expires_at))
-            if cur.rowcount != 1:
-                return False
-            refresh_rank(conn, agent.login, agent.slug)
+            refresh_rank(conn, agent.login, agent.slug, self.qualification)
         return True

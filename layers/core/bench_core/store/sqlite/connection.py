@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ...domain.ranking import Qualification
+from ...runtime.config import Limits
 from ...runtime.data_dir import private_directory
 
 
@@ -110,7 +112,11 @@ class Database:
 
 class Concern:
     """One concern of `SqliteStore` (ingest, agents, ...): its methods work on the `Database`
-    it is given, so the concerns share one file's connections and transactions."""
+    it is given, so the concerns share one file's connections and transactions, and on the
+    store's settings (set by `SqliteStore`)."""
+
+    max_agents_per_account: int = Limits.max_agents_per_account
+    qualification: Qualification = Qualification()
 
     def __init__(self, db: Database) -> None:
         self.db = db

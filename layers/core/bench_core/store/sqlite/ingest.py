@@ -29,7 +29,7 @@ from ...domain.models import (
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
 from .. import decode_cursor, encode_cursor
-from .agents import find_agent_id, load_json, refresh_rank
+from .agents import admit_agent, find_agent_id, load_json, refresh_rank
 from .connection import Concern
 
 TASKS_SCHEMA = """
@@ -150,7 +150,7 @@ class SqliteIngest(Concern):
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
-            refresh_rank(conn, login, meta.slug)
+            refresh_rank(conn, login, meta.slug, self.qualification)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
                              finished=fold.finished)
 
@@ -181,6 +181,7 @@ class SqliteIngest(Concern):
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
                            (login, meta.slug)).fetchone()
         if row is None:
+            admit_agent(conn, login, self.max_agents_per_account)
             settings = settings_of(new_agent(login, meta.slug, now))
             cols = ["login", "slug", "created_at", "latency_hist", *settings, *updates]
             values = [login, meta.slug, now, json.dumps(stats.empty_histogram()),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ...domain.ranking import Qualification
 from ...runtime.config import Limits
 from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
 from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_rank
@@ -60,12 +61,12 @@ RUNS_SINCE = 10
 """The migration that added run ids; tasks older than it get theirs on upgrade."""
 
 
-def _upgrade(conn: sqlite3.Connection, version: int) -> None:
+def _upgrade(conn: sqlite3.Connection, version: int, qualification: Qualification) -> None:
     """Rank the agents of a file from before the leaderboard; give the tasks of a file from
     before runs their run ids and log entries."""
     if version < RANKED_SINCE:
         for login, slug in conn.execute("SELECT login, slug FROM agents").fetchall():
-            refresh_rank(conn, login, slug)
+            refresh_rank(conn, login, slug, qualification)
     if 0 < version < RUNS_SINCE:
         backfill_runs(conn)
 
@@ -73,12 +74,18 @@ def _upgrade(conn: sqlite3.Connection, version: int) -> None:
 class SqliteStore(SqliteIngest, SqliteAgents, SqliteAccounts, SqliteEvals, SqliteLeaderboard,
                   SqliteReuse, SqliteBenchmarks, SqliteRetention, SqliteRuns):
     def __init__(self, path: Path | str, *,
-                 event_retention_days: int = Limits.event_retention_days) -> None:
-        """Events older than `event_retention_days` go at `purge_expired` (0: never)."""
+                 event_retention_days: int = Limits.event_retention_days,
+                 max_agents_per_account: int = Limits.max_agents_per_account,
+                 qualification: Qualification = Qualification()) -> None:
+        """Events older than `event_retention_days` go at `purge_expired` (0: never); an
+        account has at most `max_agents_per_account` agents; an agent ranks once it meets
+        `qualification`."""
         super().__init__(Database(path))
         self.path = self.db.path
         self.event_retention_days = event_retention_days
-        self.db.migrate(MIGRATIONS, _upgrade)
+        self.max_agents_per_account = max_agents_per_account
+        self.qualification = qualification
+        self.db.migrate(MIGRATIONS, lambda conn, version: _upgrade(conn, version, qualification))
 
     @property
     def schema_version(self) -> int:
