@@ -109,6 +109,18 @@ def test_the_link_signs_in_once_and_the_account_can_mint_a_key(front: str,
     assert again.session_cookie is None
 
 
+def test_the_browser_a_link_signed_in_goes_on_to_the_dashboard_when_it_opens_it_again(
+        server: RunningServer) -> None:
+    link = signin_link(server)
+    browser = Browser(server)
+    login = browser.sign_in(link=link)
+    again = browser.http.get(link)
+    assert again.status_code == 303 and again.headers["location"] == "/dashboard"
+    assert f"@{login}" in browser.get("/dashboard").text
+    stranger = Browser(server).http.get(link)
+    assert stranger.status_code == 410 and "already been used" in stranger.text
+
+
 def test_an_expired_link_says_so(front: str, server: RunningServer) -> None:
     link = signin_link(server, base=front, age=timedelta(minutes=16))
     browser = visitor(front, server)

@@ -35,7 +35,7 @@ TTL = timedelta(minutes=15)
 KEPT = timedelta(days=1)
 """How long a link's record stays after it was made, to tell a spent link from a forged one."""
 FRESH, USED = "fresh", "used"
-NEW_LINK = "Run `bench-server signin-link` on the machine running Bench for a new one."
+NEW_LINK = "Run bench-server signin-link on the machine running Bench for a new one."
 OFF = "local sign-in is off on this server: sign in with GitHub"
 
 

@@ -63,9 +63,17 @@ async def signin_page(request: Request, next: str | None = None,
 @router.get(signin_links.PATH)
 async def signin_link_page(request: Request, token: str = "", next: str | None = None,
                            services: Services = Depends(services_of)) -> Response:
-    """Where a sign-in link lands: if it is fresh, a form to pick a name (which spends it)."""
+    """Where a sign-in link lands: if it is fresh, a form to pick a name (which spends it). A
+    spent link opened again by the browser it signed in (the console's link clicked twice)
+    goes on to where it led rather than to an error."""
     signin_links.require_enabled(services.settings)
-    await run_in_threadpool(signin_links.check, services.store, token)
+    try:
+        await run_in_threadpool(signin_links.check, services.store, token)
+    except signin_links.LinkSpent:
+        session = await session_of(request, services)
+        if session is None or session.sandbox:
+            raise
+        return RedirectResponse(safe_next(next), status_code=303)
     csrf = await csrf_for(request, services)
     response = page(request, "signin.html", next=safe_next(next), csrf=csrf.token,
                     token=token, github=False, local=True,
