@@ -17,7 +17,7 @@ import uvicorn
 from bench_core.domain.keys import new_key
 from bench_core.local import create_local_app, server_config
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Settings
+from bench_core.settings import Settings
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ from typing import Any
 from bench_core.domain.models import Agent, CleanEvent, WireEvent, iso
 from bench_core.domain.privacy import IMPLICIT_AGENT
 from bench_core.ingest.wire import clean_event
-from bench_core.runtime.config import Limits
+from bench_core.settings import Limits
 
 _clock = itertools.count()
 BASE = datetime(2026, 12, 2, 16, 0, 0, tzinfo=UTC)

@@ -115,7 +115,7 @@ def submit_benchmark_run(site: Deployment, key: str, slug: str) -> None:
     from bench_core.benchmarks.workflow import run_grading
     from bench_core.domain.keys import hash_key
     from bench_core.runtime.adapters import Services
-    from bench_core.runtime.config import Settings
+    from bench_core.settings import Settings
 
     packaged = load_suite("grounded-research-v1")
     attempts = [{"case_id": c.id, "repeat": 0, "status": "ok", "output": "see [S1]",

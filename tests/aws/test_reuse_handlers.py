@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from bench_core.domain.models import AgentRef
-from bench_core.runtime.config import ReuseSettings
+from bench_core.settings import ReuseSettings
 
 from tests.aws import cfn
 from tests.aws.test_handlers import Deployment, assert_granted, new_login

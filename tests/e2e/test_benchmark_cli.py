@@ -127,7 +127,7 @@ def test_a_locally_changed_suite_is_refused_by_the_registry(bench_server: Runnin
 
 
 def test_a_run_still_grading_after_wait_or_failing_says_where_to_look(tmp_path: Path) -> None:
-    from bench_core.runtime.config import LLMSettings
+    from bench_core.settings import LLMSettings
 
     from tests.conftest import start_server
     from tests.fake_openai import Reply, fake_openai

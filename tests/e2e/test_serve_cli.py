@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 from bench_core.runtime.adapters import open_store
-from bench_core.runtime.config import Settings
+from bench_core.settings import Settings
 from bench_core.store import Store
 
 from tests.conftest import free_port, poll

@@ -17,7 +17,7 @@ from typing import Any
 import bench
 import httpx
 from bench_core.domain.models import Agent, iso, utcnow
-from bench_core.runtime.config import ReuseSettings
+from bench_core.settings import ReuseSettings
 
 from tests.conftest import RunningServer, serving
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from bench_core.domain.models import AgentRef
-from bench_core.runtime.config import Limits
+from bench_core.settings import Limits
 
 from tests.benchmark_support import run_body
 from tests.conftest import RunningServer, serving

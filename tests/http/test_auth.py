@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from bench_core.accounts import signed_tokens
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 
 from tests.conftest import RunningServer, serving
 from tests.http.accounts_support import Browser, new_login, signin_link

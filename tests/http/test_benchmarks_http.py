@@ -13,7 +13,7 @@ from bench._benchmark import run_lines, value_hash
 from bench_core.benchmarks.aggregate import summarize
 from bench_core.benchmarks.suites import load_suite
 from bench_core.domain.models import AgentRef
-from bench_core.runtime.config import LLMSettings
+from bench_core.settings import LLMSettings
 
 from tests.benchmark_support import SUITE, graded_run, new_slug, run_body, suite_document, with_output
 from tests.conftest import RunningServer, start_server

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 
 from tests.conftest import RunningServer, serving
 from tests.factories import batch, task_events

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 
 from tests.aws.moto_table import dynamo_store
 from tests.concurrency import in_parallel

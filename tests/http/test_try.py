@@ -15,7 +15,7 @@ import pytest
 import websockets
 from bench_core.domain.keys import new_key
 from bench_core.domain.models import iso, utcnow
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 from bench_core.trial import sandbox
 
 from tests.conftest import RunningServer, serving

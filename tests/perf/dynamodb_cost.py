@@ -45,7 +45,7 @@ import boto3  # noqa: E402
 from bench_core.domain.models import AgentMeta, AgentRef, WireEvent, iso, utcnow  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
 from bench_core.ingest.wire import clean_event  # noqa: E402
-from bench_core.runtime.config import Limits  # noqa: E402
+from bench_core.settings import Limits  # noqa: E402
 
 from tests.factories import day_old  # noqa: E402
 

@@ -48,7 +48,7 @@ from bench_core.domain.models import AgentMeta, WireEvent
 from bench_core.ingest.pipeline import accept_batch
 from bench_core.ingest.wire import clean_event, parse_batch
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Limits, Settings
+from bench_core.settings import Limits, Settings
 from bench_core.store.sqlite.store import SqliteStore
 from bench_core.workflows import NoWorkflows
 

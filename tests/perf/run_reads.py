@@ -66,7 +66,7 @@ def serve(data_dir: str) -> None:
 
     import uvicorn
     from bench_core.local import create_local_app, server_config
-    from bench_core.runtime.config import Settings
+    from bench_core.settings import Settings
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -67,7 +67,7 @@ from bench_core.reads import runs as reads  # noqa: E402
 from bench_core.reads.agents import profile_page  # noqa: E402
 from bench_core.runtime import collector  # noqa: E402
 from bench_core.runtime.adapters import Services  # noqa: E402
-from bench_core.runtime.config import Settings  # noqa: E402
+from bench_core.settings import Settings  # noqa: E402
 from bench_core.store import Store  # noqa: E402
 from bench_core.store.dynamodb.store import DynamoStore  # noqa: E402
 from bench_core.store.sqlite.store import SqliteStore  # noqa: E402

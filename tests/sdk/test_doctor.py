@@ -16,7 +16,7 @@ import httpx
 import pytest
 from bench.cli import main as cli_main
 from bench_core.accounts import device
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 from conftest import HANG_GUARD
 
 from tests.conftest import RunningServer, serving

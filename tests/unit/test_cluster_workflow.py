@@ -19,7 +19,7 @@ from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.privacy import HIDDEN, Viewer, insights_view
 from bench_core.llm import Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Settings
+from bench_core.settings import Settings
 
 from tests.factories import an_hour_ago, clean, task_events
 

@@ -14,7 +14,7 @@ import pytest
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
 from bench_core.llm import Backoff, Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Settings
+from bench_core.settings import Settings
 from bench_core.workflows.local import JUDGE_SHARE_UNDER_LOAD, LocalRunner, pause_after
 
 from tests.factories import an_hour_ago, clean, task_events

@@ -15,7 +15,7 @@ from bench_core.ingest.pipeline import queue_evals
 from bench_core.llm import Completion, LLMUnavailable
 from bench_core.reads.agents import agent_summary
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import JudgeSettings, Settings
+from bench_core.settings import JudgeSettings, Settings
 
 from tests.factories import clean, task_events
 

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .accounts import signin_links
+from .data_dir import loose_mode
 from .domain.keys import new_key
 from .domain.models import LOGIN_PATTERN, SLUG_PATTERN, iso, utcnow
-from .runtime.config import Settings
-from .runtime.data_dir import loose_mode
+from .settings import Settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:

@@ -36,7 +36,7 @@ from .http import (
     trial,
 )
 from .runtime.adapters import Services
-from .runtime.config import Settings
+from .settings import Settings
 from .store import Store
 from .workflows.local import LocalRunner
 

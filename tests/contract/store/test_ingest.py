@@ -186,7 +186,7 @@ def test_a_replayed_batch_does_not_count_its_dropped_events_again(store: Store) 
 
 
 def test_oversized_values_are_stored_truncated_with_a_marker(store: Store) -> None:
-    from bench_core.runtime.config import Limits
+    from bench_core.settings import Limits
 
     big = "x" * 100_000
     events = task_events("t1", input=big)

@@ -15,7 +15,7 @@ from bench_core.domain.models import AgentRef, KeyRecord
 from bench_core.ingest.otlp import export_traces, parked
 from bench_core.ingest.otlp.logs import export_logs
 from bench_core.live.local import LocalFeed
-from bench_core.runtime.config import Settings
+from bench_core.settings import Settings
 from bench_core.store import Store
 from bench_core.workflows import NoWorkflows
 

@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 
 from ..domain.errors import BadRequest, BenchError, Forbidden
 from ..domain.models import iso, utcnow
-from ..runtime.config import Settings
+from ..settings import Settings
 from ..store import AccountStore
 
 KIND = "signin-link"

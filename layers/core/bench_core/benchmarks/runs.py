@@ -21,7 +21,7 @@ from ..domain.field_limits import cap, cut
 from ..domain.keys import may_write
 from ..domain.models import AgentRef, KeyRecord, Slug, iso, utcnow
 from ..domain.privacy import new_agent
-from ..runtime.log import logger
+from ..log import logger
 from ..runtime.ports import WithSettings, WithStore, WithWorkflows
 from . import workflow
 from .grading import JUDGE_RETRY_AFTER_S

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
-from ..runtime.log import logger
+from ..log import logger
 from ..runtime.ports import WithLLM, WithSettings, WithStore
 from ..workflows import State
 from . import aggregate

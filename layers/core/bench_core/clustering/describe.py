@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..domain.task_text import clip
 from ..evals.prompts import load_prompt
 from ..llm import LLM, LLMError
-from ..runtime.log import logger
+from ..log import logger
 
 TERMS_LABEL = "terms-v1"
 MAX_LABEL_CHARS = 120

@@ -16,7 +16,7 @@ from typing import Protocol
 from ..domain.models import EvalResult, TaskState, iso, utcnow
 from ..domain.task_text import as_text, clip
 from ..llm import LLM, Message
-from ..runtime.config import JudgeSettings, LLMSettings
+from ..settings import JudgeSettings, LLMSettings
 from .heuristic import LABEL as HEURISTIC_LABEL
 from .heuristic import heuristic_score
 from .prompts import load_prompt

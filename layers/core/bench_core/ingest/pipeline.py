@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from ..domain.keys import may_write
 from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent
 from ..domain.pricing import models_seen
-from ..runtime.log import logger
+from ..log import logger
 from ..runtime.ports import WithLive, WithSettings, WithStore, WithWorkflows
 from .wire import bounded, clean_event, parse_batch
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote
 
 from ..domain.errors import BenchError
+from ..log import logger
 from ..render.badge import badge_params, badge_reply
 from ..render.http_caching import Reply
-from ..runtime.log import logger
 
 if TYPE_CHECKING:
     from ..runtime.adapters import Services
@@ -75,7 +75,7 @@ def lambda_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         try:
             if services is None:
                 from ..runtime.adapters import Services
-                from ..runtime.config import Settings
+                from ..settings import Settings
 
                 services = Services.from_settings(Settings.from_env())
             reply = badge_answer(services.store, match["login"], match["slug"], query,

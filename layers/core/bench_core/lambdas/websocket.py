@@ -22,9 +22,9 @@ from ..accounts.secrets import SecretUnavailable
 from ..domain.live import Channel, LiveConnection, may_watch
 from ..domain.models import iso, utcnow
 from ..domain.privacy import Viewer
+from ..log import logger
 from ..runtime.adapters import Services
-from ..runtime.config import Settings
-from ..runtime.log import logger
+from ..settings import Settings
 
 CONNECTION_TTL = timedelta(hours=2)
 """API Gateway closes every WebSocket after two hours; a record outliving that is stale."""

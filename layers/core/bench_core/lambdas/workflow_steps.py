@@ -12,7 +12,7 @@ from typing import Any
 
 from ..runtime import snapstart
 from ..runtime.adapters import Services
-from ..runtime.config import Settings
+from ..settings import Settings
 from ..workflows import State
 
 Step = Callable[[Services, State], State]

@@ -21,8 +21,8 @@ from ..accounts.live_grants import still_granted
 from ..domain.live import LiveConnection, may_watch
 from ..domain.models import Agent, AgentRef, iso, utcnow
 from ..domain.privacy import Viewer
+from ..log import logger
 from ..reads.live_events import Delivery
-from ..runtime.log import logger
 
 if TYPE_CHECKING:
     from ..store import Store

@@ -14,7 +14,7 @@ from ..domain.errors import Invalid, NotFound, PayloadTooLarge
 from ..domain.field_limits import dumps
 from ..domain.models import Agent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, shows_invocation_url, visible_agent
-from ..runtime.config import ReuseSettings
+from ..settings import ReuseSettings
 from ..store import ReuseStore
 from . import call_signature, outbound
 from .models import CapabilityCard, PublishedCapability

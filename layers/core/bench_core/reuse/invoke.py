@@ -34,8 +34,8 @@ from ..domain.models import (
 )
 from ..domain.privacy import Viewer, visible_agent
 from ..ingest.pipeline import IngestPorts, Later, accept
+from ..log import logger
 from ..runtime import lambda_instrumentation
-from ..runtime.log import logger
 from . import call_signature as signing
 from . import grants, outbound
 from .models import InvokeRequest, UsageRecord

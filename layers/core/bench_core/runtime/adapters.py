@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..domain.models import AgentRef
+from ..settings import LLMSettings, Settings
 from ..store import Store
-from .config import LLMSettings, Settings
 
 if TYPE_CHECKING:
     from ..accounts.secrets import Secrets

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from ..evals.judge import Judge
     from ..live import LiveFeed
     from ..llm import LLM
+    from ..settings import Settings
     from ..store import Store
     from ..workflows import Workflows
-    from .config import Settings
 
 
 class WithStore(Protocol):

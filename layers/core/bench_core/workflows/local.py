@@ -25,7 +25,7 @@ from ..clustering import workflow as cluster
 from ..domain.models import AgentRef, iso, utcnow
 from ..evals.workflow import EvalPorts, run_eval, start_state
 from ..llm import Backoff, LLMUnavailable
-from ..runtime.log import logger
+from ..log import logger
 from . import parse_agent
 
 Job = tuple[str, str, str]

@@ -20,7 +20,7 @@ from typing import Any
 from ..benchmarks.workflow import start_state as benchmark_start
 from ..domain.models import AgentRef, iso, utcnow
 from ..evals.workflow import start_state
-from ..runtime.log import logger
+from ..log import logger
 from ..store import Store
 
 START_WORKERS = 8

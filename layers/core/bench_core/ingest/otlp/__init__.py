@@ -23,7 +23,7 @@ from ...domain.errors import BadRequest, BenchError, PayloadTooLarge, TooManyAge
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
 from ...domain.pricing import evidence_problems
-from ...runtime.config import Limits
+from ...settings import Limits
 from ..pipeline import IngestPorts, Later, accept
 from . import parked
 from .decode import DecodeError, decode

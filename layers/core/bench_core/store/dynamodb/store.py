@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...domain.ranking import Qualification
-from ...runtime.config import Limits
+from ...settings import Limits
 from .accounts import DynamoAccounts
 from .agents import DynamoAgents
 from .benchmarks import DynamoBenchmarks

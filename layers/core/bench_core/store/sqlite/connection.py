@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ...data_dir import private_directory
 from ...domain.ranking import Qualification
-from ...runtime.config import Limits
-from ...runtime.data_dir import private_directory
+from ...settings import Limits
 
 
 def _private_files(path: Path) -> None:

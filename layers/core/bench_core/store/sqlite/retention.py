@@ -20,7 +20,7 @@ import sqlite3
 from datetime import datetime, timedelta
 
 from ...domain.models import iso
-from ...runtime.config import Limits
+from ...settings import Limits
 from .connection import Concern
 
 RETENTION_SCHEMA = """

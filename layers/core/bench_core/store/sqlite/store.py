@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from ...domain.ranking import Qualification
-from ...runtime.config import Limits
+from ...settings import Limits
 from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
 from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_rank
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
