@@ -3,7 +3,7 @@ hash, runs round-trip with their attempts, a run id is stored once, rankings are
 
 from __future__ import annotations
 
-from bench_core.benchmarks.records import Attempt, RunRecord
+from bench_core.domain.benchmark_records import Attempt, RunRecord
 from bench_core.domain.models import AgentRef
 from bench_core.store import Store
 

@@ -16,10 +16,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from bench_core.benchmarks.records import Attempt, RunRecord
+from bench_core.domain.benchmark_records import Attempt, RunRecord
 from bench_core.domain.keys import hash_key, new_key
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, EvalResult, iso
-from bench_core.reuse.models import InvocationGrant, UsageRecord
+from bench_core.domain.reuse_records import InvocationGrant, UsageRecord
 from bench_core.store import Store
 from bench_core.store.dynamodb.store import DynamoStore
 from bench_core.store.sqlite.store import SqliteStore

@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from bench_core.domain.models import AgentRef
-from bench_core.reuse.models import InvocationGrant, QuotaWindow, UsageRecord
+from bench_core.domain.reuse_records import InvocationGrant, QuotaWindow, UsageRecord
 from bench_core.store import Store
 
 REF = AgentRef("owner", "helper")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..domain.benchmark_records import LABEL, Attempt, RunRecord
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
 from ..domain.privacy import HIDDEN, Sight, Viewer, listed, visible_agent
 from ..store import Store
-from .records import LABEL, Attempt, RunRecord
 from .suites import Suite, load_suite, packaged_suites
 
 AGENT_RUNS = 20

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from ..domain.benchmark_records import Attempt, AttemptStatus, RunRecord
 from ..domain.errors import BenchError, Conflict, Invalid
 from ..domain.field_limits import cap, cut
 from ..domain.keys import may_write
@@ -25,7 +26,6 @@ from ..log import logger
 from ..runtime.ports import WithSettings, WithStore, WithWorkflows
 from . import workflow
 from .grading import JUDGE_RETRY_AFTER_S
-from .records import Attempt, AttemptStatus, RunRecord
 from .suites import Suite, load_suite, value_hash
 
 

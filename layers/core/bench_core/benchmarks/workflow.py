@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
+from ..domain.benchmark_records import Attempt, RunRecord
 from ..log import logger
 from ..runtime.ports import WithLLM, WithSettings, WithStore
 from ..workflows import State
 from . import aggregate
 from .grading import PARALLEL, Grade, Grader, grade_all, grader_for
-from .records import Attempt, RunRecord
 from .suites import Case, Suite, load_suite
 
 DONE = "done"

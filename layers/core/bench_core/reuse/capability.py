@@ -14,10 +14,11 @@ from ..domain.errors import Invalid, NotFound, PayloadTooLarge
 from ..domain.field_limits import dumps
 from ..domain.models import Agent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, shows_invocation_url, visible_agent
+from ..domain.reuse_records import PublishedCapability
 from ..settings import ReuseSettings
 from ..store import ReuseStore
 from . import call_signature, outbound
-from .models import CapabilityCard, PublishedCapability
+from .models import CapabilityCard
 
 SECRET_FIELD = "invocation_secret"
 MAX_CARD_BYTES = 64 * 1024

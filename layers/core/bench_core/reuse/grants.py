@@ -12,8 +12,9 @@ from datetime import datetime, timedelta
 
 from ..domain.errors import Forbidden, TooManyRequests
 from ..domain.models import Agent, AgentRef, KeyRecord, iso
+from ..domain.reuse_records import EVERYONE, InvocationGrant, QuotaWindow, UsageRecord
 from ..store import Store
-from .models import EVERYONE, GrantRequest, InvocationGrant, QuotaWindow, UsageRecord
+from .models import GrantRequest
 
 
 def new_grant(agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:

@@ -33,12 +33,13 @@ from ..domain.models import (
     utcnow,
 )
 from ..domain.privacy import Viewer, visible_agent
+from ..domain.reuse_records import UsageRecord
 from ..ingest.pipeline import IngestPorts, Later, accept
 from ..log import logger
 from ..runtime import lambda_instrumentation
 from . import call_signature as signing
 from . import grants, outbound
-from .models import InvokeRequest, UsageRecord
+from .models import InvokeRequest
 
 TASK_NAME = "invoked"
 ERROR_PREVIEW = 500

@@ -32,9 +32,9 @@ from ..domain.models import (
 from ..domain.runs import RunFilter
 
 if TYPE_CHECKING:
-    from ..benchmarks.records import RunRecord
+    from ..domain.benchmark_records import RunRecord
     from ..domain.live import LiveConnection
-    from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
+    from ..domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class AccountStore(Protocol):
 
 
 class EvalStore(Protocol):
-    """Eval results and judge spend (rules in bench_core.evals.records), failure clusters
+    """Eval results and judge spend (rules in bench_core.domain.eval_records), failure clusters
     (bench_core.clustering)."""
 
     def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
@@ -186,7 +186,7 @@ class EvalStore(Protocol):
 
     # failure clusters
     def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
-        """The agent's failed and low-scored runs (`evals.LOW_SCORE`), newest first."""
+        """The agent's failed and low-scored runs (`domain.eval_records.LOW_SCORE`), newest first."""
         ...
     def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
         """Store the agent's insights; the agent stops being due unless a failure was recorded
