@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bench_core.store import Store
+from bench_core.ports.store import Store
 from bench_core.store.sqlite.store import SqliteStore
 
 

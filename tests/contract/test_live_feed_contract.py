@@ -19,10 +19,10 @@ import boto3
 import pytest
 from bench_core.domain.live import Channel, LiveConnection
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
-from bench_core.live import LiveFeed
 from bench_core.live.apigw import ApiGatewayFeed
 from bench_core.live.local import POLICY_VIOLATION, LocalFeed, Subscriber
-from bench_core.store import Store
+from bench_core.ports.live import LiveFeed
+from bench_core.ports.store import Store
 from bench_core.store.sqlite.store import SqliteStore
 
 from tests.factories import clean, task_events

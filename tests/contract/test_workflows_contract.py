@@ -19,9 +19,9 @@ import pytest
 from bench_core.clustering import workflow as cluster_wf
 from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.evals import workflow as eval_wf
+from bench_core.ports.workflows import Workflows
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
-from bench_core.workflows import Workflows
 from bench_core.workflows.local import LocalRunner
 from bench_core.workflows.stepfunctions import StepFunctionsStarter
 

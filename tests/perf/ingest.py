@@ -50,7 +50,7 @@ from bench_core.ingest.wire import clean_event, parse_batch
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Limits, Settings
 from bench_core.store.sqlite.store import SqliteStore
-from bench_core.workflows import NoWorkflows
+from bench_core.workflows.none import NoWorkflows
 
 SLUG = "bench-agent"
 BATCH = 50

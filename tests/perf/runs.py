@@ -63,12 +63,12 @@ from bench_core.domain.privacy import ANONYMOUS, HIDDEN, Viewer  # noqa: E402
 from bench_core.http.pages import profile_context  # noqa: E402
 from bench_core.http.runs import run_json_body  # noqa: E402
 from bench_core.http.templating import render  # noqa: E402
+from bench_core.ports.store import Store
 from bench_core.reads import runs as reads  # noqa: E402
 from bench_core.reads.agents import profile_page  # noqa: E402
 from bench_core.runtime import collector  # noqa: E402
 from bench_core.runtime.adapters import Services  # noqa: E402
 from bench_core.settings import Settings  # noqa: E402
-from bench_core.store import Store  # noqa: E402
 from bench_core.store.dynamodb.store import DynamoStore  # noqa: E402
 from bench_core.store.sqlite.store import SqliteStore  # noqa: E402
 from replay import Tape  # noqa: E402

@@ -17,7 +17,7 @@ from bench_core.clustering.describe import TERMS_LABEL
 from bench_core.clustering.kmeans import group
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.privacy import HIDDEN, Viewer, insights_view
-from bench_core.llm import Completion, LLMUnavailable
+from bench_core.ports.llm import Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
 

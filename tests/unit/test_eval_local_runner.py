@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
-from bench_core.llm import Backoff, Completion, LLMUnavailable
+from bench_core.ports.llm import Backoff, Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
 from bench_core.workflows.local import JUDGE_SHARE_UNDER_LOAD, LocalRunner, pause_after

@@ -12,7 +12,7 @@ from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.domain.privacy import HIDDEN, Viewer, task_view
 from bench_core.evals import workflow
 from bench_core.ingest.pipeline import queue_evals
-from bench_core.llm import Completion, LLMUnavailable
+from bench_core.ports.llm import Completion, LLMUnavailable
 from bench_core.reads.agents import agent_summary
 from bench_core.runtime.adapters import Services
 from bench_core.settings import JudgeSettings, Settings

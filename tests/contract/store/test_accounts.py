@@ -10,7 +10,7 @@ from dataclasses import replace
 from bench_core.domain.keys import new_key
 from bench_core.domain.live import LiveConnection
 from bench_core.domain.models import iso, utcnow
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.factories import ts
 

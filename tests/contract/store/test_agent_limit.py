@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bench_core.domain.errors import TooManyAgents
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
-from bench_core.store import Store
+from bench_core.ports.store import Store
 from bench_core.store.sqlite.store import SqliteStore
 
 from tests.factories import clean, ev, task_events

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 from bench_core.domain.models import Agent, AgentMeta, AgentRef
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.factories import clean, ev, task_events
 

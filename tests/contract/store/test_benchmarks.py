@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench_core.domain.benchmark_records import Attempt, RunRecord
 from bench_core.domain.models import AgentRef
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 SUITE = "demo-v1"
 

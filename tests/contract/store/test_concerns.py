@@ -8,7 +8,8 @@ import inspect
 import re
 from pathlib import Path
 
-import bench_core.store as port
+import bench_core.ports.store as port
+import bench_core.store as adapters
 import pytest
 
 CONCERNS: dict[str, type] = {
@@ -19,7 +20,7 @@ CONCERNS: dict[str, type] = {
 """Each concern's name (its file in `store/sqlite/`, `store/dynamodb/` and here) and protocol."""
 
 SUITES = Path(__file__).parent
-PORT = Path(port.__file__).parent
+ADAPTERS = Path(adapters.__file__).parent
 
 
 def methods(protocol: type) -> list[str]:
@@ -55,7 +56,7 @@ def test_every_adapter_implements_the_concern_as_declared(store: port.Store, con
 def test_both_adapters_hold_one_file_per_concern_and_their_shared_helpers() -> None:
     helpers = {"sqlite": {"connection"}, "dynamodb": {"client", "codec", "table", "wire"}}
     for adapter, shared in helpers.items():
-        modules = {p.stem for p in (PORT / adapter).glob("*.py")} - {"__init__", "store"}
+        modules = {p.stem for p in (ADAPTERS / adapter).glob("*.py")} - {"__init__", "store"}
         assert modules - shared == set(CONCERNS), adapter
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.factories import clean, day_old, task_events
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from bench_core.domain.field_limits import TRUNCATED, dumps
 from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.ports.store import Store
 from bench_core.settings import Limits
-from bench_core.store import Store
 
 from tests.factories import clean, ev
 

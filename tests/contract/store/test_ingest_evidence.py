@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from bench_core.domain.models import AgentMeta, AgentRef
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.concurrency import in_parallel
 from tests.factories import clean, ev, task_events

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from bench_core.domain.models import AgentMeta, AgentRef, RunRef
-from bench_core.store import Store
+from bench_core.ports.store import Store
 from bench_core.store.sqlite.agents import LATEST_RUNS_SCHEMA
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
 from bench_core.domain.ranking import MIN_RUNS, SORTS, Qualification
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.factories import clean, day_old, task_events, ts
 

@@ -15,9 +15,9 @@ from bench_core.domain.models import AgentRef, KeyRecord
 from bench_core.ingest.otlp import export_traces, parked
 from bench_core.ingest.otlp.logs import export_logs
 from bench_core.live.local import LocalFeed
+from bench_core.ports.store import Store
 from bench_core.settings import Settings
-from bench_core.store import Store
-from bench_core.workflows import NoWorkflows
+from bench_core.workflows.none import NoWorkflows
 
 TRACE, SPAN = uuid.uuid4().hex, uuid.uuid4().hex[:16]
 TASK = f"{TRACE}-{SPAN}"

@@ -20,7 +20,7 @@ from bench_core.domain.benchmark_records import Attempt, RunRecord
 from bench_core.domain.keys import hash_key, new_key
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, EvalResult, iso
 from bench_core.domain.reuse_records import InvocationGrant, UsageRecord
-from bench_core.store import Store
+from bench_core.ports.store import Store
 from bench_core.store.dynamodb.store import DynamoStore
 from bench_core.store.sqlite.store import SqliteStore
 from bench_core.trial import sandbox

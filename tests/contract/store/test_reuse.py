@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from bench_core.domain.models import AgentRef
 from bench_core.domain.reuse_records import InvocationGrant, QuotaWindow, UsageRecord
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 REF = AgentRef("owner", "helper")
 CARD = {"capability": {"schema_version": "1", "description": "Answers questions", "skills": []},

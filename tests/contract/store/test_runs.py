@@ -16,10 +16,10 @@ from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef, TaskStat
 from bench_core.domain.privacy import ANONYMOUS
 from bench_core.domain.runs import RunFilter, span_key
 from bench_core.http.runs import run_json_body
+from bench_core.ports.store import RunCounts, RunHead, Store
 from bench_core.reads import runs as reads
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
-from bench_core.store import RunCounts, RunHead, Store
 from bench_core.store.dynamodb import codec
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 

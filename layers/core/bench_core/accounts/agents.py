@@ -10,7 +10,7 @@ from ..domain.errors import NotFound
 from ..domain.keys import new_key
 from ..domain.models import Agent, AgentRef, KeyRecord
 from ..domain.privacy import Viewer, owner_only
-from ..store import Store
+from ..ports.store import Store
 
 NOT_YOURS = "you have no agent of that name"
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 from ..domain.errors import NotFound, Unauthorized
 from ..domain.keys import hash_key, looks_like_key, new_key, verify
 from ..domain.models import KeyRecord, iso, utcnow
-from ..store import Store
+from ..ports.store import Store
 
 TOUCH_EVERY = timedelta(minutes=1)
 

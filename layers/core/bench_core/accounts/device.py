@@ -20,7 +20,7 @@ from typing import Any
 
 from ..domain.errors import TooManyRequests
 from ..domain.models import iso, utcnow
-from ..store import Store
+from ..ports.store import Store
 from . import api_keys
 
 DEVICE = "device"

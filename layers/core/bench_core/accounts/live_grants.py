@@ -15,8 +15,8 @@ from ..domain.models import Agent, KeyRecord, iso, utcnow
 from . import sessions
 
 if TYPE_CHECKING:
-    from ..live import LiveFeed
-    from ..store import Store
+    from ..ports.live import LiveFeed
+    from ..ports.store import Store
 
 SESSION = "session:"
 KEY = "key:"

@@ -4,7 +4,7 @@ account of that id, which keeps it through renames elsewhere)."""
 from __future__ import annotations
 
 from ..domain.models import iso, utcnow
-from ..store import Store
+from ..ports.store import Store
 
 
 def claim(store: Store, login: str, github_id: int | None) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..domain.models import iso, utcnow
-from ..store import Store
+from ..ports.store import Store
 from . import signed_tokens as signing
 
 COOKIE = "bench_session"

@@ -26,8 +26,8 @@ from urllib.parse import urlencode
 
 from ..domain.errors import BadRequest, BenchError, Forbidden
 from ..domain.models import iso, utcnow
+from ..ports.store import AccountStore
 from ..settings import Settings
-from ..store import AccountStore
 
 KIND = "signin-link"
 PATH = "/signin/local"

@@ -14,7 +14,7 @@ from ..domain.benchmark_records import LABEL, Attempt, RunRecord
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
 from ..domain.privacy import HIDDEN, Sight, Viewer, listed, visible_agent
-from ..store import Store
+from ..ports.store import Store
 from .suites import Suite, load_suite, packaged_suites
 
 AGENT_RUNS = 20

@@ -23,7 +23,7 @@ from ..domain.keys import may_write
 from ..domain.models import AgentRef, KeyRecord, Slug, iso, utcnow
 from ..domain.privacy import new_agent
 from ..log import logger
-from ..runtime.ports import WithSettings, WithStore, WithWorkflows
+from ..ports.services import WithSettings, WithStore, WithWorkflows
 from . import workflow
 from .grading import JUDGE_RETRY_AFTER_S
 from .suites import Suite, load_suite, value_hash

@@ -21,8 +21,8 @@ from typing import Any, Protocol, cast
 
 from ..domain.benchmark_records import Attempt, RunRecord
 from ..log import logger
-from ..runtime.ports import WithLLM, WithSettings, WithStore
-from ..workflows import State
+from ..ports.services import WithLLM, WithSettings, WithStore
+from ..ports.workflows import State
 from . import aggregate
 from .grading import PARALLEL, Grade, Grader, grade_all, grader_for
 from .suites import Case, Suite, load_suite

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from ..domain.models import AgentRef, TaskState, iso, utcnow
 from ..domain.task_text import as_text
-from ..runtime.ports import WithEmbedder, WithLLM, WithSettings, WithStore, WithWorkflows
-from ..workflows import State, Workflows, parse_agent
+from ..ports.services import WithEmbedder, WithLLM, WithSettings, WithStore, WithWorkflows
+from ..ports.workflows import State, Workflows, parse_agent
 from .describe import describe, top_terms, words
 
 MAX_TASKS = 1000

@@ -24,8 +24,8 @@ from typing import Protocol
 
 from ..domain.models import EvalResult, iso, utcnow
 from ..domain.task_text import is_empty
-from ..runtime.ports import WithJudge, WithSettings, WithStore
-from ..workflows import State, parse_agent
+from ..ports.services import WithJudge, WithSettings, WithStore
+from ..ports.workflows import State, parse_agent
 from .budget import skip_reason
 
 DONE = "done"

@@ -20,7 +20,7 @@ from ..domain.keys import may_write
 from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent
 from ..domain.pricing import models_seen
 from ..log import logger
-from ..runtime.ports import WithLive, WithSettings, WithStore, WithWorkflows
+from ..ports.services import WithLive, WithSettings, WithStore, WithWorkflows
 from .wire import bounded, clean_event, parse_batch
 
 Later = Callable[..., Any]

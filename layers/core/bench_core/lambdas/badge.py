@@ -25,8 +25,8 @@ from ..render.badge import badge_params, badge_reply
 from ..render.http_caching import Reply
 
 if TYPE_CHECKING:
+    from ..ports.store import Store
     from ..runtime.adapters import Services
-    from ..store import Store
 
 PATH = "/badge/{login}/{slug}.svg"
 ROUTES = (("GET", PATH), ("HEAD", PATH))

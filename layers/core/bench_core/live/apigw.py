@@ -25,7 +25,7 @@ from ..log import logger
 from ..reads.live_events import Delivery
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..ports.store import Store
 
 MAX_PARALLEL_POSTS = 16
 """Connections posted to at once: one agent's watchers are reached in about one round trip."""

@@ -22,7 +22,7 @@ from ..log import logger
 from ..reads.live_events import Delivery
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..ports.store import Store
 
 MAX_BACKLOG = 256
 """Messages a watcher may have waiting before it is cut off as too slow."""

@@ -17,9 +17,9 @@ from ..domain import ranking as leaderboard
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
 from ..domain.privacy import ANONYMOUS, listed
+from ..ports.store import Store
 from ..reads import agents as views
 from ..reuse.capability import public_capability
-from ..store import Store
 
 OwnerTelemetryLabel = Literal["owner telemetry"]
 BenchmarkEvidenceLabel = Literal["benchmark evidence"]

@@ -12,7 +12,7 @@ from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef, RunRef
 from ..domain.pricing import headline_cost
 from ..domain.privacy import ANONYMOUS, Viewer, insights_view, listed, task_view, visible_agent
-from ..store import Store
+from ..ports.store import Store
 
 RECENT_TASKS = 10
 

@@ -9,7 +9,7 @@ from ..accounts.agents import own_agent
 from ..accounts.api_keys import keys_of
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
-from ..store import Store
+from ..ports.store import Store
 from .agents import agent_summary
 from .live_events import headline, summary
 

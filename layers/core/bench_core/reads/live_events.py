@@ -18,8 +18,8 @@ from ..domain.field_limits import dumps
 from ..domain.live import Channel
 from ..domain.models import Agent, WireEvent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, event_view, visible_agent
+from ..ports.store import Store
 from ..render import formatting as fmt
-from ..store import Store
 
 MAX_MESSAGE_BYTES = 96 * 1024
 """Below API Gateway's 128 KB per message, leaving room for framing."""

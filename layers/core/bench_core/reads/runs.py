@@ -41,8 +41,8 @@ from ..domain.runs import (
     subtree,
     walk,
 )
+from ..ports.store import RunCounts, Store, decode_cursor, encode_cursor
 from ..render import timeline
-from ..store import RunCounts, Store, decode_cursor, encode_cursor
 from .agents import agent_summary, visible
 
 SPANS_PAGE = 1000

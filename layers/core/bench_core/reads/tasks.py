@@ -7,7 +7,7 @@ from typing import Any
 from ..domain.errors import BadRequest, NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer, event_view, task_view
-from ..store import Store
+from ..ports.store import Store
 from .agents import visible
 
 TASK_STATUSES = ("running", "success", "failed")

@@ -15,8 +15,8 @@ from ..domain.field_limits import dumps
 from ..domain.models import Agent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, shows_invocation_url, visible_agent
 from ..domain.reuse_records import PublishedCapability
+from ..ports.store import ReuseStore
 from ..settings import ReuseSettings
-from ..store import ReuseStore
 from . import call_signature, outbound
 from .models import CapabilityCard
 

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from ..domain.errors import Forbidden, TooManyRequests
 from ..domain.models import Agent, AgentRef, KeyRecord, iso
 from ..domain.reuse_records import EVERYONE, InvocationGrant, QuotaWindow, UsageRecord
-from ..store import Store
+from ..ports.store import Store
 from .models import GrantRequest
 
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..domain.models import AgentRef
+from ..ports.store import Store
 from ..settings import LLMSettings, Settings
-from ..store import Store
 
 if TYPE_CHECKING:
     from ..accounts.secrets import Secrets
-    from ..embed import Embedder
-    from ..evals.judge import Judge
-    from ..live import LiveFeed
-    from ..llm import LLM
-    from ..workflows import Workflows
+    from ..ports.embed import Embedder
+    from ..ports.judge import Judge
+    from ..ports.live import LiveFeed
+    from ..ports.llm import LLM
+    from ..ports.workflows import Workflows
 
 
 @dataclass
@@ -131,8 +131,8 @@ def open_llm(settings: LLMSettings) -> LLM | None:
         return OpenAICompatLLM(settings.url, settings.model or "llama3.3", api_key=settings.api_key,
                                timeout_s=settings.timeout_s)
     if settings.provider == "bedrock":
-        from ..llm import Backoff
         from ..llm.bedrock import BedrockLLM
+        from ..ports.llm import Backoff
 
         return BedrockLLM(settings.bedrock_model, timeout_s=settings.timeout_s,
                           backoff=Backoff(attempts=settings.attempts, cap_s=settings.backoff_cap_s))
@@ -166,6 +166,6 @@ def open_workflows(services: Services) -> Workflows:
         from ..workflows.local import LocalRunner
 
         return LocalRunner(services)
-    from ..workflows.base import NoWorkflows
+    from ..workflows.none import NoWorkflows
 
     return NoWorkflows()

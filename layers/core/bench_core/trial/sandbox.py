@@ -20,7 +20,7 @@ from typing import Any
 from ..domain.keys import new_key
 from ..domain.models import KeyRecord, iso, utcnow
 from ..domain.privacy import new_agent
-from ..store import Store
+from ..ports.store import Store
 
 LOGIN_PREFIX = "try--"
 SLUG = "demo-agent"

@@ -24,9 +24,9 @@ from ..benchmarks import workflow as benchmark
 from ..clustering import workflow as cluster
 from ..domain.models import AgentRef, iso, utcnow
 from ..evals.workflow import EvalPorts, run_eval, start_state
-from ..llm import Backoff, LLMUnavailable
 from ..log import logger
-from . import parse_agent
+from ..ports.llm import Backoff, LLMUnavailable
+from ..ports.workflows import parse_agent
 
 Job = tuple[str, str, str]
 """("eval", "login/slug", task_id), ("cluster", "login/slug", "") or ("benchmark", run_id, "")."""

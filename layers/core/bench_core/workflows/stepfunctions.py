@@ -21,7 +21,7 @@ from ..benchmarks.workflow import start_state as benchmark_start
 from ..domain.models import AgentRef, iso, utcnow
 from ..evals.workflow import start_state
 from ..log import logger
-from ..store import Store
+from ..ports.store import Store
 
 START_WORKERS = 8
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ...domain.models import AgentRef, CleanEvent, iso, utcnow
-from ...store import Store
+from ...ports.store import Store
 
 PARKED = "otlp-parked"
 MARKER = "otlp-parked-agent"

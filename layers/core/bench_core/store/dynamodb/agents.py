@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 
 from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, iso, utcnow
-from .. import SETTABLE
+from ...ports.store import SETTABLE
 from . import codec
 from .client import ConditionFailed, Table, cancellation_reasons, code
 from .codec import META, AgentKeys, Update, to_item, ttl

@@ -14,7 +14,7 @@ from ...domain import stats
 from ...domain.errors import TooManyAgents
 from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef, iso, utcnow
 from ...domain.ranking import SORTS, Qualification, rank_values, search_text
-from .. import SETTABLE
+from ...ports.store import SETTABLE
 from .connection import Concern
 
 AGENTS_SCHEMA = """

@@ -28,7 +28,7 @@ from ...domain.models import (
 )
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
-from .. import decode_cursor, encode_cursor
+from ...ports.store import decode_cursor, encode_cursor
 from .agents import admit_agent, find_agent_id, load_json, refresh_rank
 from .connection import Concern
 

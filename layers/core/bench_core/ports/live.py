@@ -1,13 +1,13 @@
 """The LiveFeed port: newly ingested events pushed to open dashboards, with no polling (SPEC 4).
 
-- `local.LocalFeed`: in-process pub/sub behind the local server's WebSocket endpoint
+- `live/local.py` `LocalFeed`: in-process pub/sub behind the local server's WebSocket endpoint
   `/live/{login}/{slug}`; costs nothing while nobody watches.
-- `apigw.ApiGatewayFeed`: API Gateway WebSocket connections recorded in the store (with a TTL),
+- `live/apigw.py` `ApiGatewayFeed`: API Gateway WebSocket connections recorded in the store (with a TTL),
   pushed to with `post_to_connection`; gone connections are removed as they are found.
 
 A connection watches a `Channel`: one agent, or every agent of one owner (the dashboard's list).
 Who may watch what is decided by `may_watch`, through the privacy gate; what each watcher is
-sent is built once per batch and audience by `messages.Delivery`.
+sent is built once per batch and audience by `reads.live_events.Delivery`.
 """
 
 from __future__ import annotations

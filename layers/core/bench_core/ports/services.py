@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ..embed import Embedder
-    from ..evals.judge import Judge
-    from ..live import LiveFeed
-    from ..llm import LLM
     from ..settings import Settings
-    from ..store import Store
-    from ..workflows import Workflows
+    from .embed import Embedder
+    from .judge import Judge
+    from .live import LiveFeed
+    from .llm import LLM
+    from .store import Store
+    from .workflows import Workflows
 
 
 class WithStore(Protocol):

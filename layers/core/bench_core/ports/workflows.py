@@ -1,21 +1,18 @@
-"""The workflows port: starting evals, cluster runs and benchmark grading, in this process or
+"""The Workflows port: starting evals, cluster runs and benchmark grading, in this process or
 as Step Functions.
 
 The work itself is plain step functions (`evals/workflow.py`, `clustering/workflow.py`,
 `benchmarks/workflow.py`), each taking and returning a JSON-able state, so the local runner
-(`local.py`) and the Lambdas behind the state machines (`functions/eval`, `functions/cluster`,
+(`workflows/local.py`) and the Lambdas behind the state machines (`functions/eval`, `functions/cluster`,
 `functions/benchmark`) run the very same code. Starting work never waits for it: ingest hands
 finished runs to `start_evals` and returns; a submitted benchmark run is answered 202.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..domain.models import AgentRef
-
-if TYPE_CHECKING:
-    pass
 
 State = dict[str, Any]
 """What a step takes and returns: JSON-able, as Step Functions passes it between states."""
@@ -43,18 +40,3 @@ def parse_agent(path: Any) -> AgentRef:
     if not (login and sep and slug) or "/" in slug:
         raise ValueError(f"not an agent path: {path!r}")
     return AgentRef(login, slug)
-
-
-class NoWorkflows:
-    """Shared storage without state machines (a DynamoDB store used from a laptop): this
-    process must not judge in the background, and the sweep of a real deployment will."""
-
-    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
-        return None
-
-    def start_clusters(self, refs: list[AgentRef]) -> None:
-        return None
-
-    def start_benchmark(self, run_id: str) -> None:
-        raise RuntimeError("no workflows here to grade benchmark runs: submit them to the "
-                           "deployment's API")
