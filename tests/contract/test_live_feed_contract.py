@@ -23,6 +23,7 @@ from bench_core.live.apigw import ApiGatewayFeed
 from bench_core.live.local import POLICY_VIOLATION, LocalFeed, Subscriber
 from bench_core.ports.live import LiveFeed
 from bench_core.ports.store import Store
+from bench_core.reads.live_events import LiveRules
 from bench_core.store.sqlite.store import SqliteStore
 
 from tests.factories import clean, task_events
@@ -48,7 +49,7 @@ class Feed:
 class Local(Feed):
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.feed = self.local = LocalFeed(store)
+        self.feed = self.local = LocalFeed(store, LiveRules(store))
 
     def watch(self, channel: str, viewer: str | None) -> Subscriber:
         return self.local.subscribe(Channel.parse(channel), viewer)
@@ -78,7 +79,7 @@ class ApiGateway(Feed):
         events.register("provide-client-params.apigatewaymanagementapi.*", self._remember)
         events.register("after-call.apigatewaymanagementapi.PostToConnection", self._posted)
         events.register("after-call.apigatewaymanagementapi.DeleteConnection", self._deleted)
-        self.feed = ApiGatewayFeed(self.store, ENDPOINT, client=client)
+        self.feed = ApiGatewayFeed(self.store, ENDPOINT, LiveRules(self.store), client=client)
 
     @staticmethod
     def _remember(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:

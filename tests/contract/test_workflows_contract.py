@@ -21,6 +21,7 @@ from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.evals import workflow as eval_wf
 from bench_core.ports.workflows import Workflows
 from bench_core.runtime.adapters import Services
+from bench_core.runtime.jobs import LocalJobs
 from bench_core.settings import Settings
 from bench_core.workflows.local import LocalRunner
 from bench_core.workflows.stepfunctions import StepFunctionsStarter
@@ -54,9 +55,9 @@ class WorkersOnly(LocalRunner):
 
 
 def local_harness(services: Services) -> Iterator[Harness]:
-    runner = WorkersOnly(services, workers=1)
+    runner = WorkersOnly(LocalJobs(services), workers=1)
     services.provide(workflows=runner)
-    full = LocalRunner(services, workers=1, max_queue=1)  # never started: its queue stays full
+    full = LocalRunner(LocalJobs(services), workers=1, max_queue=1)  # never started: its queue stays full
     full.start_clusters([AgentRef("someone", "else")])
     runner.start()
     try:

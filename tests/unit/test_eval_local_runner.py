@@ -14,6 +14,7 @@ import pytest
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
 from bench_core.ports.llm import Backoff, Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
+from bench_core.runtime.jobs import LocalJobs
 from bench_core.settings import Settings
 from bench_core.workflows.local import JUDGE_SHARE_UNDER_LOAD, LocalRunner, pause_after
 
@@ -52,7 +53,7 @@ def judged(services: Services, *task_ids: str) -> bool:
 
 def test_runs_finished_while_the_server_was_down_are_judged_at_start(services: Services) -> None:
     ingest(services, "t1", "t2")
-    runner = LocalRunner(services, workers=2)
+    runner = LocalRunner(LocalJobs(services), workers=2)
     runner.start()
     try:
         wait_until(lambda: judged(services, "t1", "t2"))
@@ -62,7 +63,7 @@ def test_runs_finished_while_the_server_was_down_are_judged_at_start(services: S
 
 
 def test_handed_off_runs_are_judged_and_stop_is_prompt(services: Services) -> None:
-    runner = LocalRunner(services, workers=1)
+    runner = LocalRunner(LocalJobs(services), workers=1)
     runner.start()
     try:
         ingest(services, "t1")
@@ -84,7 +85,7 @@ def test_while_ingest_is_busy_the_workers_keep_to_their_share_of_the_cpu(workers
 
 def test_runs_are_still_judged_while_batches_keep_arriving(services: Services) -> None:
     """The pause under load slows the judge; it never stops it."""
-    runner = LocalRunner(services, workers=1)
+    runner = LocalRunner(LocalJobs(services), workers=1)
     runner.start()
     tasks = [f"t{i}" for i in range(20)]
     try:
@@ -99,7 +100,7 @@ def test_runs_are_still_judged_while_batches_keep_arriving(services: Services) -
 
 def test_duplicates_collapse_and_a_full_queue_leaves_work_to_the_sweep(services: Services) -> None:
     ingest(services, "t1", "t2")
-    runner = LocalRunner(services, workers=1, max_queue=1)
+    runner = LocalRunner(LocalJobs(services), workers=1, max_queue=1)
     runner.start_evals(REF, ["t1", "t1", "t2"])  # not started: t1 queued once, t2 dropped
     assert runner._queue.qsize() == 1
     runner.start()
@@ -126,7 +127,7 @@ def test_a_full_queue_warns_at_most_once_a_minute_not_once_per_job(services: Ser
     recorder = Recorder()
     logging.getLogger("bench").addHandler(recorder)  # the Powertools logger's own logger
     try:
-        runner = LocalRunner(services, workers=1, max_queue=1)
+        runner = LocalRunner(LocalJobs(services), workers=1, max_queue=1)
         runner.start_evals(REF, ["t1", "t2", "t3", "t4"])
         assert sum("work queue full" in m for m in recorder.messages) == 1
         assert runner._queue.get_nowait() == ("eval", REF.path, "t1")  # room again
@@ -155,7 +156,7 @@ def test_an_unavailable_judge_is_retried_then_the_task_waits_for_the_next_round(
     llm = FlakyLLM()
     services.provide(llm=llm)
     ingest(services, "t1")
-    runner = LocalRunner(services, workers=1, retry=Backoff(attempts=3, sleep=lambda s: None))
+    runner = LocalRunner(LocalJobs(services), workers=1, retry=Backoff(attempts=3, sleep=lambda s: None))
     runner.start()
     try:
         wait_until(lambda: llm.calls == 3 and not runner._queued)
@@ -175,7 +176,7 @@ def test_the_scheduled_round_purges_what_has_expired(services: Services) -> None
     services.store.spared_events = 1
     old = [{**e, "ts": iso(utcnow() - timedelta(days=60))} for e in task_events("t1")]
     services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(old))
-    LocalRunner(services, workers=1).scheduled_round()
+    LocalRunner(LocalJobs(services), workers=1).scheduled_round()
     assert services.store.list_agents(sandbox.login) == []
     assert len(services.store.task_events(REF, "t1")) == 1
     assert services.store.get_task(REF, "t1").status == "success"

@@ -13,6 +13,7 @@ from bench_core.domain.privacy import HIDDEN, Viewer, task_view
 from bench_core.evals import workflow
 from bench_core.ingest.pipeline import queue_evals
 from bench_core.ports.llm import Completion, LLMUnavailable
+from bench_core.ports.workflows import eval_start
 from bench_core.reads.agents import agent_summary
 from bench_core.runtime.adapters import Services
 from bench_core.settings import JudgeSettings, Settings
@@ -64,7 +65,7 @@ def ingest(services: Services, *tasks: str, status: str = "success", output: obj
 
 
 def run(services: Services, task_id: str, **options: object) -> dict:
-    return workflow.run_eval(services, workflow.start_state(REF.path, task_id, **options))
+    return workflow.run_eval(services, eval_start(REF.path, task_id, **options))
 
 
 def test_offline_judge_scores_a_finished_run_and_labels_it(services: Services) -> None:

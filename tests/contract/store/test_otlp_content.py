@@ -16,6 +16,7 @@ from bench_core.ingest.otlp import export_traces, parked
 from bench_core.ingest.otlp.logs import export_logs
 from bench_core.live.local import LocalFeed
 from bench_core.ports.store import Store
+from bench_core.reads.live_events import LiveRules
 from bench_core.settings import Settings
 from bench_core.workflows.none import NoWorkflows
 
@@ -37,7 +38,7 @@ class Ports:
 
     @property
     def live(self) -> LocalFeed:
-        return LocalFeed(self.store)
+        return LocalFeed(self.store, LiveRules(self.store))
 
 
 def key(login: str) -> KeyRecord:

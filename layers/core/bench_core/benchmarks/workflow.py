@@ -22,7 +22,7 @@ from typing import Any, Protocol, cast
 from ..domain.benchmark_records import Attempt, RunRecord
 from ..log import logger
 from ..ports.services import WithLLM, WithSettings, WithStore
-from ..ports.workflows import State
+from ..ports.workflows import State, benchmark_start
 from . import aggregate
 from .grading import PARALLEL, Grade, Grader, grade_all, grader_for
 from .suites import Case, Suite, load_suite
@@ -35,10 +35,6 @@ judgement (template.yaml, Time budgets)."""
 
 class GradePorts(WithStore, WithLLM, WithSettings, Protocol):
     """What grading uses: the store, the judge's model (None: the offline grader)."""
-
-
-def start_state(run_id: str) -> State:
-    return {"run_id": run_id, "next": "grade"}
 
 
 def to_grade(attempts: Sequence[Attempt]) -> dict[tuple[str, str], list[int]]:
@@ -127,7 +123,7 @@ STEPS: dict[str, Callable[[Any, State], State]] = {"grade": grade, "fail": fail}
 
 def run_grading(ports: GradePorts, run_id: str) -> State:
     """Every chunk in this process (the local worker pool); a failing step fails the run."""
-    state = start_state(run_id)
+    state = benchmark_start(run_id)
     try:
         while state["next"] != DONE:
             state = grade(ports, state)

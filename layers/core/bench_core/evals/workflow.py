@@ -37,11 +37,6 @@ class EvalPorts(WithStore, WithJudge, WithSettings, Protocol):
     not judge never opens the model) and the settings (the judge's budget)."""
 
 
-def start_state(agent: str, task_id: str, *, force: bool = False) -> State:
-    """The input of one eval run ("login/slug", task id); `force` re-judges a judged task."""
-    return {"agent": agent, "task_id": task_id, "force": force, "next": "load"}
-
-
 def load(ports: EvalPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
     agent = ports.store.get_agent(ref)

@@ -17,14 +17,13 @@ import boto3
 from botocore.exceptions import ClientError
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts.live_grants import still_granted
 from ..domain.live import LiveConnection, may_watch
 from ..domain.models import Agent, AgentRef, iso, utcnow
 from ..domain.privacy import Viewer
 from ..log import logger
-from ..reads.live_events import Delivery
 
 if TYPE_CHECKING:
+    from ..ports.live import Audiences
     from ..ports.store import Store
 
 MAX_PARALLEL_POSTS = 16
@@ -38,8 +37,10 @@ def management_client(endpoint: str) -> Any:
 
 
 class ApiGatewayFeed:
-    def __init__(self, store: Store, endpoint: str, *, client: Any = None) -> None:
+    def __init__(self, store: Store, endpoint: str, audiences: Audiences, *,
+                 client: Any = None) -> None:
         self.store = store
+        self.audiences = audiences
         self.endpoint = endpoint
         self._client = client
         self._lock = threading.Lock()
@@ -66,13 +67,13 @@ class ApiGatewayFeed:
         agent = self.store.get_agent(ref)
         if agent is None:
             return 0
-        delivery = Delivery(agent, events)
+        delivery = self.audiences.messages(agent, events)
 
         def send(connection: LiveConnection) -> bool:
             """One connection; its failure is logged and never stops the others."""
             try:
                 messages = delivery.for_viewer(connection.viewer)
-                if messages is delivery.owner and not still_granted(self.store, connection.grant):
+                if messages is delivery.owner and not self.audiences.still_granted(connection.grant):
                     messages = None
                 if messages is None:
                     self.disconnect(connection)

@@ -7,7 +7,8 @@
 
 A connection watches a `Channel`: one agent, or every agent of one owner (the dashboard's list).
 Who may watch what is decided by `may_watch`, through the privacy gate; what each watcher is
-sent is built once per batch and audience by `reads.live_events.Delivery`.
+sent, and whether the grant behind a connection still holds, the adapters ask `Audiences`
+(`reads.live_events.LiveRules`, handed to them by the composition root).
 """
 
 from __future__ import annotations
@@ -16,6 +17,32 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..domain.models import Agent, AgentRef
+from ..domain.privacy import Viewer
+
+
+class Messages(Protocol):
+    """One batch's messages for each audience, built when first asked for."""
+
+    @property
+    def owner(self) -> list[str]:
+        """The owner's version (every field)."""
+        ...
+
+    def for_viewer(self, viewer: Viewer | str | None) -> list[str] | None:
+        """The messages `viewer` (or the login of one) may receive: `owner` itself for the
+        owner; None if the agent is now hidden from them (the connection should close)."""
+        ...
+
+
+class Audiences(Protocol):
+    """The use case's side of a push, which a feed only delivers: what each audience of a batch
+    is sent, and whether a connection that sees the owner's view is still granted."""
+
+    def messages(self, agent: Agent, events: Sequence[Any]) -> Messages: ...
+
+    def still_granted(self, grant: str | None) -> bool:
+        """Whether the session or key behind `grant` is still live (None, anonymous: always)."""
+        ...
 
 
 class LiveFeed(Protocol):

@@ -3,9 +3,11 @@ as Step Functions.
 
 The work itself is plain step functions (`evals/workflow.py`, `clustering/workflow.py`,
 `benchmarks/workflow.py`), each taking and returning a JSON-able state, so the local runner
-(`workflows/local.py`) and the Lambdas behind the state machines (`functions/eval`, `functions/cluster`,
-`functions/benchmark`) run the very same code. Starting work never waits for it: ingest hands
-finished runs to `start_evals` and returns; a submitted benchmark run is answered 202.
+(`workflows/local.py`, handed them as `Jobs` by the composition root) and the Lambdas behind the
+state machines (`functions/eval`, `functions/cluster`, `functions/benchmark`) run the very same
+code, from the states `eval_start` and `benchmark_start` make. Starting work never waits for
+it: ingest hands finished runs to `start_evals` and returns; a submitted benchmark run is
+answered 202.
 """
 
 from __future__ import annotations
@@ -32,6 +34,44 @@ class Workflows(Protocol):
         """Grade this stored `pending` benchmark run; raises if grading could not be started
         (no sweep finds a run left pending: the submitter is told to send it again)."""
         ...
+
+
+class Jobs(Protocol):
+    """The work itself, as a runner in this process does it (`runtime/jobs.py` binds the steps
+    to the services): each workflow run to its end, and the hourly round's."""
+
+    def evaluate(self, state: State) -> None:
+        """Every eval step from `state` (`eval_start`); raises `LLMUnavailable` when the judge
+        cannot be reached (nothing recorded: the caller retries)."""
+        ...
+
+    def cluster(self, agent: str) -> None:
+        """Recompute the failure clusters of the agent "login/slug"."""
+        ...
+
+    def grade(self, run_id: str) -> None:
+        """Grade the stored run to the end (a failing step fails the run, saying why)."""
+        ...
+
+    def purge_expired(self, now: str) -> int:
+        """Delete what has expired by `now` (`RetentionStore.purge_expired`); the rows deleted."""
+        ...
+
+    def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
+        """Start, through `workflows`, the evals of finished runs still without a result (at
+        `startup` even the youngest: nothing can be in flight), and return the agents whose
+        failure clusters are due."""
+        ...
+
+
+def eval_start(agent: str, task_id: str, *, force: bool = False) -> State:
+    """The input of one eval run ("login/slug", task id); `force` re-judges a judged task."""
+    return {"agent": agent, "task_id": task_id, "force": force, "next": "load"}
+
+
+def benchmark_start(run_id: str) -> State:
+    """The input of grading one stored `pending` benchmark run."""
+    return {"run_id": run_id, "next": "grade"}
 
 
 def parse_agent(path: Any) -> AgentRef:

@@ -36,7 +36,6 @@ from ..domain.privacy import Viewer, visible_agent
 from ..domain.reuse_records import UsageRecord
 from ..ingest.pipeline import IngestPorts, Later, accept
 from ..log import logger
-from ..runtime import lambda_instrumentation
 from . import call_signature as signing
 from . import grants, outbound
 from .models import InvokeRequest
@@ -185,4 +184,3 @@ def _record(services: IngestPorts, agent: Agent, key: KeyRecord, events: list[Wi
     except Exception:
         logger.exception("could not record a call", extra={"agent": agent.ref.path,
                                                             "call_id": call.call_id})
-    lambda_instrumentation.count("AgentCalls")

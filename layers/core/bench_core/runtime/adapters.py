@@ -109,14 +109,17 @@ def open_store(settings: Settings) -> Store:
 
 
 def open_live_feed(settings: Settings, store: Store) -> LiveFeed:
-    """API Gateway when the settings name its management endpoint (AWS), else in-process."""
+    """API Gateway when the settings name its management endpoint (AWS), else in-process; either
+    delivers what the live feed's rules (`reads.live_events`) say each watcher is sent."""
+    from ..reads.live_events import LiveRules
+
     if settings.live.endpoint:
         from ..live.apigw import ApiGatewayFeed
 
-        return ApiGatewayFeed(store, settings.live.endpoint)
+        return ApiGatewayFeed(store, settings.live.endpoint, LiveRules(store))
     from ..live.local import LocalFeed
 
-    return LocalFeed(store)
+    return LocalFeed(store, LiveRules(store))
 
 
 def open_llm(settings: LLMSettings) -> LLM | None:
@@ -164,8 +167,9 @@ def open_workflows(services: Services) -> Workflows:
                                     benchmark_arn=settings.benchmark_state_machine_arn)
     if settings.store == "sqlite":
         from ..workflows.local import LocalRunner
+        from .jobs import LocalJobs
 
-        return LocalRunner(services)
+        return LocalRunner(LocalJobs(services), workers=settings.judge.workers)
     from ..workflows.none import NoWorkflows
 
     return NoWorkflows()

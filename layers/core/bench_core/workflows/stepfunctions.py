@@ -17,11 +17,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..benchmarks.workflow import start_state as benchmark_start
 from ..domain.models import AgentRef, iso, utcnow
-from ..evals.workflow import start_state
 from ..log import logger
 from ..ports.store import Store
+from ..ports.workflows import benchmark_start, eval_start
 
 START_WORKERS = 8
 
@@ -59,7 +58,7 @@ class StepFunctionsStarter:
         with ThreadPoolExecutor(max_workers=min(START_WORKERS, len(task_ids))) as pool:
             list(pool.map(lambda task_id: self._start(
                 self.eval_arn or "", execution_name("eval", f"{ref.path}/{task_id}", stamp),
-                start_state(ref.path, task_id)), task_ids))
+                eval_start(ref.path, task_id)), task_ids))
 
     def start_clusters(self, refs: list[AgentRef]) -> None:
         """One execution for these agents; the same request within a minute is the same
