@@ -53,7 +53,7 @@ class RunningServer:
 
     def create_key(self, login: str, agent: str | None = None) -> str:
         raw, record = new_key(login, agent)
-        self.store.create_key(record)
+        self.store.accounts.create_key(record)
         return raw
 
     def showing_content(self, login: str, slug: str) -> None:
@@ -61,7 +61,7 @@ class RunningServer:
         boxes unticked), for tests that read content as anyone: a first batch would hide it."""
         from bench_core.domain.models import Agent, iso, utcnow
 
-        self.store.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow())))
+        self.store.agents.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow())))
 
     def get(self, path: str, key: str | None = None, **params: Any) -> Any:
         headers = {"X-Bench-Key": key} if key else {}

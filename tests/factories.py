@@ -32,7 +32,7 @@ def an_hour_ago(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def day_old(login: str, slug: str, **fields: Any) -> Agent:
     """An agent as its first batch made it two days ago (`created_at`, Bench's clock), for
-    `store.create_agent` before its runs: a new agent ranks only once it has a few runs and is
+    `store.agents.create_agent` before its runs: a new agent ranks only once it has a few runs and is
     a day old (`ranking.Qualification`), whatever day the tests run on."""
     return Agent(login=login, slug=slug, created_at=iso(datetime.now(UTC) - timedelta(days=2)),
                  **{**IMPLICIT_AGENT, **fields})

@@ -54,7 +54,7 @@ def dynamo_store(**options: Any) -> Iterator[DynamoStore]:
         os.environ.pop("AWS_PROFILE", None)
         boto3.client("dynamodb").create_table(
             **create_table_kwargs(TABLE_NAME, table_properties()))
-        store = DynamoStore(TABLE_NAME, **options)
+        store = DynamoStore.open(TABLE_NAME, **options)
         try:
             yield store
         finally:

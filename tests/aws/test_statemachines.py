@@ -361,7 +361,7 @@ def test_a_judge_back_within_the_retries_goes_on_grading(sfn: Sfn) -> None:
 
 
 class PendingMarks:
-    """The store's side of starting evals: what was marked pending."""
+    """The eval concern's side of starting evals: what was marked pending."""
 
     def __init__(self) -> None:
         self.marked: list[tuple[str, list[str]]] = []
@@ -473,11 +473,11 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
             name="bench-eval", definition=(MACHINES / "eval.asl.json").read_text(),
             roleArn=role["Role"]["Arn"], type="EXPRESS")["stateMachineArn"]
         ref = AgentRef("alice", "agent-1")
-        store.ingest("alice", AgentMeta(slug="agent-1"), clean(
+        store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
             task_events("ok") + task_events("f1", status="failed", output="TimeoutError")
             + task_events("f2", status="failed", output="HTTP 429 Too Many Requests")))
         an_hour_ago = iso(utcnow() - timedelta(hours=1))
-        store.mark_evals_pending(ref, ["ok", "f1", "f2"], an_hour_ago)
+        store.evals.mark_evals_pending(ref, ["ok", "f1", "f2"], an_hour_ago)
 
         def invoke(function: str, step: str, state: dict[str, Any]) -> dict[str, Any]:
             deployed = functions[function]
@@ -495,15 +495,15 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
             state = eval_start(ref.path, task_id)
             while state["next"] != eval_wf.DONE:
                 state = invoke("eval", state["next"], state)
-        judged = store.get_task(ref, "f1").eval
+        judged = store.ingest.get_task(ref, "f1").eval
         model = cfn.environment(transformed, "EvalFunction", refs)["BENCH_BEDROCK_MODEL"]
         assert (judged.score, judged.judge) == (0.25, f"bedrock:{model}")
-        assert store.pending_evals(an_hour_ago, iso(utcnow()), 10) == [(ref, "f2")]
+        assert store.evals.pending_evals(an_hour_ago, iso(utcnow()), 10) == [(ref, "f2")]
         swept = invoke("cluster", "sweep_evals", {})
         assert swept["swept"] == 1
         assert invoke("cluster", "due_agents", swept)["agents"] == [ref.path]
         assert invoke("cluster", "cluster_agent", {"agent": ref.path})["clusters"] >= 1
-        assert store.get_insights(ref)["considered"] == 2
+        assert store.evals.get_insights(ref)["considered"] == 2
     started = [(who, json.loads(p["input"])) for who, _, op, p in calls if op == "StartExecution"]
     assert [(who, i["task_id"]) for who, i in started] == [("ClusterFunction", "f2")]
     models = {p["modelId"] for _, service, op, p in calls if op == "Converse"}

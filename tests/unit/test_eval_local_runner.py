@@ -43,11 +43,11 @@ def services(tmp_path: Path) -> Iterator[Services]:
 def ingest(services: Services, *task_ids: str) -> None:
     """Runs that ended within the sweep's window, as a running agent's do."""
     events = [e for t in task_ids for e in task_events(t)]
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(an_hour_ago(events)))
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(an_hour_ago(events)))
 
 
 def judged(services: Services, *task_ids: str) -> bool:
-    return all((t := services.store.get_task(REF, tid)) is not None and t.eval is not None
+    return all((t := services.store.ingest.get_task(REF, tid)) is not None and t.eval is not None
                for tid in task_ids)
 
 
@@ -59,7 +59,7 @@ def test_runs_finished_while_the_server_was_down_are_judged_at_start(services: S
         wait_until(lambda: judged(services, "t1", "t2"))
     finally:
         runner.stop()
-    assert services.store.get_agent(REF).stats.eval_count == 2
+    assert services.store.agents.get_agent(REF).stats.eval_count == 2
 
 
 def test_handed_off_runs_are_judged_and_stop_is_prompt(services: Services) -> None:
@@ -95,7 +95,7 @@ def test_runs_are_still_judged_while_batches_keep_arriving(services: Services) -
         wait_until(lambda: (runner.start_evals(REF, []), judged(services, *tasks))[1])
     finally:
         runner.stop(timeout_s=5)
-    assert services.store.get_agent(REF).stats.eval_count == len(tasks)
+    assert services.store.agents.get_agent(REF).stats.eval_count == len(tasks)
 
 
 def test_duplicates_collapse_and_a_full_queue_leaves_work_to_the_sweep(services: Services) -> None:
@@ -166,17 +166,17 @@ def test_an_unavailable_judge_is_retried_then_the_task_waits_for_the_next_round(
         wait_until(lambda: judged(services, "t1"))
     finally:
         runner.stop()
-    assert services.store.get_task(REF, "t1").eval.judge == "openai_compat:flaky"
+    assert services.store.ingest.get_task(REF, "t1").eval.judge == "openai_compat:flaky"
 
 
 def test_the_scheduled_round_purges_what_has_expired(services: Services) -> None:
     sandbox = AgentRef("try--0123456789ab", "demo-agent")
-    services.store.create_agent(Agent(login=sandbox.login, slug=sandbox.slug, created_at="",
-                                      expires_at=iso(utcnow() - timedelta(seconds=1))))
-    services.store.spared_events = 1
+    services.store.agents.create_agent(Agent(login=sandbox.login, slug=sandbox.slug, created_at="",
+                                             expires_at=iso(utcnow() - timedelta(seconds=1))))
+    services.store.retention.spared_events = 1  # SQLite's purge spares the newest
     old = [{**e, "ts": iso(utcnow() - timedelta(days=60))} for e in task_events("t1")]
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(old))
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(old))
     LocalRunner(LocalJobs(services), workers=1).scheduled_round()
-    assert services.store.list_agents(sandbox.login) == []
-    assert len(services.store.task_events(REF, "t1")) == 1
-    assert services.store.get_task(REF, "t1").status == "success"
+    assert services.store.agents.list_agents(sandbox.login) == []
+    assert len(services.store.ingest.task_events(REF, "t1")) == 1
+    assert services.store.ingest.get_task(REF, "t1").status == "success"

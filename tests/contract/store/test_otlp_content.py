@@ -77,19 +77,19 @@ def test_content_joins_its_span_in_either_order(store: Store, logs_first: bool) 
     if logs_first:
         result = send_logs()
         assert (result.parked, result.attached, result.rejected) == (1, 0, 0)
-        assert store.get_task(ref, TASK) is None
+        assert store.ingest.get_task(ref, TASK) is None
         send_spans()
     else:
         send_spans()
         assert send_logs().attached == 1
     send_logs()  # a re-sent export changes nothing
-    task = store.get_task(ref, TASK)
+    task = store.ingest.get_task(ref, TASK)
     assert task is not None and task.finished
     assert task.input == [{"role": "user", "content": "Capital of Portugal?"}]
     assert task.output == [{"message": {"role": "assistant", "content": "Lisbon."}}]
     assert task.evidence is not None and task.evidence.input_tokens == 10
     assert parked.waiting(store, ref, [TASK]) == {}
-    assert store.get_agent(ref).stats.runs == 1
+    assert store.agents.get_agent(ref).stats.runs == 1
 
 
 def test_parking_is_bounded_per_agent_and_hour(store: Store,

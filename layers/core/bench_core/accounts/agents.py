@@ -17,7 +17,7 @@ NOT_YOURS = "you have no agent of that name"
 
 def own_agent(store: Store, ref: AgentRef) -> Agent:
     """The signed-in owner's agent `ref` (its login is the owner's); 404 if there is none."""
-    agent = store.get_agent(ref)
+    agent = store.agents.get_agent(ref)
     if agent is None:
         raise NotFound(NOT_YOURS)
     return agent
@@ -26,23 +26,23 @@ def own_agent(store: Store, ref: AgentRef) -> Agent:
 def owned_by_key(store: Store, key: KeyRecord, ref: AgentRef, refusal: str) -> Agent:
     """The agent if `key` is its owner's owner key (`privacy.owner_only`: 404 for any agent
     the key does not own, 403 `refusal` for an agent key's own)."""
-    agent = store.get_agent(ref) if key.login == ref.login else None
+    agent = store.agents.get_agent(ref) if key.login == ref.login else None
     return owner_only(agent, Viewer.of_key(key), refusal)
 
 
 def create_with_key(store: Store, agent: Agent) -> str | None:
     """Create `agent` and its first key (an agent key named for its setup); the raw key, or
     None if the owner already has an agent of that name."""
-    if not store.create_agent(agent):
+    if not store.agents.create_agent(agent):
         return None
     raw, record = new_key(agent.login, agent.slug, name=f"{agent.slug} setup")
-    store.create_key(record)
+    store.accounts.create_key(record)
     return raw
 
 
 def change_settings(store: Store, ref: AgentRef, changes: dict[str, Any]) -> Agent | None:
     """The agent with `changes` (AgentSettingsPatch fields) applied; None if there is none."""
-    return store.update_agent(ref, changes)
+    return store.agents.update_agent(ref, changes)
 
 
 def change_settings_with_key(store: Store, key: KeyRecord, ref: AgentRef,

@@ -57,7 +57,7 @@ def normalize_user_code(text: str) -> str | None:
 def start_for(store: Store, client: str, interval: int) -> DeviceStart:
     """`start`, at most `STARTS_PER_HOUR` times an hour from one client."""
     now = utcnow()
-    hits = store.count_hit(f"device:{client}:{now:%Y%m%d%H}", iso(now + TTL * 6))
+    hits = store.accounts.count_hit(f"device:{client}:{now:%Y%m%d%H}", iso(now + TTL * 6))
     if hits > STARTS_PER_HOUR:
         raise TooManyRequests("too many logins started from here; try again later",
                               headers={"Retry-After": "600"})
@@ -81,13 +81,13 @@ def start(store: Store, interval: int) -> DeviceStart:
     for _ in range(DRAWS):  # a user code in use is drawn again (20^8 of them: rare)
         letters = "".join(secrets.choice(USER_CODE_ALPHABET) for _ in range(USER_CODE_LENGTH))
         user_code = f"{letters[:4]}-{letters[4:]}"
-        if store.put_grant(USER_CODE, user_code, {"device": _hash(device_code)}, until, iso(now)):
+        if store.accounts.put_grant(USER_CODE, user_code, {"device": _hash(device_code)}, until, iso(now)):
             break
     else:
         raise TooManyRequests("no free login code right now; try again",
                               headers={"Retry-After": "5"})
-    store.put_grant(DEVICE, _hash(device_code),
-                    {"status": "pending", "login": None, "user_code": user_code,
+    store.accounts.put_grant(DEVICE, _hash(device_code),
+                             {"status": "pending", "login": None, "user_code": user_code,
                      "polled_at": None}, until, iso(now))
     return DeviceStart(device_code, user_code, interval, int(TTL.total_seconds()))
 
@@ -104,27 +104,27 @@ def decide(store: Store, user_code: str, login: str, approve: bool) -> bool:
     if device is None:
         return False
     changes = {"status": "approved", "login": login} if approve else {"status": "denied"}
-    return store.update_grant(DEVICE, device[0], {"status": "pending"}, changes, iso(utcnow()))
+    return store.accounts.update_grant(DEVICE, device[0], {"status": "pending"}, changes, iso(utcnow()))
 
 
 def poll(store: Store, device_code: str, interval: int) -> tuple[str, str | None]:
     """("ok", login) exactly once after approval, else (RFC 8628 error code, None)."""
     grant_id, now = _hash(device_code), utcnow()
-    record = store.get_grant(DEVICE, grant_id, iso(now))
+    record = store.accounts.get_grant(DEVICE, grant_id, iso(now))
     if record is None:
         return "expired_token", None
     if record["status"] == "denied":
         return "access_denied", None
     if record["status"] == "approved":
-        taken = store.update_grant(DEVICE, grant_id, {"status": "approved"}, {"status": "used"},
-                                   iso(now))
+        taken = store.accounts.update_grant(DEVICE, grant_id, {"status": "approved"}, {"status": "used"},
+                                            iso(now))
         return ("ok", str(record["login"])) if taken else ("expired_token", None)
     if record["status"] != "pending":
         return "expired_token", None
     if _too_soon(record["polled_at"], now, interval):
         return "slow_down", None
-    store.update_grant(DEVICE, grant_id, {"polled_at": record["polled_at"]},
-                       {"polled_at": iso(now)}, iso(now))
+    store.accounts.update_grant(DEVICE, grant_id, {"polled_at": record["polled_at"]},
+                                {"polled_at": iso(now)}, iso(now))
     return "authorization_pending", None
 
 
@@ -139,9 +139,9 @@ def _too_soon(polled_at: str | None, now: datetime, interval: int) -> bool:
 
 def _device_of(store: Store, user_code: str) -> tuple[str, dict[str, object]] | None:
     now = iso(utcnow())
-    pointer = store.get_grant(USER_CODE, user_code, now)
+    pointer = store.accounts.get_grant(USER_CODE, user_code, now)
     if pointer is None:
         return None
     grant_id = str(pointer["device"])
-    record = store.get_grant(DEVICE, grant_id, now)
+    record = store.accounts.get_grant(DEVICE, grant_id, now)
     return None if record is None else (grant_id, record)

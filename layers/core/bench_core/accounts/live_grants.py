@@ -35,10 +35,10 @@ def still_granted(store: Store, grant: str | None) -> bool:
     if grant is None:
         return True
     if grant.startswith(SESSION):
-        return store.get_grant(sessions.GRANT, grant.removeprefix(SESSION),
-                               iso(utcnow())) is not None
+        return store.accounts.get_grant(sessions.GRANT, grant.removeprefix(SESSION),
+                                        iso(utcnow())) is not None
     if grant.startswith(KEY):
-        record = store.key_by_hash(grant.removeprefix(KEY))
+        record = store.accounts.key_by_hash(grant.removeprefix(KEY))
         return record is not None and record.active
     return False
 

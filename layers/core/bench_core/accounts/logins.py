@@ -9,4 +9,4 @@ from ..ports.store import Store
 
 def claim(store: Store, login: str, github_id: int | None) -> bool:
     """Claim `login` (or confirm it is ours); False if another GitHub account holds it."""
-    return store.claim_login(login, github_id, iso(utcnow()))
+    return store.accounts.claim_login(login, github_id, iso(utcnow()))

@@ -47,8 +47,8 @@ def start(store: Store, secret: bytes, login: str, *, sandbox: bool = False
     session = Session(secrets.token_urlsafe(32), login, sandbox,
                       now + (SANDBOX_TTL if sandbox else ACCOUNT_TTL))
     until = iso(session.expires_at)
-    store.put_grant(GRANT, grant_id(session.session_id),
-                    {"login": login, "sandbox": sandbox, "until": until}, until, iso(now))
+    store.accounts.put_grant(GRANT, grant_id(session.session_id),
+                             {"login": login, "sandbox": sandbox, "until": until}, until, iso(now))
     cookie = signing.sign(secret, PURPOSE, session.session_id, session.max_age,
                           now=now.timestamp())
     return session, cookie
@@ -60,7 +60,7 @@ def load(store: Store, secret: bytes, cookie: str) -> Session | None:
     session_id = signing.unsign(secret, PURPOSE, cookie)
     if not isinstance(session_id, str):
         return None
-    record = store.get_grant(GRANT, grant_id(session_id), iso(utcnow()))
+    record = store.accounts.get_grant(GRANT, grant_id(session_id), iso(utcnow()))
     if record is None:
         return None
     return Session(session_id, str(record["login"]), bool(record["sandbox"]),
@@ -68,4 +68,4 @@ def load(store: Store, secret: bytes, cookie: str) -> Session | None:
 
 
 def end(store: Store, session: Session) -> None:
-    store.delete_grant(GRANT, grant_id(session.session_id))
+    store.accounts.delete_grant(GRANT, grant_id(session.session_id))

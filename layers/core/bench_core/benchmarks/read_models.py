@@ -70,11 +70,11 @@ def visible_run(store: Store, suite_id: str | None, run_id: str, viewer: Viewer
                 ) -> tuple[RunRecord, Agent]:
     """The run (of `suite_id`, when given) and its agent if the viewer may see the agent; 404
     alike otherwise."""
-    run = store.get_benchmark_run(run_id) if len(run_id) <= 64 else None
+    run = store.benchmarks.get_benchmark_run(run_id) if len(run_id) <= 64 else None
     if run is None or suite_id not in (None, run.suite):
         raise NotFound("benchmark run not found")
     try:
-        agent = visible_agent(store.get_agent(AgentRef(run.login, run.slug)), viewer)
+        agent = visible_agent(store.agents.get_agent(AgentRef(run.login, run.slug)), viewer)
     except NotFound:
         raise NotFound("benchmark run not found") from None
     return run, agent
@@ -93,9 +93,9 @@ def ranking(store: Store, suite_id: str, limit: int) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     after: str | None = None
     while len(found) < limit:
-        page = store.benchmark_ranking(suite_id, limit=RANKING_PAGE, after=after)
+        page = store.benchmarks.benchmark_ranking(suite_id, limit=RANKING_PAGE, after=after)
         for run in page:
-            agent = store.get_agent(AgentRef(run.login, run.slug))
+            agent = store.agents.get_agent(AgentRef(run.login, run.slug))
             if agent is not None and listed(agent) and len(found) < limit:
                 found.append({"rank": len(found) + 1, "display_name": agent.display_name or agent.slug,
                               **run_summary(run)})
@@ -117,14 +117,14 @@ def suite_detail(store: Store, suite_id: str, ranking_size: int) -> dict[str, An
     """A suite as packaged, whether and with which hash it is published, and its ranking."""
     packaged = load_suite(suite_id)
     return {**suite_info(packaged.suite, packaged.content_hash), "label": LABEL,
-            "published_hash": store.registered_suites().get(suite_id),
+            "published_hash": store.benchmarks.registered_suites().get(suite_id),
             "ranking": ranking(store, suite_id, ranking_size)}
 
 
 def suites_overview(store: Store, top: int = 5) -> list[dict[str, Any]]:
     """Every suite this server has, by name, each version with its description, whether it is
     published (registered by a first run) and its `top` results."""
-    registered = store.registered_suites()
+    registered = store.benchmarks.registered_suites()
     by_name: dict[str, list[dict[str, Any]]] = {}
     for suite_id, packaged in packaged_suites().items():
         suite = packaged.suite
@@ -140,11 +140,11 @@ def agent_benchmark_results(store: Store, agent: Agent) -> list[dict[str, Any]]:
     """The agent's runs as anyone may see them, newest first; none for an unlisted agent."""
     if not listed(agent):
         return []
-    return [run_summary(run) for run in store.benchmark_runs_of(agent.ref, AGENT_RUNS)]
+    return [run_summary(run) for run in store.benchmarks.benchmark_runs_of(agent.ref, AGENT_RUNS)]
 
 
 def visible_runs(store: Store, agent: Agent, viewer: Viewer) -> list[dict[str, Any]]:
     """The agent's runs for a page the viewer may already see (its owner sees a private one's)."""
     if viewer.owns(agent):
-        return [run_summary(run) for run in store.benchmark_runs_of(agent.ref, AGENT_RUNS)]
+        return [run_summary(run) for run in store.benchmarks.benchmark_runs_of(agent.ref, AGENT_RUNS)]
     return agent_benchmark_results(store, agent)

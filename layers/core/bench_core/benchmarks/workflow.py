@@ -60,7 +60,7 @@ def failed_grade(attempt: Attempt, judge: str) -> Grade:
 
 
 def _loaded(ports: GradePorts, state: State) -> tuple[RunRecord, Suite, Grader] | None:
-    run = ports.store.get_benchmark_run(str(state.get("run_id", "")))
+    run = ports.store.benchmarks.get_benchmark_run(str(state.get("run_id", "")))
     if run is None or run.status in ("done", "failed"):
         return None
     suite = load_suite(run.suite).suite
@@ -88,7 +88,7 @@ def grade(ports: GradePorts, state: State) -> State:
     if count < len(work):
         run = run.model_copy(update={"attempts": attempts, "status": "grading", "graded": count,
                                      "total": len(work)})
-        ports.store.save_benchmark_grades(run, positions)
+        ports.store.benchmarks.save_benchmark_grades(run, positions)
         return {**state, "next": "grade", "graded": count, "total": len(work)}
     for i, a in enumerate(attempts):
         if a.status != "ok":
@@ -98,8 +98,8 @@ def grade(ports: GradePorts, state: State) -> State:
         "attempts": attempts, "status": "done", "graded": count, "total": len(work),
         "judge": grader.label,
         "summary": aggregate.summarize(attempts, [c.id for c in suite.cases], run.repeats)})
-    ports.store.save_benchmark_grades(done, positions)
-    ports.store.update_benchmark_run(done)
+    ports.store.benchmarks.save_benchmark_grades(done, positions)
+    ports.store.benchmarks.update_benchmark_run(done)
     return {**state, "next": DONE, "graded": count, "total": len(work)}
 
 
@@ -112,7 +112,7 @@ def fail(ports: GradePorts, state: State) -> State:
     kind = str((state.get("error") or {}).get("Error") or "an error")
     reason = (f"the benchmark judge ({grader.label}) was unavailable" if kind == "JudgeUnavailable"
               else f"grading failed ({kind})")
-    ports.store.update_benchmark_run(run.model_copy(update={
+    ports.store.benchmarks.update_benchmark_run(run.model_copy(update={
         "status": "failed", "error": f"{reason}: submit the run again to resume its grading"}))
     return {**state, "next": DONE}
 

@@ -39,8 +39,8 @@ class EvalPorts(WithStore, WithJudge, WithSettings, Protocol):
 
 def load(ports: EvalPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = ports.store.get_agent(ref)
-    task = ports.store.get_task(ref, state["task_id"]) if agent else None
+    agent = ports.store.agents.get_agent(ref)
+    task = ports.store.ingest.get_task(ref, state["task_id"]) if agent else None
     if agent is None or task is None or not task.finished:
         return {**state, "next": DONE, "outcome": "no finished task to judge"}
     captured = task.status == "failed" or not (is_empty(task.input) and is_empty(task.output))
@@ -52,7 +52,7 @@ def load(ports: EvalPorts, state: State) -> State:
         unscored = EvalResult(status="unscored", judge=ports.judge.label, at=iso(now),
                               reason=NO_CONTENT)
         return {**state, "next": "record", "result": unscored.to_dict()}
-    reason = skip_reason(agent, task.task_id, ports.store.judge_spend(ref, iso(now)[:10]),
+    reason = skip_reason(agent, task.task_id, ports.store.evals.judge_spend(ref, iso(now)[:10]),
                          ports.settings.judge)
     if reason is None:
         return {**state, "next": "judge"}
@@ -61,7 +61,7 @@ def load(ports: EvalPorts, state: State) -> State:
 
 
 def judge(ports: EvalPorts, state: State) -> State:
-    task = ports.store.get_task(parse_agent(state["agent"]), state["task_id"])
+    task = ports.store.ingest.get_task(parse_agent(state["agent"]), state["task_id"])
     if task is None:
         return {**state, "next": DONE, "outcome": "task vanished"}
     return {**state, "next": "record", "result": ports.judge.judge(task).to_dict()}
@@ -69,12 +69,12 @@ def judge(ports: EvalPorts, state: State) -> State:
 
 def record(ports: EvalPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = ports.store.get_agent(ref)
+    agent = ports.store.agents.get_agent(ref)
     if agent is None:
         return {**state, "next": DONE, "outcome": "agent vanished"}
     result = EvalResult.from_dict(state["result"])
     result.private = agent.hide_inputs or agent.hide_outputs
-    stored = ports.store.record_eval(ref, state["task_id"], result)
+    stored = ports.store.evals.record_eval(ref, state["task_id"], result)
     return {**state, "next": DONE, "outcome": result.status if stored else "kept the earlier result"}
 
 

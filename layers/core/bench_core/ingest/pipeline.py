@@ -44,7 +44,7 @@ def accept(ports: IngestPorts, login: str, meta: AgentMeta,
               else e if e.body_json is not None else bounded(e.body, limits) for e in events]
     if meta.model is None:  # the models its evidence names, where the source declares none
         meta = replace(meta, model=models_seen(stored))
-    outcome = ports.store.ingest(login, meta, stored, dropped=dropped)
+    outcome = ports.store.ingest.ingest(login, meta, stored, dropped=dropped)
     ref = AgentRef(login, meta.slug)
     queue_evals(ports, ref, outcome)
     if outcome.accepted:

@@ -52,7 +52,7 @@ class WebSocketRoutes:
         if route == "$connect":
             return self.connect(event, connection_id)
         if route == "$disconnect":
-            self.services.store.remove_connection(connection_id)
+            self.services.store.accounts.remove_connection(connection_id)
             return OK
         return self.message(event.get("body"))
 
@@ -65,13 +65,13 @@ class WebSocketRoutes:
         login, grant = self.viewer(event, params, channel)
         viewer = Viewer(login)
         store = self.services.store
-        agent = store.get_agent(channel.ref) if channel.ref else None
+        agent = store.agents.get_agent(channel.ref) if channel.ref else None
         if not may_watch(channel, agent, viewer):
             logger.info("live connection refused", extra={"channel": channel.name})
             return FORBIDDEN
-        store.add_connection(LiveConnection(connection_id, channel.login, channel.slug,
-                                            viewer.login, iso(utcnow() + CONNECTION_TTL),
-                                            grant))
+        store.accounts.add_connection(LiveConnection(connection_id, channel.login, channel.slug,
+                                                     viewer.login, iso(utcnow() + CONNECTION_TTL),
+                                                     grant))
         return OK
 
     def viewer(self, event: dict[str, Any], params: dict[str, Any], channel: Channel

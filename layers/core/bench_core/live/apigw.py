@@ -60,11 +60,11 @@ class ApiGatewayFeed:
 
     def push(self, ref: AgentRef, events: Sequence[Any]) -> int:
         """Send the batch to every connection watching `ref`; the number reached."""
-        connections = sorted((c for c in self.store.live_connections(ref.login, iso(utcnow()))
+        connections = sorted((c for c in self.store.accounts.live_connections(ref.login, iso(utcnow()))
                               if c.channel.covers(ref)), key=lambda c: c.connection_id)
         if not connections:
             return 0
-        agent = self.store.get_agent(ref)
+        agent = self.store.agents.get_agent(ref)
         if agent is None:
             return 0
         delivery = self.audiences.messages(agent, events)
@@ -103,7 +103,7 @@ class ApiGatewayFeed:
         """Disconnect `login`'s connections for which `gone` holds (only the owner's own feeds
         are indexed; anywhere else a viewer sees what anyone may)."""
         def close_all() -> None:
-            for connection in self.store.live_connections(login, iso(utcnow())):
+            for connection in self.store.accounts.live_connections(login, iso(utcnow())):
                 if gone(connection):
                     self.disconnect(connection)
 
@@ -120,14 +120,14 @@ class ApiGatewayFeed:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "GoneException":
                 raise
-            self.store.remove_connection(connection.connection_id)
+            self.store.accounts.remove_connection(connection.connection_id)
             return False
         return True
 
     def disconnect(self, connection: LiveConnection) -> None:
         """Close a connection whose viewer may no longer watch (API Gateway then runs
         `$disconnect`, which forgets it; forgetting it here too makes that certain)."""
-        self.store.remove_connection(connection.connection_id)
+        self.store.accounts.remove_connection(connection.connection_id)
         try:
             self.client.delete_connection(ConnectionId=connection.connection_id)
         except ClientError as exc:

@@ -86,7 +86,7 @@ class LocalFeed:
             watchers = self.watchers(ref)
             if not watchers:
                 return
-            agent = await run_in_threadpool(self.store.get_agent, ref)
+            agent = await run_in_threadpool(self.store.agents.get_agent, ref)
             if agent is None:
                 return
             delivery = self.audiences.messages(agent, events)

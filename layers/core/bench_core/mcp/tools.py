@@ -191,7 +191,7 @@ def profile_path(agent: Agent) -> str:
 def search_agents(store: Store, query: str, sort: SortName, limit: int) -> AgentSearch:
     """Public agents matching `query`, ranked as the leaderboard ranks them (one index read)."""
     normalised = leaderboard.normalise_query(query)
-    agents = [a for a in store.leaderboard(sort, query=normalised, limit=limit) if listed(a)]
+    agents = [a for a in store.leaderboard.leaderboard(sort, query=normalised, limit=limit) if listed(a)]
     return AgentSearch(
         query=normalised or "", sort=sort, rule=leaderboard.SORTS[sort].rule,
         agents=[AgentListing.model_validate({**views.agent_summary(a, ANONYMOUS), "rank": i,

@@ -1,8 +1,11 @@
-"""What a use case may ask the composition root for, one port each (`Services` has them all).
+"""What a use case may ask for: of the composition root, one port each (`Services` has them
+all); of the store, one concern each (a `Store` has them all).
 
 A use case names the few it uses by composing these into its own protocol (`IngestPorts`,
-`EvalPorts`, `ClusterPorts`, `RunPorts`), so it neither imports `Services` nor sees more than it
-needs, and a test can hand it a plain object with just those attributes.
+`EvalPorts`, `RunReads`, ...), so it neither imports `Services` nor sees more than it needs, and
+a test can hand it a plain object with just those attributes. A use case that needs only the
+store's runs and agents asks for `class RunReads(WithRuns, WithAgents, Protocol)`, and is handed
+the whole store all the same.
 """
 
 from __future__ import annotations
@@ -15,7 +18,18 @@ if TYPE_CHECKING:
     from .judge import Judge
     from .live import LiveFeed
     from .llm import LLM
-    from .store import Store
+    from .store import (
+        AccountStore,
+        AgentStore,
+        BenchmarkStore,
+        EvalStore,
+        IngestStore,
+        LeaderboardStore,
+        RetentionStore,
+        ReuseStore,
+        RunStore,
+        Store,
+    )
     from .workflows import Workflows
 
 
@@ -54,3 +68,51 @@ class WithJudge(Protocol):
 class WithEmbedder(Protocol):
     @property
     def embedder(self) -> Embedder: ...
+
+
+# ---- the store's concerns ------------------------------------------------------------------
+
+
+class WithIngest(Protocol):
+    @property
+    def ingest(self) -> IngestStore: ...
+
+
+class WithRuns(Protocol):
+    @property
+    def runs(self) -> RunStore: ...
+
+
+class WithAgents(Protocol):
+    @property
+    def agents(self) -> AgentStore: ...
+
+
+class WithAccounts(Protocol):
+    @property
+    def accounts(self) -> AccountStore: ...
+
+
+class WithEvals(Protocol):
+    @property
+    def evals(self) -> EvalStore: ...
+
+
+class WithLeaderboard(Protocol):
+    @property
+    def leaderboard(self) -> LeaderboardStore: ...
+
+
+class WithReuse(Protocol):
+    @property
+    def reuse(self) -> ReuseStore: ...
+
+
+class WithBenchmarks(Protocol):
+    @property
+    def benchmarks(self) -> BenchmarkStore: ...
+
+
+class WithRetention(Protocol):
+    @property
+    def retention(self) -> RetentionStore: ...

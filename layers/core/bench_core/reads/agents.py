@@ -92,11 +92,11 @@ def eval_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
 
 def visible(store: Store, ref: AgentRef, viewer: Viewer) -> Agent:
     """The agent if `viewer` may see it; 404 alike when it is absent or hidden from them."""
-    return visible_agent(store.get_agent(ref), viewer)
+    return visible_agent(store.agents.get_agent(ref), viewer)
 
 
 def agent_detail(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    tasks, _ = store.list_tasks(agent.ref, limit=RECENT_TASKS)
+    tasks, _ = store.ingest.list_tasks(agent.ref, limit=RECENT_TASKS)
     return {**agent_summary(agent, viewer),
             "recent_tasks": [task_view(t, agent, viewer) for t in tasks]}
 
@@ -110,7 +110,7 @@ def public_agent(store: Store, ref: AgentRef) -> Agent | None:
     """The agent as anyone may see it, for responses shared through public caches (badges,
     embeds, OG images): None when it is absent or private, which callers answer alike."""
     try:
-        return visible_agent(store.get_agent(ref), ANONYMOUS)
+        return visible_agent(store.agents.get_agent(ref), ANONYMOUS)
     except NotFound:
         return None
 
@@ -129,7 +129,7 @@ def day_window(last_day: str | None, days: int = DAILY_WINDOW) -> list[str]:
 
 def daily_series(store: Store, agent: Agent) -> tuple[list[str], list[dict[str, Any]]]:
     window = day_window(agent.stats.last_event_at)
-    return window, store.daily(agent.ref, window[0])
+    return window, store.ingest.daily(agent.ref, window[0])
 
 
 def evidence_summary(agent: Agent) -> dict[str, Any]:
@@ -151,13 +151,13 @@ def cost_evidence(agent: Agent, viewer: Viewer) -> dict[str, Any] | None:
 def failure_insights(store: Store, agent: Agent, viewer: Viewer) -> list[dict[str, Any]] | None:
     """Labelled clusters of failures through the privacy gate; None until the cluster workflow
     has stored any (SPEC 5)."""
-    insights = store.get_insights(agent.ref)
+    insights = store.evals.get_insights(agent.ref)
     return None if insights is None else insights_view(insights, agent, viewer)["clusters"]
 
 
 def insights_of(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     """`GET .../insights`: the stored clusters (or none yet) through the privacy gate."""
-    return insights_view(store.get_insights(agent.ref), agent, viewer)
+    return insights_view(store.evals.get_insights(agent.ref), agent, viewer)
 
 
 def profile(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
@@ -183,8 +183,8 @@ def leaderboard_page(store: Store, sort: str, query: str | None, page: int,
     """One page of the leaderboard: public agents only, as the read API shows them, and when
     a new agent first ranks (`qualification`: the store's, from the same settings)."""
     offset = (page - 1) * leaderboard.PAGE_SIZE
-    agents = store.leaderboard(sort, query=query, offset=offset,
-                               limit=leaderboard.PAGE_SIZE + 1)
+    agents = store.leaderboard.leaderboard(sort, query=query, offset=offset,
+                                           limit=leaderboard.PAGE_SIZE + 1)
     shown = [a for a in agents[:leaderboard.PAGE_SIZE] if listed(a)]
     return {
         "sort": sort, "q": query, "page": page, "page_size": leaderboard.PAGE_SIZE,

@@ -153,8 +153,8 @@ def channel_agents(store: Store, channel: Channel) -> tuple[Agent | None, list[A
     """The watched agent (None for an owner's channel or an agent not created yet) and the
     agents whose numbers the first message carries."""
     if channel.ref is None:
-        return None, store.list_agents(channel.login)
-    agent = store.get_agent(channel.ref)
+        return None, store.agents.list_agents(channel.login)
+    agent = store.agents.get_agent(channel.ref)
     return agent, [agent] if agent else []
 
 

@@ -90,12 +90,12 @@ def find_run(store: Store, agent: Agent, task: TaskState | None) -> tuple[TaskSt
     if task.parent_task_id is None:
         return task, task.task_id
     if task.run_id and task.run_id != task.task_id:
-        root = store.get_task(agent.ref, task.run_id)
+        root = store.ingest.get_task(agent.ref, task.run_id)
         if root is not None and root.parent_task_id is None:
             return task, root.task_id
     current = task  # stored before runs existed (DynamoDB marks runs as they are read)
     for _ in range(MAX_ANCESTRY):
-        parent = store.get_task(agent.ref, current.parent_task_id or "")
+        parent = store.ingest.get_task(agent.ref, current.parent_task_id or "")
         if parent is None:
             return task, current.task_id
         if parent.parent_task_id is None:
@@ -112,13 +112,13 @@ def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str,
     alone). `insights`: the agent's (`RunHead`); `root`: the run's root if the caller read it
     already."""
     root = _root(store, agent, run_id, root)
-    read = store.run_spans(agent.ref, root, limit=SPANS_PAGE, content=content)
-    counts = store.run_counts(agent.ref, root) if len(read) >= SPANS_PAGE else None
+    read = store.runs.run_spans(agent.ref, root, limit=SPANS_PAGE, content=content)
+    counts = store.runs.run_counts(agent.ref, root) if len(read) >= SPANS_PAGE else None
     return Run(agent, root, read, cluster_of(insights, agent, viewer, run_id), counts)
 
 
 def _root(store: Store, agent: Agent, run_id: str, root: TaskState | None) -> TaskState:
-    root = root or store.get_task(agent.ref, run_id)
+    root = root or store.ingest.get_task(agent.ref, run_id)
     if root is None:
         raise NotFound("run not found")
     return root
@@ -227,7 +227,7 @@ def _later_page(store: Store, agent: Agent, viewer: Viewer, run_id: str,
     last page ended and the counts the first read (so paging does not count again)."""
     after, counts = _position(cursor)
     root = _root(store, agent, run_id, root)
-    read = store.run_spans(agent.ref, root, limit=SPANS_PAGE + 1, after=after)
+    read = store.runs.run_spans(agent.ref, root, limit=SPANS_PAGE + 1, after=after)
     run = Run(agent, root, read, cluster_of(insights, agent, viewer, run_id), counts)
     return _paged(run, counts, viewer, sight, read[:SPANS_PAGE], more=len(read) > SPANS_PAGE)
 
@@ -280,7 +280,7 @@ def run_summary(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]
 def runs_list(store: Store, agent: Agent, viewer: Viewer, where: RunFilter,
               cursor: str | None = None, limit: int = RUNS_PAGE) -> dict[str, Any]:
     try:
-        tasks, next_cursor = store.list_runs(agent.ref, where, limit=limit, cursor=cursor)
+        tasks, next_cursor = store.runs.list_runs(agent.ref, where, limit=limit, cursor=cursor)
     except ValueError as exc:
         raise BadRequest(str(exc), [{"loc": ["query", "cursor"], "msg": str(exc)}]) from exc
     return {"runs": [run_summary(t, agent, viewer) for t in tasks], "next_cursor": next_cursor,
@@ -305,7 +305,7 @@ def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
     """What the run page draws: the header, the rows of the tree at `focus` (collapsed where
     big), each with its waterfall bar, and the selected span's details; of a run too big to
     read whole, the rows of what one read of it gives (`Run`)."""
-    head = store.run_head(ref, task_id)
+    head = store.runs.run_head(ref, task_id)
     agent = visible_agent(head.agent, viewer)
     task, run_id = find_run(store, agent, head.task)
     if run_id != task_id:
@@ -344,8 +344,8 @@ def _focused(store: Store, run: Run, focus: str | None) -> tuple[Node, list[Node
     if task is None:
         raise NotFound("span not found in this run")
     ancestors = _ancestors(store, run, task)
-    after = store.run_spans(run.agent.ref, run.root, limit=SPANS_PAGE,
-                            after=(task.sort_ts, ""), content=False)
+    after = store.runs.run_spans(run.agent.ref, run.root, limit=SPANS_PAGE,
+                                 after=(task.sort_ts, ""), content=False)
     top = build_tree(task, subtree(task.task_id, after), origin=run.root,
                      depth=len(ancestors))
     return top, [loose(t, run) for t in ancestors]
@@ -363,7 +363,7 @@ def _selected(store: Store, run: Run, top: Node, span: str | None
         return None, None
     node = find(top, span) or find(run.tree, span)
     if run.whole:
-        return node, store.get_task(run.agent.ref, span) if node else None
+        return node, store.ingest.get_task(run.agent.ref, span) if node else None
     full = _member(store, run, span)
     if full is None:
         return None, None
@@ -374,7 +374,7 @@ def _member(store: Store, run: Run, span_id: str) -> TaskState | None:
     """The task `span_id` read whole, if it is one of this run's spans or its root."""
     if span_id == run.root.task_id:
         return run.root
-    task = store.get_task(run.agent.ref, span_id)
+    task = store.ingest.get_task(run.agent.ref, span_id)
     if task is None or task.run_id != run.root.task_id or not task.sort_ts:
         return None
     return task
@@ -386,7 +386,7 @@ def _ancestors(store: Store, run: Run, task: TaskState) -> list[TaskState]:
     found: list[TaskState] = []
     parent = task.parent_task_id
     while parent and parent != run.root.task_id and len(found) < TRAIL_READ:
-        above = store.get_task(run.agent.ref, parent)
+        above = store.ingest.get_task(run.agent.ref, parent)
         if above is None:
             break
         found.append(above)
@@ -422,7 +422,7 @@ def runs_json(store: Store, ref: AgentRef, viewer: Viewer, filters: dict[str, An
 def run_answer(store: Store, ref: AgentRef, viewer: Viewer, task_id: str,
                cursor: str | None) -> dict[str, Any]:
     """The JSON twin; a subtask's id answers its run, naming the span asked for."""
-    head = store.run_head(ref, task_id)
+    head = store.runs.run_head(ref, task_id)
     agent = visible_agent(head.agent, viewer)
     task, run_id = find_run(store, agent, head.task)
     answer = run_json(store, agent, viewer, run_id, head.insights, cursor,
@@ -435,7 +435,7 @@ EXAMPLES = 3
 
 def example_runs(store: Store, agent: Agent, viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
     """A few runs to open from another page (compare): the newest, and the newest failures."""
-    newest, _ = store.list_runs(agent.ref, RunFilter(), limit=EXAMPLES)
-    failed, _ = store.list_runs(agent.ref, RunFilter(status="failed"), limit=EXAMPLES)
+    newest, _ = store.runs.list_runs(agent.ref, RunFilter(), limit=EXAMPLES)
+    failed, _ = store.runs.list_runs(agent.ref, RunFilter(status="failed"), limit=EXAMPLES)
     return {"newest": [run_summary(t, agent, viewer) for t in newest],
             "failed": [run_summary(t, agent, viewer) for t in failed]}

@@ -28,23 +28,23 @@ def new_grant(agent: Agent, request: GrantRequest, now: datetime) -> InvocationG
 def put_grant(store: Store, agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:
     """Grant (or replace the grant of) `request.caller` calls to `agent`."""
     grant = new_grant(agent, request, now)
-    store.put_invocation_grant(grant)
+    store.reuse.put_invocation_grant(grant)
     return grant
 
 
 def grants_of(store: Store, ref: AgentRef) -> list[InvocationGrant]:
-    return store.invocation_grants(ref)
+    return store.reuse.invocation_grants(ref)
 
 
 def revoke_grant(store: Store, ref: AgentRef, caller: str) -> bool:
     """Remove the grant to `caller`; False if there was none."""
-    return store.delete_invocation_grant(ref, caller)
+    return store.reuse.delete_invocation_grant(ref, caller)
 
 
 def usage_of(store: Store, key: KeyRecord, limit: int) -> list[UsageRecord]:
     """The calls through Bench `key` may see, newest first: an owner key its account's, an
     agent key those made with its agent's keys (it sees nothing else of its account)."""
-    return store.list_usage(key.login, limit, key.agent_slug)
+    return store.reuse.list_usage(key.login, limit, key.agent_slug)
 
 
 def grant_for(store: Store, agent: Agent, key: KeyRecord, now: datetime) -> InvocationGrant | None:
@@ -52,9 +52,9 @@ def grant_for(store: Store, agent: Agent, key: KeyRecord, now: datetime) -> Invo
     the reason otherwise."""
     if key.login == agent.login:
         return None
-    grant = store.get_invocation_grant(agent.ref, key.login)
+    grant = store.reuse.get_invocation_grant(agent.ref, key.login)
     if grant is None and key.expires_at is None:
-        grant = store.get_invocation_grant(agent.ref, EVERYONE)
+        grant = store.reuse.get_invocation_grant(agent.ref, EVERYONE)
     if grant is None:
         raise Forbidden(f"@{agent.login} has not granted @{key.login} calls to {agent.slug}; "
                         "ask the owner for a grant",
@@ -79,7 +79,7 @@ def quota_windows(grant: InvocationGrant, now: datetime) -> list[QuotaWindow]:
 def take_quota(store: Store, agent: Agent, caller: str, grant: InvocationGrant,
                now: datetime) -> None:
     """Count the call, or 429 with `Retry-After` (whole seconds until the full window ends)."""
-    full = store.take_invocation_quota(agent.ref, caller, quota_windows(grant, now))
+    full = store.reuse.take_invocation_quota(agent.ref, caller, quota_windows(grant, now))
     if full is None:
         return
     ends = datetime.fromisoformat(full.until.replace("Z", "+00:00"))

@@ -78,8 +78,8 @@ def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: Invoke
     (not found, no grant, over quota, too large) raise."""
     store, settings = services.store, services.settings.reuse
     now = utcnow()
-    agent = visible_agent(store.get_agent(ref), Viewer.of_key(key))
-    record = store.get_capability(ref)
+    agent = visible_agent(store.agents.get_agent(ref), Viewer.of_key(key))
+    record = store.reuse.get_capability(ref)
     endpoint = record.endpoint if record is not None else None
     if record is None or endpoint is None:
         raise Forbidden(f"{ref.path} takes no calls through Bench: its owner has published no "
@@ -173,7 +173,7 @@ def _record(services: IngestPorts, agent: Agent, key: KeyRecord, events: list[Wi
     try:
         limits = services.settings.limits
         accept(services, agent.login, AgentMeta(slug=agent.slug), events, later=later)
-        services.store.record_usage(UsageRecord(
+        services.store.reuse.record_usage(UsageRecord(
             login=key.login, at=iso(call.started), call_id=call.call_id,
             agent=f"{agent.login}/{agent.slug}",
             status="failed" if call.error is not None else "success",

@@ -83,7 +83,7 @@ class Services:
 
     def check_store(self) -> None:
         """A cheap round trip to the store (`GET /healthz`); raises if it cannot be reached."""
-        self.store.get_agent(AgentRef("-", "-"))
+        self.store.agents.get_agent(AgentRef("-", "-"))
 
     def close(self) -> None:
         self.store.close()
@@ -94,17 +94,17 @@ def open_store(settings: Settings) -> Store:
     if settings.store == "dynamodb":
         from ..store.dynamodb.store import DynamoStore
 
-        return DynamoStore(settings.table_name,
-                           event_retention_days=settings.limits.event_retention_days,
-                           max_agents_per_account=settings.limits.max_agents_per_account,
-                           qualification=settings.ranking)
+        return DynamoStore.open(settings.table_name,
+                                event_retention_days=settings.limits.event_retention_days,
+                                max_agents_per_account=settings.limits.max_agents_per_account,
+                                qualification=settings.ranking)
     if settings.store == "sqlite":
         from ..store.sqlite.store import SqliteStore
 
-        return SqliteStore(settings.sqlite_path,
-                           event_retention_days=settings.limits.event_retention_days,
-                           max_agents_per_account=settings.limits.max_agents_per_account,
-                           qualification=settings.ranking)
+        return SqliteStore.open(settings.sqlite_path,
+                                event_retention_days=settings.limits.event_retention_days,
+                                max_agents_per_account=settings.limits.max_agents_per_account,
+                                qualification=settings.ranking)
     raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")
 
 
@@ -163,7 +163,7 @@ def open_workflows(services: Services) -> Workflows:
         from ..workflows.stepfunctions import StepFunctionsStarter
 
         return StepFunctionsStarter(settings.eval_state_machine_arn,
-                                    settings.cluster_state_machine_arn, services.store,
+                                    settings.cluster_state_machine_arn, services.store.evals,
                                     benchmark_arn=settings.benchmark_state_machine_arn)
     if settings.store == "sqlite":
         from ..workflows.local import LocalRunner

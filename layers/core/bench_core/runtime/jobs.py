@@ -32,7 +32,7 @@ class LocalJobs:
         benchmark.run_grading(self.ports, run_id)
 
     def purge_expired(self, now: str) -> int:
-        return self.ports.store.purge_expired(now)
+        return self.ports.store.retention.purge_expired(now)
 
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,

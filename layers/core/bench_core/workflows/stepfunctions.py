@@ -19,7 +19,7 @@ from typing import Any
 
 from ..domain.models import AgentRef, iso, utcnow
 from ..log import logger
-from ..ports.store import Store
+from ..ports.store import EvalStore
 from ..ports.workflows import benchmark_start, eval_start
 
 START_WORKERS = 8
@@ -31,12 +31,12 @@ def execution_name(kind: str, key: str, unique: str) -> str:
 
 
 class StepFunctionsStarter:
-    def __init__(self, eval_arn: str | None, cluster_arn: str | None, store: Store,
+    def __init__(self, eval_arn: str | None, cluster_arn: str | None, evals: EvalStore,
                  client: Any = None, benchmark_arn: str | None = None) -> None:
         self.eval_arn = eval_arn
         self.cluster_arn = cluster_arn
         self.benchmark_arn = benchmark_arn
-        self.store = store
+        self.evals = evals
         self._client = client
 
     @property
@@ -51,7 +51,7 @@ class StepFunctionsStarter:
         if not task_ids or not self.eval_arn:
             return
         try:
-            self.store.mark_evals_pending(ref, task_ids, iso(utcnow()))
+            self.evals.mark_evals_pending(ref, task_ids, iso(utcnow()))
         except Exception:
             logger.exception("could not mark evals pending", extra={"agent": ref.path})
         stamp = str(time.time_ns())

@@ -88,13 +88,13 @@ def _attach(ports: IngestPorts, ref: AgentRef, spans: list[SpanContent], result:
         event = span.event(limits.max_field_bytes)
         if event is None:
             continue
-        task = store.get_task(ref, span.task_id)
+        task = store.ingest.get_task(ref, span.task_id)
         if task is None or not (task.started_at or task.ended_at):
             problem = park(store, ref, span.task_id, event)
             if problem is not None:
                 result.reject(problem, len(span.records))
                 continue
-            task = store.get_task(ref, span.task_id)
+            task = store.ingest.get_task(ref, span.task_id)
             if task is None or not (task.started_at or task.ended_at):
                 result.parked += 1
                 continue
