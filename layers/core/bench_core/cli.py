@@ -21,7 +21,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.from_env(data_dir=Path(args.data_dir) if args.data_dir else None)
 
 
-def _store(args: argparse.Namespace):  # noqa: ANN202 - the Store protocol
+def _store(args: argparse.Namespace):  # noqa: ANN202 - a Store (its adapter imported late)
     from .runtime.adapters import open_store
 
     return open_store(_settings(args))

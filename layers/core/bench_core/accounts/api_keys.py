@@ -10,12 +10,12 @@ from datetime import timedelta
 from ..domain.errors import NotFound, Unauthorized
 from ..domain.keys import hash_key, looks_like_key, new_key, verify
 from ..domain.models import KeyRecord, iso, utcnow
-from ..ports.store import Store
+from ..ports.services import WithAccounts
 
 TOUCH_EVERY = timedelta(minutes=1)
 
 
-def authenticate(store: Store, raw: str) -> KeyRecord:
+def authenticate(store: WithAccounts, raw: str) -> KeyRecord:
     """The live key record for `raw`, recording its use at most once a minute."""
     if not looks_like_key(raw):
         raise Unauthorized("invalid or revoked API key")
@@ -26,7 +26,7 @@ def authenticate(store: Store, raw: str) -> KeyRecord:
     return record
 
 
-def issue(store: Store, login: str, slug: str | None = None, *,
+def issue(store: WithAccounts, login: str, slug: str | None = None, *,
           name: str | None = None) -> tuple[str, KeyRecord]:
     """A new key for `login` (an agent key if `slug`, else an owner key): raw, and stored."""
     raw, record = new_key(login, slug, name=name)
@@ -34,12 +34,12 @@ def issue(store: Store, login: str, slug: str | None = None, *,
     return raw, record
 
 
-def keys_of(store: Store, login: str) -> list[KeyRecord]:
+def keys_of(store: WithAccounts, login: str) -> list[KeyRecord]:
     """The owner's keys, newest first."""
     return sorted(store.accounts.list_keys(login), key=lambda k: k.created_at, reverse=True)
 
 
-def revoke_own(store: Store, login: str, key_hash: str) -> KeyRecord:
+def revoke_own(store: WithAccounts, login: str, key_hash: str) -> KeyRecord:
     """Revoke the owner's key with this hash (and return it); 404 for any other (or
     malformed) hash."""
     record = store.accounts.key_by_hash(key_hash) if len(key_hash) == 64 else None

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..domain.errors import TooManyRequests
 from ..domain.models import iso, utcnow
-from ..ports.store import Store
+from ..ports.services import WithAccounts
 from . import api_keys
 
 DEVICE = "device"
@@ -54,7 +54,7 @@ def normalize_user_code(text: str) -> str | None:
     return f"{letters[:4]}-{letters[4:]}"
 
 
-def start_for(store: Store, client: str, interval: int) -> DeviceStart:
+def start_for(store: WithAccounts, client: str, interval: int) -> DeviceStart:
     """`start`, at most `STARTS_PER_HOUR` times an hour from one client."""
     now = utcnow()
     hits = store.accounts.count_hit(f"device:{client}:{now:%Y%m%d%H}", iso(now + TTL * 6))
@@ -64,7 +64,7 @@ def start_for(store: Store, client: str, interval: int) -> DeviceStart:
     return start(store, interval)
 
 
-def redeem(store: Store, device_code: str, interval: int) -> dict[str, Any]:
+def redeem(store: WithAccounts, device_code: str, interval: int) -> dict[str, Any]:
     """What the CLI's poll gets: a fresh owner key and its login once approved (shown this
     once), else `{"error": ...}` as RFC 8628 names it."""
     outcome, login = poll(store, device_code, interval)
@@ -74,7 +74,7 @@ def redeem(store: Store, device_code: str, interval: int) -> dict[str, Any]:
     return {"key": raw, "login": login}
 
 
-def start(store: Store, interval: int) -> DeviceStart:
+def start(store: WithAccounts, interval: int) -> DeviceStart:
     now = utcnow()
     until = iso(now + TTL)
     device_code = secrets.token_urlsafe(32)
@@ -92,13 +92,13 @@ def start(store: Store, interval: int) -> DeviceStart:
     return DeviceStart(device_code, user_code, interval, int(TTL.total_seconds()))
 
 
-def pending(store: Store, user_code: str) -> bool:
+def pending(store: WithAccounts, user_code: str) -> bool:
     """Whether `user_code` names a live login still awaiting a decision."""
     device = _device_of(store, user_code)
     return device is not None and device[1]["status"] == "pending"
 
 
-def decide(store: Store, user_code: str, login: str, approve: bool) -> bool:
+def decide(store: WithAccounts, user_code: str, login: str, approve: bool) -> bool:
     """Approve (for `login`) or deny a pending code; False if it is unknown, expired or decided."""
     device = _device_of(store, user_code)
     if device is None:
@@ -107,7 +107,7 @@ def decide(store: Store, user_code: str, login: str, approve: bool) -> bool:
     return store.accounts.update_grant(DEVICE, device[0], {"status": "pending"}, changes, iso(utcnow()))
 
 
-def poll(store: Store, device_code: str, interval: int) -> tuple[str, str | None]:
+def poll(store: WithAccounts, device_code: str, interval: int) -> tuple[str, str | None]:
     """("ok", login) exactly once after approval, else (RFC 8628 error code, None)."""
     grant_id, now = _hash(device_code), utcnow()
     record = store.accounts.get_grant(DEVICE, grant_id, iso(now))
@@ -137,7 +137,7 @@ def _too_soon(polled_at: str | None, now: datetime, interval: int) -> bool:
     return (now - last).total_seconds() < interval / 2
 
 
-def _device_of(store: Store, user_code: str) -> tuple[str, dict[str, object]] | None:
+def _device_of(store: WithAccounts, user_code: str) -> tuple[str, dict[str, object]] | None:
     now = iso(utcnow())
     pointer = store.accounts.get_grant(USER_CODE, user_code, now)
     if pointer is None:

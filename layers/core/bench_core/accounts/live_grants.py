@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..domain.models import Agent, KeyRecord, iso, utcnow
+from ..ports.services import WithAccounts
 from . import sessions
 
 if TYPE_CHECKING:
     from ..ports.live import LiveFeed
-    from ..ports.store import Store
 
 SESSION = "session:"
 KEY = "key:"
@@ -30,7 +30,7 @@ def key_grant(key: KeyRecord) -> str:
     return KEY + key.key_hash
 
 
-def still_granted(store: Store, grant: str | None) -> bool:
+def still_granted(store: WithAccounts, grant: str | None) -> bool:
     """Whether the session or key behind `grant` is still live (anonymous: always)."""
     if grant is None:
         return True

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..domain.models import iso, utcnow
-from ..ports.store import Store
+from ..ports.services import WithAccounts
 from . import signed_tokens as signing
 
 COOKIE = "bench_session"
@@ -40,7 +40,7 @@ def grant_id(session_id: str) -> str:
     return hashlib.sha256(session_id.encode()).hexdigest()
 
 
-def start(store: Store, secret: bytes, login: str, *, sandbox: bool = False
+def start(store: WithAccounts, secret: bytes, login: str, *, sandbox: bool = False
           ) -> tuple[Session, str]:
     """A new session for `login` and the cookie value that carries it."""
     now = utcnow()
@@ -54,7 +54,7 @@ def start(store: Store, secret: bytes, login: str, *, sandbox: bool = False
     return session, cookie
 
 
-def load(store: Store, secret: bytes, cookie: str) -> Session | None:
+def load(store: WithAccounts, secret: bytes, cookie: str) -> Session | None:
     """The live session a cookie carries; None for anything else (forged, tampered, expired,
     signed out)."""
     session_id = signing.unsign(secret, PURPOSE, cookie)
@@ -67,5 +67,5 @@ def load(store: Store, secret: bytes, cookie: str) -> Session | None:
                    datetime.fromisoformat(str(record["until"]).replace("Z", "+00:00")))
 
 
-def end(store: Store, session: Session) -> None:
+def end(store: WithAccounts, session: Session) -> None:
     store.accounts.delete_grant(GRANT, grant_id(session.session_id))

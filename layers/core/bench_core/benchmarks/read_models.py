@@ -8,13 +8,13 @@ a run's attempts show inputs, outputs and the judge's reasoning only as `privacy
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from ..domain.benchmark_records import LABEL, Attempt, RunRecord
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
 from ..domain.privacy import HIDDEN, Sight, Viewer, listed, visible_agent
-from ..ports.store import Store
+from ..ports.services import WithAgents, WithBenchmarks
 from .suites import Suite, load_suite, packaged_suites
 
 AGENT_RUNS = 20
@@ -66,7 +66,11 @@ def attempt_view(attempt: Attempt, agent: Agent, viewer: Viewer) -> dict[str, An
     return view
 
 
-def visible_run(store: Store, suite_id: str | None, run_id: str, viewer: Viewer
+class BenchmarkReads(WithBenchmarks, WithAgents, Protocol):
+    """Benchmark runs and the agents they are of (whose privacy says who sees them)."""
+
+
+def visible_run(store: BenchmarkReads, suite_id: str | None, run_id: str, viewer: Viewer
                 ) -> tuple[RunRecord, Agent]:
     """The run (of `suite_id`, when given) and its agent if the viewer may see the agent; 404
     alike otherwise."""
@@ -87,7 +91,7 @@ def run_detail(run: RunRecord, agent: Agent, viewer: Viewer) -> dict[str, Any]:
             "attempts": [attempt_view(a, agent, viewer) for a in run.attempts]}
 
 
-def ranking(store: Store, suite_id: str, limit: int) -> list[dict[str, Any]]:
+def ranking(store: BenchmarkReads, suite_id: str, limit: int) -> list[dict[str, Any]]:
     """Each listed agent's latest run of the suite, best first (pass rate, then pass^k),
     numbered; private agents are skipped, however many there are."""
     found: list[dict[str, Any]] = []
@@ -113,7 +117,7 @@ def suite_info(suite: Suite, content_hash: str) -> dict[str, Any]:
             "pass_threshold": m.grading.pass_threshold, "repeats": m.grading.repeats}
 
 
-def suite_detail(store: Store, suite_id: str, ranking_size: int) -> dict[str, Any]:
+def suite_detail(store: BenchmarkReads, suite_id: str, ranking_size: int) -> dict[str, Any]:
     """A suite as packaged, whether and with which hash it is published, and its ranking."""
     packaged = load_suite(suite_id)
     return {**suite_info(packaged.suite, packaged.content_hash), "label": LABEL,
@@ -121,7 +125,7 @@ def suite_detail(store: Store, suite_id: str, ranking_size: int) -> dict[str, An
             "ranking": ranking(store, suite_id, ranking_size)}
 
 
-def suites_overview(store: Store, top: int = 5) -> list[dict[str, Any]]:
+def suites_overview(store: BenchmarkReads, top: int = 5) -> list[dict[str, Any]]:
     """Every suite this server has, by name, each version with its description, whether it is
     published (registered by a first run) and its `top` results."""
     registered = store.benchmarks.registered_suites()
@@ -136,14 +140,14 @@ def suites_overview(store: Store, top: int = 5) -> list[dict[str, Any]]:
             for name, versions in sorted(by_name.items())]
 
 
-def agent_benchmark_results(store: Store, agent: Agent) -> list[dict[str, Any]]:
+def agent_benchmark_results(store: WithBenchmarks, agent: Agent) -> list[dict[str, Any]]:
     """The agent's runs as anyone may see them, newest first; none for an unlisted agent."""
     if not listed(agent):
         return []
     return [run_summary(run) for run in store.benchmarks.benchmark_runs_of(agent.ref, AGENT_RUNS)]
 
 
-def visible_runs(store: Store, agent: Agent, viewer: Viewer) -> list[dict[str, Any]]:
+def visible_runs(store: WithBenchmarks, agent: Agent, viewer: Viewer) -> list[dict[str, Any]]:
     """The agent's runs for a page the viewer may already see (its owner sees a private one's)."""
     if viewer.owns(agent):
         return [run_summary(run) for run in store.benchmarks.benchmark_runs_of(agent.ref, AGENT_RUNS)]

@@ -4,8 +4,8 @@ recompute the summary (`workflow.py`). What the client says about scores or its 
 accepted on the wire and ignored.
 
 Suites are immutable once published: the first valid run of a suite version registers its
-content hash (`Store.register_suite`); a run of any other content under that version is refused
-with 409, and so is every run once the server's own copy changed under the same version.
+content hash (`BenchmarkStore.register_suite`); a run of any other content under that version is
+refused with 409, and so is every run once the server's own copy changed under the same version.
 """
 
 from __future__ import annotations
@@ -23,15 +23,22 @@ from ..domain.keys import may_write
 from ..domain.models import AgentRef, KeyRecord, Slug, iso, utcnow
 from ..domain.privacy import new_agent
 from ..log import logger
-from ..ports.services import WithSettings, WithStore, WithWorkflows
+from ..ports.services import WithAgents, WithBenchmarks, WithSettings, WithWorkflows
 from . import workflow
 from .grading import JUDGE_RETRY_AFTER_S
 from .suites import Suite, load_suite, value_hash
 
 
-class RunPorts(WithStore, WithWorkflows, WithSettings, Protocol):
+class SubmitConcerns(WithAgents, WithBenchmarks, Protocol):
+    """The agent a run is of (created with its first run) and the suites and runs stored."""
+
+
+class RunPorts(WithWorkflows, WithSettings, Protocol):
     """What submitting a run uses: the store, the workflows that grade it and the settings
     (the field cap). Grading is `workflow.py`'s."""
+
+    @property
+    def store(self) -> SubmitConcerns: ...
 
 
 class GradingNotStarted(BenchError):

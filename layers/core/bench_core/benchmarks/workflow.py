@@ -21,7 +21,7 @@ from typing import Any, Protocol, cast
 
 from ..domain.benchmark_records import Attempt, RunRecord
 from ..log import logger
-from ..ports.services import WithLLM, WithSettings, WithStore
+from ..ports.services import WithBenchmarks, WithLLM, WithSettings
 from ..ports.workflows import State, benchmark_start
 from . import aggregate
 from .grading import PARALLEL, Grade, Grader, grade_all, grader_for
@@ -33,8 +33,12 @@ CHUNK = PARALLEL
 judgement (template.yaml, Time budgets)."""
 
 
-class GradePorts(WithStore, WithLLM, WithSettings, Protocol):
-    """What grading uses: the store, the judge's model (None: the offline grader)."""
+class GradePorts(WithLLM, WithSettings, Protocol):
+    """What grading uses: the store's benchmark runs, the judge's model (None: the offline
+    grader)."""
+
+    @property
+    def store(self) -> WithBenchmarks: ...
 
 
 def to_grade(attempts: Sequence[Attempt]) -> dict[tuple[str, str], list[int]]:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from ..domain.models import AgentRef, TaskState, iso, utcnow
 from ..domain.task_text import as_text
-from ..ports.services import WithEmbedder, WithLLM, WithSettings, WithStore, WithWorkflows
+from ..ports.services import WithAgents, WithEmbedder, WithEvals, WithLLM, WithSettings, WithWorkflows
 from ..ports.workflows import State, Workflows, parse_agent
 from .describe import describe, top_terms, words
 
@@ -35,10 +35,17 @@ SWEEP_LIMIT = 5000
 DUE_LIMIT = 500
 
 
-class ClusterPorts(WithStore, WithWorkflows, WithEmbedder, WithLLM, WithSettings, Protocol):
+class ClusterConcerns(WithAgents, WithEvals, Protocol):
+    """The agents clustered, their failed and low-scored runs, and their insights."""
+
+
+class ClusterPorts(WithWorkflows, WithEmbedder, WithLLM, WithSettings, Protocol):
     """What the cluster steps use: the store, where evals start (the sweep), the embedder and
     the describer's model (both built on first use: only `cluster_agent` needs them) and the
     settings (the describer's prompt)."""
+
+    @property
+    def store(self) -> ClusterConcerns: ...
 
 
 def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MIN_AGE,

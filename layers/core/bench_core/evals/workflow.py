@@ -24,7 +24,7 @@ from typing import Protocol
 
 from ..domain.models import EvalResult, iso, utcnow
 from ..domain.task_text import is_empty
-from ..ports.services import WithJudge, WithSettings, WithStore
+from ..ports.services import WithAgents, WithEvals, WithIngest, WithJudge, WithSettings
 from ..ports.workflows import State, parse_agent
 from .budget import skip_reason
 
@@ -32,9 +32,16 @@ DONE = "done"
 NO_CONTENT = "no content captured"
 
 
-class EvalPorts(WithStore, WithJudge, WithSettings, Protocol):
+class EvalConcerns(WithAgents, WithIngest, WithEvals, Protocol):
+    """The agent and its task judged, and where the result and the day's spend go."""
+
+
+class EvalPorts(WithJudge, WithSettings, Protocol):
     """What the eval steps use: the store, the judge (built on first use, so a step that does
     not judge never opens the model) and the settings (the judge's budget)."""
+
+    @property
+    def store(self) -> EvalConcerns: ...
 
 
 def load(ports: EvalPorts, state: State) -> State:

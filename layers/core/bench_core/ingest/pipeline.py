@@ -20,15 +20,19 @@ from ..domain.keys import may_write
 from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent
 from ..domain.pricing import models_seen
 from ..log import logger
-from ..ports.services import WithLive, WithSettings, WithStore, WithWorkflows
+from ..ports.services import WithIngest, WithLive, WithSettings, WithWorkflows
 from .wire import bounded, clean_event, parse_batch
 
 Later = Callable[..., Any]
 """Runs `fn(*args)` once the answer is sent, as `BackgroundTasks.add_task` does."""
 
 
-class IngestPorts(WithStore, WithSettings, WithWorkflows, WithLive, Protocol):
-    """What accepting events uses: the store, the limits, where evals start, the live feed."""
+class IngestPorts(WithSettings, WithWorkflows, WithLive, Protocol):
+    """What accepting events uses: the store's ingest, the limits, where evals start, the live
+    feed."""
+
+    @property
+    def store(self) -> WithIngest: ...
 
 
 def accept(ports: IngestPorts, login: str, meta: AgentMeta,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import boto3
 from botocore.exceptions import ClientError
@@ -21,10 +21,15 @@ from ..domain.live import LiveConnection, may_watch
 from ..domain.models import Agent, AgentRef, iso, utcnow
 from ..domain.privacy import Viewer
 from ..log import logger
+from ..ports.services import WithAccounts, WithAgents
 
 if TYPE_CHECKING:
     from ..ports.live import Audiences
-    from ..ports.store import Store
+
+
+class FeedConcerns(WithAccounts, WithAgents, Protocol):
+    """The connections recorded by `$connect`, and the agents pushed about."""
+
 
 MAX_PARALLEL_POSTS = 16
 """Connections posted to at once: one agent's watchers are reached in about one round trip."""
@@ -37,7 +42,7 @@ def management_client(endpoint: str) -> Any:
 
 
 class ApiGatewayFeed:
-    def __init__(self, store: Store, endpoint: str, audiences: Audiences, *,
+    def __init__(self, store: FeedConcerns, endpoint: str, audiences: Audiences, *,
                  client: Any = None) -> None:
         self.store = store
         self.audiences = audiences

@@ -21,7 +21,7 @@ from ..log import logger
 
 if TYPE_CHECKING:
     from ..ports.live import Audiences
-    from ..ports.store import Store
+    from ..ports.services import WithAgents
 
 MAX_BACKLOG = 256
 """Messages a watcher may have waiting before it is cut off as too slow."""
@@ -61,7 +61,7 @@ class Subscriber:
 
 
 class LocalFeed:
-    def __init__(self, store: Store, audiences: Audiences) -> None:
+    def __init__(self, store: WithAgents, audiences: Audiences) -> None:
         self.store = store
         self.audiences = audiences
         self._by_login: dict[str, set[Subscriber]] = {}

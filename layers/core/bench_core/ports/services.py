@@ -4,7 +4,7 @@ all); of the store, one concern each (a `Store` has them all).
 A use case names the few it uses by composing these into its own protocol (`IngestPorts`,
 `EvalPorts`, `RunReads`, ...), so it neither imports `Services` nor sees more than it needs, and
 a test can hand it a plain object with just those attributes. A use case that needs only the
-store's runs and agents asks for `class RunReads(WithRuns, WithAgents, Protocol)`, and is handed
+store's runs and their tasks asks for `class RunReads(WithRuns, WithIngest, Protocol)`, and is handed
 the whole store all the same.
 """
 
@@ -28,14 +28,8 @@ if TYPE_CHECKING:
         RetentionStore,
         ReuseStore,
         RunStore,
-        Store,
     )
     from .workflows import Workflows
-
-
-class WithStore(Protocol):
-    @property
-    def store(self) -> Store: ...
 
 
 class WithSettings(Protocol):

@@ -22,7 +22,7 @@ from ..domain.field_limits import dumps
 from ..domain.live import Channel
 from ..domain.models import Agent, WireEvent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, event_view, visible_agent
-from ..ports.store import Store
+from ..ports.services import WithAccounts, WithAgents
 from ..render import formatting as fmt
 
 MAX_MESSAGE_BYTES = 96 * 1024
@@ -140,7 +140,7 @@ class LiveRules:
     """What the live feed's adapters deliver (`ports.live.Audiences`): a batch's messages for
     each audience, and whether a connection that sees the owner's view is still granted."""
 
-    store: Store
+    store: WithAccounts
 
     def messages(self, agent: Agent, events: Sequence[WireEvent | dict[str, Any]]) -> Delivery:
         return Delivery(agent, events)
@@ -149,7 +149,7 @@ class LiveRules:
         return live_grants.still_granted(self.store, grant)
 
 
-def channel_agents(store: Store, channel: Channel) -> tuple[Agent | None, list[Agent]]:
+def channel_agents(store: WithAgents, channel: Channel) -> tuple[Agent | None, list[Agent]]:
     """The watched agent (None for an owner's channel or an agent not created yet) and the
     agents whose numbers the first message carries."""
     if channel.ref is None:

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from ..domain.errors import BadRequest, NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer, event_view, task_view
-from ..ports.store import Store
+from ..ports.services import WithAgents, WithIngest
 from .agents import visible
 
 TASK_STATUSES = ("running", "success", "failed")
 
 
-def recent_events(store: Store, ref: AgentRef, viewer: Viewer, limit: int) -> dict[str, Any]:
+class TaskReads(WithAgents, WithIngest, Protocol):
+    """An agent's tasks and events, as its privacy lets a viewer see them."""
+
+
+def recent_events(store: TaskReads, ref: AgentRef, viewer: Viewer, limit: int) -> dict[str, Any]:
     agent = visible(store, ref, viewer)
     return {"events": [event_view(e, agent, viewer) for e in store.ingest.recent_events(agent.ref, limit)]}
 
 
-def tasks_page(store: Store, ref: AgentRef, viewer: Viewer, *, parent: str | None,
+def tasks_page(store: TaskReads, ref: AgentRef, viewer: Viewer, *, parent: str | None,
                status: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
     """One page of tasks, newest first, each with its subtasks' ids; 400 for an unknown status
     or a cursor this listing did not hand out."""
@@ -37,7 +41,7 @@ def tasks_page(store: Store, ref: AgentRef, viewer: Viewer, *, parent: str | Non
             "next_cursor": next_cursor}
 
 
-def task_detail(store: Store, ref: AgentRef, viewer: Viewer, task_id: str) -> dict[str, Any]:
+def task_detail(store: TaskReads, ref: AgentRef, viewer: Viewer, task_id: str) -> dict[str, Any]:
     """One task with its subtasks' ids and its events."""
     agent = visible(store, ref, viewer)
     task = store.ingest.get_task(agent.ref, task_id)

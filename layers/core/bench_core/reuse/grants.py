@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from ..domain.errors import Forbidden, TooManyRequests
 from ..domain.models import Agent, AgentRef, KeyRecord, iso
 from ..domain.reuse_records import EVERYONE, InvocationGrant, QuotaWindow, UsageRecord
-from ..ports.store import Store
+from ..ports.services import WithReuse
 from .models import GrantRequest
 
 
@@ -25,29 +25,29 @@ def new_grant(agent: Agent, request: GrantRequest, now: datetime) -> InvocationG
                            created_at=iso(now))
 
 
-def put_grant(store: Store, agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:
+def put_grant(store: WithReuse, agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:
     """Grant (or replace the grant of) `request.caller` calls to `agent`."""
     grant = new_grant(agent, request, now)
     store.reuse.put_invocation_grant(grant)
     return grant
 
 
-def grants_of(store: Store, ref: AgentRef) -> list[InvocationGrant]:
+def grants_of(store: WithReuse, ref: AgentRef) -> list[InvocationGrant]:
     return store.reuse.invocation_grants(ref)
 
 
-def revoke_grant(store: Store, ref: AgentRef, caller: str) -> bool:
+def revoke_grant(store: WithReuse, ref: AgentRef, caller: str) -> bool:
     """Remove the grant to `caller`; False if there was none."""
     return store.reuse.delete_invocation_grant(ref, caller)
 
 
-def usage_of(store: Store, key: KeyRecord, limit: int) -> list[UsageRecord]:
+def usage_of(store: WithReuse, key: KeyRecord, limit: int) -> list[UsageRecord]:
     """The calls through Bench `key` may see, newest first: an owner key its account's, an
     agent key those made with its agent's keys (it sees nothing else of its account)."""
     return store.reuse.list_usage(key.login, limit, key.agent_slug)
 
 
-def grant_for(store: Store, agent: Agent, key: KeyRecord, now: datetime) -> InvocationGrant | None:
+def grant_for(store: WithReuse, agent: Agent, key: KeyRecord, now: datetime) -> InvocationGrant | None:
     """The grant `key`'s login calls `agent` under (None: the owner, who needs none); 403 with
     the reason otherwise."""
     if key.login == agent.login:
@@ -76,7 +76,7 @@ def quota_windows(grant: InvocationGrant, now: datetime) -> list[QuotaWindow]:
     return windows
 
 
-def take_quota(store: Store, agent: Agent, caller: str, grant: InvocationGrant,
+def take_quota(store: WithReuse, agent: Agent, caller: str, grant: InvocationGrant,
                now: datetime) -> None:
     """Count the call, or 429 with `Retry-After` (whole seconds until the full window ends)."""
     full = store.reuse.take_invocation_quota(agent.ref, caller, quota_windows(grant, now))

@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..domain.errors import BenchError, Forbidden, PayloadTooLarge
 from ..domain.field_limits import dumps
@@ -36,6 +36,7 @@ from ..domain.privacy import Viewer, visible_agent
 from ..domain.reuse_records import UsageRecord
 from ..ingest.pipeline import IngestPorts, Later, accept
 from ..log import logger
+from ..ports.services import WithAgents, WithIngest, WithReuse
 from . import call_signature as signing
 from . import grants, outbound
 from .models import InvokeRequest
@@ -43,6 +44,18 @@ from .models import InvokeRequest
 TASK_NAME = "invoked"
 ERROR_PREVIEW = 500
 """Characters of a failing endpoint's answer quoted back to the caller."""
+
+
+class InvokeConcerns(WithIngest, WithAgents, WithReuse, Protocol):
+    """The agent called, its card, its grants and quota, and where the call is recorded."""
+
+
+class InvokePorts(IngestPorts, Protocol):
+    """What a call uses: ingest's ports (the call is recorded as a task), its store also the
+    agent called and its card, grants, quota and usage."""
+
+    @property
+    def store(self) -> InvokeConcerns: ...
 
 
 class BadGateway(BenchError):
@@ -72,7 +85,7 @@ class Invocation:
     error: BenchError | None
 
 
-def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: InvokeRequest, *,
+def invoke(services: InvokePorts, key: KeyRecord, ref: AgentRef, request: InvokeRequest, *,
            later: Later) -> Invocation:
     """Check, count, forward and record one call; refusals before anything goes out
     (not found, no grant, over quota, too large) raise."""
@@ -100,7 +113,7 @@ def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: Invoke
     return Invocation(answer, call.error)
 
 
-def _forward(services: IngestPorts, endpoint: str, secret: str, caller: str, ref: AgentRef,
+def _forward(services: InvokePorts, endpoint: str, secret: str, caller: str, ref: AgentRef,
              payload: bytes) -> Call:
     call = Call(call_id=uuid.uuid4().hex, started=utcnow(), duration_ms=0.0)
     headers = {"Content-Type": "application/json", "Accept": "application/json",
@@ -166,7 +179,7 @@ def usage_expiry(started: datetime, key: KeyRecord, retention_days: int) -> str 
     return min(times, default=None)
 
 
-def _record(services: IngestPorts, agent: Agent, key: KeyRecord, events: list[WireEvent],
+def _record(services: InvokePorts, agent: Agent, key: KeyRecord, events: list[WireEvent],
             call: Call, later: Later) -> None:
     """The call as a task of the agent and as usage of the caller. A failure here is logged:
     the call has happened and counted, so its answer still goes back."""

@@ -11,11 +11,19 @@ from ..benchmarks import workflow as benchmark
 from ..clustering import workflow as cluster
 from ..domain.models import AgentRef
 from ..evals import workflow as evals
+from ..ports.services import WithBenchmarks, WithRetention
 from ..ports.workflows import State, Workflows, parse_agent
+
+
+class JobConcerns(evals.EvalConcerns, cluster.ClusterConcerns, WithBenchmarks, WithRetention, Protocol):
+    """The eval, cluster and grading steps' concerns, and what expires."""
 
 
 class JobPorts(evals.EvalPorts, cluster.ClusterPorts, benchmark.GradePorts, Protocol):
     """What the jobs use: the eval, cluster and grading steps' ports (the store also purges)."""
+
+    @property
+    def store(self) -> JobConcerns: ...
 
 
 @dataclass(frozen=True)

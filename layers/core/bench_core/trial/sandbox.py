@@ -17,10 +17,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..accounts.agents import AgentsAndKeys
 from ..domain.keys import new_key
 from ..domain.models import KeyRecord, iso, utcnow
 from ..domain.privacy import new_agent
-from ..ports.store import Store
+from ..ports.services import WithAccounts
 
 LOGIN_PREFIX = "try--"
 SLUG = "demo-agent"
@@ -36,14 +37,14 @@ def is_sandbox(login: str) -> bool:
     return login.startswith(LOGIN_PREFIX)
 
 
-def allow_start(store: Store, client: str, per_hour: int) -> bool:
+def allow_start(store: WithAccounts, client: str, per_hour: int) -> bool:
     """Count a start by `client` (an IP address) in this hour; False past `per_hour`."""
     now = utcnow()
     bucket = f"try:{client}:{now:%Y%m%d%H}"
     return store.accounts.count_hit(bucket, iso(now + WINDOW)) <= per_hour
 
 
-def create(store: Store) -> tuple[str, str]:
+def create(store: AgentsAndKeys) -> tuple[str, str]:
     """A new sandbox: its login and its agent key (the only time the key is seen)."""
     now = utcnow()
     login, expires_at = LOGIN_PREFIX + secrets.token_hex(6), iso(now + TTL)
@@ -54,7 +55,7 @@ def create(store: Store) -> tuple[str, str]:
     return login, raw
 
 
-def demo_key(store: Store, login: str) -> KeyRecord | None:
+def demo_key(store: WithAccounts, login: str) -> KeyRecord | None:
     """The sandbox's live key, with which its demo runs are ingested."""
     return next((k for k in store.accounts.list_keys(login) if k.agent_slug == SLUG and k.active), None)
 

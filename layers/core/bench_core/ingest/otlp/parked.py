@@ -14,9 +14,23 @@ never parked anything costs a trace export one read (`MARKER`), not one per span
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from ...domain.models import AgentRef, CleanEvent, iso, utcnow
-from ...ports.store import Store
+from ...ports.services import WithAccounts, WithIngest
+from ..pipeline import IngestPorts
+
+
+class OtlpConcerns(WithIngest, WithAccounts, Protocol):
+    """Ingest's, and the short-lived records content waits in until its span arrives."""
+
+
+class OtlpPorts(IngestPorts, Protocol):
+    """What an OTLP export uses: ingest's ports, its store also parking content."""
+
+    @property
+    def store(self) -> OtlpConcerns: ...
+
 
 PARKED = "otlp-parked"
 MARKER = "otlp-parked-agent"
@@ -30,7 +44,7 @@ def _grant_id(ref: AgentRef, task_id: str) -> str:
     return f"{ref.path}/{task_id}"
 
 
-def park(store: Store, ref: AgentRef, task_id: str, event: CleanEvent) -> str | None:
+def park(store: WithAccounts, ref: AgentRef, task_id: str, event: CleanEvent) -> str | None:
     """Keep `event` until the span of `task_id` arrives; why it could not be kept, or None."""
     now = utcnow()
     until = iso(now + PARK_FOR)
@@ -58,7 +72,7 @@ def park(store: Store, ref: AgentRef, task_id: str, event: CleanEvent) -> str | 
     return "content events for this span arrived too fast to park; send them again"
 
 
-def waiting(store: Store, ref: AgentRef, task_ids: list[str]) -> dict[str, list[CleanEvent]]:
+def waiting(store: WithAccounts, ref: AgentRef, task_ids: list[str]) -> dict[str, list[CleanEvent]]:
     """The parked events of these spans, by task id; they stay parked until `release`d, so a
     crash before they are stored loses nothing."""
     now = iso(utcnow())
@@ -73,14 +87,14 @@ def waiting(store: Store, ref: AgentRef, task_ids: list[str]) -> dict[str, list[
     return found
 
 
-def release(store: Store, ref: AgentRef, task_ids: list[str]) -> None:
+def release(store: WithAccounts, ref: AgentRef, task_ids: list[str]) -> None:
     """Forget what was parked for these spans, once it is stored with them (ingest is
     idempotent, so a second claimant storing it again changes nothing)."""
     for task_id in task_ids:
         store.accounts.delete_grant(PARKED, _grant_id(ref, task_id))
 
 
-def _mark(store: Store, ref: AgentRef, now: datetime) -> None:
+def _mark(store: WithAccounts, ref: AgentRef, now: datetime) -> None:
     """Say that `ref` has parked content, for longer than anything parked now lives. A marker
     past half its life is replaced; a claim that misses it meanwhile is made good by the
     parker, which looks for the span after parking (`logs.export_logs`)."""
