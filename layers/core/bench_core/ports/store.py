@@ -1,7 +1,7 @@
 """The Store port: everything Bench keeps, as one small protocol per concern.
 
-A `Store` is one object per concern (`store.ingest.ingest`, `store.runs`, `store.agents`,
-`store.accounts`, `store.evals`, `store.leaderboard.leaderboard`, `store.reuse`, `store.benchmarks`,
+A `Store` is one object per concern (`store.ingest`, `store.runs`, `store.agents`,
+`store.accounts`, `store.evals`, `store.leaderboard`, `store.reuse`, `store.benchmarks`,
 `store.retention`), each typed by its protocol here, so a use case names the concerns it uses
 (`ports.services.WithRuns`, ...) and sees nothing else. Each adapter keeps one class per concern,
 in a file of the concern's name, over what its concerns share, and assembles them into a `Store`:
