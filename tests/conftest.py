@@ -16,6 +16,7 @@ import pytest
 import uvicorn
 from bench_core.domain.keys import new_key
 from bench_core.local import create_local_app, server_config
+from bench_core.ports.store import Store
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
 
@@ -48,7 +49,7 @@ class RunningServer:
     data_dir: Path
 
     @property
-    def store(self):  # noqa: ANN201 - the Store protocol
+    def store(self) -> Store:
         return self.services.store
 
     def create_key(self, login: str, agent: str | None = None) -> str:
