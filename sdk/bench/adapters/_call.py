@@ -51,13 +51,13 @@ class StreamReader(Protocol):
     def outcome(self) -> Outcome: ...
 
 
-def token_counts(**counts: Any) -> dict[str, Optional[int]]:
+def token_counts(**counts: object) -> dict[str, Optional[int]]:
     """Evidence token fields from a provider's usage numbers: a count the provider did not send
     stays None (never 0), so a total is 0 only when it really was."""
     return {name: _count(counts.get(name)) for name in TOKEN_FIELDS}
 
 
-def _count(value: Any) -> Optional[int]:
+def _count(value: object) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
@@ -200,7 +200,7 @@ class Api:
     stream: Optional[Callable[[], StreamReader]] = None
 
 
-def wrap_method(client: Any, path: str, agent: BenchAgent, api: Api) -> None:
+def wrap_method(client: object, path: str, agent: BenchAgent, api: Api) -> None:
     """Replace the method at ``path`` (``"chat.completions.create"``) of ``client`` by one that
     records each call; sync and async alike (an async client's method returns an awaitable).
     Wrapping twice is a no-op; a client without the method is left alone."""
