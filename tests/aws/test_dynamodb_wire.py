@@ -9,8 +9,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from bench_core.store.dynamodb import codec, wire
+from bench_core.store.dynamodb import wire
 from bench_core.store.dynamodb.client import Table
+from bench_core.store.dynamodb.codec.values import to_item
 from boto3.dynamodb.types import Binary, TypeDeserializer
 from botocore.exceptions import ClientError
 
@@ -95,7 +96,7 @@ def test_a_query_read_in_pages_keeps_its_keys_to_read_on_and_a_projection() -> N
     """The answer's items go through `wire`, the rest (LastEvaluatedKey) through botocore."""
     with dynamo_store() as store:
         table = store.table
-        table.write_all([codec.to_item({"pk": "P", "sk": f"S{i}", "n": i, "other": "x"})
+        table.write_all([to_item({"pk": "P", "sk": f"S{i}", "n": i, "other": "x"})
                          for i in range(7)])
         pages: list[int] = []
         store.client.meta.events.register(
@@ -111,7 +112,7 @@ def test_errors_are_botocores_as_ever() -> None:
     with dynamo_store() as store:
         missing = Table("no-such-table", store.client)
         with pytest.raises(ClientError) as raised:
-            missing.get(codec.to_item({"pk": "a", "sk": "b"}))
+            missing.get(to_item({"pk": "a", "sk": "b"}))
         assert raised.value.response["Error"]["Code"] == "ResourceNotFoundException"
 
 

@@ -20,7 +20,8 @@ from bench_core.reads import runs as reads
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.config import Settings
 from bench_core.store import RunCounts, RunHead, Store
-from bench_core.store.dynamodb import codec
+from bench_core.store.dynamodb.codec.keys import AgentKeys
+from bench_core.store.dynamodb.codec.tasks import ADDED
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 
 from tests.factories import clean, ev, task_events
@@ -139,7 +140,7 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
 
 def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str, Any]:
     """Rewrite a stored task item as Bench wrote them before a task's fields were two JSON
-    texts (`codec.task_fields`): one attribute per field, JSON values as JSON text, its child
+    texts (`codec.tasks.task_fields`): one attribute per field, JSON values as JSON text, its child
     cost and evidence in numbers; and `before_runs`, also as before runs existed (no run id,
     run index keys or logs)."""
     key = {"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}}
@@ -182,7 +183,7 @@ def test_dynamodb_reads_a_run_stored_before_runs_existed() -> None:
         assert [e["data"]["label"] for e in tasks["kid"].logs] == ["step"]
         assert tasks["grandkid"].output == {"deep": [1, 2]}
         assert tasks["grandkid"].duration_ms == 100.0
-        item = store.table.get(codec.AgentKeys("alice", "agent-1").key("TASK#kid"))
+        item = store.table.get(AgentKeys("alice", "agent-1").key("TASK#kid"))
         assert item is not None and "task" in item and "name" not in item and "logs" not in item
 
 
@@ -207,10 +208,10 @@ def test_dynamodb_reads_tasks_stored_one_attribute_per_field_and_rewrites_them_o
         assert (after.name, after.input, after.output, after.status, after.logs) == (
             "plan", {"q": "why"}, "boom", "failed", before.logs)
         assert (after.evidence, after.child_cost_usd) == (before.evidence, 0.25)
-        item = store.table.get(codec.AgentKeys("alice", "agent-1").key("TASK#t1"))
+        item = store.table.get(AgentKeys("alice", "agent-1").key("TASK#t1"))
         assert item is not None
         assert not item.keys() & {"name", "input", "output", "status", "logs", "duration_ms",
-                                  *codec.ADDED}
+                                  *ADDED}
         assert json.loads(item["task"])["status"] == "failed"
         assert json.loads(item["content"])["output"] == "boom"
 
@@ -226,14 +227,14 @@ def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fo
     from tests.aws.moto_table import dynamo_store
 
     with dynamo_store() as store:
-        keys = codec.AgentKeys("alice", "agent-1")
+        keys = AgentKeys("alice", "agent-1")
         start, end = task_events("parent", "agent")
         ingest(store, [start])
         ingest(store, [*task_events("llm", parent="parent", cost=0.25)[:2],
                        ev("task.log", "llm", parent_task_id="parent", data=EVIDENCE),
                        task_events("llm", parent="parent", cost=0.25)[2]])
         leaf = store.table.get(keys.key("TASK#llm"))
-        assert leaf is not None and not leaf.keys() & set(codec.ADDED)
+        assert leaf is not None and not leaf.keys() & set(ADDED)
         assert json.loads(leaf["task"])["evidence"] == {
             "cost_usd": 0.000093, "input_tokens": 300, "output_tokens": 80, "calls": 1,
             "unpriced_calls": 0}
@@ -246,7 +247,7 @@ def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fo
         assert parent.child_cost_usd == 0.25
         ingest(store, [end])
         folded = store.table.get(keys.key("TASK#parent"))
-        assert folded is not None and not folded.keys() & set(codec.ADDED)
+        assert folded is not None and not folded.keys() & set(ADDED)
         assert json.loads(folded["task"])["evidence"]["calls"] == 1
         assert json.loads(folded["task"])["child_cost_usd"] == 0.25
         after = store.get_task(REF, "parent")

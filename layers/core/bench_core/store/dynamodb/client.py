@@ -16,8 +16,8 @@ import boto3
 from botocore.exceptions import ClientError
 
 from ...domain.errors import TooManyRequests
-from . import codec, wire
-from .codec import Update
+from . import wire
+from .codec.values import Update, plain, to_item
 from .table import TASK_INDEXES
 
 MAX_ATTEMPTS = 8
@@ -99,7 +99,7 @@ class Table:
             try:
                 response = self.client.update_item(**update.params(self.name),
                                                    ReturnValues=returns)
-                return codec.plain(response.get("Attributes", {}))
+                return plain(response.get("Attributes", {}))
             except ClientError as exc:
                 if code(exc) == "ConditionalCheckFailedException":
                     raise ConditionFailed from exc
@@ -115,7 +115,7 @@ class Table:
         if condition:
             params["ConditionExpression"] = condition
         if values:
-            params["ExpressionAttributeValues"] = codec.to_item(values)
+            params["ExpressionAttributeValues"] = to_item(values)
         if names:
             params["ExpressionAttributeNames"] = names
         try:
@@ -136,7 +136,7 @@ class Table:
         if condition:
             params["ConditionExpression"] = condition
         if values:
-            params["ExpressionAttributeValues"] = codec.to_item(values)
+            params["ExpressionAttributeValues"] = to_item(values)
         try:
             return "Attributes" in self.client.delete_item(**params)
         except ClientError as exc:
@@ -186,7 +186,7 @@ class Table:
             return item["pk"], item["sk"]
 
         found = {key_of(item): item for item in self.batch_get(keys, consistent=consistent)}
-        wanted = [key_of(codec.plain(key)) for key in keys]
+        wanted = [key_of(plain(key)) for key in keys]
         return [found[key] for key in wanted if key in found]
 
     def write_all(self, items: list[dict[str, Any]]) -> None:
@@ -225,7 +225,7 @@ class Table:
             "KeyConditionExpression": "#pk = :pk" + (f" AND {sk}" if sk else ""),
             "ExpressionAttributeNames": {"#pk": pk_name, **({"#sk": sk_name} if sk else {}),
                                          **names},
-            "ExpressionAttributeValues": codec.to_item(
+            "ExpressionAttributeValues": to_item(
                 {":pk": pk, **{f":{k}": v for k, v in bounds.items()}})}
         if index:
             params["IndexName"] = index

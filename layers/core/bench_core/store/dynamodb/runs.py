@@ -7,7 +7,7 @@
   Scan nor a read per span. What the header counts is one Query of the partition that
   returns only the failed spans' keys (`run_counts`).
 - A parent not stored yet that subtasks record as their run is a placeholder whose `run_id` is
-  its own id (`codec.child_cost_update`); when it arrives with a parent of its own, the tasks
+  its own id (`codec.tasks.child_cost_update`); when it arrives with a parent of its own, the tasks
   under it move to its run (`ingest.move_runs`: one Query of its old run, one conditional update per
   task moved, each bumping `version` so a concurrent fold of that task is redone). A task
   written meanwhile under the old run may be missed (the index lags the table): the moved
@@ -31,10 +31,11 @@ from typing import Any
 from ...domain.models import AgentRef, TaskState, utcnow
 from ...domain.runs import RunFilter, append_log, span_key
 from .. import RunCounts, RunHead, decode_cursor, encode_cursor
-from . import codec
 from .agents import live_agent
 from .client import ConditionFailed, Table
-from .codec import AgentKeys, Update
+from .codec.keys import META, TASK, AgentKeys, task_sort_key
+from .codec.tasks import task_attributes, task_from_item, task_rewrite
+from .codec.values import Update, to_item
 from .evals import INSIGHTS, insights_from_item
 from .ingest import move_task, read_task_events, started_task
 
@@ -59,9 +60,9 @@ class DynamoRuns:
         task and the insights items."""
         agent = AgentKeys(ref.login, ref.slug)
         found = {item["sk"]: item for item in self.table.batch_get(
-            [agent.key(codec.META), agent.key(codec.TASK + task_id), agent.key(INSIGHTS)])}
-        return RunHead(live_agent(found.get(codec.META)),
-                       started_task(found.get(codec.TASK + task_id)),
+            [agent.key(META), agent.key(TASK + task_id), agent.key(INSIGHTS)])}
+        return RunHead(live_agent(found.get(META)),
+                       started_task(found.get(TASK + task_id)),
                        insights_from_item(found.get(INSIGHTS)))
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
@@ -74,18 +75,18 @@ class DynamoRuns:
         agent = AgentKeys(ref.login, ref.slug)
         if run.run_id is None:
             self._migrate_run(agent, run)
-        root = codec.TASK + run.task_id
+        root = TASK + run.task_id
         pk = agent.run_pk(run.task_id)
-        projection = (*codec.task_attributes(content=content), "moved_at")
+        projection = (*task_attributes(content=content), "moved_at")
         if after is None:
             found = self.table.query(pk, "#sk >= :low", index="runs", page=limit + 1,
                                      projection=projection, low=_LOWEST)
         else:
             found = self.table.query(pk, "#sk > :after", index="runs", page=limit + 1,
-                                     projection=projection, after=codec.task_sort_key(*after))
+                                     projection=projection, after=task_sort_key(*after))
         items = list(itertools.islice((i for i in found if i["sk"] != root), limit))
         items += self._stragglers(agent, run.task_id, items)
-        spans = sorted((codec.task_from_item(item) for item in items), key=span_key)
+        spans = sorted((task_from_item(item) for item in items), key=span_key)
         return [s for s in spans if after is None or span_key(s) > after][:limit]
 
     def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
@@ -94,14 +95,14 @@ class DynamoRuns:
         left out (which is then not counted): memory stays at a page whatever the run's
         size, though DynamoDB reads (and bills) the partition whole."""
         agent = AgentKeys(ref.login, ref.slug)
-        root = codec.TASK + run.task_id
+        root = TASK + run.task_id
         params = self.table.query_params(agent.run_pk(run.task_id), "#sk >= :low",
                                          index="runs", projection=("sk",), low=_LOWEST)
         params["FilterExpression"] = ("#key = :root OR contains(#task, :failed) "
                                       "OR #status = :status")  # `status`: an item's old layout
         params["ExpressionAttributeNames"] |= {"#key": "sk", "#task": "task",
                                                "#status": "status"}
-        params["ExpressionAttributeValues"] |= codec.to_item(
+        params["ExpressionAttributeValues"] |= to_item(
             {":root": root, ":failed": '"status":"failed"', ":status": "failed"})
         spans = failed = 0
         first: str | None = None
@@ -112,7 +113,7 @@ class DynamoRuns:
                     spans -= 1
                     continue
                 failed += 1
-                first = first or item["sk"][len(codec.TASK):]
+                first = first or item["sk"][len(TASK):]
         return RunCounts(spans, failed, first)
 
     def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]]
@@ -124,7 +125,7 @@ class DynamoRuns:
         moved = [item for item in items if "moved_at" in item]
         while moved:
             holder = moved.pop()
-            old = holder["sk"][len(codec.TASK):]
+            old = holder["sk"][len(TASK):]
             late = [item for item in self.table.query(agent.run_pk(old), index="runs")
                     if move_task(self.table, agent, item["sk"], old, run_id)]
             for item in late:
@@ -154,11 +155,11 @@ class DynamoRuns:
                 keys = [agent.key(item["sk"])
                         for item in self.table.query(agent.tasks_pk(parent), index="tasks")]
                 for item in self.table.get_all(keys):
-                    task_id = item["sk"][len(codec.TASK):]
+                    task_id = item["sk"][len(TASK):]
                     if task_id not in seen:
                         seen.add(task_id)
                         found.append(task_id)
-                        tree.append(codec.task_from_item(item))
+                        tree.append(task_from_item(item))
             level = found
         for task in [*tree, root]:
             logs: list[dict[str, Any]] = []
@@ -167,7 +168,7 @@ class DynamoRuns:
                     append_log(logs, body.get("ts", ""), body.get("data"))
             task.run_id, task.logs = run_id, logs
             try:
-                self.table.update(codec.task_rewrite(agent, task))
+                self.table.update(task_rewrite(agent, task))
             except ConditionFailed:  # a batch wrote it meanwhile: the next read walks again
                 return
 
@@ -178,7 +179,7 @@ class DynamoRuns:
                            else ("tstatus", agent.status_pk(None, where.status), "tssk"))
         page = min(SCAN_LIMIT, 4 * limit)
         if cursor:
-            after = codec.task_sort_key(*decode_cursor(cursor))
+            after = task_sort_key(*decode_cursor(cursor))
             keys = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index,
                                     forward=False, page=page, low=_LOWEST, after=after)
             keys = (item for item in keys if item[sort] != after)
@@ -191,7 +192,7 @@ class DynamoRuns:
             if len(kept) == limit or examined == SCAN_LIMIT:
                 assert last is not None
                 return kept, encode_cursor(last.sort_ts, last.task_id)
-            last = codec.task_from_item(item)
+            last = task_from_item(item)
             if where.keeps(last):
                 kept.append(last)
         return kept, None

@@ -7,14 +7,14 @@ pydantic-core's speed on these bodies, which hold only strings, maps and lists: 
 numbers as strings), and each AttributeValue becomes its value in one step, in botocore's
 `before-parse` hook (the one its own S3 handlers use to adjust an answer): the items are taken
 out of the body and handed back through `customized_response_dict`, so botocore parses only
-what is left (keys to read on, unprocessed keys, capacity). The values are what `codec.plain`
-gives (numbers as `Decimal`, sets as sets), except that binaries are `bytes`.
+what is left (keys to read on, unprocessed keys, capacity). The values are what
+`codec.values.plain` gives (numbers as `Decimal`, sets as sets), except that binaries are `bytes`.
 
 Only reads made `inside` this module's context are decoded here, so a client shared with other
 code answers that code as boto3 always does. Errors (status >= 300) are left to botocore. An
 answer the hook did not decode (a botocore that stopped emitting `before-parse`) is decoded
-after the fact by `plain_answer`, the slow way (`codec.plain`), rather than handed on in the
-wire form.
+after the fact by `plain_answer`, the slow way (`codec.values.plain`), rather than handed on
+in the wire form.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from .codec import plain
+from .codec.values import plain
 
 _ACTIVE: ContextVar[bool] = ContextVar("bench_dynamodb_plain_reads", default=False)
 ITEMS = {"GetItem": "Item", "Query": "Items", "BatchGetItem": "Responses"}
