@@ -59,3 +59,22 @@ def dynamo_store(**options: Any) -> Iterator[DynamoStore]:
             yield store
         finally:
             store.close()
+
+
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+"""DynamoDB's write operations."""
+
+
+@contextmanager
+def requests_made(client: Any) -> Iterator[list[str]]:
+    """The operations asked of `client` meanwhile, by name, in order."""
+    made: list[str] = []
+
+    def note(model: Any, **_: Any) -> None:
+        made.append(model.name)
+
+    client.meta.events.register("provide-client-params.dynamodb", note, unique_id="requests-made")
+    try:
+        yield made
+    finally:
+        client.meta.events.unregister("provide-client-params.dynamodb", unique_id="requests-made")

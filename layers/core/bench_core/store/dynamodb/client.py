@@ -24,7 +24,8 @@ MAX_ATTEMPTS = 8
 BACKOFF_SECONDS = 0.01
 BATCH_WRITE = 25
 BATCH_GET = 100
-_METHODS = {"GetItem": "get_item", "Query": "query", "BatchGetItem": "batch_get_item"}
+_METHODS = {"GetItem": "get_item", "Query": "query", "Scan": "scan",
+            "BatchGetItem": "batch_get_item"}
 INDEX_KEYS = {name: (pk, sk) for name, pk, sk in TASK_INDEXES}
 """Key attributes of the indexes not named `{index}pk`/`{index}sk`."""
 
@@ -75,7 +76,8 @@ class Table:
         return self._client
 
     def _read(self, operation: str, **params: Any) -> dict[str, Any]:
-        """A GetItem, Query or BatchGetItem (by its name) whose items come back plain (`wire`)."""
+        """A GetItem, Query, Scan or BatchGetItem (by its name) whose items come back plain
+        (`wire`)."""
         with wire.inside():
             response = getattr(self.client, _METHODS[operation])(**params)
         return wire.plain_answer(operation, response)
@@ -242,12 +244,23 @@ class Table:
         for response in self.answers(params):
             yield from response["Items"]
 
-    def answers(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """The answers to a Query (`params` without TableName), one per page: its items and
-        counts (`Count`, and `ScannedCount` before a filter)."""
+    def scan(self, start: dict[str, Any] | None = None, *, page: int | None = None
+             ) -> Iterator[dict[str, Any]]:
+        """The whole table, one answer per page of 1 MB (or `page` items): its `Items`, and its
+        `LastEvaluatedKey` but for the last; from `start` (such a key) on. Only the table's
+        migration scans (`migration.py`)."""
+        params: dict[str, Any] = {} if start is None else {"ExclusiveStartKey": start}
+        if page:
+            params["Limit"] = page
+        return self.answers(params, "Scan")
+
+    def answers(self, params: dict[str, Any], operation: str = "Query"
+                ) -> Iterator[dict[str, Any]]:
+        """The answers to a Query (or a Scan; `params` without TableName), one per page: its
+        items and counts (`Count`, and `ScannedCount` before a filter)."""
         params = {"TableName": self.name, **params}
         while True:
-            response = self._read("Query", **params)
+            response = self._read(operation, **params)
             yield response
             if "LastEvaluatedKey" not in response:
                 return

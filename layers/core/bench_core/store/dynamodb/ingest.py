@@ -322,8 +322,9 @@ def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
     """After a batch's transaction: the tasks recorded under a run that turned out to have a
     parent (`runs.Reassign`) move to its run, each guarded by the run it had. The index this
     reads lags the table, so a task written under the old run by a concurrent batch can be
-    missed: the old run's task keeps `moved_at`, and reads of its new run move such
-    stragglers (`runs.DynamoRuns.run_tasks`)."""
+    missed: the old run's task keeps `moved_at`, reads of its new run read such stragglers
+    from the old run for a while (`runs.SETTLED`), and the table's migration moves them
+    (`migration.py`)."""
     for move in moves:
         for item in table.query(agent.run_pk(move.old), index="runs", projection=("sk", "gsi3sk")):
             move_task(table, agent, item["sk"], move.old, move.new)

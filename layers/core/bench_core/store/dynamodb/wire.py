@@ -31,7 +31,7 @@ import orjson
 from .codec.values import plain
 
 _ACTIVE: ContextVar[bool] = ContextVar("bench_dynamodb_plain_reads", default=False)
-ITEMS = {"GetItem": "Item", "Query": "Items", "BatchGetItem": "Responses"}
+ITEMS = {"GetItem": "Item", "Query": "Items", "Scan": "Items", "BatchGetItem": "Responses"}
 """Where each read's answer holds its items."""
 _DECODED = "BenchPlainItems"
 """Marks an answer whose items `decode` turned into plain values."""
