@@ -33,7 +33,7 @@ from .codec.values import plain
 _ACTIVE: ContextVar[bool] = ContextVar("bench_dynamodb_plain_reads", default=False)
 ITEMS = {"GetItem": "Item", "Query": "Items", "Scan": "Items", "BatchGetItem": "Responses"}
 """Where each read's answer holds its items."""
-_DECODED = "BenchPlainItems"
+DECODED = "BenchPlainItems"
 """Marks an answer whose items `decode` turned into plain values."""
 
 
@@ -77,7 +77,7 @@ def decode(operation_model: Any, response_dict: dict[str, Any],
         return
     body = orjson.loads(response_dict["body"])
     found = body.pop(field, None)
-    customized_response_dict[_DECODED] = True
+    customized_response_dict[DECODED] = True
     if found is not None:
         customized_response_dict[field] = _each(field, found, item)
         response_dict["body"] = orjson.dumps(body)
@@ -86,7 +86,7 @@ def decode(operation_model: Any, response_dict: dict[str, Any],
 def plain_answer(operation: str, response: dict[str, Any]) -> dict[str, Any]:
     """`response` (to read `operation`, made `inside`) with plain items, however it came."""
     field = ITEMS[operation]
-    if not response.pop(_DECODED, False) and response.get(field) is not None:
+    if not response.pop(DECODED, False) and response.get(field) is not None:
         response[field] = _each(field, response[field], plain)
     return response
 
