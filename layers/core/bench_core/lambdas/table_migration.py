@@ -3,9 +3,9 @@ migration (`store/dynamodb/migration.py`, through `runtime.adapters.migrate_stor
 nothing.
 
 A custom resource, because `sam deploy` is all a self-hoster runs: the resource's `Code`
-property is the core layer's version, so every deployment that brings new code runs it, once
-the functions have that code, and none needs a step to remember. Once the table is through,
-a deployment costs it one GetItem.
+property is the core layer's version, so every deployment that brings new code runs it (with
+that code), and none needs a step to remember. Once the table is through, a deployment costs
+it one GetItem.
 
 It never fails the deployment. Reads take an older layout as it is and never write, so an
 unfinished migration changes no answer; a FAILED answer would roll back the whole stack update

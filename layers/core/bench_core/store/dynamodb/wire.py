@@ -14,7 +14,9 @@ Only reads made `inside` this module's context are decoded here, so a client sha
 code answers that code as boto3 always does. Errors (status >= 300) are left to botocore. An
 answer the hook did not decode (a botocore that stopped emitting `before-parse`) is decoded
 after the fact by `plain_answer`, the slow way (`codec.values.plain`), rather than handed on
-in the wire form.
+in the wire form; never silently, though: every test's store fails a read this module did not
+decode (`tests/aws/moto_table.py`), and the deployment's read routes are held to it
+(`tests/aws/test_dynamodb_migration.py`).
 """
 
 from __future__ import annotations
