@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from ...domain.models import TaskState, iso, utcnow
+from ...domain.runs import MAX_ANCESTRY
 from .client import MAX_ATTEMPTS, ConditionFailed, Table
 from .codec.keys import TASK, AgentKeys
 from .codec.tasks import TASK_FIELDS, task_from_item, task_rewrite
@@ -51,7 +52,6 @@ VERSION = 1
 MARKER = to_item({"pk": "MIGRATION", "sk": "META"})
 """Where the table's migration is: `done` (the last `VERSION` a pass got through), and while a
 pass of `version` is under way, `resume` (the key to scan on from, as JSON)."""
-MAX_ANCESTRY = 1000
 _METER: ContextVar[MigrationReport | None] = ContextVar("bench_dynamodb_migration", default=None)
 _READS = {"GetItem", "Query", "Scan", "BatchGetItem"}
 
