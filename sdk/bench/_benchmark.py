@@ -69,14 +69,14 @@ def load_agent(path: str) -> Callable[[Dict[str, Any]], Any]:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import-time failure of the user's module is one line
         raise BenchmarkError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    target: Any = module
+    target: object = module
     for part in attr.split("."):
         target = getattr(target, part, None)
         if target is None:
             raise BenchmarkError(f"module {module_name!r} has no {attr!r}")
     if not callable(target):
         raise BenchmarkError(f"{path} is not callable")
-    return target  # type: ignore[no-any-return]
+    return target
 
 
 @dataclass
@@ -120,14 +120,15 @@ async def _await(awaitable: Any) -> Any:
 
 # ── the suite and the server ─────────────────────────────────────────────────────────────────
 
-def _request(method: str, url: str, key: Optional[str], body: Any = None) -> Any:
+def _request(method: str, url: str, key: Optional[str], body: Any = None) -> Dict[str, Any]:
     """One JSON request; a non-2xx answer is a `BenchmarkError` quoting the server's error and
     the fields it names, a network failure a `ConnectionError`."""
     reply = _http.request(method, url, key, body, timeout=REQUEST_TIMEOUT)
     if not reply.ok:
         raise BenchmarkError(f"the server answered {reply.status}: {reply.error}"
                              + (f" ({reply.fields})" if reply.fields else ""))
-    return reply.payload
+    answer: Dict[str, Any] = reply.payload  # the benchmark API answers objects
+    return answer
 
 
 def load_suite(suite: str, server: str, suite_dir: Optional[Path] = None) -> Dict[str, Any]:
@@ -141,7 +142,8 @@ def load_suite(suite: str, server: str, suite_dir: Optional[Path] = None) -> Dic
         except (OSError, ValueError) as exc:
             raise BenchmarkError(f"cannot read the suite in {folder}: {exc}") from exc
     try:
-        return _request("GET", f"{server}/api/benchmarks/{suite}", None)["definition"]  # type: ignore[no-any-return]
+        definition: Dict[str, Any] = _request("GET", f"{server}/api/benchmarks/{suite}", None)["definition"]
+        return definition
     except ConnectionError as exc:
         raise BenchmarkError(str(exc)) from exc
 
@@ -195,7 +197,7 @@ def submit(server: str, key: str, suite: str, body: Dict[str, Any]) -> Dict[str,
     resubmitted run once)."""
     for attempt in range(1, SUBMIT_TRIES + 1):
         try:
-            return _request("POST", f"{server}/api/benchmarks/{suite}/runs", key, body)  # type: ignore[no-any-return]
+            return _request("POST", f"{server}/api/benchmarks/{suite}/runs", key, body)
         except ConnectionError as exc:
             if attempt == SUBMIT_TRIES:
                 raise BenchmarkError(f"{exc}; the run was not submitted") from exc
@@ -284,4 +286,4 @@ def list_lines(server: str) -> List[str]:
 
 
 def show_run(server: str, key: Optional[str], run_id: str) -> Dict[str, Any]:
-    return _request("GET", f"{server}/api/benchmarks/runs/{run_id}", key)  # type: ignore[no-any-return]
+    return _request("GET", f"{server}/api/benchmarks/runs/{run_id}", key)

@@ -18,7 +18,7 @@ import threading
 import time
 import zlib
 from random import getrandbits
-from typing import Any, Awaitable, Callable, Optional, TypeVar, Union
+from typing import Any, Awaitable, Callable, Optional, TypeVar, Union, cast
 
 from bench import _config
 from bench._context import current
@@ -233,7 +233,7 @@ class Span:
                 agent._end(task, None, result)
                 return result
 
-            return traced_async  # type: ignore[return-value]
+            return cast(F, traced_async)  # functools.wraps gave it fn's signature
 
         @functools.wraps(fn)
         def traced(*args: Any, **kwargs: Any) -> Any:
@@ -246,7 +246,7 @@ class Span:
             agent._end(task, None, result)
             return result
 
-        return traced  # type: ignore[return-value]
+        return cast(F, traced)
 
 
 def _describe_call(fn: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
@@ -442,7 +442,7 @@ class BenchAgent:
             self._end(task, exc)
             raise
         self._end(task, None, result)
-        return result  # type: ignore[return-value]
+        return result
 
     def _begin(self, name: str, input: Any, parent: Any = _FROM_CONTEXT, opener: Optional[Span] = None) -> BenchTask:
         try:

@@ -130,7 +130,8 @@ def publish(server: str, root: Path) -> dict[str, Any]:
         raise ReuseError(f"{login}/{slug} does not exist yet: send it a first task (`bench test`)")
     if reply.status != 200:
         raise _failure(reply)
-    return reply.payload  # type: ignore[no-any-return]
+    published: dict[str, Any] = reply.payload  # an object: _request makes it one
+    return published
 
 
 def call(server: str, agent: str, input_json: str, skill: Optional[str] = None) -> Any:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 from unittest import mock
 
 import boto3
+from bench_core.store.dynamodb import wire
 from bench_core.store.dynamodb.store import DynamoStore
 from bench_core.store.dynamodb.table import create_table_kwargs
 from moto import mock_aws
@@ -44,9 +47,14 @@ def _serialized(process: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def dynamo_store(**options: Any) -> Iterator[DynamoStore]:
+def dynamo_store(*, slow_reads: bool = False, **options: Any) -> Iterator[DynamoStore]:
     """A fresh table in a fresh mock, with dummy credentials that can reach no real account;
-    the environment is restored afterwards. `options` go to the `DynamoStore`."""
+    the environment is restored afterwards. `options` go to the `DynamoStore`.
+
+    Every read the store makes must be decoded by its fast path (`wire`): one that is not (the
+    hook no longer registered, a read made outside `wire.inside`) fails the block as it ends,
+    so the contract suite, which calls every method of every concern, holds each read to it.
+    `slow_reads` allows them (a test of the slow fallback itself)."""
     with mock.patch.dict(os.environ, DUMMY_AWS_ENV), \
             mock.patch.object(BotocoreStubber, "process_request",
                               _serialized(BotocoreStubber.process_request)), \
@@ -55,7 +63,50 @@ def dynamo_store(**options: Any) -> Iterator[DynamoStore]:
         boto3.client("dynamodb").create_table(
             **create_table_kwargs(TABLE_NAME, table_properties()))
         store = DynamoStore.open(TABLE_NAME, **options)
+        slow: list[str] = []
+        store.client.meta.events.register("after-call.dynamodb", _noting_slow_reads(slow),
+                                          unique_id="slow-reads")
         try:
             yield store
         finally:
             store.close()
+        assert slow_reads or not slow, f"reads the fast path did not decode: {slow}"
+
+
+def _noting_slow_reads(slow: list[str]) -> Callable[..., None]:
+    """An `after-call` handler noting each read the store made whose answer `wire` did not
+    decode. Reads the test makes itself on the store's client are its own business."""
+
+    def note(model: Any, parsed: dict[str, Any], **_: Any) -> None:
+        if model.name in wire.ITEMS and wire.DECODED not in parsed and "Error" not in parsed \
+                and _made_by_bench_core(sys._getframe(1)):
+            slow.append(model.name)
+
+    return note
+
+
+def _made_by_bench_core(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("bench_core."):
+            return True
+        frame = frame.f_back
+    return False
+
+
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+"""DynamoDB's write operations."""
+
+
+@contextmanager
+def requests_made(client: Any) -> Iterator[list[str]]:
+    """The operations asked of `client` meanwhile, by name, in order."""
+    made: list[str] = []
+
+    def note(model: Any, **_: Any) -> None:
+        made.append(model.name)
+
+    client.meta.events.register("provide-client-params.dynamodb", note, unique_id="requests-made")
+    try:
+        yield made
+    finally:
+        client.meta.events.unregister("provide-client-params.dynamodb", unique_id="requests-made")

@@ -5,16 +5,22 @@ adapter's reads, never for other code sharing the client."""
 from __future__ import annotations
 
 import base64
+import contextlib
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from bench_core.store.dynamodb import codec, wire
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.store.dynamodb import wire
 from bench_core.store.dynamodb.client import Table
+from bench_core.store.dynamodb.codec.values import to_item
+from bench_core.store.dynamodb.store import DynamoStore
 from boto3.dynamodb.types import Binary, TypeDeserializer
 from botocore.exceptions import ClientError
 
 from tests.aws.moto_table import dynamo_store
+from tests.factories import clean, task_events
 
 EVERY_TYPE: dict[str, Any] = {
     "pk": {"S": "THING#1"}, "sk": {"S": "META"},
@@ -95,7 +101,7 @@ def test_a_query_read_in_pages_keeps_its_keys_to_read_on_and_a_projection() -> N
     """The answer's items go through `wire`, the rest (LastEvaluatedKey) through botocore."""
     with dynamo_store() as store:
         table = store.table
-        table.write_all([codec.to_item({"pk": "P", "sk": f"S{i}", "n": i, "other": "x"})
+        table.write_all([to_item({"pk": "P", "sk": f"S{i}", "n": i, "other": "x"})
                          for i in range(7)])
         pages: list[int] = []
         store.client.meta.events.register(
@@ -111,13 +117,13 @@ def test_errors_are_botocores_as_ever() -> None:
     with dynamo_store() as store:
         missing = Table("no-such-table", store.client)
         with pytest.raises(ClientError) as raised:
-            missing.get(codec.to_item({"pk": "a", "sk": "b"}))
+            missing.get(to_item({"pk": "a", "sk": "b"}))
         assert raised.value.response["Error"]["Code"] == "ResourceNotFoundException"
 
 
 def test_an_answer_the_hook_did_not_decode_is_still_read_plain() -> None:
     """Were botocore to stop emitting `before-parse`, reads would be slower, not wrong."""
-    with dynamo_store() as store:
+    with dynamo_store(slow_reads=True) as store:
         client = store.client
         client.put_item(TableName=store.table_name,
                         Item={name: parsed(av) for name, av in EVERY_TYPE.items()})
@@ -130,3 +136,28 @@ def test_an_answer_the_hook_did_not_decode_is_still_read_plain() -> None:
         assert as_boto3(item) == expected
         assert [as_boto3(i) for i in table.batch_get([key])] == [expected]
         assert [as_boto3(i) for i in table.query("THING#1")] == [expected]
+
+
+def without_the_hook(store: DynamoStore, _: pytest.MonkeyPatch) -> None:
+    store.client.meta.events.unregister("before-parse.dynamodb", unique_id="bench-plain-reads")
+
+
+def outside_the_context(_: DynamoStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "inside", contextlib.nullcontext)
+
+
+@pytest.mark.parametrize("bypass", [without_the_hook, outside_the_context])
+def test_a_read_the_fast_path_did_not_decode_fails_the_test_that_made_it(
+        bypass: Callable[[DynamoStore, pytest.MonkeyPatch], None],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's store holds every read to the fast path (`moto_table.dynamo_store`): the
+    GetItem, Query and BatchGetItem of a run's read, the agent's, the lists'. The slow fallback
+    would answer them alike, and nothing else would notice."""
+    ref = AgentRef("alice", "agent-1")
+    for read in (lambda s: s.agents.get_agent(ref), lambda s: s.agents.list_agents("alice"),
+                 lambda s: s.runs.run_head(ref, "root")):
+        with pytest.raises(AssertionError, match="reads the fast path did not decode"), dynamo_store() as store:
+            store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("root")))
+            bypass(store, monkeypatch)
+            read(store)
+        monkeypatch.undo()

@@ -3,6 +3,8 @@ however many other calls the agent takes meanwhile."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 import time
 
@@ -49,3 +51,23 @@ def test_expired_calls_are_forgotten() -> None:
     much_later = start + 10 * MAX_AGE_S
     assert bench.verify_invocation(secret, signed(secret, "new", much_later), BODY, now=much_later) == "alice"
     assert len(_SEEN._until) <= held - 100 + 1
+
+
+def test_a_recorded_call_cannot_be_passed_off_as_the_other_version() -> None:
+    """A signature verifies only under its own version's fields (v2: six, with the call id and
+    the path; v1: four). A recorded v2 call relabelled ``v1=``, which has no call id to refuse
+    as a replay and no path to check, is refused; so is a v1 signature labelled ``v2=``."""
+    secret, now = f"bis_{secrets.token_hex(8)}", time.time()
+    call = signed(secret, "call-relabelled", now)
+    v2_digest = call["X-Bench-Signature"].removeprefix("v2=")
+    v1_message = f"v1\n{call['X-Bench-Timestamp']}\nalice\nbob/agent\n".encode() + BODY
+    v1_digest = hmac.new(secret.encode(), v1_message, hashlib.sha256).hexdigest()
+
+    def verified(signature: str) -> str | None:
+        return bench.verify_invocation(secret, {**call, "X-Bench-Signature": signature}, BODY,
+                                       path="/echo", refuse_replays=False)
+
+    assert verified("v1=" + v2_digest) is None
+    assert verified("v2=" + v1_digest) is None
+    assert verified("v1=" + v1_digest) == "alice", "an older server's v1 still verifies"
+    assert verified("v2=" + v2_digest) == "alice"

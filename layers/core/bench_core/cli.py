@@ -48,6 +48,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
                      + (" (try another port: make run PORT=8001)"
                         if exc.errno == errno.EADDRINUSE else ""))
+    if settings.store == "dynamodb":  # SQLite migrates itself as it opens
+        _migrated(settings, quiet=True)
     app = create_local_app(settings)
     config = server_config(app, log_level=args.log_level)
     port = sock.getsockname()[1]
@@ -59,6 +61,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _print_link(signin_links.link(base, signin_links.issue(app.state.services.store)))
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Bring the store's items to the layout this code writes: the stack does it on every
+    deployment and `serve` as it starts; this runs it by hand (to the end, however long)."""
+    return 0 if _migrated(_settings(args))["done"] else 1
+
+
+def _migrated(settings: Settings, *, quiet: bool = False) -> dict[str, object]:
+    """The store migrated (`runtime.adapters.migrate_store`), said unless `quiet` and there
+    was nothing to look at."""
+    from .runtime.adapters import migrate_store
+
+    report = migrate_store(settings)
+    if not quiet or report.get("scanned"):
+        print("migration: " + " ".join(f"{name}={value}" for name, value in report.items()),
+              flush=True)
+    return report
 
 
 SERVED_AT = "served-at"
@@ -174,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--log-level", default="warning")
     serve.set_defaults(func=cmd_serve)
+
+    migrate = sub.add_parser("migrate", parents=[data],
+                             help="rewrite stored items in the layout this version writes "
+                                  "(the stack does it on every deployment)")
+    migrate.set_defaults(func=cmd_migrate)
 
     link = sub.add_parser("signin-link", parents=[data],
                           help="print a one-time link to sign in to the local server")

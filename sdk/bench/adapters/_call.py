@@ -18,9 +18,15 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, TypeVar
 
 from bench._client import _FROM_CONTEXT, BenchAgent, BenchTask, _warn_once
+
+if TYPE_CHECKING:  # typing.ParamSpec is 3.10+; annotations are never evaluated at run time
+    from typing import ParamSpec
+
+    P = ParamSpec("P")
+R = TypeVar("R")
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
                 "cache_creation_input_tokens", "reasoning_output_tokens")
@@ -45,20 +51,20 @@ class StreamReader(Protocol):
     def outcome(self) -> Outcome: ...
 
 
-def token_counts(**counts: Any) -> dict[str, Optional[int]]:
+def token_counts(**counts: object) -> dict[str, Optional[int]]:
     """Evidence token fields from a provider's usage numbers: a count the provider did not send
     stays None (never 0), so a total is 0 only when it really was."""
     return {name: _count(counts.get(name)) for name in TOKEN_FIELDS}
 
 
-def _count(value: Any) -> Optional[int]:
+def _count(value: object) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def guarded(what: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)``, or None with a warning (once per ``what``) if it raises."""
+def guarded(what: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> Optional[R]:
+    """``fn(*args, **kwargs)``, or None with a warning (once per ``what``) if it raises."""
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - recording must never break the agent's call
         _warn_once(f"adapter:{what}", f"bench: could not record {what}: {exc!r}")
         return None
@@ -194,7 +200,7 @@ class Api:
     stream: Optional[Callable[[], StreamReader]] = None
 
 
-def wrap_method(client: Any, path: str, agent: BenchAgent, api: Api) -> None:
+def wrap_method(client: object, path: str, agent: BenchAgent, api: Api) -> None:
     """Replace the method at ``path`` (``"chat.completions.create"``) of ``client`` by one that
     records each call; sync and async alike (an async client's method returns an awaitable).
     Wrapping twice is a no-op; a client without the method is left alone."""

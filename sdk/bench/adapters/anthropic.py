@@ -12,7 +12,8 @@ Covers ``messages.create`` (also ``stream=True``) and ``messages.stream`` on ``A
 ``AsyncAnthropic`` (and the Bedrock and Vertex clients). Anthropic counts cache reads and writes
 apart from ``input_tokens``; the evidence counts them inside it, as the OpenTelemetry GenAI
 conventions do. What each call returns or raises is what it would without Bench; the stream
-you iterate is the SDK's own ``MessageStream``. The ``anthropic`` package is not imported here.
+you iterate is the SDK's own ``MessageStream``. The ``anthropic`` package is not imported here
+(only its types, by the type checker).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 from types import TracebackType
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from bench._client import BenchAgent
 from bench.adapters._call import (
@@ -34,6 +35,15 @@ from bench.adapters._call import (
     token_counts,
     wrap_method,
 )
+
+if TYPE_CHECKING:
+    from anthropic.types import (
+        Message,
+        MessageDeltaUsage,
+        RawContentBlockDelta,
+        RawMessageStreamEvent,
+        Usage,
+    )
 
 Client = TypeVar("Client")
 
@@ -67,14 +77,15 @@ _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
                  "cache_creation_input_tokens")
 
 
-def usage_fields(usage: Any) -> dict[str, Any]:
+def usage_fields(usage: Union[Usage, MessageDeltaUsage]) -> dict[str, Optional[int]]:
+    """The counts ``tokens`` reads; ``getattr``, as older ``anthropic`` versions lack some."""
     fields = {name: getattr(usage, name, None) for name in _USAGE_FIELDS}
     fields["thinking_tokens"] = getattr(getattr(usage, "output_tokens_details", None),
                                         "thinking_tokens", None)
     return fields
 
 
-def tokens(fields: dict[str, Any]) -> dict[str, Optional[int]]:
+def tokens(fields: dict[str, Optional[int]]) -> dict[str, Optional[int]]:
     """Anthropic's usage as evidence: the input count includes the cache reads and writes."""
     uncached, read, write = (fields.get(name) for name in (
         "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
@@ -92,7 +103,7 @@ def message_output(blocks: list[dict[str, Any]]) -> Any:
             else block for block in blocks]
 
 
-def read_message(message: Any) -> Outcome:
+def read_message(message: Message) -> Outcome:
     blocks = [block.model_dump(exclude_none=True) for block in message.content or []]
     return Outcome(output=message_output(blocks), model=message.model,
                    tokens=tokens(usage_fields(message.usage)) if message.usage else None)
@@ -104,34 +115,32 @@ class RawEventStream:
 
     def __init__(self) -> None:
         self._model: Optional[str] = None
-        self._usage: Optional[dict[str, Any]] = None
+        self._usage: Optional[dict[str, Optional[int]]] = None
         self._blocks: dict[int, dict[str, Any]] = {}
 
-    def add(self, event: Any) -> None:
-        kind = getattr(event, "type", None)
-        if kind == "message_start":
+    def add(self, event: RawMessageStreamEvent) -> None:
+        if event.type == "message_start":
             self._model = event.message.model
             self._usage = usage_fields(event.message.usage)
-        elif kind == "message_delta" and getattr(event, "usage", None) is not None:
+        elif event.type == "message_delta" and getattr(event, "usage", None) is not None:
             later = {k: v for k, v in usage_fields(event.usage).items() if v is not None}
             self._usage = {**(self._usage or {}), **later}
-        elif kind == "content_block_start":
+        elif event.type == "content_block_start":
             block = event.content_block.model_dump(exclude_none=True)
             if block.get("type") == "tool_use":
                 block["input"] = ""
             self._blocks[event.index] = block
-        elif kind == "content_block_delta":
+        elif event.type == "content_block_delta":
             self._delta(self._blocks.setdefault(event.index, {"type": "text", "text": ""}),
                         event.delta)
 
     @staticmethod
-    def _delta(block: dict[str, Any], delta: Any) -> None:
-        kind = getattr(delta, "type", None)
-        if kind == "text_delta":
+    def _delta(block: dict[str, Any], delta: RawContentBlockDelta) -> None:
+        if delta.type == "text_delta":
             block["text"] = block.get("text", "") + delta.text
-        elif kind == "input_json_delta":
+        elif delta.type == "input_json_delta":
             block["input"] = block.get("input", "") + delta.partial_json
-        elif kind == "thinking_delta":
+        elif delta.type == "thinking_delta":
             block["thinking"] = block.get("thinking", "") + delta.thinking
 
     def outcome(self) -> Outcome:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 from uuid import UUID
 
 from bench._client import _FROM_CONTEXT, BenchAgent
@@ -29,6 +29,12 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("bench.adapters.langchain needs langchain-core: "
                       "pip install langchain-core") from exc
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+    from langchain_core.messages import BaseMessage
+    from langchain_core.messages.ai import UsageMetadata
+    from langchain_core.outputs import LLMResult
 
 
 class BenchCallbackHandler(BaseCallbackHandler):
@@ -49,7 +55,8 @@ class BenchCallbackHandler(BaseCallbackHandler):
         self._start(run_id, parent_run_id, "chain", _plain(inputs),
                     name=_run_name(serialized, kwargs, "chain"))
 
-    def on_chat_model_start(self, serialized: Optional[dict[str, Any]], messages: list[list[Any]],
+    def on_chat_model_start(self, serialized: Optional[dict[str, Any]],
+                            messages: list[list[BaseMessage]],
                             *, run_id: UUID, parent_run_id: Optional[UUID] = None,
                             metadata: Optional[dict[str, Any]] = None, **kwargs: Any) -> None:
         self._start_model(run_id, parent_run_id, "chat", _plain(messages[0] if messages else []),
@@ -79,13 +86,14 @@ class BenchCallbackHandler(BaseCallbackHandler):
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._end(run_id, Outcome(output=_plain(outputs)))
 
-    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         self._end(run_id, guarded("langchain model result", read_llm_result, response))
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._end(run_id, Outcome(output=_plain(getattr(output, "content", output))))
 
-    def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any) -> None:
+    def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID,
+                         **kwargs: Any) -> None:
         self._end(run_id, Outcome(output=_plain(list(documents))))
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -133,7 +141,7 @@ class BenchCallbackHandler(BaseCallbackHandler):
             call.end(outcome, error)
 
 
-def read_llm_result(response: Any) -> Outcome:
+def read_llm_result(response: LLMResult) -> Outcome:
     """Output, model and tokens of an ``LLMResult``: from the message's ``usage_metadata``
     (every current chat model) or else the provider's ``llm_output`` token usage."""
     generation = response.generations[0][0] if response.generations and response.generations[0] \
@@ -148,7 +156,8 @@ def read_llm_result(response: Any) -> Outcome:
                    tokens=_usage(getattr(message, "usage_metadata", None), llm_output))
 
 
-def _usage(metadata: Any, llm_output: dict[str, Any]) -> Optional[dict[str, Optional[int]]]:
+def _usage(metadata: Optional[UsageMetadata], llm_output: dict[str, Any]
+           ) -> Optional[dict[str, Optional[int]]]:
     if metadata:
         inputs = metadata.get("input_token_details") or {}
         outputs = metadata.get("output_token_details") or {}

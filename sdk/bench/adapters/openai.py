@@ -12,15 +12,22 @@ which OpenAI sends only when the request asks for it with ``stream_options={"inc
 True}``; the adapter never changes the request), ``responses.create`` (streamed or not) and
 ``embeddings.create``, on ``OpenAI``, ``AsyncOpenAI`` and the Azure clients. What each call
 returns or raises is exactly what it would without Bench; a stream is the SDK's own object.
-The ``openai`` package is not imported here: any client of that shape works.
+The ``openai`` package is not imported here (only its types, by the type checker): any client
+of that shape works.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union
 
 from bench._client import BenchAgent
 from bench.adapters._call import Api, Outcome, token_counts, wrap_method
+
+if TYPE_CHECKING:
+    from openai.types import CompletionUsage, CreateEmbeddingResponse
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessage
+    from openai.types.create_embedding_response import Usage as EmbeddingUsage
+    from openai.types.responses import Response, ResponseStreamEvent, ResponseUsage
 
 Client = TypeVar("Client")
 
@@ -55,9 +62,11 @@ def _embeddings_request(kwargs: dict[str, Any]) -> tuple[Optional[str], Any]:
     return kwargs.get("model"), kwargs.get("input")
 
 
-def usage_tokens(usage: Any) -> Optional[dict[str, Optional[int]]]:
+def usage_tokens(usage: Union[CompletionUsage, ResponseUsage, EmbeddingUsage, None]
+                 ) -> Optional[dict[str, Optional[int]]]:
     """Chat Completions (``prompt_tokens``...) or Responses (``input_tokens``...) usage; both
-    count cached tokens inside the input and reasoning tokens inside the output."""
+    count cached tokens inside the input and reasoning tokens inside the output. The details
+    are read with ``getattr``: older ``openai`` versions do not have them."""
     if usage is None:
         return None
     prompt = getattr(usage, "prompt_tokens", None)
@@ -73,22 +82,22 @@ def usage_tokens(usage: Any) -> Optional[dict[str, Optional[int]]]:
         reasoning_output_tokens=getattr(output_details, "reasoning_tokens", None))
 
 
-def _message(message: Any) -> Any:
+def _message(message: ChatCompletionMessage) -> Any:
     return message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else message
 
 
-def read_chat(completion: Any) -> Outcome:
+def read_chat(completion: ChatCompletion) -> Outcome:
     choices = completion.choices or []
     return Outcome(output=_message(choices[0].message) if choices else None,
                    model=completion.model, tokens=usage_tokens(completion.usage))
 
 
-def read_response(response: Any) -> Outcome:
+def read_response(response: Response) -> Outcome:
     return Outcome(output=getattr(response, "output_text", None), model=response.model,
                    tokens=usage_tokens(response.usage))
 
 
-def read_embeddings(response: Any) -> Outcome:
+def read_embeddings(response: CreateEmbeddingResponse) -> Outcome:
     """The shape of what came back, not the vectors themselves."""
     data = response.data or []
     return Outcome(output={"embeddings": len(data),
@@ -104,9 +113,9 @@ class ChatStream:
         self._text: list[str] = []
         self._tools: dict[int, dict[str, Any]] = {}
         self._model: Optional[str] = None
-        self._usage: Any = None
+        self._usage: Optional[CompletionUsage] = None
 
-    def add(self, chunk: Any) -> None:
+    def add(self, chunk: ChatCompletionChunk) -> None:
         self._model = getattr(chunk, "model", None) or self._model
         if getattr(chunk, "usage", None) is not None:
             self._usage = chunk.usage
@@ -134,17 +143,14 @@ class ChatStream:
 class ResponseStream:
     """A streamed Responses API call: its final ``response.*`` event holds the whole response."""
 
-    _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-
     def __init__(self) -> None:
-        self._response: Any = None
+        self._response: Optional[Response] = None
         self._text: list[str] = []
 
-    def add(self, event: Any) -> None:
-        kind = getattr(event, "type", None)
-        if kind == "response.output_text.delta":
+    def add(self, event: ResponseStreamEvent) -> None:
+        if event.type == "response.output_text.delta":
             self._text.append(event.delta)
-        elif kind in self._FINAL:
+        elif event.type in ("response.completed", "response.incomplete", "response.failed"):
             self._response = event.response
 
     def outcome(self) -> Outcome:

@@ -61,9 +61,11 @@ def test_every_adapter_implements_the_concern_as_declared(store: port.Store, con
 
 
 def test_both_adapters_hold_one_file_per_concern_and_their_shared_helpers() -> None:
-    helpers = {"sqlite": {"connection"}, "dynamodb": {"client", "codec", "table", "wire"}}
+    helpers = {"sqlite": {"connection"},
+               "dynamodb": {"client", "codec", "table", "wire", "migration"}}
     for adapter, shared in helpers.items():
-        modules = {p.stem for p in (ADAPTERS / adapter).glob("*.py")} - {"__init__", "store"}
+        modules = ({p.stem for p in (ADAPTERS / adapter).glob("*.py")} - {"__init__", "store"}
+                   | {p.parent.name for p in (ADAPTERS / adapter).glob("*/__init__.py")})
         assert modules - shared == set(CONCERNS), adapter
 
 

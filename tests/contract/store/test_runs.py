@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from bench_core.ports.store import RunCounts, RunHead, Store
 from bench_core.reads import runs as reads
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
-from bench_core.store.dynamodb import codec
+from bench_core.store.dynamodb.codec.keys import AgentKeys
+from bench_core.store.dynamodb.codec.tasks import ADDED
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 
 from tests.factories import clean, ev, task_events
@@ -139,7 +141,7 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
 
 def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str, Any]:
     """Rewrite a stored task item as Bench wrote them before a task's fields were two JSON
-    texts (`codec.task_fields`): one attribute per field, JSON values as JSON text, its child
+    texts (`codec.tasks.task_fields`): one attribute per field, JSON values as JSON text, its child
     cost and evidence in numbers; and `before_runs`, also as before runs existed (no run id,
     run index keys or logs)."""
     key = {"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}}
@@ -160,11 +162,20 @@ def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str,
     return item
 
 
-def test_dynamodb_reads_a_run_stored_before_runs_existed() -> None:
-    """Items without `run_id` (written before runs existed), one attribute per field: the first
-    read walks the tree, marks it and rewrites its tasks as they are written now, and the
-    run is whole from then on."""
-    from tests.aws.moto_table import dynamo_store
+def as_read(tasks: list[TaskState]) -> list[TaskState]:
+    """What a reader sees of tasks: neither the version they were stored at nor (the same for
+    every span of one run) their run id."""
+    return [replace(t, version=0, run_id=None) for t in tasks]
+
+
+def test_dynamodb_reads_a_run_stored_before_runs_existed_without_writing_until_it_is_migrated(
+) -> None:
+    """Items without `run_id` (written before runs existed), one attribute per field: a read
+    walks the tree through the listings and takes the logs from the stored events, writing
+    nothing; the table's migration stores the run so, and the same run comes from one Query."""
+    from bench_core.store.dynamodb.migration import migrate
+
+    from tests.aws.moto_table import WRITES, dynamo_store, requests_made
 
     with dynamo_store() as store:
         ingest(store, [*task_events("root"), *task_events("kid", parent="root"),
@@ -174,16 +185,29 @@ def test_dynamodb_reads_a_run_stored_before_runs_existed() -> None:
             assert "name" in old_layout(store, task, before_runs=True)
         root = store.ingest.get_task(REF, "root")
         assert root is not None and root.run_id is None
-        first = store.runs.run_spans(REF, root, limit=WHOLE)  # as the run page reads it
-        assert {t.task_id: t.parent_task_id for t in first} == {"kid": "root", "grandkid": "kid"}
-        assert root.run_id == "root"
-        assert run_of(store, "root") == {"root": None, "kid": "root", "grandkid": "kid"}
-        tasks = {t.task_id: t for t in tasks_of(store, "root")}
+        with requests_made(store.client) as made:
+            before = tasks_of(store, "root")
+            counts = store.runs.run_counts(REF, before[0])
+        assert not WRITES & set(made), made
+        assert {t.task_id: t.parent_task_id for t in before} == {
+            "root": None, "kid": "root", "grandkid": "kid"}
+        tasks = {t.task_id: t for t in before}
         assert [e["data"]["label"] for e in tasks["kid"].logs] == ["step"]
         assert tasks["grandkid"].output == {"deep": [1, 2]}
         assert tasks["grandkid"].duration_ms == 100.0
-        item = store.table.get(codec.AgentKeys("alice", "agent-1").key("TASK#kid"))
-        assert item is not None and "task" in item and "name" not in item and "logs" not in item
+        assert counts == RunCounts(2, 0, None)
+        assert "run_id" not in store.table.get(AgentKeys("alice", "agent-1").key("TASK#kid"))
+        report = migrate(store.table)
+        assert (report.done, report.runs, report.tasks) == (True, 1, 3)
+        item = store.table.get(AgentKeys("alice", "agent-1").key("TASK#kid"))
+        assert item is not None and "task" in item and "name" not in item
+        assert item["run_id"] == "root" and item["gsi3pk"] == "RUN#alice#agent-1#root"
+        with requests_made(store.client) as made:
+            after = tasks_of(store, "root")
+            root = store.ingest.get_task(REF, "root")
+            assert root is not None and store.runs.run_counts(REF, root) == counts
+        assert made == ["GetItem", "Query", "GetItem", "Query"], "a run is one Query now"
+        assert as_read(after) == as_read(before)
 
 
 def test_dynamodb_reads_tasks_stored_one_attribute_per_field_and_rewrites_them_on_the_next_fold(
@@ -207,10 +231,10 @@ def test_dynamodb_reads_tasks_stored_one_attribute_per_field_and_rewrites_them_o
         assert (after.name, after.input, after.output, after.status, after.logs) == (
             "plan", {"q": "why"}, "boom", "failed", before.logs)
         assert (after.evidence, after.child_cost_usd) == (before.evidence, 0.25)
-        item = store.table.get(codec.AgentKeys("alice", "agent-1").key("TASK#t1"))
+        item = store.table.get(AgentKeys("alice", "agent-1").key("TASK#t1"))
         assert item is not None
         assert not item.keys() & {"name", "input", "output", "status", "logs", "duration_ms",
-                                  *codec.ADDED}
+                                  *ADDED}
         assert json.loads(item["task"])["status"] == "failed"
         assert json.loads(item["content"])["output"] == "boom"
 
@@ -226,14 +250,14 @@ def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fo
     from tests.aws.moto_table import dynamo_store
 
     with dynamo_store() as store:
-        keys = codec.AgentKeys("alice", "agent-1")
+        keys = AgentKeys("alice", "agent-1")
         start, end = task_events("parent", "agent")
         ingest(store, [start])
         ingest(store, [*task_events("llm", parent="parent", cost=0.25)[:2],
                        ev("task.log", "llm", parent_task_id="parent", data=EVIDENCE),
                        task_events("llm", parent="parent", cost=0.25)[2]])
         leaf = store.table.get(keys.key("TASK#llm"))
-        assert leaf is not None and not leaf.keys() & set(codec.ADDED)
+        assert leaf is not None and not leaf.keys() & set(ADDED)
         assert json.loads(leaf["task"])["evidence"] == {
             "cost_usd": 0.000093, "input_tokens": 300, "output_tokens": 80, "calls": 1,
             "unpriced_calls": 0}
@@ -246,7 +270,7 @@ def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fo
         assert parent.child_cost_usd == 0.25
         ingest(store, [end])
         folded = store.table.get(keys.key("TASK#parent"))
-        assert folded is not None and not folded.keys() & set(codec.ADDED)
+        assert folded is not None and not folded.keys() & set(ADDED)
         assert json.loads(folded["task"])["evidence"]["calls"] == 1
         assert json.loads(folded["task"])["child_cost_usd"] == 0.25
         after = store.ingest.get_task(REF, "parent")
@@ -334,12 +358,15 @@ def test_dynamodb_reads_a_page_of_a_run_in_one_query_of_the_page_size() -> None:
     assert light[50].output is None and whole[50].output is not None
 
 
-def test_dynamodb_moves_a_task_the_late_parents_move_missed_when_its_run_is_read() -> None:
+def test_dynamodb_reads_a_task_the_late_parents_move_missed_and_the_migration_moves_it(
+) -> None:
     """A batch writes `late` under run `middle` while another moves `middle` into `root`'s run
-    and misses it (the index lags the table): the next read of `root`'s run finds it through
-    `middle`'s `moved_at`, moves it, and once nothing is left to move, long after the move,
-    stops looking."""
-    from tests.aws.moto_table import dynamo_store
+    and misses it (the index lags the table): reads of `root`'s run find it through `middle`'s
+    `moved_at`, writing nothing, for as long as such stragglers may come; the table's migration
+    moves it, and forgets a move once it is that old."""
+    from bench_core.store.dynamodb.migration import MARKER, migrate
+
+    from tests.aws.moto_table import WRITES, dynamo_store, requests_made
 
     with dynamo_store() as store:
         ingest(store, task_events("leaf", "llm", parent="middle"))
@@ -352,13 +379,20 @@ def test_dynamodb_moves_a_task_the_late_parents_move_missed_when_its_run_is_read
             return client.get_item(TableName=table, Key={
                 "pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}})["Item"]
 
-        straggler = {**item("leaf"), "sk": {"S": "TASK#late"}, "run_id": {"S": "middle"},
-                     "gsi3pk": {"S": "RUN#alice#agent-1#middle"},
-                     "gsi3sk": {"S": item("leaf")["gsi3sk"]["S"].replace("leaf", "late")}}
-        client.put_item(TableName=table, Item=straggler)
+        def straggle(task: str) -> None:
+            client.put_item(TableName=table, Item={
+                **item("leaf"), "sk": {"S": f"TASK#{task}"}, "run_id": {"S": "middle"},
+                "gsi3pk": {"S": "RUN#alice#agent-1#middle"},
+                "gsi3sk": {"S": item("leaf")["gsi3sk"]["S"].replace("leaf", task)}})
+
+        straggle("late")
         assert "moved_at" in item("middle")
-        assert run_of(store, "root") == {"root": None, "middle": "root", "leaf": "middle",
-                                         "late": "middle"}
+        with requests_made(client) as made:
+            assert run_of(store, "root") == {"root": None, "middle": "root", "leaf": "middle",
+                                             "late": "middle"}
+        assert not WRITES & set(made), made
+        assert item("late")["run_id"]["S"] == "middle"
+        assert migrate(store.table).moved == 1
         assert item("late")["run_id"]["S"] == "root"
         assert item("late")["gsi3pk"]["S"] == "RUN#alice#agent-1#root"
         assert run_of(store, "root")["late"] == "middle"  # from the run's own Query now
@@ -367,7 +401,11 @@ def test_dynamodb_moves_a_task_the_late_parents_move_missed_when_its_run_is_read
                                                  "sk": {"S": "TASK#middle"}},
                            UpdateExpression="SET moved_at = :old",
                            ExpressionAttributeValues={":old": {"S": "2026-01-01T00:00:00.000Z"}})
-        assert len(run_of(store, "root")) == 4
+        straggle("later")
+        assert "later" not in run_of(store, "root")  # reads look no more
+        store.table.delete(MARKER)  # as if the code had moved on a version
+        assert migrate(store.table).moved == 1
+        assert run_of(store, "root")["later"] == "middle"
         assert "moved_at" not in item("middle")
 
 
@@ -401,8 +439,8 @@ def test_a_runs_head_is_what_the_three_reads_give(store: Store) -> None:
     ingest(store, [*task_events("root"), *task_events("kid", parent="root"),
                    *task_events("orphan", parent="not-yet")])
     store.evals.save_insights(REF, {"clusters": [{"label": "timeouts", "count": 2, "share": 0.5,
-                                                  "example_task_ids": ["root"]}],
-                                    "computed_at": "2026-12-02T17:00:00.000Z", "private": False})
+                                            "example_task_ids": ["root"]}],
+                              "computed_at": "2026-12-02T17:00:00.000Z", "private": False})
     for task_id in ("root", "kid", "missing", "not-yet"):
         head = store.runs.run_head(REF, task_id)
         assert head == RunHead(store.agents.get_agent(REF), store.ingest.get_task(REF, task_id),

@@ -102,7 +102,7 @@ def find_run(store: WithIngest, agent: Agent, task: TaskState | None) -> tuple[T
         root = store.ingest.get_task(agent.ref, task.run_id)
         if root is not None and root.parent_task_id is None:
             return task, root.task_id
-    current = task  # stored before runs existed (DynamoDB marks runs as they are read)
+    current = task  # stored before runs existed (on DynamoDB, until the table's migration)
     for _ in range(MAX_ANCESTRY):
         parent = store.ingest.get_task(agent.ref, current.parent_task_id or "")
         if parent is None:

@@ -108,6 +108,23 @@ def open_store(settings: Settings) -> Store:
     raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")
 
 
+def migrate_store(settings: Settings, *, deadline: float | None = None) -> dict[str, Any]:
+    """Bring the store's items to the layout this code writes, and what that took. DynamoDB's
+    is the table's migration (`store/dynamodb/migration.py`), which stops past `deadline`
+    (`time.monotonic()`) and goes on from there next time; SQLite migrates as it opens."""
+    if settings.store == "dynamodb":
+        from ..store.dynamodb.client import Table
+        from ..store.dynamodb.migration import migrate
+
+        table = Table(settings.table_name)
+        try:
+            return migrate(table, deadline=deadline).to_dict()
+        finally:
+            table.close()
+    open_store(settings).close()
+    return {"done": True}
+
+
 def open_live_feed(settings: Settings, store: Store) -> LiveFeed:
     """API Gateway when the settings name its management endpoint (AWS), else in-process; either
     delivers what the live feed's rules (`reads.live_events`) say each watcher is sent."""

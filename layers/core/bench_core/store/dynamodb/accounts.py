@@ -9,7 +9,7 @@ Item (pk, sk [gsi1pk, gsi1sk]):
 - counter:     COUNT#{bucket}, META                count
 - connection:  CONN#{connection id}, META  [LIVE#{login}, {slug or *}#{connection id}]
 
-Everything here but users and keys is temporary and carries `codec.ttl`'s attributes.
+Everything here but users and keys is temporary and carries `codec.values.ttl`'s attributes.
 """
 
 from __future__ import annotations
@@ -21,11 +21,34 @@ from typing import Any
 from ...domain.field_limits import dumps
 from ...domain.live import LiveConnection
 from ...domain.models import KeyRecord
-from . import codec
 from .client import ConditionFailed, Table
-from .codec import META, Update, to_item, ttl, user_key
+from .codec.keys import META
+from .codec.users import user_key, user_upsert
+from .codec.values import Update, to_item, ttl
 
 OWNER_CHANNEL = "*"
+_KEY_FIELDS = ("key_hash", "prefix", "login", "agent_slug", "name", "created_at", "last_used_at",
+               "revoked_at")
+
+
+def api_key_key(key_hash: str) -> dict[str, Any]:
+    return to_item({"pk": f"KEY#{key_hash}", "sk": META})
+
+
+def key_item(record: KeyRecord) -> dict[str, Any]:
+    """A temporary key (`expires_at`) gets the TTL attributes (`ttl`)."""
+    attrs = {name: getattr(record, name) for name in _KEY_FIELDS}
+    attrs = {k: v for k, v in attrs.items() if v is not None}
+    attrs |= {"pk": f"KEY#{record.key_hash}", "sk": META, "gsi1pk": "KEYS",
+              "gsi1sk": f"{record.login}#{record.created_at}#{record.key_hash}"}
+    if record.expires_at is not None:
+        attrs |= ttl(record.expires_at)
+    return to_item(attrs)
+
+
+def key_from_item(item: dict[str, Any]) -> KeyRecord:
+    fields: dict[str, Any] = {name: item.get(name) for name in _KEY_FIELDS}
+    return KeyRecord(**fields, expires_at=item.get("until"))
 
 
 def claim_update(login: str, github_id: int, now: str) -> Update:
@@ -84,23 +107,22 @@ class DynamoAccounts:
     # ---- keys and users ---------------------------------------------------------------------
 
     def create_key(self, record: KeyRecord) -> None:
-        self.table.transact([self.table.update_action(codec.user_upsert(record.login,
-                                                                        record.created_at)),
-                             self.table.put_action(codec.key_item(record))])
+        self.table.transact([self.table.update_action(user_upsert(record.login, record.created_at)),
+                             self.table.put_action(key_item(record))])
 
     def key_by_hash(self, key_hash: str) -> KeyRecord | None:
-        item = self.table.get(codec.api_key_key(key_hash))
-        return codec.key_from_item(item) if item else None
+        item = self.table.get(api_key_key(key_hash))
+        return key_from_item(item) if item else None
 
     def list_keys(self, login: str | None = None) -> list[KeyRecord]:
         items = (self.table.query("KEYS", "begins_with(#sk, :login)", index="gsi1",
                                   login=f"{login}#")
                  if login is not None else self.table.query("KEYS", index="gsi1"))
-        return sorted(map(codec.key_from_item, items), key=lambda k: (k.created_at, k.key_hash))
+        return sorted(map(key_from_item, items), key=lambda k: (k.created_at, k.key_hash))
 
     def revoke_key(self, key_hash: str, when: str) -> bool:
         try:
-            self.table.update(Update(codec.api_key_key(key_hash), set={"revoked_at": when},
+            self.table.update(Update(api_key_key(key_hash), set={"revoked_at": when},
                                      condition="attribute_exists(#pk) AND "
                                                "attribute_not_exists(#revoked_at)"))
         except ConditionFailed:
@@ -109,12 +131,12 @@ class DynamoAccounts:
 
     def touch_key(self, key_hash: str, when: str) -> None:
         with contextlib.suppress(ConditionFailed):  # an unknown key stays unknown
-            self.table.update(Update(codec.api_key_key(key_hash), set={"last_used_at": when},
+            self.table.update(Update(api_key_key(key_hash), set={"last_used_at": when},
                                      condition="attribute_exists(#pk)"))
 
     def claim_login(self, login: str, github_id: int | None, when: str) -> bool:
         if github_id is None:
-            self.table.update(codec.user_upsert(login, when))
+            self.table.update(user_upsert(login, when))
             return True
         user = self.table.update(claim_update(login, github_id, when), returns="ALL_NEW")
         return int(user["github_id"]) == github_id

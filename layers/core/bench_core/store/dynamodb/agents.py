@@ -24,14 +24,16 @@ from botocore.exceptions import ClientError
 from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, iso, utcnow
 from ...ports.store import SETTABLE
-from . import codec
 from .client import ConditionFailed, Table, cancellation_reasons, code
-from .codec import META, AgentKeys, Update, to_item, ttl
+from .codec.agents import agent_from_item
+from .codec.keys import META, AgentKeys
+from .codec.users import user_key, user_upsert
+from .codec.values import Update, to_item, ttl
 from .leaderboard import DynamoLeaderboard
 
 
 def agent_item(agent: Agent) -> dict[str, Any]:
-    """A new agent as `codec.agent_upsert` would have created it, with its own settings."""
+    """A new agent as `codec.agents.agent_upsert` would have created it, with its own settings."""
     keys = AgentKeys(agent.login, agent.slug)
     attrs: dict[str, Any] = {
         "pk": keys.pk, "sk": META, "login": agent.login, "slug": agent.slug,
@@ -50,15 +52,15 @@ def counting_user(table: Table, login: str, now: str, most: int, until: str | No
     """The write of `login`'s user item that counts one agent more, conditional on its having
     fewer than `most`: the part of an agent's creating transaction that refuses it
     (`TooManyAgents`, see `refused`). A user with no count yet gets its count first."""
-    user = table.get(codec.user_key(login))
+    user = table.get(user_key(login))
     if user is None or user.get("agents") is None:
         count = sum(1 for _ in table.query(f"OWNER#{login}", index="gsi1", projection=("pk",)))
         if count:
             with contextlib.suppress(ConditionFailed):  # a concurrent creator counted first
-                table.update(Update(codec.user_key(login), set={"login": login, "agents": count},
+                table.update(Update(user_key(login), set={"login": login, "agents": count},
                                     set_if_absent={"created_at": now},
                                     condition="attribute_not_exists(#agents)"))
-    update = codec.user_upsert(login, now, until)
+    update = user_upsert(login, now, until)
     update.add["agents"] = 1
     update.condition = "attribute_not_exists(#agents) OR #agents < :most"
     update.condition_values = {":most": most}
@@ -82,7 +84,7 @@ def live_agent(item: dict[str, Any] | None) -> Agent | None:
     deletes it."""
     if not item or item.get("until") is not None and item["until"] <= iso(utcnow()):
         return None
-    return codec.agent_from_item(item)
+    return agent_from_item(item)
 
 
 class DynamoAgents:
@@ -99,7 +101,7 @@ class DynamoAgents:
 
     def list_agents(self, login: str) -> list[Agent]:
         items = self.table.query(f"OWNER#{login}", index="gsi1")
-        return [codec.agent_from_item(item) for item in items]
+        return [agent_from_item(item) for item in items]
 
     def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None:
         unknown = set(changes) - SETTABLE
@@ -116,7 +118,7 @@ class DynamoAgents:
         except ConditionFailed:
             return None
         self.ranks.refresh(ref)
-        return codec.agent_from_item(item)
+        return agent_from_item(item)
 
     def create_agent(self, agent: Agent) -> bool:
         try:

@@ -26,15 +26,15 @@ from typing import Any
 
 from ...domain.benchmark_records import Attempt, RunRecord
 from ...domain.models import AgentRef
-from . import codec
 from .client import Table
-from .codec import AgentKeys
+from .codec.keys import META, AgentKeys, expiry, temporary
+from .codec.values import to_item
 
 SUITES = "BSUITES"
 
 
 def _suite_key(suite: str) -> dict[str, Any]:
-    return codec.to_item({"pk": f"BSUITE#{suite}", "sk": codec.META})
+    return to_item({"pk": f"BSUITE#{suite}", "sk": META})
 
 
 def _run_pk(run_id: str) -> str:
@@ -49,7 +49,7 @@ def _meta(run: RunRecord, ttl: dict[str, Any]) -> dict[str, Any]:
     """The run's META item; listed on gsi1 (the agent's runs) once done."""
     listed = ({"gsi1pk": f"BRUNS#{run.login}#{run.slug}", "gsi1sk": f"{run.submitted_at}#{run.run_id}"}
               if run.status == "done" else {})
-    return codec.to_item({"pk": _run_pk(run.run_id), "sk": codec.META, **listed,
+    return to_item({"pk": _run_pk(run.run_id), "sk": META, **listed,
                           "body": run.without_attempts().model_dump_json(), **ttl})
 
 
@@ -60,8 +60,8 @@ class DynamoBenchmarks:
         self.table = table
 
     def register_suite(self, suite: str, content_hash: str, when: str) -> str:
-        self.table.put_if_absent(codec.to_item({
-            "pk": f"BSUITE#{suite}", "sk": codec.META, "gsi1pk": SUITES, "gsi1sk": suite,
+        self.table.put_if_absent(to_item({
+            "pk": f"BSUITE#{suite}", "sk": META, "gsi1pk": SUITES, "gsi1sk": suite,
             "suite": suite, "content_hash": content_hash, "registered_at": when}))
         item = self.table.get(_suite_key(suite))
         assert item is not None  # just written, or there before
@@ -72,11 +72,11 @@ class DynamoBenchmarks:
 
     def save_benchmark_run(self, run: RunRecord) -> bool:
         pk = _run_pk(run.run_id)
-        if self.table.get(codec.to_item({"pk": pk, "sk": codec.META})) is not None:
+        if self.table.get(to_item({"pk": pk, "sk": META})) is not None:
             return False
         ttl = self._ttl(run)
-        self.table.write_all([codec.to_item({"pk": pk, "sk": f"ATT#{i:04d}",
-                                             "body": a.model_dump_json(), **ttl})
+        self.table.write_all([to_item({"pk": pk, "sk": f"ATT#{i:04d}",
+                                       "body": a.model_dump_json(), **ttl})
                               for i, a in enumerate(run.attempts)])
         if not self.table.put_if_absent(_meta(run, ttl)):
             return False
@@ -86,8 +86,8 @@ class DynamoBenchmarks:
 
     def save_benchmark_grades(self, run: RunRecord, positions: list[int]) -> None:
         ttl = self._ttl(run)
-        self.table.write_all([codec.to_item({"pk": _run_pk(run.run_id), "sk": f"ATT#{i:04d}",
-                                             "body": run.attempts[i].model_dump_json(), **ttl})
+        self.table.write_all([to_item({"pk": _run_pk(run.run_id), "sk": f"ATT#{i:04d}",
+                                       "body": run.attempts[i].model_dump_json(), **ttl})
                               for i in positions] + [_meta(run, ttl)])
 
     def update_benchmark_run(self, run: RunRecord) -> None:
@@ -98,19 +98,19 @@ class DynamoBenchmarks:
 
     def _ttl(self, run: RunRecord) -> dict[str, Any]:
         agent = AgentKeys(run.login, run.slug)
-        return codec.expiry(codec.temporary(agent, self.table.get(agent.key(codec.META))))
+        return expiry(temporary(agent, self.table.get(agent.key(META))))
 
     def _rank(self, run: RunRecord, ttl: dict[str, Any]) -> None:
         self.table.put(
-            codec.to_item({"pk": _rank_pk(run.suite), "sk": f"{run.login}#{run.slug}",
-                           "gsi2pk": _rank_pk(run.suite), "gsi2sk": run.rank_key,
-                           "run_id": run.run_id, "submitted_at": run.submitted_at,
-                           "body": run.without_attempts().model_dump_json(), **ttl}),
+            to_item({"pk": _rank_pk(run.suite), "sk": f"{run.login}#{run.slug}",
+                     "gsi2pk": _rank_pk(run.suite), "gsi2sk": run.rank_key,
+                     "run_id": run.run_id, "submitted_at": run.submitted_at,
+                     "body": run.without_attempts().model_dump_json(), **ttl}),
             "attribute_not_exists(pk) OR submitted_at <= :at", {":at": run.submitted_at})
 
     def get_benchmark_run(self, run_id: str) -> RunRecord | None:
         items = list(self.table.query(_run_pk(run_id)))
-        meta = next((i for i in items if i["sk"] == codec.META), None)
+        meta = next((i for i in items if i["sk"] == META), None)
         if meta is None:
             return None
         attempts = [Attempt.model_validate_json(i["body"]) for i in items if i["sk"].startswith("ATT#")]

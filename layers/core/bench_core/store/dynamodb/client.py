@@ -16,15 +16,16 @@ import boto3
 from botocore.exceptions import ClientError
 
 from ...domain.errors import TooManyRequests
-from . import codec, wire
-from .codec import Update
+from . import wire
+from .codec.values import Update, plain, to_item
 from .table import TASK_INDEXES
 
 MAX_ATTEMPTS = 8
 BACKOFF_SECONDS = 0.01
 BATCH_WRITE = 25
 BATCH_GET = 100
-_METHODS = {"GetItem": "get_item", "Query": "query", "BatchGetItem": "batch_get_item"}
+_METHODS = {"GetItem": "get_item", "Query": "query", "Scan": "scan",
+            "BatchGetItem": "batch_get_item"}
 INDEX_KEYS = {name: (pk, sk) for name, pk, sk in TASK_INDEXES}
 """Key attributes of the indexes not named `{index}pk`/`{index}sk`."""
 
@@ -75,7 +76,8 @@ class Table:
         return self._client
 
     def _read(self, operation: str, **params: Any) -> dict[str, Any]:
-        """A GetItem, Query or BatchGetItem (by its name) whose items come back plain (`wire`)."""
+        """A GetItem, Query, Scan or BatchGetItem (by its name) whose items come back plain
+        (`wire`)."""
         with wire.inside():
             response = getattr(self.client, _METHODS[operation])(**params)
         return wire.plain_answer(operation, response)
@@ -99,7 +101,7 @@ class Table:
             try:
                 response = self.client.update_item(**update.params(self.name),
                                                    ReturnValues=returns)
-                return codec.plain(response.get("Attributes", {}))
+                return plain(response.get("Attributes", {}))
             except ClientError as exc:
                 if code(exc) == "ConditionalCheckFailedException":
                     raise ConditionFailed from exc
@@ -115,7 +117,7 @@ class Table:
         if condition:
             params["ConditionExpression"] = condition
         if values:
-            params["ExpressionAttributeValues"] = codec.to_item(values)
+            params["ExpressionAttributeValues"] = to_item(values)
         if names:
             params["ExpressionAttributeNames"] = names
         try:
@@ -136,7 +138,7 @@ class Table:
         if condition:
             params["ConditionExpression"] = condition
         if values:
-            params["ExpressionAttributeValues"] = codec.to_item(values)
+            params["ExpressionAttributeValues"] = to_item(values)
         try:
             return "Attributes" in self.client.delete_item(**params)
         except ClientError as exc:
@@ -186,7 +188,7 @@ class Table:
             return item["pk"], item["sk"]
 
         found = {key_of(item): item for item in self.batch_get(keys, consistent=consistent)}
-        wanted = [key_of(codec.plain(key)) for key in keys]
+        wanted = [key_of(plain(key)) for key in keys]
         return [found[key] for key in wanted if key in found]
 
     def write_all(self, items: list[dict[str, Any]]) -> None:
@@ -225,7 +227,7 @@ class Table:
             "KeyConditionExpression": "#pk = :pk" + (f" AND {sk}" if sk else ""),
             "ExpressionAttributeNames": {"#pk": pk_name, **({"#sk": sk_name} if sk else {}),
                                          **names},
-            "ExpressionAttributeValues": codec.to_item(
+            "ExpressionAttributeValues": to_item(
                 {":pk": pk, **{f":{k}": v for k, v in bounds.items()}})}
         if index:
             params["IndexName"] = index
@@ -242,12 +244,23 @@ class Table:
         for response in self.answers(params):
             yield from response["Items"]
 
-    def answers(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """The answers to a Query (`params` without TableName), one per page: its items and
-        counts (`Count`, and `ScannedCount` before a filter)."""
+    def scan(self, start: dict[str, Any] | None = None, *, page: int | None = None
+             ) -> Iterator[dict[str, Any]]:
+        """The whole table, one answer per page of 1 MB (or `page` items): its `Items`, and its
+        `LastEvaluatedKey` but for the last; from `start` (such a key) on. Only the table's
+        migration scans (`migration.py`)."""
+        params: dict[str, Any] = {} if start is None else {"ExclusiveStartKey": start}
+        if page:
+            params["Limit"] = page
+        return self.answers(params, "Scan")
+
+    def answers(self, params: dict[str, Any], operation: str = "Query"
+                ) -> Iterator[dict[str, Any]]:
+        """The answers to a Query (or a Scan; `params` without TableName), one per page: its
+        items and counts (`Count`, and `ScannedCount` before a filter)."""
         params = {"TableName": self.name, **params}
         while True:
-            response = self._read("Query", **params)
+            response = self._read(operation, **params)
             yield response
             if "LastEvaluatedKey" not in response:
                 return

@@ -30,9 +30,10 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
-from . import codec
 from .client import MAX_ATTEMPTS, Table
-from .codec import AgentKeys, Update, _set_or_remove
+from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
+from .codec.tasks import task_from_item
+from .codec.values import Update, number, set_or_remove, to_item, ttl
 from .leaderboard import DynamoLeaderboard
 
 SHARDS = 8
@@ -49,11 +50,11 @@ def _shard(kind: str, key: str) -> str:
 
 def pending_key(agent: AgentKeys, task_id: str) -> dict[str, Any]:
     sk = f"{agent.name}#{task_id}"
-    return codec.to_item({"pk": _shard("EVALQ", sk), "sk": sk})
+    return to_item({"pk": _shard("EVALQ", sk), "sk": sk})
 
 
 def due_key(agent: AgentKeys) -> dict[str, Any]:
-    return codec.to_item({"pk": _shard("CLUSTERQ", agent.name), "sk": agent.name})
+    return to_item({"pk": _shard("CLUSTERQ", agent.name), "sk": agent.name})
 
 
 def insights_from_item(item: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -73,20 +74,20 @@ class DynamoEvals:
     def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
         agent = AgentKeys(ref.login, ref.slug)
         for _ in range(MAX_ATTEMPTS):
-            task = self.table.get(agent.key(codec.TASK + task_id))
+            task = self.table.get(agent.key(TASK + task_id))
             if task is None:
                 return False
-            state = codec.task_from_item(task)
+            state = task_from_item(task)
             if not state.ended_at:
                 return False
             old = state.eval
             if not evals.replaces(result, old):
                 return False
             is_run = state.parent_task_id is None
-            owner = self.table.get(agent.key(codec.META)) if is_run else None
+            owner = self.table.get(agent.key(META)) if is_run else None
             delta = evals.eval_delta(result, old, is_run=is_run)
             try:
-                self.table.transact(self._result_actions(codec.temporary(agent, owner), task,
+                self.table.transact(self._result_actions(temporary(agent, owner), task,
                                                          owner, delta, result))
             except self.table.client.exceptions.TransactionCanceledException:
                 continue  # the task or the agent's judge label moved: read again
@@ -99,18 +100,18 @@ class DynamoEvals:
                         delta: evals.EvalDelta, result: EvalResult) -> list[dict[str, Any]]:
         """`owner` is the agent item as read, for a run (None for a subtask)."""
         version = int(task.get("eval_version", 0))
-        on_task = Update(agent.key(codec.TASK + task["sk"][len(codec.TASK):]),
+        on_task = Update(agent.key(TASK + task["sk"][len(TASK):]),
                          set={"eval": dumps(result.to_dict()), "eval_status": result.status},
                          add={"eval_version": 1},
                          condition=("#eval_version = :seen" if version else
                                     "attribute_not_exists(#eval_version)"),
                          condition_values={":seen": version} if version else {})
-        _set_or_remove(on_task, {"eval_score": result.score})
+        set_or_remove(on_task, {"eval_score": result.score})
         updates = [on_task]
         counters = {k: v for k, v in vars(delta).items() if v}
         if owner is not None:
             judge = evals.merged_judge(owner.get("eval_judge"), result)
-            on_agent = Update(agent.key(codec.META), add=counters)
+            on_agent = Update(agent.key(META), add=counters)
             if judge != owner.get("eval_judge"):
                 on_agent.set["eval_judge"] = judge
                 on_agent.condition = ("#eval_judge = :was" if owner.get("eval_judge") else
@@ -120,10 +121,10 @@ class DynamoEvals:
             if on_agent.add or on_agent.set:
                 updates.append(on_agent)
         elif counters:
-            updates.append(Update(agent.key(codec.META), add=counters))
+            updates.append(Update(agent.key(META), add=counters))
         if delta.judge_tokens or delta.judge_cost_usd:
-            updates.append(codec.expiring(Update(agent.key(JDAY + result.at[:10]), add={
-                "tokens": delta.judge_tokens, "cost_usd": codec.number(delta.judge_cost_usd)}),
+            updates.append(expiring(Update(agent.key(JDAY + result.at[:10]), add={
+                "tokens": delta.judge_tokens, "cost_usd": number(delta.judge_cost_usd)}),
                 agent))
         actions = [self.table.update_action(u) for u in updates]
         if owner is not None:
@@ -134,18 +135,18 @@ class DynamoEvals:
                         result: EvalResult) -> list[dict[str, Any]]:
         """The run is no longer pending; it is cluster material if low-scored; its agent is
         due for clustering if it failed or scored low."""
-        state = codec.task_from_item(task)
+        state = task_from_item(task)
         task_id = state.task_id
         low_key = agent.key(f"{LOW}{state.sort_ts}#{task_id}")
         actions: list[dict[str, Any]] = [
             {"Delete": {"TableName": self.table.name, "Key": pending_key(agent, task_id)}}]
         if result.status == "scored" and (result.score or 0.0) < evals.LOW_SCORE:
             actions.append({"Put": {"TableName": self.table.name, "Item": {
-                **low_key, **codec.to_item({"task_id": task_id, **codec.expiry(agent)})}}})
+                **low_key, **to_item({"task_id": task_id, **expiry(agent)})}}})
         else:
             actions.append({"Delete": {"TableName": self.table.name, "Key": low_key}})
         if evals.makes_cluster_due(state.status, result):
-            actions.append({"Update": codec.expiring(Update(due_key(agent), set={
+            actions.append({"Update": expiring(Update(due_key(agent), set={
                 "login": agent.login, "slug": agent.slug, "due_at": result.at}), agent
             ).params(self.table.name)})
         return actions
@@ -165,7 +166,7 @@ class DynamoEvals:
         def mark(task_id: str) -> None:
             self.table.update(Update(pending_key(agent, task_id),
                                      set={"login": ref.login, "slug": ref.slug,
-                                          "task_id": task_id, **codec.ttl(expires)},
+                                          "task_id": task_id, **ttl(expires)},
                                      set_if_absent={"marked_at": when}))
 
         if task_ids:
@@ -185,24 +186,24 @@ class DynamoEvals:
         failed = self.table.query(agent.status_pk(None, "failed"), "#sk >= :low",
                                   index="tstatus", forward=False, page=limit, low="0")
         keys = [agent.key(item["sk"]) for item in itertools.islice(failed, limit)]
-        tasks = {t.task_id: t for t in map(codec.task_from_item,
+        tasks = {t.task_id: t for t in map(task_from_item,
                                            self.table.get_all(keys, consistent=False))}
         lows = itertools.islice(self.table.query(agent.pk, "begins_with(#sk, :low)",
                                                  forward=False, page=limit, low=LOW), limit)
         for item in lows:
-            task = self.table.get(agent.key(codec.TASK + item["task_id"]))
+            task = self.table.get(agent.key(TASK + item["task_id"]))
             if task is not None:
-                tasks.setdefault(item["task_id"], codec.task_from_item(task))
+                tasks.setdefault(item["task_id"], task_from_item(task))
         newest = sorted(tasks.values(), key=lambda t: (t.sort_ts, t.task_id), reverse=True)
         return newest[:limit]
 
     def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
         agent = AgentKeys(ref.login, ref.slug)
-        owner = self.table.get(agent.key(codec.META))
+        owner = self.table.get(agent.key(META))
         if owner is None:
             return
-        self.table.put({**agent.key(INSIGHTS), **codec.to_item({
-            "body": dumps(insights), **codec.expiry(codec.temporary(agent, owner))})})
+        self.table.put({**agent.key(INSIGHTS), **to_item({
+            "body": dumps(insights), **expiry(temporary(agent, owner))})})
         # A failure recorded while clustering (due_at after computed_at) keeps the agent due.
         self.table.delete(due_key(agent), "due_at <= :computed",
                           {":computed": insights["computed_at"]})

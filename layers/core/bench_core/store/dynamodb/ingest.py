@@ -7,9 +7,9 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`):
 - task:           AGENT#{A}, TASK#{task_id}  [tasks: TASKS#{A}#{L}, {sort_ts}#{task_id}]
                   [tstatus: TSTATUS#{A}#{L}#{status}, {sort_ts}#{task_id}]
                   where `L` is ROOT for a root task, else P#{parent_task_id}; `task` and
-                  `content` hold its folded fields as JSON (`codec.task_fields`); `seen` holds
-                  a `codec.digest` of every event folded into it, `pages` the pages its
-                  events are on
+                  `content` hold its folded fields as JSON (`codec.tasks.task_fields`);
+                  `seen` holds a `codec.tasks.digest` of every event folded into it, `pages`
+                  the pages its events are on
 - event page:     AGENT#{A}, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
 - event claim:    AGENT#{A}, EV#{event_id}   (an event of no task, claimed by its id)
 - day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}
@@ -80,10 +80,13 @@ from ...domain.models import (
 )
 from ...domain.runs import Reassign, parent_ids
 from ...ports.store import decode_cursor, encode_cursor
-from . import codec
 from .agents import counting_user, raise_unless_agent_exists
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
-from .codec import AgentKeys, StoredEvent, Update
+from .codec.agents import agent_upsert, day_from_item, record_newest_runs, run_updates
+from .codec.keys import DAY, EVENT, META, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
+from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, page_item, page_max_ts
+from .codec.tasks import child_cost_update, digest, task_from_item, task_pages, task_seen, task_update
+from .codec.values import Update, to_item
 from .leaderboard import DynamoLeaderboard
 
 MAX_TRANSACTION_ITEMS = 100
@@ -120,7 +123,7 @@ class DynamoIngest:
         tracked = [e for e in firsts.values() if e.task_id is not None]
         states, seen = self.load_tasks(agent, {e.task_id for e in tracked if e.task_id}
                                        | parent_ids(tracked))
-        fresh = [e for e in tracked if codec.digest(e.id) not in seen.get(e.task_id or "", ())]
+        fresh = [e for e in tracked if digest(e.id) not in seen.get(e.task_id or "", ())]
         bodies = {e.id: e.body_json or dumps(e.body) for e in firsts.values()}
         arrival = time.time_ns()
         seqs = {event_id: arrival + i for i, event_id in enumerate(firsts)}
@@ -132,7 +135,7 @@ class DynamoIngest:
         # them already): the first transaction, or here when no task has anything new
         old = self._upsert_agent(agent, meta, dropped if not fresh and (claimed or not events)
                                  else 0, [e.ts for e in [*fresh, *claimed]], now)
-        agent = codec.temporary(agent, old)
+        agent = temporary(agent, old)
         write = _BatchWrite(self, agent, states, seen, bodies, seqs, self.retention_days,
                             dropped if fresh else 0, old)
         for unit in _units(fresh, bodies):
@@ -150,16 +153,16 @@ class DynamoIngest:
         absence; the ones claimed now are new. (A crash in between pages them twice, which
         readers take once.) A new agent is created first, so one refused (`TooManyAgents`)
         leaves no claim behind."""
-        item = self.table.get(agent.key(codec.META))
+        item = self.table.get(agent.key(META))
         if item is None:
-            self._create(agent, codec.agent_upsert(agent, meta, now, 0), [], now)
-        agent = codec.temporary(agent, item)
+            self._create(agent, agent_upsert(agent, meta, now, 0), [], now)
+        agent = temporary(agent, item)
         write_pages(self.table, agent, events, bodies, seqs, self.retention_days)
 
         def new(event: CleanEvent) -> bool:
-            expires = codec.event_expiry(agent, event.ts, self.retention_days)
-            item = {"pk": agent.pk, "sk": codec.EVENT + event.id}
-            return self.table.put_if_absent(codec.to_item(
+            expires = event_expiry(agent, event.ts, self.retention_days)
+            item = {"pk": agent.pk, "sk": EVENT + event.id}
+            return self.table.put_if_absent(to_item(
                 item if expires is None else {**item, "expires_at": expires}))
 
         with ThreadPoolExecutor(max_workers=min(8, len(events))) as pool:
@@ -173,7 +176,7 @@ class DynamoIngest:
         Usually one write: a batch newer than the agent's last event moves `last_event_at`
         under a condition, and only an older batch takes the second write without it. Both
         hold only for an agent that exists; one that does not is created by `_create`."""
-        update = codec.agent_upsert(agent, meta, now, dropped)
+        update = agent_upsert(agent, meta, now, dropped)
         if times:
             update.set_if_absent["first_event_at"] = min(times)
         for _ in range(2):
@@ -203,7 +206,7 @@ class DynamoIngest:
             old = self.table.update(replace(update, condition=exists), returns="ALL_OLD")
         if old.get("first_event_at") and first < old["first_event_at"]:
             with contextlib.suppress(ConditionFailed):  # a concurrent batch went further back
-                self.table.update(Update(agent.key(codec.META), set={"first_event_at": first},
+                self.table.update(Update(agent.key(META), set={"first_event_at": first},
                                          condition="#first_event_at > :first",
                                          condition_values={":first": first}))
         return old
@@ -228,9 +231,9 @@ class DynamoIngest:
     def load_tasks(self, agent: AgentKeys, task_ids: Iterable[str]
                    ) -> tuple[dict[str, TaskState], dict[str, set[bytes]]]:
         """The stored tasks (strongly consistent), and the digests of the events each folded."""
-        items = self.table.batch_get([agent.key(codec.TASK + task_id) for task_id in task_ids])
-        states = {item["sk"][len(codec.TASK):]: codec.task_from_item(item) for item in items}
-        return states, {item["sk"][len(codec.TASK):]: codec.task_seen(item) for item in items}
+        items = self.table.batch_get([agent.key(TASK + task_id) for task_id in task_ids])
+        states = {item["sk"][len(TASK):]: task_from_item(item) for item in items}
+        return states, {item["sk"][len(TASK):]: task_seen(item) for item in items}
 
     # ---- reads: events and days -----------------------------------------------------------
 
@@ -241,13 +244,13 @@ class DynamoIngest:
             return []
         kept: dict[str, StoredEvent] = {}
         pages = self.table.query(AgentKeys(ref.login, ref.slug).pk, "begins_with(#sk, :prefix)",
-                                 forward=False, page=4, prefix=codec.PAGE)
+                                 forward=False, page=4, prefix=PAGE)
         for item in pages:
             if len(kept) >= limit:
                 kth = heapq.nlargest(limit, kept.values(), key=lambda e: e.order)[-1]
-                if kth.ts > codec.page_max_ts(item["sk"]):
+                if kth.ts > page_max_ts(item["sk"]):
                     break
-            _keep_first(kept, codec.page_events(item))
+            _keep_first(kept, page_events(item))
         newest = heapq.nlargest(limit, kept.values(), key=lambda e: e.order)
         return [e.body for e in newest]
 
@@ -257,13 +260,13 @@ class DynamoIngest:
     def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:
         items = self.table.query(AgentKeys(ref.login, ref.slug).pk,
                                  "#sk BETWEEN :since AND :end",
-                                 since=codec.DAY + since_day, end="DAY$")
-        return [codec.day_from_item(item) for item in items]
+                                 since=DAY + since_day, end="DAY$")
+        return [day_from_item(item) for item in items]
 
     # ---- tasks ----------------------------------------------------------------------------
 
     def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
-        return started_task(self.table.get(AgentKeys(ref.login, ref.slug).key(codec.TASK + task_id)))
+        return started_task(self.table.get(AgentKeys(ref.login, ref.slug).key(TASK + task_id)))
 
     def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
                    limit: int = 50, cursor: str | None = None
@@ -274,7 +277,7 @@ class DynamoIngest:
         sort = {"tasks": "tlsk", "tstatus": "tssk"}[index]
         if cursor:
             sort_ts, task_id = decode_cursor(cursor)
-            after = codec.task_sort_key(sort_ts, task_id)
+            after = task_sort_key(sort_ts, task_id)
             items = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index,
                                      forward=False, page=limit + 2, low=_LOWEST_SORT_TS,
                                      after=after)
@@ -292,7 +295,7 @@ class DynamoIngest:
         """The tasks of an index page, in its order, read by key (eventually consistent, as
         the index was)."""
         items = self.table.get_all([agent.key(sk) for sk in sks], consistent=False)
-        return [codec.task_from_item(item) for item in items]
+        return [task_from_item(item) for item in items]
 
     def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
         """One query per parent, run side by side: a page asks for all of its tasks at once."""
@@ -300,7 +303,7 @@ class DynamoIngest:
 
         def children(parent: str) -> list[str]:
             items = self.table.query(agent.tasks_pk(parent), index="tasks")
-            return [item["sk"][len(codec.TASK):] for item in items]
+            return [item["sk"][len(TASK):] for item in items]
 
         if not task_ids:
             return {}
@@ -311,7 +314,7 @@ class DynamoIngest:
 def started_task(item: dict[str, Any] | None) -> TaskState | None:
     """The task of its item, unless it is none yet: a placeholder its subtasks made, which has
     no start nor end."""
-    task = codec.task_from_item(item) if item else None
+    task = task_from_item(item) if item else None
     return task if task and task.sort_ts else None
 
 
@@ -319,13 +322,14 @@ def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
     """After a batch's transaction: the tasks recorded under a run that turned out to have a
     parent (`runs.Reassign`) move to its run, each guarded by the run it had. The index this
     reads lags the table, so a task written under the old run by a concurrent batch can be
-    missed: the old run's task keeps `moved_at`, and reads of its new run move such
-    stragglers (`runs.DynamoRuns.run_tasks`)."""
+    missed: the old run's task keeps `moved_at`, reads of its new run read such stragglers
+    from the old run for a while (`runs.SETTLED`), and the table's migration moves them
+    (`migration.py`)."""
     for move in moves:
         for item in table.query(agent.run_pk(move.old), index="runs", projection=("sk", "gsi3sk")):
             move_task(table, agent, item["sk"], move.old, move.new)
-        table.update(codec.expiring(Update(agent.key(codec.TASK + move.old),
-                                           set={"moved_at": iso(utcnow())}), agent))
+        table.update(expiring(Update(agent.key(TASK + move.old),
+                                     set={"moved_at": iso(utcnow())}), agent))
 
 
 def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str) -> bool:
@@ -334,7 +338,7 @@ def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str) -> bo
                     add={"version": 1}, condition="#run_id = :old",
                     condition_values={":old": old})
     try:
-        table.update(codec.expiring(update, agent))
+        table.update(expiring(update, agent))
     except ConditionFailed:  # moved already (the index lags)
         return False
     return True
@@ -342,12 +346,12 @@ def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str) -> bo
 
 def read_task_events(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:
     """The events of one task in time, then arrival, order: from the pages its item lists."""
-    task = table.get(agent.key(codec.TASK + task_id))
+    task = table.get(agent.key(TASK + task_id))
     if task is None:
         return []
     kept: dict[str, StoredEvent] = {}
-    for page in table.batch_get([agent.key(sk) for sk in sorted(codec.task_pages(task))]):
-        _keep_first(kept, (e for e in codec.page_events(page) if e.task_id == task_id))
+    for page in table.batch_get([agent.key(sk) for sk in sorted(task_pages(task))]):
+        _keep_first(kept, (e for e in page_events(page) if e.task_id == task_id))
     return [e.body for e in sorted(kept.values(), key=lambda e: e.order)]
 
 
@@ -367,7 +371,7 @@ class _Plan:
     actions: list[dict[str, Any]]
     fold: BatchFold
     recorded: dict[str, Any]
-    """The newest runs it records on the agent item (`codec.record_newest_runs`)."""
+    """The newest runs it records on the agent item (`record_newest_runs`)."""
 
 
 @dataclass
@@ -375,7 +379,7 @@ class _BatchWrite:
     """The new events of one batch, written unit by unit on the task states read so far.
     `seen` holds each task's event digests; `bodies` each event's JSON; `seqs` numbers the
     events in batch order; they expire `retention_days` after their time
-    (`codec.event_expiry`)."""
+    (`event_expiry`)."""
 
     store: DynamoIngest
     agent: AgentKeys
@@ -422,29 +426,29 @@ class _BatchWrite:
         for event in unit:
             if event.task_id is not None:
                 on_pages.setdefault(event.task_id, set()).add(pages[event.id])
-                new_seen.setdefault(event.task_id, set()).add(codec.digest(event.id))
+                new_seen.setdefault(event.task_id, set()).add(digest(event.id))
         for task_id, digests in new_seen.items():
             if len(self.seen.get(task_id, ())) + len(digests) > MAX_TASK_EVENTS:
                 raise PayloadTooLarge(f"task {task_id!r} has more than {MAX_TASK_EVENTS} events",
                                       [{"loc": ["events"], "msg": "too many events in one task"}])
-        updates = [codec.task_update(agent, self.states.get(task_id), task,
-                                     new_seen.get(task_id, set()), on_pages.pop(task_id, set()))
+        updates = [task_update(agent, self.states.get(task_id), task,
+                               new_seen.get(task_id, set()), on_pages.pop(task_id, set()))
                    for task_id, task in fold.tasks.items()]
         owed = _untouched_parents(fold) | on_pages.keys()
-        updates += [codec.child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
-                                            fold.child_evidence.get(task_id),
-                                            on_pages.get(task_id), new_seen.get(task_id),
-                                            run_holder=task_id in fold.unknown_parents)
+        updates += [child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
+                                      fold.child_evidence.get(task_id),
+                                      on_pages.get(task_id), new_seen.get(task_id),
+                                      run_holder=task_id in fold.unknown_parents)
                     for task_id in owed]
-        updates += codec.run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
+        updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
         newest, recorded = newest_runs(fold), {}
         if self.dropped or newest:
-            on_agent = next((u for u in updates if u.key == agent.key(codec.META)), None)
+            on_agent = next((u for u in updates if u.key == agent.key(META)), None)
             if on_agent is None:
-                updates.append(on_agent := Update(agent.key(codec.META)))
+                updates.append(on_agent := Update(agent.key(META)))
             if self.dropped:
                 on_agent.add["dropped_events"] = self.dropped
-            recorded = codec.record_newest_runs(on_agent, newest, self.agent_item)
+            recorded = record_newest_runs(on_agent, newest, self.agent_item)
         return _Plan(unit, [self.store.table.update_action(u) for u in updates], fold, recorded)
 
     def _after_cancel(self, exc: ClientError, plan: _Plan, attempt: int) -> list[CleanEvent]:
@@ -454,7 +458,7 @@ class _BatchWrite:
         if any(code not in _RETRYABLE | {"None", "ConditionalCheckFailed"} for code in reasons):
             raise exc
         if plan.recorded:  # perhaps a concurrent batch recorded a newer run
-            self.agent_item = self.store.table.get(self.agent.key(codec.META)) or {}
+            self.agent_item = self.store.table.get(self.agent.key(META)) or {}
         task_ids = {e.task_id for e in plan.events if e.task_id is not None}
         task_ids |= _untouched_parents(plan.fold) | parent_ids(plan.events)
         for task_id in task_ids:
@@ -464,7 +468,7 @@ class _BatchWrite:
         self.states |= states
         self.seen |= seen
         unit = [e for e in plan.events
-                if codec.digest(e.id) not in self.seen.get(e.task_id or "", ())]
+                if digest(e.id) not in self.seen.get(e.task_id or "", ())]
         if unit:
             pause(attempt)
         return unit
@@ -486,7 +490,7 @@ class _BatchWrite:
                 run_id=task_id if task_id in fold.unknown_parents else before.run_id,
                 version=before.version + 1)
         for event in plan.events:
-            self.seen.setdefault(event.task_id or "", set()).add(codec.digest(event.id))
+            self.seen.setdefault(event.task_id or "", set()).add(digest(event.id))
         self.agent_item = {**self.agent_item, **plan.recorded}
         self.accepted += plan.events
         self.finished += plan.fold.finished
@@ -504,10 +508,10 @@ def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies
     items: list[dict[str, Any]] = []
     where: dict[str, str] = {}
     for page in _paged(events, bodies):
-        sk = f"{codec.PAGE}{max(e.ts for e in page)}#{uuid.uuid4().hex}"
-        expiry = [codec.event_expiry(agent, e.ts, retention_days) for e in page]
-        items.append(codec.page_item(
-            agent, sk, [codec.page_entry(e, bodies[e.id], seqs[e.id]) for e in page],
+        sk = f"{PAGE}{max(e.ts for e in page)}#{uuid.uuid4().hex}"
+        expiry = [event_expiry(agent, e.ts, retention_days) for e in page]
+        items.append(page_item(
+            agent, sk, [page_entry(e, bodies[e.id], seqs[e.id]) for e in page],
             None if None in expiry else max(t for t in expiry if t is not None)))
         where |= dict.fromkeys((e.id for e in page), sk)
     table.write_all(items)

@@ -35,9 +35,10 @@ from typing import Any
 
 from ...domain.models import Agent, AgentRef, utcnow
 from ...domain.ranking import SORTS, Qualification, dynamo_rank_key, rank_values, search_text
-from . import codec
 from .client import ConditionFailed, Table
-from .codec import AgentKeys, Update
+from .codec.agents import agent_from_item
+from .codec.keys import META, AgentKeys
+from .codec.values import Update, av, to_item
 
 SHARDS = 4
 RANK_INPUTS = ("runs", "successes", "eval_count", "eval_score_sum", "visibility",
@@ -54,7 +55,7 @@ def shard(agent: AgentKeys) -> str:
 def rank_update(agent: AgentKeys, item: dict[str, Any], qualification: Qualification
                 ) -> Update:
     """The write that brings the item's rank attributes in line with the item as read, now."""
-    record: Agent = codec.agent_from_item(item)
+    record: Agent = agent_from_item(item)
     values = rank_values(record, qualification, utcnow())
     text = search_text(record)
     fields: dict[str, Any] = {"lbpk": shard(agent) if text is not None else None,
@@ -67,7 +68,7 @@ def rank_update(agent: AgentKeys, item: dict[str, Any], qualification: Qualifica
         else:
             clauses.append(f"#{name} = :in{i}")
             expected[f":in{i}"] = item[name]
-    return Update(agent.key(codec.META), set={k: v for k, v in fields.items() if v is not None},
+    return Update(agent.key(META), set={k: v for k, v in fields.items() if v is not None},
                   remove=[k for k, v in fields.items() if v is None],
                   condition=" AND ".join(["attribute_exists(#pk)", *clauses]),
                   condition_values=expected)
@@ -84,7 +85,7 @@ class DynamoLeaderboard:
     def refresh(self, ref: AgentRef) -> None:
         agent = AgentKeys(ref.login, ref.slug)
         for _ in range(MAX_ATTEMPTS):
-            item = self.table.get(agent.key(codec.META))
+            item = self.table.get(agent.key(META))
             if item is None:
                 return
             try:
@@ -117,8 +118,8 @@ class DynamoLeaderboard:
             if len(part) == best and part[-1][name] == last:  # more of the tie may follow
                 candidates |= {e["pk"]: e for e in self._ranked(sort, partition, query, best,
                                                                  equal=last)}
-        keys = [codec.to_item({"pk": e["pk"], "sk": e["sk"]}) for e in candidates.values()]
-        agents = [codec.agent_from_item(item)
+        keys = [to_item({"pk": e["pk"], "sk": e["sk"]}) for e in candidates.values()]
+        agents = [agent_from_item(item)
                   for item in self.table.get_all(keys, consistent=False)]
         key_of = {e["pk"]: e[name] for e in candidates.values()}
         agents.sort(key=lambda a: (a.login, a.slug))
@@ -139,7 +140,7 @@ class DynamoLeaderboard:
         if equal is not None:
             params["KeyConditionExpression"] += " AND #key = :key"
             params["ExpressionAttributeNames"]["#key"] = f"lb_{sort}"
-            params["ExpressionAttributeValues"][":key"] = codec.av(equal)
+            params["ExpressionAttributeValues"][":key"] = av(equal)
         if query:
             params["FilterExpression"] = "contains(#text, :q)"
             params["ExpressionAttributeNames"]["#text"] = "lb_text"

@@ -27,9 +27,9 @@ from ...domain.errors import TooManyRequests
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, iso, utcnow
 from ...domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
-from . import codec
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, cancellation_reasons, pause
-from .codec import AgentKeys, Update
+from .codec.keys import META, AgentKeys, expiring, expiry, temporary
+from .codec.values import Update, to_item, ttl
 
 CAPABILITY = "CAPABILITY"
 GRANT = "IGRANT#"
@@ -48,7 +48,7 @@ def _grant_from_item(item: dict[str, Any]) -> InvocationGrant:
 
 def _quota_update(agent: AgentKeys, caller: str, window: QuotaWindow) -> Update:
     return Update(agent.key(f"{QUOTA}{caller}#{window.bucket}"), add={"n": 1},
-                  set_if_absent=codec.ttl(window.until),
+                  set_if_absent=ttl(window.until),
                   condition="attribute_not_exists(#n) OR #n < :limit",
                   condition_values={":limit": window.limit})
 
@@ -62,14 +62,14 @@ class DynamoReuse:
     def _agent_keys(self, ref: AgentRef) -> AgentKeys:
         """`ref`'s keys with its expiry if it is a temporary agent (one read)."""
         agent = AgentKeys(ref.login, ref.slug)
-        return codec.temporary(agent, self.table.get(agent.key(codec.META)))
+        return temporary(agent, self.table.get(agent.key(META)))
 
     # ---- capability cards --------------------------------------------------------------------
 
     def put_capability(self, ref: AgentRef, card: dict[str, Any], when: str, secret: str
                        ) -> bool:
         agent = self._agent_keys(ref)
-        item = self.table.update(codec.expiring(Update(
+        item = self.table.update(expiring(Update(
             agent.key(CAPABILITY), set={"card": dumps(card), "updated_at": when,
                                         "login": ref.login, "slug": ref.slug},
             set_if_absent={"secret": secret, "published_at": when}), agent), returns="ALL_NEW")
@@ -100,8 +100,8 @@ class DynamoReuse:
         attrs = {"login": grant.login, "slug": grant.slug, "caller": grant.caller,
                  **{name: getattr(grant, name) for name in _GRANT_FIELDS}}
         self.table.put({**agent.key(GRANT + grant.caller),
-                        **codec.to_item({k: v for k, v in attrs.items() if v is not None}),
-                        **codec.to_item(codec.expiry(agent))})
+                        **to_item({k: v for k, v in attrs.items() if v is not None}),
+                        **to_item(expiry(agent))})
 
     def get_invocation_grant(self, ref: AgentRef, caller: str) -> InvocationGrant | None:
         item = self.table.get(AgentKeys(ref.login, ref.slug).key(GRANT + caller))
@@ -146,10 +146,10 @@ class DynamoReuse:
     def record_usage(self, usage: UsageRecord) -> None:
         attrs = {name: getattr(usage, name) for name in ("login", "at", "call_id",
                                                            *_USAGE_FIELDS)}
-        self.table.put(codec.to_item({
+        self.table.put(to_item({
             "pk": f"USAGE#{usage.login}", "sk": f"{usage.at}#{usage.call_id}",
             **{k: v for k, v in attrs.items() if v is not None},
-            **(codec.ttl(usage.expires_at) if usage.expires_at else {})}))
+            **(ttl(usage.expires_at) if usage.expires_at else {})}))
 
     def list_usage(self, login: str, limit: int, caller_agent: str | None = None
                    ) -> list[UsageRecord]:

@@ -7,13 +7,19 @@
   Scan nor a read per span. What the header counts is one Query of the partition that
   returns only the failed spans' keys (`run_counts`).
 - A parent not stored yet that subtasks record as their run is a placeholder whose `run_id` is
-  its own id (`codec.child_cost_update`); when it arrives with a parent of its own, the tasks
+  its own id (`codec.tasks.child_cost_update`); when it arrives with a parent of its own, the tasks
   under it move to its run (`ingest.move_runs`: one Query of its old run, one conditional update per
   task moved, each bumping `version` so a concurrent fold of that task is redone). A task
   written meanwhile under the old run may be missed (the index lags the table): the moved
-  task keeps `moved_at`, and a read of its new run moves such stragglers (`_stragglers`).
-- Tasks written before runs existed have no `run_id`: the first read of their run gives the
-  tree its run id and log entries (`_migrate_run`), from then on it is one Query.
+  task keeps `moved_at`, and a read of its new run within `SETTLED` of the move reads such
+  stragglers from the old run too (`_stragglers`); the table's migration moves them for good
+  (`migration.py`).
+- Tasks written before runs existed have no `run_id`: a read of their run walks its tree
+  through the subtask listings and takes the log entries from the stored events
+  (`unmigrated_run`), until the table's migration stores the tree so; from then on it is one
+  Query.
+- Reads never write: whatever an old layout or a race left behind is read as it is, and put
+  right by the migration (`migration.py`), which the deployment runs.
 - The runs list reads the roots newest first (`tasks`, or `tstatus` for one status; KEYS_ONLY
   indexes, so the roots are then read by key) and filters
   them here, looking at no more than `SCAN_LIMIT` roots per page: a page may hold fewer runs
@@ -22,7 +28,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -31,18 +36,19 @@ from typing import Any
 from ...domain.models import AgentRef, TaskState, utcnow
 from ...domain.runs import RunFilter, append_log, span_key
 from ...ports.store import RunCounts, RunHead, decode_cursor, encode_cursor
-from . import codec
 from .agents import live_agent
-from .client import ConditionFailed, Table
-from .codec import AgentKeys, Update
+from .client import Table
+from .codec.keys import META, TASK, AgentKeys, task_sort_key
+from .codec.tasks import task_attributes, task_from_item
+from .codec.values import to_item
 from .evals import INSIGHTS, insights_from_item
-from .ingest import move_task, read_task_events, started_task
+from .ingest import read_task_events, started_task
 
 SCAN_LIMIT = 1000
 """Roots the runs list examines per page at most."""
 SETTLED = timedelta(minutes=15)
 """How long after a move its index entries may still show tasks under the old run: far beyond
-DynamoDB's index lag, which is normally under a second."""
+DynamoDB's index lag, which is normally under a second. Reads look for stragglers that long."""
 _LOWEST = "0"
 """Every real sort key starts with a digit (placeholders start with `#`)."""
 
@@ -59,9 +65,9 @@ class DynamoRuns:
         task and the insights items."""
         agent = AgentKeys(ref.login, ref.slug)
         found = {item["sk"]: item for item in self.table.batch_get(
-            [agent.key(codec.META), agent.key(codec.TASK + task_id), agent.key(INSIGHTS)])}
-        return RunHead(live_agent(found.get(codec.META)),
-                       started_task(found.get(codec.TASK + task_id)),
+            [agent.key(META), agent.key(TASK + task_id), agent.key(INSIGHTS)])}
+        return RunHead(live_agent(found.get(META)),
+                       started_task(found.get(TASK + task_id)),
                        insights_from_item(found.get(INSIGHTS)))
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
@@ -73,19 +79,20 @@ class DynamoRuns:
         bills the items whole anyway, but sends and we decode only that."""
         agent = AgentKeys(ref.login, ref.slug)
         if run.run_id is None:
-            self._migrate_run(agent, run)
-        root = codec.TASK + run.task_id
+            spans = self._unmigrated(agent, run)
+            return [s for s in spans if after is None or span_key(s) > after][:limit]
+        root = TASK + run.task_id
         pk = agent.run_pk(run.task_id)
-        projection = (*codec.task_attributes(content=content), "moved_at")
+        projection = (*task_attributes(content=content), "moved_at")
         if after is None:
             found = self.table.query(pk, "#sk >= :low", index="runs", page=limit + 1,
                                      projection=projection, low=_LOWEST)
         else:
             found = self.table.query(pk, "#sk > :after", index="runs", page=limit + 1,
-                                     projection=projection, after=codec.task_sort_key(*after))
+                                     projection=projection, after=task_sort_key(*after))
         items = list(itertools.islice((i for i in found if i["sk"] != root), limit))
-        items += self._stragglers(agent, run.task_id, items)
-        spans = sorted((codec.task_from_item(item) for item in items), key=span_key)
+        items += self._stragglers(agent, run.task_id, items, projection)
+        spans = sorted((task_from_item(item) for item in items), key=span_key)
         return [s for s in spans if after is None or span_key(s) > after][:limit]
 
     def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
@@ -94,14 +101,18 @@ class DynamoRuns:
         left out (which is then not counted): memory stays at a page whatever the run's
         size, though DynamoDB reads (and bills) the partition whole."""
         agent = AgentKeys(ref.login, ref.slug)
-        root = codec.TASK + run.task_id
+        if run.run_id is None:
+            tree = self._unmigrated(agent, run)
+            failures = [s.task_id for s in tree if s.status == "failed"]
+            return RunCounts(len(tree), len(failures), failures[0] if failures else None)
+        root = TASK + run.task_id
         params = self.table.query_params(agent.run_pk(run.task_id), "#sk >= :low",
                                          index="runs", projection=("sk",), low=_LOWEST)
         params["FilterExpression"] = ("#key = :root OR contains(#task, :failed) "
                                       "OR #status = :status")  # `status`: an item's old layout
         params["ExpressionAttributeNames"] |= {"#key": "sk", "#task": "task",
                                                "#status": "status"}
-        params["ExpressionAttributeValues"] |= codec.to_item(
+        params["ExpressionAttributeValues"] |= to_item(
             {":root": root, ":failed": '"status":"failed"', ":status": "failed"})
         spans = failed = 0
         first: str | None = None
@@ -112,64 +123,34 @@ class DynamoRuns:
                     spans -= 1
                     continue
                 failed += 1
-                first = first or item["sk"][len(codec.TASK):]
+                first = first or item["sk"][len(TASK):]
         return RunCounts(spans, failed, first)
 
-    def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]]
-                    ) -> list[dict[str, Any]]:
-        """Tasks still recorded under a run that moved into this one (`ingest.move_runs` missed
-        them: a concurrent batch wrote them while the index lagged), moved here now. A moved
-        run that has no stragglers `SETTLED` after its move is not looked at again."""
+    def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]],
+                    projection: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Tasks still recorded under a run that moved into this one within `SETTLED`
+        (`ingest.move_runs` missed them: a concurrent batch wrote them while the index lagged),
+        read from the old run as this run's (the table's migration moves them for good)."""
         found: list[dict[str, Any]] = []
-        moved = [item for item in items if "moved_at" in item]
+        known = {item["sk"] for item in items}
+        moved = [item for item in items if _recently_moved(item)]
         while moved:
-            holder = moved.pop()
-            old = holder["sk"][len(codec.TASK):]
-            late = [item for item in self.table.query(agent.run_pk(old), index="runs")
-                    if move_task(self.table, agent, item["sk"], old, run_id)]
-            for item in late:
-                item.update(run_id=run_id, gsi3pk=agent.run_pk(run_id))
-                if "moved_at" in item:
+            old = moved.pop()["sk"][len(TASK):]
+            for item in self.table.query(agent.run_pk(old), index="runs", projection=projection):
+                if item["sk"] in known:  # moved meanwhile, and read from this run already
+                    continue
+                known.add(item["sk"])
+                item["run_id"] = run_id
+                found.append(item)
+                if _recently_moved(item):
                     moved.append(item)
-            found += late
-            if not late and utcnow() - datetime.fromisoformat(holder["moved_at"]) > SETTLED:
-                with contextlib.suppress(ConditionFailed):
-                    self.table.update(Update(agent.key(holder["sk"]), remove=["moved_at"],
-                                             condition="#moved_at = :seen",
-                                             condition_values={":seen": holder["moved_at"]}))
         return found
 
-    def _migrate_run(self, agent: AgentKeys, root: TaskState) -> None:
-        """Give a run stored before runs existed its run id and its tasks' log entries: walk
-        its tree through the subtask listings, then mark the root last (a crash or a
-        concurrent write midway only means the next read walks again). `root` comes out with
-        its run id and log entries, as stored."""
-        run_id = root.task_id
-        level = [run_id]
-        tree: list[TaskState] = []
-        seen = {run_id}
-        while level:
-            found = []
-            for parent in level:
-                keys = [agent.key(item["sk"])
-                        for item in self.table.query(agent.tasks_pk(parent), index="tasks")]
-                for item in self.table.get_all(keys):
-                    task_id = item["sk"][len(codec.TASK):]
-                    if task_id not in seen:
-                        seen.add(task_id)
-                        found.append(task_id)
-                        tree.append(codec.task_from_item(item))
-            level = found
-        for task in [*tree, root]:
-            logs: list[dict[str, Any]] = []
-            for body in read_task_events(self.table, agent, task.task_id):
-                if body.get("kind") == "task.log":
-                    append_log(logs, body.get("ts", ""), body.get("data"))
-            task.run_id, task.logs = run_id, logs
-            try:
-                self.table.update(codec.task_rewrite(agent, task))
-            except ConditionFailed:  # a batch wrote it meanwhile: the next read walks again
-                return
+    def _unmigrated(self, agent: AgentKeys, root: TaskState) -> list[TaskState]:
+        """The spans of a run stored before runs existed, in start order; `root` comes out with
+        its log entries, as the migration stores them (`unmigrated_run`)."""
+        root.logs = stored_logs(self.table, agent, root.task_id)
+        return sorted(unmigrated_run(self.table, agent, root), key=span_key)
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> tuple[list[TaskState], str | None]:
@@ -178,7 +159,7 @@ class DynamoRuns:
                            else ("tstatus", agent.status_pk(None, where.status), "tssk"))
         page = min(SCAN_LIMIT, 4 * limit)
         if cursor:
-            after = codec.task_sort_key(*decode_cursor(cursor))
+            after = task_sort_key(*decode_cursor(cursor))
             keys = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index,
                                     forward=False, page=page, low=_LOWEST, after=after)
             keys = (item for item in keys if item[sort] != after)
@@ -191,7 +172,7 @@ class DynamoRuns:
             if len(kept) == limit or examined == SCAN_LIMIT:
                 assert last is not None
                 return kept, encode_cursor(last.sort_ts, last.task_id)
-            last = codec.task_from_item(item)
+            last = task_from_item(item)
             if where.keeps(last):
                 kept.append(last)
         return kept, None
@@ -202,3 +183,47 @@ class DynamoRuns:
         while batch := list(itertools.islice(keys, chunk)):
             yield from self.table.get_all([agent.key(item["sk"]) for item in batch],
                                           consistent=False)
+
+
+def _recently_moved(item: dict[str, Any]) -> bool:
+    """A task moved into another run (`ingest.move_runs`) less than `SETTLED` ago."""
+    moved = item.get("moved_at")
+    return moved is not None and utcnow() - datetime.fromisoformat(moved) <= SETTLED
+
+
+def unmigrated_run(table: Table, agent: AgentKeys, root: TaskState) -> list[TaskState]:
+    """Every task below `root`, a run stored before runs existed (its root has no `run_id`),
+    found through the subtask listings level by level, each with the run's id; one stored before
+    runs existed too (no `run_id`) kept no log entries, which are then taken from its stored
+    events. The read of such a run takes it from here, and so does the table's migration,
+    which stores it (`migration.py`)."""
+    run_id = root.task_id
+    level = [run_id]
+    tree: list[TaskState] = []
+    seen = {run_id}
+    while level:
+        found = []
+        for parent in level:
+            keys = [agent.key(item["sk"])
+                    for item in table.query(agent.tasks_pk(parent), index="tasks")]
+            for item in table.get_all(keys):
+                task = task_from_item(item)
+                if task.task_id not in seen:
+                    seen.add(task.task_id)
+                    found.append(task.task_id)
+                    tree.append(task)
+        level = found
+    for task in tree:
+        if task.run_id is None:
+            task.logs = stored_logs(table, agent, task.task_id)
+        task.run_id = run_id
+    return tree
+
+
+def stored_logs(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:
+    """A task's log entries from its stored events, as folding keeps them (`append_log`)."""
+    logs: list[dict[str, Any]] = []
+    for body in read_task_events(table, agent, task_id):
+        if body.get("kind") == "task.log":
+            append_log(logs, body.get("ts", ""), body.get("data"))
+    return logs

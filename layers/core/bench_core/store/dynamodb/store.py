@@ -13,7 +13,8 @@ Each concern keeps its items and writes in a class and file of its own, all on o
 - `retention.py`    what expires when (DynamoDB's TTL)
 - `runs.py`         every task's run (`runs` index), a run in one Query, the runs list
 
-`codec.py` is the item layout they share (keys, numbers, JSON values, update expressions).
+`codec/` lays out the items several concerns share (keys, numbers, JSON values, update
+expressions; the agent, task and page items).
 Reads use the base table for one item or one agent's days (strongly consistent) and the GSIs
 for listings (eventually consistent, like every GSI). Nothing scans.
 """

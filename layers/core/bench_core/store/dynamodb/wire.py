@@ -7,14 +7,16 @@ pydantic-core's speed on these bodies, which hold only strings, maps and lists: 
 numbers as strings), and each AttributeValue becomes its value in one step, in botocore's
 `before-parse` hook (the one its own S3 handlers use to adjust an answer): the items are taken
 out of the body and handed back through `customized_response_dict`, so botocore parses only
-what is left (keys to read on, unprocessed keys, capacity). The values are what `codec.plain`
-gives (numbers as `Decimal`, sets as sets), except that binaries are `bytes`.
+what is left (keys to read on, unprocessed keys, capacity). The values are what
+`codec.values.plain` gives (numbers as `Decimal`, sets as sets), except that binaries are `bytes`.
 
 Only reads made `inside` this module's context are decoded here, so a client shared with other
 code answers that code as boto3 always does. Errors (status >= 300) are left to botocore. An
 answer the hook did not decode (a botocore that stopped emitting `before-parse`) is decoded
-after the fact by `plain_answer`, the slow way (`codec.plain`), rather than handed on in the
-wire form.
+after the fact by `plain_answer`, the slow way (`codec.values.plain`), rather than handed on
+in the wire form; never silently, though: every test's store fails a read this module did not
+decode (`tests/aws/moto_table.py`), and the deployment's read routes are held to it
+(`tests/aws/test_dynamodb_migration.py`).
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ from typing import Any
 
 import orjson
 
-from .codec import plain
+from .codec.values import plain
 
 _ACTIVE: ContextVar[bool] = ContextVar("bench_dynamodb_plain_reads", default=False)
-ITEMS = {"GetItem": "Item", "Query": "Items", "BatchGetItem": "Responses"}
+ITEMS = {"GetItem": "Item", "Query": "Items", "Scan": "Items", "BatchGetItem": "Responses"}
 """Where each read's answer holds its items."""
-_DECODED = "BenchPlainItems"
+DECODED = "BenchPlainItems"
 """Marks an answer whose items `decode` turned into plain values."""
 
 
@@ -77,7 +79,7 @@ def decode(operation_model: Any, response_dict: dict[str, Any],
         return
     body = orjson.loads(response_dict["body"])
     found = body.pop(field, None)
-    customized_response_dict[_DECODED] = True
+    customized_response_dict[DECODED] = True
     if found is not None:
         customized_response_dict[field] = _each(field, found, item)
         response_dict["body"] = orjson.dumps(body)
@@ -86,7 +88,7 @@ def decode(operation_model: Any, response_dict: dict[str, Any],
 def plain_answer(operation: str, response: dict[str, Any]) -> dict[str, Any]:
     """`response` (to read `operation`, made `inside`) with plain items, however it came."""
     field = ITEMS[operation]
-    if not response.pop(_DECODED, False) and response.get(field) is not None:
+    if not response.pop(DECODED, False) and response.get(field) is not None:
         response[field] = _each(field, response[field], plain)
     return response
 

@@ -1,0 +1,58 @@
+"""Events stored together: a page (AGENT#{A}, B#{newest ts}#{unique}) holds a batch's events as
+one JSON text, so a batch costs a few writes, not one per event (`ingest.py`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ....domain.models import CleanEvent
+from .keys import PAGE, AgentKeys
+from .values import to_item, ttl
+
+
+def event_expiry(agent: AgentKeys, ts: str, retention_days: int) -> int | None:
+    """When an event of time `ts` expires: `retention_days` later (0: never), or with its
+    temporary agent if that is sooner."""
+    times = [agent.expires_at]
+    if retention_days > 0:
+        times.append(ttl(ts)["expires_at"] + retention_days * 86_400)
+    return min((t for t in times if t is not None), default=None)
+
+
+def page_item(agent: AgentKeys, sk: str, entries: list[str], expires_at: int | None
+              ) -> dict[str, Any]:
+    """Events stored together: `entries` are `page_entry` JSON texts."""
+    attrs: dict[str, Any] = {"pk": agent.pk, "sk": sk, "events": "[" + ",".join(entries) + "]"}
+    if expires_at is not None:
+        attrs["expires_at"] = expires_at
+    return to_item(attrs)
+
+
+def page_entry(event: CleanEvent, body: str, seq: int) -> str:
+    """One event of a page as JSON text: [ts, seq, task_id, id, body], `body` as stored."""
+    return f"[{json.dumps(event.ts)},{seq},{json.dumps(event.task_id)},{json.dumps(event.id)},{body}]"
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    ts: str
+    seq: int
+    task_id: str | None
+    id: str
+    body: dict[str, Any]
+
+    @property
+    def order(self) -> tuple[str, int]:
+        """Time, then arrival: events of one millisecond keep the order they came in."""
+        return self.ts, self.seq
+
+
+def page_events(item: dict[str, Any]) -> list[StoredEvent]:
+    return [StoredEvent(*entry) for entry in json.loads(item["events"])]
+
+
+def page_max_ts(sk: str) -> str:
+    """The newest event time of a page, from its key (`B#{max ts}#{unique}`)."""
+    return sk[len(PAGE):].split("#", 1)[0]

@@ -1,0 +1,218 @@
+"""The task item (AGENT#{A}, TASK#{task_id}), which ingest folds, runs read and evals score.
+
+A task's folded fields are two JSON texts, `task` and `content` (`task_fields`). What its
+subtasks ADD to it without reading it (child cost, evidence) is in numbers until its next fold
+takes them into `task` (`ADDED`). Its run is `run_id`, and a span below a root is in the `runs`
+index (`run_keys`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic_core import from_json
+
+from ....domain.field_limits import dumps
+from ....domain.models import TASK_CONTENT, USAGE_FIELDS, EvalResult, TaskState, Usage, add_usage, from_fields
+from .keys import TASK, AgentKeys, expiring, task_sort_key
+from .values import Update, number, set_or_remove
+
+_TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at")
+_TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
+_TASK_JSON = ("input", "output", "metadata", "cost_breakdown", "logs")
+TASK_FIELDS = (*_TASK_TEXT, *_TASK_NUMBERS, *_TASK_JSON)
+"""What folding a task's own events gives (`TaskState`): kept as two JSON texts, `task` and
+`content` (its `TASK_CONTENT`), not one attribute each (see `task_fields`). Items written
+before that hold one attribute per field; they are read as they are and rewritten whole by
+their next fold or by the table's migration (`migration.py`)."""
+_EVIDENCE = "ev_"
+"""Prefix of the evidence (`models.Usage`) subtasks ADDed to a task, one number each, absent
+when unknown."""
+ADDED = ("child_cost_usd", *(_EVIDENCE + name for name in USAGE_FIELDS))
+"""What finished subtasks ADD to their parent without reading it (`child_cost_update`), on top
+of what its `task` text holds. The parent's next fold reads them, writes the sums into `task`
+and removes them, under its `version` (which every ADD bumps), so nothing is added twice or
+lost; most tasks (leaves, and parents folded after their subtasks) hold none, and a read
+decodes no number for them."""
+_EVIDENCE_INTS = tuple((name, _EVIDENCE + name) for name in USAGE_FIELDS if name != "cost_usd")
+_ADDED_CALLS = _EVIDENCE + "calls"
+
+
+def digest(event_id: str) -> bytes:
+    """What a task keeps of each event folded into it (`seen`): 8 bytes of the id's SHA-256,
+    so a task of 10,000 events holds 80 KB of them, and two ids of one task collide with a
+    chance below one in 10^11."""
+    return hashlib.sha256(event_id.encode()).digest()[:8]
+
+
+def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
+                seen: set[bytes], pages: set[str]) -> Update:
+    """Write a folded task whole (`task_fields`), guarded by the version it was folded from,
+    adding the `digest`s of the events folded (`seen`) and the pages that hold them.
+
+    Subtasks ADD to a task without reading it (`ADDED`), and every write bumps `version`, so a
+    fold from a stale read fails its condition and is redone.
+    """
+    sort_key = task_sort_key(after.sort_ts, after.task_id)
+    fields: dict[str, Any] = {
+        **task_fields(after, rewrite=before is not None),
+        "tlpk": agent.tasks_pk(after.parent_task_id), "tlsk": sort_key,
+        "tspk": agent.status_pk(after.parent_task_id, after.status), "tssk": sort_key,
+        **run_keys(agent, after)}
+    update = expiring(set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
+                                    fields), agent)
+    add_events(update, seen, pages)
+    if before is None:
+        update.condition = "attribute_not_exists(#pk)"
+    else:
+        update.condition = "#version = :expected"
+        update.condition_values = {":expected": before.version}
+    return update
+
+
+def task_fields(task: TaskState, *, rewrite: bool) -> dict[str, Any]:
+    """A task's folded fields as the attributes `task` and `content` (None: no content), JSON
+    texts of the fields that are set. A read of a thousand tasks then parses two texts per
+    task (pydantic-core, in native code) instead of some twenty typed attributes, which was
+    most of the time a run took to read; a read that leaves content out (`task_attributes`)
+    does not fetch it at all. Numbers are rounded as `number` rounds them; what the task's
+    subtasks cost and proved is in `task` too. `rewrite`: of a stored item, which may hold one
+    attribute per field (`TASK_FIELDS`) and what subtasks ADDed (`ADDED`, part of `task`'s
+    sums now): they go (None)."""
+    own: dict[str, Any] = {}
+    content: dict[str, Any] = {}
+    for name in TASK_FIELDS:
+        value = getattr(task, name)
+        if value is None or name == "logs" and not value:
+            continue
+        if name in _TASK_NUMBERS:
+            value = float(number(value))
+        (content if name in TASK_CONTENT else own)[name] = value
+    if task.child_cost_usd:
+        own["child_cost_usd"] = float(number(task.child_cost_usd))
+    if task.evidence is not None:
+        own["evidence"] = _usage_fields(task.evidence)
+    gone = dict.fromkeys((*TASK_FIELDS, *ADDED) if rewrite else ())
+    return {**gone, "task": dumps(own), "content": dumps(content) if content else None}
+
+
+def _usage_fields(usage: Usage) -> dict[str, Any]:
+    """The known fields of `usage`, its cost rounded as `number` rounds it."""
+    fields = {name: value for name, value in usage.to_dict().items() if value is not None}
+    if "cost_usd" in fields:
+        fields["cost_usd"] = float(number(fields["cost_usd"]))
+    return fields
+
+
+def task_rewrite(agent: AgentKeys, task: TaskState) -> Update:
+    """Rewrite a stored task's fields and run keys as `task` now holds them, guarded by the
+    version it was read at (like `task_update`)."""
+    update = Update(agent.key(TASK + task.task_id), add={"version": 1},
+                    condition="#version = :expected", condition_values={":expected": task.version})
+    return expiring(set_or_remove(update, {**task_fields(task, rewrite=True),
+                                           **run_keys(agent, task)}), agent)
+
+
+def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
+    """A task's run attributes: `run_id` and the `runs` index keys that read a run's spans in one
+    Query. A run's root is read by its key (it is the run's id), so it takes no index entry."""
+    if task.run_id is None or task.parent_task_id is None:
+        return {"run_id": task.run_id, "gsi3pk": None, "gsi3sk": None}
+    return {"run_id": task.run_id, "gsi3pk": agent.run_pk(task.run_id),
+            "gsi3sk": task_sort_key(task.sort_ts, task.task_id)}
+
+
+def child_cost_update(agent: AgentKeys, parent: str, amount: float,
+                      evidence: Usage | None = None, pages: set[str] | None = None,
+                      seen: set[bytes] | None = None, *, run_holder: bool = False) -> Update:
+    """A finished subtask's cost and evidence (or only the `pages` and `seen` digests of
+    events of a task that no `task.*` event folds), added to a task this write does not fold. A task not seen yet
+    becomes a placeholder (no index keys, so no listing shows it) until its events come.
+    `run_holder`: subtasks now record the parent as their run, which the placeholder
+    remembers as `run_id` = its own id, so the parent's arrival moves them (`runs.Reassign`);
+    the version bump makes a concurrent write of the parent fold again."""
+    update = expiring(Update(agent.key(TASK + parent),
+                             add={"version": 1, **evidence_adds(evidence)}), agent)
+    if amount:
+        update.add["child_cost_usd"] = number(amount)
+    add_events(update, seen or set(), pages or set())
+    if run_holder:  # only while it is one: a parent that arrived meanwhile has its own run
+        update.set["run_id"] = parent
+        update.condition = "attribute_not_exists(#gsi3sk)"
+    return update
+
+
+def add_events(update: Update, seen: set[bytes], pages: set[str]) -> None:
+    """DynamoDB sets may not be empty: only what there is to add is added."""
+    if seen:
+        update.add["seen"] = seen
+    if pages:
+        update.add["pages"] = pages
+
+
+def task_seen(item: dict[str, Any]) -> set[bytes]:
+    return {bytes(b) for b in item.get("seen", ())}
+
+
+def task_pages(item: dict[str, Any]) -> set[str]:
+    return set(item.get("pages", ()))
+
+
+def evidence_adds(evidence: Usage | None) -> dict[str, Any]:
+    """The ADDs of a subtask's `evidence` to its parent: each known count, 0 included (ADD
+    creates it)."""
+    if evidence is None:
+        return {}
+    return {_EVIDENCE + name: number(value) for name, value in evidence.to_dict().items()
+            if value is not None}
+
+
+def _added_evidence(item: dict[str, Any]) -> Usage | None:
+    """What subtasks ADDed to a task's evidence since its last fold (`ADDED`)."""
+    if _ADDED_CALLS not in item:
+        return None
+    cost = item.get(_EVIDENCE + "cost_usd")
+    return Usage(cost_usd=None if cost is None else float(cost),
+                 **{name: int(item[attr]) for name, attr in _EVIDENCE_INTS if attr in item})
+
+
+def task_attributes(*, content: bool = True) -> tuple[str, ...]:
+    """The attributes `task_from_item` reads (without `content`: not the `TASK_CONTENT`). A
+    Query of many tasks reads only these: a task's listing keys and the digests of its events
+    (`seen`, `pages`) are much of its size, and nothing a read shows."""
+    fields = ("task", "content") if content else ("task",)
+    legacy = (f for f in TASK_FIELDS if content or f not in TASK_CONTENT)
+    return ("sk", *fields, *legacy, *ADDED, "version", "eval", "run_id")
+
+
+def task_from_item(item: dict[str, Any]) -> TaskState:
+    own, content = item.get("task"), item.get("content")
+    fields = _legacy_fields(item) if own is None else from_json(own)
+    if content is not None:
+        fields.update(from_json(content))
+    evidence = fields.get("evidence")
+    if evidence is not None:
+        fields["evidence"] = Usage.from_dict(evidence)
+    fields.update(task_id=item["sk"][len(TASK):], version=int(item.get("version", 0)),
+                  eval=eval_from_item(item), run_id=item.get("run_id"))
+    task = from_fields(TaskState, fields)
+    if "child_cost_usd" in item:
+        task.child_cost_usd += float(item["child_cost_usd"])
+    added = _added_evidence(item)
+    if added is not None:
+        task.evidence = add_usage(task.evidence, added)
+    return task
+
+
+def _legacy_fields(item: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a task item written with one attribute per field (`TASK_FIELDS`)."""
+    fields: dict[str, Any] = {name: item[name] for name in _TASK_TEXT if name in item}
+    fields |= {name: float(item[name]) for name in _TASK_NUMBERS if name in item}
+    fields |= {name: from_json(item[name]) for name in _TASK_JSON if name in item}
+    return fields
+
+
+def eval_from_item(item: dict[str, Any]) -> EvalResult | None:
+    """The judge's result on a task item (written by `evals.py`), as JSON text."""
+    return EvalResult.from_dict(from_json(item["eval"])) if item.get("eval") else None
