@@ -16,8 +16,9 @@ import pytest
 import uvicorn
 from bench_core.domain.keys import new_key
 from bench_core.local import create_local_app, server_config
+from bench_core.ports.store import Store
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Settings
+from bench_core.settings import Settings
 
 
 def free_port() -> int:
@@ -48,12 +49,12 @@ class RunningServer:
     data_dir: Path
 
     @property
-    def store(self):  # noqa: ANN201 - the Store protocol
+    def store(self) -> Store:
         return self.services.store
 
     def create_key(self, login: str, agent: str | None = None) -> str:
         raw, record = new_key(login, agent)
-        self.store.create_key(record)
+        self.store.accounts.create_key(record)
         return raw
 
     def showing_content(self, login: str, slug: str) -> None:
@@ -61,7 +62,7 @@ class RunningServer:
         boxes unticked), for tests that read content as anyone: a first batch would hide it."""
         from bench_core.domain.models import Agent, iso, utcnow
 
-        self.store.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow())))
+        self.store.agents.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow())))
 
     def get(self, path: str, key: str | None = None, **params: Any) -> Any:
         headers = {"X-Bench-Key": key} if key else {}

@@ -10,7 +10,7 @@ from typing import Any
 from bench_core.domain.models import Agent, CleanEvent, WireEvent, iso
 from bench_core.domain.privacy import IMPLICIT_AGENT
 from bench_core.ingest.wire import clean_event
-from bench_core.runtime.config import Limits
+from bench_core.settings import Limits
 
 _clock = itertools.count()
 BASE = datetime(2026, 12, 2, 16, 0, 0, tzinfo=UTC)
@@ -32,7 +32,7 @@ def an_hour_ago(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def day_old(login: str, slug: str, **fields: Any) -> Agent:
     """An agent as its first batch made it two days ago (`created_at`, Bench's clock), for
-    `store.create_agent` before its runs: a new agent ranks only once it has a few runs and is
+    `store.agents.create_agent` before its runs: a new agent ranks only once it has a few runs and is
     a day old (`ranking.Qualification`), whatever day the tests run on."""
     return Agent(login=login, slug=slug, created_at=iso(datetime.now(UTC) - timedelta(days=2)),
                  **{**IMPLICIT_AGENT, **fields})

@@ -62,7 +62,7 @@ def dynamo_store(*, slow_reads: bool = False, **options: Any) -> Iterator[Dynamo
         os.environ.pop("AWS_PROFILE", None)
         boto3.client("dynamodb").create_table(
             **create_table_kwargs(TABLE_NAME, table_properties()))
-        store = DynamoStore(TABLE_NAME, **options)
+        store = DynamoStore.open(TABLE_NAME, **options)
         slow: list[str] = []
         store.client.meta.events.register("after-call.dynamodb", _noting_slow_reads(slow),
                                           unique_id="slow-reads")

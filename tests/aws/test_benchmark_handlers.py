@@ -13,6 +13,7 @@ from unittest import mock
 import pytest
 from bench_core.benchmarks import workflow
 from bench_core.lambdas import workflow_steps
+from bench_core.ports.workflows import benchmark_start
 
 from tests.aws import cfn
 from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
@@ -55,11 +56,11 @@ def test_a_run_submitted_through_lambda_is_graded_by_the_workflow_and_served_by_
     assert accepted["status"] == "pending" and accepted["pass_rate"] is None
     started = [(who, p) for who, _, op, p in site.aws.calls if op == "StartExecution"]
     assert [(who, p["stateMachineArn"], json.loads(p["input"])) for who, p in started] == [
-        ("ApiFunction", site.refs["BenchmarkStateMachine"], workflow.start_state(accepted["id"]))]
+        ("ApiFunction", site.refs["BenchmarkStateMachine"], benchmark_start(accepted["id"]))]
     assert not [c for c in site.aws.calls if c[1] == "bedrock-runtime"], "nothing graded in the request"
     assert site.request("GET", "/api/benchmarks").json()["suites"][0]["versions"][0]["top"] == []
 
-    state, seen, total = workflow.start_state(accepted["id"]), [], accepted["progress"]["total"]
+    state, seen, total = benchmark_start(accepted["id"]), [], accepted["progress"]["total"]
     with mock.patch.object(workflow, "CHUNK", 4):  # several chunks, as a large run has
         while state["next"] != workflow.DONE:
             state = grading_step(transformed, site, monkeypatch, state["next"], state)

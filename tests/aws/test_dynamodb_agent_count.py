@@ -18,18 +18,18 @@ from tests.factories import clean, ev
 def test_an_account_from_before_the_count_is_counted_by_its_agents() -> None:
     with dynamo_store() as store:
         for slug in ("a", "b", "c"):
-            store.ingest("alice", AgentMeta(slug=slug), clean([ev("custom")]))
+            store.ingest.ingest("alice", AgentMeta(slug=slug), clean([ev("custom")]))
         assert store.table.get(user_key("alice"))["agents"] == 3
         store.table.update(Update(user_key("alice"), remove=["agents"]))  # as before
 
-        strict = DynamoStore(store.table_name, client=store.client, max_agents_per_account=3)
+        strict = DynamoStore.open(store.table_name, client=store.client, max_agents_per_account=3)
         with pytest.raises(TooManyAgents):
-            strict.ingest("alice", AgentMeta(slug="d"), clean([ev("custom")]))
+            strict.ingest.ingest("alice", AgentMeta(slug="d"), clean([ev("custom")]))
         with pytest.raises(TooManyAgents):
-            strict.create_agent(Agent(login="alice", slug="d", created_at=iso(utcnow())))
+            strict.agents.create_agent(Agent(login="alice", slug="d", created_at=iso(utcnow())))
         assert store.table.get(user_key("alice"))["agents"] == 3
 
-        roomier = DynamoStore(store.table_name, client=store.client, max_agents_per_account=4)
-        assert roomier.create_agent(Agent(login="alice", slug="d", created_at=iso(utcnow())))
+        roomier = DynamoStore.open(store.table_name, client=store.client, max_agents_per_account=4)
+        assert roomier.agents.create_agent(Agent(login="alice", slug="d", created_at=iso(utcnow())))
         assert store.table.get(user_key("alice"))["agents"] == 4
-        assert len(store.list_agents("alice")) == 4
+        assert len(store.agents.list_agents("alice")) == 4

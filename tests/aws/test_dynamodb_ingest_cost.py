@@ -70,22 +70,22 @@ def the_batch() -> list[dict[str, Any]]:
 
 
 def state(store: DynamoStore) -> tuple[Any, ...]:
-    agent = store.get_agent(REF)
+    agent = store.agents.get_agent(REF)
     assert agent is not None
     s = agent.stats
-    tasks = {t: store.get_task(REF, t) for t in ("parent", "child", "open")}
+    tasks = {t: store.ingest.get_task(REF, t) for t in ("parent", "child", "open")}
     return ((s.runs, s.successes, round(s.cost_usd_total, 9), s.dropped_events),
             {t: (task.status, task.cost_usd, task.child_cost_usd) for t, task in tasks.items()
              if task is not None},
-            {t: [e["id"] for e in store.task_events(REF, t)] for t in tasks},
-            sorted(e["id"] for e in store.recent_events(REF, 100)),
-            store.daily(REF, "2000-01-01"))
+            {t: [e["id"] for e in store.ingest.task_events(REF, t)] for t in tasks},
+            sorted(e["id"] for e in store.ingest.recent_events(REF, 100)),
+            store.ingest.daily(REF, "2000-01-01"))
 
 
 def test_a_batch_cut_short_at_any_request_counts_once_when_sent_again() -> None:
     batch = clean(the_batch())
     with dynamo_store() as store:
-        total = requests_of(store, lambda: store.ingest(REF.login, AgentMeta(slug=REF.slug),
+        total = requests_of(store, lambda: store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug),
                                                          batch, dropped=3))
         expected = state(store)
     assert total >= 4
@@ -94,10 +94,10 @@ def test_a_batch_cut_short_at_any_request_counts_once_when_sent_again() -> None:
         with dynamo_store() as store:
             hook = crash_at(store, n)
             with pytest.raises(Crash):
-                store.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
+                store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
             store.client.meta.events.unregister("before-call.dynamodb", hook)
-            outcome = store.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
-            again = store.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
+            outcome = store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
+            again = store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), batch, dropped=3)
             assert again.accepted == 0, n
             got = state(store)
             assert got[:4] == expected[:4], (n, outcome)

@@ -29,17 +29,17 @@ def test_a_newer_run_recorded_by_a_concurrent_batch_is_not_overwritten() -> None
             """Just before the older batch's transaction, a newer batch is stored whole."""
             if not cut_in:
                 cut_in.append(None)
-                cut_in[0] = store.ingest("alice", META, newer)
+                cut_in[0] = store.ingest.ingest("alice", META, newer)
 
         store.client.meta.events.register("before-call.dynamodb.TransactWriteItems",
                                           concurrent_batch)
         try:
-            outcome = store.ingest("alice", META, clean(run("older", 2_000, "failed")))
+            outcome = store.ingest.ingest("alice", META, clean(run("older", 2_000, "failed")))
         finally:
             store.client.meta.events.unregister("before-call.dynamodb.TransactWriteItems",
                                                 concurrent_batch)
         assert cut_in[0].finished == [("newer", True)] and outcome.finished == [("older", True)]
-        s = store.get_agent(REF).stats
+        s = store.agents.get_agent(REF).stats
         assert s.latest_run == RunRef("newer", "newer", "success", ts(5_000))
         assert s.latest_failure == RunRef("older", "older", "failed", ts(2_000))
         assert (s.runs, s.successes, s.failures) == (2, 1, 1)

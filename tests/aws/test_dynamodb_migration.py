@@ -48,7 +48,7 @@ root indexed as roots once were), tasks, events, and the surfaces that list it."
 
 
 def ingest(store: DynamoStore, events: list[dict[str, Any]]) -> None:
-    store.ingest("alice", AgentMeta(slug="agent-1"), clean(events))
+    store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(events))
 
 
 def item(store: DynamoStore, task: str) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def older_layouts(store: DynamoStore) -> None:
     put(store, {**leaf, "sk": {"S": "TASK#late"}, "run_id": {"S": "middle"},
                 "gsi3pk": {"S": f"RUN#{KEYS.name}#middle"},
                 "gsi3sk": {"S": leaf["gsi3sk"]["S"].replace("leaf", "late")}})
-    store.update_agent(REF, {"hide_inputs": False, "hide_outputs": False})
+    store.agents.update_agent(REF, {"hide_inputs": False, "hide_outputs": False})
 
 
 # ---- the deployment: reads before, the stack's migration, reads after --------------------------
@@ -253,7 +253,7 @@ def test_a_batch_writing_an_old_task_while_the_pass_runs_is_kept(
 
         monkeypatch.setattr(migration._Pass, "item", racing)
         assert migrate(store.table).done and not batch
-        stored = store.get_task(REF, task)
+        stored = store.ingest.get_task(REF, task)
         assert stored is not None and stored.status == status
         assert stored.logs[-1]["data"] == {"label": "late", "value": 3}
         assert "task" in item(store, task) and "run_id" in item(store, task)

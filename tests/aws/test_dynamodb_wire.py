@@ -154,10 +154,10 @@ def test_a_read_the_fast_path_did_not_decode_fails_the_test_that_made_it(
     GetItem, Query and BatchGetItem of a run's read, the agent's, the lists'. The slow fallback
     would answer them alike, and nothing else would notice."""
     ref = AgentRef("alice", "agent-1")
-    for read in (lambda s: s.get_agent(ref), lambda s: s.list_agents("alice"),
-                 lambda s: s.run_head(ref, "root")):
+    for read in (lambda s: s.agents.get_agent(ref), lambda s: s.agents.list_agents("alice"),
+                 lambda s: s.runs.run_head(ref, "root")):
         with pytest.raises(AssertionError, match="reads the fast path did not decode"), dynamo_store() as store:
-            store.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("root")))
+            store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("root")))
             bypass(store, monkeypatch)
             read(store)
         monkeypatch.undo()

@@ -55,7 +55,7 @@ class Deployment:
 
     def create_key(self, login: str, agent: str | None = None) -> str:
         raw, record = new_key(login, agent)
-        self.store.create_key(record)
+        self.store.accounts.create_key(record)
         return raw
 
     def request(self, method: str, path: str, **kwargs: Any) -> Reply:
@@ -393,7 +393,7 @@ with dynamo_store() as store:
     transformed = cfn.transform()
     api = DeployedHttpApi(transformed, stand_ins(transformed, TABLE_NAME))
     raw, record = new_key("traced")
-    store.create_key(record)
+    store.accounts.create_key(record)
     reply = api.request("POST", "/ingest", headers={"X-Bench-Key": raw},
                         json_body=batch("t", task_events("t1")))
 names = []

@@ -84,7 +84,7 @@ class LiveSite:
         return self.websocket("$connect", connection_id, query=query)["statusCode"]
 
     def connected(self, login: str) -> list[str]:
-        return [c.connection_id for c in self.store.live_connections(login, iso(utcnow()))]
+        return [c.connection_id for c in self.store.accounts.live_connections(login, iso(utcnow()))]
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def live(request: pytest.FixtureRequest, transformed: dict[str, Any],
 
 
 def make_agent(live: LiveSite, login: str, slug: str, **settings: Any) -> None:
-    live.store.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow()), **settings))
+    live.store.agents.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow()), **settings))
 
 
 # ---- $connect, $disconnect, $default ----------------------------------------------------------------
@@ -125,7 +125,7 @@ def test_connect_lets_the_owner_watch_a_private_agent_and_no_one_else(live: Live
     assert live.connect("owner-all", owner, viewer=owner) == 200
     assert live.connect("other-all", owner, viewer=other) == 403
     assert live.connect("bad", "not a channel!", token="x") == 403
-    (own, everything) = sorted(live.store.live_connections(owner, iso(utcnow())),
+    (own, everything) = sorted(live.store.accounts.live_connections(owner, iso(utcnow())),
                                key=lambda c: c.connection_id)
     assert (own.connection_id, own.slug, own.viewer) == ("owner-all", None, owner)
     assert (everything.connection_id, everything.slug) == ("owner-conn", "secret")
@@ -229,7 +229,7 @@ def test_a_feed_made_private_disconnects_its_other_watchers(live: LiveSite) -> N
     make_agent(live, owner, "closing")
     live.connect("a-stranger", f"{owner}/closing")
     live.connect("b-owner", f"{owner}/closing", viewer=owner)
-    live.store.update_agent(Agent(login=owner, slug="closing").ref, {"visibility": "private"})
+    live.store.agents.update_agent(Agent(login=owner, slug="closing").ref, {"visibility": "private"})
     live.stub.add_response("delete_connection", {}, {"ConnectionId": "a-stranger"})
     expect_posts(live, ("b-owner", True))
     key = live.site.create_key(owner)
@@ -348,10 +348,10 @@ def test_a_grant_ended_elsewhere_disconnects_at_the_next_push(live: LiveSite) ->
     make_agent(live, owner, "mine", visibility="private")
     owner_key = live.site.create_key(owner)
     connect_from_page(live, "by-key", f"{owner}/mine", {"X-Bench-Key": owner_key})
-    (connection,) = live.store.live_connections(owner, iso(utcnow()))
+    (connection,) = live.store.accounts.live_connections(owner, iso(utcnow()))
     assert connection.grant and connection.grant.startswith("key:")
-    record = next(k for k in live.store.list_keys(owner) if k.agent_slug is None)
-    live.store.revoke_key(record.key_hash, iso(utcnow()))  # as `bench-server keys revoke` does
+    record = next(k for k in live.store.accounts.list_keys(owner) if k.agent_slug is None)
+    live.store.accounts.revoke_key(record.key_hash, iso(utcnow()))  # as `bench-server keys revoke` does
     live.stub.add_response("delete_connection", {}, {"ConnectionId": "by-key"})
     sent = live.site.request("POST", "/ingest", json_body=batch("mine", task_events("t1")),
                              headers={"X-Bench-Key": live.site.create_key(owner, "mine")})
@@ -368,7 +368,7 @@ def test_revoking_a_key_or_hiding_an_agent_on_the_dashboard_disconnects_at_once(
     owner_key = live.site.create_key(owner)
     connect_from_page(live, "a-by-key", f"{owner}/shown", {"X-Bench-Key": owner_key})
     assert live.connect("b-stranger", f"{owner}/shown") == 200
-    record = next(k for k in live.store.list_keys(owner) if k.agent_slug is None)
+    record = next(k for k in live.store.accounts.list_keys(owner) if k.agent_slug is None)
     live.stub.add_response("delete_connection", {}, {"ConnectionId": "a-by-key"})
     assert form(live, "/dashboard/keys/revoke", cookie, token, key=record.key_hash) == 303
     live.stub.add_response("delete_connection", {}, {"ConnectionId": "b-stranger"})

@@ -41,7 +41,7 @@ def seed(site: Deployment, slug: str, tag: str) -> tuple[str, str]:
     """An agent made two days ago (so its runs rank it) with 12 runs."""
     login = new_login()
     key = site.create_key(login)
-    site.store.create_agent(day_old(login, slug))
+    site.store.agents.create_agent(day_old(login, slug))
     events = [e for i in range(12) for e in task_events(
         f"t{i}", status="failed" if i < 2 else "success", duration_ms=100 + i, cost=0.01,
         output=f"secret-{i}")]
@@ -115,13 +115,13 @@ def submit_benchmark_run(site: Deployment, key: str, slug: str) -> None:
     from bench_core.benchmarks.workflow import run_grading
     from bench_core.domain.keys import hash_key
     from bench_core.runtime.adapters import Services
-    from bench_core.runtime.config import Settings
+    from bench_core.settings import Settings
 
     packaged = load_suite("grounded-research-v1")
     attempts = [{"case_id": c.id, "repeat": 0, "status": "ok", "output": "see [S1]",
                  "output_hash": value_hash("see [S1]"), "duration_ms": 900.0}
                 for c in packaged.suite.cases]
-    record = site.store.key_by_hash(hash_key(key))
+    record = site.store.accounts.key_by_hash(hash_key(key))
     assert record is not None
     services = Services(Settings(), site.store)
     started: list[str] = []

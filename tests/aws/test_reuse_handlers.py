@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from bench_core.domain.models import AgentRef
-from bench_core.runtime.config import ReuseSettings
+from bench_core.settings import ReuseSettings
 
 from tests.aws import cfn
 from tests.aws.test_handlers import Deployment, assert_granted, new_login
@@ -95,7 +95,7 @@ def test_publish_grant_call_and_usage_through_the_deployed_functions(
         revoked = site.request("DELETE", f"{base}/grants/{caller}",
                                headers={"X-Bench-Key": owner_key})
         assert revoked.status == 200, revoked.body
-        assert site.store.get_invocation_grant(AgentRef(owner, "helper"), caller) is None
+        assert site.store.reuse.get_invocation_grant(AgentRef(owner, "helper"), caller) is None
         assert site.request("GET", "/dashboard/agents/helper/reuse").status == 303
     finally:
         server.shutdown()

@@ -90,7 +90,7 @@ def test_a_fresh_stack_creates_the_secret_and_live_tokens_work_without_any_manua
         stack: Any, transformed: dict[str, Any]) -> None:
     site, deploy, name, cloudformation = stack
     owner = new_login()
-    site.store.create_agent(Agent(login=owner, slug="watched", created_at=iso(utcnow())))
+    site.store.agents.create_agent(Agent(login=owner, slug="watched", created_at=iso(utcnow())))
     token = {"query": f"channel={owner}/watched"}
     assert site.request("GET", "/live-token", **token).status == 503  # no secret yet
     answer = deploy("Create")

@@ -21,6 +21,7 @@ import requests
 from bench_core.benchmarks import workflow as benchmark_wf
 from bench_core.clustering import workflow as cluster_workflow
 from bench_core.evals import workflow as eval_wf
+from bench_core.ports.workflows import benchmark_start, eval_start
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
@@ -192,7 +193,7 @@ def sfn() -> Iterator[Sfn]:
         yield recorder
 
 
-START = eval_wf.start_state("alice/agent-1", "t1")
+START = eval_start("alice/agent-1", "t1")
 JUDGED = {**START, "next": "record", "result": {"status": "scored", "score": 0.8}}
 DONE = {**JUDGED, "next": "done", "outcome": "scored"}
 
@@ -313,7 +314,7 @@ def test_the_definitions_are_in_the_template_with_their_function_arns() -> None:
         assert placeholders == set(props["DefinitionSubstitutions"]), uri
 
 
-BENCH_START = benchmark_wf.start_state("run-1")
+BENCH_START = benchmark_start("run-1")
 
 
 def test_a_run_is_graded_chunk_after_chunk_until_done(sfn: Sfn) -> None:
@@ -360,7 +361,7 @@ def test_a_judge_back_within_the_retries_goes_on_grading(sfn: Sfn) -> None:
 
 
 class PendingMarks:
-    """The store's side of starting evals: what was marked pending."""
+    """The eval concern's side of starting evals: what was marked pending."""
 
     def __init__(self) -> None:
         self.marked: list[tuple[str, list[str]]] = []
@@ -385,7 +386,7 @@ def test_the_starter_marks_runs_pending_then_starts_one_eval_each(sfn: Sfn) -> N
     assert marks.marked == [("alice/agent-1", ["t1", "t2"])]
     started = executions(sfn, sfn.eval_arn)
     assert sorted(e["input"]["task_id"] for e in started) == ["t1", "t2"]
-    assert all(e["input"] == eval_wf.start_state("alice/agent-1", e["input"]["task_id"])
+    assert all(e["input"] == eval_start("alice/agent-1", e["input"]["task_id"])
                for e in started)
     assert all(re.fullmatch(r"eval-[0-9a-f]{24}-\d+", e["name"]) for e in started)
 
@@ -413,7 +414,7 @@ def test_the_starter_starts_one_grading_execution_per_run_and_says_when_it_canno
                                    benchmark_arn=sfn.benchmark_arn)
     starter.start_benchmark("run-1")
     (started,) = executions(sfn, sfn.benchmark_arn)
-    assert started["input"] == benchmark_wf.start_state("run-1")
+    assert started["input"] == benchmark_start("run-1")
     assert re.fullmatch(r"benchmark-[0-9a-f]{24}-\d+", started["name"])
     broken = StepFunctionsStarter(None, None, PendingMarks(), client=sfn.client,  # type: ignore[arg-type]
                                   benchmark_arn=sfn.benchmark_arn.replace("bench-benchmark", "missing"))
@@ -472,11 +473,11 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
             name="bench-eval", definition=(MACHINES / "eval.asl.json").read_text(),
             roleArn=role["Role"]["Arn"], type="EXPRESS")["stateMachineArn"]
         ref = AgentRef("alice", "agent-1")
-        store.ingest("alice", AgentMeta(slug="agent-1"), clean(
+        store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
             task_events("ok") + task_events("f1", status="failed", output="TimeoutError")
             + task_events("f2", status="failed", output="HTTP 429 Too Many Requests")))
         an_hour_ago = iso(utcnow() - timedelta(hours=1))
-        store.mark_evals_pending(ref, ["ok", "f1", "f2"], an_hour_ago)
+        store.evals.mark_evals_pending(ref, ["ok", "f1", "f2"], an_hour_ago)
 
         def invoke(function: str, step: str, state: dict[str, Any]) -> dict[str, Any]:
             deployed = functions[function]
@@ -491,18 +492,18 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
                 current[0] = "test"
 
         for task_id in ("ok", "f1"):
-            state = eval_wf.start_state(ref.path, task_id)
+            state = eval_start(ref.path, task_id)
             while state["next"] != eval_wf.DONE:
                 state = invoke("eval", state["next"], state)
-        judged = store.get_task(ref, "f1").eval
+        judged = store.ingest.get_task(ref, "f1").eval
         model = cfn.environment(transformed, "EvalFunction", refs)["BENCH_BEDROCK_MODEL"]
         assert (judged.score, judged.judge) == (0.25, f"bedrock:{model}")
-        assert store.pending_evals(an_hour_ago, iso(utcnow()), 10) == [(ref, "f2")]
+        assert store.evals.pending_evals(an_hour_ago, iso(utcnow()), 10) == [(ref, "f2")]
         swept = invoke("cluster", "sweep_evals", {})
         assert swept["swept"] == 1
         assert invoke("cluster", "due_agents", swept)["agents"] == [ref.path]
         assert invoke("cluster", "cluster_agent", {"agent": ref.path})["clusters"] >= 1
-        assert store.get_insights(ref)["considered"] == 2
+        assert store.evals.get_insights(ref)["considered"] == 2
     started = [(who, json.loads(p["input"])) for who, _, op, p in calls if op == "StartExecution"]
     assert [(who, i["task_id"]) for who, i in started] == [("ClusterFunction", "f2")]
     models = {p["modelId"] for _, service, op, p in calls if op == "Converse"}

@@ -39,7 +39,7 @@ def seed(site: Deployment, slug: str = "shown", runs: int = 12) -> tuple[str, st
     """An agent made two days ago (so its runs rank it) with `runs` runs."""
     login = new_login()
     key = site.create_key(login)
-    site.store.create_agent(day_old(login, slug))
+    site.store.agents.create_agent(day_old(login, slug))
     r = site.request("POST", "/ingest", headers={"X-Bench-Key": key},
                      json_body=agent_batch(slug, runs))
     assert r.status == 200, r.body

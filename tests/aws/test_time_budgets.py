@@ -43,7 +43,7 @@ def eval_function(transformed: dict[str, Any]) -> dict[str, Any]:
 
 def function_settings(transformed: dict[str, Any], function: str) -> Any:
     """The settings `function` reads from its environment in the translated template."""
-    from bench_core.runtime.config import Settings
+    from bench_core.settings import Settings
 
     refs = {name: f"{name}-stand-in" for name in transformed["Resources"]}
     refs.update({"AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bench_core.store import Store
+from bench_core.ports.store import Store
 from bench_core.store.sqlite.store import SqliteStore
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
-        s = SqliteStore(tmp_path / "bench.db")
+        s = SqliteStore.open(tmp_path / "bench.db")
         yield s
         s.close()
         return

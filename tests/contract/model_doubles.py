@@ -17,10 +17,10 @@ from typing import Any
 import boto3
 import numpy as np
 from bench_core.embed.bedrock import BedrockEmbedder
-from bench_core.llm import LLM, Backoff
 from bench_core.llm.bedrock import BedrockLLM
 from bench_core.llm.openai_compat import OpenAICompatLLM
-from bench_core.runtime.config import BEDROCK_JUDGE_MODEL
+from bench_core.ports.llm import LLM, Backoff
+from bench_core.settings import BEDROCK_JUDGE_MODEL
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from bench_core.embed import Embedder
 from bench_core.embed.tfidf import TfidfEmbedder
+from bench_core.ports.embed import Embedder
 
 from tests.contract.model_doubles import titan_embedder, unit_or_zero_rows
 

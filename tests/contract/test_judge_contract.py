@@ -8,7 +8,8 @@ from datetime import datetime
 
 import pytest
 from bench_core.domain.models import EvalResult, TaskState
-from bench_core.evals.judge import HeuristicJudge, Judge, ModelJudge
+from bench_core.evals.judge import HeuristicJudge, ModelJudge
+from bench_core.ports.judge import Judge
 
 from tests.contract.model_doubles import MODELS, says
 

@@ -19,10 +19,11 @@ import boto3
 import pytest
 from bench_core.domain.live import Channel, LiveConnection
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
-from bench_core.live import LiveFeed
 from bench_core.live.apigw import ApiGatewayFeed
 from bench_core.live.local import POLICY_VIOLATION, LocalFeed, Subscriber
-from bench_core.store import Store
+from bench_core.ports.live import LiveFeed
+from bench_core.ports.store import Store
+from bench_core.reads.live_events import LiveRules
 from bench_core.store.sqlite.store import SqliteStore
 
 from tests.factories import clean, task_events
@@ -48,7 +49,7 @@ class Feed:
 class Local(Feed):
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.feed = self.local = LocalFeed(store)
+        self.feed = self.local = LocalFeed(store, LiveRules(store))
 
     def watch(self, channel: str, viewer: str | None) -> Subscriber:
         return self.local.subscribe(Channel.parse(channel), viewer)
@@ -78,7 +79,7 @@ class ApiGateway(Feed):
         events.register("provide-client-params.apigatewaymanagementapi.*", self._remember)
         events.register("after-call.apigatewaymanagementapi.PostToConnection", self._posted)
         events.register("after-call.apigatewaymanagementapi.DeleteConnection", self._deleted)
-        self.feed = ApiGatewayFeed(self.store, ENDPOINT, client=client)
+        self.feed = ApiGatewayFeed(self.store, ENDPOINT, LiveRules(self.store), client=client)
 
     @staticmethod
     def _remember(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
@@ -97,7 +98,7 @@ class ApiGateway(Feed):
     def watch(self, channel: str, viewer: str | None) -> str:
         parsed = Channel.parse(channel)
         connection_id = uuid.uuid4().hex
-        self.store.add_connection(LiveConnection(
+        self.store.accounts.add_connection(LiveConnection(
             connection_id=connection_id, login=parsed.login,
             slug=parsed.ref.slug if parsed.ref else None, viewer=viewer,
             expires_at="2999-01-01T00:00:00.000Z"))
@@ -107,14 +108,14 @@ class ApiGateway(Feed):
         return [json.loads(data) for data in self.posted.pop(watcher, [])]
 
     def closed(self, watcher: str) -> bool:
-        still = {c.connection_id for c in self.store.live_connections("alice", iso(utcnow()))}
+        still = {c.connection_id for c in self.store.accounts.live_connections("alice", iso(utcnow()))}
         return watcher in self.deleted and watcher not in still
 
 
 @contextmanager
 def open_feed(kind: str, tmp_path: Path) -> Iterator[Feed]:
     if kind == "local":
-        store = SqliteStore(tmp_path / "bench.db")
+        store = SqliteStore.open(tmp_path / "bench.db")
         yield Local(store)
         store.close()
         return
@@ -132,9 +133,9 @@ def live(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Feed]:
 
 def stored(live: Feed, slug: str, *events: dict[str, Any], **settings: Any) -> tuple[AgentRef, list[Any]]:
     """An agent of alice's with `events` ingested; what the feed is given to publish."""
-    live.store.create_agent(Agent(login="alice", slug=slug, created_at=iso(utcnow()), **settings))
+    live.store.agents.create_agent(Agent(login="alice", slug=slug, created_at=iso(utcnow()), **settings))
     cleaned = clean(list(events))
-    live.store.ingest("alice", AgentMeta(slug=slug), cleaned)
+    live.store.ingest.ingest("alice", AgentMeta(slug=slug), cleaned)
     return AgentRef("alice", slug), [e.body for e in cleaned]
 
 
@@ -175,7 +176,7 @@ def test_the_owners_channel_carries_every_agent_of_theirs(live: Feed) -> None:
 def test_a_watcher_who_may_no_longer_see_the_agent_is_closed(live: Feed) -> None:
     owner, stranger = live.watch("alice/closing", "alice"), live.watch("alice/closing", None)
     ref, events = stored(live, "closing", *task_events("t1"))
-    live.store.update_agent(ref, {"visibility": "private"})
+    live.store.agents.update_agent(ref, {"visibility": "private"})
     live.publish(ref, events)
     assert live.closed(stranger) and live.received(stranger) == []
     assert kinds(live.received(owner)) == ["task.start", "task.end"]
@@ -203,6 +204,6 @@ def test_nobody_watching_an_unknown_agent_or_a_failing_store_never_raises(live: 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("store down")
 
-    live.store.get_agent = broken  # type: ignore[method-assign]
-    live.store.live_connections = broken  # type: ignore[method-assign]
+    live.store.agents.get_agent = broken  # type: ignore[method-assign]
+    live.store.accounts.live_connections = broken  # type: ignore[method-assign]
     live.publish(ref, events)

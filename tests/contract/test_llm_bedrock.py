@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 from bench_core.embed.bedrock import BedrockEmbedder
-from bench_core.llm import Backoff, LLMError, LLMUnavailable
 from bench_core.llm.bedrock import BedrockLLM
-from bench_core.runtime.config import BEDROCK_JUDGE_MODEL
+from bench_core.ports.llm import Backoff, LLMError, LLMUnavailable
+from bench_core.settings import BEDROCK_JUDGE_MODEL
 from botocore.stub import Stubber
 
 from tests.contract.model_doubles import bedrock_runtime, converse_response, titan_response

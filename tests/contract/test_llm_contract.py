@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from bench_core.llm import LLMError, LLMUnavailable
+from bench_core.ports.llm import LLMError, LLMUnavailable
 
 from tests.contract.model_doubles import ATTEMPTS, BUSY, MODELS, REFUSED, ScriptedModel, says
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from bench_core.domain.models import TaskState
 from bench_core.evals.judge import ModelJudge
-from bench_core.llm import Backoff, LLMError, LLMUnavailable
 from bench_core.llm.openai_compat import OpenAICompatLLM
+from bench_core.ports.llm import Backoff, LLMError, LLMUnavailable
 
 from tests.fake_openai import FakeOpenAI, Reply, answer, fake_openai, verdict
 

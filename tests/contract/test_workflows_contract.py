@@ -19,9 +19,10 @@ import pytest
 from bench_core.clustering import workflow as cluster_wf
 from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.evals import workflow as eval_wf
+from bench_core.ports.workflows import Workflows
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Settings
-from bench_core.workflows import Workflows
+from bench_core.runtime.jobs import LocalJobs
+from bench_core.settings import Settings
 from bench_core.workflows.local import LocalRunner
 from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
@@ -54,9 +55,9 @@ class WorkersOnly(LocalRunner):
 
 
 def local_harness(services: Services) -> Iterator[Harness]:
-    runner = WorkersOnly(services, workers=1)
+    runner = WorkersOnly(LocalJobs(services), workers=1)
     services.provide(workflows=runner)
-    full = LocalRunner(services, workers=1, max_queue=1)  # never started: its queue stays full
+    full = LocalRunner(LocalJobs(services), workers=1, max_queue=1)  # never started: its queue stays full
     full.start_clusters([AgentRef("someone", "else")])
     runner.start()
     try:
@@ -78,7 +79,7 @@ def stepfunctions_harness(services: Services) -> Iterator[Harness]:
             arns[name] = client.create_state_machine(
                 name=f"bench-{name}", definition=definition, roleArn=ROLE,
                 type="EXPRESS" if name == "eval" else "STANDARD")["stateMachineArn"]
-        starter = StepFunctionsStarter(arns["eval"], arns["cluster"], services.store, client=client)
+        starter = StepFunctionsStarter(arns["eval"], arns["cluster"], services.store.evals, client=client)
         services.provide(workflows=starter)
         finished: set[str] = set()
 
@@ -117,11 +118,11 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]
 
 def ingest(harness: Harness, *task_ids: str, status: str = "success") -> None:
     events = [e for t in task_ids for e in task_events(t, status=status, output="it broke")]
-    harness.services.store.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
+    harness.services.store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
 
 
 def judged(harness: Harness, *task_ids: str) -> bool:
-    return all((task := harness.services.store.get_task(REF, task_id)) is not None
+    return all((task := harness.services.store.ingest.get_task(REF, task_id)) is not None
                and task.eval is not None for task_id in task_ids)
 
 
@@ -129,15 +130,15 @@ def test_started_evals_end_with_a_result_for_each_run(harness: Harness) -> None:
     ingest(harness, "t1", "t2")
     harness.workflows.start_evals(REF, ["t1", "t2"])
     harness.finish(lambda: judged(harness, "t1", "t2"))
-    task = harness.services.store.get_task(REF, "t1")
+    task = harness.services.store.ingest.get_task(REF, "t1")
     assert task is not None and task.eval is not None and task.eval.judge == "heuristic-v1"
 
 
 def test_a_cluster_request_ends_with_the_agents_insights(harness: Harness) -> None:
     ingest(harness, "f1", "f2", status="failed")
     harness.workflows.start_clusters([REF])
-    harness.finish(lambda: harness.services.store.get_insights(REF) is not None)
-    insights = harness.services.store.get_insights(REF)
+    harness.finish(lambda: harness.services.store.evals.get_insights(REF) is not None)
+    insights = harness.services.store.evals.get_insights(REF)
     assert insights is not None and insights["failed"] == 2
 
 
@@ -152,5 +153,5 @@ def test_a_failed_start_never_raises_and_leaves_the_run_for_the_sweep(harness: H
     harness.broken.start_evals(REF, ["t1"])
     harness.broken.start_clusters([REF])
     assert not judged(harness, "t1")
-    pending = harness.services.store.pending_evals("0000", "9999", 10)
+    pending = harness.services.store.evals.pending_evals("0000", "9999", 10)
     assert (REF, "t1") in pending

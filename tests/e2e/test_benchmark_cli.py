@@ -47,8 +47,8 @@ def test_the_example_agent_runs_three_times_per_case_and_the_server_recomputes(
     assert "meeting-time-zones #1 error" in done.stderr
     distinct = len(suite.cases) - 1  # deterministic answers, one case crashing: graded once each
     assert f"grading 0/{distinct} (pending)" in done.stderr, "it waited for the grades"
-    (run,) = bench_server.store.benchmark_runs_of(AgentRef(login, slug), 5)
-    stored = bench_server.store.get_benchmark_run(run.run_id)
+    (run,) = bench_server.store.benchmarks.benchmark_runs_of(AgentRef(login, slug), 5)
+    stored = bench_server.store.benchmarks.get_benchmark_run(run.run_id)
     assert stored is not None and len(stored.attempts) == total
     assert stored.summary == summarize(stored.attempts, [c.id for c in suite.cases], 3)
     s = stored.summary
@@ -86,8 +86,8 @@ def test_crashes_and_timeouts_are_recorded_per_attempt(bench_server: RunningServ
     done = bench_cli(bench_server, key, tmp_path, "benchmark", "run", SUITE, "--agent", "flaky_agent:answer",
                      "--agent-slug", slug, "--repeats", "1", "--timeout", "0.5")
     assert done.returncode == 0, done.stderr
-    (run,) = bench_server.store.benchmark_runs_of(AgentRef(login, slug), 5)
-    stored = bench_server.store.get_benchmark_run(run.run_id)
+    (run,) = bench_server.store.benchmarks.benchmark_runs_of(AgentRef(login, slug), 5)
+    stored = bench_server.store.benchmarks.get_benchmark_run(run.run_id)
     assert stored is not None
     by_case = {a.case_id: a for a in stored.attempts}
     assert by_case["rayleigh-blue-sky"].status == "timeout" and by_case["rayleigh-blue-sky"].score == 0
@@ -127,7 +127,7 @@ def test_a_locally_changed_suite_is_refused_by_the_registry(bench_server: Runnin
 
 
 def test_a_run_still_grading_after_wait_or_failing_says_where_to_look(tmp_path: Path) -> None:
-    from bench_core.runtime.config import LLMSettings
+    from bench_core.settings import LLMSettings
 
     from tests.conftest import start_server
     from tests.fake_openai import Reply, fake_openai

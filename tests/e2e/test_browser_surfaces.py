@@ -241,7 +241,7 @@ def long_named_runs(bench_server: RunningServer) -> str:
     listed by the framework tag returned; a day old, with earlier runs, so it ranks."""
     tag = "lbrow-" + uuid.uuid4().hex[:6]
     login = new_login()
-    bench_server.store.create_agent(day_old(login, "long-named"))
+    bench_server.store.agents.create_agent(day_old(login, "long-named"))
     long = "summarise the quarterly incident reports and draft the follow-up emails " * 2
     events = [*(e for i in range(Qualification().min_runs - 2) for e in task_events(f"early-{i}")),
               *task_events("failed-1", "fetch every page of the vendor's API documentation",

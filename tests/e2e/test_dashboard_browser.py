@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import uvicorn
 from bench_core.local import create_local_app
-from bench_core.runtime.config import AccountSettings, Settings
+from bench_core.settings import AccountSettings, Settings
 from bench_core.trial import sandbox
 from playwright.sync_api import expect
 

@@ -12,7 +12,7 @@ from typing import Any
 import bench
 import httpx
 import pytest
-from bench_core.runtime.config import LLMSettings
+from bench_core.settings import LLMSettings
 
 from tests.conftest import RunningServer, poll, start_server
 from tests.fake_openai import FakeOpenAI, fake_openai, verdict

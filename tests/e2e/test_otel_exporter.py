@@ -79,7 +79,7 @@ def record_trip() -> list[ReadableSpan]:
 def tasks(server: RunningServer, login: str, spans: Sequence[ReadableSpan]
           ) -> dict[str, TaskState | None]:
     ref = AgentRef(login, "trip-planner")
-    return {s.name: server.store.get_task(
+    return {s.name: server.store.ingest.get_task(
         ref, f"{s.context.trace_id:032x}-{s.context.span_id:016x}") for s in spans}
 
 

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+from bench_core.ports.store import Store
 from bench_core.runtime.adapters import open_store
-from bench_core.runtime.config import Settings
-from bench_core.store import Store
+from bench_core.settings import Settings
 
 from tests.conftest import free_port, poll
 from tests.http.accounts_support import Browser

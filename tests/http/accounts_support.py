@@ -14,7 +14,7 @@ from bench_core.accounts import signin_links
 from bench_core.domain.models import utcnow
 
 if TYPE_CHECKING:
-    from bench_core.store import Store
+    from bench_core.ports.store import Store
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 LINK_TOKEN = re.compile(r'name="token" value="([^"]+)"')

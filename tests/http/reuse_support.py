@@ -17,7 +17,7 @@ from typing import Any
 import bench
 import httpx
 from bench_core.domain.models import Agent, iso, utcnow
-from bench_core.runtime.config import ReuseSettings
+from bench_core.settings import ReuseSettings
 
 from tests.conftest import RunningServer, serving
 
@@ -129,8 +129,8 @@ def published(server: RunningServer, endpoint: AgentEndpoint, path: str = "/echo
     `url`): (owner, owner key, slug); the stand-in learns its secret."""
     owner = owner or "o" + uuid.uuid4().hex[:10]
     key = server.create_key(owner)
-    server.store.create_agent(Agent(login=owner, slug=slug, display_name="Helper Agent",
-                                    visibility=visibility, created_at=iso(utcnow())))
+    server.store.agents.create_agent(Agent(login=owner, slug=slug, display_name="Helper Agent",
+                                           visibility=visibility, created_at=iso(utcnow())))
     r = httpx.put(f"{server.url}/api/agents/{owner}/{slug}/capability", headers={"X-Bench-Key": key},
                   json=card(url or endpoint.url + path), timeout=10)
     assert r.status_code == 200, r.text

@@ -103,7 +103,7 @@ def tree_run_events(run_id: str, spans: int, *, fanout: int = 10, failed_every: 
     a millisecond after the one before, so a span's subtree is the spans that start after it
     and before its next sibling; every `failed_every`-th failed. Each is a start and an end
     with a short input and output (some 600 bytes stored): a hundred thousand spans build in
-    seconds through `store.ingest` in big batches."""
+    seconds through `store.ingest.ingest` in big batches."""
     below = [1] * spans  # the size of each subtree, in level order (children of h: h*f+1..)
     for h in reversed(range(1, spans)):
         below[(h - 1) // fanout] += below[h]

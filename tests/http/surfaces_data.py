@@ -38,7 +38,7 @@ def seed_agent(server: RunningServer, *, runs: int = 12, failures: int = 3,
     few runs it ranks on the leaderboard (`ranking.Qualification`)."""
     login = login or new_login()
     key = key or server.create_key(login)
-    server.store.create_agent(day_old(login, slug))
+    server.store.agents.create_agent(day_old(login, slug))
     events = []
     for i in range(runs):
         status = "failed" if i >= runs - failures else "success"
@@ -54,8 +54,8 @@ def seed_agent(server: RunningServer, *, runs: int = 12, failures: int = 3,
 def show_content(server: RunningServer, login: str, slug: str) -> None:
     """Show the agent's inputs and outputs, as an owner does on the dashboard: an agent made by
     its first batch hides them, and these tests look at pages that show them."""
-    server.store.update_agent(AgentRef(login, slug), {"hide_inputs": False,
-                                                      "hide_outputs": False})
+    server.store.agents.update_agent(AgentRef(login, slug), {"hide_inputs": False,
+                                                             "hide_outputs": False})
 
 
 def wait_until_judged(server: RunningServer, agent: Seeded, runs: int) -> None:

@@ -52,8 +52,8 @@ class Account:
 def account(server: RunningServer) -> Account:
     login = new_login()
     for slug, visibility in (("mine", "public"), ("sibling", "public"), ("secret", "private")):
-        server.store.create_agent(Agent(login=login, slug=slug, visibility=visibility,
-                                        created_at=iso(utcnow())))
+        server.store.agents.create_agent(Agent(login=login, slug=slug, visibility=visibility,
+                                               created_at=iso(utcnow())))
     return Account(login, server.create_key(login), server.create_key(login, "mine"))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from bench_core.domain.models import AgentRef
-from bench_core.runtime.config import Limits
+from bench_core.settings import Limits
 
 from tests.benchmark_support import run_body
 from tests.conftest import RunningServer, serving
@@ -56,7 +56,7 @@ def test_a_first_batch_past_the_limit_is_403_naming_it(server: RunningServer) ->
     r = post_batch(server, batch("three", task_events("t")), key)
     assert r.status_code == 403, r.text
     assert LIMIT_TEXT in r.json()["error"] and r.json()["detail"][0]["loc"] == ["agent"]
-    assert server.store.get_agent(AgentRef(login, "three")) is None
+    assert server.store.agents.get_agent(AgentRef(login, "three")) is None
     assert post_batch(server, batch("one", [ev("custom")]), key).status_code == 200
 
 
@@ -78,7 +78,7 @@ def test_one_otlp_request_makes_agents_up_to_the_limit_and_rejects_the_rest(
     assert r.status_code == 200, r.text
     partial = r.json()["partialSuccess"]
     assert partial["rejectedSpans"] == "9" and LIMIT_TEXT in partial["errorMessage"]
-    made = [s for s in services if server.store.get_agent(AgentRef(login, s)) is not None]
+    made = [s for s in services if server.store.agents.get_agent(AgentRef(login, s)) is not None]
     assert made == services[:LIMIT]
     assert all(server.get(f"/api/agents/{login}/{s}")["runs"] == 3 for s in made)
 
@@ -89,8 +89,8 @@ def test_a_benchmark_run_for_an_agent_past_the_limit_is_403_and_not_stored(
     r = httpx.post(f"{server.url}/api/benchmarks/grounded-research-v1/runs", timeout=30,
                    json=run_body("benchmarked"), headers={"X-Bench-Key": key})
     assert r.status_code == 403 and LIMIT_TEXT in r.json()["error"], r.text
-    assert server.store.get_agent(AgentRef(login, "benchmarked")) is None
-    assert server.store.benchmark_runs_of(AgentRef(login, "benchmarked"), 10) == []
+    assert server.store.agents.get_agent(AgentRef(login, "benchmarked")) is None
+    assert server.store.benchmarks.benchmark_runs_of(AgentRef(login, "benchmarked"), 10) == []
 
 
 def test_the_dashboard_says_why_it_cannot_set_up_one_more_agent(tmp_path: Path) -> None:
@@ -103,4 +103,4 @@ def test_the_dashboard_says_why_it_cannot_set_up_one_more_agent(tmp_path: Path) 
             browser.new_agent(slug)
         page = browser.post("/dashboard/new", {"slug": "three"}, token_from="/dashboard/new")
         assert page.status_code == 400 and LIMIT_TEXT in page.text
-        assert server.store.get_agent(AgentRef(login, "three")) is None
+        assert server.store.agents.get_agent(AgentRef(login, "three")) is None

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from bench_core.accounts import signed_tokens
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 
 from tests.conftest import RunningServer, serving
 from tests.http.accounts_support import Browser, new_login, signin_link
@@ -303,7 +303,7 @@ def test_state_changing_requests_without_a_valid_token_are_refused(
         assert browser.post(path, {**data, "csrf": "x" * 43}).status_code == 403, path
         assert browser.post(path, {**data, "csrf": foreign}).status_code == 403, path
     assert browser.get("/dashboard").status_code == 200, "still signed in: logout was refused"
-    assert bench_server.store.list_keys(login) == [] and bench_server.store.list_agents(login) == []
+    assert bench_server.store.accounts.list_keys(login) == [] and bench_server.store.agents.list_agents(login) == []
 
 
 def test_a_request_from_another_origin_is_refused_even_with_a_token(

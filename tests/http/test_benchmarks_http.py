@@ -13,7 +13,7 @@ from bench._benchmark import run_lines, value_hash
 from bench_core.benchmarks.aggregate import summarize
 from bench_core.benchmarks.suites import load_suite
 from bench_core.domain.models import AgentRef
-from bench_core.runtime.config import LLMSettings
+from bench_core.settings import LLMSettings
 
 from tests.benchmark_support import SUITE, graded_run, new_slug, run_body, suite_document, with_output
 from tests.conftest import RunningServer, start_server
@@ -67,12 +67,12 @@ def test_a_run_is_graded_and_summarised_by_the_server(bench_server: RunningServe
     crashed = [a for a in run["attempts"] if a["case_id"] == "meeting-time-zones"]
     assert [a["status"] for a in crashed] == ["error", "error"] and all(a["score"] == 0 for a in crashed)
     assert "time-zone arithmetic" in crashed[0]["reasoning"]
-    stored = bench_server.store.get_benchmark_run(run["run_id"])
+    stored = bench_server.store.benchmarks.get_benchmark_run(run["run_id"])
     assert stored is not None and len(stored.attempts) == 2 * cases
     assert stored.summary == summarize(stored.attempts, [c.id for c in load_suite(SUITE).suite.cases], 2)
     first = stored.attempts[0]
     assert first.input["question"] and first.input["instructions"] and first.output_hash == value_hash(first.output)
-    assert bench_server.store.get_agent(AgentRef(name, slug)).display_name == "Extractive"
+    assert bench_server.store.agents.get_agent(AgentRef(name, slug)).display_name == "Extractive"
     again = bench_server.get(f"/api/benchmarks/{SUITE}/runs/{run['run_id']}")
     assert again["summary"] == s and bench_server.get(f"/api/benchmarks/runs/{run['run_id']}")["summary"] == s
 
@@ -102,7 +102,7 @@ def test_a_changed_suite_under_the_same_version_is_refused(bench_server: Running
     assert r.status_code == 409, r.text
     assert "never changes" in r.json()["error"] and "grounded-research-v2" in r.json()["error"]
     assert r.json()["detail"][0]["loc"] == ["suite_hash"]
-    assert bench_server.store.benchmark_runs_of(AgentRef(owner[0], slug), 5) == []
+    assert bench_server.store.benchmarks.benchmark_runs_of(AgentRef(owner[0], slug), 5) == []
 
 
 def test_a_server_whose_suite_changed_under_a_published_version_refuses_runs(tmp_path: Path) -> None:
@@ -112,11 +112,11 @@ def test_a_server_whose_suite_changed_under_a_published_version_refuses_runs(tmp
         incomplete = run_body("agent")
         incomplete["attempts"].pop()
         assert post(server, key, incomplete).status_code == 422
-        assert server.store.registered_suites() == {}  # a refused run publishes nothing
-        server.store.register_suite(SUITE, "sha256:" + "0" * 64, "2026-01-01T00:00:00.000Z")
+        assert server.store.benchmarks.registered_suites() == {}  # a refused run publishes nothing
+        server.store.benchmarks.register_suite(SUITE, "sha256:" + "0" * 64, "2026-01-01T00:00:00.000Z")
         r = post(server, key, run_body("agent"))
         assert r.status_code == 409 and "this server's copy" in r.json()["error"]
-        assert server.store.get_agent(AgentRef("carol", "agent")) is None
+        assert server.store.agents.get_agent(AgentRef("carol", "agent")) is None
     finally:
         uvicorn_server.should_exit = True
         thread.join(timeout=10)
@@ -140,8 +140,8 @@ def test_a_failing_judge_fails_the_run_naming_it_and_a_resubmission_grades_it(
             assert failed["summary"] is None and failed["pass_rate"] is None
             assert judge.url not in str(failed), "the judge's address is the server's business"
             assert judge.requests, "the judge was asked"
-            assert server.store.benchmark_runs_of(AgentRef("dora", "graded"), 5) == []
-            assert server.store.benchmark_ranking(SUITE, limit=10) == []
+            assert server.store.benchmarks.benchmark_runs_of(AgentRef("dora", "graded"), 5) == []
+            assert server.store.benchmarks.benchmark_ranking(SUITE, limit=10) == []
             page = httpx.get(f"{server.url}{failed['url']}", headers={"X-Bench-Key": key})
             assert page.status_code == 200 and "Grading failed" in page.text and "submit the run again" in page.text
             judge.script(verdict(0.9))
@@ -150,7 +150,7 @@ def test_a_failing_judge_fails_the_run_naming_it_and_a_resubmission_grades_it(
             assert graded["status"] == "done" and graded["run_id"] == failed["run_id"]
             assert {a["judge"] for a in graded["attempts"] if a["status"] == "ok"} == {
                 "openai_compat:judge-model"}
-            assert [r.run_id for r in server.store.benchmark_runs_of(AgentRef("dora", "graded"), 5)] == [
+            assert [r.run_id for r in server.store.benchmarks.benchmark_runs_of(AgentRef("dora", "graded"), 5)] == [
                 graded["run_id"]]
         finally:
             uvicorn_server.should_exit = True
@@ -180,7 +180,7 @@ def test_bad_runs_are_refused_naming_the_field_and_store_nothing(bench_server: R
     r = post(bench_server, key, body)
     assert r.status_code == status, r.text
     assert r.json()["detail"][0]["loc"] == loc
-    assert bench_server.store.get_agent(AgentRef(name, slug)) is None
+    assert bench_server.store.agents.get_agent(AgentRef(name, slug)) is None
 
 
 def test_not_json_and_unknown_suites(bench_server: RunningServer, owner: tuple[str, str]) -> None:
@@ -211,7 +211,7 @@ def test_a_resubmitted_run_is_stored_once(bench_server: RunningServer, owner: tu
     assert second.status_code == 200, "already graded: where it is, not accepted again"
     assert first.json()["run_id"] == second.json()["run_id"] == graded["run_id"]
     assert second.json()["status"] == "done" and second.json()["pass_rate"] == graded["pass_rate"]
-    assert len(bench_server.store.benchmark_runs_of(AgentRef(owner[0], slug), 5)) == 1
+    assert len(bench_server.store.benchmarks.benchmark_runs_of(AgentRef(owner[0], slug), 5)) == 1
 
 
 def test_the_registry_serves_suites_with_their_hash_and_definition(bench_server: RunningServer,

@@ -44,7 +44,7 @@ def store_run(server: RunningServer, login: str, run_id: str, spans: int) -> Non
     """Through the store's own ingest, in big batches: seconds for 100,000 spans."""
     events = tree_run_events(run_id, spans)
     for i in range(0, len(events), 20_000):
-        server.store.ingest(login, AgentMeta(slug="big"), clean(events[i:i + 20_000]))
+        server.store.ingest.ingest(login, AgentMeta(slug="big"), clean(events[i:i + 20_000]))
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 
 from tests.conftest import RunningServer, serving
 from tests.factories import batch, task_events
@@ -118,7 +118,7 @@ def test_keys_are_created_named_used_and_revoked(bench_server: RunningServer) ->
     assert owner_key not in listing and owner_key[:11] in listing
     row = re.search(r'data-key-row="%s">(.*?)</tr>' % re.escape(owner_key[:11]), listing, re.S)
     assert row and "never" not in row.group(1), "last use is shown"
-    record = next(k for k in bench_server.store.list_keys(login) if k.name == "laptop")
+    record = next(k for k in bench_server.store.accounts.list_keys(login) if k.name == "laptop")
     other = Browser(bench_server)
     other.sign_in()
     assert other.post("/dashboard/keys/revoke", {"key": record.key_hash},
@@ -198,7 +198,7 @@ def test_bench_login_gets_a_key_once_the_code_is_approved(device_server: Running
     key = re.search(r'"key": "(bk_[\w-]+)"', stored).group(1)
     assert ingest(device_server, key, "cli-agent").status_code == 200
     assert any(k.name and k.name.startswith("bench login") for k in
-               device_server.store.list_keys(login))
+               device_server.store.accounts.list_keys(login))
 
 
 def test_bench_login_stops_when_the_code_is_denied(device_server: RunningServer,

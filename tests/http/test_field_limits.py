@@ -79,7 +79,7 @@ def test_an_otlp_span_named_4_mb_and_500_kb_attributes_are_stored_capped(
     assert r.status_code == 200, r.text
     assert r.json()["partialSuccess"]["rejectedSpans"] == "0"  # only a warning: model dropped
     ref = AgentRef(login, "big")
-    first, second = (server.store.get_task(ref, task_of(s)) for s in (named, attributed))
+    first, second = (server.store.ingest.get_task(ref, task_of(s)) for s in (named, attributed))
     assert cut_to(first.name, MAX_NAME_CHARS) and first.name.startswith("nnn")
     assert cut_to(second.name, MAX_NAME_CHARS) and second.name.startswith("ooo")
     assert capped(second.input) and capped(second.output) and capped(second.metadata)
@@ -103,11 +103,11 @@ def test_an_ingest_batch_with_oversized_names_is_stored_cut(bench_server: Runnin
                                        tools=["t" * 1000] * (MAX_TOOLS + 50)), key)
     assert r.status_code == 200, r.text
     assert r.json()["accepted"] == len(events)
-    agent = bench_server.store.get_agent(AgentRef(login, "cut"))
+    agent = bench_server.store.agents.get_agent(AgentRef(login, "cut"))
     for name in (agent.display_name, agent.model, agent.framework, agent.architecture):
         assert cut_to(name, MAX_LABEL_CHARS)
     assert len(agent.tools) == MAX_TOOLS and all(cut_to(t, MAX_LABEL_CHARS) for t in agent.tools)
-    task = bench_server.store.get_task(AgentRef(login, "cut"), "t1")
+    task = bench_server.store.ingest.get_task(AgentRef(login, "cut"), "t1")
     assert cut_to(task.name, MAX_NAME_CHARS)
     (log,) = task.logs
     assert cut_to(log["data"]["label"], MAX_LABEL_CHARS)
@@ -130,7 +130,7 @@ def test_otlp_log_content_of_500_kb_attaches_capped(bench_server: RunningServer)
         {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}).encode(),
         headers={"Content-Type": "application/json", "X-Bench-Key": key, "X-Bench-Agent": "logs"})
     assert r.status_code == 200, r.text
-    assert capped(bench_server.store.get_task(AgentRef(login, "logs"), task_of(chat)).output)
+    assert capped(bench_server.store.ingest.get_task(AgentRef(login, "logs"), task_of(chat)).output)
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +150,7 @@ def test_a_call_through_bench_with_a_large_input_is_recorded_capped(
                    headers={"X-Bench-Key": owner_key}, json={"input": {"q": "x" * 200_000}})
     assert r.status_code == 502, r.text  # the echo is over the test server's answer limit
     (run,) = reuse_server.get(f"/api/agents/{owner}/{slug}/runs", owner_key)["runs"]
-    task = reuse_server.store.get_task(AgentRef(owner, slug), run["run_id"])
+    task = reuse_server.store.ingest.get_task(AgentRef(owner, slug), run["run_id"])
     assert task.status == "failed" and capped(task.input)
 
 
@@ -166,10 +166,10 @@ def test_a_benchmark_run_with_oversized_names_is_graded_with_them_cut(
     run = graded_run(bench_server.url, accepted, key)
     assert run["status"] == "done"
     first = body["attempts"][0]
-    (stored,) = [a for a in bench_server.store.get_benchmark_run(run["run_id"]).attempts
+    (stored,) = [a for a in bench_server.store.benchmarks.get_benchmark_run(run["run_id"]).attempts
                  if (a.case_id, a.repeat) == (first["case_id"], first["repeat"])]
     assert cut_to(stored.error, MAX_ERROR_CHARS)
-    agent = bench_server.store.get_agent(AgentRef(login, slug))
+    agent = bench_server.store.agents.get_agent(AgentRef(login, slug))
     assert cut_to(agent.display_name, MAX_LABEL_CHARS)
 
 
@@ -187,8 +187,8 @@ def test_a_sandbox_key_sending_oversized_names_has_them_cut(try_server: RunningS
                                      display_name="s" * 50_000), key)
     assert r.status_code == 200, r.text
     ref = AgentRef(login, "demo-agent")
-    assert cut_to(try_server.store.get_task(ref, "big").name, MAX_NAME_CHARS)
-    assert cut_to(try_server.store.get_agent(ref).display_name, MAX_LABEL_CHARS)
+    assert cut_to(try_server.store.ingest.get_task(ref, "big").name, MAX_NAME_CHARS)
+    assert cut_to(try_server.store.agents.get_agent(ref).display_name, MAX_LABEL_CHARS)
 
 
 def test_the_leaderboard_stays_small_whatever_names_its_agents_sent(
@@ -200,7 +200,7 @@ def test_the_leaderboard_stays_small_whatever_names_its_agents_sent(
     runs = Qualification().min_runs  # each agent a day old with its runs: all six rank
     for i in range(3):
         for slug in (f"wire-{i}", f"otlp-{i}"):
-            server.store.create_agent(day_old(login, slug))
+            server.store.agents.create_agent(day_old(login, slug))
         events = [e for n in range(runs) for e in task_events(
             f"t{n}", name=huge if n == runs - 1 else "earlier")]  # the newest run named huge
         r = post_batch(server, batch(f"wire-{i}", events, display_name=huge, model=huge,

@@ -46,7 +46,7 @@ def otel_agent(bench_server: RunningServer) -> tuple[str, str]:
     # content shown from the start (a first span would hide it): the public sees why a run is
     # unscored, which a judgement made while content was hidden never shows; made two days
     # ago, so its runs rank it
-    bench_server.store.create_agent(day_old(login, slug, hide_inputs=False, hide_outputs=False))
+    bench_server.store.agents.create_agent(day_old(login, slug, hide_inputs=False, hide_outputs=False))
     response = httpx.post(f"{bench_server.url}/v1/traces", json=chat_spans(RUNS), timeout=30,
                           headers={"X-Bench-Key": key, "X-Bench-Agent": slug})
     assert response.status_code == 200 and response.json() == {}

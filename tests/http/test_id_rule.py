@@ -44,7 +44,7 @@ def test_an_id_that_cannot_name_a_page_is_422_and_nothing_stored(
     assert r.status_code == 422, r.text
     (problem, *_) = r.json()["detail"]
     assert problem["loc"] == loc and ID_RULE in problem["msg"]
-    assert bench_server.store.get_agent(AgentRef(login, "ids")) is None
+    assert bench_server.store.agents.get_agent(AgentRef(login, "ids")) is None
 
 
 def test_a_run_id_with_odd_characters_is_listed_and_its_page_and_json_answer(

@@ -103,7 +103,7 @@ def test_oversized_values_are_truncated_not_refused(bench_server: RunningServer,
 
 
 def assert_nothing_stored(server: RunningServer, login: str, slug: str) -> None:
-    assert server.store.get_agent(AgentRef(login, slug)) is None
+    assert server.store.agents.get_agent(AgentRef(login, slug)) is None
 
 
 @pytest.mark.parametrize("headers, status, message", [
@@ -122,8 +122,8 @@ def test_missing_and_unknown_keys_are_401(bench_server: RunningServer, headers: 
 def test_a_revoked_key_is_401(bench_server: RunningServer) -> None:
     login = new_login()
     key = bench_server.create_key(login)
-    record = bench_server.store.list_keys(login)[0]
-    bench_server.store.revoke_key(record.key_hash, "2026-12-02T00:00:00.000Z")
+    record = bench_server.store.accounts.list_keys(login)[0]
+    bench_server.store.accounts.revoke_key(record.key_hash, "2026-12-02T00:00:00.000Z")
     r = post(bench_server, batch("revoked", [ev("custom")]), key)
     assert r.status_code == 401
     assert_nothing_stored(bench_server, login, "revoked")

@@ -44,7 +44,7 @@ def test_agents_one_request_makes_rank_nowhere_and_a_day_old_agent_does(
     fresh = [e for n in range(runs) for e in task_events(f"t{n}")]
     assert post_batch(server, batch("fresh", fresh), key).status_code == 200
     assert board(server, login) == []
-    server.store.create_agent(day_old(login, "seasoned"))
+    server.store.agents.create_agent(day_old(login, "seasoned"))
     few = [e for n in range(RULE.min_runs - 1) for e in task_events(f"s{n}")]
     assert post_batch(server, batch("seasoned", few), key).status_code == 200
     assert board(server, login) == []

@@ -34,7 +34,7 @@ def seed(server: RunningServer, *runs: list[dict[str, Any]], slug: str = "agent"
     framework tag returned; made two days ago, with earlier successful runs before `runs` as
     many as it takes to rank (`ranking.Qualification`)."""
     login, tag = new_login(), "lr-" + uuid.uuid4().hex[:8]
-    server.store.create_agent(day_old(login, slug))
+    server.store.agents.create_agent(day_old(login, slug))
     earlier = [run(f"earlier-{i}", 10 * i, "earlier") for i in range(Qualification().min_runs)]
     events = [e for r in (*earlier[len(runs):], *runs) for e in r]
     response = post(server, batch(slug, events, framework=tag), server.create_key(login))

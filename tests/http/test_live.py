@@ -267,7 +267,7 @@ def private_agent_with_owner_key(bench_server: RunningServer, slug: str
     """A private agent with its agent key, plus an owner key and that key's stored record."""
     owner, login, agent_key = owner_with_agent(bench_server, slug, visibility="private")
     owner_key = bench_server.create_key(login)
-    record = next(k for k in bench_server.store.list_keys(login) if k.agent_slug is None)
+    record = next(k for k in bench_server.store.accounts.list_keys(login) if k.agent_slug is None)
     return owner, login, agent_key, owner_key, record
 
 
@@ -296,7 +296,7 @@ def test_a_key_revoked_elsewhere_stops_the_feed_at_its_next_event(
     async def test() -> None:
         async with watch_with_key(bench_server, f"{login}/revoked-by-cli", owner_key) as ws:
             await ws.recv()
-            bench_server.store.revoke_key(record.key_hash, "2026-12-03T00:00:00.000Z")  # the CLI
+            bench_server.store.accounts.revoke_key(record.key_hash, "2026-12-03T00:00:00.000Z")  # the CLI
             await post(bench_server, agent_key, batch("revoked-by-cli", task_events("secret")))
             assert await closed_with(ws) == 1008
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 
 from tests.aws.moto_table import dynamo_store
 from tests.concurrency import in_parallel
@@ -83,7 +83,7 @@ def test_a_visitor_without_the_link_cannot_sign_in_or_mint_keys(
         assert not LOCAL_FORM.search(opened.text)
     assert mint_owner_key(browser) is None
     assert browser.get("/dashboard").status_code == 303
-    assert server.store.list_keys(fields["login"]) == []
+    assert server.store.accounts.list_keys(fields["login"]) == []
 
 
 # ---- the machine's user, with the link --------------------------------------------------------------
@@ -96,7 +96,7 @@ def test_the_link_signs_in_once_and_the_account_can_mint_a_key(front: str,
     login = browser.sign_in(link=link)
     assert f"@{login}" in browser.get("/dashboard").text
     key = mint_owner_key(browser)
-    assert key is not None and [k.login for k in server.store.list_keys(login)] == [login]
+    assert key is not None and [k.login for k in server.store.accounts.list_keys(login)] == [login]
 
     again = visitor(front, server)
     reopened = again.http.get(link)

@@ -78,7 +78,7 @@ def secretive(bench_server: RunningServer, tag: str) -> Seeded:
     agent = seed_agent(bench_server, runs=10, failures=4, display_name="Secretive Agent",
                        framework=tag, slug="secretive")
     set_agent(bench_server, agent, hide_inputs=True, hide_outputs=True)
-    bench_server.store.save_insights(bench_server.store.get_agent(_ref(agent)).ref, {
+    bench_server.store.evals.save_insights(bench_server.store.agents.get_agent(_ref(agent)).ref, {
         "computed_at": "2026-12-03T12:00:00.000Z", "considered": 4, "clusters": [
             {"label": "leaks secret-output-9 when asked", "describer": "heuristic",
              "terms": ["secret-output-9"], "count": 4, "share": 1.0,

@@ -115,7 +115,7 @@ def post(server: RunningServer, content: bytes, key: str | None, content_type: s
 def assert_weather_trace(server: RunningServer, login: str, trace: Trace,
                          slug: str = "weather-bot") -> None:
     ref = AgentRef(login, slug)
-    root, chat, tool = (server.store.get_task(ref, trace.task(n)) for n in ("agent", "chat", "tool"))
+    root, chat, tool = (server.store.ingest.get_task(ref, trace.task(n)) for n in ("agent", "chat", "tool"))
     assert (root.status, root.parent_task_id, root.name) == ("success", None,
                                                              "invoke_agent weather")
     assert root.input == [{"role": "user"}] and root.duration_ms == 900.0
@@ -132,7 +132,7 @@ def assert_weather_trace(server: RunningServer, login: str, trace: Trace,
     assert profile["cost_usd_total"] == 0.0
     assert profile["evidence_cost_usd_total"] == pytest.approx(CHAT_COST)
     assert profile["evidence"]["calls"] == 1 and profile["evidence"]["input_tokens"] == 1200
-    assert server.store.subtask_ids(ref, [root.task_id])[root.task_id] == sorted(
+    assert server.store.ingest.subtask_ids(ref, [root.task_id])[root.task_id] == sorted(
         [chat.task_id, tool.task_id], key=lambda t: t != chat.task_id)
 
 
@@ -165,8 +165,8 @@ def test_an_otlp_protobuf_export_is_answered_in_protobuf(bench_server: RunningSe
     assert r.status_code == 200, r.text
     assert r.headers["content-type"] == PROTOBUF
     assert not ExportTraceServiceResponse.FromString(r.content).HasField("partial_success")
-    task = bench_server.store.get_task(AgentRef(login, "proto-bot"),
-                                       f"{span.trace_id.hex()}-{span.span_id.hex()}")
+    task = bench_server.store.ingest.get_task(AgentRef(login, "proto-bot"),
+                                              f"{span.trace_id.hex()}-{span.span_id.hex()}")
     assert task.status == "success" and task.duration_ms == 40.0
     assert task.evidence.cost_usd == pytest.approx((1000 * 1 + 100 * 5) / 1e6)
 
@@ -223,8 +223,8 @@ def test_some_bad_spans_are_rejected_and_the_rest_stored(
         assert partial.rejected_spans == 1
     assert "startTimeUnixNano" in (partial["errorMessage"] if content_type == JSON
                                    else partial.error_message)
-    assert bench_server.store.get_task(AgentRef(login, "weather-bot"), trace.task("agent"))
-    assert bench_server.store.get_task(AgentRef(login, "weather-bot"), trace.task("tool")) is None
+    assert bench_server.store.ingest.get_task(AgentRef(login, "weather-bot"), trace.task("agent"))
+    assert bench_server.store.ingest.get_task(AgentRef(login, "weather-bot"), trace.task("tool")) is None
 
 
 def _as_protobuf(*spans: dict[str, Any]) -> bytes:
@@ -295,10 +295,10 @@ def test_the_agent_comes_from_the_header_then_the_resource(bench_server: Running
     trace = Trace()
     assert post(bench_server, body(trace.span("chat"), service="svc-name"), key,
                 **{"X-Bench-Agent": "From-Header"}).status_code == 200
-    assert bench_server.store.get_task(AgentRef(login, "from-header"), trace.task("chat"))
+    assert bench_server.store.ingest.get_task(AgentRef(login, "from-header"), trace.task("chat"))
     assert post(bench_server, body(trace.span("agent"), service="unknown_service:python"),
                 key).status_code == 200
-    assert bench_server.store.get_task(AgentRef(login, "weather"), trace.task("agent"))
+    assert bench_server.store.ingest.get_task(AgentRef(login, "weather"), trace.task("agent"))
     r = post(bench_server, body(trace.span("tool"), service="unknown_service"), key)
     assert r.json()["partialSuccess"]["rejectedSpans"] == "1"
     assert "X-Bench-Agent" in r.json()["partialSuccess"]["errorMessage"]
@@ -312,7 +312,7 @@ def test_an_agent_key_writes_only_its_agent(bench_server: RunningServer) -> None
     assert post(bench_server, body(Trace().span("chat")), key).status_code == 200
     r = post(bench_server, body(Trace().span("chat"), service="other-bot"), key)
     assert r.status_code == 403 and r.json()["code"] == 7
-    assert bench_server.store.get_agent(AgentRef(login, "other-bot")) is None
+    assert bench_server.store.agents.get_agent(AgentRef(login, "other-bot")) is None
 
 
 def test_hidden_inputs_and_outputs_of_spans_are_not_served(bench_server: RunningServer,
@@ -320,8 +320,8 @@ def test_hidden_inputs_and_outputs_of_spans_are_not_served(bench_server: Running
     login, key = owner
     trace = Trace()
     post(bench_server, body(trace.span("agent")), key)
-    bench_server.store.update_agent(AgentRef(login, "weather-bot"),
-                                    {"hide_inputs": True, "hide_outputs": True})
+    bench_server.store.agents.update_agent(AgentRef(login, "weather-bot"),
+                                           {"hide_inputs": True, "hide_outputs": True})
     task = bench_server.get(f"/api/agents/{login}/weather-bot")["recent_tasks"][0]
     assert task["input"] == "[hidden by owner]"
     assert task["metadata"] == {  # its ids and the attributes known to be names

@@ -85,8 +85,8 @@ def a_cost_log_stored_before_typing(server: RunningServer, login: str, slug: str
     event_id, at = f"{task_id}-old-cost", ts()
     body = {"id": event_id, "kind": "task.log", "ts": at, "task_id": task_id, "name": "search",
             "data": {"label": "cost", "cost_usd": "secret-stored-before"}}
-    server.store.ingest(login, AgentMeta(slug=slug),
-                        [CleanEvent(id=event_id, kind="task.log", ts=at, task_id=task_id,
+    server.store.ingest.ingest(login, AgentMeta(slug=slug),
+                               [CleanEvent(id=event_id, kind="task.log", ts=at, task_id=task_id,
                                     body=body)])
 
 

@@ -113,9 +113,9 @@ def test_an_expired_grant_is_refused_and_no_grant_may_start_expired(
     assert grant(server, owner_key, owner, caller,
                  expires_at="2099-01-01T00:00:00Z").status_code == 201
     assert call(server, caller_key, owner).status_code == 200
-    stored = server.store.get_invocation_grant(AgentRef(owner, slug), caller)
+    stored = server.store.reuse.get_invocation_grant(AgentRef(owner, slug), caller)
     assert stored is not None and stored.expires_at == "2099-01-01T00:00:00.000Z"
-    server.store.put_invocation_grant(replace(stored, expires_at="2021-06-01T00:00:00.000Z"))
+    server.store.reuse.put_invocation_grant(replace(stored, expires_at="2021-06-01T00:00:00.000Z"))
     expired = call(server, caller_key, owner)
     assert expired.status_code == 403
     assert "expired at 2021-06-01T00:00:00.000Z" in expired.json()["error"]
@@ -334,7 +334,7 @@ def test_publishing_refuses_endpoints_bench_may_not_call(server: RunningServer,
     assert r.status_code == 422, r.text
     assert r.json()["detail"][0]["loc"] == ["body", "invocation", "url"]
     assert r.json()["error"].startswith("invocation.url is refused: ")
-    assert server.store.get_capability(AgentRef(owner, "a")) is None
+    assert server.store.reuse.get_capability(AgentRef(owner, "a")) is None
 
 
 @pytest.mark.parametrize(("change", "loc"), [
@@ -355,12 +355,12 @@ def test_publishing_refuses_endpoints_bench_may_not_call(server: RunningServer,
 def test_a_bad_card_is_a_422_naming_the_field(server: RunningServer, endpoint: AgentEndpoint,
                                               change: dict[str, Any], loc: list[Any]) -> None:
     owner, key, slug = published(server, endpoint)
-    before = server.store.get_capability(AgentRef(owner, slug))
+    before = server.store.reuse.get_capability(AgentRef(owner, slug))
     r = httpx.put(f"{server.url}/api/agents/{owner}/{slug}/capability",
                   headers={"X-Bench-Key": key}, json={**card(endpoint.url + "/echo"), **change})
     assert r.status_code == 422, r.text
     assert loc in [d["loc"] for d in r.json()["detail"]]
-    assert server.store.get_capability(AgentRef(owner, slug)) == before
+    assert server.store.reuse.get_capability(AgentRef(owner, slug)) == before
 
 
 def test_a_card_over_64_kb_is_refused(server: RunningServer, endpoint: AgentEndpoint) -> None:
@@ -418,7 +418,7 @@ def test_a_private_agents_card_and_calls_exist_for_nobody_but_its_owner(
     assert httpx.get(path, headers={"X-Bench-Key": key}).status_code == 200
     assert call(server, caller_key, owner).status_code == 404
     assert httpx.get(f"{server.url}/u/{owner}/{slug}").status_code == 404
-    agent = server.store.get_agent(AgentRef(owner, slug))
+    agent = server.store.agents.get_agent(AgentRef(owner, slug))
     assert agent is not None and public_capability(server.store, agent) is None
     owner_page = httpx.get(f"{server.url}/u/{owner}/{slug}", headers={"X-Bench-Key": key})
     assert "What it can do" in owner_page.text
@@ -475,7 +475,7 @@ def test_the_owner_manages_grants_from_the_dashboard(server: RunningServer,
                                            "calls_per_minute": "", "expires_at": "2099-01-31"},
                         token_from=page)
     assert done.status_code == 303 and done.headers["location"] == page
-    (stored,) = server.store.invocation_grants(AgentRef(owner, slug))
+    (stored,) = server.store.reuse.invocation_grants(AgentRef(owner, slug))
     assert (stored.caller, stored.calls_per_day, stored.calls_per_minute, stored.expires_at) == (
         caller, 5, None, "2099-01-31T00:00:00.000Z")
     assert f'data-grant="{caller}"' in browser.get(page).text
@@ -484,7 +484,7 @@ def test_the_owner_manages_grants_from_the_dashboard(server: RunningServer,
     forged = browser.post(page + "/revoke", {"caller": caller}, token_from=None)
     assert forged.status_code == 403
     assert browser.post(page + "/revoke", {"caller": caller}, token_from=page).status_code == 303
-    assert server.store.invocation_grants(AgentRef(owner, slug)) == []
+    assert server.store.reuse.invocation_grants(AgentRef(owner, slug)) == []
     assert Browser(server).get(page).status_code == 303, "signed out: off to sign in"
 
 
@@ -500,18 +500,18 @@ def test_the_owner_rotates_the_invocation_secret_from_the_dashboard_and_sees_it_
     assert first not in shown
     forged = browser.post(page + "/secret", {}, token_from=None)
     assert forged.status_code == 403
-    assert server.store.get_capability(ref).secret == first
+    assert server.store.reuse.get_capability(ref).secret == first
     rotated = browser.post(page + "/secret", {}, token_from=page)
     assert rotated.status_code == 200, rotated.text
     assert "no-store" in rotated.headers["cache-control"]
     found = re.search(r"data-secret>(bis_[A-Za-z0-9_-]+)<", rotated.text)
     assert found, "the new secret is shown"
-    assert found.group(1) != first and server.store.get_capability(ref).secret == found.group(1)
+    assert found.group(1) != first and server.store.reuse.get_capability(ref).secret == found.group(1)
     assert found.group(1) not in browser.get(page).text, "shown once"
     stranger = Browser(server)
     stranger.sign_in()
     assert stranger.post(page + "/secret", {}, token_from="/dashboard").status_code == 404
-    assert server.store.get_capability(ref).secret == found.group(1)
+    assert server.store.reuse.get_capability(ref).secret == found.group(1)
 
 
 def test_usage_needs_a_key(server: RunningServer) -> None:

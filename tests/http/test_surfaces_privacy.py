@@ -133,7 +133,7 @@ def hostile(bench_server: RunningServer) -> Seeded:
     """An agent whose every name is hostile, a day old with its runs, so it ranks too."""
     login = new_login()
     key = bench_server.create_key(login)
-    bench_server.store.create_agent(day_old(login, "evil"))
+    bench_server.store.agents.create_agent(day_old(login, "evil"))
     events = []
     for i in range(12):
         events += task_events(f"x{i}", HOSTILE, output={"text": HOSTILE}, input={"q": HOSTILE},

@@ -61,11 +61,11 @@ def test_a_log_record_past_year_9999_is_refused_and_the_pages_keep_answering(
     assert post_traces(server, export(chat), key, **{"X-Bench-Agent": "late"}).status_code == 200
     refused(post_logs(server, key, "late", choice(chat, FAR_FUTURE_NS, "from the future")),
             "rejectedLogRecords", 1)
-    assert server.store.get_task(AgentRef(login, "late"), task_of(chat)).output is None
+    assert server.store.ingest.get_task(AgentRef(login, "late"), task_of(chat)).output is None
     pages_answer(server, login, "late")
     r = post_logs(server, key, "late", choice(chat, LATEST_NS, "the last millisecond"))
     assert r.status_code == 200 and "partialSuccess" not in r.json(), r.text
-    assert server.store.get_task(AgentRef(login, "late"), task_of(chat)).output == [
+    assert server.store.ingest.get_task(AgentRef(login, "late"), task_of(chat)).output == [
         "the last millisecond"]
     pages_answer(server, login, "late")
 
@@ -80,8 +80,8 @@ def test_a_span_past_year_9999_or_before_1970_is_refused_naming_its_times(
     refused(post_traces(server, export(ok, late, negative), key, **{"X-Bench-Agent": "spans"}),
             "rejectedSpans", 2)
     for gone in (late, negative):
-        assert server.store.get_task(AgentRef(login, "spans"), task_of(gone)) is None
-    assert server.store.get_task(AgentRef(login, "spans"), task_of(ok)) is not None
+        assert server.store.ingest.get_task(AgentRef(login, "spans"), task_of(gone)) is None
+    assert server.store.ingest.get_task(AgentRef(login, "spans"), task_of(ok)) is not None
     pages_answer(server, login, "spans")
 
 
@@ -96,7 +96,7 @@ def test_an_ingest_time_before_1970_is_422_naming_it(server_on_each_store: Runni
     (problem, *_) = r.json()["detail"]
     assert problem["loc"] == ["events", 0, "ts"]
     assert TIME_RULE in problem["msg"]
-    assert server.store.get_agent(AgentRef(login, "old")) is None
+    assert server.store.agents.get_agent(AgentRef(login, "old")) is None
 
 
 def test_times_at_both_ends_of_the_range_are_stored_and_the_pages_answer(

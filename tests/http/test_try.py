@@ -15,7 +15,7 @@ import pytest
 import websockets
 from bench_core.domain.keys import new_key
 from bench_core.domain.models import iso, utcnow
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 from bench_core.trial import sandbox
 
 from tests.conftest import RunningServer, serving
@@ -43,7 +43,7 @@ def test_a_sandbox_starts_without_signing_up_and_shows_its_key_once(
     assert f'api_key="{key}", agent="demo-agent", endpoint="{try_server.url}"' in page.text
     again = browser.get("/try")
     assert again.status_code == 200 and login in again.text and key not in again.text
-    record = next(k for k in try_server.store.list_keys(login))
+    record = next(k for k in try_server.store.accounts.list_keys(login))
     expires = record.expires_at
     assert expires is not None
     assert iso(utcnow() + timedelta(hours=23)) < expires <= iso(utcnow() + timedelta(hours=24))
@@ -120,7 +120,7 @@ def test_a_sandbox_is_no_account(try_server: RunningServer) -> None:
 
 def test_an_expired_sandbox_key_is_refused(try_server: RunningServer) -> None:
     raw, record = new_key("try--0000expired", sandbox.SLUG, name="sandbox")
-    try_server.store.create_key(replace(record, expires_at=iso(utcnow() - timedelta(seconds=1))))
+    try_server.store.accounts.create_key(replace(record, expires_at=iso(utcnow() - timedelta(seconds=1))))
     r = httpx.post(try_server.url + "/ingest", headers={"X-Bench-Key": raw},
                    json=batch(sandbox.SLUG, task_events("late")))
     assert r.status_code == 401

@@ -45,7 +45,7 @@ import boto3  # noqa: E402
 from bench_core.domain.models import AgentMeta, AgentRef, WireEvent, iso, utcnow  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
 from bench_core.ingest.wire import clean_event  # noqa: E402
-from bench_core.runtime.config import Limits  # noqa: E402
+from bench_core.settings import Limits  # noqa: E402
 
 from tests.factories import day_old  # noqa: E402
 
@@ -309,16 +309,16 @@ def ingest(store: Any, prefix: str, slug: str = SLUG, nested: bool = False) -> N
     limits = Limits()
     events = [clean_event(WireEvent.model_validate(e), limits)
               for e in batch(prefix, nested=nested)]
-    outcome = store.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)
+    outcome = store.ingest.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)
     assert outcome.accepted == EVENTS_PER_BATCH, outcome
     runs = [task_id for task_id, is_run in outcome.finished if is_run]
-    store.mark_evals_pending(AgentRef(LOGIN, slug), runs, iso(utcnow()))
+    store.evals.mark_evals_pending(AgentRef(LOGIN, slug), runs, iso(utcnow()))
 
 
 def profile_view(store: Any) -> None:
     """What `GET /u/{login}/{slug}` reads for an anonymous visitor (`reads.agents.profile_page`;
     before it existed, the page's `profile_context` read the store itself)."""
-    agent = store.get_agent(AgentRef(LOGIN, SLUG))
+    agent = store.agents.get_agent(AgentRef(LOGIN, SLUG))
     try:
         from bench_core.reads.agents import profile_page
     except ImportError:
@@ -331,7 +331,7 @@ def profile_view(store: Any) -> None:
 
 def leaderboard_view(store: Any) -> None:
     """What page 1 of `GET /leaderboard?sort=success` reads: `OTHER_AGENTS` tie at 80 %."""
-    assert len(store.leaderboard("success", limit=26)) == 26
+    assert len(store.leaderboard.leaderboard("success", limit=26)) == 26
 
 
 def badge_view(store: Any) -> None:
@@ -360,7 +360,7 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False) -> Costs:
         meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
         meter.attach(store.client)
         for slug in (SLUG, *(f"agent-{n:02d}" for n in range(OTHER_AGENTS))):
-            store.create_agent(day_old(LOGIN, slug))  # a day old, so their runs rank them
+            store.agents.create_agent(day_old(LOGIN, slug))  # a day old, so their runs rank them
         for b in range(warm):  # the agent already ranks everywhere (>= 10 runs)
             ingest(store, f"warm{b}")
         for n in range(OTHER_AGENTS):  # others on the leaderboard, all at the same rate

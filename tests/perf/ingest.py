@@ -11,11 +11,11 @@ less than the rate when the machine is shared. `--workers` sets the server's eva
 (`BENCH_WORKERS`; default 2, as `bench-server serve` runs): the local judge runs in the same
 process, keeping to a quarter of the CPU while batches arrive (`workflows/local.py`), so
 `--workers 0` shows ingest's own cost. `--in-process` also prints the ceiling without HTTP:
-parse + clean + `store.ingest`, and `store.ingest` alone.
+parse + clean + `store.ingest.ingest`, and `store.ingest.ingest` alone.
 
 Where the time goes (CPU per batch of 50, in process, December 2026, quiet machine): parsing
 about 0.3 ms, cleaning and encoding about 0.3 ms (one JSON encoding per event, reused by the
-store), `store.ingest` 1.4-1.9 ms, of which COMMIT is about 0.5 ms on average: each batch
+store), `store.ingest.ingest` 1.4-1.9 ms, of which COMMIT is about 0.5 ms on average: each batch
 writes some 42 pages to the WAL (the event and task rows and their seven indexes, the agent's
 counters and leaderboard columns), and every ~24 batches SQLite copies the WAL back (a
 checkpoint, with an fsync). The server adds about 1 ms of its own (uvicorn, FastAPI routing
@@ -48,9 +48,9 @@ from bench_core.domain.models import AgentMeta, WireEvent
 from bench_core.ingest.pipeline import accept_batch
 from bench_core.ingest.wire import clean_event, parse_batch
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Limits, Settings
+from bench_core.settings import Limits, Settings
 from bench_core.store.sqlite.store import SqliteStore
-from bench_core.workflows import NoWorkflows
+from bench_core.workflows.none import NoWorkflows
 
 SLUG = "bench-agent"
 BATCH = 50
@@ -75,13 +75,13 @@ def task_batch(prefix: str, n_tasks: int) -> list[dict]:
 
 
 def prefill(path: Path, login: str, target: int) -> None:
-    store = SqliteStore(path)
+    store = SqliteStore.open(path)
     limits = Limits()
     stored = 0
     while stored < target:
         events = task_batch(uuid.uuid4().hex[:8], 334)[: min(1002, target - stored)]
-        store.ingest(login, AgentMeta(slug=SLUG),
-                     [clean_event(WireEvent.model_validate(e), limits) for e in events])
+        store.ingest.ingest(login, AgentMeta(slug=SLUG),
+                            [clean_event(WireEvent.model_validate(e), limits) for e in events])
         stored += len(events)
     store.close()
 
@@ -139,11 +139,11 @@ def _no_push(*_: object) -> None:
 
 
 def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
-    """Events/s of `accept_batch` (parse + clean + `store.ingest`, no evals started) and of
-    `store.ingest` alone, no HTTP."""
+    """Events/s of `accept_batch` (parse + clean + `store.ingest.ingest`, no evals started) and of
+    `store.ingest.ingest` alone, no HTTP."""
     _, record = new_key("perf")
-    store = SqliteStore(data_dir / "in-process.db")
-    store.create_key(record)
+    store = SqliteStore.open(data_dir / "in-process.db")
+    store.accounts.create_key(record)
     limits = Limits()
     ports = Services(Settings(), store).provide(workflows=NoWorkflows())
     bodies = [json.dumps({"agent_slug": SLUG, "events": task_batch(uuid.uuid4().hex[:10], 17)[:BATCH]}
@@ -157,7 +157,7 @@ def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
     cleaned = [[clean_event(e, limits) for e in parse_batch(b, limits).events] for b in bodies[batches:]]
     start = time.perf_counter()
     for events in cleaned:
-        store.ingest("perf", AgentMeta(slug=SLUG), events)
+        store.ingest.ingest("perf", AgentMeta(slug=SLUG), events)
     alone = batches * BATCH / (time.perf_counter() - start)
     store.close()
     return full, alone
@@ -167,8 +167,8 @@ def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
            ) -> tuple[float, float]:
     """Events/s through the server, and its CPU milliseconds per batch."""
     raw, record = new_key("perf")
-    store = SqliteStore(data_dir / "bench.db")
-    store.create_key(record)
+    store = SqliteStore.open(data_dir / "bench.db")
+    store.accounts.create_key(record)
     store.close()
     prefill(data_dir / "bench.db", "perf", stored)
     port = free_port()
@@ -206,7 +206,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             full, alone = in_process(Path(tmp), 400)
         print(f"in process: {full:,.0f} events/s parse + clean + store; "
-              f"{alone:,.0f} events/s store.ingest alone", flush=True)
+              f"{alone:,.0f} events/s store.ingest.ingest alone", flush=True)
     results = {}
     for stored in args.stored:
         with tempfile.TemporaryDirectory() as tmp:

@@ -192,8 +192,8 @@ def process(args: list[str], env: dict[str, str], log: Path) -> Iterator[None]:
 @contextmanager
 def bench(data_dir: Path) -> Iterator[tuple[str, dict[str, str]]]:
     raw, record = new_key("perf")
-    store = SqliteStore(data_dir / "bench.db")
-    store.create_key(record)
+    store = SqliteStore.open(data_dir / "bench.db")
+    store.accounts.create_key(record)
     store.close()
     port = free_port()
     with process([sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),

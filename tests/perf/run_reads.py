@@ -54,10 +54,10 @@ def fill(data_dir: str, spans: int) -> None:
     from tests.factories import clean
     from tests.http.runs_data import tree_run_events
 
-    store = SqliteStore(Path(data_dir) / "bench.db")
+    store = SqliteStore.open(Path(data_dir) / "bench.db")
     events = tree_run_events(RUN, spans) + tree_run_events(SMALL, 10)
     for i in range(0, len(events), 20_000):
-        store.ingest(LOGIN, AgentMeta(slug=SLUG), clean(events[i:i + 20_000]))
+        store.ingest.ingest(LOGIN, AgentMeta(slug=SLUG), clean(events[i:i + 20_000]))
     store.close()
 
 
@@ -66,7 +66,7 @@ def serve(data_dir: str) -> None:
 
     import uvicorn
     from bench_core.local import create_local_app, server_config
-    from bench_core.runtime.config import Settings
+    from bench_core.settings import Settings
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -63,12 +63,12 @@ from bench_core.domain.privacy import ANONYMOUS, HIDDEN, Viewer  # noqa: E402
 from bench_core.http.pages import profile_context  # noqa: E402
 from bench_core.http.runs import run_json_body  # noqa: E402
 from bench_core.http.templating import render  # noqa: E402
+from bench_core.ports.store import Store
 from bench_core.reads import runs as reads  # noqa: E402
 from bench_core.reads.agents import profile_page  # noqa: E402
 from bench_core.runtime import collector  # noqa: E402
 from bench_core.runtime.adapters import Services  # noqa: E402
-from bench_core.runtime.config import Settings  # noqa: E402
-from bench_core.store import Store  # noqa: E402
+from bench_core.settings import Settings  # noqa: E402
 from bench_core.store.dynamodb.store import DynamoStore  # noqa: E402
 from bench_core.store.sqlite.store import SqliteStore  # noqa: E402
 from replay import Tape  # noqa: E402
@@ -121,7 +121,7 @@ def thousand_span_run(run_id: str) -> list[CleanEvent]:
 def ingest_run(store: Store, run_id: str) -> None:
     events = thousand_span_run(run_id)
     for i in range(0, len(events), 400):
-        store.ingest(LOGIN, AgentMeta(slug=RUN_SLUG), events[i:i + 400])
+        store.ingest.ingest(LOGIN, AgentMeta(slug=RUN_SLUG), events[i:i + 400])
 
 
 def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
@@ -153,7 +153,7 @@ def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
         return draw
 
     def profile() -> str:
-        agent = store.get_agent(agents)
+        agent = store.agents.get_agent(agents)
         assert agent is not None
         return render("profile.html", request=None, viewer=ANONYMOUS,
                       **profile_context(profile_page(store, agent, ANONYMOUS),
@@ -207,7 +207,7 @@ def in_fresh_process(reads: Callable[..., Results], *args: Any) -> Results:
 
 
 def sqlite_reads(path: str, run_id: str, repeats: int) -> Results:
-    store = SqliteStore(Path(path))
+    store = SqliteStore.open(Path(path))
     try:
         draws = surface_calls(store, "big", run_id)
         check(draws)
@@ -217,14 +217,14 @@ def sqlite_reads(path: str, run_id: str, repeats: int) -> Results:
 
 
 def replayed_reads(table: str, tape: Tape, run_id: str, repeats: int) -> Results:
-    draws = surface_calls(DynamoStore(table, client=tape.client()), "big", run_id)
+    draws = surface_calls(DynamoStore.open(table, client=tape.client()), "big", run_id)
     check(draws)
     return measure(draws, repeats)
 
 
 def sqlite(events: int, run_id: str, repeats: int) -> Results:
     with tempfile.TemporaryDirectory() as tmp:
-        store = SqliteStore(Path(tmp) / "bench.db")
+        store = SqliteStore.open(Path(tmp) / "bench.db")
         print(f"SQLite: filling 'big' with {events:,} events", flush=True)
         fill(store, "big", events)
         ingest_run(store, run_id)

@@ -69,7 +69,7 @@ def fill(store: SqliteStore, slug: str, events: int) -> None:
     while done < runs:
         count = min(BATCH_RUNS, runs - done)
         batch = [e for i in range(done, done + count) for e in run_events(slug, i, rng)]
-        store.ingest(LOGIN, AgentMeta(slug=slug, display_name=f"Agent {slug}"), batch)
+        store.ingest.ingest(LOGIN, AgentMeta(slug=slug, display_name=f"Agent {slug}"), batch)
         done += count
         if done % (BATCH_RUNS * 300) < BATCH_RUNS:
             print(f"  {slug}: {done * 3:,} events ({time.perf_counter() - started:.0f} s)",
@@ -96,7 +96,7 @@ def measure(store: SqliteStore, slug: str, repeats: int) -> dict[str, tuple[floa
         return badge_reply(public_summary(store, ref), "success", "flat").body
 
     def profile() -> str:
-        agent = store.get_agent(ref)
+        agent = store.agents.get_agent(ref)
         assert agent is not None
         return render("profile.html", request=None, viewer=ANONYMOUS,
                       **profile_context(profile_page(store, agent, ANONYMOUS), "https://bench.example"))
@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        store = SqliteStore(Path(tmp) / "bench.db")
+        store = SqliteStore.open(Path(tmp) / "bench.db")
         sizes = {"small": 10, "big": args.events}
         for slug, events in sizes.items():
             print(f"filling {slug} with {events:,} events", flush=True)
@@ -120,7 +120,7 @@ def main() -> None:
         print(f"stored events: {stored:,}\n")
         print(f"{'agent':<40}{'surface':<10}{'p50 ms':>9}{'p99 ms':>9}")
         for slug in sizes:
-            agent = store.get_agent(AgentRef(LOGIN, slug))
+            agent = store.agents.get_agent(AgentRef(LOGIN, slug))
             events = store.db.reader().execute(
                 "SELECT count(*) FROM events JOIN agents ON agents.id = events.agent_id "
                 "WHERE slug = ?", (slug,)).fetchone()[0]

@@ -174,10 +174,10 @@ def test_the_originals_langchain_handler_still_works(bench_server: RunningServer
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["Rome", "found", "Rome", "old"]
     ref = AgentRef(login, "legacy")
-    runs, _ = bench_server.store.list_tasks(ref)
+    runs, _ = bench_server.store.ingest.list_tasks(ref)
     assert sorted((t.name, t.status, t.output) for t in runs) == [
         ("llm:FakeListLLM", "success", "Rome"), ("tool:lookup", "success", "found Rome")]
     assert bench_server.get(f"/api/agents/{login}/legacy")["runs"] == 2
-    steps = [e for e in bench_server.store.recent_events(ref, 50) if e["kind"] == "task.end"
+    steps = [e for e in bench_server.store.ingest.recent_events(ref, 50) if e["kind"] == "task.end"
              and e["name"] in ("ChatPromptTemplate", "llm:FakeListChatModel")]
     assert len(steps) == 2 and all(e["status"] == "success" for e in steps)

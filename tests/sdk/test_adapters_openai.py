@@ -248,7 +248,7 @@ def test_the_server_prices_the_evidence(base_url: str, bench_server: RunningServ
     from bench_core.domain.models import AgentRef
 
     ref = AgentRef(login, "priced")
-    parent = bench_server.store.get_task(ref, task.task_id)
+    parent = bench_server.store.ingest.get_task(ref, task.task_id)
     expected = ((1200 - 1024) * 0.15 + 1024 * 0.075 + 30 * 0.6) / 1e6
     assert parent.evidence.cost_usd == pytest.approx(expected)
     assert parent.cost_usd == 0

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from bench.cli import main as cli_main
 from bench_core.accounts import device
-from bench_core.runtime.config import AccountSettings
+from bench_core.settings import AccountSettings
 from conftest import HANG_GUARD
 
 from tests.conftest import RunningServer, serving
@@ -59,8 +59,8 @@ def test_doctor_says_a_revoked_key_is_invalid(server: RunningServer, project: Pa
     from bench_core.domain.models import iso, utcnow
 
     key = server.create_key("doctor-revoked")
-    (record,) = server.store.list_keys("doctor-revoked")
-    server.store.revoke_key(record.key_hash, iso(utcnow()))
+    (record,) = server.store.accounts.list_keys("doctor-revoked")
+    server.store.accounts.revoke_key(record.key_hash, iso(utcnow()))
     monkeypatch.setenv("BENCH_KEY", key)
     monkeypatch.setenv("BENCH_AGENT", "revoked")
     assert cli_main(["doctor", "--endpoint", server.url]) == 1

@@ -4,8 +4,8 @@ cost and latency."""
 from __future__ import annotations
 
 from bench_core.benchmarks.aggregate import nearest_rank, summarize
-from bench_core.benchmarks.records import Attempt
 from bench_core.domain import stats
+from bench_core.domain.benchmark_records import Attempt
 
 
 def attempt(case_id: str, repeat: int, passed: bool, *, status: str = "ok", ms: float = 100.0,

@@ -8,7 +8,7 @@ from typing import Any
 
 from bench_core.benchmarks.grading import OFFLINE_LABEL, Grade, ModelGrader, OfflineGrader, cited_ids, grade_all
 from bench_core.benchmarks.suites import Case, load_suite
-from bench_core.llm import Completion, Message
+from bench_core.ports.llm import Completion, Message
 
 from tests.benchmark_support import SUITE
 

@@ -17,9 +17,9 @@ from bench_core.clustering.describe import TERMS_LABEL
 from bench_core.clustering.kmeans import group
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.privacy import HIDDEN, Viewer, insights_view
-from bench_core.llm import Completion, LLMUnavailable
+from bench_core.ports.llm import Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Settings
+from bench_core.settings import Settings
 
 from tests.factories import an_hour_ago, clean, task_events
 
@@ -67,7 +67,7 @@ def ingest_failures(services: Services, rows: list[tuple[str, str]]) -> dict[str
     for i, (kind, text) in enumerate(rows):
         kinds[f"t{i}"] = kind
         events += task_events(f"t{i}", status="failed", output=text)
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(an_hour_ago(events)))
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(an_hour_ago(events)))
     return kinds
 
 
@@ -75,7 +75,7 @@ def test_three_kinds_of_failure_make_three_clusters_with_different_labels(servic
     kinds = ingest_failures(services, synthetic_failures(20))
     result = cluster.cluster_agent(services, {"agent": REF.path})
     assert result == {"agent": REF.path, "clusters": 3, "considered": 60}
-    insights = services.store.get_insights(REF)
+    insights = services.store.evals.get_insights(REF)
     clusters = insights["clusters"]
     assert len({c["label"] for c in clusters}) == 3
     assert all(c["describer"] == TERMS_LABEL for c in clusters)
@@ -105,7 +105,7 @@ def test_a_model_describes_each_cluster_in_one_line(services: Services) -> None:
     describer = Describer()
     ingest_failures(services, synthetic_failures(10))
     cluster.cluster_agent(services.provide(llm=describer), {"agent": REF.path})
-    clusters = services.store.get_insights(REF)["clusters"]
+    clusters = services.store.evals.get_insights(REF)["clusters"]
     assert sorted(c["label"] for c in clusters) == ["Failure mode 1", "Failure mode 2", "Failure mode 3"]
     assert all(c["describer"] == "bedrock:test-model" and c["prompt_version"].startswith("describe-v1#")
                for c in clusters)
@@ -121,29 +121,29 @@ def test_an_unavailable_describer_falls_back_to_terms_labelled_as_such(services:
 
     ingest_failures(services, synthetic_failures(4))
     cluster.cluster_agent(services.provide(llm=Down()), {"agent": REF.path})
-    assert {c["describer"] for c in services.store.get_insights(REF)["clusters"]} == {TERMS_LABEL}
+    assert {c["describer"] for c in services.store.evals.get_insights(REF)["clusters"]} == {TERMS_LABEL}
 
 
 def test_too_little_data_is_one_cluster(services: Services) -> None:
     ingest_failures(services, synthetic_failures(1))
     cluster.cluster_agent(services, {"agent": REF.path})
-    (only,) = services.store.get_insights(REF)["clusters"]
+    (only,) = services.store.evals.get_insights(REF)["clusters"]
     assert only["count"] == 3 and only["share"] == 1.0
 
 
 def test_an_agent_without_failures_gets_empty_insights(services: Services) -> None:
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("ok")))
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("ok")))
     assert cluster.cluster_agent(services, {"agent": REF.path})["clusters"] == 0
-    assert services.store.get_insights(REF)["clusters"] == []
+    assert services.store.evals.get_insights(REF)["clusters"] == []
 
 
 def test_low_scored_runs_join_failures_with_the_judges_reasoning(services: Services) -> None:
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
         task_events("low", output="an answer about cats")))
-    services.store.record_eval(REF, "low", EvalResult(
+    services.store.evals.record_eval(REF, "low", EvalResult(
         status="scored", judge="heuristic-v1", at="2026-12-03T00:00:00.000Z", score=0.1,
         reasoning="The answer is about cats, the question about dogs."))
-    (task,) = services.store.cluster_candidates(REF, 10)
+    (task,) = services.store.evals.cluster_candidates(REF, 10)
     assert cluster.failure_text(task) == ("an answer about cats\n"
                                           "The answer is about cats, the question about dogs.")
 
@@ -164,10 +164,10 @@ def test_structureless_data_stays_one_cluster_and_representatives_are_central() 
 
 def test_labels_of_an_agent_hiding_outputs_are_private(services: Services) -> None:
     ingest_failures(services, synthetic_failures(3))
-    services.store.update_agent(REF, {"hide_outputs": True})
+    services.store.agents.update_agent(REF, {"hide_outputs": True})
     cluster.cluster_agent(services, {"agent": REF.path})
-    agent = services.store.update_agent(REF, {"hide_outputs": False})
-    insights = services.store.get_insights(REF)
+    agent = services.store.agents.update_agent(REF, {"hide_outputs": False})
+    insights = services.store.evals.get_insights(REF)
     assert insights["private"] is True
     public = insights_view(insights, agent, Viewer())
     assert {c["label"] for c in public["clusters"]} == {HIDDEN}
@@ -187,7 +187,7 @@ def test_the_scheduled_steps_sweep_pending_evals_and_find_due_agents(services: S
     state = cluster.sweep_evals(services, {}, min_age=cluster.timedelta(0))
     assert state["swept"] == 3 and started == [(REF.path, ["t0", "t1", "t2"])]
     assert cluster.due_agents(services, {})["agents"] == []
-    services.store.record_eval(REF, "t0", EvalResult(status="skipped", judge="h", at="2000-01-01T00:00:00.000Z"))
+    services.store.evals.record_eval(REF, "t0", EvalResult(status="skipped", judge="h", at="2000-01-01T00:00:00.000Z"))
     assert cluster.due_agents(services, {})["agents"] == [REF.path]
     cluster.cluster_agent(services, {"agent": REF.path})
     assert cluster.due_agents(services, {})["agents"] == []

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
-from bench_core.llm import Backoff, Completion, LLMUnavailable
+from bench_core.ports.llm import Backoff, Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Settings
+from bench_core.runtime.jobs import LocalJobs
+from bench_core.settings import Settings
 from bench_core.workflows.local import JUDGE_SHARE_UNDER_LOAD, LocalRunner, pause_after
 
 from tests.factories import an_hour_ago, clean, task_events
@@ -42,27 +43,27 @@ def services(tmp_path: Path) -> Iterator[Services]:
 def ingest(services: Services, *task_ids: str) -> None:
     """Runs that ended within the sweep's window, as a running agent's do."""
     events = [e for t in task_ids for e in task_events(t)]
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(an_hour_ago(events)))
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(an_hour_ago(events)))
 
 
 def judged(services: Services, *task_ids: str) -> bool:
-    return all((t := services.store.get_task(REF, tid)) is not None and t.eval is not None
+    return all((t := services.store.ingest.get_task(REF, tid)) is not None and t.eval is not None
                for tid in task_ids)
 
 
 def test_runs_finished_while_the_server_was_down_are_judged_at_start(services: Services) -> None:
     ingest(services, "t1", "t2")
-    runner = LocalRunner(services, workers=2)
+    runner = LocalRunner(LocalJobs(services), workers=2)
     runner.start()
     try:
         wait_until(lambda: judged(services, "t1", "t2"))
     finally:
         runner.stop()
-    assert services.store.get_agent(REF).stats.eval_count == 2
+    assert services.store.agents.get_agent(REF).stats.eval_count == 2
 
 
 def test_handed_off_runs_are_judged_and_stop_is_prompt(services: Services) -> None:
-    runner = LocalRunner(services, workers=1)
+    runner = LocalRunner(LocalJobs(services), workers=1)
     runner.start()
     try:
         ingest(services, "t1")
@@ -84,7 +85,7 @@ def test_while_ingest_is_busy_the_workers_keep_to_their_share_of_the_cpu(workers
 
 def test_runs_are_still_judged_while_batches_keep_arriving(services: Services) -> None:
     """The pause under load slows the judge; it never stops it."""
-    runner = LocalRunner(services, workers=1)
+    runner = LocalRunner(LocalJobs(services), workers=1)
     runner.start()
     tasks = [f"t{i}" for i in range(20)]
     try:
@@ -94,12 +95,12 @@ def test_runs_are_still_judged_while_batches_keep_arriving(services: Services) -
         wait_until(lambda: (runner.start_evals(REF, []), judged(services, *tasks))[1])
     finally:
         runner.stop(timeout_s=5)
-    assert services.store.get_agent(REF).stats.eval_count == len(tasks)
+    assert services.store.agents.get_agent(REF).stats.eval_count == len(tasks)
 
 
 def test_duplicates_collapse_and_a_full_queue_leaves_work_to_the_sweep(services: Services) -> None:
     ingest(services, "t1", "t2")
-    runner = LocalRunner(services, workers=1, max_queue=1)
+    runner = LocalRunner(LocalJobs(services), workers=1, max_queue=1)
     runner.start_evals(REF, ["t1", "t1", "t2"])  # not started: t1 queued once, t2 dropped
     assert runner._queue.qsize() == 1
     runner.start()
@@ -126,7 +127,7 @@ def test_a_full_queue_warns_at_most_once_a_minute_not_once_per_job(services: Ser
     recorder = Recorder()
     logging.getLogger("bench").addHandler(recorder)  # the Powertools logger's own logger
     try:
-        runner = LocalRunner(services, workers=1, max_queue=1)
+        runner = LocalRunner(LocalJobs(services), workers=1, max_queue=1)
         runner.start_evals(REF, ["t1", "t2", "t3", "t4"])
         assert sum("work queue full" in m for m in recorder.messages) == 1
         assert runner._queue.get_nowait() == ("eval", REF.path, "t1")  # room again
@@ -155,7 +156,7 @@ def test_an_unavailable_judge_is_retried_then_the_task_waits_for_the_next_round(
     llm = FlakyLLM()
     services.provide(llm=llm)
     ingest(services, "t1")
-    runner = LocalRunner(services, workers=1, retry=Backoff(attempts=3, sleep=lambda s: None))
+    runner = LocalRunner(LocalJobs(services), workers=1, retry=Backoff(attempts=3, sleep=lambda s: None))
     runner.start()
     try:
         wait_until(lambda: llm.calls == 3 and not runner._queued)
@@ -165,17 +166,17 @@ def test_an_unavailable_judge_is_retried_then_the_task_waits_for_the_next_round(
         wait_until(lambda: judged(services, "t1"))
     finally:
         runner.stop()
-    assert services.store.get_task(REF, "t1").eval.judge == "openai_compat:flaky"
+    assert services.store.ingest.get_task(REF, "t1").eval.judge == "openai_compat:flaky"
 
 
 def test_the_scheduled_round_purges_what_has_expired(services: Services) -> None:
     sandbox = AgentRef("try--0123456789ab", "demo-agent")
-    services.store.create_agent(Agent(login=sandbox.login, slug=sandbox.slug, created_at="",
-                                      expires_at=iso(utcnow() - timedelta(seconds=1))))
-    services.store.spared_events = 1
+    services.store.agents.create_agent(Agent(login=sandbox.login, slug=sandbox.slug, created_at="",
+                                             expires_at=iso(utcnow() - timedelta(seconds=1))))
+    services.store.retention.spared_events = 1  # SQLite's purge spares the newest
     old = [{**e, "ts": iso(utcnow() - timedelta(days=60))} for e in task_events("t1")]
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(old))
-    LocalRunner(services, workers=1).scheduled_round()
-    assert services.store.list_agents(sandbox.login) == []
-    assert len(services.store.task_events(REF, "t1")) == 1
-    assert services.store.get_task(REF, "t1").status == "success"
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(old))
+    LocalRunner(LocalJobs(services), workers=1).scheduled_round()
+    assert services.store.agents.list_agents(sandbox.login) == []
+    assert len(services.store.ingest.task_events(REF, "t1")) == 1
+    assert services.store.ingest.get_task(REF, "t1").status == "success"

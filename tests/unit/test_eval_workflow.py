@@ -12,10 +12,11 @@ from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.domain.privacy import HIDDEN, Viewer, task_view
 from bench_core.evals import workflow
 from bench_core.ingest.pipeline import queue_evals
-from bench_core.llm import Completion, LLMUnavailable
+from bench_core.ports.llm import Completion, LLMUnavailable
+from bench_core.ports.workflows import eval_start
 from bench_core.reads.agents import agent_summary
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import JudgeSettings, Settings
+from bench_core.settings import JudgeSettings, Settings
 
 from tests.factories import clean, task_events
 
@@ -60,21 +61,21 @@ def with_llm(services: Services, llm: ScriptedLLM, price: float = 0.72, **judge:
 def ingest(services: Services, *tasks: str, status: str = "success", output: object = "an answer",
            slug: str = "agent-1") -> None:
     events = [e for t in tasks for e in task_events(t, status=status, output=output)]
-    services.store.ingest("alice", AgentMeta(slug=slug), clean(events))
+    services.store.ingest.ingest("alice", AgentMeta(slug=slug), clean(events))
 
 
 def run(services: Services, task_id: str, **options: object) -> dict:
-    return workflow.run_eval(services, workflow.start_state(REF.path, task_id, **options))
+    return workflow.run_eval(services, eval_start(REF.path, task_id, **options))
 
 
 def test_offline_judge_scores_a_finished_run_and_labels_it(services: Services) -> None:
     ingest(services, "t1")
     final = run(services, "t1")
     assert final["outcome"] == "scored"
-    result = services.store.get_task(REF, "t1").eval
+    result = services.store.ingest.get_task(REF, "t1").eval
     assert (result.status, result.judge, result.score) == ("scored", "heuristic-v1", 1.0)
     assert result.cost_usd == 0 and result.input_tokens == 0
-    summary = agent_summary(services.store.get_agent(REF), Viewer())
+    summary = agent_summary(services.store.agents.get_agent(REF), Viewer())
     assert summary["avg_eval_score"] == 1.0 and summary["avg_eval_score_judge"] == "heuristic-v1"
     assert summary["judged_share"] == 1.0
 
@@ -83,11 +84,11 @@ def test_a_model_judge_records_its_tokens_and_cost_on_task_and_agent(services: S
     ingest(services, "t1")
     s = with_llm(services, ScriptedLLM(verdict(0.6)))
     run(s, "t1")
-    result = s.store.get_task(REF, "t1").eval
+    result = s.store.ingest.get_task(REF, "t1").eval
     assert (result.score, result.judge, result.input_tokens, result.output_tokens) == \
         (0.6, "openai_compat:scripted", 100, 20)
     assert result.cost_usd == pytest.approx(120 * 0.72 / 1e6)
-    evals = agent_summary(s.store.get_agent(REF), Viewer())["evals"]
+    evals = agent_summary(s.store.agents.get_agent(REF), Viewer())["evals"]
     assert evals["judge_tokens"] == 120 and evals["judge_cost_usd"] == pytest.approx(result.cost_usd, abs=1e-6)
 
 
@@ -96,9 +97,9 @@ def test_an_invalid_answer_ends_unscored_and_never_enters_the_average(services: 
     s = with_llm(services, ScriptedLLM(verdict(0.5), "not json at all"), max_attempts=2)
     run(s, "t1")
     run(s, "t2")
-    assert s.store.get_task(REF, "t2").eval.status == "unscored"
-    assert "not valid JSON" in s.store.get_task(REF, "t2").eval.reason
-    summary = agent_summary(s.store.get_agent(REF), Viewer())
+    assert s.store.ingest.get_task(REF, "t2").eval.status == "unscored"
+    assert "not valid JSON" in s.store.ingest.get_task(REF, "t2").eval.reason
+    summary = agent_summary(s.store.agents.get_agent(REF), Viewer())
     assert summary["avg_eval_score"] == 0.5 and summary["eval_count"] == 1
     assert summary["evals"]["unscored"] == 1 and summary["judged_share"] == 1.0
 
@@ -108,8 +109,8 @@ def test_an_unavailable_judge_leaves_the_task_pending_for_the_sweep(services: Se
     s = with_llm(services, ScriptedLLM())
     with pytest.raises(LLMUnavailable):
         run(s, "t1")
-    assert s.store.get_task(REF, "t1").eval is None
-    assert s.store.pending_evals("2026-01-01", "2027-01-01", 10) == [(REF, "t1")]
+    assert s.store.ingest.get_task(REF, "t1").eval is None
+    assert s.store.evals.pending_evals("2026-01-01", "2027-01-01", 10) == [(REF, "t1")]
 
 
 def test_a_judged_task_is_not_judged_again_unless_forced(services: Services) -> None:
@@ -119,12 +120,12 @@ def test_a_judged_task_is_not_judged_again_unless_forced(services: Services) -> 
     run(s, "t1")
     assert run(s, "t1")["outcome"] == "already scored" and llm.calls == 1
     run(s, "t1", force=True)
-    stats = s.store.get_agent(REF).stats
+    stats = s.store.agents.get_agent(REF).stats
     assert (stats.eval_count, stats.eval_score_sum) == (1, pytest.approx(0.8))
 
 
 def test_running_and_unknown_tasks_are_left_alone(services: Services) -> None:
-    services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("open")[:1]))
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("open")[:1]))
     assert run(services, "open")["outcome"] == "no finished task to judge"
     assert run(services, "nope")["next"] == "done"
 
@@ -135,16 +136,16 @@ def test_a_spent_daily_budget_skips_tasks_and_says_so(services: Services) -> Non
                  daily_budget_usd=0.5)
     run(s, "t1")  # costs $0.72: the budget is spent after it
     final = run(s, "t2")
-    result = s.store.get_task(REF, "t2").eval
+    result = s.store.ingest.get_task(REF, "t2").eval
     assert final["outcome"] == "skipped" and result.status == "skipped" and result.score is None
     assert "budget" in result.reason
-    evals = agent_summary(s.store.get_agent(REF), Viewer())["evals"]
+    evals = agent_summary(s.store.agents.get_agent(REF), Viewer())["evals"]
     assert (evals["scored"], evals["skipped"], evals["judged_share"]) == (1, 1, 0.5)
 
 
 def test_the_owners_sampling_rate_decides_the_same_way_every_time(services: Services) -> None:
     ingest(services, *[f"t{i}" for i in range(40)])
-    services.store.update_agent(REF, {"judge_sample_rate": 0.5})
+    services.store.agents.update_agent(REF, {"judge_sample_rate": 0.5})
     outcomes = [run(services, f"t{i}")["outcome"] for i in range(40)]
     assert 5 < outcomes.count("skipped") < 35 and outcomes.count("scored") + outcomes.count("skipped") == 40
     again = [run(services, f"t{i}", force=True)["outcome"] for i in range(40)]
@@ -154,17 +155,17 @@ def test_the_owners_sampling_rate_decides_the_same_way_every_time(services: Serv
 
 def test_a_zero_budget_turns_judging_off_for_the_agent(services: Services) -> None:
     ingest(services, "t1")
-    services.store.update_agent(REF, {"judge_daily_budget_usd": 0.0})
+    services.store.agents.update_agent(REF, {"judge_daily_budget_usd": 0.0})
     assert run(services, "t1")["outcome"] == "skipped"
 
 
 def test_reasoning_written_while_outputs_are_hidden_stays_private(services: Services) -> None:
     ingest(services, "t1", status="failed", output="secret stack trace")
-    services.store.update_agent(REF, {"hide_outputs": True})
+    services.store.agents.update_agent(REF, {"hide_outputs": True})
     run(services, "t1")
-    task = services.store.get_task(REF, "t1")
+    task = services.store.ingest.get_task(REF, "t1")
     assert task.eval.private and "secret" in task.eval.reasoning
-    agent = services.store.update_agent(REF, {"hide_outputs": False})
+    agent = services.store.agents.update_agent(REF, {"hide_outputs": False})
     public = task_view(task, agent, Viewer())["eval"]
     assert public["reasoning"] == HIDDEN and public["score"] == 0.0
     assert task_view(task, agent, Viewer("alice"))["eval"]["reasoning"].startswith("The task failed")
@@ -181,7 +182,7 @@ def test_queue_evals_starts_evals_of_runs_only_unless_subtasks_are_configured(
         def start_clusters(self, refs: list[AgentRef]) -> None:
             raise AssertionError("not expected")
 
-    outcome = services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(
+    outcome = services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
         task_events("sub", parent="root") + task_events("root")))
     queue_evals(services.provide(workflows=Recorder()), REF, outcome)
     with_subtasks = Services(replace(services.settings, judge=JudgeSettings(subtasks=True)),
@@ -195,5 +196,5 @@ def test_a_failing_start_never_fails_the_ingest(services: Services) -> None:
         def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
             raise RuntimeError("state machine gone")
 
-    outcome = services.store.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("t1")))
+    outcome = services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("t1")))
     queue_evals(services.provide(workflows=Broken()), REF, outcome)

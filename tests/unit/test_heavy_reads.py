@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from bench_core.http.heavy_reads import Busy, heavy_read
-from bench_core.runtime.config import Settings
+from bench_core.settings import Settings
 
 
 def test_a_read_waits_for_a_turn_and_is_refused_once_its_wait_is_over() -> None:

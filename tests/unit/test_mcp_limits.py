@@ -28,10 +28,10 @@ def call(tool: str, arguments: dict) -> CallToolResult:
 @pytest.fixture
 def store(tmp_path: Path) -> SqliteStore:
     """A store with one agent that ranks: a day old, with its runs."""
-    store = SqliteStore(tmp_path / "bench.db")
-    store.create_agent(day_old("ada", "big"))
+    store = SqliteStore.open(tmp_path / "bench.db")
+    store.agents.create_agent(day_old("ada", "big"))
     events = [e for i in range(Qualification().min_runs) for e in task_events(f"t{i}")]
-    store.ingest("ada", AgentMeta(slug="big", display_name="Big Agent"), clean(events))
+    store.ingest.ingest("ada", AgentMeta(slug="big", display_name="Big Agent"), clean(events))
     return store
 
 

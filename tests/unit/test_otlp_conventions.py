@@ -10,7 +10,7 @@ from bench_core.domain.folding import fold_task, merge_content
 from bench_core.domain.models import CleanEvent
 from bench_core.ingest.otlp.content import group_content
 from bench_core.ingest.otlp.log_decode import LogRecord
-from bench_core.runtime.config import Limits
+from bench_core.settings import Limits
 
 from tests.unit.test_otlp_mapping import SPAN, TRACE, by_kind, span
 

@@ -13,7 +13,7 @@ from bench_core.domain.privacy import PUBLIC_ATTRIBUTES
 from bench_core.ingest.otlp import slugify
 from bench_core.ingest.otlp.decode import INVALID_ID, DecodeError, Span, SpanEvent, decode
 from bench_core.ingest.otlp.mapping import span_events, span_problem
-from bench_core.runtime.config import Limits
+from bench_core.settings import Limits
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 

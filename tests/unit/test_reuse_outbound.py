@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from bench_core.reuse.outbound import PUBLIC_ONLY, RefusedEndpoint, check, refused_reason
-from bench_core.runtime.config import ReuseSettings
+from bench_core.settings import ReuseSettings
 
 STRICT = ReuseSettings()
 TESTING = ReuseSettings(allow_loopback=True)

@@ -15,7 +15,7 @@ import pytest
 from bench_core.domain import stats
 from bench_core.domain.keys import hash_key
 from bench_core.domain.models import AgentMeta, AgentRef
-from bench_core.store.sqlite.connection import Concern, Database
+from bench_core.store.sqlite.connection import Database
 from bench_core.store.sqlite.store import MIGRATIONS, RANKED_SINCE, SqliteStore
 
 from tests.factories import clean, task_events
@@ -27,7 +27,7 @@ def settings(conn: sqlite3.Connection) -> tuple[str, int, int]:
 
 
 def test_readers_and_the_writer_run_in_wal_with_the_same_settings(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "bench.db")
+    store = SqliteStore.open(tmp_path / "bench.db")
     try:
         assert settings(store.db.reader()) == ("wal", 1, -65536)
         with store.db.write() as conn:
@@ -38,7 +38,7 @@ def test_readers_and_the_writer_run_in_wal_with_the_same_settings(tmp_path: Path
 
 
 def test_a_write_that_fails_leaves_nothing_behind(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "bench.db")
+    store = SqliteStore.open(tmp_path / "bench.db")
     try:
         with pytest.raises(RuntimeError), store.db.write() as conn:
             conn.execute("INSERT INTO users (login, created_at) VALUES ('alice', '')")
@@ -61,27 +61,14 @@ def test_a_file_from_before_the_leaderboard_ranks_its_agents_on_upgrade(tmp_path
                      (json.dumps(stats.empty_histogram()),))
     assert old.schema_version == RANKED_SINCE - 1
     old.close()
-    store = SqliteStore(tmp_path / "bench.db")
+    store = SqliteStore.open(tmp_path / "bench.db")
     try:
         assert store.schema_version == len(MIGRATIONS)
-        assert [a.slug for a in store.leaderboard("runs")] == ["old-timer"]
-        assert [a.slug for a in store.leaderboard("success")] == ["old-timer"]
-        assert store.get_agent(AgentRef("alice", "old-timer")).stats.runs == 12
+        assert [a.slug for a in store.leaderboard.leaderboard("runs")] == ["old-timer"]
+        assert [a.slug for a in store.leaderboard.leaderboard("success")] == ["old-timer"]
+        assert store.agents.get_agent(AgentRef("alice", "old-timer")).stats.runs == 12
     finally:
         store.close()
-
-
-def test_no_concern_hides_another_concerns_method() -> None:
-    """`SqliteStore` is its concerns together: a name two of them define would silently be
-    only the first one's."""
-    concerns = [c for c in SqliteStore.__mro__[1:] if issubclass(c, Concern) and c is not Concern]
-    assert len(concerns) >= 9
-    owners: dict[str, str] = {}
-    for concern in concerns:
-        for name in vars(concern):
-            if not name.startswith("__"):
-                assert name not in owners, f"{name} in {owners.get(name)} and {concern.__name__}"
-                owners[name] = concern.__name__
 
 
 def test_another_process_opening_the_database_leaves_a_running_servers_wal_alone(
@@ -89,11 +76,11 @@ def test_another_process_opening_the_database_leaves_a_running_servers_wal_alone
     """`make run` in one terminal, `bench-server keys create` in another: the server's readers
     and writer keep their locks on the file (nothing else in the process opens it), so the
     short-lived process does not take itself for the last one and delete the WAL in use."""
-    store = SqliteStore(tmp_path / "bench.db")
+    store = SqliteStore.open(tmp_path / "bench.db")
     try:
         meta = AgentMeta(slug="agent-1")
-        store.ingest("alice", meta, clean(task_events("t1")))
-        reader = threading.Thread(target=store.get_agent, args=(AgentRef("alice", "agent-1"),))
+        store.ingest.ingest("alice", meta, clean(task_events("t1")))
+        reader = threading.Thread(target=store.agents.get_agent, args=(AgentRef("alice", "agent-1"),))
         reader.start()  # a reader connection of its own, opened after the writer's
         reader.join()
         done = subprocess.run(
@@ -102,8 +89,8 @@ def test_another_process_opening_the_database_leaves_a_running_servers_wal_alone
             text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "bench.db-wal").exists()
-        store.ingest("alice", meta, clean(task_events("t2")))
-        assert store.get_agent(AgentRef("alice", "agent-1")).stats.runs == 2
-        assert store.key_by_hash(hash_key(done.stdout.strip())) is not None
+        store.ingest.ingest("alice", meta, clean(task_events("t2")))
+        assert store.agents.get_agent(AgentRef("alice", "agent-1")).stats.runs == 2
+        assert store.accounts.key_by_hash(hash_key(done.stdout.strip())) is not None
     finally:
         store.close()

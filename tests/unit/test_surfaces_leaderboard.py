@@ -119,12 +119,12 @@ def test_sqlite_reads_each_ranking_from_its_index(tmp_path: Path, sort: str, que
                                                   ) -> None:
     """The statement the store runs, explained: a walk of the ranking's partial index in
     order, with no sort step (a TEMP B-TREE would mean ordering every candidate)."""
-    store = SqliteStore(tmp_path / "bench.db")
+    store = SqliteStore.open(tmp_path / "bench.db")
     try:
         conn = store.db.reader()
         statements: list[str] = []
         conn.set_trace_callback(statements.append)
-        store.leaderboard(sort, query=query, offset=25, limit=26)
+        store.leaderboard.leaderboard(sort, query=query, offset=25, limit=26)
         conn.set_trace_callback(None)
         (sql,) = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
         details = " ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql))

@@ -11,17 +11,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .accounts import signin_links
+from .data_dir import loose_mode
 from .domain.keys import new_key
 from .domain.models import LOGIN_PATTERN, SLUG_PATTERN, iso, utcnow
-from .runtime.config import Settings
-from .runtime.data_dir import loose_mode
+from .settings import Settings
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     return Settings.from_env(data_dir=Path(args.data_dir) if args.data_dir else None)
 
 
-def _store(args: argparse.Namespace):  # noqa: ANN202 - the Store protocol
+def _store(args: argparse.Namespace):  # noqa: ANN202 - a Store (its adapter imported late)
     from .runtime.adapters import open_store
 
     return open_store(_settings(args))
@@ -152,13 +152,13 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
         return _fail(f"invalid agent slug {args.agent!r}: letters, digits, '.', '_', '-'")
     raw, record = new_key(args.login.lower(), args.agent.lower() if args.agent else None,
                           args.name)
-    _store(args).create_key(record)
+    _store(args).accounts.create_key(record)
     print(raw)
     return 0
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    for k in _store(args).list_keys(args.login.lower() if args.login else None):
+    for k in _store(args).accounts.list_keys(args.login.lower() if args.login else None):
         state = f"revoked {k.revoked_at}" if k.revoked_at else "active"
         print(f"{k.prefix}…\t{k.login}\t{k.agent_slug or '*'}\t{k.name or ''}\t"
               f"created {k.created_at}\tlast used {k.last_used_at or 'never'}\t{state}")
@@ -167,11 +167,11 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
     store = _store(args)
-    matches = [k for k in store.list_keys() if k.prefix.startswith(args.prefix.rstrip("…"))]
+    matches = [k for k in store.accounts.list_keys() if k.prefix.startswith(args.prefix.rstrip("…"))]
     if len(matches) != 1:
         return _fail(f"{len(matches)} keys match {args.prefix!r}: give a prefix naming one key "
                      "(see `bench-server keys list`)")
-    if not store.revoke_key(matches[0].key_hash, iso(utcnow())):
+    if not store.accounts.revoke_key(matches[0].key_hash, iso(utcnow())):
         return _fail(f"key {matches[0].prefix}… is already revoked")
     print(f"revoked {matches[0].prefix}…")
     return 0

@@ -35,9 +35,9 @@ from .http import (
     static,
     trial,
 )
+from .ports.store import Store
 from .runtime.adapters import Services
-from .runtime.config import Settings
-from .store import Store
+from .settings import Settings
 from .workflows.local import LocalRunner
 
 ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.router, leaderboard.api_router,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bench_core.domain.errors import TooManyAgents
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
-from bench_core.store import Store
+from bench_core.ports.store import Store
 from bench_core.store.sqlite.store import SqliteStore
 
 from tests.factories import clean, ev, task_events
@@ -24,7 +24,7 @@ LIMIT = 3
 def limited(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A store allowing `LIMIT` agents per account."""
     if request.param == "sqlite":
-        store = SqliteStore(tmp_path / "bench.db", max_agents_per_account=LIMIT)
+        store = SqliteStore.open(tmp_path / "bench.db", max_agents_per_account=LIMIT)
         yield store
         store.close()
         return
@@ -37,11 +37,11 @@ def limited(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 def reopened(store: Store, most: int) -> Store:
     """The same data under another limit."""
     if isinstance(store, SqliteStore):
-        return SqliteStore(store.path, max_agents_per_account=most)
+        return SqliteStore.open(store.path, max_agents_per_account=most)
     from bench_core.store.dynamodb.store import DynamoStore
 
     assert isinstance(store, DynamoStore)
-    return DynamoStore(store.table_name, client=store.client, max_agents_per_account=most)
+    return DynamoStore.open(store.table_name, client=store.client, max_agents_per_account=most)
 
 
 def agent(slug: str, login: str = "alice") -> Agent:
@@ -49,43 +49,43 @@ def agent(slug: str, login: str = "alice") -> Agent:
 
 
 def test_an_account_makes_at_most_its_limit_of_agents_by_any_path(limited: Store) -> None:
-    limited.ingest("alice", AgentMeta(slug="by-tasks"), clean(task_events("t1")))
-    limited.ingest("alice", AgentMeta(slug="by-custom"), clean([ev("custom")]))
-    assert limited.create_agent(agent("created"))
+    limited.ingest.ingest("alice", AgentMeta(slug="by-tasks"), clean(task_events("t1")))
+    limited.ingest.ingest("alice", AgentMeta(slug="by-custom"), clean([ev("custom")]))
+    assert limited.agents.create_agent(agent("created"))
     with pytest.raises(TooManyAgents, match=f"has {LIMIT} agents"):
-        limited.ingest("alice", AgentMeta(slug="fourth"), clean(task_events("t2")))
+        limited.ingest.ingest("alice", AgentMeta(slug="fourth"), clean(task_events("t2")))
     with pytest.raises(TooManyAgents):
-        limited.ingest("alice", AgentMeta(slug="fourth"), clean([ev("custom")]))
+        limited.ingest.ingest("alice", AgentMeta(slug="fourth"), clean([ev("custom")]))
     with pytest.raises(TooManyAgents):
-        limited.ingest("alice", AgentMeta(slug="fourth"), [])
+        limited.ingest.ingest("alice", AgentMeta(slug="fourth"), [])
     with pytest.raises(TooManyAgents):
-        limited.create_agent(agent("fourth"))
-    assert limited.get_agent(AgentRef("alice", "fourth")) is None
-    assert sorted(a.slug for a in limited.list_agents("alice")) == [
+        limited.agents.create_agent(agent("fourth"))
+    assert limited.agents.get_agent(AgentRef("alice", "fourth")) is None
+    assert sorted(a.slug for a in limited.agents.list_agents("alice")) == [
         "by-custom", "by-tasks", "created"]
-    assert not limited.create_agent(agent("created")), "an agent that exists is no new agent"
-    outcome = limited.ingest("alice", AgentMeta(slug="by-tasks"), clean(task_events("t3")))
+    assert not limited.agents.create_agent(agent("created")), "an agent that exists is no new agent"
+    outcome = limited.ingest.ingest("alice", AgentMeta(slug="by-tasks"), clean(task_events("t3")))
     assert outcome.accepted == 2
-    assert limited.ingest("bob", AgentMeta(slug="fourth"), clean([ev("custom")])).accepted == 1
+    assert limited.ingest.ingest("bob", AgentMeta(slug="fourth"), clean([ev("custom")])).accepted == 1
 
 
 def test_a_refused_agents_events_are_new_once_it_may_exist(limited: Store) -> None:
     for slug in ("a", "b", "c"):
-        limited.ingest("alice", AgentMeta(slug=slug), [])
+        limited.ingest.ingest("alice", AgentMeta(slug=slug), [])
     events = clean([ev("custom"), *task_events("t1")])
     with pytest.raises(TooManyAgents):
-        limited.ingest("alice", AgentMeta(slug="late"), events)
+        limited.ingest.ingest("alice", AgentMeta(slug="late"), events)
     roomier = reopened(limited, LIMIT + 1)
-    outcome = roomier.ingest("alice", AgentMeta(slug="late"), events)
+    outcome = roomier.ingest.ingest("alice", AgentMeta(slug="late"), events)
     assert (outcome.accepted, outcome.duplicates) == (3, 0)
-    assert roomier.get_agent(AgentRef("alice", "late")).stats.runs == 1
+    assert roomier.agents.get_agent(AgentRef("alice", "late")).stats.runs == 1
 
 
 def test_concurrent_first_batches_make_exactly_the_limit_of_agents(limited: Store) -> None:
     def first_batch(i: int) -> bool:
         try:
-            limited.ingest("alice", AgentMeta(slug=f"agent-{i}"),
-                           clean([ev("custom")] if i % 2 else task_events(f"t{i}")))
+            limited.ingest.ingest("alice", AgentMeta(slug=f"agent-{i}"),
+                                  clean([ev("custom")] if i % 2 else task_events(f"t{i}")))
         except TooManyAgents:
             return False
         return True
@@ -93,4 +93,4 @@ def test_concurrent_first_batches_make_exactly_the_limit_of_agents(limited: Stor
     with ThreadPoolExecutor(max_workers=8) as pool:
         made = list(pool.map(first_batch, range(12)))
     assert sum(made) == LIMIT
-    assert len(limited.list_agents("alice")) == LIMIT
+    assert len(limited.agents.list_agents("alice")) == LIMIT

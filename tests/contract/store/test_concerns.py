@@ -1,14 +1,17 @@
-"""The Store port is one small protocol per concern, and each concern has its contract suite
-here (`test_<concern>*.py`): every adapter implements each protocol's methods as declared, in
-its file of that concern's name, and every method is exercised by its concern's suite."""
+"""The Store port is one small protocol per concern, a `Store` one object per concern, and each
+concern has its contract suite here (`test_<concern>*.py`): every adapter implements each
+protocol's methods as declared, in a class of its own in its file of that concern's name, and
+every method is exercised by its concern's suite."""
 
 from __future__ import annotations
 
 import inspect
 import re
 from pathlib import Path
+from typing import get_type_hints
 
-import bench_core.store as port
+import bench_core.ports.store as port
+import bench_core.store as adapters
 import pytest
 
 CONCERNS: dict[str, type] = {
@@ -16,10 +19,11 @@ CONCERNS: dict[str, type] = {
     "evals": port.EvalStore, "leaderboard": port.LeaderboardStore, "reuse": port.ReuseStore,
     "benchmarks": port.BenchmarkStore, "retention": port.RetentionStore, "runs": port.RunStore,
 }
-"""Each concern's name (its file in `store/sqlite/`, `store/dynamodb/` and here) and protocol."""
+"""Each concern's name (the `Store`'s attribute, its file in `store/sqlite/`, `store/dynamodb/` and
+here) and protocol."""
 
 SUITES = Path(__file__).parent
-PORT = Path(port.__file__).parent
+ADAPTERS = Path(adapters.__file__).parent
 
 
 def methods(protocol: type) -> list[str]:
@@ -34,8 +38,7 @@ def shape(signature: inspect.Signature) -> list[tuple[str, object, object]]:
 
 
 def test_the_store_is_exactly_its_concerns() -> None:
-    concerns = {base for base in port.Store.__bases__ if base.__name__.endswith("Store")}
-    assert concerns == set(CONCERNS.values()), "a new concern protocol needs its name here"
+    assert get_type_hints(port.Store) == CONCERNS, "a new concern protocol needs its name here"
     assert methods(port.Store) == ["close"]
     names = [name for protocol in CONCERNS.values() for name in methods(protocol)]
     assert len(names) == len(set(names)), "a method belongs to one concern"
@@ -43,21 +46,26 @@ def test_the_store_is_exactly_its_concerns() -> None:
 
 @pytest.mark.parametrize("concern", list(CONCERNS))
 def test_every_adapter_implements_the_concern_as_declared(store: port.Store, concern: str) -> None:
+    implementation = getattr(store, concern)
+    kind = type(implementation)
+    assert kind.__module__.rpartition(".")[2] == concern, f"{kind.__name__} lives in {kind.__module__}"
+    others = {type(getattr(store, other)) for other in CONCERNS if other != concern}
+    assert kind not in others, f"{kind.__name__} is more than one concern"
     for name in methods(CONCERNS[concern]):
         declared = inspect.signature(getattr(CONCERNS[concern], name))
-        implemented = getattr(store, name, None)
-        assert callable(implemented), f"{type(store).__name__} has no {name}"
+        implemented = getattr(implementation, name, None)
+        assert callable(implemented), f"{kind.__name__} has no {name}"
         assert shape(inspect.signature(implemented)) == shape(declared), name
         assert implemented.__module__.rpartition(".")[2] == concern, (
-            f"{type(store).__name__}.{name} lives in {implemented.__module__}")
+            f"{kind.__name__}.{name} lives in {implemented.__module__}")
 
 
 def test_both_adapters_hold_one_file_per_concern_and_their_shared_helpers() -> None:
     helpers = {"sqlite": {"connection"},
                "dynamodb": {"client", "codec", "table", "wire", "migration"}}
     for adapter, shared in helpers.items():
-        modules = ({p.stem for p in (PORT / adapter).glob("*.py")} - {"__init__", "store"}
-                   | {p.parent.name for p in (PORT / adapter).glob("*/__init__.py")})
+        modules = ({p.stem for p in (ADAPTERS / adapter).glob("*.py")} - {"__init__", "store"}
+                   | {p.parent.name for p in (ADAPTERS / adapter).glob("*/__init__.py")})
         assert modules - shared == set(CONCERNS), adapter
 
 

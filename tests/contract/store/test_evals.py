@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.factories import clean, day_old, task_events
 
@@ -15,7 +15,7 @@ EARLY, LATE = "2026-12-01T00:00:00.000Z", "2026-12-31T00:00:00.000Z"
 
 
 def ingest(store: Store, events, login: str = "alice", slug: str = "agent-1"):
-    return store.ingest(login, AgentMeta(slug=slug), clean(events))
+    return store.ingest.ingest(login, AgentMeta(slug=slug), clean(events))
 
 
 def scored(score: float, judge: str = "heuristic-v1", tokens: int = 0, cost: float = 0.0,
@@ -32,85 +32,85 @@ def other(status: str, reason: str = "why", cost: float = 0.0) -> EvalResult:
 
 def test_a_result_is_stored_on_the_task_and_counted_on_the_agent(store: Store) -> None:
     ingest(store, task_events("t1") + task_events("t2"))
-    assert store.record_eval(REF, "t1", scored(0.8, tokens=100, cost=0.001)) is True
-    assert store.record_eval(REF, "t2", scored(0.4)) is True
-    task = store.get_task(REF, "t1")
+    assert store.evals.record_eval(REF, "t1", scored(0.8, tokens=100, cost=0.001)) is True
+    assert store.evals.record_eval(REF, "t2", scored(0.4)) is True
+    task = store.ingest.get_task(REF, "t1")
     assert task is not None and task.eval is not None
     assert (task.eval.status, task.eval.score, task.eval.reasoning, task.eval.judge) == \
         ("scored", 0.8, "because", "heuristic-v1")
     assert task.eval.prompt_version == "judge-v1#abc"
-    listed, _ = store.list_tasks(REF)
+    listed, _ = store.ingest.list_tasks(REF)
     assert {t.task_id: t.eval.score for t in listed if t.eval} == {"t1": 0.8, "t2": 0.4}
-    stats = store.get_agent(REF).stats
+    stats = store.agents.get_agent(REF).stats
     assert (stats.eval_count, stats.eval_judge) == (2, "heuristic-v1")
     assert stats.eval_score_sum == pytest.approx(1.2)
     assert (stats.judge_tokens, stats.judge_cost_usd) == (100, pytest.approx(0.001))
-    assert store.judge_spend(REF, WHEN[:10]) == pytest.approx(0.001)
-    assert store.judge_spend(REF, "2026-12-04") == 0.0
+    assert store.evals.judge_spend(REF, WHEN[:10]) == pytest.approx(0.001)
+    assert store.evals.judge_spend(REF, "2026-12-04") == 0.0
 
 
 def test_a_rerun_replaces_the_score_without_counting_twice(store: Store) -> None:
     ingest(store, task_events("t1"))
-    store.record_eval(REF, "t1", scored(0.2))
-    store.record_eval(REF, "t1", scored(0.9, judge="bedrock:m"))
-    stats = store.get_agent(REF).stats
+    store.evals.record_eval(REF, "t1", scored(0.2))
+    store.evals.record_eval(REF, "t1", scored(0.9, judge="bedrock:m"))
+    stats = store.agents.get_agent(REF).stats
     assert (stats.eval_count, stats.eval_score_sum) == (1, pytest.approx(0.9))
     assert stats.eval_judge == "mixed"
-    assert store.get_task(REF, "t1").eval.score == 0.9
+    assert store.ingest.get_task(REF, "t1").eval.score == 0.9
 
 
 def test_a_score_is_never_replaced_by_a_skip_or_an_unscored_answer(store: Store) -> None:
     ingest(store, task_events("t1"))
-    store.record_eval(REF, "t1", scored(0.7))
-    assert store.record_eval(REF, "t1", other("skipped")) is False
-    assert store.record_eval(REF, "t1", other("unscored", cost=0.002)) is False
-    agent = store.get_agent(REF)
+    store.evals.record_eval(REF, "t1", scored(0.7))
+    assert store.evals.record_eval(REF, "t1", other("skipped")) is False
+    assert store.evals.record_eval(REF, "t1", other("unscored", cost=0.002)) is False
+    agent = store.agents.get_agent(REF)
     assert (agent.stats.eval_count, agent.stats.eval_skipped, agent.stats.eval_unscored) == (1, 0, 0)
-    assert store.get_task(REF, "t1").eval.status == "scored"
+    assert store.ingest.get_task(REF, "t1").eval.status == "scored"
 
 
 def test_unscored_and_skipped_results_are_counted_apart_from_scores(store: Store) -> None:
     ingest(store, task_events("t1") + task_events("t2") + task_events("t3"))
-    store.record_eval(REF, "t1", other("unscored", "score 2 is outside 0..1", cost=0.003))
-    store.record_eval(REF, "t2", other("skipped", "daily judge budget spent"))
-    store.record_eval(REF, "t3", other("skipped"))
-    store.record_eval(REF, "t3", scored(1.0))  # a later judgement replaces a skip
-    s = store.get_agent(REF).stats
+    store.evals.record_eval(REF, "t1", other("unscored", "score 2 is outside 0..1", cost=0.003))
+    store.evals.record_eval(REF, "t2", other("skipped", "daily judge budget spent"))
+    store.evals.record_eval(REF, "t3", other("skipped"))
+    store.evals.record_eval(REF, "t3", scored(1.0))  # a later judgement replaces a skip
+    s = store.agents.get_agent(REF).stats
     assert (s.eval_count, s.eval_unscored, s.eval_skipped) == (1, 1, 1)
     assert s.eval_score_sum == pytest.approx(1.0)
-    assert store.get_task(REF, "t1").eval.reason == "score 2 is outside 0..1"
-    assert store.judge_spend(REF, WHEN[:10]) == pytest.approx(0.003)
+    assert store.ingest.get_task(REF, "t1").eval.reason == "score 2 is outside 0..1"
+    assert store.evals.judge_spend(REF, WHEN[:10]) == pytest.approx(0.003)
 
 
 def test_subtask_results_are_stored_but_only_runs_make_the_average(store: Store) -> None:
     ingest(store, task_events("sub", parent="root") + task_events("root"))
-    assert store.record_eval(REF, "sub", scored(0.1, cost=0.001)) is True
-    assert store.get_task(REF, "sub").eval.score == 0.1
-    s = store.get_agent(REF).stats
+    assert store.evals.record_eval(REF, "sub", scored(0.1, cost=0.001)) is True
+    assert store.ingest.get_task(REF, "sub").eval.score == 0.1
+    s = store.agents.get_agent(REF).stats
     assert (s.eval_count, s.judge_cost_usd) == (0, pytest.approx(0.001))
 
 
 def test_unknown_and_unfinished_tasks_take_no_result(store: Store) -> None:
     ingest(store, task_events("done")[:1])  # started, never ended
-    assert store.record_eval(REF, "done", scored(0.5)) is False
-    assert store.record_eval(REF, "missing", scored(0.5)) is False
-    assert store.record_eval(AgentRef("bob", "x"), "done", scored(0.5)) is False
-    assert store.get_agent(REF).stats.eval_count == 0
+    assert store.evals.record_eval(REF, "done", scored(0.5)) is False
+    assert store.evals.record_eval(REF, "missing", scored(0.5)) is False
+    assert store.evals.record_eval(AgentRef("bob", "x"), "done", scored(0.5)) is False
+    assert store.agents.get_agent(REF).stats.eval_count == 0
 
 
 def test_pending_evals_are_finished_runs_without_a_result_until_recorded(store: Store) -> None:
     ingest(store, task_events("t1") + task_events("t2") + task_events("sub", parent="t1")
            + task_events("open")[:1])
     ingest(store, task_events("b1"), login="bob", slug="b")
-    store.mark_evals_pending(REF, ["t1", "t2"], WHEN)
-    store.mark_evals_pending(AgentRef("bob", "b"), ["b1"], WHEN)
-    pending = set(store.pending_evals(EARLY, LATE, 100))
+    store.evals.mark_evals_pending(REF, ["t1", "t2"], WHEN)
+    store.evals.mark_evals_pending(AgentRef("bob", "b"), ["b1"], WHEN)
+    pending = set(store.evals.pending_evals(EARLY, LATE, 100))
     assert pending == {(REF, "t1"), (REF, "t2"), (AgentRef("bob", "b"), "b1")}
-    store.record_eval(REF, "t1", scored(0.5))
-    store.record_eval(REF, "t2", other("skipped"))
-    assert set(store.pending_evals(EARLY, LATE, 100)) == {(AgentRef("bob", "b"), "b1")}
-    assert store.pending_evals(LATE, "2027-01-01T00:00:00.000Z", 100) == []
-    assert len(store.pending_evals(EARLY, LATE, 1)) == 1
+    store.evals.record_eval(REF, "t1", scored(0.5))
+    store.evals.record_eval(REF, "t2", other("skipped"))
+    assert set(store.evals.pending_evals(EARLY, LATE, 100)) == {(AgentRef("bob", "b"), "b1")}
+    assert store.evals.pending_evals(LATE, "2027-01-01T00:00:00.000Z", 100) == []
+    assert len(store.evals.pending_evals(EARLY, LATE, 1)) == 1
 
 
 def test_cluster_candidates_are_failed_and_low_scored_runs_newest_first(store: Store) -> None:
@@ -118,53 +118,53 @@ def test_cluster_candidates_are_failed_and_low_scored_runs_newest_first(store: S
            + task_events("ok", output="fine") + task_events("low", output="meh")
            + task_events("f2", status="failed", output="429")
            + task_events("fsub", parent="ok", status="failed"))
-    store.record_eval(REF, "low", scored(0.2))
-    store.record_eval(REF, "ok", scored(0.9))
-    ids = [t.task_id for t in store.cluster_candidates(REF, 10)]
+    store.evals.record_eval(REF, "low", scored(0.2))
+    store.evals.record_eval(REF, "ok", scored(0.9))
+    ids = [t.task_id for t in store.evals.cluster_candidates(REF, 10)]
     assert ids == ["f2", "low", "f1"]
-    assert [t.task_id for t in store.cluster_candidates(REF, 2)] == ["f2", "low"]
-    assert store.cluster_candidates(AgentRef("bob", "none"), 10) == []
+    assert [t.task_id for t in store.evals.cluster_candidates(REF, 2)] == ["f2", "low"]
+    assert store.evals.cluster_candidates(AgentRef("bob", "none"), 10) == []
 
 
 def test_failed_or_low_scored_results_make_an_agent_due_until_its_insights_are_saved(
         store: Store) -> None:
     ingest(store, task_events("ok") + task_events("f1", status="failed"))
     ingest(store, task_events("b1"), login="bob", slug="b")
-    store.record_eval(REF, "ok", scored(0.9))
-    store.record_eval(AgentRef("bob", "b"), "b1", scored(0.95))
-    assert store.clusters_due(10) == []
-    store.record_eval(REF, "f1", scored(0.0))
-    assert store.clusters_due(10) == [REF]
+    store.evals.record_eval(REF, "ok", scored(0.9))
+    store.evals.record_eval(AgentRef("bob", "b"), "b1", scored(0.95))
+    assert store.evals.clusters_due(10) == []
+    store.evals.record_eval(REF, "f1", scored(0.0))
+    assert store.evals.clusters_due(10) == [REF]
     insights = {"computed_at": "2026-12-03T11:00:00.000Z", "clusters": [{"label": "timeouts"}]}
-    store.save_insights(REF, insights)
-    assert store.get_insights(REF) == insights
-    assert store.clusters_due(10) == []
-    assert store.get_insights(AgentRef("bob", "b")) is None
+    store.evals.save_insights(REF, insights)
+    assert store.evals.get_insights(REF) == insights
+    assert store.evals.clusters_due(10) == []
+    assert store.evals.get_insights(AgentRef("bob", "b")) is None
 
 
 def test_a_failure_recorded_while_clustering_keeps_the_agent_due(store: Store) -> None:
     ingest(store, task_events("f1", status="failed"))
-    store.record_eval(REF, "f1", scored(0.0, at="2026-12-03T12:00:00.000Z"))
-    store.save_insights(REF, {"computed_at": "2026-12-03T11:59:00.000Z", "clusters": []})
-    assert store.clusters_due(10) == [REF]
+    store.evals.record_eval(REF, "f1", scored(0.0, at="2026-12-03T12:00:00.000Z"))
+    store.evals.save_insights(REF, {"computed_at": "2026-12-03T11:59:00.000Z", "clusters": []})
+    assert store.evals.clusters_due(10) == [REF]
 
 
 def test_owner_sets_the_judge_budget_and_sampling_rate(store: Store) -> None:
     ingest(store, task_events("t1"))
-    agent = store.update_agent(REF, {"judge_daily_budget_usd": 2.5, "judge_sample_rate": 0.25})
+    agent = store.agents.update_agent(REF, {"judge_daily_budget_usd": 2.5, "judge_sample_rate": 0.25})
     assert (agent.judge_daily_budget_usd, agent.judge_sample_rate) == (2.5, 0.25)
-    assert store.get_agent(REF).judge_sample_rate == 0.25
+    assert store.agents.get_agent(REF).judge_sample_rate == 0.25
 
 
 def test_scores_move_the_agent_on_the_eval_score_leaderboard(store: Store) -> None:
     from bench_core.domain.ranking import MIN_RUNS
 
-    store.create_agent(day_old(REF.login, REF.slug))  # a day old: its runs rank it
+    store.agents.create_agent(day_old(REF.login, REF.slug))  # a day old: its runs rank it
     ingest(store, [e for i in range(MIN_RUNS) for e in task_events(f"t{i}")])
     for i in range(MIN_RUNS):
-        store.record_eval(REF, f"t{i}", scored(0.5))
-    (ranked,) = store.leaderboard("score")
+        store.evals.record_eval(REF, f"t{i}", scored(0.5))
+    (ranked,) = store.leaderboard.leaderboard("score")
     assert ranked.stats.eval_score_sum / ranked.stats.eval_count == pytest.approx(0.5)
-    store.record_eval(REF, "t0", scored(1.0))
-    (ranked,) = store.leaderboard("score")
+    store.evals.record_eval(REF, "t0", scored(1.0))
+    (ranked,) = store.leaderboard.leaderboard("score")
     assert ranked.stats.eval_score_sum == pytest.approx(5.5)

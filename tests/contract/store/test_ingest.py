@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from bench_core.domain import stats
 from bench_core.domain.models import AgentMeta, AgentRef
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.concurrency import in_parallel
 from tests.factories import clean, ev, task_events, ts
@@ -17,7 +17,7 @@ META = AgentMeta(slug="agent-1")
 
 
 def ingest(store: Store, events, meta: AgentMeta = META, login: str = "alice", dropped: int = 0):
-    return store.ingest(login, meta, clean(events), dropped=dropped)
+    return store.ingest.ingest(login, meta, clean(events), dropped=dropped)
 
 
 # ---- folding ---------------------------------------------------------------------------------
@@ -26,11 +26,11 @@ def ingest(store: Store, events, meta: AgentMeta = META, login: str = "alice", d
 def test_start_and_end_make_a_finished_run_with_counters(store: Store) -> None:
     out = ingest(store, task_events("t1", cost=0.004, duration_ms=412))
     assert (out.accepted, out.duplicates, out.finished) == (3, 0, [("t1", True)])
-    task = store.get_task(REF, "t1")
+    task = store.ingest.get_task(REF, "t1")
     assert (task.status, task.name, task.duration_ms, task.cost_usd) == ("success", "search",
                                                                          412, 0.004)
     assert task.input == {"q": "t1"} and task.output == "ok"
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert (s.runs, s.successes, s.failures) == (1, 1, 0)
     assert abs(s.cost_usd_total - 0.004) < 1e-12
     assert s.latency_hist[stats.bucket_index(412)] == 1 and sum(s.latency_hist) == 1
@@ -38,17 +38,17 @@ def test_start_and_end_make_a_finished_run_with_counters(store: Store) -> None:
 
 def test_a_start_alone_is_a_running_task_and_not_a_run(store: Store) -> None:
     ingest(store, task_events("t1")[:1])
-    assert store.get_task(REF, "t1").status == "running"
-    assert store.get_agent(REF).stats.runs == 0
+    assert store.ingest.get_task(REF, "t1").status == "running"
+    assert store.agents.get_agent(REF).stats.runs == 0
 
 
 def test_an_end_without_its_start_still_makes_a_complete_task(store: Store) -> None:
     ingest(store, [ev("task.end", "t9", name="lonely", status="error", output="boom",
                       duration_ms=50, cost_usd=0.01)])
-    task = store.get_task(REF, "t9")
+    task = store.ingest.get_task(REF, "t9")
     assert (task.status, task.output, task.name, task.cost_usd) == ("failed", "boom", "lonely",
                                                                     0.01)
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert (s.runs, s.failures) == (1, 1)
 
 
@@ -56,18 +56,18 @@ def test_a_late_start_does_not_reopen_a_finished_task(store: Store) -> None:
     start, end = task_events("t1")
     ingest(store, [end])
     ingest(store, [start])
-    task = store.get_task(REF, "t1")
+    task = store.ingest.get_task(REF, "t1")
     assert task.status == "success" and task.input == {"q": "t1"}
-    assert store.get_agent(REF).stats.runs == 1
+    assert store.agents.get_agent(REF).stats.runs == 1
 
 
 def test_a_second_end_for_a_task_counts_once(store: Store) -> None:
     events = task_events("t1")
     ingest(store, events)
     ingest(store, [ev("task.end", "t1", status="failed", output="again", duration_ms=5)])
-    task = store.get_task(REF, "t1")
+    task = store.ingest.get_task(REF, "t1")
     assert task.status == "success"
-    assert store.get_agent(REF).stats.runs == 1
+    assert store.agents.get_agent(REF).stats.runs == 1
 
 
 def test_subtask_costs_are_not_counted_twice(store: Store) -> None:
@@ -82,10 +82,10 @@ def test_subtask_costs_are_not_counted_twice(store: Store) -> None:
                  duration_ms=300, cost_usd=0.005, data=None)]
     out = ingest(store, parent)
     assert out.finished == [("c1", False), ("p1", True)]
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert s.runs == 1 and abs(s.cost_usd_total - 0.005) < 1e-12
-    assert store.get_task(REF, "c1").parent_task_id == "p1"
-    assert store.subtask_ids(REF, ["p1"]) == {"p1": ["c1"]}
+    assert store.ingest.get_task(REF, "c1").parent_task_id == "p1"
+    assert store.ingest.subtask_ids(REF, ["p1"]) == {"p1": ["c1"]}
 
 
 def test_without_an_end_total_a_run_costs_its_logs_plus_its_subtasks(store: Store) -> None:
@@ -93,18 +93,18 @@ def test_without_an_end_total_a_run_costs_its_logs_plus_its_subtasks(store: Stor
     parent_end = ev("task.end", "p1", name="research", status="success", duration_ms=9)
     ingest(store, [ev("task.start", "p1", name="research"), *child])
     ingest(store, [ev("task.log", "p1", data={"label": "cost", "cost_usd": 0.001}), parent_end])
-    assert abs(store.get_task(REF, "p1").cost_usd - 0.003) < 1e-12
-    assert abs(store.get_agent(REF).stats.cost_usd_total - 0.003) < 1e-12
+    assert abs(store.ingest.get_task(REF, "p1").cost_usd - 0.003) < 1e-12
+    assert abs(store.agents.get_agent(REF).stats.cost_usd_total - 0.003) < 1e-12
 
 
 def test_children_may_arrive_before_their_parent(store: Store) -> None:
     ingest(store, task_events("c1", "fetch", parent="p1", cost=0.002))
-    assert store.get_agent(REF).stats.runs == 0
+    assert store.agents.get_agent(REF).stats.runs == 0
     ingest(store, [ev("task.start", "p1", name="research"),
                    ev("task.end", "p1", name="research", status="success", duration_ms=10)])
-    assert store.get_task(REF, "p1").cost_usd == 0.002
-    assert store.get_agent(REF).stats.runs == 1
-    tasks, _ = store.list_tasks(REF)
+    assert store.ingest.get_task(REF, "p1").cost_usd == 0.002
+    assert store.agents.get_agent(REF).stats.runs == 1
+    tasks, _ = store.ingest.list_tasks(REF)
     assert [t.task_id for t in tasks] == ["p1"]
 
 
@@ -117,9 +117,9 @@ def test_a_replayed_batch_counts_once(store: Store) -> None:
     second = ingest(store, events)
     assert (first.accepted, first.duplicates) == (4, 0)
     assert (second.accepted, second.duplicates, second.finished) == (0, 4, [])
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert s.runs == 1 and s.cost_usd_total == 0.5
-    assert len(store.recent_events(REF, 100)) == 4
+    assert len(store.ingest.recent_events(REF, 100)) == 4
 
 
 def test_eight_concurrent_senders_of_the_same_batch_count_once(store: Store) -> None:
@@ -127,7 +127,7 @@ def test_eight_concurrent_senders_of_the_same_batch_count_once(store: Store) -> 
     results = in_parallel(*[lambda: ingest(store, events)] * 8)
     assert sum(r.accepted for r in results) == len(events)
     assert sum(r.duplicates for r in results) == 7 * len(events)
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert s.runs == 10 and abs(s.cost_usd_total - 1.0) < 1e-9
     assert sum(s.latency_hist) == 10
 
@@ -138,7 +138,7 @@ def test_eight_concurrent_senders_of_the_same_batch_count_once(store: Store) -> 
 def test_recent_events_are_newest_first_and_limited(store: Store) -> None:
     events = [ev("custom", data={"i": i}) for i in range(30)]
     ingest(store, events)
-    recent = store.recent_events(REF, 10)
+    recent = store.ingest.recent_events(REF, 10)
     assert [e["data"]["i"] for e in recent] == list(range(29, 19, -1))
     assert recent[0]["kind"] == "custom" and recent[0]["id"] == events[-1]["id"]
 
@@ -146,24 +146,24 @@ def test_recent_events_are_newest_first_and_limited(store: Store) -> None:
 def test_task_listing_pages_newest_first_and_filters_by_status(store: Store) -> None:
     for i in range(7):
         ingest(store, task_events(f"t{i}", status="failed" if i % 3 == 0 else "success"))
-    page1, cursor = store.list_tasks(REF, limit=3)
-    page2, cursor2 = store.list_tasks(REF, limit=3, cursor=cursor)
-    page3, cursor3 = store.list_tasks(REF, limit=3, cursor=cursor2)
+    page1, cursor = store.ingest.list_tasks(REF, limit=3)
+    page2, cursor2 = store.ingest.list_tasks(REF, limit=3, cursor=cursor)
+    page3, cursor3 = store.ingest.list_tasks(REF, limit=3, cursor=cursor2)
     ids = [t.task_id for t in page1 + page2 + page3]
     assert ids == [f"t{i}" for i in range(6, -1, -1)] and cursor3 is None
-    failed, _ = store.list_tasks(REF, status="failed")
+    failed, _ = store.ingest.list_tasks(REF, status="failed")
     assert [t.task_id for t in failed] == ["t6", "t3", "t0"]
 
 
 def test_task_events_hold_the_logs_of_one_task(store: Store) -> None:
     ingest(store, [*task_events("t1", cost=0.1), *task_events("t2")])
-    kinds = [e["kind"] for e in store.task_events(REF, "t1")]
+    kinds = [e["kind"] for e in store.ingest.task_events(REF, "t1")]
     assert kinds == ["task.start", "task.log", "task.end"]
 
 
 def test_daily_counters(store: Store) -> None:
     ingest(store, task_events("t1", cost=0.25) + task_events("t2", status="failed"))
-    days = store.daily(REF, "2026-01-01")
+    days = store.ingest.daily(REF, "2026-01-01")
     assert days == [{"day": "2026-12-02", "runs": 2, "successes": 1, "failures": 1,
                      "cost_usd": 0.25}]
 
@@ -171,7 +171,7 @@ def test_daily_counters(store: Store) -> None:
 def test_dropped_events_reported_by_the_sdk_are_counted(store: Store) -> None:
     ingest(store, [ev("custom")], dropped=12)
     ingest(store, [ev("custom")], dropped=3)
-    assert store.get_agent(REF).stats.dropped_events == 15
+    assert store.agents.get_agent(REF).stats.dropped_events == 15
 
 
 def test_a_replayed_batch_does_not_count_its_dropped_events_again(store: Store) -> None:
@@ -180,18 +180,18 @@ def test_a_replayed_batch_does_not_count_its_dropped_events_again(store: Store) 
     first = ev("custom")
     assert ingest(store, [first], dropped=7).accepted == 1
     assert ingest(store, [first], dropped=7).duplicates == 1
-    assert store.get_agent(REF).stats.dropped_events == 7
+    assert store.agents.get_agent(REF).stats.dropped_events == 7
     ingest(store, [first, ev("custom")], dropped=2)  # something new: a new batch, it counts
-    assert store.get_agent(REF).stats.dropped_events == 9
+    assert store.agents.get_agent(REF).stats.dropped_events == 9
 
 
 def test_oversized_values_are_stored_truncated_with_a_marker(store: Store) -> None:
-    from bench_core.runtime.config import Limits
+    from bench_core.settings import Limits
 
     big = "x" * 100_000
     events = task_events("t1", input=big)
-    store.ingest("alice", META, clean(events, Limits(max_field_bytes=1024)))
-    stored = store.get_task(REF, "t1").input
+    store.ingest.ingest("alice", META, clean(events, Limits(max_field_bytes=1024)))
+    stored = store.ingest.get_task(REF, "t1").input
     assert stored["_bench_truncated"] is True and stored["original_bytes"] > 100_000
     assert len(stored["preview"]) <= 1024
 
@@ -208,12 +208,12 @@ def test_concurrent_batches_for_one_task_fold_into_one_run(store: Store) -> None
                              for part in (start, *logs, end)))
     assert sum(r.accepted for r in results) == 8
     assert [f for r in results for f in r.finished] == [("t1", True)]
-    task = store.get_task(REF, "t1")
+    task = store.ingest.get_task(REF, "t1")
     assert (task.status, task.input, task.output, task.cost_usd) == ("success", {"q": 1}, "ok",
                                                                      0.06)
     assert abs(task.cost_logged_usd - 0.06) < 1e-9
-    assert len(store.task_events(REF, "t1")) == 8
-    s = store.get_agent(REF).stats
+    assert len(store.ingest.task_events(REF, "t1")) == 8
+    s = store.agents.get_agent(REF).stats
     assert (s.runs, sum(s.latency_hist)) == (1, 1)
 
 
@@ -222,11 +222,11 @@ def test_concurrent_batches_of_different_tasks_all_count(store: Store) -> None:
                                                          duration_ms=10 * (i + 1))]
                for i in range(8)]
     in_parallel(*(lambda b=b: ingest(store, b) for b in batches))
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert (s.runs, s.successes, sum(s.latency_hist)) == (40, 40, 40)
     assert abs(s.cost_usd_total - 0.4) < 1e-9
-    assert store.daily(REF, "2026-01-01")[0]["runs"] == 40
-    tasks, cursor = store.list_tasks(REF, limit=100)
+    assert store.ingest.daily(REF, "2026-01-01")[0]["runs"] == 40
+    tasks, cursor = store.ingest.list_tasks(REF, limit=100)
     assert len(tasks) == 40 and cursor is None
 
 
@@ -235,9 +235,9 @@ def test_a_task_with_hundreds_of_events_in_one_batch(store: Store) -> None:
     events += [ev("task.log", "t1", data={"label": "cost", "cost_usd": 0.001}) for _ in range(250)]
     events.append(ev("task.end", "t1", status="success", duration_ms=5))
     assert ingest(store, events).accepted == 252
-    assert [e["id"] for e in store.task_events(REF, "t1")] == [e["id"] for e in events]
-    assert abs(store.get_task(REF, "t1").cost_usd - 0.25) < 1e-9
-    s = store.get_agent(REF).stats
+    assert [e["id"] for e in store.ingest.task_events(REF, "t1")] == [e["id"] for e in events]
+    assert abs(store.ingest.get_task(REF, "t1").cost_usd - 0.25) < 1e-9
+    s = store.agents.get_agent(REF).stats
     assert s.runs == 1 and abs(s.cost_usd_total - 0.25) < 1e-9
     assert ingest(store, events).duplicates == 252
 
@@ -245,23 +245,23 @@ def test_a_task_with_hundreds_of_events_in_one_batch(store: Store) -> None:
 def test_a_batch_of_many_large_events_is_stored_whole(store: Store) -> None:
     events = [ev("custom", data={"i": i, "blob": "x" * 30_000}) for i in range(120)]
     assert ingest(store, events).accepted == 120
-    assert [e["data"]["i"] for e in store.recent_events(REF, 200)] == list(range(119, -1, -1))
+    assert [e["data"]["i"] for e in store.ingest.recent_events(REF, 200)] == list(range(119, -1, -1))
 
 
 def test_an_event_id_repeated_within_a_batch_counts_once(store: Store) -> None:
     event = ev("custom", data={"n": 1})
     out = ingest(store, [event, {**event, "data": {"n": 2}}])
     assert (out.accepted, out.duplicates) == (1, 1)
-    assert [e["data"] for e in store.recent_events(REF, 10)] == [{"n": 1}]
+    assert [e["data"] for e in store.ingest.recent_events(REF, 10)] == [{"n": 1}]
 
 
 def test_events_of_one_millisecond_keep_their_arrival_order(store: Store) -> None:
     when = ts()
     ingest(store, [ev("custom", ts=when, data={"i": i}) for i in range(30)])
-    assert [e["data"]["i"] for e in store.recent_events(REF, 10)] == list(range(29, 19, -1))
+    assert [e["data"]["i"] for e in store.ingest.recent_events(REF, 10)] == list(range(29, 19, -1))
     ingest(store, [ev("task.start", "t1", ts=when), ev("task.log", "t1", ts=when, data={}),
                    ev("task.end", "t1", ts=when, status="success")])
-    kinds = [e["kind"] for e in store.task_events(REF, "t1")]
+    kinds = [e["kind"] for e in store.ingest.task_events(REF, "t1")]
     assert kinds == ["task.start", "task.log", "task.end"]
 
 
@@ -271,7 +271,7 @@ def test_tasks_started_in_the_same_millisecond_page_without_gaps(store: Store) -
                                                  ev("task.end", f"t{i}", status="success"))])
     seen, cursor = [], None
     while True:
-        page, cursor = store.list_tasks(REF, limit=2, cursor=cursor)
+        page, cursor = store.ingest.list_tasks(REF, limit=2, cursor=cursor)
         seen += [t.task_id for t in page]
         if cursor is None:
             break
@@ -283,13 +283,13 @@ def test_subtasks_list_under_their_parent_and_filter_by_status(store: Store) -> 
                    *task_events("c1", parent="p1"), *task_events("c2", parent="p1",
                                                                  status="failed"),
                    ev("task.end", "p1", status="success")])
-    roots, _ = store.list_tasks(REF)
-    children, _ = store.list_tasks(REF, parent="p1")
-    failed, _ = store.list_tasks(REF, parent="p1", status="failed")
+    roots, _ = store.ingest.list_tasks(REF)
+    children, _ = store.ingest.list_tasks(REF, parent="p1")
+    failed, _ = store.ingest.list_tasks(REF, parent="p1", status="failed")
     assert [t.task_id for t in roots] == ["p1"]
     assert [t.task_id for t in children] == ["c2", "c1"]
     assert [t.task_id for t in failed] == ["c2"]
-    assert store.subtask_ids(REF, ["p1", "c1"]) == {"p1": ["c1", "c2"], "c1": []}
+    assert store.ingest.subtask_ids(REF, ["p1", "c1"]) == {"p1": ["c1", "c2"], "c1": []}
 
 
 @pytest.mark.parametrize("parent", ["ROOT", "P#ROOT", "root", "x#failed", "#", " "])
@@ -297,22 +297,22 @@ def test_a_parent_id_that_looks_like_a_listing_key_is_only_a_parent(store: Store
                                                                     parent: str) -> None:
     ingest(store, [*task_events("r1"), *task_events(parent), *task_events("c1", parent=parent,
                                                                           status="failed")])
-    roots, _ = store.list_tasks(REF)
-    failed_roots, _ = store.list_tasks(REF, status="failed")
-    children, _ = store.list_tasks(REF, parent=parent)
-    failed_children, _ = store.list_tasks(REF, parent=parent, status="failed")
+    roots, _ = store.ingest.list_tasks(REF)
+    failed_roots, _ = store.ingest.list_tasks(REF, status="failed")
+    children, _ = store.ingest.list_tasks(REF, parent=parent)
+    failed_children, _ = store.ingest.list_tasks(REF, parent=parent, status="failed")
     assert sorted(t.task_id for t in roots) == sorted(["r1", parent])
     assert failed_roots == []
     assert [t.task_id for t in children] == [t.task_id for t in failed_children] == ["c1"]
-    assert store.subtask_ids(REF, [parent, "r1"]) == {parent: ["c1"], "r1": []}
-    assert store.get_task(REF, "c1").parent_task_id == parent
+    assert store.ingest.subtask_ids(REF, [parent, "r1"]) == {parent: ["c1"], "r1": []}
+    assert store.ingest.get_task(REF, "c1").parent_task_id == parent
 
 
 def test_a_parent_known_only_from_its_subtasks_is_not_a_task_yet(store: Store) -> None:
     ingest(store, task_events("c1", parent="p1", cost=0.002))
-    assert store.get_task(REF, "p1") is None
-    assert store.list_tasks(REF) == ([], None)
-    assert store.subtask_ids(REF, ["p1"]) == {"p1": ["c1"]}
+    assert store.ingest.get_task(REF, "p1") is None
+    assert store.ingest.list_tasks(REF) == ([], None)
+    assert store.ingest.subtask_ids(REF, ["p1"]) == {"p1": ["c1"]}
 
 
 def test_the_event_window_only_widens(store: Store) -> None:
@@ -320,7 +320,7 @@ def test_the_event_window_only_widens(store: Store) -> None:
     ingest(store, [ev("custom", ts=ts(1_000))])
     ingest(store, [ev("custom", ts=ts(9_000))])
     ingest(store, [ev("custom", ts=ts(7_000))])
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert (s.first_event_at, s.last_event_at) == (ts(1_000), ts(9_000))
 
 
@@ -328,8 +328,8 @@ def test_daily_counters_start_at_the_given_day(store: Store) -> None:
     day = 24 * 3600 * 1000
     ingest(store, [ev("task.end", "t1", ts=ts(0), status="success", cost_usd=0.5),
                    ev("task.end", "t2", ts=ts(day), status="failed")])
-    assert [d["day"] for d in store.daily(REF, "2026-12-01")] == ["2026-12-02", "2026-12-03"]
-    assert store.daily(REF, "2026-12-03") == [{"day": "2026-12-03", "runs": 1, "successes": 0,
-                                               "failures": 1, "cost_usd": 0.0}]
+    assert [d["day"] for d in store.ingest.daily(REF, "2026-12-01")] == ["2026-12-02", "2026-12-03"]
+    assert store.ingest.daily(REF, "2026-12-03") == [{"day": "2026-12-03", "runs": 1, "successes": 0,
+                                                      "failures": 1, "cost_usd": 0.0}]
 
 

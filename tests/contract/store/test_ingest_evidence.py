@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from bench_core.domain.models import AgentMeta, AgentRef
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.concurrency import in_parallel
 from tests.factories import clean, ev, task_events
@@ -24,7 +24,7 @@ and $10 per million: (800 * 2.5 + 200 * 1.25 + 500 * 10) / 1e6."""
 
 
 def ingest(store: Store, events: list[dict[str, Any]]):
-    return store.ingest("alice", META, clean(events))
+    return store.ingest.ingest("alice", META, clean(events))
 
 
 def evidence(task_id: str, model: str = "gpt-4o", parent: str | None = None,
@@ -43,17 +43,17 @@ def call(task_id: str, parent: str | None = None, **tokens: Any) -> list[dict[st
 def test_an_evidence_record_is_priced_from_the_table_and_kept_apart_from_owner_cost(
         store: Store) -> None:
     ingest(store, call("t1"))
-    task = store.get_task(REF, "t1")
+    task = store.ingest.get_task(REF, "t1")
     assert task.evidence.cost_usd == pytest.approx(GPT_4O_CALL)
     assert (task.evidence.input_tokens, task.evidence.output_tokens,
             task.evidence.cache_read_input_tokens) == (1000, 500, 200)
     assert task.evidence.calls == 1 and task.evidence.unpriced_calls == 0
     assert task.cost_usd == 0.0
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert s.cost_usd_total == 0.0
     assert s.evidence_cost_usd_total == pytest.approx(GPT_4O_CALL)
     assert (s.evidence_input_tokens, s.evidence_output_tokens, s.evidence_calls) == (1000, 500, 1)
-    logged = [e["data"] for e in store.task_events(REF, "t1") if e["kind"] == "task.log"]
+    logged = [e["data"] for e in store.ingest.task_events(REF, "t1") if e["kind"] == "task.log"]
     assert logged[0]["cost_usd"] == pytest.approx(GPT_4O_CALL)
     assert logged[0]["price_source"].startswith("bench price table ")
 
@@ -61,17 +61,17 @@ def test_an_evidence_record_is_priced_from_the_table_and_kept_apart_from_owner_c
 def test_a_cost_claimed_by_the_sender_is_replaced_by_the_tables(store: Store) -> None:
     start, end = task_events("t1", "chat")
     ingest(store, [start, evidence("t1", cost_usd=99.0), end])
-    assert store.get_task(REF, "t1").evidence.cost_usd == pytest.approx(GPT_4O_CALL)
-    assert store.get_agent(REF).stats.evidence_cost_usd_total == pytest.approx(GPT_4O_CALL)
+    assert store.ingest.get_task(REF, "t1").evidence.cost_usd == pytest.approx(GPT_4O_CALL)
+    assert store.agents.get_agent(REF).stats.evidence_cost_usd_total == pytest.approx(GPT_4O_CALL)
 
 
 def test_an_unknown_model_keeps_its_tokens_and_gets_no_cost(store: Store) -> None:
     start, end = task_events("t1", "chat")
     ingest(store, [start, evidence("t1", model="my-finetune-7b", cost_usd=1.5), end])
-    task = store.get_task(REF, "t1")
+    task = store.ingest.get_task(REF, "t1")
     assert task.evidence.cost_usd is None and task.evidence.input_tokens == 1000
     assert task.evidence.unpriced_calls == 1
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert s.evidence_cost_usd_total == 0.0 and s.evidence_unpriced_calls == 1
     assert s.evidence_input_tokens == 1000
 
@@ -81,7 +81,7 @@ def test_a_count_is_zero_only_when_sent_as_zero(store: Store) -> None:
     data = {"label": "evidence", "provider": "openai", "model": "text-embedding-3-small",
             "input_tokens": 50_000, "output_tokens": 0}
     ingest(store, [start, ev("task.log", "t1", data=data), end])
-    usage = store.get_task(REF, "t1").evidence
+    usage = store.ingest.get_task(REF, "t1").evidence
     assert (usage.output_tokens, usage.cache_read_input_tokens, usage.reasoning_output_tokens
             ) == (0, None, None)
     assert usage.cost_usd == pytest.approx(50_000 * 0.02 / 1e6)
@@ -90,11 +90,11 @@ def test_a_count_is_zero_only_when_sent_as_zero(store: Store) -> None:
 def test_subtasks_hand_their_evidence_to_the_parent_like_cost(store: Store) -> None:
     parent_start, parent_end = task_events("p1", "research")
     ingest(store, [parent_start, *call("c1", parent="p1"), *call("c2", parent="p1"), parent_end])
-    parent = store.get_task(REF, "p1").evidence
+    parent = store.ingest.get_task(REF, "p1").evidence
     assert parent.cost_usd == pytest.approx(2 * GPT_4O_CALL)
     assert (parent.input_tokens, parent.calls) == (2000, 2)
-    assert store.get_task(REF, "c1").evidence.calls == 1
-    s = store.get_agent(REF).stats
+    assert store.ingest.get_task(REF, "c1").evidence.calls == 1
+    s = store.agents.get_agent(REF).stats
     assert s.evidence_calls == 2 and s.evidence_cost_usd_total == pytest.approx(2 * GPT_4O_CALL)
 
 
@@ -106,8 +106,8 @@ def test_evidence_of_a_subtask_in_another_batch_reaches_its_parent(store: Store,
     batches = [parent, call("c1", parent="p1")]
     for batch in batches if parent_first else batches[::-1]:
         ingest(store, batch)
-    assert store.get_task(REF, "p1").evidence.cost_usd == pytest.approx(GPT_4O_CALL)
-    s = store.get_agent(REF).stats
+    assert store.ingest.get_task(REF, "p1").evidence.cost_usd == pytest.approx(GPT_4O_CALL)
+    s = store.agents.get_agent(REF).stats
     assert s.runs == 1 and s.evidence_calls == 1
     assert s.evidence_cost_usd_total == pytest.approx(GPT_4O_CALL)
 
@@ -122,22 +122,22 @@ def test_subtasks_finishing_while_their_parent_folds_all_reach_it_once(store: St
                                         {**call(f"c{i}", parent="p1")[2], "cost_usd": 0.01}])
              for i in range(8)]
     in_parallel(*sends, lambda: ingest(store, [note]), lambda: ingest(store, [end]))
-    parent = store.get_task(REF, "p1")
+    parent = store.ingest.get_task(REF, "p1")
     assert parent.evidence.calls == 8 and parent.evidence.input_tokens == 8000
     assert parent.evidence.cost_usd == pytest.approx(8 * GPT_4O_CALL)
     assert parent.child_cost_usd == pytest.approx(0.08)
-    assert store.get_agent(REF).stats.evidence_calls == 8
+    assert store.agents.get_agent(REF).stats.evidence_calls == 8
     ingest(store, [ev("task.log", "p1", data={"label": "note", "value": "after"})])
-    again = store.get_task(REF, "p1")
+    again = store.ingest.get_task(REF, "p1")
     assert (again.evidence, again.child_cost_usd) == (parent.evidence, parent.child_cost_usd)
 
 
 def test_owner_cost_and_evidence_add_up_separately(store: Store) -> None:
     start, end = task_events("p1", "research", cost=0.5)[0::2]  # the end's total, no cost log
     ingest(store, [start, *call("c1", parent="p1"), end])
-    task = store.get_task(REF, "p1")
+    task = store.ingest.get_task(REF, "p1")
     assert task.cost_usd == 0.5 and task.evidence.cost_usd == pytest.approx(GPT_4O_CALL)
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert s.cost_usd_total == 0.5
     assert s.evidence_cost_usd_total == pytest.approx(GPT_4O_CALL)
 
@@ -146,12 +146,12 @@ def test_replayed_evidence_counts_once(store: Store) -> None:
     events = call("t1")
     ingest(store, events)
     assert ingest(store, events).accepted == 0
-    assert store.get_task(REF, "t1").evidence.calls == 1
-    s = store.get_agent(REF).stats
+    assert store.ingest.get_task(REF, "t1").evidence.calls == 1
+    s = store.agents.get_agent(REF).stats
     assert s.evidence_calls == 1 and s.evidence_cost_usd_total == pytest.approx(GPT_4O_CALL)
 
 
 def test_a_task_without_evidence_has_none(store: Store) -> None:
     ingest(store, task_events("t1", cost=0.01))
-    assert store.get_task(REF, "t1").evidence is None
-    assert store.get_agent(REF).stats.evidence_calls == 0
+    assert store.ingest.get_task(REF, "t1").evidence is None
+    assert store.agents.get_agent(REF).stats.evidence_calls == 0

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from bench_core.domain.models import AgentMeta, AgentRef, RunRef
-from bench_core.store import Store
+from bench_core.ports.store import Store
 from bench_core.store.sqlite.agents import LATEST_RUNS_SCHEMA
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
@@ -21,7 +21,7 @@ META = AgentMeta(slug="agent-1")
 
 
 def ingest(store: Store, events):
-    return store.ingest("alice", META, clean(events))
+    return store.ingest.ingest("alice", META, clean(events))
 
 
 def run(task_id: str, at_ms: int, name: str = "search", status: str = "success",
@@ -33,7 +33,7 @@ def run(task_id: str, at_ms: int, name: str = "search", status: str = "success",
 
 
 def latest(store: Store) -> tuple[RunRef | None, RunRef | None]:
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     return s.latest_run, s.latest_failure
 
 
@@ -75,7 +75,7 @@ def test_a_late_end_of_an_old_run_in_a_new_batch_keeps_the_newer_run(store: Stor
     ingest(store, [start])
     ingest(store, run("quick", 3_000))
     ingest(store, [{**end, "ts": ts(20_000)}, ev("custom", ts=ts(21_000))])
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert s.latest_run == RunRef("quick", "search", "success", ts(3_000))
     assert s.last_event_at == ts(21_000) and s.runs == 2
 
@@ -114,7 +114,7 @@ def test_concurrent_batches_leave_the_newest_run(store: Store) -> None:
     batches = [[*run(f"r{i}", 1_000 * i, status="failed" if i % 2 else "success"),
                 ev("custom", ts=ts(50_000 - 1_000 * i))] for i in range(1, 9)]
     in_parallel(*(lambda b=b: ingest(store, b) for b in batches))
-    s = store.get_agent(REF).stats
+    s = store.agents.get_agent(REF).stats
     assert (s.latest_run.run_id, s.latest_failure.run_id) == ("r8", "r7")
     assert (s.first_event_at, s.last_event_at) == (ts(1_000), ts(49_000))
     assert s.runs == 8
@@ -123,7 +123,7 @@ def test_concurrent_batches_leave_the_newest_run(store: Store) -> None:
 def test_an_agent_stored_before_latest_runs_existed_gets_one_from_its_next_run(
         tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    old = SqliteStore(path)
+    old = SqliteStore.open(path)
     ingest(old, run("before", 1_000))
     old.close()
     conn = sqlite3.connect(path)  # back to the schema before the migration that added them
@@ -134,12 +134,12 @@ def test_an_agent_stored_before_latest_runs_existed_gets_one_from_its_next_run(
     conn.execute("DROP INDEX tasks_failed_by_run")
     conn.commit()
     conn.close()
-    upgraded = SqliteStore(path)
+    upgraded = SqliteStore.open(path)
     try:
         assert upgraded.schema_version == len(MIGRATIONS)
         assert latest(upgraded) == (None, None)
         ingest(upgraded, run("after", 500))
         assert latest(upgraded)[0].run_id == "after"
-        assert upgraded.get_agent(REF).stats.runs == 2
+        assert upgraded.agents.get_agent(REF).stats.runs == 2
     finally:
         upgraded.close()

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
 from bench_core.domain.ranking import MIN_RUNS, SORTS, Qualification
-from bench_core.store import Store
+from bench_core.ports.store import Store
 
 from tests.factories import clean, day_old, task_events, ts
 
@@ -17,16 +17,16 @@ def runs(store: Store, login: str, slug: str, n: int, *, failures: int = 0,
          duration_ms: int = 100, cost: float | None = 0.01, **meta: object) -> None:
     """`n` finished runs for login/slug, the last `failures` of them failed, of an agent
     whose first batch came two days ago (unless it exists)."""
-    store.create_agent(day_old(login, slug))
+    store.agents.create_agent(day_old(login, slug))
     events = []
     for i in range(n):
         events += task_events(f"{slug}-{i}-{duration_ms}", status="failed" if i >= n - failures
                               else "success", duration_ms=duration_ms, cost=cost)
-    store.ingest(login, AgentMeta(slug=slug, **meta), clean(events))
+    store.ingest.ingest(login, AgentMeta(slug=slug, **meta), clean(events))
 
 
 def slugs(store: Store, sort: str, **kwargs: object) -> list[str]:
-    return [a.slug for a in store.leaderboard(sort, **kwargs)]
+    return [a.slug for a in store.leaderboard.leaderboard(sort, **kwargs)]
 
 
 def test_each_sort_orders_its_qualified_agents(store: Store) -> None:
@@ -66,18 +66,18 @@ def test_rankings_follow_new_runs(store: Store) -> None:
     assert slugs(store, "success") == ["b", "a"]
     runs(store, "alice", "b", 10, failures=10, duration_ms=101)
     assert slugs(store, "success") == ["a", "b"]
-    assert [a.stats.runs for a in store.leaderboard("runs")] == [20, 10]
+    assert [a.stats.runs for a in store.leaderboard.leaderboard("runs")] == [20, 10]
 
 
 def test_private_agents_are_never_ranked_and_return_when_public(store: Store) -> None:
     runs(store, "alice", "open", 10)
     runs(store, "alice", "closed", 20)
-    store.update_agent(AgentRef("alice", "closed"), {"visibility": "private"})
+    store.agents.update_agent(AgentRef("alice", "closed"), {"visibility": "private"})
     for sort in ("runs", "success", "latency", "cost"):
         assert slugs(store, sort) == ["open"], sort
     runs(store, "alice", "closed", 5, duration_ms=7)  # still private after more runs
     assert slugs(store, "runs") == ["open"]
-    store.update_agent(AgentRef("alice", "closed"), {"visibility": "public"})
+    store.agents.update_agent(AgentRef("alice", "closed"), {"visibility": "public"})
     assert slugs(store, "runs") == ["closed", "open"]
 
 
@@ -89,7 +89,7 @@ def test_search_matches_login_slug_names_framework_and_model(store: Store) -> No
     assert slugs(store, "runs", query="llama-3.3") == ["coder"]
     assert slugs(store, "runs", query="bob") == ["coder"]
     assert slugs(store, "runs", query="nothing like it") == []
-    store.update_agent(AgentRef("bob", "coder"), {"display_name": "Code Monkey"})
+    store.agents.update_agent(AgentRef("bob", "coder"), {"display_name": "Code Monkey"})
     assert slugs(store, "runs", query="monkey") == ["coder"]
 
 
@@ -113,13 +113,13 @@ def test_dynamodb_ranks_from_sparse_sharded_indexes_without_a_scan() -> None:
     with dynamo_store() as store:
         runs(store, "alice", "open", 12)
         runs(store, "alice", "closed", 12)
-        store.update_agent(AgentRef("alice", "closed"), {"visibility": "private"})
+        store.agents.update_agent(AgentRef("alice", "closed"), {"visibility": "private"})
         calls: list[tuple[str, str | None]] = []
         store.client.meta.events.register(
             "before-parameter-build.dynamodb",
             lambda model, params, **_: calls.append((model.name, params.get("IndexName"))))
         for sort in ("runs", "success", "score", "cost", "latency"):
-            ranked = store.leaderboard(sort, query="alice")
+            ranked = store.leaderboard.leaderboard(sort, query="alice")
             read = [(name, None) for name in ("BatchGetItem",) if ranked]
             assert calls == [("Query", f"lb_{sort}")] * SHARDS + read, sort
             assert [a.slug for a in ranked] == ([] if sort == "score" else ["open"])
@@ -135,15 +135,15 @@ def test_a_new_agent_ranks_once_it_has_the_runs_a_day_after_its_first_batch(
     rule = Qualification()
     spread = [dict(e, ts=ts(i * 3_600_000)) for i in range(2 * rule.min_runs)
               for e in task_events(f"fresh-{i}")]
-    store.ingest("alice", AgentMeta(slug="fresh"), clean(spread))
+    store.ingest.ingest("alice", AgentMeta(slug="fresh"), clean(spread))
     for hours, slug in ((rule.min_age_hours + 1, "older"), (rule.min_age_hours - 1, "younger")):
         made = iso(utcnow() - timedelta(hours=hours))
-        assert store.create_agent(Agent(login="alice", slug=slug, created_at=made))
+        assert store.agents.create_agent(Agent(login="alice", slug=slug, created_at=made))
     runs(store, "alice", "younger", 2 * rule.min_runs)
     runs(store, "alice", "older", rule.min_runs - 1)
     for sort in SORTS:
         assert slugs(store, sort) == [], sort
     runs(store, "alice", "older", 1, duration_ms=7)
     assert slugs(store, "runs") == ["older"]
-    assert store.get_agent(AgentRef("alice", "fresh")).stats.runs == 2 * rule.min_runs
+    assert store.agents.get_agent(AgentRef("alice", "fresh")).stats.runs == 2 * rule.min_runs
     assert slugs(store, "runs", query="fresh") == []

@@ -15,9 +15,10 @@ from bench_core.domain.models import AgentRef, KeyRecord
 from bench_core.ingest.otlp import export_traces, parked
 from bench_core.ingest.otlp.logs import export_logs
 from bench_core.live.local import LocalFeed
-from bench_core.runtime.config import Settings
-from bench_core.store import Store
-from bench_core.workflows import NoWorkflows
+from bench_core.ports.store import Store
+from bench_core.reads.live_events import LiveRules
+from bench_core.settings import Settings
+from bench_core.workflows.none import NoWorkflows
 
 TRACE, SPAN = uuid.uuid4().hex, uuid.uuid4().hex[:16]
 TASK = f"{TRACE}-{SPAN}"
@@ -37,7 +38,7 @@ class Ports:
 
     @property
     def live(self) -> LocalFeed:
-        return LocalFeed(self.store)
+        return LocalFeed(self.store, LiveRules(self.store))
 
 
 def key(login: str) -> KeyRecord:
@@ -76,19 +77,19 @@ def test_content_joins_its_span_in_either_order(store: Store, logs_first: bool) 
     if logs_first:
         result = send_logs()
         assert (result.parked, result.attached, result.rejected) == (1, 0, 0)
-        assert store.get_task(ref, TASK) is None
+        assert store.ingest.get_task(ref, TASK) is None
         send_spans()
     else:
         send_spans()
         assert send_logs().attached == 1
     send_logs()  # a re-sent export changes nothing
-    task = store.get_task(ref, TASK)
+    task = store.ingest.get_task(ref, TASK)
     assert task is not None and task.finished
     assert task.input == [{"role": "user", "content": "Capital of Portugal?"}]
     assert task.output == [{"message": {"role": "assistant", "content": "Lisbon."}}]
     assert task.evidence is not None and task.evidence.input_tokens == 10
     assert parked.waiting(store, ref, [TASK]) == {}
-    assert store.get_agent(ref).stats.runs == 1
+    assert store.agents.get_agent(ref).stats.runs == 1
 
 
 def test_parking_is_bounded_per_agent_and_hour(store: Store,

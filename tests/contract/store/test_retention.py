@@ -16,12 +16,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from bench_core.benchmarks.records import Attempt, RunRecord
+from bench_core.domain.benchmark_records import Attempt, RunRecord
 from bench_core.domain.keys import hash_key, new_key
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, EvalResult, iso
-from bench_core.reuse.models import InvocationGrant, UsageRecord
-from bench_core.store import Store
+from bench_core.domain.reuse_records import InvocationGrant, UsageRecord
+from bench_core.ports.store import Store
 from bench_core.store.dynamodb.store import DynamoStore
+from bench_core.store.sqlite.retention import SqliteRetention
 from bench_core.store.sqlite.store import SqliteStore
 from bench_core.trial import sandbox
 
@@ -38,7 +39,7 @@ def at(when: datetime) -> str:
 
 
 def ingest(store: Store, ref: AgentRef, events: list[dict[str, Any]]):
-    return store.ingest(ref.login, AgentMeta(slug=ref.slug), clean(events))
+    return store.ingest.ingest(ref.login, AgentMeta(slug=ref.slug), clean(events))
 
 
 def timed(events: list[dict[str, Any]], when: datetime) -> list[dict[str, Any]]:
@@ -59,13 +60,21 @@ def expire(store: Store, when: datetime) -> None:
                 store.client.delete_item(TableName=store.table_name,
                                          Key={"pk": item["pk"], "sk": item["sk"]})
     else:
-        store.purge_expired(at(when))
+        store.retention.purge_expired(at(when))
 
 
 def spare_newest(store: Store, n: int) -> None:
     """SQLite spares each agent's newest events (1,000 normally; DynamoDB cannot)."""
-    if isinstance(store, SqliteStore):
-        store.spared_events = n
+    if isinstance(store.retention, SqliteRetention):
+        store.retention.spared_events = n
+
+
+def kept_for(store: Store, days: int) -> Store:
+    """The same data, its raw events kept `days` (0: for ever)."""
+    if isinstance(store, DynamoStore):
+        return DynamoStore.open(store.table_name, client=store.client, event_retention_days=days)
+    assert isinstance(store, SqliteStore)
+    return SqliteStore.open(store.path, event_retention_days=days)
 
 
 def test_events_past_the_retention_go_and_tasks_and_counters_stay(store: Store) -> None:
@@ -73,51 +82,51 @@ def test_events_past_the_retention_go_and_tasks_and_counters_stay(store: Store) 
     ingest(store, REF, timed(task_events("old", cost=0.5), NOW - timedelta(days=40)))
     ingest(store, REF, timed([*task_events("new"), ev("custom")], NOW - timedelta(hours=1)))
     expire(store, NOW)
-    assert store.task_events(REF, "old") == []
-    assert [e["kind"] for e in store.recent_events(REF, 10)] == ["custom", "task.end",
+    assert store.ingest.task_events(REF, "old") == []
+    assert [e["kind"] for e in store.ingest.recent_events(REF, 10)] == ["custom", "task.end",
                                                                   "task.start"]
-    old = store.get_task(REF, "old")
+    old = store.ingest.get_task(REF, "old")
     assert old is not None and (old.status, old.cost_usd, old.input) == ("success", 0.5,
                                                                         {"q": "old"})
-    assert [t.task_id for t in store.list_tasks(REF)[0]] == ["new", "old"]
-    stats = store.get_agent(REF).stats
+    assert [t.task_id for t in store.ingest.list_tasks(REF)[0]] == ["new", "old"]
+    stats = store.agents.get_agent(REF).stats
     assert (stats.runs, stats.cost_usd_total) == (2, 0.5)
-    assert sum(d["runs"] for d in store.daily(REF, "2000-01-01")) == 2
+    assert sum(d["runs"] for d in store.ingest.daily(REF, "2000-01-01")) == 2
 
 
 def test_events_within_the_retention_stay(store: Store) -> None:
     ingest(store, REF, timed(task_events("t1"), NOW - timedelta(days=29)))
     expire(store, NOW)
-    assert len(store.task_events(REF, "t1")) == 2
+    assert len(store.ingest.task_events(REF, "t1")) == 2
 
 
 def test_a_retention_of_zero_keeps_events_for_ever(store: Store) -> None:
-    store.event_retention_days = 0
+    store = kept_for(store, 0)
     spare_newest(store, 1)
     ingest(store, REF, timed(task_events("t1"), NOW - timedelta(days=4000)))
     expire(store, NOW + timedelta(days=4000))
-    assert len(store.task_events(REF, "t1")) == 2
+    assert len(store.ingest.task_events(REF, "t1")) == 2
 
 
 def test_sqlite_spares_each_agents_newest_events(tmp_path) -> None:
-    store = SqliteStore(tmp_path / "bench.db")
-    store.spared_events = 3
+    store = SqliteStore.open(tmp_path / "bench.db")
+    spare_newest(store, 3)
     other = AgentRef("bob", "quiet")
     ingest(store, REF, timed([ev("custom", data={"n": i}) for i in range(5)], NOW - timedelta(days=90)))
     ingest(store, other, timed([ev("custom") for _ in range(2)], NOW - timedelta(days=90)))
-    assert store.purge_expired(at(NOW)) == 2
-    assert [e["data"]["n"] for e in store.recent_events(REF, 10)] == [4, 3, 2]
-    assert len(store.recent_events(other, 10)) == 2
+    assert store.retention.purge_expired(at(NOW)) == 2
+    assert [e["data"]["n"] for e in store.ingest.recent_events(REF, 10)] == [4, 3, 2]
+    assert len(store.ingest.recent_events(other, 10)) == 2
     store.close()
 
 
 def start_sandbox(store: Store, expires: datetime) -> str:
     """A temporary agent as `sandbox.create` makes it, with a key expiring with it."""
-    assert store.create_agent(Agent(login=TEMP.login, slug=TEMP.slug, visibility="private",
-                                    created_at=at(NOW), expires_at=at(expires)))
+    assert store.agents.create_agent(Agent(login=TEMP.login, slug=TEMP.slug, visibility="private",
+                                           created_at=at(NOW), expires_at=at(expires)))
     _, key = new_key(TEMP.login, TEMP.slug, name="sandbox")
     key.expires_at = at(expires)
-    store.create_key(key)
+    store.accounts.create_key(key)
     return key.key_hash
 
 
@@ -129,24 +138,24 @@ def test_a_temporary_agent_goes_whole_at_its_expiry(store: Store) -> None:
                                *task_events("c1", parent="p1", cost=0.1)], NOW))
     result = EvalResult(status="scored", judge="heuristic-v1", at=at(NOW), score=0.1,
                         input_tokens=10, cost_usd=0.001, attempts=1)
-    assert store.record_eval(TEMP, "p1", result)
-    store.save_insights(TEMP, {"computed_at": at(NOW - timedelta(seconds=1)), "clusters": []})
-    assert store.get_agent(TEMP).expires_at == at(expires)
+    assert store.evals.record_eval(TEMP, "p1", result)
+    store.evals.save_insights(TEMP, {"computed_at": at(NOW - timedelta(seconds=1)), "clusters": []})
+    assert store.agents.get_agent(TEMP).expires_at == at(expires)
 
     expire(store, expires - timedelta(seconds=1))
-    assert store.get_agent(TEMP).stats.runs == 1
-    assert store.get_task(TEMP, "c1") is not None and store.get_insights(TEMP) is not None
-    assert TEMP in store.clusters_due(100)
+    assert store.agents.get_agent(TEMP).stats.runs == 1
+    assert store.ingest.get_task(TEMP, "c1") is not None and store.evals.get_insights(TEMP) is not None
+    assert TEMP in store.evals.clusters_due(100)
 
     expire(store, expires + timedelta(seconds=1))
-    assert store.get_agent(TEMP) is None and store.list_agents(TEMP.login) == []
-    assert store.list_tasks(TEMP) == ([], None)
-    assert store.get_task(TEMP, "p1") is None and store.get_task(TEMP, "c1") is None
-    assert store.recent_events(TEMP, 10) == [] and store.task_events(TEMP, "p1") == []
-    assert store.daily(TEMP, "2000-01-01") == [] and store.get_insights(TEMP) is None
-    assert store.key_by_hash(key_hash) is None
-    assert TEMP not in store.clusters_due(100)
-    assert store.get_agent(REF).stats.runs == 1 and len(store.task_events(REF, "kept")) == 2
+    assert store.agents.get_agent(TEMP) is None and store.agents.list_agents(TEMP.login) == []
+    assert store.ingest.list_tasks(TEMP) == ([], None)
+    assert store.ingest.get_task(TEMP, "p1") is None and store.ingest.get_task(TEMP, "c1") is None
+    assert store.ingest.recent_events(TEMP, 10) == [] and store.ingest.task_events(TEMP, "p1") == []
+    assert store.ingest.daily(TEMP, "2000-01-01") == [] and store.evals.get_insights(TEMP) is None
+    assert store.accounts.key_by_hash(key_hash) is None
+    assert TEMP not in store.evals.clusters_due(100)
+    assert store.agents.get_agent(REF).stats.runs == 1 and len(store.ingest.task_events(REF, "kept")) == 2
     if isinstance(store, DynamoStore):
         left = [item["pk"]["S"] for item in dynamo_items(store)
                 if TEMP.login in str(item)]
@@ -155,7 +164,7 @@ def test_a_temporary_agent_goes_whole_at_its_expiry(store: Store) -> None:
 
 def test_an_expired_temporary_agent_is_gone_before_any_purge(store: Store) -> None:
     start_sandbox(store, NOW - timedelta(seconds=1))
-    assert store.get_agent(TEMP) is None
+    assert store.agents.get_agent(TEMP) is None
 
 
 @pytest.mark.parametrize("retention_days", [30, 7])
@@ -163,8 +172,7 @@ def test_dynamodb_stamps_events_with_their_time_plus_the_retention(retention_day
     """A batch's events share a page item, which expires with its newest event."""
     from tests.aws.moto_table import dynamo_store
 
-    with dynamo_store() as store:
-        store.event_retention_days = retention_days
+    with dynamo_store(event_retention_days=retention_days) as store:
         when = NOW - timedelta(days=3)
         ingest(store, REF, timed(task_events("t1"), when))
         items = dynamo_items(store)
@@ -179,8 +187,8 @@ def test_dynamodb_stamps_events_with_their_time_plus_the_retention(retention_day
 
 def test_a_sandbox_agent_expires_with_its_key(store: Store) -> None:
     login, raw = sandbox.create(store)
-    key = store.key_by_hash(hash_key(raw))
-    agent = store.get_agent(AgentRef(login, sandbox.SLUG))
+    key = store.accounts.key_by_hash(hash_key(raw))
+    agent = store.agents.get_agent(AgentRef(login, sandbox.SLUG))
     assert key.expires_at is not None and agent.expires_at == key.expires_at
 
 
@@ -197,36 +205,36 @@ def test_usage_records_go_at_their_expiry_and_are_hidden_from_it_on(store: Store
     going = usage("carol", "going", NOW + timedelta(days=30))
     kept = usage("carol", "kept", None)
     for record in (going, kept):
-        store.record_usage(record)
-    assert store.list_usage("carol", 10) == [kept, going]
+        store.reuse.record_usage(record)
+    assert store.reuse.list_usage("carol", 10) == [kept, going]
     expire(store, NOW + timedelta(days=30) - timedelta(seconds=1))
-    assert store.list_usage("carol", 10) == [kept, going]
+    assert store.reuse.list_usage("carol", 10) == [kept, going]
     expire(store, NOW + timedelta(days=30))
-    assert store.list_usage("carol", 10) == [kept]
-    store.record_usage(usage("carol", "past", NOW - timedelta(seconds=1)))
-    assert store.list_usage("carol", 10) == [kept], "expired, even before any purge"
+    assert store.reuse.list_usage("carol", 10) == [kept]
+    store.reuse.record_usage(usage("carol", "past", NOW - timedelta(seconds=1)))
+    assert store.reuse.list_usage("carol", 10) == [kept], "expired, even before any purge"
 
 
 def test_a_temporary_agents_card_grants_and_benchmark_runs_go_with_it(store: Store) -> None:
     expires = NOW + timedelta(hours=24)
     start_sandbox(store, expires)
-    store.create_agent(Agent(login=REF.login, slug=REF.slug, created_at=at(NOW)))
+    store.agents.create_agent(Agent(login=REF.login, slug=REF.slug, created_at=at(NOW)))
     card = {"capability": {"description": "d", "skills": []}, "invocation": {"mode": "disabled"}}
     for ref in (TEMP, REF):
-        assert store.put_capability(ref, card, at(NOW), "bis_secret")
-        store.put_invocation_grant(InvocationGrant(
+        assert store.reuse.put_capability(ref, card, at(NOW), "bis_secret")
+        store.reuse.put_invocation_grant(InvocationGrant(
             login=ref.login, slug=ref.slug, caller="dave", calls_per_day=5, calls_per_minute=None,
             expires_at=None, created_at=at(NOW)))
-        assert store.save_benchmark_run(benchmark_run(f"run-{ref.login}", ref))
-    store.record_usage(usage(TEMP.login, "sandbox-call", expires))
+        assert store.benchmarks.save_benchmark_run(benchmark_run(f"run-{ref.login}", ref))
+    store.reuse.record_usage(usage(TEMP.login, "sandbox-call", expires))
 
     expire(store, expires + timedelta(seconds=1))
-    assert store.get_capability(TEMP) is None and store.invocation_grants(TEMP) == []
-    assert store.get_benchmark_run(f"run-{TEMP.login}") is None
-    assert store.list_usage(TEMP.login, 10) == []
-    assert [r.run_id for r in store.benchmark_ranking(SUITE, limit=10)] == [f"run-{REF.login}"]
-    assert store.get_capability(REF) is not None and len(store.invocation_grants(REF)) == 1
-    kept = store.get_benchmark_run(f"run-{REF.login}")
+    assert store.reuse.get_capability(TEMP) is None and store.reuse.invocation_grants(TEMP) == []
+    assert store.benchmarks.get_benchmark_run(f"run-{TEMP.login}") is None
+    assert store.reuse.list_usage(TEMP.login, 10) == []
+    assert [r.run_id for r in store.benchmarks.benchmark_ranking(SUITE, limit=10)] == [f"run-{REF.login}"]
+    assert store.reuse.get_capability(REF) is not None and len(store.reuse.invocation_grants(REF)) == 1
+    kept = store.benchmarks.get_benchmark_run(f"run-{REF.login}")
     assert kept is not None and len(kept.attempts) == 1
     if isinstance(store, DynamoStore):
         left = [(item["pk"]["S"], item["sk"]["S"]) for item in dynamo_items(store)

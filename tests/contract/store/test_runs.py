@@ -17,10 +17,10 @@ from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef, TaskStat
 from bench_core.domain.privacy import ANONYMOUS
 from bench_core.domain.runs import RunFilter, span_key
 from bench_core.http.runs import run_json_body
+from bench_core.ports.store import RunCounts, RunHead, Store
 from bench_core.reads import runs as reads
 from bench_core.runtime.adapters import Services
-from bench_core.runtime.config import Settings
-from bench_core.store import RunCounts, RunHead, Store
+from bench_core.settings import Settings
 from bench_core.store.dynamodb.codec.keys import AgentKeys
 from bench_core.store.dynamodb.codec.tasks import ADDED
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
@@ -32,7 +32,7 @@ META = AgentMeta(slug="agent-1")
 
 
 def ingest(store: Store, events) -> None:
-    store.ingest("alice", META, clean(events))
+    store.ingest.ingest("alice", META, clean(events))
 
 
 WHOLE = 10_000
@@ -42,9 +42,9 @@ WHOLE = 10_000
 def tasks_of(store: Store, run_id: str, **options: Any) -> list[TaskState]:
     """The run's root and every span under it, as a reader that knows the run is small reads
     it: the root by key, then one page."""
-    root = store.get_task(REF, run_id)
+    root = store.ingest.get_task(REF, run_id)
     assert root is not None, run_id
-    return [root, *store.run_spans(REF, root, limit=WHOLE, **options)]
+    return [root, *store.runs.run_spans(REF, root, limit=WHOLE, **options)]
 
 
 def run_of(store: Store, run_id: str) -> dict[str, str | None]:
@@ -58,11 +58,11 @@ def test_a_run_is_read_whole_with_its_subtasks_logs_and_only_its_own_tasks(store
                    *task_events("other", "unrelated")])
     assert run_of(store, "root") == {"root": None, "a": "root", "a1": "a"}
     assert run_of(store, "other") == {"other": None}
-    root = store.get_task(REF, "root")
+    root = store.ingest.get_task(REF, "root")
     assert root is not None
-    assert store.run_spans(AgentRef("bob", "agent-1"), root, limit=WHOLE) == []
-    assert store.run_counts(AgentRef("bob", "agent-1"), root) == RunCounts(0, 0, None)
-    assert store.run_counts(REF, root) == RunCounts(2, 1, "a1")
+    assert store.runs.run_spans(AgentRef("bob", "agent-1"), root, limit=WHOLE) == []
+    assert store.runs.run_counts(AgentRef("bob", "agent-1"), root) == RunCounts(0, 0, None)
+    assert store.runs.run_counts(REF, root) == RunCounts(2, 1, "a1")
     task = {t.task_id: t for t in tasks_of(store, "root")}["a"]
     assert task.run_id == "root"
     assert [entry["data"] for entry in task.logs] == [{"label": "found", "value": 3}]
@@ -95,7 +95,7 @@ def test_runs_list_filters_newest_first_and_pages(store: Store) -> None:
                    *task_events("r3", "search", duration_ms=2000, input={"q": "needle"})])
 
     def ids(where: RunFilter = RunFilter(), **kw) -> list[str]:
-        return [t.task_id for t in store.list_runs(REF, where, **kw)[0]]
+        return [t.task_id for t in store.runs.list_runs(REF, where, **kw)[0]]
 
     assert ids() == ["r3", "r2", "r1"]
     assert ids(RunFilter(status="failed")) == ["r2"]
@@ -104,16 +104,16 @@ def test_runs_list_filters_newest_first_and_pages(store: Store) -> None:
     assert ids(RunFilter(text="FET")) == ["r2"]
     assert ids(RunFilter(text="needle")) == []
     assert ids(RunFilter(text="needle", content=True)) == ["r3"]
-    first, cursor = store.list_runs(REF, RunFilter(), limit=2)
+    first, cursor = store.runs.list_runs(REF, RunFilter(), limit=2)
     assert [t.task_id for t in first] == ["r3", "r2"] and cursor
-    rest, end = store.list_runs(REF, RunFilter(), limit=2, cursor=cursor)
+    rest, end = store.runs.list_runs(REF, RunFilter(), limit=2, cursor=cursor)
     assert [t.task_id for t in rest] == ["r1"] and end is None
 
 
 def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) -> None:
     """A database from before runs existed: the upgrade backfills run ids and logs itself."""
     path = tmp_path / "old.db"
-    old = SqliteStore(path)
+    old = SqliteStore.open(path)
     ingest(old, [*task_events("root"), *task_events("kid", parent="root"),
                  ev("task.log", "kid", data={"label": "step", "value": 1}),
                  *task_events("grandkid", parent="kid")])
@@ -131,7 +131,7 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     conn.execute("ALTER TABLE invocation_usage DROP COLUMN caller_agent")
     conn.commit()
     conn.close()
-    upgraded = SqliteStore(path)
+    upgraded = SqliteStore.open(path)
     assert upgraded.schema_version == len(MIGRATIONS)
     assert run_of(upgraded, "root") == {"root": None, "kid": "root", "grandkid": "kid"}
     kid = {t.task_id: t for t in tasks_of(upgraded, "root")}["kid"]
@@ -183,11 +183,11 @@ def test_dynamodb_reads_a_run_stored_before_runs_existed_without_writing_until_i
                        *task_events("grandkid", parent="kid", output={"deep": [1, 2]})])
         for task in ("root", "kid", "grandkid"):
             assert "name" in old_layout(store, task, before_runs=True)
-        root = store.get_task(REF, "root")
+        root = store.ingest.get_task(REF, "root")
         assert root is not None and root.run_id is None
         with requests_made(store.client) as made:
             before = tasks_of(store, "root")
-            counts = store.run_counts(REF, before[0])
+            counts = store.runs.run_counts(REF, before[0])
         assert not WRITES & set(made), made
         assert {t.task_id: t.parent_task_id for t in before} == {
             "root": None, "kid": "root", "grandkid": "kid"}
@@ -204,8 +204,8 @@ def test_dynamodb_reads_a_run_stored_before_runs_existed_without_writing_until_i
         assert item["run_id"] == "root" and item["gsi3pk"] == "RUN#alice#agent-1#root"
         with requests_made(store.client) as made:
             after = tasks_of(store, "root")
-            root = store.get_task(REF, "root")
-            assert root is not None and store.run_counts(REF, root) == counts
+            root = store.ingest.get_task(REF, "root")
+            assert root is not None and store.runs.run_counts(REF, root) == counts
         assert made == ["GetItem", "Query", "GetItem", "Query"], "a run is one Query now"
         assert as_read(after) == as_read(before)
 
@@ -219,14 +219,14 @@ def test_dynamodb_reads_tasks_stored_one_attribute_per_field_and_rewrites_them_o
                        ev("task.log", "t1", data={"label": "note", "value": 1}),
                        ev("task.log", "t1", data=EVIDENCE),
                        *task_events("kid", parent="t1", cost=0.25)])
-        before = store.get_task(REF, "t1")
+        before = store.ingest.get_task(REF, "t1")
         assert before is not None and before.evidence is not None
         old = old_layout(store, "t1")
         assert {"name", "input", "logs", "status", "ev_calls", "child_cost_usd"} <= old.keys()
         assert "task" not in old
-        assert store.get_task(REF, "t1") == before
+        assert store.ingest.get_task(REF, "t1") == before
         ingest(store, [ev("task.end", "t1", status="failed", output="boom", duration_ms=5)])
-        after = store.get_task(REF, "t1")
+        after = store.ingest.get_task(REF, "t1")
         assert after is not None
         assert (after.name, after.input, after.output, after.status, after.logs) == (
             "plan", {"q": "why"}, "boom", "failed", before.logs)
@@ -264,7 +264,7 @@ def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fo
         waiting = store.table.get(keys.key("TASK#parent"))
         assert waiting is not None and {"ev_calls", "child_cost_usd"} <= waiting.keys()
         assert "evidence" not in json.loads(waiting["task"])
-        parent = store.get_task(REF, "parent")
+        parent = store.ingest.get_task(REF, "parent")
         assert parent is not None and parent.evidence is not None
         assert (parent.evidence.calls, parent.evidence.input_tokens) == (1, 300)
         assert parent.child_cost_usd == 0.25
@@ -273,7 +273,7 @@ def test_dynamodb_what_subtasks_add_waits_in_numbers_until_their_parents_next_fo
         assert folded is not None and not folded.keys() & set(ADDED)
         assert json.loads(folded["task"])["evidence"]["calls"] == 1
         assert json.loads(folded["task"])["child_cost_usd"] == 0.25
-        after = store.get_task(REF, "parent")
+        after = store.ingest.get_task(REF, "parent")
         assert after is not None
         assert (after.evidence, after.child_cost_usd) == (parent.evidence, 0.25)
 
@@ -291,20 +291,20 @@ def test_a_run_reads_page_by_page_in_start_order_as_it_reads_whole(store: Store)
     events += [{**ev("task.start", f"tie-{x}", parent_task_id="s01", name="tie"), "ts": same}
                for x in "ba"]
     ingest(store, events)
-    root = store.get_task(REF, "root")
+    root = store.ingest.get_task(REF, "root")
     assert root is not None
-    whole = store.run_spans(REF, root, limit=WHOLE)
+    whole = store.runs.run_spans(REF, root, limit=WHOLE)
     assert [t.task_id for t in whole] == [*(f"s{i:02d}" for i in range(23)), "tie-a", "tie-b"]
     pages, after = [], None
-    while page := store.run_spans(REF, root, limit=7, after=after):
+    while page := store.runs.run_spans(REF, root, limit=7, after=after):
         assert len(page) <= 7
         pages.append(page)
         after = span_key(page[-1])
     assert [len(p) for p in pages] == [7, 7, 7, 4]
     assert [t.task_id for p in pages for t in p] == [t.task_id for t in whole]
     middle = whole[10]
-    assert store.run_spans(REF, root, limit=2, after=(middle.sort_ts, "")) == whole[10:12]
-    assert store.run_counts(REF, root) == RunCounts(25, 2, "s07")
+    assert store.runs.run_spans(REF, root, limit=2, after=(middle.sort_ts, "")) == whole[10:12]
+    assert store.runs.run_counts(REF, root) == RunCounts(25, 2, "s07")
 
 
 def test_dynamodb_reads_a_page_of_a_run_in_one_query_of_the_page_size() -> None:
@@ -326,7 +326,7 @@ def test_dynamodb_reads_a_page_of_a_run_in_one_query_of_the_page_size() -> None:
     with dynamo_store() as store:
         for i in range(0, len(events), 400):
             ingest(store, events[i:i + 400])
-        root = store.get_task(REF, "root")
+        root = store.ingest.get_task(REF, "root")
         assert root is not None
         calls: list[tuple[str, dict[str, Any]]] = []
         answers: list[dict[str, Any]] = []
@@ -335,19 +335,19 @@ def test_dynamodb_reads_a_page_of_a_run_in_one_query_of_the_page_size() -> None:
             lambda model, params, **_: calls.append((model.name, params)))
         store.client.meta.events.register(
             "after-call.dynamodb", lambda parsed, **_: answers.append(parsed))
-        whole = store.run_spans(REF, root, limit=WHOLE)
-        light = store.run_spans(REF, root, limit=100, content=False)
+        whole = store.runs.run_spans(REF, root, limit=WHOLE)
+        light = store.runs.run_spans(REF, root, limit=100, content=False)
         del calls[:], answers[:]
         paged: list[TaskState] = []
         after = None
-        while page := store.run_spans(REF, root, limit=100, after=after):
+        while page := store.runs.run_spans(REF, root, limit=100, after=after):
             paged += page
             after = span_key(page[-1])
         assert [name for name, _ in calls] == ["Query"] * 4
         assert all(p["IndexName"] == "runs" and p["Limit"] == 101 for _, p in calls)
         assert [len(a["Items"]) for a in answers] == [101, 101, 50, 0]
         del calls[:], answers[:]
-        counts = store.run_counts(REF, root)
+        counts = store.runs.run_counts(REF, root)
         assert [name for name, _ in calls] == ["Query"]
         assert (answers[0]["ScannedCount"], len(answers[0]["Items"])) == (250, 2)
     assert counts == RunCounts(250, 2, "s2-23")
@@ -438,15 +438,15 @@ def test_a_runs_head_is_what_the_three_reads_give(store: Store) -> None:
     read them: a subtask, an unknown task, a placeholder and an unknown agent included."""
     ingest(store, [*task_events("root"), *task_events("kid", parent="root"),
                    *task_events("orphan", parent="not-yet")])
-    store.save_insights(REF, {"clusters": [{"label": "timeouts", "count": 2, "share": 0.5,
+    store.evals.save_insights(REF, {"clusters": [{"label": "timeouts", "count": 2, "share": 0.5,
                                             "example_task_ids": ["root"]}],
                               "computed_at": "2026-12-02T17:00:00.000Z", "private": False})
     for task_id in ("root", "kid", "missing", "not-yet"):
-        head = store.run_head(REF, task_id)
-        assert head == RunHead(store.get_agent(REF), store.get_task(REF, task_id),
-                               store.get_insights(REF)), task_id
-    assert store.run_head(REF, "not-yet").task is None  # a placeholder is no task yet
-    nobody = store.run_head(AgentRef("nobody", "agent-1"), "root")
+        head = store.runs.run_head(REF, task_id)
+        assert head == RunHead(store.agents.get_agent(REF), store.ingest.get_task(REF, task_id),
+                               store.evals.get_insights(REF)), task_id
+    assert store.runs.run_head(REF, "not-yet").task is None  # a placeholder is no task yet
+    nobody = store.runs.run_head(AgentRef("nobody", "agent-1"), "root")
     assert nobody == RunHead(None, None, None)
 
 
@@ -458,7 +458,7 @@ def test_dynamodb_reads_a_runs_head_in_one_request() -> None:
         calls: list[str] = []
         store.client.meta.events.register(
             "provide-client-params.dynamodb", lambda model, **_: calls.append(model.name))
-        head = store.run_head(REF, "root")
+        head = store.runs.run_head(REF, "root")
     assert calls == ["BatchGetItem"]
     assert head.agent is not None and head.task is not None and head.insights is None
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..domain.errors import TooManyRequests
 from ..domain.models import iso, utcnow
-from ..store import Store
+from ..ports.services import WithAccounts
 from . import api_keys
 
 DEVICE = "device"
@@ -54,17 +54,17 @@ def normalize_user_code(text: str) -> str | None:
     return f"{letters[:4]}-{letters[4:]}"
 
 
-def start_for(store: Store, client: str, interval: int) -> DeviceStart:
+def start_for(store: WithAccounts, client: str, interval: int) -> DeviceStart:
     """`start`, at most `STARTS_PER_HOUR` times an hour from one client."""
     now = utcnow()
-    hits = store.count_hit(f"device:{client}:{now:%Y%m%d%H}", iso(now + TTL * 6))
+    hits = store.accounts.count_hit(f"device:{client}:{now:%Y%m%d%H}", iso(now + TTL * 6))
     if hits > STARTS_PER_HOUR:
         raise TooManyRequests("too many logins started from here; try again later",
                               headers={"Retry-After": "600"})
     return start(store, interval)
 
 
-def redeem(store: Store, device_code: str, interval: int) -> dict[str, Any]:
+def redeem(store: WithAccounts, device_code: str, interval: int) -> dict[str, Any]:
     """What the CLI's poll gets: a fresh owner key and its login once approved (shown this
     once), else `{"error": ...}` as RFC 8628 names it."""
     outcome, login = poll(store, device_code, interval)
@@ -74,57 +74,57 @@ def redeem(store: Store, device_code: str, interval: int) -> dict[str, Any]:
     return {"key": raw, "login": login}
 
 
-def start(store: Store, interval: int) -> DeviceStart:
+def start(store: WithAccounts, interval: int) -> DeviceStart:
     now = utcnow()
     until = iso(now + TTL)
     device_code = secrets.token_urlsafe(32)
     for _ in range(DRAWS):  # a user code in use is drawn again (20^8 of them: rare)
         letters = "".join(secrets.choice(USER_CODE_ALPHABET) for _ in range(USER_CODE_LENGTH))
         user_code = f"{letters[:4]}-{letters[4:]}"
-        if store.put_grant(USER_CODE, user_code, {"device": _hash(device_code)}, until, iso(now)):
+        if store.accounts.put_grant(USER_CODE, user_code, {"device": _hash(device_code)}, until, iso(now)):
             break
     else:
         raise TooManyRequests("no free login code right now; try again",
                               headers={"Retry-After": "5"})
-    store.put_grant(DEVICE, _hash(device_code),
-                    {"status": "pending", "login": None, "user_code": user_code,
+    store.accounts.put_grant(DEVICE, _hash(device_code),
+                             {"status": "pending", "login": None, "user_code": user_code,
                      "polled_at": None}, until, iso(now))
     return DeviceStart(device_code, user_code, interval, int(TTL.total_seconds()))
 
 
-def pending(store: Store, user_code: str) -> bool:
+def pending(store: WithAccounts, user_code: str) -> bool:
     """Whether `user_code` names a live login still awaiting a decision."""
     device = _device_of(store, user_code)
     return device is not None and device[1]["status"] == "pending"
 
 
-def decide(store: Store, user_code: str, login: str, approve: bool) -> bool:
+def decide(store: WithAccounts, user_code: str, login: str, approve: bool) -> bool:
     """Approve (for `login`) or deny a pending code; False if it is unknown, expired or decided."""
     device = _device_of(store, user_code)
     if device is None:
         return False
     changes = {"status": "approved", "login": login} if approve else {"status": "denied"}
-    return store.update_grant(DEVICE, device[0], {"status": "pending"}, changes, iso(utcnow()))
+    return store.accounts.update_grant(DEVICE, device[0], {"status": "pending"}, changes, iso(utcnow()))
 
 
-def poll(store: Store, device_code: str, interval: int) -> tuple[str, str | None]:
+def poll(store: WithAccounts, device_code: str, interval: int) -> tuple[str, str | None]:
     """("ok", login) exactly once after approval, else (RFC 8628 error code, None)."""
     grant_id, now = _hash(device_code), utcnow()
-    record = store.get_grant(DEVICE, grant_id, iso(now))
+    record = store.accounts.get_grant(DEVICE, grant_id, iso(now))
     if record is None:
         return "expired_token", None
     if record["status"] == "denied":
         return "access_denied", None
     if record["status"] == "approved":
-        taken = store.update_grant(DEVICE, grant_id, {"status": "approved"}, {"status": "used"},
-                                   iso(now))
+        taken = store.accounts.update_grant(DEVICE, grant_id, {"status": "approved"}, {"status": "used"},
+                                            iso(now))
         return ("ok", str(record["login"])) if taken else ("expired_token", None)
     if record["status"] != "pending":
         return "expired_token", None
     if _too_soon(record["polled_at"], now, interval):
         return "slow_down", None
-    store.update_grant(DEVICE, grant_id, {"polled_at": record["polled_at"]},
-                       {"polled_at": iso(now)}, iso(now))
+    store.accounts.update_grant(DEVICE, grant_id, {"polled_at": record["polled_at"]},
+                                {"polled_at": iso(now)}, iso(now))
     return "authorization_pending", None
 
 
@@ -137,11 +137,11 @@ def _too_soon(polled_at: str | None, now: datetime, interval: int) -> bool:
     return (now - last).total_seconds() < interval / 2
 
 
-def _device_of(store: Store, user_code: str) -> tuple[str, dict[str, object]] | None:
+def _device_of(store: WithAccounts, user_code: str) -> tuple[str, dict[str, object]] | None:
     now = iso(utcnow())
-    pointer = store.get_grant(USER_CODE, user_code, now)
+    pointer = store.accounts.get_grant(USER_CODE, user_code, now)
     if pointer is None:
         return None
     grant_id = str(pointer["device"])
-    record = store.get_grant(DEVICE, grant_id, now)
+    record = store.accounts.get_grant(DEVICE, grant_id, now)
     return None if record is None else (grant_id, record)

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import httpx
 
 from ..domain.errors import BenchError
-from ..runtime.config import AccountSettings
+from ..settings import AccountSettings
 from . import valid_account_login
 
 TIMEOUT_S = 10.0

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..domain.models import Agent, KeyRecord, iso, utcnow
+from ..ports.services import WithAccounts
 from . import sessions
 
 if TYPE_CHECKING:
-    from ..live import LiveFeed
-    from ..store import Store
+    from ..ports.live import LiveFeed
 
 SESSION = "session:"
 KEY = "key:"
@@ -30,15 +30,15 @@ def key_grant(key: KeyRecord) -> str:
     return KEY + key.key_hash
 
 
-def still_granted(store: Store, grant: str | None) -> bool:
+def still_granted(store: WithAccounts, grant: str | None) -> bool:
     """Whether the session or key behind `grant` is still live (anonymous: always)."""
     if grant is None:
         return True
     if grant.startswith(SESSION):
-        return store.get_grant(sessions.GRANT, grant.removeprefix(SESSION),
-                               iso(utcnow())) is not None
+        return store.accounts.get_grant(sessions.GRANT, grant.removeprefix(SESSION),
+                                        iso(utcnow())) is not None
     if grant.startswith(KEY):
-        record = store.key_by_hash(grant.removeprefix(KEY))
+        record = store.accounts.key_by_hash(grant.removeprefix(KEY))
         return record is not None and record.active
     return False
 

@@ -17,9 +17,9 @@ import os
 import secrets
 import threading
 
+from ..data_dir import private_directory
 from ..domain.errors import BenchError
-from ..runtime.config import Settings
-from ..runtime.data_dir import private_directory
+from ..settings import Settings
 
 LOCAL_SECRET_FILE = "session-secret"
 MIN_SECRET_CHARS = 32

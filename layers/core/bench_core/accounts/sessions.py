@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..domain.models import iso, utcnow
-from ..store import Store
+from ..ports.services import WithAccounts
 from . import signed_tokens as signing
 
 COOKIE = "bench_session"
@@ -40,32 +40,32 @@ def grant_id(session_id: str) -> str:
     return hashlib.sha256(session_id.encode()).hexdigest()
 
 
-def start(store: Store, secret: bytes, login: str, *, sandbox: bool = False
+def start(store: WithAccounts, secret: bytes, login: str, *, sandbox: bool = False
           ) -> tuple[Session, str]:
     """A new session for `login` and the cookie value that carries it."""
     now = utcnow()
     session = Session(secrets.token_urlsafe(32), login, sandbox,
                       now + (SANDBOX_TTL if sandbox else ACCOUNT_TTL))
     until = iso(session.expires_at)
-    store.put_grant(GRANT, grant_id(session.session_id),
-                    {"login": login, "sandbox": sandbox, "until": until}, until, iso(now))
+    store.accounts.put_grant(GRANT, grant_id(session.session_id),
+                             {"login": login, "sandbox": sandbox, "until": until}, until, iso(now))
     cookie = signing.sign(secret, PURPOSE, session.session_id, session.max_age,
                           now=now.timestamp())
     return session, cookie
 
 
-def load(store: Store, secret: bytes, cookie: str) -> Session | None:
+def load(store: WithAccounts, secret: bytes, cookie: str) -> Session | None:
     """The live session a cookie carries; None for anything else (forged, tampered, expired,
     signed out)."""
     session_id = signing.unsign(secret, PURPOSE, cookie)
     if not isinstance(session_id, str):
         return None
-    record = store.get_grant(GRANT, grant_id(session_id), iso(utcnow()))
+    record = store.accounts.get_grant(GRANT, grant_id(session_id), iso(utcnow()))
     if record is None:
         return None
     return Session(session_id, str(record["login"]), bool(record["sandbox"]),
                    datetime.fromisoformat(str(record["until"]).replace("Z", "+00:00")))
 
 
-def end(store: Store, session: Session) -> None:
-    store.delete_grant(GRANT, grant_id(session.session_id))
+def end(store: WithAccounts, session: Session) -> None:
+    store.accounts.delete_grant(GRANT, grant_id(session.session_id))

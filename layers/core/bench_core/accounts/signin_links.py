@@ -26,8 +26,8 @@ from urllib.parse import urlencode
 
 from ..domain.errors import BadRequest, BenchError, Forbidden
 from ..domain.models import iso, utcnow
-from ..runtime.config import Settings
-from ..store import AccountStore
+from ..ports.services import WithAccounts
+from ..settings import Settings
 
 KIND = "signin-link"
 PATH = "/signin/local"
@@ -69,13 +69,13 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def issue(store: AccountStore, now: datetime | None = None) -> str:
+def issue(store: WithAccounts, now: datetime | None = None) -> str:
     """A new link's secret (shown once; the store keeps its hash), good for `TTL` from `now`."""
     now = now or utcnow()
     token = secrets.token_urlsafe(32)
     digest = _hash(token)
-    store.put_grant(KIND, digest, {"hash": digest, "status": FRESH, "until": iso(now + TTL)},
-                    iso(now + KEPT), iso(now))
+    store.accounts.put_grant(KIND, digest, {"hash": digest, "status": FRESH, "until": iso(now + TTL)},
+                             iso(now + KEPT), iso(now))
     return token
 
 
@@ -84,10 +84,10 @@ def link(base: str, token: str) -> str:
     return f"{base.rstrip('/')}{PATH}?{urlencode({'token': token})}"
 
 
-def check(store: AccountStore, token: str) -> str:
+def check(store: WithAccounts, token: str) -> str:
     """The hash of `token` if it is a fresh link; `NotALink` or `LinkSpent` saying why not."""
     digest = _hash(token)
-    record = store.get_grant(KIND, digest, iso(utcnow())) if token else None
+    record = store.accounts.get_grant(KIND, digest, iso(utcnow())) if token else None
     if record is None or not hmac.compare_digest(str(record.get("hash")), digest):
         raise NotALink(f"This is not a sign-in link of this server. {NEW_LINK}")
     if record["status"] != FRESH:
@@ -98,10 +98,10 @@ def check(store: AccountStore, token: str) -> str:
     return digest
 
 
-def redeem(store: AccountStore, token: str) -> None:
+def redeem(store: WithAccounts, token: str) -> None:
     """Spend a fresh link, exactly once however many try at the same time."""
     digest = check(store, token)
     now = iso(utcnow())
-    if not store.update_grant(KIND, digest, {"status": FRESH}, {"status": USED, "used_at": now},
-                              now):
+    if not store.accounts.update_grant(KIND, digest, {"status": FRESH}, {"status": USED, "used_at": now},
+                                       now):
         raise LinkSpent(f"This sign-in link has already been used. {NEW_LINK}")

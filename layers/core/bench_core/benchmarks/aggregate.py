@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..domain import stats
-from .records import Attempt
+from ..domain.benchmark_records import Attempt
 
 
 def nearest_rank(values: Sequence[float], q: float) -> float | None:

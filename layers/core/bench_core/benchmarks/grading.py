@@ -24,8 +24,8 @@ from ..domain.errors import BenchError
 from ..domain.task_text import as_text, clip
 from ..evals.judge import InvalidVerdict, parse_verdict
 from ..evals.prompts import load_prompt
-from ..llm import LLM, LLMError, Message
-from ..runtime.log import logger
+from ..log import logger
+from ..ports.llm import LLM, LLMError, Message
 from .suites import Case, Suite
 
 OFFLINE_LABEL = "grounding-heuristic-v1"

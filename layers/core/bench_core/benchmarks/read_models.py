@@ -8,13 +8,13 @@ a run's attempts show inputs, outputs and the judge's reasoning only as `privacy
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
+from ..domain.benchmark_records import LABEL, Attempt, RunRecord
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
 from ..domain.privacy import HIDDEN, Sight, Viewer, listed, visible_agent
-from ..store import Store
-from .records import LABEL, Attempt, RunRecord
+from ..ports.services import WithAgents, WithBenchmarks
 from .suites import Suite, load_suite, packaged_suites
 
 AGENT_RUNS = 20
@@ -66,15 +66,19 @@ def attempt_view(attempt: Attempt, agent: Agent, viewer: Viewer) -> dict[str, An
     return view
 
 
-def visible_run(store: Store, suite_id: str | None, run_id: str, viewer: Viewer
+class BenchmarkReads(WithBenchmarks, WithAgents, Protocol):
+    """Benchmark runs and the agents they are of (whose privacy says who sees them)."""
+
+
+def visible_run(store: BenchmarkReads, suite_id: str | None, run_id: str, viewer: Viewer
                 ) -> tuple[RunRecord, Agent]:
     """The run (of `suite_id`, when given) and its agent if the viewer may see the agent; 404
     alike otherwise."""
-    run = store.get_benchmark_run(run_id) if len(run_id) <= 64 else None
+    run = store.benchmarks.get_benchmark_run(run_id) if len(run_id) <= 64 else None
     if run is None or suite_id not in (None, run.suite):
         raise NotFound("benchmark run not found")
     try:
-        agent = visible_agent(store.get_agent(AgentRef(run.login, run.slug)), viewer)
+        agent = visible_agent(store.agents.get_agent(AgentRef(run.login, run.slug)), viewer)
     except NotFound:
         raise NotFound("benchmark run not found") from None
     return run, agent
@@ -87,15 +91,15 @@ def run_detail(run: RunRecord, agent: Agent, viewer: Viewer) -> dict[str, Any]:
             "attempts": [attempt_view(a, agent, viewer) for a in run.attempts]}
 
 
-def ranking(store: Store, suite_id: str, limit: int) -> list[dict[str, Any]]:
+def ranking(store: BenchmarkReads, suite_id: str, limit: int) -> list[dict[str, Any]]:
     """Each listed agent's latest run of the suite, best first (pass rate, then pass^k),
     numbered; private agents are skipped, however many there are."""
     found: list[dict[str, Any]] = []
     after: str | None = None
     while len(found) < limit:
-        page = store.benchmark_ranking(suite_id, limit=RANKING_PAGE, after=after)
+        page = store.benchmarks.benchmark_ranking(suite_id, limit=RANKING_PAGE, after=after)
         for run in page:
-            agent = store.get_agent(AgentRef(run.login, run.slug))
+            agent = store.agents.get_agent(AgentRef(run.login, run.slug))
             if agent is not None and listed(agent) and len(found) < limit:
                 found.append({"rank": len(found) + 1, "display_name": agent.display_name or agent.slug,
                               **run_summary(run)})
@@ -113,18 +117,18 @@ def suite_info(suite: Suite, content_hash: str) -> dict[str, Any]:
             "pass_threshold": m.grading.pass_threshold, "repeats": m.grading.repeats}
 
 
-def suite_detail(store: Store, suite_id: str, ranking_size: int) -> dict[str, Any]:
+def suite_detail(store: BenchmarkReads, suite_id: str, ranking_size: int) -> dict[str, Any]:
     """A suite as packaged, whether and with which hash it is published, and its ranking."""
     packaged = load_suite(suite_id)
     return {**suite_info(packaged.suite, packaged.content_hash), "label": LABEL,
-            "published_hash": store.registered_suites().get(suite_id),
+            "published_hash": store.benchmarks.registered_suites().get(suite_id),
             "ranking": ranking(store, suite_id, ranking_size)}
 
 
-def suites_overview(store: Store, top: int = 5) -> list[dict[str, Any]]:
+def suites_overview(store: BenchmarkReads, top: int = 5) -> list[dict[str, Any]]:
     """Every suite this server has, by name, each version with its description, whether it is
     published (registered by a first run) and its `top` results."""
-    registered = store.registered_suites()
+    registered = store.benchmarks.registered_suites()
     by_name: dict[str, list[dict[str, Any]]] = {}
     for suite_id, packaged in packaged_suites().items():
         suite = packaged.suite
@@ -136,15 +140,15 @@ def suites_overview(store: Store, top: int = 5) -> list[dict[str, Any]]:
             for name, versions in sorted(by_name.items())]
 
 
-def agent_benchmark_results(store: Store, agent: Agent) -> list[dict[str, Any]]:
+def agent_benchmark_results(store: WithBenchmarks, agent: Agent) -> list[dict[str, Any]]:
     """The agent's runs as anyone may see them, newest first; none for an unlisted agent."""
     if not listed(agent):
         return []
-    return [run_summary(run) for run in store.benchmark_runs_of(agent.ref, AGENT_RUNS)]
+    return [run_summary(run) for run in store.benchmarks.benchmark_runs_of(agent.ref, AGENT_RUNS)]
 
 
-def visible_runs(store: Store, agent: Agent, viewer: Viewer) -> list[dict[str, Any]]:
+def visible_runs(store: WithBenchmarks, agent: Agent, viewer: Viewer) -> list[dict[str, Any]]:
     """The agent's runs for a page the viewer may already see (its owner sees a private one's)."""
     if viewer.owns(agent):
-        return [run_summary(run) for run in store.benchmark_runs_of(agent.ref, AGENT_RUNS)]
+        return [run_summary(run) for run in store.benchmarks.benchmark_runs_of(agent.ref, AGENT_RUNS)]
     return agent_benchmark_results(store, agent)

@@ -4,8 +4,8 @@ recompute the summary (`workflow.py`). What the client says about scores or its 
 accepted on the wire and ignored.
 
 Suites are immutable once published: the first valid run of a suite version registers its
-content hash (`Store.register_suite`); a run of any other content under that version is refused
-with 409, and so is every run once the server's own copy changed under the same version.
+content hash (`BenchmarkStore.register_suite`); a run of any other content under that version is
+refused with 409, and so is every run once the server's own copy changed under the same version.
 """
 
 from __future__ import annotations
@@ -16,22 +16,29 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from ..domain.benchmark_records import Attempt, AttemptStatus, RunRecord
 from ..domain.errors import BenchError, Conflict, Invalid
 from ..domain.field_limits import cap, cut
 from ..domain.keys import may_write
 from ..domain.models import AgentRef, KeyRecord, Slug, iso, utcnow
 from ..domain.privacy import new_agent
-from ..runtime.log import logger
-from ..runtime.ports import WithSettings, WithStore, WithWorkflows
+from ..log import logger
+from ..ports.services import WithAgents, WithBenchmarks, WithSettings, WithWorkflows
 from . import workflow
 from .grading import JUDGE_RETRY_AFTER_S
-from .records import Attempt, AttemptStatus, RunRecord
 from .suites import Suite, load_suite, value_hash
 
 
-class RunPorts(WithStore, WithWorkflows, WithSettings, Protocol):
+class SubmitConcerns(WithAgents, WithBenchmarks, Protocol):
+    """The agent a run is of (created with its first run) and the suites and runs stored."""
+
+
+class RunPorts(WithWorkflows, WithSettings, Protocol):
     """What submitting a run uses: the store, the workflows that grade it and the settings
     (the field cap). Grading is `workflow.py`'s."""
+
+    @property
+    def store(self) -> SubmitConcerns: ...
 
 
 class GradingNotStarted(BenchError):
@@ -106,7 +113,7 @@ def check_same_suite(suite: Suite, local_hash: str, submitted: str) -> None:
 def check_published(services: RunPorts, suite: Suite, local_hash: str) -> None:
     """Register the suite on its first valid run; 409 if this server's copy differs from the
     version published before (edited in place instead of becoming a new version)."""
-    registered = services.store.register_suite(suite.suite_id, local_hash, iso(utcnow()))
+    registered = services.store.benchmarks.register_suite(suite.suite_id, local_hash, iso(utcnow()))
     if registered != local_hash:
         raise Conflict(f"this server's copy of {suite.suite_id} differs from the published one "
                        f"({registered}); a published suite never changes: publish the change as "
@@ -173,23 +180,23 @@ def submit_run(services: RunPorts, key: KeyRecord, suite_id: str, run: RunIn) ->
     check_published(services, suite, local_hash)
     ref = AgentRef(key.login, run.agent_slug)
     run_id = run_id_for(ref, run.nonce)
-    earlier = services.store.get_benchmark_run(run_id)
+    earlier = services.store.benchmarks.get_benchmark_run(run_id)
     if earlier is not None and earlier.status != "failed":
         return earlier
     if earlier is not None:
         record = earlier.model_copy(update={"status": "pending", "error": None})
-        services.store.update_benchmark_run(record)
+        services.store.benchmarks.update_benchmark_run(record)
     else:
         now = iso(utcnow())
-        if services.store.get_agent(ref) is None:
-            services.store.create_agent(new_agent(ref.login, ref.slug, now,
-                                                  display_name=run.display_name))
+        if services.store.agents.get_agent(ref) is None:
+            services.store.agents.create_agent(new_agent(ref.login, ref.slug, now,
+                                                         display_name=run.display_name))
         attempts = ungraded_attempts(services, suite, run)
         record = RunRecord(run_id=run_id, login=ref.login, slug=ref.slug, suite=suite_id,
                            suite_hash=local_hash, submitted_at=now, repeats=run.repeats,
                            judge="", summary={}, attempts=attempts, status="pending",
                            total=len(workflow.to_grade(attempts)))
-        services.store.save_benchmark_run(record)
+        services.store.benchmarks.save_benchmark_run(record)
     start_grading(services, record)
     return record
 
@@ -201,7 +208,7 @@ def start_grading(services: RunPorts, record: RunRecord) -> None:
         services.workflows.start_benchmark(record.run_id)
     except Exception as exc:
         logger.exception("could not start benchmark grading", extra={"run_id": record.run_id})
-        services.store.update_benchmark_run(record.model_copy(update={
+        services.store.benchmarks.update_benchmark_run(record.model_copy(update={
             "status": "failed", "error": "grading could not be started; submit the run again"}))
         raise GradingNotStarted("grading could not be started; submit the run again",
                                 headers={"Retry-After": str(JUDGE_RETRY_AFTER_S)}) from exc

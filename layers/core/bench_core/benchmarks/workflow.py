@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
-from ..runtime.log import logger
-from ..runtime.ports import WithLLM, WithSettings, WithStore
-from ..workflows import State
+from ..domain.benchmark_records import Attempt, RunRecord
+from ..log import logger
+from ..ports.services import WithBenchmarks, WithLLM, WithSettings
+from ..ports.workflows import State, benchmark_start
 from . import aggregate
 from .grading import PARALLEL, Grade, Grader, grade_all, grader_for
-from .records import Attempt, RunRecord
 from .suites import Case, Suite, load_suite
 
 DONE = "done"
@@ -33,12 +33,12 @@ CHUNK = PARALLEL
 judgement (template.yaml, Time budgets)."""
 
 
-class GradePorts(WithStore, WithLLM, WithSettings, Protocol):
-    """What grading uses: the store, the judge's model (None: the offline grader)."""
+class GradePorts(WithLLM, WithSettings, Protocol):
+    """What grading uses: the store's benchmark runs, the judge's model (None: the offline
+    grader)."""
 
-
-def start_state(run_id: str) -> State:
-    return {"run_id": run_id, "next": "grade"}
+    @property
+    def store(self) -> WithBenchmarks: ...
 
 
 def to_grade(attempts: Sequence[Attempt]) -> dict[tuple[str, str], list[int]]:
@@ -64,7 +64,7 @@ def failed_grade(attempt: Attempt, judge: str) -> Grade:
 
 
 def _loaded(ports: GradePorts, state: State) -> tuple[RunRecord, Suite, Grader] | None:
-    run = ports.store.get_benchmark_run(str(state.get("run_id", "")))
+    run = ports.store.benchmarks.get_benchmark_run(str(state.get("run_id", "")))
     if run is None or run.status in ("done", "failed"):
         return None
     suite = load_suite(run.suite).suite
@@ -92,7 +92,7 @@ def grade(ports: GradePorts, state: State) -> State:
     if count < len(work):
         run = run.model_copy(update={"attempts": attempts, "status": "grading", "graded": count,
                                      "total": len(work)})
-        ports.store.save_benchmark_grades(run, positions)
+        ports.store.benchmarks.save_benchmark_grades(run, positions)
         return {**state, "next": "grade", "graded": count, "total": len(work)}
     for i, a in enumerate(attempts):
         if a.status != "ok":
@@ -102,8 +102,8 @@ def grade(ports: GradePorts, state: State) -> State:
         "attempts": attempts, "status": "done", "graded": count, "total": len(work),
         "judge": grader.label,
         "summary": aggregate.summarize(attempts, [c.id for c in suite.cases], run.repeats)})
-    ports.store.save_benchmark_grades(done, positions)
-    ports.store.update_benchmark_run(done)
+    ports.store.benchmarks.save_benchmark_grades(done, positions)
+    ports.store.benchmarks.update_benchmark_run(done)
     return {**state, "next": DONE, "graded": count, "total": len(work)}
 
 
@@ -116,7 +116,7 @@ def fail(ports: GradePorts, state: State) -> State:
     kind = str((state.get("error") or {}).get("Error") or "an error")
     reason = (f"the benchmark judge ({grader.label}) was unavailable" if kind == "JudgeUnavailable"
               else f"grading failed ({kind})")
-    ports.store.update_benchmark_run(run.model_copy(update={
+    ports.store.benchmarks.update_benchmark_run(run.model_copy(update={
         "status": "failed", "error": f"{reason}: submit the run again to resume its grading"}))
     return {**state, "next": DONE}
 
@@ -127,7 +127,7 @@ STEPS: dict[str, Callable[[Any, State], State]] = {"grade": grade, "fail": fail}
 
 def run_grading(ports: GradePorts, run_id: str) -> State:
     """Every chunk in this process (the local worker pool); a failing step fails the run."""
-    state = start_state(run_id)
+    state = benchmark_start(run_id)
     try:
         while state["next"] != DONE:
             state = grade(ports, state)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from ..domain.task_text import clip
 from ..evals.prompts import load_prompt
-from ..llm import LLM, LLMError
-from ..runtime.log import logger
+from ..log import logger
+from ..ports.llm import LLM, LLMError
 
 TERMS_LABEL = "terms-v1"
 MAX_LABEL_CHARS = 120

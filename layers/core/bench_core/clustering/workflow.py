@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from ..domain.models import AgentRef, TaskState, iso, utcnow
 from ..domain.task_text import as_text
-from ..runtime.ports import WithEmbedder, WithLLM, WithSettings, WithStore, WithWorkflows
-from ..workflows import State, Workflows, parse_agent
+from ..ports.services import WithAgents, WithEmbedder, WithEvals, WithLLM, WithSettings, WithWorkflows
+from ..ports.workflows import State, Workflows, parse_agent
 from .describe import describe, top_terms, words
 
 MAX_TASKS = 1000
@@ -35,10 +35,17 @@ SWEEP_LIMIT = 5000
 DUE_LIMIT = 500
 
 
-class ClusterPorts(WithStore, WithWorkflows, WithEmbedder, WithLLM, WithSettings, Protocol):
+class ClusterConcerns(WithAgents, WithEvals, Protocol):
+    """The agents clustered, their failed and low-scored runs, and their insights."""
+
+
+class ClusterPorts(WithWorkflows, WithEmbedder, WithLLM, WithSettings, Protocol):
     """What the cluster steps use: the store, where evals start (the sweep), the embedder and
     the describer's model (both built on first use: only `cluster_agent` needs them) and the
     settings (the describer's prompt)."""
+
+    @property
+    def store(self) -> ClusterConcerns: ...
 
 
 def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MIN_AGE,
@@ -46,7 +53,7 @@ def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MI
     """Start evals (through `workflows`, by default the ports') of runs that ended within
     `SWEEP_WINDOW`, at least `min_age` ago, and still have no result."""
     now = utcnow()
-    pending = ports.store.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
+    pending = ports.store.evals.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
     by_agent: dict[AgentRef, list[str]] = defaultdict(list)
     for ref, task_id in pending:
         by_agent[ref].append(task_id)
@@ -56,19 +63,19 @@ def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MI
 
 
 def due_agents(ports: ClusterPorts, state: State) -> State:
-    return {**state, "agents": [ref.path for ref in ports.store.clusters_due(DUE_LIMIT)]}
+    return {**state, "agents": [ref.path for ref in ports.store.evals.clusters_due(DUE_LIMIT)]}
 
 
 def cluster_agent(ports: ClusterPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = ports.store.get_agent(ref)
+    agent = ports.store.agents.get_agent(ref)
     if agent is None:
         return {"agent": ref.path, "clusters": 0, "outcome": "agent not found"}
     started = iso(utcnow())
-    tasks = ports.store.cluster_candidates(ref, MAX_TASKS)
+    tasks = ports.store.evals.cluster_candidates(ref, MAX_TASKS)
     insights = build_insights(ports, tasks)
     insights.update(computed_at=started, private=agent.hide_inputs or agent.hide_outputs)
-    ports.store.save_insights(ref, insights)
+    ports.store.evals.save_insights(ref, insights)
     return {"agent": ref.path, "clusters": len(insights["clusters"]), "considered": len(tasks)}
 
 

@@ -1,7 +1,2 @@
-"""The Embedder port (`base.py`): `tfidf.py` offline, `bedrock.py` on AWS."""
-
-from .base import (
-    Embedder,
-)
-
-__all__ = ["Embedder"]
+"""The Embedder port's adapters (the port: `ports/embed.py`): `tfidf.py` offline, `bedrock.py` on
+AWS."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 
 from ..domain.models import Agent
-from ..runtime.config import JudgeSettings
+from ..settings import JudgeSettings
 
 
 def budget_of(agent: Agent, defaults: JudgeSettings) -> tuple[float, float]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Protocol
 
 from ..domain.models import EvalResult, TaskState, iso, utcnow
 from ..domain.task_text import as_text, clip
-from ..llm import LLM, Message
-from ..runtime.config import JudgeSettings, LLMSettings
+from ..ports.judge import Judge
+from ..ports.llm import LLM, Message
+from ..settings import JudgeSettings, LLMSettings
 from .heuristic import LABEL as HEURISTIC_LABEL
 from .heuristic import heuristic_score
 from .prompts import load_prompt
@@ -29,12 +29,6 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.S)
 
 class InvalidVerdict(ValueError):
     """The judge's answer is not `{"score": 0..1, "reasoning": "..."}`; the message says why."""
-
-
-class Judge(Protocol):
-    label: str
-
-    def judge(self, task: TaskState) -> EvalResult: ...
 
 
 def parse_verdict(text: str) -> tuple[float, str]:

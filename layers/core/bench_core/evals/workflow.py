@@ -24,28 +24,30 @@ from typing import Protocol
 
 from ..domain.models import EvalResult, iso, utcnow
 from ..domain.task_text import is_empty
-from ..runtime.ports import WithJudge, WithSettings, WithStore
-from ..workflows import State, parse_agent
+from ..ports.services import WithAgents, WithEvals, WithIngest, WithJudge, WithSettings
+from ..ports.workflows import State, parse_agent
 from .budget import skip_reason
 
 DONE = "done"
 NO_CONTENT = "no content captured"
 
 
-class EvalPorts(WithStore, WithJudge, WithSettings, Protocol):
+class EvalConcerns(WithAgents, WithIngest, WithEvals, Protocol):
+    """The agent and its task judged, and where the result and the day's spend go."""
+
+
+class EvalPorts(WithJudge, WithSettings, Protocol):
     """What the eval steps use: the store, the judge (built on first use, so a step that does
     not judge never opens the model) and the settings (the judge's budget)."""
 
-
-def start_state(agent: str, task_id: str, *, force: bool = False) -> State:
-    """The input of one eval run ("login/slug", task id); `force` re-judges a judged task."""
-    return {"agent": agent, "task_id": task_id, "force": force, "next": "load"}
+    @property
+    def store(self) -> EvalConcerns: ...
 
 
 def load(ports: EvalPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = ports.store.get_agent(ref)
-    task = ports.store.get_task(ref, state["task_id"]) if agent else None
+    agent = ports.store.agents.get_agent(ref)
+    task = ports.store.ingest.get_task(ref, state["task_id"]) if agent else None
     if agent is None or task is None or not task.finished:
         return {**state, "next": DONE, "outcome": "no finished task to judge"}
     captured = task.status == "failed" or not (is_empty(task.input) and is_empty(task.output))
@@ -57,7 +59,7 @@ def load(ports: EvalPorts, state: State) -> State:
         unscored = EvalResult(status="unscored", judge=ports.judge.label, at=iso(now),
                               reason=NO_CONTENT)
         return {**state, "next": "record", "result": unscored.to_dict()}
-    reason = skip_reason(agent, task.task_id, ports.store.judge_spend(ref, iso(now)[:10]),
+    reason = skip_reason(agent, task.task_id, ports.store.evals.judge_spend(ref, iso(now)[:10]),
                          ports.settings.judge)
     if reason is None:
         return {**state, "next": "judge"}
@@ -66,7 +68,7 @@ def load(ports: EvalPorts, state: State) -> State:
 
 
 def judge(ports: EvalPorts, state: State) -> State:
-    task = ports.store.get_task(parse_agent(state["agent"]), state["task_id"])
+    task = ports.store.ingest.get_task(parse_agent(state["agent"]), state["task_id"])
     if task is None:
         return {**state, "next": DONE, "outcome": "task vanished"}
     return {**state, "next": "record", "result": ports.judge.judge(task).to_dict()}
@@ -74,12 +76,12 @@ def judge(ports: EvalPorts, state: State) -> State:
 
 def record(ports: EvalPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = ports.store.get_agent(ref)
+    agent = ports.store.agents.get_agent(ref)
     if agent is None:
         return {**state, "next": DONE, "outcome": "agent vanished"}
     result = EvalResult.from_dict(state["result"])
     result.private = agent.hide_inputs or agent.hide_outputs
-    stored = ports.store.record_eval(ref, state["task_id"], result)
+    stored = ports.store.evals.record_eval(ref, state["task_id"], result)
     return {**state, "next": DONE, "outcome": result.status if stored else "kept the earlier result"}
 
 

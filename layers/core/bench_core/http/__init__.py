@@ -18,10 +18,10 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..domain.errors import BenchError
+from ..log import logger
 from ..runtime import snapstart
 from ..runtime.adapters import Services
-from ..runtime.config import Settings
-from ..runtime.log import logger
+from ..settings import Settings
 from .guard import Guard
 
 

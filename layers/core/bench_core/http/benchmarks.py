@@ -25,8 +25,8 @@ from .deps import current_viewer, read_body, require_key
 from .templating import PageRoute
 
 if TYPE_CHECKING:
-    from ..benchmarks.records import RunRecord
     from ..benchmarks.runs import RunIn
+    from ..domain.benchmark_records import RunRecord
 
 router = APIRouter(route_class=PageRoute)
 api_router = APIRouter(prefix="/api/benchmarks")

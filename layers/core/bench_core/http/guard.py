@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..domain.errors import BenchError
 from ..domain.hosts import allowed_names, host_allowed
-from ..runtime.config import Settings
+from ..settings import Settings
 
 BODY_DEADLINE_S = 30.0
 """Time a client has to send a whole request body: a 5 MB batch at 2 Mbit/s takes 20 s."""

@@ -19,7 +19,7 @@ from typing import ParamSpec, TypeVar
 from starlette.concurrency import run_in_threadpool
 
 from ..domain.errors import BenchError
-from ..runtime.config import Settings
+from ..settings import Settings
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -10,9 +10,9 @@ from starlette.responses import JSONResponse
 from ..domain.errors import BenchError, Unauthorized
 from ..ingest.pipeline import accept_batch
 from ..ingest.wire import decode_body, dropped_fields
+from ..log import logger
 from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
-from ..runtime.log import logger
 from . import public_base, services_of
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
 

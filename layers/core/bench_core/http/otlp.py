@@ -18,9 +18,9 @@ from ..ingest.otlp import ExportResult, UnsupportedMediaType, encoding_of, expor
 from ..ingest.otlp.encode import export_response, logs_response, status_body
 from ..ingest.otlp.logs import LogsResult, export_logs
 from ..ingest.wire import decode_body
+from ..log import logger
 from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
-from ..runtime.log import logger
 from . import services_of
 from .deps import MISSING_KEY, authenticate, presented_key, read_body
 

@@ -25,6 +25,7 @@ from ..domain.privacy import Viewer
 from ..ingest.wire import validation_detail
 from ..reuse import capability, grants, invoke
 from ..reuse.models import CapabilityCard, GrantRequest, InvokeRequest
+from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
 from . import error_response, services_of
 from .api import agent_ref, load_visible
@@ -125,6 +126,7 @@ async def post_invoke(login: str, slug: str, request: Request, background: Backg
                                        for d in validation_detail(exc)]) from exc
     call = await run_in_threadpool(lambda: invoke.invoke(services, key, agent_ref(login, slug), body,
                                                          later=background.add_task))
+    lambda_instrumentation.count("AgentCalls")
     response = (JSONResponse(call.answer) if call.error is None else
                 error_response(call.error.status, call.error.message, call.error.detail,
                                call.error.headers))

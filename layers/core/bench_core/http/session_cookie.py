@@ -12,8 +12,8 @@ from starlette.requests import HTTPConnection
 from ..accounts import sessions
 from ..accounts.secrets import SecretUnavailable
 from ..accounts.sessions import Session
+from ..log import logger
 from ..runtime.adapters import Services
-from ..runtime.log import logger
 
 
 def _load(services: Services, cookie: str) -> Session | None:

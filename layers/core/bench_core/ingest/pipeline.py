@@ -19,16 +19,20 @@ from typing import Any, Protocol
 from ..domain.keys import may_write
 from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent
 from ..domain.pricing import models_seen
-from ..runtime.log import logger
-from ..runtime.ports import WithLive, WithSettings, WithStore, WithWorkflows
+from ..log import logger
+from ..ports.services import WithIngest, WithLive, WithSettings, WithWorkflows
 from .wire import bounded, clean_event, parse_batch
 
 Later = Callable[..., Any]
 """Runs `fn(*args)` once the answer is sent, as `BackgroundTasks.add_task` does."""
 
 
-class IngestPorts(WithStore, WithSettings, WithWorkflows, WithLive, Protocol):
-    """What accepting events uses: the store, the limits, where evals start, the live feed."""
+class IngestPorts(WithSettings, WithWorkflows, WithLive, Protocol):
+    """What accepting events uses: the store's ingest, the limits, where evals start, the live
+    feed."""
+
+    @property
+    def store(self) -> WithIngest: ...
 
 
 def accept(ports: IngestPorts, login: str, meta: AgentMeta,
@@ -44,7 +48,7 @@ def accept(ports: IngestPorts, login: str, meta: AgentMeta,
               else e if e.body_json is not None else bounded(e.body, limits) for e in events]
     if meta.model is None:  # the models its evidence names, where the source declares none
         meta = replace(meta, model=models_seen(stored))
-    outcome = ports.store.ingest(login, meta, stored, dropped=dropped)
+    outcome = ports.store.ingest.ingest(login, meta, stored, dropped=dropped)
     ref = AgentRef(login, meta.slug)
     queue_evals(ports, ref, outcome)
     if outcome.accepted:

@@ -16,7 +16,7 @@ from ..domain.errors import BadRequest, Invalid, PayloadTooLarge
 from ..domain.field_limits import bounded_body
 from ..domain.models import CleanEvent, IngestBatch, WireEvent, iso
 from ..domain.pricing import DROPPED, is_evidence
-from ..runtime.config import Limits
+from ..settings import Limits
 
 _CAPPED_FIELDS = ("input", "output", "data")
 _KEPT_FIELDS = ("name", "parent_task_id", "status", "duration_ms", "cost_usd", "cost_breakdown")

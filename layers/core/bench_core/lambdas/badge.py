@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote
 
 from ..domain.errors import BenchError
+from ..log import logger
+from ..ports.services import WithAgents
 from ..render.badge import badge_params, badge_reply
 from ..render.http_caching import Reply
-from ..runtime.log import logger
 
 if TYPE_CHECKING:
-    from ..runtime.adapters import Services
-    from ..store import Store
+        from ..runtime.adapters import Services
 
 PATH = "/badge/{login}/{slug}.svg"
 ROUTES = (("GET", PATH), ("HEAD", PATH))
@@ -36,7 +36,7 @@ ROUTES = (("GET", PATH), ("HEAD", PATH))
 _PATH_PATTERN = re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(PATH)))
 
 
-def badge_answer(store: Store, login: str, slug: str, query: Mapping[str, str],
+def badge_answer(store: WithAgents, login: str, slug: str, query: Mapping[str, str],
                  if_none_match: str | None) -> Reply:
     """The whole answer to one badge request: the SVG (200, 404 "not found", or 304 when the
     client's copy is current) or a JSON error (400 for an unknown metric or style)."""
@@ -75,7 +75,7 @@ def lambda_handler() -> Callable[[dict[str, Any], Any], dict[str, Any]]:
         try:
             if services is None:
                 from ..runtime.adapters import Services
-                from ..runtime.config import Settings
+                from ..settings import Settings
 
                 services = Services.from_settings(Settings.from_env())
             reply = badge_answer(services.store, match["login"], match["slug"], query,

@@ -13,7 +13,7 @@ import json
 import urllib.request
 from typing import Any
 
-from ..runtime.log import logger
+from ..log import logger
 from ..runtime.session_secret import ensure_secure_string
 
 ANSWER_TIMEOUT_S = 10

@@ -19,9 +19,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..log import logger
 from ..runtime.adapters import migrate_store
-from ..runtime.config import Settings
-from ..runtime.log import logger
+from ..settings import Settings
 from .secret_resource import send_answer
 
 MARGIN_S = 30

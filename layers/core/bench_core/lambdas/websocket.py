@@ -22,9 +22,9 @@ from ..accounts.secrets import SecretUnavailable
 from ..domain.live import Channel, LiveConnection, may_watch
 from ..domain.models import iso, utcnow
 from ..domain.privacy import Viewer
+from ..log import logger
 from ..runtime.adapters import Services
-from ..runtime.config import Settings
-from ..runtime.log import logger
+from ..settings import Settings
 
 CONNECTION_TTL = timedelta(hours=2)
 """API Gateway closes every WebSocket after two hours; a record outliving that is stale."""
@@ -52,7 +52,7 @@ class WebSocketRoutes:
         if route == "$connect":
             return self.connect(event, connection_id)
         if route == "$disconnect":
-            self.services.store.remove_connection(connection_id)
+            self.services.store.accounts.remove_connection(connection_id)
             return OK
         return self.message(event.get("body"))
 
@@ -65,13 +65,13 @@ class WebSocketRoutes:
         login, grant = self.viewer(event, params, channel)
         viewer = Viewer(login)
         store = self.services.store
-        agent = store.get_agent(channel.ref) if channel.ref else None
+        agent = store.agents.get_agent(channel.ref) if channel.ref else None
         if not may_watch(channel, agent, viewer):
             logger.info("live connection refused", extra={"channel": channel.name})
             return FORBIDDEN
-        store.add_connection(LiveConnection(connection_id, channel.login, channel.slug,
-                                            viewer.login, iso(utcnow() + CONNECTION_TTL),
-                                            grant))
+        store.accounts.add_connection(LiveConnection(connection_id, channel.login, channel.slug,
+                                                     viewer.login, iso(utcnow() + CONNECTION_TTL),
+                                                     grant))
         return OK
 
     def viewer(self, event: dict[str, Any], params: dict[str, Any], channel: Channel

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..ports.workflows import State
 from ..runtime import snapstart
 from ..runtime.adapters import Services
-from ..runtime.config import Settings
-from ..workflows import State
+from ..settings import Settings
 
 Step = Callable[[Services, State], State]
 _services: Services | None = None

@@ -1,7 +1,2 @@
-"""The LiveFeed port (`base.py`): `local.py` in one process, `apigw.py` over API Gateway WebSockets."""
-
-from .base import (
-    LiveFeed,
-)
-
-__all__ = ["LiveFeed"]
+"""The LiveFeed port's adapters (the port: `ports/live.py`): `local.py` in one process, `apigw.py`
+over API Gateway WebSockets."""

@@ -11,21 +11,25 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import boto3
 from botocore.exceptions import ClientError
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts.live_grants import still_granted
 from ..domain.live import LiveConnection, may_watch
 from ..domain.models import Agent, AgentRef, iso, utcnow
 from ..domain.privacy import Viewer
-from ..reads.live_events import Delivery
-from ..runtime.log import logger
+from ..log import logger
+from ..ports.services import WithAccounts, WithAgents
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..ports.live import Audiences
+
+
+class FeedConcerns(WithAccounts, WithAgents, Protocol):
+    """The connections recorded by `$connect`, and the agents pushed about."""
+
 
 MAX_PARALLEL_POSTS = 16
 """Connections posted to at once: one agent's watchers are reached in about one round trip."""
@@ -38,8 +42,10 @@ def management_client(endpoint: str) -> Any:
 
 
 class ApiGatewayFeed:
-    def __init__(self, store: Store, endpoint: str, *, client: Any = None) -> None:
+    def __init__(self, store: FeedConcerns, endpoint: str, audiences: Audiences, *,
+                 client: Any = None) -> None:
         self.store = store
+        self.audiences = audiences
         self.endpoint = endpoint
         self._client = client
         self._lock = threading.Lock()
@@ -59,20 +65,20 @@ class ApiGatewayFeed:
 
     def push(self, ref: AgentRef, events: Sequence[Any]) -> int:
         """Send the batch to every connection watching `ref`; the number reached."""
-        connections = sorted((c for c in self.store.live_connections(ref.login, iso(utcnow()))
+        connections = sorted((c for c in self.store.accounts.live_connections(ref.login, iso(utcnow()))
                               if c.channel.covers(ref)), key=lambda c: c.connection_id)
         if not connections:
             return 0
-        agent = self.store.get_agent(ref)
+        agent = self.store.agents.get_agent(ref)
         if agent is None:
             return 0
-        delivery = Delivery(agent, events)
+        delivery = self.audiences.messages(agent, events)
 
         def send(connection: LiveConnection) -> bool:
             """One connection; its failure is logged and never stops the others."""
             try:
                 messages = delivery.for_viewer(connection.viewer)
-                if messages is delivery.owner and not still_granted(self.store, connection.grant):
+                if messages is delivery.owner and not self.audiences.still_granted(connection.grant):
                     messages = None
                 if messages is None:
                     self.disconnect(connection)
@@ -102,7 +108,7 @@ class ApiGatewayFeed:
         """Disconnect `login`'s connections for which `gone` holds (only the owner's own feeds
         are indexed; anywhere else a viewer sees what anyone may)."""
         def close_all() -> None:
-            for connection in self.store.live_connections(login, iso(utcnow())):
+            for connection in self.store.accounts.live_connections(login, iso(utcnow())):
                 if gone(connection):
                     self.disconnect(connection)
 
@@ -119,14 +125,14 @@ class ApiGatewayFeed:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "GoneException":
                 raise
-            self.store.remove_connection(connection.connection_id)
+            self.store.accounts.remove_connection(connection.connection_id)
             return False
         return True
 
     def disconnect(self, connection: LiveConnection) -> None:
         """Close a connection whose viewer may no longer watch (API Gateway then runs
         `$disconnect`, which forgets it; forgetting it here too makes that certain)."""
-        self.store.remove_connection(connection.connection_id)
+        self.store.accounts.remove_connection(connection.connection_id)
         try:
             self.client.delete_connection(ConnectionId=connection.connection_id)
         except ClientError as exc:

@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts.live_grants import still_granted
 from ..domain.live import Channel, may_watch
 from ..domain.models import Agent, AgentRef
 from ..domain.privacy import Viewer
-from ..reads.live_events import Delivery
-from ..runtime.log import logger
+from ..log import logger
 
 if TYPE_CHECKING:
-    from ..store import Store
+    from ..ports.live import Audiences
+    from ..ports.services import WithAgents
 
 MAX_BACKLOG = 256
 """Messages a watcher may have waiting before it is cut off as too slow."""
@@ -62,8 +61,9 @@ class Subscriber:
 
 
 class LocalFeed:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: WithAgents, audiences: Audiences) -> None:
         self.store = store
+        self.audiences = audiences
         self._by_login: dict[str, set[Subscriber]] = {}
 
     def subscribe(self, channel: Channel, viewer: Viewer, grant: str | None = None) -> Subscriber:
@@ -86,14 +86,14 @@ class LocalFeed:
             watchers = self.watchers(ref)
             if not watchers:
                 return
-            agent = await run_in_threadpool(self.store.get_agent, ref)
+            agent = await run_in_threadpool(self.store.agents.get_agent, ref)
             if agent is None:
                 return
-            delivery = Delivery(agent, events)
+            delivery = self.audiences.messages(agent, events)
             for subscriber in watchers:
                 messages = delivery.for_viewer(subscriber.viewer)
                 if messages is delivery.owner and not await run_in_threadpool(
-                        still_granted, self.store, subscriber.grant):
+                        self.audiences.still_granted, subscriber.grant):
                     messages = None
                 if messages is None:
                     subscriber.close(POLICY_VIOLATION)

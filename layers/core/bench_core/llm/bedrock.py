@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError, ReadTimeoutError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from . import Backoff, Completion, LLMError, LLMUnavailable, Message
+from ..ports.llm import Backoff, Completion, LLMError, LLMUnavailable, Message
 
 RETRYABLE_CODES = frozenset({"ThrottlingException", "ServiceUnavailableException",
                              "ModelNotReadyException", "InternalServerException",

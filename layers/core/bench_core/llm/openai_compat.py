@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from . import Backoff, Completion, LLMError, LLMUnavailable, Message
+from ..ports.llm import Backoff, Completion, LLMError, LLMUnavailable, Message
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from ..domain.errors import BenchError
 from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN
-from ..store import Store
+from ..ports.store import Store
 from . import tools
 
 MAX_RESULT_BYTES = 256 * 1024

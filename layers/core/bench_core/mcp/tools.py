@@ -8,18 +8,18 @@ structured output); an agent that is absent or private is `NotFound("agent not f
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..benchmarks.read_models import agent_benchmark_results, suites_overview
+from ..benchmarks.read_models import BenchmarkReads, agent_benchmark_results, suites_overview
 from ..domain import ranking as leaderboard
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
 from ..domain.privacy import ANONYMOUS, listed
+from ..ports.services import WithAgents, WithBenchmarks, WithEvals, WithLeaderboard, WithReuse
 from ..reads import agents as views
 from ..reuse.capability import public_capability
-from ..store import Store
 
 OwnerTelemetryLabel = Literal["owner telemetry"]
 BenchmarkEvidenceLabel = Literal["benchmark evidence"]
@@ -188,10 +188,14 @@ def profile_path(agent: Agent) -> str:
     return f"/u/{agent.login}/{agent.slug}"
 
 
-def search_agents(store: Store, query: str, sort: SortName, limit: int) -> AgentSearch:
+class ToolReads(WithAgents, WithEvals, WithReuse, WithBenchmarks, Protocol):
+    """What `get_agent` reports of an agent: its numbers, insights, card and benchmark runs."""
+
+
+def search_agents(store: WithLeaderboard, query: str, sort: SortName, limit: int) -> AgentSearch:
     """Public agents matching `query`, ranked as the leaderboard ranks them (one index read)."""
     normalised = leaderboard.normalise_query(query)
-    agents = [a for a in store.leaderboard(sort, query=normalised, limit=limit) if listed(a)]
+    agents = [a for a in store.leaderboard.leaderboard(sort, query=normalised, limit=limit) if listed(a)]
     return AgentSearch(
         query=normalised or "", sort=sort, rule=leaderboard.SORTS[sort].rule,
         agents=[AgentListing.model_validate({**views.agent_summary(a, ANONYMOUS), "rank": i,
@@ -199,7 +203,7 @@ def search_agents(store: Store, query: str, sort: SortName, limit: int) -> Agent
                 for i, a in enumerate(agents[:limit], start=1)])
 
 
-def get_agent(store: Store, login: str, slug: str) -> AgentReport:
+def get_agent(store: ToolReads, login: str, slug: str) -> AgentReport:
     agent = views.public_agent(store, AgentRef(login.lower(), slug.lower()))
     if agent is None:
         raise NotFound("agent not found")
@@ -216,7 +220,7 @@ def get_agent(store: Store, login: str, slug: str) -> AgentReport:
         capability=CapabilityCard(card=public_capability(store, agent)))
 
 
-def list_benchmarks(store: Store, suite: str | None, top: int) -> BenchmarkRegistry:
+def list_benchmarks(store: BenchmarkReads, suite: str | None, top: int) -> BenchmarkRegistry:
     """The suites, each version with its `top` public results; `suite` narrows the answer to
     one suite (by name) or one version (by id, `<name>-v<N>`)."""
     suites = [SuiteSummary.model_validate(s) for s in suites_overview(store, top)]

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
-from ..store import Store
+from ..ports.store import Store
 from .server import server, serving
 
 PATH = "/mcp"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from ..domain import ranking as leaderboard
@@ -12,7 +12,7 @@ from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef, RunRef
 from ..domain.pricing import headline_cost
 from ..domain.privacy import ANONYMOUS, Viewer, insights_view, listed, task_view, visible_agent
-from ..store import Store
+from ..ports.services import WithAgents, WithBenchmarks, WithEvals, WithIngest, WithLeaderboard, WithReuse
 
 RECENT_TASKS = 10
 
@@ -90,13 +90,21 @@ def eval_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
     return summary
 
 
-def visible(store: Store, ref: AgentRef, viewer: Viewer) -> Agent:
+class AgentReads(WithIngest, WithEvals, Protocol):
+    """An agent's numbers: its days and recent events, and its failure insights."""
+
+
+class ProfileReads(AgentReads, WithReuse, WithBenchmarks, Protocol):
+    """A profile page: the agent's numbers, its capability card and benchmark runs."""
+
+
+def visible(store: WithAgents, ref: AgentRef, viewer: Viewer) -> Agent:
     """The agent if `viewer` may see it; 404 alike when it is absent or hidden from them."""
-    return visible_agent(store.get_agent(ref), viewer)
+    return visible_agent(store.agents.get_agent(ref), viewer)
 
 
-def agent_detail(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    tasks, _ = store.list_tasks(agent.ref, limit=RECENT_TASKS)
+def agent_detail(store: WithIngest, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+    tasks, _ = store.ingest.list_tasks(agent.ref, limit=RECENT_TASKS)
     return {**agent_summary(agent, viewer),
             "recent_tasks": [task_view(t, agent, viewer) for t in tasks]}
 
@@ -106,16 +114,16 @@ def agent_detail(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
 DAILY_WINDOW = 30
 
 
-def public_agent(store: Store, ref: AgentRef) -> Agent | None:
+def public_agent(store: WithAgents, ref: AgentRef) -> Agent | None:
     """The agent as anyone may see it, for responses shared through public caches (badges,
     embeds, OG images): None when it is absent or private, which callers answer alike."""
     try:
-        return visible_agent(store.get_agent(ref), ANONYMOUS)
+        return visible_agent(store.agents.get_agent(ref), ANONYMOUS)
     except NotFound:
         return None
 
 
-def public_summary(store: Store, ref: AgentRef) -> dict[str, Any] | None:
+def public_summary(store: WithAgents, ref: AgentRef) -> dict[str, Any] | None:
     agent = public_agent(store, ref)
     return None if agent is None else agent_summary(agent, ANONYMOUS)
 
@@ -127,9 +135,9 @@ def day_window(last_day: str | None, days: int = DAILY_WINDOW) -> list[str]:
     return [(end - timedelta(days=days - 1 - k)).isoformat() for k in range(days)]
 
 
-def daily_series(store: Store, agent: Agent) -> tuple[list[str], list[dict[str, Any]]]:
+def daily_series(store: WithIngest, agent: Agent) -> tuple[list[str], list[dict[str, Any]]]:
     window = day_window(agent.stats.last_event_at)
-    return window, store.daily(agent.ref, window[0])
+    return window, store.ingest.daily(agent.ref, window[0])
 
 
 def evidence_summary(agent: Agent) -> dict[str, Any]:
@@ -148,19 +156,19 @@ def cost_evidence(agent: Agent, viewer: Viewer) -> dict[str, Any] | None:
     return evidence_summary(agent) if agent.stats.evidence_calls else None
 
 
-def failure_insights(store: Store, agent: Agent, viewer: Viewer) -> list[dict[str, Any]] | None:
+def failure_insights(store: WithEvals, agent: Agent, viewer: Viewer) -> list[dict[str, Any]] | None:
     """Labelled clusters of failures through the privacy gate; None until the cluster workflow
     has stored any (SPEC 5)."""
-    insights = store.get_insights(agent.ref)
+    insights = store.evals.get_insights(agent.ref)
     return None if insights is None else insights_view(insights, agent, viewer)["clusters"]
 
 
-def insights_of(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+def insights_of(store: WithEvals, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     """`GET .../insights`: the stored clusters (or none yet) through the privacy gate."""
-    return insights_view(store.get_insights(agent.ref), agent, viewer)
+    return insights_view(store.evals.get_insights(agent.ref), agent, viewer)
 
 
-def profile(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+def profile(store: AgentReads, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     """Everything the profile page shows: the read API's detail plus the series behind its
     charts, all from counters and the newest tasks (no scan of history)."""
     window, daily = daily_series(store, agent)
@@ -169,7 +177,7 @@ def profile(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
             "insights": failure_insights(store, agent, viewer)}
 
 
-def profile_page(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+def profile_page(store: ProfileReads, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     """What the profile page reads: the profile, the capability card and benchmark runs."""
     from ..benchmarks.read_models import visible_runs
     from ..reuse.capability import capability_view
@@ -178,13 +186,13 @@ def profile_page(store: Store, agent: Agent, viewer: Viewer) -> dict[str, Any]:
             "benchmarks": visible_runs(store, agent, viewer)}
 
 
-def leaderboard_page(store: Store, sort: str, query: str | None, page: int,
+def leaderboard_page(store: WithLeaderboard, sort: str, query: str | None, page: int,
                      qualification: leaderboard.Qualification) -> dict[str, Any]:
     """One page of the leaderboard: public agents only, as the read API shows them, and when
     a new agent first ranks (`qualification`: the store's, from the same settings)."""
     offset = (page - 1) * leaderboard.PAGE_SIZE
-    agents = store.leaderboard(sort, query=query, offset=offset,
-                               limit=leaderboard.PAGE_SIZE + 1)
+    agents = store.leaderboard.leaderboard(sort, query=query, offset=offset,
+                                           limit=leaderboard.PAGE_SIZE + 1)
     shown = [a for a in agents[:leaderboard.PAGE_SIZE] if listed(a)]
     return {
         "sort": sort, "q": query, "page": page, "page_size": leaderboard.PAGE_SIZE,

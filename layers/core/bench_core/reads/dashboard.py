@@ -3,13 +3,13 @@ and all their keys. The viewer is always the owner, so nothing here is hidden.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from ..accounts.agents import own_agent
+from ..accounts.agents import AgentsAndKeys, own_agent
 from ..accounts.api_keys import keys_of
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
-from ..store import Store
+from ..ports.services import WithAccounts, WithAgents, WithIngest
 from .agents import agent_summary
 from .live_events import headline, summary
 
@@ -17,24 +17,28 @@ FEED_EVENTS = 25
 """Events an agent's page shows before live ones arrive."""
 
 
-def owner_agents(store: Store, login: str) -> list[dict[str, Any]]:
+class OwnerReads(WithAgents, WithAccounts, WithIngest, Protocol):
+    """One of the owner's agents on the dashboard: its settings, keys and recent events."""
+
+
+def owner_agents(store: WithAgents, login: str) -> list[dict[str, Any]]:
     """The owner's agents, most recently active first, each with its live-updated numbers."""
-    agents = store.list_agents(login)
+    agents = store.agents.list_agents(login)
     agents.sort(key=lambda a: a.stats.last_event_at or a.created_at, reverse=True)
     return [{**agent_summary(a, Viewer(login)), "headline": headline(a)} for a in agents]
 
 
-def owner_agent(store: Store, ref: AgentRef) -> dict[str, Any]:
+def owner_agent(store: OwnerReads, ref: AgentRef) -> dict[str, Any]:
     """One agent's page: its numbers, its newest events and its agent keys."""
     agent = own_agent(store, ref)
     viewer = Viewer(ref.login)
-    events = store.recent_events(ref, FEED_EVENTS)
-    keys = [k for k in store.list_keys(ref.login) if k.agent_slug == agent.slug]
+    events = store.ingest.recent_events(ref, FEED_EVENTS)
+    keys = [k for k in store.accounts.list_keys(ref.login) if k.agent_slug == agent.slug]
     return {"a": agent_summary(agent, viewer), "headline": headline(agent),
             "events": [summary(e, agent, viewer) for e in events], "keys": keys,
             "channel": f"{agent.login}/{agent.slug}"}
 
 
-def owner_keys(store: Store, login: str) -> dict[str, Any]:
+def owner_keys(store: AgentsAndKeys, login: str) -> dict[str, Any]:
     """The keys page: every key, newest first, and the agents a new key may be scoped to."""
-    return {"keys": keys_of(store, login), "slugs": [a.slug for a in store.list_agents(login)]}
+    return {"keys": keys_of(store, login), "slugs": [a.slug for a in store.agents.list_agents(login)]}

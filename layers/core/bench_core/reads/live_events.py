@@ -3,23 +3,27 @@ the agent's headline numbers, in JSON text under API Gateway's 128 KB message li
 
 One batch makes at most two versions of its messages, built on first use: the owner's (all
 fields) and everyone else's (hidden inputs and outputs left out by `privacy.event_view`). A
-private agent has no public version at all.
+private agent has no public version at all. The feed's adapters ask for them, and for whether
+a connection's grant still holds, through `LiveRules` (the `ports.live.Audiences` they are
+handed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..accounts import live_grants
 from ..domain import stats
 from ..domain.errors import NotFound
 from ..domain.field_limits import dumps
 from ..domain.live import Channel
 from ..domain.models import Agent, WireEvent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, event_view, visible_agent
+from ..ports.services import WithAccounts, WithAgents
 from ..render import formatting as fmt
-from ..store import Store
 
 MAX_MESSAGE_BYTES = 96 * 1024
 """Below API Gateway's 128 KB per message, leaving room for framing."""
@@ -131,12 +135,26 @@ class Delivery:
         return self.owner if viewer.owns(self.agent) else self.public
 
 
-def channel_agents(store: Store, channel: Channel) -> tuple[Agent | None, list[Agent]]:
+@dataclass(frozen=True)
+class LiveRules:
+    """What the live feed's adapters deliver (`ports.live.Audiences`): a batch's messages for
+    each audience, and whether a connection that sees the owner's view is still granted."""
+
+    store: WithAccounts
+
+    def messages(self, agent: Agent, events: Sequence[WireEvent | dict[str, Any]]) -> Delivery:
+        return Delivery(agent, events)
+
+    def still_granted(self, grant: str | None) -> bool:
+        return live_grants.still_granted(self.store, grant)
+
+
+def channel_agents(store: WithAgents, channel: Channel) -> tuple[Agent | None, list[Agent]]:
     """The watched agent (None for an owner's channel or an agent not created yet) and the
     agents whose numbers the first message carries."""
     if channel.ref is None:
-        return None, store.list_agents(channel.login)
-    agent = store.get_agent(channel.ref)
+        return None, store.agents.list_agents(channel.login)
+    agent = store.agents.get_agent(channel.ref)
     return agent, [agent] if agent else []
 
 

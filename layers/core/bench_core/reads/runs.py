@@ -3,11 +3,11 @@ the runs list. Every value a viewer may not see goes through `domain.privacy`, a
 other surface.
 
 A run is read a page at a time, whatever its size: its root, then up to `SPANS_PAGE` of its
-spans in start order (`Store.run_spans`). A run that fits one page is whole: it is drawn as a
+spans in start order (`RunStore.run_spans`). A run that fits one page is whole: it is drawn as a
 tree (`domain.runs`) and its JSON lists its spans in the order the tree is drawn, each with its
 depth and what lies below it. A bigger run is a window: its page draws the tree of its first
 spans, of the subtree it is focused on (read from that span's start), the focused span's
-ancestry and the selected span, and its header counts what `Store.run_counts` counts without
+ancestry and the selected span, and its header counts what `RunStore.run_counts` counts without
 reading the spans; its JSON pages through every span in start order (`next_cursor`), each
 with its parent's id to rebuild the tree from.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from ..domain.errors import BadRequest, NotFound
 from ..domain.models import Agent, AgentRef, TaskState
@@ -41,8 +41,9 @@ from ..domain.runs import (
     subtree,
     walk,
 )
+from ..ports.services import WithAgents, WithIngest, WithRuns
+from ..ports.store import RunCounts, decode_cursor, encode_cursor
 from ..render import timeline
-from ..store import RunCounts, Store, decode_cursor, encode_cursor
 from .agents import agent_summary, visible
 
 SPANS_PAGE = 1000
@@ -82,7 +83,15 @@ class Run:
         return list(walk(self.tree))
 
 
-def find_run(store: Store, agent: Agent, task: TaskState | None) -> tuple[TaskState, str]:
+class RunReads(WithRuns, WithIngest, Protocol):
+    """A run: its head and spans a page at a time, and single tasks of it."""
+
+
+class RunListReads(WithRuns, WithAgents, Protocol):
+    """An agent's runs list."""
+
+
+def find_run(store: WithIngest, agent: Agent, task: TaskState | None) -> tuple[TaskState, str]:
     """The task asked for (as read: None for an unknown one, which is NotFound) and the id of
     the run it belongs to."""
     if task is None:
@@ -90,12 +99,12 @@ def find_run(store: Store, agent: Agent, task: TaskState | None) -> tuple[TaskSt
     if task.parent_task_id is None:
         return task, task.task_id
     if task.run_id and task.run_id != task.task_id:
-        root = store.get_task(agent.ref, task.run_id)
+        root = store.ingest.get_task(agent.ref, task.run_id)
         if root is not None and root.parent_task_id is None:
             return task, root.task_id
     current = task  # stored before runs existed (on DynamoDB, until the table's migration)
     for _ in range(MAX_ANCESTRY):
-        parent = store.get_task(agent.ref, current.parent_task_id or "")
+        parent = store.ingest.get_task(agent.ref, current.parent_task_id or "")
         if parent is None:
             return task, current.task_id
         if parent.parent_task_id is None:
@@ -104,7 +113,7 @@ def find_run(store: Store, agent: Agent, task: TaskState | None) -> tuple[TaskSt
     return task, current.task_id
 
 
-def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str,
+def load_run(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
              insights: dict[str, Any] | None, *, content: bool = True,
              root: TaskState | None = None) -> Run:
     """The run's root and its first page of spans; without `content` they may lack inputs,
@@ -112,13 +121,13 @@ def load_run(store: Store, agent: Agent, viewer: Viewer, run_id: str,
     alone). `insights`: the agent's (`RunHead`); `root`: the run's root if the caller read it
     already."""
     root = _root(store, agent, run_id, root)
-    read = store.run_spans(agent.ref, root, limit=SPANS_PAGE, content=content)
-    counts = store.run_counts(agent.ref, root) if len(read) >= SPANS_PAGE else None
+    read = store.runs.run_spans(agent.ref, root, limit=SPANS_PAGE, content=content)
+    counts = store.runs.run_counts(agent.ref, root) if len(read) >= SPANS_PAGE else None
     return Run(agent, root, read, cluster_of(insights, agent, viewer, run_id), counts)
 
 
-def _root(store: Store, agent: Agent, run_id: str, root: TaskState | None) -> TaskState:
-    root = root or store.get_task(agent.ref, run_id)
+def _root(store: WithIngest, agent: Agent, run_id: str, root: TaskState | None) -> TaskState:
+    root = root or store.ingest.get_task(agent.ref, run_id)
     if root is None:
         raise NotFound("run not found")
     return root
@@ -204,7 +213,7 @@ def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
     return "unscored" + (f": {reason}" if reason else "")
 
 
-def run_json(store: Store, agent: Agent, viewer: Viewer, run_id: str,
+def run_json(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
              insights: dict[str, Any] | None, cursor: str | None = None,
              root: TaskState | None = None) -> dict[str, Any]:
     """The JSON twin: a whole run's spans in tree order; a bigger run's in start order,
@@ -220,14 +229,14 @@ def run_json(store: Store, agent: Agent, viewer: Viewer, run_id: str,
     return _paged(run, run.counts, viewer, sight, page, more=True)
 
 
-def _later_page(store: Store, agent: Agent, viewer: Viewer, run_id: str,
+def _later_page(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
                 insights: dict[str, Any] | None, cursor: str, root: TaskState | None,
                 sight: Sight) -> dict[str, Any]:
     """A page after the first of a run read a page at a time: its cursor holds where the
     last page ended and the counts the first read (so paging does not count again)."""
     after, counts = _position(cursor)
     root = _root(store, agent, run_id, root)
-    read = store.run_spans(agent.ref, root, limit=SPANS_PAGE + 1, after=after)
+    read = store.runs.run_spans(agent.ref, root, limit=SPANS_PAGE + 1, after=after)
     run = Run(agent, root, read, cluster_of(insights, agent, viewer, run_id), counts)
     return _paged(run, counts, viewer, sight, read[:SPANS_PAGE], more=len(read) > SPANS_PAGE)
 
@@ -277,10 +286,10 @@ def run_summary(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]
             "evidence_cost_usd": task.evidence.cost_usd if task.evidence else None}
 
 
-def runs_list(store: Store, agent: Agent, viewer: Viewer, where: RunFilter,
+def runs_list(store: WithRuns, agent: Agent, viewer: Viewer, where: RunFilter,
               cursor: str | None = None, limit: int = RUNS_PAGE) -> dict[str, Any]:
     try:
-        tasks, next_cursor = store.list_runs(agent.ref, where, limit=limit, cursor=cursor)
+        tasks, next_cursor = store.runs.list_runs(agent.ref, where, limit=limit, cursor=cursor)
     except ValueError as exc:
         raise BadRequest(str(exc), [{"loc": ["query", "cursor"], "msg": str(exc)}]) from exc
     return {"runs": [run_summary(t, agent, viewer) for t in tasks], "next_cursor": next_cursor,
@@ -299,13 +308,13 @@ class Elsewhere:
     span_id: str
 
 
-def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
+def run_page(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str, *,
              span: str | None = None, focus: str | None = None,
              expand: str | None = None) -> dict[str, Any] | Elsewhere:
     """What the run page draws: the header, the rows of the tree at `focus` (collapsed where
     big), each with its waterfall bar, and the selected span's details; of a run too big to
     read whole, the rows of what one read of it gives (`Run`)."""
-    head = store.run_head(ref, task_id)
+    head = store.runs.run_head(ref, task_id)
     agent = visible_agent(head.agent, viewer)
     task, run_id = find_run(store, agent, head.task)
     if run_id != task_id:
@@ -329,7 +338,7 @@ def run_page(store: Store, ref: AgentRef, viewer: Viewer, task_id: str, *,
                 r.kind == "span" and r.node is selected for r in drawn)}
 
 
-def _focused(store: Store, run: Run, focus: str | None) -> tuple[Node, list[Node]]:
+def _focused(store: RunReads, run: Run, focus: str | None) -> tuple[Node, list[Node]]:
     """The node the page draws from and its ancestors from the root down (the breadcrumbs).
     In a run read a page at a time, a span other than the root is read with its subtree's
     first spans (one read from its start on) and its nearest `TRAIL_READ` ancestors."""
@@ -344,8 +353,8 @@ def _focused(store: Store, run: Run, focus: str | None) -> tuple[Node, list[Node
     if task is None:
         raise NotFound("span not found in this run")
     ancestors = _ancestors(store, run, task)
-    after = store.run_spans(run.agent.ref, run.root, limit=SPANS_PAGE,
-                            after=(task.sort_ts, ""), content=False)
+    after = store.runs.run_spans(run.agent.ref, run.root, limit=SPANS_PAGE,
+                                 after=(task.sort_ts, ""), content=False)
     top = build_tree(task, subtree(task.task_id, after), origin=run.root,
                      depth=len(ancestors))
     return top, [loose(t, run) for t in ancestors]
@@ -356,37 +365,37 @@ def _cut(trail: list[Node]) -> bool:
     return len(trail) > 1 and trail[1].parent_id != trail[0].task_id
 
 
-def _selected(store: Store, run: Run, top: Node, span: str | None
+def _selected(store: WithIngest, run: Run, top: Node, span: str | None
               ) -> tuple[Node | None, TaskState | None]:
     """The selected span's node (the drawn one, where it is drawn) and its task read whole."""
     if not span:
         return None, None
     node = find(top, span) or find(run.tree, span)
     if run.whole:
-        return node, store.get_task(run.agent.ref, span) if node else None
+        return node, store.ingest.get_task(run.agent.ref, span) if node else None
     full = _member(store, run, span)
     if full is None:
         return None, None
     return node or loose(full, run), full
 
 
-def _member(store: Store, run: Run, span_id: str) -> TaskState | None:
+def _member(store: WithIngest, run: Run, span_id: str) -> TaskState | None:
     """The task `span_id` read whole, if it is one of this run's spans or its root."""
     if span_id == run.root.task_id:
         return run.root
-    task = store.get_task(run.agent.ref, span_id)
+    task = store.ingest.get_task(run.agent.ref, span_id)
     if task is None or task.run_id != run.root.task_id or not task.sort_ts:
         return None
     return task
 
 
-def _ancestors(store: Store, run: Run, task: TaskState) -> list[TaskState]:
+def _ancestors(store: WithIngest, run: Run, task: TaskState) -> list[TaskState]:
     """The root, then `task`'s nearest `TRAIL_READ` ancestors below it (all of them, if that
     is all there are), from the top down."""
     found: list[TaskState] = []
     parent = task.parent_task_id
     while parent and parent != run.root.task_id and len(found) < TRAIL_READ:
-        above = store.get_task(run.agent.ref, parent)
+        above = store.ingest.get_task(run.agent.ref, parent)
         if above is None:
             break
         found.append(above)
@@ -405,7 +414,7 @@ def _trail(run: Run, node: Node) -> list[Node]:
     return trail[::-1]
 
 
-def runs_page(store: Store, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
+def runs_page(store: RunListReads, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
               cursor: str | None) -> dict[str, Any]:
     agent = visible(store, ref, viewer)
     where = run_filter(agent, viewer, **filters)
@@ -413,16 +422,16 @@ def runs_page(store: Store, ref: AgentRef, viewer: Viewer, filters: dict[str, An
             **runs_list(store, agent, viewer, where, cursor)}
 
 
-def runs_json(store: Store, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
+def runs_json(store: RunListReads, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
               cursor: str | None, limit: int) -> dict[str, Any]:
     agent = visible(store, ref, viewer)
     return runs_list(store, agent, viewer, run_filter(agent, viewer, **filters), cursor, limit)
 
 
-def run_answer(store: Store, ref: AgentRef, viewer: Viewer, task_id: str,
+def run_answer(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str,
                cursor: str | None) -> dict[str, Any]:
     """The JSON twin; a subtask's id answers its run, naming the span asked for."""
-    head = store.run_head(ref, task_id)
+    head = store.runs.run_head(ref, task_id)
     agent = visible_agent(head.agent, viewer)
     task, run_id = find_run(store, agent, head.task)
     answer = run_json(store, agent, viewer, run_id, head.insights, cursor,
@@ -433,9 +442,9 @@ def run_answer(store: Store, ref: AgentRef, viewer: Viewer, task_id: str,
 EXAMPLES = 3
 
 
-def example_runs(store: Store, agent: Agent, viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
+def example_runs(store: WithRuns, agent: Agent, viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
     """A few runs to open from another page (compare): the newest, and the newest failures."""
-    newest, _ = store.list_runs(agent.ref, RunFilter(), limit=EXAMPLES)
-    failed, _ = store.list_runs(agent.ref, RunFilter(status="failed"), limit=EXAMPLES)
+    newest, _ = store.runs.list_runs(agent.ref, RunFilter(), limit=EXAMPLES)
+    failed, _ = store.runs.list_runs(agent.ref, RunFilter(status="failed"), limit=EXAMPLES)
     return {"newest": [run_summary(t, agent, viewer) for t in newest],
             "failed": [run_summary(t, agent, viewer) for t in failed]}

@@ -12,8 +12,9 @@ from datetime import datetime, timedelta
 
 from ..domain.errors import Forbidden, TooManyRequests
 from ..domain.models import Agent, AgentRef, KeyRecord, iso
-from ..store import Store
-from .models import EVERYONE, GrantRequest, InvocationGrant, QuotaWindow, UsageRecord
+from ..domain.reuse_records import EVERYONE, InvocationGrant, QuotaWindow, UsageRecord
+from ..ports.services import WithReuse
+from .models import GrantRequest
 
 
 def new_grant(agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:
@@ -24,36 +25,36 @@ def new_grant(agent: Agent, request: GrantRequest, now: datetime) -> InvocationG
                            created_at=iso(now))
 
 
-def put_grant(store: Store, agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:
+def put_grant(store: WithReuse, agent: Agent, request: GrantRequest, now: datetime) -> InvocationGrant:
     """Grant (or replace the grant of) `request.caller` calls to `agent`."""
     grant = new_grant(agent, request, now)
-    store.put_invocation_grant(grant)
+    store.reuse.put_invocation_grant(grant)
     return grant
 
 
-def grants_of(store: Store, ref: AgentRef) -> list[InvocationGrant]:
-    return store.invocation_grants(ref)
+def grants_of(store: WithReuse, ref: AgentRef) -> list[InvocationGrant]:
+    return store.reuse.invocation_grants(ref)
 
 
-def revoke_grant(store: Store, ref: AgentRef, caller: str) -> bool:
+def revoke_grant(store: WithReuse, ref: AgentRef, caller: str) -> bool:
     """Remove the grant to `caller`; False if there was none."""
-    return store.delete_invocation_grant(ref, caller)
+    return store.reuse.delete_invocation_grant(ref, caller)
 
 
-def usage_of(store: Store, key: KeyRecord, limit: int) -> list[UsageRecord]:
+def usage_of(store: WithReuse, key: KeyRecord, limit: int) -> list[UsageRecord]:
     """The calls through Bench `key` may see, newest first: an owner key its account's, an
     agent key those made with its agent's keys (it sees nothing else of its account)."""
-    return store.list_usage(key.login, limit, key.agent_slug)
+    return store.reuse.list_usage(key.login, limit, key.agent_slug)
 
 
-def grant_for(store: Store, agent: Agent, key: KeyRecord, now: datetime) -> InvocationGrant | None:
+def grant_for(store: WithReuse, agent: Agent, key: KeyRecord, now: datetime) -> InvocationGrant | None:
     """The grant `key`'s login calls `agent` under (None: the owner, who needs none); 403 with
     the reason otherwise."""
     if key.login == agent.login:
         return None
-    grant = store.get_invocation_grant(agent.ref, key.login)
+    grant = store.reuse.get_invocation_grant(agent.ref, key.login)
     if grant is None and key.expires_at is None:
-        grant = store.get_invocation_grant(agent.ref, EVERYONE)
+        grant = store.reuse.get_invocation_grant(agent.ref, EVERYONE)
     if grant is None:
         raise Forbidden(f"@{agent.login} has not granted @{key.login} calls to {agent.slug}; "
                         "ask the owner for a grant",
@@ -75,10 +76,10 @@ def quota_windows(grant: InvocationGrant, now: datetime) -> list[QuotaWindow]:
     return windows
 
 
-def take_quota(store: Store, agent: Agent, caller: str, grant: InvocationGrant,
+def take_quota(store: WithReuse, agent: Agent, caller: str, grant: InvocationGrant,
                now: datetime) -> None:
     """Count the call, or 429 with `Retry-After` (whole seconds until the full window ends)."""
-    full = store.take_invocation_quota(agent.ref, caller, quota_windows(grant, now))
+    full = store.reuse.take_invocation_quota(agent.ref, caller, quota_windows(grant, now))
     if full is None:
         return
     ends = datetime.fromisoformat(full.until.replace("Z", "+00:00"))

@@ -19,7 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..domain.errors import BenchError, Forbidden, PayloadTooLarge
 from ..domain.field_limits import dumps
@@ -33,16 +33,29 @@ from ..domain.models import (
     utcnow,
 )
 from ..domain.privacy import Viewer, visible_agent
+from ..domain.reuse_records import UsageRecord
 from ..ingest.pipeline import IngestPorts, Later, accept
-from ..runtime import lambda_instrumentation
-from ..runtime.log import logger
+from ..log import logger
+from ..ports.services import WithAgents, WithIngest, WithReuse
 from . import call_signature as signing
 from . import grants, outbound
-from .models import InvokeRequest, UsageRecord
+from .models import InvokeRequest
 
 TASK_NAME = "invoked"
 ERROR_PREVIEW = 500
 """Characters of a failing endpoint's answer quoted back to the caller."""
+
+
+class InvokeConcerns(WithIngest, WithAgents, WithReuse, Protocol):
+    """The agent called, its card, its grants and quota, and where the call is recorded."""
+
+
+class InvokePorts(IngestPorts, Protocol):
+    """What a call uses: ingest's ports (the call is recorded as a task), its store also the
+    agent called and its card, grants, quota and usage."""
+
+    @property
+    def store(self) -> InvokeConcerns: ...
 
 
 class BadGateway(BenchError):
@@ -72,14 +85,14 @@ class Invocation:
     error: BenchError | None
 
 
-def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: InvokeRequest, *,
+def invoke(services: InvokePorts, key: KeyRecord, ref: AgentRef, request: InvokeRequest, *,
            later: Later) -> Invocation:
     """Check, count, forward and record one call; refusals before anything goes out
     (not found, no grant, over quota, too large) raise."""
     store, settings = services.store, services.settings.reuse
     now = utcnow()
-    agent = visible_agent(store.get_agent(ref), Viewer.of_key(key))
-    record = store.get_capability(ref)
+    agent = visible_agent(store.agents.get_agent(ref), Viewer.of_key(key))
+    record = store.reuse.get_capability(ref)
     endpoint = record.endpoint if record is not None else None
     if record is None or endpoint is None:
         raise Forbidden(f"{ref.path} takes no calls through Bench: its owner has published no "
@@ -100,7 +113,7 @@ def invoke(services: IngestPorts, key: KeyRecord, ref: AgentRef, request: Invoke
     return Invocation(answer, call.error)
 
 
-def _forward(services: IngestPorts, endpoint: str, secret: str, caller: str, ref: AgentRef,
+def _forward(services: InvokePorts, endpoint: str, secret: str, caller: str, ref: AgentRef,
              payload: bytes) -> Call:
     call = Call(call_id=uuid.uuid4().hex, started=utcnow(), duration_ms=0.0)
     headers = {"Content-Type": "application/json", "Accept": "application/json",
@@ -166,14 +179,14 @@ def usage_expiry(started: datetime, key: KeyRecord, retention_days: int) -> str 
     return min(times, default=None)
 
 
-def _record(services: IngestPorts, agent: Agent, key: KeyRecord, events: list[WireEvent],
+def _record(services: InvokePorts, agent: Agent, key: KeyRecord, events: list[WireEvent],
             call: Call, later: Later) -> None:
     """The call as a task of the agent and as usage of the caller. A failure here is logged:
     the call has happened and counted, so its answer still goes back."""
     try:
         limits = services.settings.limits
         accept(services, agent.login, AgentMeta(slug=agent.slug), events, later=later)
-        services.store.record_usage(UsageRecord(
+        services.store.reuse.record_usage(UsageRecord(
             login=key.login, at=iso(call.started), call_id=call.call_id,
             agent=f"{agent.login}/{agent.slug}",
             status="failed" if call.error is not None else "success",
@@ -184,4 +197,3 @@ def _record(services: IngestPorts, agent: Agent, key: KeyRecord, events: list[Wi
     except Exception:
         logger.exception("could not record a call", extra={"agent": agent.ref.path,
                                                             "call_id": call.call_id})
-    lambda_instrumentation.count("AgentCalls")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from ..runtime.config import ReuseSettings
+from ..settings import ReuseSettings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 

@@ -1,1 +1,2 @@
-"""Configuration, the composition root (`adapters.py`), logging and Lambda instrumentation."""
+"""The composition root (`adapters.py`) and what only entry points use: Lambda instrumentation,
+SnapStart hooks, the garbage collector held off, the session secret resource."""

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..domain.models import AgentRef
-from ..store import Store
-from .config import LLMSettings, Settings
+from ..ports.store import Store
+from ..settings import LLMSettings, Settings
 
 if TYPE_CHECKING:
     from ..accounts.secrets import Secrets
-    from ..embed import Embedder
-    from ..evals.judge import Judge
-    from ..live import LiveFeed
-    from ..llm import LLM
-    from ..workflows import Workflows
+    from ..ports.embed import Embedder
+    from ..ports.judge import Judge
+    from ..ports.live import LiveFeed
+    from ..ports.llm import LLM
+    from ..ports.workflows import Workflows
 
 
 @dataclass
@@ -83,7 +83,7 @@ class Services:
 
     def check_store(self) -> None:
         """A cheap round trip to the store (`GET /healthz`); raises if it cannot be reached."""
-        self.store.get_agent(AgentRef("-", "-"))
+        self.store.agents.get_agent(AgentRef("-", "-"))
 
     def close(self) -> None:
         self.store.close()
@@ -94,17 +94,17 @@ def open_store(settings: Settings) -> Store:
     if settings.store == "dynamodb":
         from ..store.dynamodb.store import DynamoStore
 
-        return DynamoStore(settings.table_name,
-                           event_retention_days=settings.limits.event_retention_days,
-                           max_agents_per_account=settings.limits.max_agents_per_account,
-                           qualification=settings.ranking)
+        return DynamoStore.open(settings.table_name,
+                                event_retention_days=settings.limits.event_retention_days,
+                                max_agents_per_account=settings.limits.max_agents_per_account,
+                                qualification=settings.ranking)
     if settings.store == "sqlite":
         from ..store.sqlite.store import SqliteStore
 
-        return SqliteStore(settings.sqlite_path,
-                           event_retention_days=settings.limits.event_retention_days,
-                           max_agents_per_account=settings.limits.max_agents_per_account,
-                           qualification=settings.ranking)
+        return SqliteStore.open(settings.sqlite_path,
+                                event_retention_days=settings.limits.event_retention_days,
+                                max_agents_per_account=settings.limits.max_agents_per_account,
+                                qualification=settings.ranking)
     raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")
 
 
@@ -126,14 +126,17 @@ def migrate_store(settings: Settings, *, deadline: float | None = None) -> dict[
 
 
 def open_live_feed(settings: Settings, store: Store) -> LiveFeed:
-    """API Gateway when the settings name its management endpoint (AWS), else in-process."""
+    """API Gateway when the settings name its management endpoint (AWS), else in-process; either
+    delivers what the live feed's rules (`reads.live_events`) say each watcher is sent."""
+    from ..reads.live_events import LiveRules
+
     if settings.live.endpoint:
         from ..live.apigw import ApiGatewayFeed
 
-        return ApiGatewayFeed(store, settings.live.endpoint)
+        return ApiGatewayFeed(store, settings.live.endpoint, LiveRules(store))
     from ..live.local import LocalFeed
 
-    return LocalFeed(store)
+    return LocalFeed(store, LiveRules(store))
 
 
 def open_llm(settings: LLMSettings) -> LLM | None:
@@ -148,8 +151,8 @@ def open_llm(settings: LLMSettings) -> LLM | None:
         return OpenAICompatLLM(settings.url, settings.model or "llama3.3", api_key=settings.api_key,
                                timeout_s=settings.timeout_s)
     if settings.provider == "bedrock":
-        from ..llm import Backoff
         from ..llm.bedrock import BedrockLLM
+        from ..ports.llm import Backoff
 
         return BedrockLLM(settings.bedrock_model, timeout_s=settings.timeout_s,
                           backoff=Backoff(attempts=settings.attempts, cap_s=settings.backoff_cap_s))
@@ -177,12 +180,13 @@ def open_workflows(services: Services) -> Workflows:
         from ..workflows.stepfunctions import StepFunctionsStarter
 
         return StepFunctionsStarter(settings.eval_state_machine_arn,
-                                    settings.cluster_state_machine_arn, services.store,
+                                    settings.cluster_state_machine_arn, services.store.evals,
                                     benchmark_arn=settings.benchmark_state_machine_arn)
     if settings.store == "sqlite":
         from ..workflows.local import LocalRunner
+        from .jobs import LocalJobs
 
-        return LocalRunner(services)
-    from ..workflows.base import NoWorkflows
+        return LocalRunner(LocalJobs(services), workers=settings.judge.workers)
+    from ..workflows.none import NoWorkflows
 
     return NoWorkflows()

@@ -36,8 +36,8 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
+from ..log import logger
 from . import collector, snapstart
-from .log import logger
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer

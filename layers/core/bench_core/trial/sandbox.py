@@ -17,10 +17,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..accounts.agents import AgentsAndKeys
 from ..domain.keys import new_key
 from ..domain.models import KeyRecord, iso, utcnow
 from ..domain.privacy import new_agent
-from ..store import Store
+from ..ports.services import WithAccounts
 
 LOGIN_PREFIX = "try--"
 SLUG = "demo-agent"
@@ -36,27 +37,27 @@ def is_sandbox(login: str) -> bool:
     return login.startswith(LOGIN_PREFIX)
 
 
-def allow_start(store: Store, client: str, per_hour: int) -> bool:
+def allow_start(store: WithAccounts, client: str, per_hour: int) -> bool:
     """Count a start by `client` (an IP address) in this hour; False past `per_hour`."""
     now = utcnow()
     bucket = f"try:{client}:{now:%Y%m%d%H}"
-    return store.count_hit(bucket, iso(now + WINDOW)) <= per_hour
+    return store.accounts.count_hit(bucket, iso(now + WINDOW)) <= per_hour
 
 
-def create(store: Store) -> tuple[str, str]:
+def create(store: AgentsAndKeys) -> tuple[str, str]:
     """A new sandbox: its login and its agent key (the only time the key is seen)."""
     now = utcnow()
     login, expires_at = LOGIN_PREFIX + secrets.token_hex(6), iso(now + TTL)
-    store.create_agent(new_agent(login, SLUG, iso(now), display_name=DISPLAY_NAME,
-                                 visibility="private", expires_at=expires_at))
+    store.agents.create_agent(new_agent(login, SLUG, iso(now), display_name=DISPLAY_NAME,
+                                        visibility="private", expires_at=expires_at))
     raw, record = new_key(login, SLUG, name="sandbox")
-    store.create_key(replace(record, expires_at=expires_at))
+    store.accounts.create_key(replace(record, expires_at=expires_at))
     return login, raw
 
 
-def demo_key(store: Store, login: str) -> KeyRecord | None:
+def demo_key(store: WithAccounts, login: str) -> KeyRecord | None:
     """The sandbox's live key, with which its demo runs are ingested."""
-    return next((k for k in store.list_keys(login) if k.agent_slug == SLUG and k.active), None)
+    return next((k for k in store.accounts.list_keys(login) if k.agent_slug == SLUG and k.active), None)
 
 
 # ---- the demo run: a small research assistant answering questions ------------------------------

@@ -1,10 +1,2 @@
-"""The Workflows port (`base.py`): `local.py` in process, `stepfunctions.py` on AWS."""
-
-from .base import (
-    NoWorkflows,
-    State,
-    Workflows,
-    parse_agent,
-)
-
-__all__ = ["State", "Workflows", "parse_agent", "NoWorkflows"]
+"""The Workflows port's adapters (the port: `ports/workflows.py`): `local.py` in process,
+`stepfunctions.py` on AWS, `none.py` where nothing runs in the background."""

@@ -1,5 +1,6 @@
 """The single-machine runner: a bounded worker pool in the server process, and an hourly timer
-(which also purges expired data, as DynamoDB's TTL does on AWS).
+(which also purges expired data, as DynamoDB's TTL does on AWS). What a job does is the
+`Jobs` it is handed (the workflows' own steps, `runtime/jobs.py`); the runner only schedules.
 
 The queue lives in memory, so nothing in it survives a stop; nothing needs to. What it holds is
 found again from the store: at start (and every hour) the sweep re-finds finished runs without
@@ -17,16 +18,12 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from datetime import timedelta
-from typing import Protocol
 
-from ..benchmarks import workflow as benchmark
-from ..clustering import workflow as cluster
 from ..domain.models import AgentRef, iso, utcnow
-from ..evals.workflow import EvalPorts, run_eval, start_state
-from ..llm import Backoff, LLMUnavailable
-from ..runtime.log import logger
-from . import parse_agent
+from ..log import logger
+from ..ports.llm import Backoff, LLMUnavailable
+from ..ports.workflows import Jobs, eval_start
+from ..settings import JudgeSettings
 
 Job = tuple[str, str, str]
 """("eval", "login/slug", task_id), ("cluster", "login/slug", "") or ("benchmark", run_id, "")."""
@@ -47,16 +44,11 @@ def pause_after(job_cpu_s: float, workers: int, busy: bool) -> float:
     return job_cpu_s * (workers / JUDGE_SHARE_UNDER_LOAD - 1)
 
 
-class RunnerPorts(EvalPorts, cluster.ClusterPorts, benchmark.GradePorts, Protocol):
-    """What the runner's jobs use: the eval, cluster and grading steps' ports (its store also
-    purges)."""
-
-
 class LocalRunner:
-    def __init__(self, ports: RunnerPorts, *, workers: int | None = None, max_queue: int = 10_000,
+    def __init__(self, jobs: Jobs, *, workers: int = JudgeSettings.workers, max_queue: int = 10_000,
                  interval_s: float = HOUR_S, retry: Backoff | None = None) -> None:
-        self.ports = ports
-        self.workers = workers or ports.settings.judge.workers
+        self.jobs = jobs
+        self.workers = workers
         self.interval_s = interval_s
         self._queue: queue.Queue[Job | None] = queue.Queue(max_queue)
         self._queued: set[Job] = set()
@@ -138,18 +130,15 @@ class LocalRunner:
     def scheduled_round(self, startup: bool = False) -> None:
         """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters. At
         startup nothing can be in flight, so even the youngest unjudged runs are swept. Also
-        what DynamoDB's TTL does there: delete what has expired (`Store.purge_expired`)."""
+        what DynamoDB's TTL does there: delete what has expired (`Jobs.purge_expired`)."""
         try:
-            purged = self.ports.store.purge_expired(iso(utcnow()))
+            purged = self.jobs.purge_expired(iso(utcnow()))
             if purged:
                 logger.info("expired data purged", extra={"rows": purged})
         except Exception:
             logger.exception("purge failed; retrying at the next round")
         try:
-            state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,
-                                        workflows=self)
-            due = cluster.due_agents(self.ports, state)["agents"]
-            self.start_clusters([parse_agent(path) for path in due])
+            self.start_clusters(self.jobs.sweep(self, startup=startup))
         except Exception:
             logger.exception("scheduled round failed; retrying at the next one")
 
@@ -172,16 +161,16 @@ class LocalRunner:
     def _run(self, job: Job) -> None:
         kind, agent, task_id = job
         if kind == "cluster":
-            cluster.cluster_agent(self.ports, {"agent": agent})
+            self.jobs.cluster(agent)
             return
         if kind == "benchmark":
             # The model adapter retries each call with backoff; a judge still down fails the
             # run with the reason, and the submitter resumes it by sending it again.
-            benchmark.run_grading(self.ports, agent)
+            self.jobs.grade(agent)
             return
         for attempt in range(1, self._retry.attempts + 1):
             try:
-                run_eval(self.ports, start_state(agent, task_id))
+                self.jobs.evaluate(eval_start(agent, task_id))
                 return
             except LLMUnavailable as exc:
                 if attempt == self._retry.attempts or self._stop.is_set():

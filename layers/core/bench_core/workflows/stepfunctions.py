@@ -17,11 +17,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..benchmarks.workflow import start_state as benchmark_start
 from ..domain.models import AgentRef, iso, utcnow
-from ..evals.workflow import start_state
-from ..runtime.log import logger
-from ..store import Store
+from ..log import logger
+from ..ports.store import EvalStore
+from ..ports.workflows import benchmark_start, eval_start
 
 START_WORKERS = 8
 
@@ -32,12 +31,12 @@ def execution_name(kind: str, key: str, unique: str) -> str:
 
 
 class StepFunctionsStarter:
-    def __init__(self, eval_arn: str | None, cluster_arn: str | None, store: Store,
+    def __init__(self, eval_arn: str | None, cluster_arn: str | None, evals: EvalStore,
                  client: Any = None, benchmark_arn: str | None = None) -> None:
         self.eval_arn = eval_arn
         self.cluster_arn = cluster_arn
         self.benchmark_arn = benchmark_arn
-        self.store = store
+        self.evals = evals
         self._client = client
 
     @property
@@ -52,14 +51,14 @@ class StepFunctionsStarter:
         if not task_ids or not self.eval_arn:
             return
         try:
-            self.store.mark_evals_pending(ref, task_ids, iso(utcnow()))
+            self.evals.mark_evals_pending(ref, task_ids, iso(utcnow()))
         except Exception:
             logger.exception("could not mark evals pending", extra={"agent": ref.path})
         stamp = str(time.time_ns())
         with ThreadPoolExecutor(max_workers=min(START_WORKERS, len(task_ids))) as pool:
             list(pool.map(lambda task_id: self._start(
                 self.eval_arn or "", execution_name("eval", f"{ref.path}/{task_id}", stamp),
-                start_state(ref.path, task_id)), task_ids))
+                eval_start(ref.path, task_id)), task_ids))
 
     def start_clusters(self, refs: list[AgentRef]) -> None:
         """One execution for these agents; the same request within a minute is the same

@@ -23,8 +23,8 @@ from ...domain.errors import BadRequest, BenchError, PayloadTooLarge, TooManyAge
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
 from ...domain.pricing import evidence_problems
-from ...runtime.config import Limits
-from ..pipeline import IngestPorts, Later, accept
+from ...settings import Limits
+from ..pipeline import Later, accept
 from . import parked
 from .decode import DecodeError, decode
 from .mapping import raw_evidence, span_events, span_problem, task_id
@@ -76,7 +76,7 @@ def encoding_of(content_type: str | None) -> str | None:
     return ENCODINGS.get(media)
 
 
-def export_traces(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str,
+def export_traces(ports: parked.OtlpPorts, key: KeyRecord, body: bytes, encoding: str,
                   agent_header: str | None, *, later: Later) -> ExportResult:
     """Accept the spans of one export request written with `key`; nothing is stored when an
     agent it names may not be written with the key (403) or the body is not a request (400).

@@ -19,12 +19,12 @@ from typing import Any
 from ...domain.errors import BadRequest
 from ...domain.keys import may_write
 from ...domain.models import AgentMeta, AgentRef, IngestOutcome, KeyRecord
-from ..pipeline import IngestPorts, Later, accept, queue_evals
+from ..pipeline import Later, accept, queue_evals
 from . import NO_AGENT, _header_slug, _ResourceAgents, check_count
 from .content import SpanContent, group_content
 from .decode import DecodeError
 from .log_decode import decode_logs
-from .parked import park, release
+from .parked import OtlpPorts, park, release
 
 
 @dataclass
@@ -47,7 +47,7 @@ class LogsResult:
         self.reasons[reason] = self.reasons.get(reason, 0) + count
 
 
-def export_logs(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str,
+def export_logs(ports: OtlpPorts, key: KeyRecord, body: bytes, encoding: str,
                 agent_header: str | None, *, later: Later) -> LogsResult:
     """Attach or park the content of one logs export request written with `key`; nothing is
     stored when an agent it names may not be written with the key (403), the body is not a
@@ -80,7 +80,7 @@ def export_logs(ports: IngestPorts, key: KeyRecord, body: bytes, encoding: str,
     return result
 
 
-def _attach(ports: IngestPorts, ref: AgentRef, spans: list[SpanContent], result: LogsResult,
+def _attach(ports: OtlpPorts, ref: AgentRef, spans: list[SpanContent], result: LogsResult,
             later: Later) -> None:
     store, limits = ports.store, ports.settings.limits
     now_events, late_runs = [], []
@@ -88,13 +88,13 @@ def _attach(ports: IngestPorts, ref: AgentRef, spans: list[SpanContent], result:
         event = span.event(limits.max_field_bytes)
         if event is None:
             continue
-        task = store.get_task(ref, span.task_id)
+        task = store.ingest.get_task(ref, span.task_id)
         if task is None or not (task.started_at or task.ended_at):
             problem = park(store, ref, span.task_id, event)
             if problem is not None:
                 result.reject(problem, len(span.records))
                 continue
-            task = store.get_task(ref, span.task_id)
+            task = store.ingest.get_task(ref, span.task_id)
             if task is None or not (task.started_at or task.ended_at):
                 result.parked += 1
                 continue

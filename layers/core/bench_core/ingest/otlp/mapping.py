@@ -20,7 +20,7 @@ from ...domain.field_limits import TIME_RULE, cap, ns_in_range
 from ...domain.models import MAX_DURATION_MS, CleanEvent
 from ...domain.pricing import price_evidence
 from ...domain.privacy import PUBLIC_ATTRIBUTES, public_value
-from ...runtime.config import Limits
+from ...settings import Limits
 from .conventions import (
     MODEL,
     OPERATION,

@@ -14,9 +14,23 @@ never parked anything costs a trace export one read (`MARKER`), not one per span
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from ...domain.models import AgentRef, CleanEvent, iso, utcnow
-from ...store import Store
+from ...ports.services import WithAccounts, WithIngest
+from ..pipeline import IngestPorts
+
+
+class OtlpConcerns(WithIngest, WithAccounts, Protocol):
+    """Ingest's, and the short-lived records content waits in until its span arrives."""
+
+
+class OtlpPorts(IngestPorts, Protocol):
+    """What an OTLP export uses: ingest's ports, its store also parking content."""
+
+    @property
+    def store(self) -> OtlpConcerns: ...
+
 
 PARKED = "otlp-parked"
 MARKER = "otlp-parked-agent"
@@ -30,64 +44,64 @@ def _grant_id(ref: AgentRef, task_id: str) -> str:
     return f"{ref.path}/{task_id}"
 
 
-def park(store: Store, ref: AgentRef, task_id: str, event: CleanEvent) -> str | None:
+def park(store: WithAccounts, ref: AgentRef, task_id: str, event: CleanEvent) -> str | None:
     """Keep `event` until the span of `task_id` arrives; why it could not be kept, or None."""
     now = utcnow()
     until = iso(now + PARK_FOR)
     hour = iso(now)[:13]
-    if store.count_hit(f"{PARKED}:{ref.path}:{hour}", iso(now + timedelta(hours=2))) > (
+    if store.accounts.count_hit(f"{PARKED}:{ref.path}:{hour}", iso(now + timedelta(hours=2))) > (
             MAX_PARKED_PER_HOUR):
         return FULL
     _mark(store, ref, now)
     grant_id = _grant_id(ref, task_id)
     for _ in range(3):
-        body = store.get_grant(PARKED, grant_id, iso(now))
+        body = store.accounts.get_grant(PARKED, grant_id, iso(now))
         if body is None:
-            if store.put_grant(PARKED, grant_id, {"n": 1, "events": [event.body]}, until,
-                               iso(now)):
+            if store.accounts.put_grant(PARKED, grant_id, {"n": 1, "events": [event.body]}, until,
+                                        iso(now)):
                 return None
             continue
         if any(e["id"] == event.id for e in body["events"]):
             return None
         if body["n"] >= MAX_EVENTS_PER_SPAN:
             return FULL
-        if store.update_grant(PARKED, grant_id, {"n": body["n"]},
-                              {"n": body["n"] + 1, "events": [*body["events"], event.body]},
-                              iso(now)):
+        if store.accounts.update_grant(PARKED, grant_id, {"n": body["n"]},
+                                       {"n": body["n"] + 1, "events": [*body["events"], event.body]},
+                                       iso(now)):
             return None
     return "content events for this span arrived too fast to park; send them again"
 
 
-def waiting(store: Store, ref: AgentRef, task_ids: list[str]) -> dict[str, list[CleanEvent]]:
+def waiting(store: WithAccounts, ref: AgentRef, task_ids: list[str]) -> dict[str, list[CleanEvent]]:
     """The parked events of these spans, by task id; they stay parked until `release`d, so a
     crash before they are stored loses nothing."""
     now = iso(utcnow())
-    if not task_ids or store.get_grant(MARKER, ref.path, now) is None:
+    if not task_ids or store.accounts.get_grant(MARKER, ref.path, now) is None:
         return {}
     found = {}
     for task_id in task_ids:
-        body = store.get_grant(PARKED, _grant_id(ref, task_id), now)
+        body = store.accounts.get_grant(PARKED, _grant_id(ref, task_id), now)
         if body is not None:
             found[task_id] = [CleanEvent(id=e["id"], kind=e["kind"], ts=e["ts"],
                                          task_id=e["task_id"], body=e) for e in body["events"]]
     return found
 
 
-def release(store: Store, ref: AgentRef, task_ids: list[str]) -> None:
+def release(store: WithAccounts, ref: AgentRef, task_ids: list[str]) -> None:
     """Forget what was parked for these spans, once it is stored with them (ingest is
     idempotent, so a second claimant storing it again changes nothing)."""
     for task_id in task_ids:
-        store.delete_grant(PARKED, _grant_id(ref, task_id))
+        store.accounts.delete_grant(PARKED, _grant_id(ref, task_id))
 
 
-def _mark(store: Store, ref: AgentRef, now: datetime) -> None:
+def _mark(store: WithAccounts, ref: AgentRef, now: datetime) -> None:
     """Say that `ref` has parked content, for longer than anything parked now lives. A marker
     past half its life is replaced; a claim that misses it meanwhile is made good by the
     parker, which looks for the span after parking (`logs.export_logs`)."""
-    marker = store.get_grant(MARKER, ref.path, iso(now))
+    marker = store.accounts.get_grant(MARKER, ref.path, iso(now))
     if marker is not None and marker["until"] > iso(now + PARK_FOR):
         return
     if marker is not None:
-        store.delete_grant(MARKER, ref.path)
+        store.accounts.delete_grant(MARKER, ref.path)
     until = iso(now + 2 * PARK_FOR)
-    store.put_grant(MARKER, ref.path, {"until": until}, until, iso(now))
+    store.accounts.put_grant(MARKER, ref.path, {"until": until}, until, iso(now))

@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 
 from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, iso, utcnow
-from .. import SETTABLE
+from ...ports.store import SETTABLE
 from .client import ConditionFailed, Table, cancellation_reasons, code
 from .codec.agents import agent_from_item
 from .codec.keys import META, AgentKeys

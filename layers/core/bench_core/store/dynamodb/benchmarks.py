@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ...benchmarks.records import Attempt, RunRecord
+from ...domain.benchmark_records import Attempt, RunRecord
 from ...domain.models import AgentRef
 from .client import Table
 from .codec.keys import META, AgentKeys, expiry, temporary

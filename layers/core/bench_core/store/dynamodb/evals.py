@@ -1,5 +1,5 @@
 """DynamoDB items and writes of evaluations, judge spend and failure clusters (the meaning is
-`bench_core.evals.records`; SQLite's adapter applies the same rules in one SQL transaction).
+`bench_core.domain.eval_records`; SQLite's adapter applies the same rules in one SQL transaction).
 
 Items (pk, sk; `AGENT` is `{login}#{slug}`):
 
@@ -27,9 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
+from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
-from ...evals import records as evals
 from .client import MAX_ATTEMPTS, Table
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
 from .codec.tasks import task_from_item

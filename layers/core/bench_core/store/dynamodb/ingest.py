@@ -79,7 +79,7 @@ from ...domain.models import (
     utcnow,
 )
 from ...domain.runs import Reassign, parent_ids
-from .. import decode_cursor, encode_cursor
+from ...ports.store import decode_cursor, encode_cursor
 from .agents import counting_user, raise_unless_agent_exists
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
 from .codec.agents import agent_upsert, day_from_item, record_newest_runs, run_updates

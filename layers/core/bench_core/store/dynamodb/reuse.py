@@ -26,7 +26,7 @@ from typing import Any
 from ...domain.errors import TooManyRequests
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, iso, utcnow
-from ...reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
+from ...domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, cancellation_reasons, pause
 from .codec.keys import META, AgentKeys, expiring, expiry, temporary
 from .codec.values import Update, to_item, ttl

@@ -35,7 +35,7 @@ from typing import Any
 
 from ...domain.models import AgentRef, TaskState, utcnow
 from ...domain.runs import RunFilter, append_log, span_key
-from .. import RunCounts, RunHead, decode_cursor, encode_cursor
+from ...ports.store import RunCounts, RunHead, decode_cursor, encode_cursor
 from .agents import live_agent
 from .client import Table
 from .codec.keys import META, TASK, AgentKeys, task_sort_key

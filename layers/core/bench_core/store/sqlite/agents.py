@@ -14,7 +14,7 @@ from ...domain import stats
 from ...domain.errors import TooManyAgents
 from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef, iso, utcnow
 from ...domain.ranking import SORTS, Qualification, rank_values, search_text
-from .. import SETTABLE
+from ...ports.store import SETTABLE
 from .connection import Concern
 
 AGENTS_SCHEMA = """
@@ -133,14 +133,14 @@ class SqliteAgents(Concern):
             with self.db.write() as conn:
                 conn.execute(f"UPDATE agents SET {sets} WHERE login = ? AND slug = ?",
                              (*changes.values(), ref.login, ref.slug))
-                refresh_rank(conn, ref.login, ref.slug, self.qualification)
+                refresh_rank(conn, ref.login, ref.slug, self.rules.qualification)
         return self.get_agent(ref)
 
     def create_agent(self, agent: Agent) -> bool:
         with self.db.write() as conn:
             if find_agent_id(conn, agent.ref) is not None:
                 return False
-            admit_agent(conn, agent.login, self.max_agents_per_account)
+            admit_agent(conn, agent.login, self.rules.max_agents_per_account)
             conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)",
                          (agent.login, agent.created_at))
             conn.execute(
@@ -150,5 +150,5 @@ class SqliteAgents(Concern):
                 (agent.login, agent.slug, agent.display_name, agent.visibility,
                  int(agent.hide_inputs), int(agent.hide_outputs), agent.created_at,
                  json.dumps(stats.empty_histogram()), agent.expires_at))
-            refresh_rank(conn, agent.login, agent.slug, self.qualification)
+            refresh_rank(conn, agent.login, agent.slug, self.rules.qualification)
         return True

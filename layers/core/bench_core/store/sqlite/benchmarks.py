@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ...benchmarks.records import Attempt, RunRecord
+from ...domain.benchmark_records import Attempt, RunRecord
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef
 from .connection import Concern

@@ -14,11 +14,12 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+from ...data_dir import private_directory
 from ...domain.ranking import Qualification
-from ...runtime.config import Limits
-from ...runtime.data_dir import private_directory
+from ...settings import Limits
 
 
 def _private_files(path: Path) -> None:
@@ -110,13 +111,22 @@ class Database:
                 self._writer = None
 
 
-class Concern:
-    """One concern of `SqliteStore` (ingest, agents, ...): its methods work on the `Database`
-    it is given, so the concerns share one file's connections and transactions, and on the
-    store's settings (set by `SqliteStore`)."""
+@dataclass(frozen=True)
+class Rules:
+    """What the store's settings ask of its concerns."""
 
+    event_retention_days: int = Limits.event_retention_days
+    """Raw events go this long after their time, at `purge_expired` (0: never)."""
     max_agents_per_account: int = Limits.max_agents_per_account
     qualification: Qualification = Qualification()
+    """When an agent first ranks."""
 
-    def __init__(self, db: Database) -> None:
+
+class Concern:
+    """One concern of `SqliteStore` (ingest, agents, ...): its methods work on the `Database`
+    it is given, so the concerns share one file's connections and transactions, and by the
+    store's `Rules`."""
+
+    def __init__(self, db: Database, rules: Rules = Rules()) -> None:
         self.db = db
+        self.rules = rules

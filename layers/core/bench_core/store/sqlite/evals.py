@@ -1,6 +1,6 @@
-"""Evaluations on SQLite (rules in bench_core.evals.records): a result on its task, its delta on
-the agent's counters and the day's judge spend in one transaction; pending runs found through a
-partial index; failure clusters' candidates, insights and the agents due for them."""
+"""Evaluations on SQLite (rules in bench_core.domain.eval_records): a result on its task, its
+delta on the agent's counters and the day's judge spend in one transaction; pending runs found
+through a partial index; failure clusters' candidates, insights and the agents due for them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 import sqlite3
 from typing import Any
 
+from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState
-from ...evals import records as evals
 from .agents import find_agent_id, refresh_rank
 from .connection import Concern
 from .ingest import TASK_COLS, task_from_row
@@ -75,7 +75,7 @@ class SqliteEvals(Concern):
                  d.judge_cost_usd, evals.merged_judge(row["eval_judge"], result) if is_run
                  else row["eval_judge"], due, due, agent_id))
             if d.eval_count or d.eval_score_sum:
-                refresh_rank(conn, ref.login, ref.slug, self.qualification)
+                refresh_rank(conn, ref.login, ref.slug, self.rules.qualification)
             if d.judge_tokens or d.judge_cost_usd:
                 conn.execute(
                     "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "

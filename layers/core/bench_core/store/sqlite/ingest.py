@@ -28,7 +28,7 @@ from ...domain.models import (
 )
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
-from .. import decode_cursor, encode_cursor
+from ...ports.store import decode_cursor, encode_cursor
 from .agents import admit_agent, find_agent_id, load_json, refresh_rank
 from .connection import Concern
 
@@ -150,7 +150,7 @@ class SqliteIngest(Concern):
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
-            refresh_rank(conn, login, meta.slug, self.qualification)
+            refresh_rank(conn, login, meta.slug, self.rules.qualification)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
                              finished=fold.finished)
 
@@ -181,7 +181,7 @@ class SqliteIngest(Concern):
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
                            (login, meta.slug)).fetchone()
         if row is None:
-            admit_agent(conn, login, self.max_agents_per_account)
+            admit_agent(conn, login, self.rules.max_agents_per_account)
             settings = settings_of(new_agent(login, meta.slug, now))
             cols = ["login", "slug", "created_at", "latency_hist", *settings, *updates]
             values = [login, meta.slug, now, json.dumps(stats.empty_histogram()),

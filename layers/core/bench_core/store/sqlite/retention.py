@@ -20,7 +20,7 @@ import sqlite3
 from datetime import datetime, timedelta
 
 from ...domain.models import iso
-from ...runtime.config import Limits
+from ...settings import Limits
 from .connection import Concern
 
 RETENTION_SCHEMA = """
@@ -39,10 +39,9 @@ _EXPIRING_TABLES = ("invocation_usage", "invocation_quota")
 
 
 class SqliteRetention(Concern):
-    """Events older than `event_retention_days` go (0: never), except each agent's newest
-    `spared_events`."""
+    """Events older than the rules' `event_retention_days` go (0: never), except each agent's
+    newest `spared_events`."""
 
-    event_retention_days: int = Limits.event_retention_days
     spared_events: int = Limits.recent_events
 
     def purge_expired(self, now: str) -> int:
@@ -74,10 +73,10 @@ class SqliteRetention(Concern):
         return deleted
 
     def _purge_old_events(self, now: str) -> int:
-        if self.event_retention_days <= 0:
+        if self.rules.event_retention_days <= 0:
             return 0
         cutoff = iso(datetime.fromisoformat(now.replace("Z", "+00:00"))
-                     - timedelta(days=self.event_retention_days))
+                     - timedelta(days=self.rules.event_retention_days))
         agent_ids = [row[0] for row in self.db.reader().execute("SELECT id FROM agents")]
         deleted = 0
         for agent_id in agent_ids:

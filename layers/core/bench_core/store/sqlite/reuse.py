@@ -11,7 +11,7 @@ from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, iso, utcnow
-from ...reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
+from ...domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 from .connection import Concern
 
 REUSE_SCHEMA = """

@@ -14,7 +14,7 @@ from typing import Any
 from ...domain.field_limits import dumps
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.runs import RunFilter, append_log
-from .. import RunCounts, RunHead
+from ...ports.store import RunCounts, RunHead
 from .agents import find_agent_id, read_agent
 from .connection import Concern
 from .evals import read_insights

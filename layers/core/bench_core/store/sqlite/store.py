@@ -1,21 +1,24 @@
 """The SQLite adapter: the embedded default. One file, WAL, versioned migrations.
 
-`SqliteStore` is the concerns of the Store port (one file each: ingest, agents, accounts, evals,
-leaderboard, reuse, benchmarks, retention, runs) over one shared `connection.Database`. Each concern
-keeps its part of the schema; `MIGRATIONS` puts them in the order they were first applied.
+`SqliteStore` is the concerns of the Store port (one class and file each: ingest, agents,
+accounts, evals, leaderboard, reuse, benchmarks, retention, runs) over one shared
+`connection.Database`. Each concern keeps its part of the schema; `MIGRATIONS` puts them in the
+order they were first applied.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...domain.ranking import Qualification
-from ...runtime.config import Limits
+from ...ports.store import Store
+from ...settings import Limits
 from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
 from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_rank
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
-from .connection import Database
+from .connection import Database, Rules
 from .evals import EVALS_SCHEMA, SqliteEvals
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
@@ -71,21 +74,30 @@ def _upgrade(conn: sqlite3.Connection, version: int, qualification: Qualificatio
         backfill_runs(conn)
 
 
-class SqliteStore(SqliteIngest, SqliteAgents, SqliteAccounts, SqliteEvals, SqliteLeaderboard,
-                  SqliteReuse, SqliteBenchmarks, SqliteRetention, SqliteRuns):
-    def __init__(self, path: Path | str, *,
-                 event_retention_days: int = Limits.event_retention_days,
-                 max_agents_per_account: int = Limits.max_agents_per_account,
-                 qualification: Qualification = Qualification()) -> None:
-        """Events older than `event_retention_days` go at `purge_expired` (0: never); an
-        account has at most `max_agents_per_account` agents; an agent ranks once it meets
-        `qualification`."""
-        super().__init__(Database(path))
-        self.path = self.db.path
-        self.event_retention_days = event_retention_days
-        self.max_agents_per_account = max_agents_per_account
-        self.qualification = qualification
-        self.db.migrate(MIGRATIONS, lambda conn, version: _upgrade(conn, version, qualification))
+@dataclass(frozen=True)
+class SqliteStore(Store):
+    db: Database
+
+    @classmethod
+    def open(cls, path: Path | str, *,
+             event_retention_days: int = Limits.event_retention_days,
+             max_agents_per_account: int = Limits.max_agents_per_account,
+             qualification: Qualification = Qualification()) -> SqliteStore:
+        """The store in the file at `path`, migrated. Events older than `event_retention_days`
+        go at `purge_expired` (0: never); an account has at most `max_agents_per_account`
+        agents; an agent ranks once it meets `qualification`."""
+        db = Database(path)
+        db.migrate(MIGRATIONS, lambda conn, version: _upgrade(conn, version, qualification))
+        rules = Rules(event_retention_days, max_agents_per_account, qualification)
+        return cls(ingest=SqliteIngest(db, rules), runs=SqliteRuns(db, rules),
+                   agents=SqliteAgents(db, rules), accounts=SqliteAccounts(db, rules),
+                   evals=SqliteEvals(db, rules), leaderboard=SqliteLeaderboard(db, rules),
+                   reuse=SqliteReuse(db, rules), benchmarks=SqliteBenchmarks(db, rules),
+                   retention=SqliteRetention(db, rules), db=db)
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
 
     @property
     def schema_version(self) -> int:

@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..domain.hosts import Network, parse_networks
-from ..domain.ranking import Qualification
+from .domain.hosts import Network, parse_networks
+from .domain.ranking import Qualification
 
 
 def _int(name: str, default: int) -> int:
@@ -208,7 +208,7 @@ class ReuseSettings:
                    max_input_bytes=_int("BENCH_REUSE_MAX_INPUT_BYTES", 256 * 1024))
 
 
-SDK_DIST = Path(__file__).resolve().parents[1] / "sdk_dist"
+SDK_DIST = Path(__file__).resolve().parent / "sdk_dist"
 """The SDK wheels inside bench_core, where packaging puts them (and the core layer carries them)."""
 
 

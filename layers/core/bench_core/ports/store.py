@@ -1,15 +1,20 @@
-"""The Store port: everything Bench keeps, behind one interface with two adapters.
+"""The Store port: everything Bench keeps, as one small protocol per concern.
 
-`Store` is the composition of one small protocol per concern (`IngestStore`, `AgentStore`,
-`AccountStore`, `EvalStore`, `LeaderboardStore`, `ReuseStore`, `BenchmarkStore`,
-`RetentionStore`, `RunStore`), so a use case can ask for the part it uses; each adapter keeps one file per
-concern under the same names (`sqlite/ingest.py`, `dynamodb/ingest.py`, ...).
+A `Store` is one object per concern (`store.ingest`, `store.runs`, `store.agents`,
+`store.accounts`, `store.evals`, `store.leaderboard`, `store.reuse`, `store.benchmarks`,
+`store.retention`), each typed by its protocol here, so a use case names the concerns it uses
+(`ports.services.WithRuns`, ...) and sees nothing else. Each adapter keeps one class per concern,
+in a file of the concern's name, over what its concerns share, and assembles them into a `Store`:
 
-- `sqlite.SqliteStore`: the embedded default, one file in WAL mode.
-- `dynamodb.DynamoStore`: one DynamoDB table for AWS.
+- `store/sqlite/store.py` `SqliteStore`: the embedded default, one file in WAL mode (`Database`).
+- `store/dynamodb/store.py` `DynamoStore`: one DynamoDB table for AWS (`Table`).
 
-Both pass the same contract suite, one file per concern (tests/contract/store/). Ingest is the only complex write; both
-adapters delegate its meaning to `bench_core.domain.folding` and differ only in how they make it atomic.
+Both pass the same contract suite, one file per concern (tests/contract/store/). Ingest is the
+only complex write; both adapters delegate its meaning to `bench_core.domain.folding` and differ
+only in how they make it atomic.
+
+Adding an operation touches four places: its concern's protocol here, that concern's class in
+each adapter, and the concern's contract suite (`tests/contract/store/test_<concern>.py`).
 """
 
 from __future__ import annotations
@@ -32,9 +37,9 @@ from ..domain.models import (
 from ..domain.runs import RunFilter
 
 if TYPE_CHECKING:
-    from ..benchmarks.records import RunRecord
+    from ..domain.benchmark_records import RunRecord
     from ..domain.live import LiveConnection
-    from ..reuse.models import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
+    from ..domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,7 @@ class AccountStore(Protocol):
 
 
 class EvalStore(Protocol):
-    """Eval results and judge spend (rules in bench_core.evals.records), failure clusters
+    """Eval results and judge spend (rules in bench_core.domain.eval_records), failure clusters
     (bench_core.clustering)."""
 
     def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
@@ -186,7 +191,7 @@ class EvalStore(Protocol):
 
     # failure clusters
     def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:
-        """The agent's failed and low-scored runs (`evals.LOW_SCORE`), newest first."""
+        """The agent's failed and low-scored runs (`domain.eval_records.LOW_SCORE`), newest first."""
         ...
     def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
         """Store the agent's insights; the agent stops being due unless a failure was recorded
@@ -292,11 +297,24 @@ class RetentionStore(Protocol):
         ...
 
 
-class Store(IngestStore, AgentStore, AccountStore, EvalStore, LeaderboardStore, ReuseStore,
-            BenchmarkStore, RetentionStore, RunStore, Protocol):
-    """Everything Bench keeps: what each adapter implements."""
+@dataclass(frozen=True)
+class Store:
+    """Everything Bench keeps, one concern per attribute. An adapter makes one object per
+    concern over what they share and assembles them here (a subclass adds what it shares,
+    and `close` lets go of it)."""
 
-    def close(self) -> None: ...
+    ingest: IngestStore
+    runs: RunStore
+    agents: AgentStore
+    accounts: AccountStore
+    evals: EvalStore
+    leaderboard: LeaderboardStore
+    reuse: ReuseStore
+    benchmarks: BenchmarkStore
+    retention: RetentionStore
+
+    def close(self) -> None:
+        """Let go of what the adapter holds open (connections); nothing here."""
 
 
 SETTABLE = frozenset({"visibility", "hide_inputs", "hide_outputs", "display_name",

@@ -1,8 +1,8 @@
-"""The LLM port: one chat completion, behind three adapters (ARCHITECTURE: llm/).
+"""The LLM port: one chat completion, behind three adapters (adapters in `llm/`).
 
-- `bedrock.BedrockLLM`: Bedrock's Converse API (Llama 3.3 70B through its inference profile).
-- `openai_compat.OpenAICompatLLM`: any OpenAI-compatible `/v1/chat/completions` (Ollama, vLLM).
-- none: no model at all; the judge is then `heuristic.py` and clusters are described by their
+- `llm/bedrock.py` `BedrockLLM`: Bedrock's Converse API (Llama 3.3 70B through its inference profile).
+- `llm/openai_compat.py` `OpenAICompatLLM`: any OpenAI-compatible `/v1/chat/completions` (Ollama, vLLM).
+- none: no model at all; the judge is then `evals/heuristic.py` and clusters are described by their
   terms. `open_llm` returns None for it, so callers cannot mistake a heuristic for a model.
 
 Adapters retry throttling, timeouts and 5xx with backoff themselves and raise `LLMUnavailable`

@@ -1,13 +1,14 @@
 """The LiveFeed port: newly ingested events pushed to open dashboards, with no polling (SPEC 4).
 
-- `local.LocalFeed`: in-process pub/sub behind the local server's WebSocket endpoint
+- `live/local.py` `LocalFeed`: in-process pub/sub behind the local server's WebSocket endpoint
   `/live/{login}/{slug}`; costs nothing while nobody watches.
-- `apigw.ApiGatewayFeed`: API Gateway WebSocket connections recorded in the store (with a TTL),
+- `live/apigw.py` `ApiGatewayFeed`: API Gateway WebSocket connections recorded in the store (with a TTL),
   pushed to with `post_to_connection`; gone connections are removed as they are found.
 
 A connection watches a `Channel`: one agent, or every agent of one owner (the dashboard's list).
 Who may watch what is decided by `may_watch`, through the privacy gate; what each watcher is
-sent is built once per batch and audience by `messages.Delivery`.
+sent, and whether the grant behind a connection still holds, the adapters ask `Audiences`
+(`reads.live_events.LiveRules`, handed to them by the composition root).
 """
 
 from __future__ import annotations
@@ -16,6 +17,32 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..domain.models import Agent, AgentRef
+from ..domain.privacy import Viewer
+
+
+class Messages(Protocol):
+    """One batch's messages for each audience, built when first asked for."""
+
+    @property
+    def owner(self) -> list[str]:
+        """The owner's version (every field)."""
+        ...
+
+    def for_viewer(self, viewer: Viewer | str | None) -> list[str] | None:
+        """The messages `viewer` (or the login of one) may receive: `owner` itself for the
+        owner; None if the agent is now hidden from them (the connection should close)."""
+        ...
+
+
+class Audiences(Protocol):
+    """The use case's side of a push, which a feed only delivers: what each audience of a batch
+    is sent, and whether a connection that sees the owner's view is still granted."""
+
+    def messages(self, agent: Agent, events: Sequence[Any]) -> Messages: ...
+
+    def still_granted(self, grant: str | None) -> bool:
+        """Whether the session or key behind `grant` is still live (None, anonymous: always)."""
+        ...
 
 
 class LiveFeed(Protocol):

@@ -1,8 +1,8 @@
-"""The Embedder port: texts → L2-normalised vectors, for clustering failures (ARCHITECTURE: embed/).
+"""The Embedder port: texts → L2-normalised vectors, for clustering failures (adapters in `embed/`).
 
-- `tfidf.TfidfEmbedder`: scikit-learn TF-IDF + truncated SVD, fitted on the texts it is given
+- `embed/tfidf.py` `TfidfEmbedder`: scikit-learn TF-IDF + truncated SVD, fitted on the texts it is given
   (vectors compare within one call, which is how clustering uses them); no network.
-- `bedrock.BedrockEmbedder`: Titan Text Embeddings V2 (512 dimensions by default).
+- `embed/bedrock.py` `BedrockEmbedder`: Titan Text Embeddings V2 (512 dimensions by default).
 
 numpy and scikit-learn are imported only inside these adapters: nothing an HTTP function or the
 eval workflow imports may pull them in (cold starts, and only the cluster function ships them).

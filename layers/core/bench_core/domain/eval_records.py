@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain.models import EvalResult
+from .models import EvalResult
 
 LOW_SCORE = 0.5
 """Runs scored below this join failed runs as material for failure clusters."""

@@ -1,0 +1,48 @@
+"""The workflows' steps run to their end in this process, over the services: the `Jobs` the local
+runner (`workflows/local.py`) is handed, so the runner, an adapter, imports no use case."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+from ..benchmarks import workflow as benchmark
+from ..clustering import workflow as cluster
+from ..domain.models import AgentRef
+from ..evals import workflow as evals
+from ..ports.services import WithBenchmarks, WithRetention
+from ..ports.workflows import State, Workflows, parse_agent
+
+
+class JobConcerns(evals.EvalConcerns, cluster.ClusterConcerns, WithBenchmarks, WithRetention, Protocol):
+    """The eval, cluster and grading steps' concerns, and what expires."""
+
+
+class JobPorts(evals.EvalPorts, cluster.ClusterPorts, benchmark.GradePorts, Protocol):
+    """What the jobs use: the eval, cluster and grading steps' ports (the store also purges)."""
+
+    @property
+    def store(self) -> JobConcerns: ...
+
+
+@dataclass(frozen=True)
+class LocalJobs:
+    ports: JobPorts
+
+    def evaluate(self, state: State) -> None:
+        evals.run_eval(self.ports, state)
+
+    def cluster(self, agent: str) -> None:
+        cluster.cluster_agent(self.ports, {"agent": agent})
+
+    def grade(self, run_id: str) -> None:
+        benchmark.run_grading(self.ports, run_id)
+
+    def purge_expired(self, now: str) -> int:
+        return self.ports.store.retention.purge_expired(now)
+
+    def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
+        state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,
+                                    workflows=workflows)
+        return [parse_agent(path) for path in cluster.due_agents(self.ports, state)["agents"]]
