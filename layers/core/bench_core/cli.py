@@ -9,6 +9,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .accounts import signin_links
 from .data_dir import loose_mode
@@ -16,12 +17,15 @@ from .domain.keys import new_key
 from .domain.models import LOGIN_PATTERN, SLUG_PATTERN, iso, utcnow
 from .settings import Settings
 
+if TYPE_CHECKING:
+    from .ports.store import Store
+
 
 def _settings(args: argparse.Namespace) -> Settings:
     return Settings.from_env(data_dir=Path(args.data_dir) if args.data_dir else None)
 
 
-def _store(args: argparse.Namespace):  # noqa: ANN202 - a Store (its adapter imported late)
+def _store(args: argparse.Namespace) -> Store:
     from .runtime.adapters import open_store
 
     return open_store(_settings(args))

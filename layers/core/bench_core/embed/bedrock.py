@@ -44,4 +44,5 @@ class BedrockEmbedder:
                 "normalize": True}
         response = self._client.invoke_model(modelId=self.model, body=json.dumps(body),
                                               contentType="application/json", accept="application/json")
-        return json.loads(response["body"].read())["embedding"]
+        embedding: list[float] = json.loads(response["body"].read())["embedding"]
+        return embedding

@@ -32,6 +32,8 @@ class TfidfEmbedder:
             return np.zeros((len(texts), 1), dtype=np.float32)
         components = min(self.dimensions, matrix.shape[1] - 1, len(texts) - 1)
         if components < 2:
-            return normalize(matrix.toarray())
+            rows: np.ndarray = normalize(matrix.toarray())
+            return rows
         dense = TruncatedSVD(components, random_state=0).fit_transform(matrix)
-        return normalize(dense).astype(np.float32)
+        reduced: np.ndarray = normalize(dense).astype(np.float32)
+        return reduced

@@ -45,7 +45,7 @@ def create_app(*routers: APIRouter, services: Services | None = None) -> FastAPI
 
 
 def get_services(request: Request) -> Services:
-    services = request.app.state.services
+    services: Services | None = request.app.state.services
     if services is None:
         services = request.app.state.services = Services.from_settings(Settings.from_env())
     return services

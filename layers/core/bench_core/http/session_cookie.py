@@ -30,4 +30,5 @@ async def session_of(connection: HTTPConnection, services: Services) -> Session 
         cookie = connection.cookies.get(sessions.COOKIE)
         connection.state.session = (await run_in_threadpool(_load, services, cookie)
                                     if cookie else None)
-    return connection.state.session
+    session: Session | None = connection.state.session
+    return session

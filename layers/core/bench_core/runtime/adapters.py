@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..domain.models import AgentRef
 from ..ports.store import Store
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ..ports.live import LiveFeed
     from ..ports.llm import LLM
     from ..ports.workflows import Workflows
+
+Built = TypeVar("Built")
 
 
 @dataclass
@@ -44,11 +46,12 @@ class Services:
             self._built.update(adapters)
         return self
 
-    def _once(self, name: str, build: Callable[[], Any]) -> Any:
+    def _once(self, name: str, build: Callable[[], Built]) -> Built:
         with self._lock:
             if name not in self._built:
                 self._built[name] = build()
-            return self._built[name]
+            built: Built = self._built[name]
+            return built
 
     @property
     def llm(self) -> LLM | None:

@@ -51,7 +51,8 @@ def restored() -> None:
         reset()
     from aws_lambda_powertools.utilities import parameters
 
-    parameters.clear_caches()
+    clear: Callable[[], None] = parameters.clear_caches
+    clear()
 
 
 def prime() -> None:

@@ -110,7 +110,7 @@ class DynamoLeaderboard:
         first, last = entries[offset][name], entries[min(best, len(entries)) - 1][name]
 
         def within(key: Any) -> bool:
-            return (last <= key <= first) if descending else (first <= key <= last)
+            return bool((last <= key <= first) if descending else (first <= key <= last))
 
         ahead = sum(1 for e in entries if (e[name] > first if descending else e[name] < first))
         candidates = {e["pk"]: e for e in entries if within(e[name])}

@@ -35,7 +35,8 @@ def number(x: float) -> Decimal:
 
 def av(value: Any) -> dict[str, Any]:
     """A Python value as an AttributeValue (boto3 refuses floats; they become `number`s)."""
-    return _SERIALIZER.serialize(number(value) if isinstance(value, float) else value)
+    item: dict[str, Any] = _SERIALIZER.serialize(number(value) if isinstance(value, float) else value)
+    return item
 
 
 def to_item(attrs: dict[str, Any]) -> dict[str, Any]:
