@@ -241,6 +241,19 @@ def test_ingest_pushes_summaries_and_forgets_gone_connections(live: LiveSite) ->
     assert own["stats"]["runs"] == 1
 
 
+def test_a_batch_nobody_watches_is_handed_to_no_one(live: LiveSite) -> None:
+    """Idle costs one look at the owner's connections: no invoke, no push function run."""
+    owner = new_login()
+    make_agent(live, owner, "alone")
+    assert live.connect("elsewhere", f"{owner}/other", viewer=owner) == 200
+    key = live.site.create_key(owner, "alone")
+    sent = live.site.request("POST", "/ingest", headers={"X-Bench-Key": key},
+                             json_body=batch("alone", task_events("t1")))
+    assert sent.status == 200, sent.body
+    assert live.handed_off.queued == []
+    assert not [c for c in live.site.aws.calls if c[1] == "lambda"]
+
+
 def test_an_otlp_export_is_pushed_like_a_batch(live: LiveSite) -> None:
     from tests.http.test_otlp_http import Trace, body
 
