@@ -283,6 +283,7 @@ _IAM_ACTIONS = {
     ("ssm", "GetParameter"): "ssm:GetParameter",
     ("ssm", "PutParameter"): "ssm:PutParameter",
     ("secretsmanager", "GetSecretValue"): "secretsmanager:GetSecretValue",
+    ("lambda", "Invoke"): "lambda:InvokeFunction",
 }
 
 

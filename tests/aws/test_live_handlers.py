@@ -1,7 +1,9 @@
 """The live feed and accounts as Lambda runs them: API Gateway's WebSocket events for
-LiveFunction, HTTP API events for DashboardFunction and IngestFunction's push, the template's
-environment (the session secret from SSM, through Powertools), moto's DynamoDB -- and
-post_to_connection through botocore's Stubber, since moto never answers 410 Gone."""
+LiveFunction, HTTP API events for DashboardFunction and IngestFunction, the push they hand to
+LivePushFunction (Lambda's asynchronous invoke, queued here and run when the test says, as
+Lambda runs it after the ingest answer), the template's environment (the session secret from
+SSM, through Powertools), moto's DynamoDB -- and post_to_connection through botocore's Stubber,
+since moto never answers 410 Gone."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+import botocore.client
 import pytest
 from aws_lambda_powertools.utilities import parameters
 from bench_core.accounts import csrf, sessions
@@ -45,12 +48,33 @@ class Posted:
 
 
 @dataclass
+class HandedOff:
+    """Lambda's asynchronous invocation queue: the Invoke calls (InvocationType Event) the
+    functions made, answered 202 as Lambda answers them before the function runs."""
+
+    site: Deployment
+    queued: list[dict[str, Any]] = field(default_factory=list)
+
+    def wrap(self, make_call: Any) -> Any:
+        def invoke_or_call(client: Any, operation: str, params: dict[str, Any]) -> Any:
+            if client.meta.service_model.service_name != "lambda" or operation != "Invoke":
+                return make_call(client, operation, params)
+            self.site.aws.calls.append((self.site.aws.current, "lambda", operation, params))
+            assert params["InvocationType"] == "Event", params
+            self.queued.append(params)
+            return {"StatusCode": 202, "Payload": b""}
+        return invoke_or_call
+
+
+@dataclass
 class LiveSite:
     site: Deployment
     transformed: dict[str, Any]
     stub: Stubber
     posted: Posted
+    handed_off: HandedOff
     live: Any = None
+    push: Any = None
 
     @property
     def store(self) -> Any:
@@ -83,6 +107,29 @@ class LiveSite:
             query["token"] = token or issue(SECRET.encode(), Channel.parse(channel), viewer)
         return self.websocket("$connect", connection_id, query=query)["statusCode"]
 
+    def run_pushes(self) -> int:
+        """Run LivePushFunction on each event handed to it, in order, in the environment the
+        template gives it; how many ran."""
+        from unittest import mock
+
+        function = cfn.functions(self.transformed)["LivePushFunction"]
+        environment = cfn.environment(self.transformed, "LivePushFunction", self.site.refs)
+        ran = 0
+        while self.handed_off.queued:
+            params = self.handed_off.queued.pop(0)
+            assert params["FunctionName"] == self.site.refs["LivePushFunction"]
+            self.site.aws.current = "LivePushFunction"
+            try:
+                with mock.patch.dict("os.environ", environment):
+                    if self.push is None:
+                        self.push = fresh_function_module(function.code_dir)
+                    self.push.handler(json.loads(params["Payload"]),
+                                      LambdaContext("LivePushFunction"))
+            finally:
+                self.site.aws.current = "test"
+            ran += 1
+        return ran
+
     def connected(self, login: str) -> list[str]:
         return [c.connection_id for c in self.store.accounts.live_connections(login, iso(utcnow()))]
 
@@ -101,8 +148,11 @@ def live(request: pytest.FixtureRequest, transformed: dict[str, Any],
                                 posted.record)
     monkeypatch.setattr(live_apigw, "management_client", lambda url: client)
     monkeypatch.setattr(live_apigw, "MAX_PARALLEL_POSTS", 1)  # the Stubber answers in order
+    handed_off = HandedOff(site)
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call",
+                        handed_off.wrap(botocore.client.BaseClient._make_api_call))
     with Stubber(client) as stub:
-        yield LiveSite(site, transformed, stub, posted)
+        yield LiveSite(site, transformed, stub, posted, handed_off)
 
 
 def make_agent(live: LiveSite, login: str, slug: str, **settings: Any) -> None:
@@ -180,6 +230,8 @@ def test_ingest_pushes_summaries_and_forgets_gone_connections(live: LiveSite) ->
     sent = live.site.request("POST", "/ingest", headers={"X-Bench-Key": key},
                              json_body=batch("pushed", events))
     assert sent.status == 200, sent.body
+    assert live.posted.messages == {}, "the answer came before any post"
+    assert live.run_pushes() == 1
     live.stub.assert_no_pending_responses()
     assert live.connected(owner) == ["c1-public", "c3-owner"]
     (public,), (own,) = live.posted.messages["c1-public"], live.posted.messages["c3-owner"]
@@ -187,6 +239,19 @@ def test_ingest_pushes_summaries_and_forgets_gone_connections(live: LiveSite) ->
     assert "question" not in json.dumps(public) and "answer" in json.dumps(public)
     assert "question" in json.dumps(own)
     assert own["stats"]["runs"] == 1
+
+
+def test_a_batch_nobody_watches_is_handed_to_no_one(live: LiveSite) -> None:
+    """Idle costs one look at the owner's connections: no invoke, no push function run."""
+    owner = new_login()
+    make_agent(live, owner, "alone")
+    assert live.connect("elsewhere", f"{owner}/other", viewer=owner) == 200
+    key = live.site.create_key(owner, "alone")
+    sent = live.site.request("POST", "/ingest", headers={"X-Bench-Key": key},
+                             json_body=batch("alone", task_events("t1")))
+    assert sent.status == 200, sent.body
+    assert live.handed_off.queued == []
+    assert not [c for c in live.site.aws.calls if c[1] == "lambda"]
 
 
 def test_an_otlp_export_is_pushed_like_a_batch(live: LiveSite) -> None:
@@ -202,6 +267,7 @@ def test_an_otlp_export_is_pushed_like_a_batch(live: LiveSite) -> None:
         headers={"X-Bench-Key": live.site.create_key(owner, "traced"),
                  "X-Bench-Agent": "traced"})
     assert sent.status == 200, sent.body
+    assert live.run_pushes() == 1
     live.stub.assert_no_pending_responses()
     (message,) = live.posted.messages["c1-owner"]
     ends = {e["task_id"]: e["status"] for e in message["events"] if e["kind"] == "task.end"}
@@ -219,6 +285,7 @@ def test_a_big_batch_is_pushed_in_messages_under_the_limit(live: LiveSite) -> No
     key = live.site.create_key(owner)
     assert live.site.request("POST", "/ingest", headers={"X-Bench-Key": key},
                              json_body=batch("big", events)).status == 200
+    assert live.run_pushes() >= 1
     received = [e["id"] for m in live.posted.messages["only"] for e in m["events"]]
     assert received == [e["id"] for e in events]
     assert len(live.posted.sizes) > 1 and max(live.posted.sizes) < API_GATEWAY_LIMIT
@@ -235,6 +302,7 @@ def test_a_feed_made_private_disconnects_its_other_watchers(live: LiveSite) -> N
     key = live.site.create_key(owner)
     assert live.site.request("POST", "/ingest", headers={"X-Bench-Key": key},
                              json_body=batch("closing", task_events("t1"))).status == 200
+    assert live.run_pushes() == 1
     live.stub.assert_no_pending_responses()
     assert live.connected(owner) == ["b-owner"]
     assert "a-stranger" not in live.posted.messages
@@ -283,6 +351,7 @@ def test_the_dashboard_and_a_sandbox_demo_run_on_lambda(live: LiveSite) -> None:
         "Cookie": cookie, "X-CSRF-Token": csrf.token(SECRET.encode(), session_id),
         "Content-Type": "application/x-www-form-urlencoded"})
     assert demo.status == 200, demo.body
+    assert live.run_pushes() == 1
     live.stub.assert_no_pending_responses()
     (message,) = live.posted.messages["demo-watcher"]
     assert message["stats"]["runs"] == 1
@@ -298,8 +367,8 @@ def test_every_aws_call_of_the_live_feed_and_accounts_is_granted(live: LiveSite)
     test_a_feed_made_private_disconnects_its_other_watchers(live)
     calls = live.site.aws.calls
     assert any(c[1] == "ssm" for c in calls), "the secret came from SSM"
-    assert {"LiveFunction", "DashboardFunction", "IngestFunction"} <= assert_granted(
-        live.transformed, calls)
+    assert {"LiveFunction", "DashboardFunction", "IngestFunction",
+            "LivePushFunction"} <= assert_granted(live.transformed, calls)
 
 
 # ---- connections close with what authorised them ----------------------------------------------------
@@ -356,6 +425,7 @@ def test_a_grant_ended_elsewhere_disconnects_at_the_next_push(live: LiveSite) ->
     sent = live.site.request("POST", "/ingest", json_body=batch("mine", task_events("t1")),
                              headers={"X-Bench-Key": live.site.create_key(owner, "mine")})
     assert sent.status == 200, sent.body
+    assert live.run_pushes() == 1
     live.stub.assert_no_pending_responses()
     assert live.connected(owner) == [] and "by-key" not in live.posted.messages
 

@@ -1,5 +1,6 @@
-"""The LiveFeed port: the in-process feed (the local server's WebSockets) and API Gateway's
-(connections in the store, pushed with post_to_connection on moto) pass one suite. A batch
+"""The live feed's use case over each transport: the in-process one (the local server's
+WebSockets) and API Gateway's (connections in the store, pushed with post_to_connection on
+moto) pass one suite. A batch
 reaches every watcher of its agent or of its owner, as each viewer may see it; a watcher who
 may no longer see the agent is closed; nobody watching, or a failing store, is never ingest's
 problem."""
@@ -19,11 +20,11 @@ import boto3
 import pytest
 from bench_core.domain.live import Channel, LiveConnection
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
-from bench_core.live.apigw import ApiGatewayFeed
-from bench_core.live.local import POLICY_VIOLATION, LocalFeed, Subscriber
-from bench_core.ports.live import LiveFeed
+from bench_core.domain.privacy import Viewer
+from bench_core.live.apigw import ApiGatewayTransport
+from bench_core.live.local import POLICY_VIOLATION, LocalTransport, Subscriber
 from bench_core.ports.store import Store
-from bench_core.reads.live_events import LiveRules
+from bench_core.reads.live_feed import LiveFeed
 from bench_core.store.sqlite.store import SqliteStore
 
 from tests.factories import clean, task_events
@@ -36,7 +37,7 @@ class Feed:
     """One adapter and its watchers, as the suite drives them."""
 
     store: Store
-    feed: LiveFeed
+    feed: LiveFeed[Any]
 
     def watch(self, channel: str, viewer: str | None) -> Any: ...
     def received(self, watcher: Any) -> list[dict[str, Any]]: ...
@@ -49,10 +50,11 @@ class Feed:
 class Local(Feed):
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.feed = self.local = LocalFeed(store, LiveRules(store))
+        self.local = LocalTransport()
+        self.feed = LiveFeed(store, self.local)
 
     def watch(self, channel: str, viewer: str | None) -> Subscriber:
-        return self.local.subscribe(Channel.parse(channel), viewer)
+        return self.local.subscribe(Channel.parse(channel), Viewer(viewer))
 
     def received(self, watcher: Subscriber) -> list[dict[str, Any]]:
         messages = []
@@ -79,7 +81,7 @@ class ApiGateway(Feed):
         events.register("provide-client-params.apigatewaymanagementapi.*", self._remember)
         events.register("after-call.apigatewaymanagementapi.PostToConnection", self._posted)
         events.register("after-call.apigatewaymanagementapi.DeleteConnection", self._deleted)
-        self.feed = ApiGatewayFeed(self.store, ENDPOINT, LiveRules(self.store), client=client)
+        self.feed = LiveFeed(self.store, ApiGatewayTransport(self.store, ENDPOINT, client=client))
 
     @staticmethod
     def _remember(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:

@@ -23,7 +23,8 @@ ROOT = Path(bench_core.__file__).parent
 PACKAGE = "bench_core"
 
 IO_LIBRARIES = {"sqlite3", "boto3", "botocore", "httpx", "starlette", "fastapi"}
-ADAPTERS = ("store.sqlite", "store.dynamodb", "live.local", "live.apigw", "llm.openai_compat",
+ADAPTERS = ("store.sqlite", "store.dynamodb", "live.local", "live.apigw", "live.lambda_push",
+            "llm.openai_compat",
             "llm.bedrock", "embed.bedrock", "workflows.stepfunctions",
             # adapters to outside services that have no second implementation, so no port:
             "accounts.github",  # GitHub's OAuth endpoints

@@ -12,8 +12,9 @@ from bench_core.accounts.live_tokens import issue, viewer_of
 from bench_core.domain.live import Channel, may_watch
 from bench_core.domain.models import Agent, AgentRef
 from bench_core.domain.privacy import ANONYMOUS, Viewer
+from bench_core.live.lambda_push import MAX_PAYLOAD_BYTES, payloads
 from bench_core.live.local import MAX_BACKLOG, TRY_AGAIN_LATER, Subscriber
-from bench_core.reads.live_events import MAX_MESSAGE_BYTES, Delivery, pack
+from bench_core.reads.live_events import MAX_MESSAGE_BYTES, Delivery, compact, pack
 
 SECRET = b"k" * 48
 
@@ -91,3 +92,32 @@ def test_live_tokens_name_one_channel_and_one_viewer() -> None:
     assert viewer_of(SECRET, session_like, channel) is None, "tokens are bound to their purpose"
     expired = signed_tokens.sign(SECRET, "live", {"c": "alice/bot", "v": "alice"}, 60, now=1_000)
     assert viewer_of(SECRET, expired, channel) is None
+
+
+def test_a_batch_handed_to_the_push_function_is_sent_as_the_whole_batch_would_be() -> None:
+    """What travels to the push function (`compact`, then `payloads`) makes the same messages
+    for every audience as the events themselves, whatever the owner hides."""
+    bodies = [{"id": f"e{i}", "kind": "task.end", "ts": "2026-12-02T16:00:00.000Z",
+               "task_id": f"t{i}", "name": "search", "status": "success", "duration_ms": 12,
+               "cost_usd": 0.01, "input": {"question": "q" * 600}, "output": "a" * 500,
+               "data": {"tokens": 3, "note": "é" * 300}, "metadata": {"big": "m" * 5000},
+               "cost_breakdown": {"input": 0.001}} for i in range(300)]
+    bodies.append({"id": "none", "kind": "custom", "ts": "2026-12-02T16:00:00.000Z",
+                   "input": None})
+    for settings in ({}, {"hide_inputs": True}, {"hide_outputs": True}, {"visibility": "private"}):
+        sent = [json.loads(p) for p in payloads(AgentRef("alice", "bot"),
+                                                [compact(b) for b in bodies])]
+        assert all(p["agent"] == "alice/bot" for p in sent)
+        travelled = [e for p in sent for e in p["events"]]
+        whole, compacted = Delivery(agent(**settings), bodies), Delivery(agent(**settings),
+                                                                         travelled)
+        assert compacted.owner == whole.owner
+        assert compacted.public == whole.public
+
+
+def test_a_batch_too_big_for_one_invoke_goes_in_parts_under_the_limit_in_order() -> None:
+    bodies = [{"id": f"e{i}", "kind": "custom", "ts": "2026-12-02T16:00:00.000Z",
+               "data": {"blob": "é" * 3000}} for i in range(400)]
+    parts = payloads(AgentRef("alice", "bot"), bodies)
+    assert len(parts) > 1 and max(len(p) for p in parts) <= MAX_PAYLOAD_BYTES
+    assert [e["id"] for p in parts for e in json.loads(p)["events"]] == [f"e{i}" for i in range(400)]

@@ -169,15 +169,18 @@ class AccountSettings:
 class LiveSettings:
     """The live feed (bench_core.live). Unset: the in-process feed of the local server. On AWS
     the template sets the WebSocket API's management endpoint (`https://…/{stage}`, for
-    `post_to_connection`) and its public `wss://` URL (for browsers)."""
+    `post_to_connection`), its public `wss://` URL (for browsers) and, for the functions that
+    ingest, the push function a batch is handed to (`push_function`)."""
 
     endpoint: str | None = None
     url: str | None = None
+    push_function: str | None = None
 
     @classmethod
     def from_env(cls) -> LiveSettings:
         return cls(endpoint=os.environ.get("BENCH_LIVE_ENDPOINT") or None,
-                   url=os.environ.get("BENCH_LIVE_URL") or None)
+                   url=os.environ.get("BENCH_LIVE_URL") or None,
+                   push_function=os.environ.get("BENCH_LIVE_PUSH_FUNCTION") or None)
 
 
 def _ports(name: str, default: frozenset[int]) -> frozenset[int]:

@@ -14,9 +14,9 @@ import pytest
 from bench_core.domain.models import AgentRef, KeyRecord
 from bench_core.ingest.otlp import export_traces, parked
 from bench_core.ingest.otlp.logs import export_logs
-from bench_core.live.local import LocalFeed
+from bench_core.live.local import LocalTransport
 from bench_core.ports.store import Store
-from bench_core.reads.live_events import LiveRules
+from bench_core.reads.live_feed import LiveFeed
 from bench_core.settings import Settings
 from bench_core.workflows.none import NoWorkflows
 
@@ -37,8 +37,8 @@ class Ports:
         self.later.append(call)
 
     @property
-    def live(self) -> LocalFeed:
-        return LocalFeed(self.store, LiveRules(self.store))
+    def live(self) -> LiveFeed[Any]:
+        return LiveFeed(self.store, LocalTransport())
 
 
 def key(login: str) -> KeyRecord:

@@ -4,9 +4,10 @@ which tells a page where to connect: here, or on AWS the WebSocket API with a sh
 signed token in the query (browsers cannot set headers on a WebSocket, and the API's domain
 never sees this site's cookies).
 
-A WebSocket is authorised before it is accepted, by the same rule as the profile page
-(`live.may_watch`); a handshake from another site's page is refused outright (cookies ride along
-on cross-site WebSocket handshakes, so the Origin header is checked).
+A WebSocket is authorised before it is accepted, by the live feed's use case
+(`reads/live_feed.py` `admit`: the profile page's rule); a handshake from another site's page
+is refused outright (cookies ride along on cross-site WebSocket handshakes, so the Origin
+header is checked).
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from ..accounts import csrf
 from ..accounts.live_grants import KEY, key_grant, session_grant
 from ..accounts.live_tokens import issue
 from ..domain.errors import NotFound, Unauthorized
-from ..domain.live import Channel, may_watch
+from ..domain.live import Channel
 from ..domain.privacy import ANONYMOUS, Viewer
-from ..live.local import POLICY_VIOLATION, LocalFeed, Subscriber
-from ..reads.live_events import channel_agents, hello
+from ..live.local import POLICY_VIOLATION, LocalTransport, Subscriber
 from ..runtime.adapters import Services
 from . import get_services, public_base, services_of
 from .browser import NO_STORE
@@ -61,8 +61,7 @@ async def live_token(request: Request, channel: str,
     except ValueError as exc:
         raise NotFound("no such feed") from exc
     viewer, grant = await _viewer(request, services)
-    agent, _ = await run_in_threadpool(channel_agents, services.store, wanted)
-    if not may_watch(wanted, agent, viewer):
+    if await run_in_threadpool(services.live.admit, wanted, viewer) is None:
         raise NotFound("no such feed")
     live = services.settings.live
     if live.url:
@@ -90,7 +89,7 @@ async def agent_feed(websocket: WebSocket, login: str, slug: str) -> None:
 
 async def _serve(websocket: WebSocket, name: str) -> None:
     services: Services = get_services(websocket)  # type: ignore[arg-type]
-    feed = services.live
+    transport = services.live_transport
     try:
         channel = Channel.parse(name)
     except ValueError:
@@ -102,18 +101,18 @@ async def _serve(websocket: WebSocket, name: str) -> None:
     except Unauthorized:
         await websocket.close(code=POLICY_VIOLATION)
         return
-    agent, agents = await run_in_threadpool(channel_agents, services.store, channel)
-    if (not isinstance(feed, LocalFeed) or not _origin_allowed(websocket, base, grant)
-            or not may_watch(channel, agent, viewer)):
+    admission = await run_in_threadpool(services.live.admit, channel, viewer)
+    if (not isinstance(transport, LocalTransport) or not _origin_allowed(websocket, base, grant)
+            or admission is None):
         await websocket.close(code=POLICY_VIOLATION)
         return
-    subscriber = feed.subscribe(channel, viewer, grant)
+    subscriber = transport.subscribe(channel, viewer, grant)
     try:
         await websocket.accept()
-        await websocket.send_text(hello(channel.name, agents))
+        await websocket.send_text(await run_in_threadpool(admission.hello))
         await _pump(websocket, subscriber)
     finally:
-        feed.unsubscribe(subscriber)
+        transport.unsubscribe(subscriber)
 
 
 def _origin_allowed(websocket: WebSocket, base: str, grant: str | None) -> bool:

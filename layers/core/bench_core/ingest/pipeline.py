@@ -7,7 +7,10 @@ its input and decides who may write it; what happens to the events after that is
 all of them, the field limits first (`domain.field_limits`).
 
 Ingest never waits on the judge or on watchers: evals are only queued (`Workflows`), and the
-live push is handed to `later`, which runs it after the answer (FastAPI's background tasks).
+batch is handed to the live feed through `later` (FastAPI's background tasks). On one machine
+that runs the push after the answer is sent; on Lambda, Mangum runs background tasks before it
+returns the answer, so there the feed only looks whether anyone watches and hands the push to a
+function of its own (`reads/live_feed.py`, `live/lambda_push.py`).
 """
 
 from __future__ import annotations

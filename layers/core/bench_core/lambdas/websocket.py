@@ -1,6 +1,7 @@
 """The WebSocket API's routes on AWS (`functions/live`): `$connect` authorises and records the
 connection under the owner it watches (with a TTL), `$disconnect` forgets it, `$default`
-answers the page's keep-alive pings. Pushing is ingest's job (`apigw.ApiGatewayFeed`).
+answers the page's keep-alive pings. Who may watch is the live feed's use case's decision
+(`reads/live_feed.py` `admit`); pushing is the push function's (`lambdas/live_push.py`).
 
 `$connect` takes `?channel=login/slug` (or `login`) and who is watching from, in order: a
 live-feed token (`tokens.py`; what pages use), or the session cookie when the handshake comes
@@ -19,12 +20,11 @@ from ..accounts.csrf import same_origin
 from ..accounts.live_grants import session_grant
 from ..accounts.live_tokens import read
 from ..accounts.secrets import SecretUnavailable
-from ..domain.live import Channel, LiveConnection, may_watch
+from ..domain.live import Channel, LiveConnection
 from ..domain.models import iso, utcnow
 from ..domain.privacy import Viewer
 from ..log import logger
-from ..runtime.adapters import Services
-from ..settings import Settings
+from .handler import ServicesHandler
 
 CONNECTION_TTL = timedelta(hours=2)
 """API Gateway closes every WebSocket after two hours; a record outliving that is stale."""
@@ -33,18 +33,8 @@ FORBIDDEN = {"statusCode": 403}
 PONG = json.dumps({"type": "pong"})
 
 
-class WebSocketRoutes:
-    """The Lambda handler. Services are built from the environment on the first event and
-    kept for the warm execution environment's life, as the HTTP functions' apps do."""
-
-    def __init__(self, services: Services | None = None) -> None:
-        self._services = services
-
-    @property
-    def services(self) -> Services:
-        if self._services is None:
-            self._services = Services.from_settings(Settings.from_env())
-        return self._services
+class WebSocketRoutes(ServicesHandler):
+    """The Lambda handler."""
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         context_ = event["requestContext"]
@@ -64,14 +54,12 @@ class WebSocketRoutes:
             return FORBIDDEN
         login, grant = self.viewer(event, params, channel)
         viewer = Viewer(login)
-        store = self.services.store
-        agent = store.agents.get_agent(channel.ref) if channel.ref else None
-        if not may_watch(channel, agent, viewer):
+        if self.services.live.admit(channel, viewer) is None:
             logger.info("live connection refused", extra={"channel": channel.name})
             return FORBIDDEN
-        store.accounts.add_connection(LiveConnection(connection_id, channel.login, channel.slug,
-                                                     viewer.login, iso(utcnow() + CONNECTION_TTL),
-                                                     grant))
+        self.services.store.accounts.add_connection(LiveConnection(
+            connection_id, channel.login, channel.slug, viewer.login,
+            iso(utcnow() + CONNECTION_TTL), grant))
         return OK
 
     def viewer(self, event: dict[str, Any], params: dict[str, Any], channel: Channel

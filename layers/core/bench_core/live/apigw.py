@@ -1,35 +1,26 @@
-"""The live feed on AWS: API Gateway WebSocket connections, recorded in the store by `$connect`
-(`gateway.py`), pushed to from ingest with `post_to_connection`.
+"""The live-feed transport on AWS: API Gateway WebSocket connections, recorded in the store by
+`$connect` (`lambdas/websocket.py`), posted to with `post_to_connection` by the push function
+(`lambdas/live_push.py`).
 
-A push reads the owner's connections (one Query) and stops there when nobody watches, so an
-idle agent costs one read per batch. Connections API Gateway reports gone (410) are removed as
-they are found; a viewer whose agent has gone private since connecting is disconnected.
+Who is connected is one Query of the owner's connections. Connections API Gateway reports gone
+(410) are forgotten as they are found; one the use case closes is deleted.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 from starlette.concurrency import run_in_threadpool
 
-from ..domain.live import LiveConnection, may_watch
-from ..domain.models import Agent, AgentRef, iso, utcnow
-from ..domain.privacy import Viewer
+from ..domain.live import LiveConnection
+from ..domain.models import iso, utcnow
 from ..log import logger
-from ..ports.services import WithAccounts, WithAgents
-
-if TYPE_CHECKING:
-    from ..ports.live import Audiences
-
-
-class FeedConcerns(WithAccounts, WithAgents, Protocol):
-    """The connections recorded by `$connect`, and the agents pushed about."""
-
+from ..ports.services import WithAccounts
+from .clients import LazyClient
 
 MAX_PARALLEL_POSTS = 16
 """Connections posted to at once: one agent's watchers are reached in about one round trip."""
@@ -41,81 +32,46 @@ def management_client(endpoint: str) -> Any:
     return boto3.client("apigatewaymanagementapi", endpoint_url=endpoint)
 
 
-class ApiGatewayFeed:
-    def __init__(self, store: FeedConcerns, endpoint: str, audiences: Audiences, *,
-                 client: Any = None) -> None:
+class ApiGatewayTransport:
+    def __init__(self, store: WithAccounts, endpoint: str, *, client: Any = None) -> None:
         self.store = store
-        self.audiences = audiences
         self.endpoint = endpoint
-        self._client = client
-        self._lock = threading.Lock()
+        self._client = LazyClient(lambda: management_client(endpoint), client)
 
     @property
     def client(self) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = management_client(self.endpoint)
-            return self._client
+        return self._client.get()
 
-    async def publish(self, ref: AgentRef, events: Sequence[Any]) -> None:
-        try:
-            await run_in_threadpool(self.push, ref, events)
-        except Exception:
-            logger.exception("live feed push failed", extra={"agent": ref.path})
+    async def watchers(self, login: str) -> list[LiveConnection]:
+        connections = await run_in_threadpool(self.store.accounts.live_connections, login,
+                                              iso(utcnow()))
+        return sorted(connections, key=lambda c: c.connection_id)
 
-    def push(self, ref: AgentRef, events: Sequence[Any]) -> int:
-        """Send the batch to every connection watching `ref`; the number reached."""
-        connections = sorted((c for c in self.store.accounts.live_connections(ref.login, iso(utcnow()))
-                              if c.channel.covers(ref)), key=lambda c: c.connection_id)
-        if not connections:
-            return 0
-        agent = self.store.agents.get_agent(ref)
-        if agent is None:
-            return 0
-        delivery = self.audiences.messages(agent, events)
+    async def deliver(self, parcels: Sequence[tuple[LiveConnection, list[str] | None]]) -> None:
+        await run_in_threadpool(self.send, parcels)
 
-        def send(connection: LiveConnection) -> bool:
+    def send(self, parcels: Sequence[tuple[LiveConnection, list[str] | None]]) -> int:
+        """Post each connection its messages (None: disconnect it); the number reached."""
+        def one(parcel: tuple[LiveConnection, list[str] | None]) -> bool:
             """One connection; its failure is logged and never stops the others."""
+            connection, messages = parcel
             try:
-                messages = delivery.for_viewer(connection.viewer)
-                if messages is delivery.owner and not self.audiences.still_granted(connection.grant):
-                    messages = None
                 if messages is None:
                     self.disconnect(connection)
                     return False
                 return all(self.post(connection, message) for message in messages)
             except Exception:
                 logger.exception("live push to a connection failed",
-                                 extra={"agent": ref.path, "connection": connection.connection_id})
+                                 extra={"connection": connection.connection_id})
                 return False
 
-        workers = min(MAX_PARALLEL_POSTS, len(connections))
+        workers = min(MAX_PARALLEL_POSTS, len(parcels))
         if workers <= 1:
-            reached = [send(c) for c in connections]
+            reached = [one(p) for p in parcels]
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                reached = list(pool.map(send, connections))
+                reached = list(pool.map(one, parcels))
         return sum(reached)
-
-    async def close_granted(self, login: str, grant: str) -> None:
-        await self._close(login, lambda c: c.grant == grant)
-
-    async def close_unwatchable(self, agent: Agent) -> None:
-        await self._close(agent.login, lambda c: c.channel.covers(agent.ref) and not may_watch(
-            c.channel, agent, Viewer(c.viewer)))
-
-    async def _close(self, login: str, gone: Callable[[LiveConnection], bool]) -> None:
-        """Disconnect `login`'s connections for which `gone` holds (only the owner's own feeds
-        are indexed; anywhere else a viewer sees what anyone may)."""
-        def close_all() -> None:
-            for connection in self.store.accounts.live_connections(login, iso(utcnow())):
-                if gone(connection):
-                    self.disconnect(connection)
-
-        try:
-            await run_in_threadpool(close_all)
-        except Exception:
-            logger.exception("closing live connections failed", extra={"login": login})
 
     def post(self, connection: LiveConnection, message: str) -> bool:
         """Post one message; False (and the connection forgotten) if it is gone."""

@@ -1,47 +1,68 @@
-"""The LiveFeed port: newly ingested events pushed to open dashboards, with no polling (SPEC 4).
+"""The live feed's ports (SPEC 4): newly ingested events pushed to open dashboards, no polling.
 
-- `live/local.py` `LocalFeed`: in-process pub/sub behind the local server's WebSocket endpoint
-  `/live/{login}/{slug}`; costs nothing while nobody watches.
-- `live/apigw.py` `ApiGatewayFeed`: API Gateway WebSocket connections recorded in the store (with a TTL),
-  pushed to with `post_to_connection`; gone connections are removed as they are found.
+The use case (`reads/live_feed.py` `LiveFeed`) decides who may watch and what each watcher is
+sent, through the privacy gate; what it asks of the world is transport only:
 
-A connection watches a `Channel`: one agent, or every agent of one owner (the dashboard's list).
-Who may watch what is decided by `may_watch`, through the privacy gate; what each watcher is
-sent, and whether the grant behind a connection still holds, the adapters ask `Audiences`
-(`reads.live_events.LiveRules`, handed to them by the composition root).
+- `LiveTransport`: who is connected to an owner's feeds, and sending each of them its frames (or
+  closing it). `live/local.py` `LocalTransport`: in-process queues behind the local server's
+  WebSocket endpoint `/live/{login}/{slug}`. `live/apigw.py` `ApiGatewayTransport`: API Gateway
+  WebSocket connections recorded in the store (with a TTL), posted to with
+  `post_to_connection`; gone connections are forgotten as they are found.
+- `PushDispatch`: where a push runs when it must leave the process that ingested the batch (on
+  AWS, `live/lambda_push.py` `LambdaPush`: an asynchronous invoke of the push function).
+
+`LiveFeed` is what the use cases below it call (ingest publishes, accounts close), answered by
+the use case itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from ..domain.live import Channel
 from ..domain.models import Agent, AgentRef
 from ..domain.privacy import Viewer
 
 
-class Messages(Protocol):
-    """One batch's messages for each audience, built when first asked for."""
+class Watcher(Protocol):
+    """One open connection as the transport knows it: what it watches, who opened it (a
+    `Viewer`, a login, or None for anyone), and the grant behind it (`accounts.live_grants`)."""
 
     @property
-    def owner(self) -> list[str]:
-        """The owner's version (every field)."""
+    def channel(self) -> Channel: ...
+
+    @property
+    def viewer(self) -> Viewer | str | None: ...
+
+    @property
+    def grant(self) -> str | None: ...
+
+
+W = TypeVar("W", bound=Watcher)
+
+Parcel = tuple[W, list[str] | None]
+"""A watcher and its frames, in order; None closes it (1008: it may no longer watch)."""
+
+
+class LiveTransport(Protocol[W]):
+    """Delivery only: which connections there are, and what reaches each. No audience or privacy
+    decision is made here."""
+
+    async def watchers(self, login: str) -> Sequence[W]:
+        """The open connections to `login`'s feeds (one agent's, or all of them)."""
         ...
 
-    def for_viewer(self, viewer: Viewer | str | None) -> list[str] | None:
-        """The messages `viewer` (or the login of one) may receive: `owner` itself for the
-        owner; None if the agent is now hidden from them (the connection should close)."""
+    async def deliver(self, parcels: Sequence[Parcel[W]]) -> None:
+        """Send each watcher its frames, or close it, in the order given. Never raises: one
+        connection's failure is logged and stops no other."""
         ...
 
 
-class Audiences(Protocol):
-    """The use case's side of a push, which a feed only delivers: what each audience of a batch
-    is sent, and whether a connection that sees the owner's view is still granted."""
-
-    def messages(self, agent: Agent, events: Sequence[Any]) -> Messages: ...
-
-    def still_granted(self, grant: str | None) -> bool:
-        """Whether the session or key behind `grant` is still live (None, anonymous: always)."""
+class PushDispatch(Protocol):
+    def dispatch(self, ref: AgentRef, bodies: list[dict[str, Any]]) -> None:
+        """Have the push of `bodies` (JSON-ready event bodies, as `LiveFeed.push` takes them)
+        run elsewhere, without waiting for it."""
         ...
 
 

@@ -3,26 +3,21 @@ the agent's headline numbers, in JSON text under API Gateway's 128 KB message li
 
 One batch makes at most two versions of its messages, built on first use: the owner's (all
 fields) and everyone else's (hidden inputs and outputs left out by `privacy.event_view`). A
-private agent has no public version at all. The feed's adapters ask for them, and for whether
-a connection's grant still holds, through `LiveRules` (the `ports.live.Audiences` they are
-handed).
+private agent has no public version at all. The live feed's use case (`live_feed.py`) asks for
+them per watcher.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..accounts import live_grants
 from ..domain import stats
 from ..domain.errors import NotFound
 from ..domain.field_limits import dumps
-from ..domain.live import Channel
 from ..domain.models import Agent, WireEvent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, event_view, visible_agent
-from ..ports.services import WithAccounts, WithAgents
 from ..render import formatting as fmt
 
 MAX_MESSAGE_BYTES = 96 * 1024
@@ -42,6 +37,17 @@ def event_body(event: WireEvent | dict[str, Any]) -> dict[str, Any]:
             if getattr(event, name) is not None}
     body["ts"] = iso(event.ts)
     return body
+
+
+def compact(body: dict[str, Any]) -> dict[str, Any]:
+    """What a summary reads of an event body, and no more: the summary's fields, `data` whole
+    (the privacy gate looks inside it) and inputs and outputs already cut to their previews
+    (the gate shows or hides them whole, and a preview of a preview is itself). A batch handed
+    to another process to push (`ports.live.PushDispatch`) travels this way."""
+    out = {name: body[name] for name in (*SUMMARY_FIELDS, *VALUE_FIELDS) if name in body}
+    out.update({name: preview(out[name]) for name in ("input", "output")
+                if out.get(name) is not None})
+    return out
 
 
 def preview(value: Any) -> str:
@@ -133,29 +139,6 @@ class Delivery:
         if not isinstance(viewer, Viewer):
             viewer = Viewer(viewer)
         return self.owner if viewer.owns(self.agent) else self.public
-
-
-@dataclass(frozen=True)
-class LiveRules:
-    """What the live feed's adapters deliver (`ports.live.Audiences`): a batch's messages for
-    each audience, and whether a connection that sees the owner's view is still granted."""
-
-    store: WithAccounts
-
-    def messages(self, agent: Agent, events: Sequence[WireEvent | dict[str, Any]]) -> Delivery:
-        return Delivery(agent, events)
-
-    def still_granted(self, grant: str | None) -> bool:
-        return live_grants.still_granted(self.store, grant)
-
-
-def channel_agents(store: WithAgents, channel: Channel) -> tuple[Agent | None, list[Agent]]:
-    """The watched agent (None for an owner's channel or an agent not created yet) and the
-    agents whose numbers the first message carries."""
-    if channel.ref is None:
-        return None, store.agents.list_agents(channel.login)
-    agent = store.agents.get_agent(channel.ref)
-    return agent, [agent] if agent else []
 
 
 def hello(channel_name: str, agents: list[Agent]) -> str:

@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     from ..accounts.secrets import Secrets
     from ..ports.embed import Embedder
     from ..ports.judge import Judge
-    from ..ports.live import LiveFeed
+    from ..ports.live import LiveTransport
     from ..ports.llm import LLM
     from ..ports.workflows import Workflows
+    from ..reads.live_feed import LiveFeed
 
 Built = TypeVar("Built")
 
@@ -73,9 +74,16 @@ class Services:
         return self._once("workflows", lambda: open_workflows(self))
 
     @property
-    def live(self) -> LiveFeed:
-        """Where ingest pushes new events for open dashboards (bench_core.live)."""
-        return self._once("live", lambda: open_live_feed(self.settings, self.store))
+    def live(self) -> LiveFeed[Any]:
+        """The live feed's use case over this process's transport: where ingest publishes new
+        events for open dashboards, and who may watch."""
+        return self._once("live", lambda: open_live_feed(self.settings, self.store,
+                                                         self.live_transport))
+
+    @property
+    def live_transport(self) -> LiveTransport[Any]:
+        """The connections the live feed reaches (bench_core.live)."""
+        return self._once("live_transport", lambda: open_live_transport(self.settings, self.store))
 
     @property
     def secrets(self) -> Secrets:
@@ -128,18 +136,29 @@ def migrate_store(settings: Settings, *, deadline: float | None = None) -> dict[
     return {"done": True}
 
 
-def open_live_feed(settings: Settings, store: Store) -> LiveFeed:
-    """API Gateway when the settings name its management endpoint (AWS), else in-process; either
-    delivers what the live feed's rules (`reads.live_events`) say each watcher is sent."""
-    from ..reads.live_events import LiveRules
-
+def open_live_transport(settings: Settings, store: Store) -> LiveTransport[Any]:
+    """API Gateway when the settings name its management endpoint (AWS), else in-process."""
     if settings.live.endpoint:
-        from ..live.apigw import ApiGatewayFeed
+        from ..live.apigw import ApiGatewayTransport
 
-        return ApiGatewayFeed(store, settings.live.endpoint, LiveRules(store))
-    from ..live.local import LocalFeed
+        return ApiGatewayTransport(store, settings.live.endpoint)
+    from ..live.local import LocalTransport
 
-    return LocalFeed(store, LiveRules(store))
+    return LocalTransport()
+
+
+def open_live_feed(settings: Settings, store: Store, transport: LiveTransport[Any]
+                   ) -> LiveFeed[Any]:
+    """The live feed's use case over `transport`; where the settings name a push function
+    (AWS), a batch's push is handed to it instead of run in the ingesting process."""
+    from ..reads.live_feed import LiveFeed
+
+    dispatch = None
+    if settings.live.push_function:
+        from ..live.lambda_push import LambdaPush
+
+        dispatch = LambdaPush(settings.live.push_function)
+    return LiveFeed(store, transport, dispatch=dispatch)
 
 
 def open_llm(settings: LLMSettings) -> LLM | None:
