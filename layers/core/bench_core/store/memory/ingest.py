@@ -4,6 +4,7 @@ first change so that a refused batch writes nothing; and the reads of what it wr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ...domain.field_limits import dumps
@@ -116,7 +117,7 @@ class MemoryIngest(Concern):
             stored[e.id] = StoredEvent(self.memory.next_seq(), e.ts, e.task_id,
                                        e.body_json or dumps(e.body))
 
-    def _save_tasks(self, tasks: dict[str, TaskState], folded: Any) -> None:
+    def _save_tasks(self, tasks: dict[str, TaskState], folded: Iterable[TaskState]) -> None:
         """Each folded task replaces its stored one, one version on (a new one starts at 0)."""
         for task in folded:
             before = tasks.get(task.task_id)
