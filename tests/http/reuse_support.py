@@ -117,7 +117,7 @@ def serve_endpoint() -> Iterator[AgentEndpoint]:
 
 def serve_bench(data_dir: Path) -> Iterator[RunningServer]:
     """A Bench server whose calls may reach loopback (and give up after `TIMEOUT_S`)."""
-    with serving(data_dir, reuse=ReuseSettings(
+    with serving(data_dir, store="memory", reuse=ReuseSettings(
         allow_loopback=True, timeout_s=TIMEOUT_S, max_response_bytes=64 * 1024)) as running:
         yield running
 

@@ -96,7 +96,7 @@ def test_a_benchmark_run_for_an_agent_past_the_limit_is_403_and_not_stored(
 def test_the_dashboard_says_why_it_cannot_set_up_one_more_agent(tmp_path: Path) -> None:
     """On the embedded store, where local sign-in is (the store's `create_agent` keeps the
     limit on both: tests/contract/store/test_agent_limit.py)."""
-    with serving(tmp_path, limits=Limits(max_agents_per_account=LIMIT)) as server:
+    with serving(tmp_path, store="memory", limits=Limits(max_agents_per_account=LIMIT)) as server:
         browser = Browser(server)
         login = browser.sign_in()
         for slug in ("one", "two"):

@@ -34,7 +34,7 @@ class Target:
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    running, server, thread = start_server(Path(tmp_path_factory.mktemp("fuzz")))
+    running, server, thread = start_server(Path(tmp_path_factory.mktemp("fuzz")), store="memory")
     login = new_login()
     key = running.create_key(login)
     events = task_events("t1", cost=0.01) + task_events("t2", status="failed", output="x")

@@ -91,7 +91,7 @@ def github_server(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory
     accounts = AccountSettings(session_secret=SECRET, github_client_id="client-123",
                                github_client_secret="client-secret", github_url=github.url,
                                github_api_url=github.url)
-    with serving(tmp_path_factory.mktemp("gh"), accounts=accounts) as running:
+    with serving(tmp_path_factory.mktemp("gh"), store="memory", accounts=accounts) as running:
         yield running
 
 
@@ -207,7 +207,7 @@ def test_with_github_configured_there_is_no_local_sign_in(github_server: Running
 
 
 def test_on_https_the_session_cookie_is_secure(tmp_path: Path) -> None:
-    with serving(tmp_path, public_url="https://bench.example") as running:
+    with serving(tmp_path, store="memory", public_url="https://bench.example") as running:
         browser = Browser(running)
         page = browser.get("/try")
         anonymous = set_cookies(page)["bench_csrf"]

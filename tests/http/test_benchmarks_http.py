@@ -106,7 +106,7 @@ def test_a_changed_suite_under_the_same_version_is_refused(bench_server: Running
 
 
 def test_a_server_whose_suite_changed_under_a_published_version_refuses_runs(tmp_path: Path) -> None:
-    server, uvicorn_server, thread = start_server(tmp_path)
+    server, uvicorn_server, thread = start_server(tmp_path, store="memory")
     try:
         key = server.create_key("carol")
         incomplete = run_body("agent")
@@ -128,7 +128,8 @@ def test_a_failing_judge_fails_the_run_naming_it_and_a_resubmission_grades_it(
         tmp_path: Path, failure: Reply) -> None:
     with fake_openai(failure) as judge:
         server, uvicorn_server, thread = start_server(
-            tmp_path, llm=LLMSettings(provider="openai_compat", url=judge.url, model="judge-model", timeout_s=5))
+            tmp_path, store="memory",
+            llm=LLMSettings(provider="openai_compat", url=judge.url, model="judge-model", timeout_s=5))
         try:
             key = server.create_key("dora")
             body = run_body("graded", repeats=1, nonce="same-run-again")

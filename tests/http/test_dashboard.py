@@ -156,7 +156,7 @@ def test_the_dashboard_lists_the_owners_agents_and_no_one_elses(
 @pytest.fixture(scope="module")
 def device_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """A server telling the CLI to poll every second (the default is five)."""
-    with serving(tmp_path_factory.mktemp("device"),
+    with serving(tmp_path_factory.mktemp("device"), store="memory",
                  accounts=AccountSettings(device_interval_s=1)) as running:
         yield running
 

@@ -177,7 +177,7 @@ def test_a_benchmark_run_with_oversized_names_is_graded_with_them_cut(
 def try_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from tests.conftest import serving
 
-    with serving(tmp_path_factory.mktemp("limits-try")) as running:
+    with serving(tmp_path_factory.mktemp("limits-try"), store="memory") as running:
         yield running
 
 

@@ -27,7 +27,7 @@ def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[RunningSe
     """A server of this test's own (rate-limit counters are per client address), with the
     settings the test's `settings` marker names."""
     marker = request.node.get_closest_marker("settings")
-    running, uvicorn_server, thread = start_server(tmp_path, **(marker.kwargs if marker else {}))
+    running, uvicorn_server, thread = start_server(tmp_path, **{"store": "memory", **(marker.kwargs if marker else {})})
     yield running
     uvicorn_server.should_exit = True
     thread.join(timeout=10)

@@ -57,7 +57,7 @@ def test_agents_one_request_makes_rank_nowhere_and_a_day_old_agent_does(
 
 def test_a_deployment_chooses_when_new_agents_rank(tmp_path: Path) -> None:
     eager = Qualification(min_runs=1, min_age_hours=0)
-    with serving(tmp_path, ranking=eager) as server:
+    with serving(tmp_path, store="memory", ranking=eager) as server:
         login = new_login()
         key = server.create_key(login)
         assert post_batch(server, batch("eager", task_events("t")), key).status_code == 200

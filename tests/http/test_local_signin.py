@@ -29,7 +29,7 @@ OWNER_KEY = re.compile(r"data-key>(bk_[A-Za-z0-9_-]+)<")
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """A server on the embedded store without GitHub: the case local sign-in is made for."""
-    with serving(tmp_path_factory.mktemp("local-signin")) as running:
+    with serving(tmp_path_factory.mktemp("local-signin"), store="memory") as running:
         yield running
 
 
@@ -180,7 +180,7 @@ def test_the_page_behind_the_link_sends_it_to_no_other_site(server: RunningServe
 def test_no_local_sign_in_where_it_is_off_even_with_a_link(
         tmp_path: Path, public_url: str | None, local_signin: bool | None) -> None:
     accounts = AccountSettings(local_signin=local_signin)
-    with serving(tmp_path, accounts=accounts, public_url=public_url) as running:
+    with serving(tmp_path, store="memory", accounts=accounts, public_url=public_url) as running:
         link = signin_link(running)
         browser = Browser(running)
         assert not LOCAL_FORM.search(browser.get("/signin").text)

@@ -130,14 +130,14 @@ def test_an_expired_sandbox_key_is_refused(try_server: RunningServer) -> None:
 def try_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """A server of its own: every test here starts sandboxes from the same address, more than
     the default hourly limit allows."""
-    with serving(tmp_path_factory.mktemp("try"),
+    with serving(tmp_path_factory.mktemp("try"), store="memory",
                  accounts=AccountSettings(sandbox_per_hour=1000)) as running:
         yield running
 
 
 @pytest.fixture
 def strict_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    with serving(tmp_path_factory.mktemp("try"),
+    with serving(tmp_path_factory.mktemp("try"), store="memory",
                  accounts=AccountSettings(sandbox_per_hour=2)) as running:
         yield running
 

@@ -25,7 +25,8 @@ from tests.conftest import RunningServer, serving
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """A real server whose device login asks the CLI to poll every second (default: five)."""
-    with serving(tmp_path_factory.mktemp("doctor"), accounts=AccountSettings(device_interval_s=1)) as running:
+    with serving(tmp_path_factory.mktemp("doctor"), store="memory",
+                 accounts=AccountSettings(device_interval_s=1)) as running:
         yield running
 
 

@@ -55,7 +55,7 @@ def synthetic_failures(n_per_kind: int, seed: int = 7) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def services(tmp_path: Path) -> Iterator[Services]:
-    s = Services.from_settings(Settings(data_dir=tmp_path))
+    s = Services.from_settings(Settings(data_dir=tmp_path, store="memory"))
     yield s
     s.close()
 

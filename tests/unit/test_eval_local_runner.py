@@ -35,7 +35,7 @@ def wait_until(condition: Callable[[], bool]) -> None:
 
 @pytest.fixture
 def services(tmp_path: Path) -> Iterator[Services]:
-    s = Services.from_settings(Settings(data_dir=tmp_path))
+    s = Services.from_settings(Settings(data_dir=tmp_path, store="memory"))
     yield s
     s.close()
 

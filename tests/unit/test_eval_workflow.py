@@ -47,7 +47,7 @@ def verdict(score: float) -> str:
 
 @pytest.fixture
 def services(tmp_path: Path) -> Iterator[Services]:
-    s = Services.from_settings(Settings(data_dir=tmp_path))
+    s = Services.from_settings(Settings(data_dir=tmp_path, store="memory"))
     yield s
     s.close()
 

@@ -5,13 +5,12 @@ a tool error, not a crash of the server."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 from bench_core.domain.models import AgentMeta
 from bench_core.domain.ranking import Qualification
 from bench_core.mcp import server as mcp_server
-from bench_core.store.sqlite.store import SqliteStore
+from bench_core.store.memory.store import MemoryStore
 from mcp import Client
 from mcp.types import CallToolResult
 
@@ -26,16 +25,16 @@ def call(tool: str, arguments: dict) -> CallToolResult:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
+def store() -> MemoryStore:
     """A store with one agent that ranks: a day old, with its runs."""
-    store = SqliteStore.open(tmp_path / "bench.db")
+    store = MemoryStore.open()
     store.agents.create_agent(day_old("ada", "big"))
     events = [e for i in range(Qualification().min_runs) for e in task_events(f"t{i}")]
     store.ingest.ingest("ada", AgentMeta(slug="big", display_name="Big Agent"), clean(events))
     return store
 
 
-def test_an_answer_over_the_size_limit_is_a_tool_error(store: SqliteStore,
+def test_an_answer_over_the_size_limit_is_a_tool_error(store: MemoryStore,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     with mcp_server.serving(store):
         assert not call("search_agents", {}).is_error
@@ -45,7 +44,7 @@ def test_an_answer_over_the_size_limit_is_a_tool_error(store: SqliteStore,
     assert "too large" in result.content[0].text
 
 
-def test_the_store_is_only_the_one_being_served(store: SqliteStore) -> None:
+def test_the_store_is_only_the_one_being_served(store: MemoryStore) -> None:
     with mcp_server.serving(store):
         found = call("search_agents", {"query": "big"})
     assert [a["slug"] for a in found.structured_content["agents"]] == ["big"]

@@ -284,3 +284,10 @@ class Settings:
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "bench.db"
+
+    @property
+    def embedded_store(self) -> bool:
+        """The store lives in this process (SQLite's file, or memory: `BENCH_STORE=memory`),
+        so this is one machine: evals run in a local worker pool, the session secret and the
+        sign-in link are local."""
+        return self.store in ("sqlite", "memory")

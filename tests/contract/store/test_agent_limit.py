@@ -13,6 +13,7 @@ import pytest
 from bench_core.domain.errors import TooManyAgents
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
 from bench_core.ports.store import Store
+from bench_core.store.memory.store import MemoryStore
 from bench_core.store.sqlite.store import SqliteStore
 
 from tests.factories import clean, ev, task_events
@@ -20,9 +21,12 @@ from tests.factories import clean, ev, task_events
 LIMIT = 3
 
 
-@pytest.fixture(params=["sqlite", "dynamodb"])
+@pytest.fixture(params=["sqlite", "dynamodb", "memory"])
 def limited(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A store allowing `LIMIT` agents per account."""
+    if request.param == "memory":
+        yield MemoryStore.open(max_agents_per_account=LIMIT)
+        return
     if request.param == "sqlite":
         store = SqliteStore.open(tmp_path / "bench.db", max_agents_per_account=LIMIT)
         yield store
@@ -38,6 +42,8 @@ def reopened(store: Store, most: int) -> Store:
     """The same data under another limit."""
     if isinstance(store, SqliteStore):
         return SqliteStore.open(store.path, max_agents_per_account=most)
+    if isinstance(store, MemoryStore):
+        return MemoryStore.open(store.memory, max_agents_per_account=most)
     from bench_core.store.dynamodb.store import DynamoStore
 
     assert isinstance(store, DynamoStore)

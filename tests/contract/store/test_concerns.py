@@ -19,8 +19,8 @@ CONCERNS: dict[str, type] = {
     "evals": port.EvalStore, "leaderboard": port.LeaderboardStore, "reuse": port.ReuseStore,
     "benchmarks": port.BenchmarkStore, "retention": port.RetentionStore, "runs": port.RunStore,
 }
-"""Each concern's name (the `Store`'s attribute, its file in `store/sqlite/`, `store/dynamodb/` and
-here) and protocol."""
+"""Each concern's name (the `Store`'s attribute, its file in `store/sqlite/`, `store/dynamodb/`,
+`store/memory/` and here) and protocol."""
 
 SUITES = Path(__file__).parent
 ADAPTERS = Path(adapters.__file__).parent
@@ -60,9 +60,10 @@ def test_every_adapter_implements_the_concern_as_declared(store: port.Store, con
             f"{kind.__name__}.{name} lives in {implemented.__module__}")
 
 
-def test_both_adapters_hold_one_file_per_concern_and_their_shared_helpers() -> None:
+def test_every_adapter_holds_one_file_per_concern_and_their_shared_helpers() -> None:
     helpers = {"sqlite": {"connection"},
-               "dynamodb": {"client", "codec", "table", "wire", "migration"}}
+               "dynamodb": {"client", "codec", "table", "wire", "migration"},
+               "memory": {"state"}}
     for adapter, shared in helpers.items():
         modules = ({p.stem for p in (ADAPTERS / adapter).glob("*.py")} - {"__init__", "store"}
                    | {p.parent.name for p in (ADAPTERS / adapter).glob("*/__init__.py")})

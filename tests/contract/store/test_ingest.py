@@ -135,6 +135,24 @@ def test_eight_concurrent_senders_of_the_same_batch_count_once(store: Store) -> 
 # ---- reads -----------------------------------------------------------------------------------
 
 
+def test_what_a_batch_sent_or_a_read_returned_is_the_callers_to_change(store: Store) -> None:
+    """A store keeps its own copy: changing what was sent or read afterwards changes nothing
+    stored (the in-memory store copies, as a database does by its nature)."""
+    events = clean(task_events("t1", duration_ms=412))
+    store.ingest.ingest("alice", META, events)
+    events[0].body["input"]["q"] = "changed after sending"
+    read = store.ingest.get_task(REF, "t1")
+    assert read is not None
+    read.input["q"] = "changed after reading"
+    agent = store.agents.get_agent(REF)
+    assert agent is not None
+    agent.stats.latency_hist[0] += 5
+    store.ingest.recent_events(REF, 1)[0]["kind"] = "changed"
+    assert store.ingest.get_task(REF, "t1").input == {"q": "t1"}
+    assert sum(store.agents.get_agent(REF).stats.latency_hist) == 1
+    assert store.ingest.recent_events(REF, 1)[0]["kind"] == "task.end"
+
+
 def test_recent_events_are_newest_first_and_limited(store: Store) -> None:
     events = [ev("custom", data={"i": i}) for i in range(30)]
     ingest(store, events)

@@ -22,6 +22,8 @@ from bench_core.domain.models import Agent, AgentMeta, AgentRef, EvalResult, iso
 from bench_core.domain.reuse_records import InvocationGrant, UsageRecord
 from bench_core.ports.store import Store
 from bench_core.store.dynamodb.store import DynamoStore
+from bench_core.store.memory.retention import MemoryRetention
+from bench_core.store.memory.store import MemoryStore
 from bench_core.store.sqlite.retention import SqliteRetention
 from bench_core.store.sqlite.store import SqliteStore
 from bench_core.trial import sandbox
@@ -53,7 +55,8 @@ def dynamo_items(store: DynamoStore) -> list[dict[str, Any]]:
 
 
 def expire(store: Store, when: datetime) -> None:
-    """Let `when` come: SQLite's purge, or DynamoDB's TTL deletion."""
+    """Let `when` come: SQLite's (or the in-memory store's) purge, or DynamoDB's TTL
+    deletion."""
     if isinstance(store, DynamoStore):
         for item in dynamo_items(store):
             if "expires_at" in item and int(item["expires_at"]["N"]) <= when.timestamp():
@@ -64,8 +67,9 @@ def expire(store: Store, when: datetime) -> None:
 
 
 def spare_newest(store: Store, n: int) -> None:
-    """SQLite spares each agent's newest events (1,000 normally; DynamoDB cannot)."""
-    if isinstance(store.retention, SqliteRetention):
+    """SQLite and the in-memory store spare each agent's newest events (1,000 normally;
+    DynamoDB cannot)."""
+    if isinstance(store.retention, SqliteRetention | MemoryRetention):
         store.retention.spared_events = n
 
 
@@ -73,6 +77,8 @@ def kept_for(store: Store, days: int) -> Store:
     """The same data, its raw events kept `days` (0: for ever)."""
     if isinstance(store, DynamoStore):
         return DynamoStore.open(store.table_name, client=store.client, event_retention_days=days)
+    if isinstance(store, MemoryStore):
+        return MemoryStore.open(store.memory, event_retention_days=days)
     assert isinstance(store, SqliteStore)
     return SqliteStore.open(store.path, event_retention_days=days)
 

@@ -25,7 +25,7 @@ from bench_core.store.dynamodb.codec.keys import AgentKeys
 from bench_core.store.dynamodb.codec.tasks import ADDED
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 
-from tests.factories import clean, ev, task_events
+from tests.factories import clean, ev, task_events, ts
 
 REF = AgentRef("alice", "agent-1")
 META = AgentMeta(slug="agent-1")
@@ -283,11 +283,11 @@ def test_a_run_reads_page_by_page_in_start_order_as_it_reads_whole(store: Store)
     read at once, in start order (spans that start in the same millisecond by id), never
     longer than asked; a page read from a span's start (`after` its start and no id) starts
     with it. What the header counts is counted alike."""
-    same = "2026-12-02T16:00:05.000Z"
     events = [*task_events("root", "agent")]
     for i in range(23):
         events += task_events(f"s{i:02d}", parent="root" if i < 5 else f"s{i % 5:02d}",
                               status="failed" if i in (7, 19) else "success")
+    same = ts()  # after every span above, however many times the session's clock has ticked
     events += [{**ev("task.start", f"tie-{x}", parent_task_id="s01", name="tie"), "ts": same}
                for x in "ba"]
     ingest(store, events)

@@ -53,7 +53,7 @@ class Secrets:
             value = accounts.session_secret
         elif accounts.session_secret_parameter:
             value = _parameter(accounts.session_secret_parameter)
-        elif self.settings.store == "sqlite":
+        elif self.settings.embedded_store:
             return self._local_secret()
         else:
             raise SecretUnavailable("no session secret: set BENCH_SESSION_SECRET_PARAMETER")

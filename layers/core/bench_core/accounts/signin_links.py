@@ -57,7 +57,7 @@ def enabled(settings: Settings) -> bool:
         return False
     if accounts.local_signin is not None:
         return accounts.local_signin
-    return settings.store == "sqlite"
+    return settings.embedded_store
 
 
 def require_enabled(settings: Settings) -> None:

@@ -8,12 +8,14 @@ in a file of the concern's name, over what its concerns share, and assembles the
 
 - `store/sqlite/store.py` `SqliteStore`: the embedded default, one file in WAL mode (`Database`).
 - `store/dynamodb/store.py` `DynamoStore`: one DynamoDB table for AWS (`Table`).
+- `store/memory/store.py` `MemoryStore`: plain Python structures behind one lock (`Memory`),
+  for tests and throwaway servers.
 
-Both pass the same contract suite, one file per concern (tests/contract/store/). Ingest is the
-only complex write; both adapters delegate its meaning to `bench_core.domain.folding` and differ
-only in how they make it atomic.
+All pass the same contract suite, one file per concern (tests/contract/store/). Ingest is the
+only complex write; every adapter delegates its meaning to `bench_core.domain.folding` and they
+differ only in how they make it atomic.
 
-Adding an operation touches four places: its concern's protocol here, that concern's class in
+Adding an operation touches five places: its concern's protocol here, that concern's class in
 each adapter, and the concern's contract suite (`tests/contract/store/test_<concern>.py`).
 """
 

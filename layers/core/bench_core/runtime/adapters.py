@@ -116,7 +116,13 @@ def open_store(settings: Settings) -> Store:
                                 event_retention_days=settings.limits.event_retention_days,
                                 max_agents_per_account=settings.limits.max_agents_per_account,
                                 qualification=settings.ranking)
-    raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")
+    if settings.store == "memory":
+        from ..store.memory.store import MemoryStore
+
+        return MemoryStore.open(event_retention_days=settings.limits.event_retention_days,
+                                max_agents_per_account=settings.limits.max_agents_per_account,
+                                qualification=settings.ranking)
+    raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite, dynamodb or memory")
 
 
 def migrate_store(settings: Settings, *, deadline: float | None = None) -> dict[str, Any]:
@@ -204,7 +210,7 @@ def open_workflows(services: Services) -> Workflows:
         return StepFunctionsStarter(settings.eval_state_machine_arn,
                                     settings.cluster_state_machine_arn, services.store.evals,
                                     benchmark_arn=settings.benchmark_state_machine_arn)
-    if settings.store == "sqlite":
+    if settings.embedded_store:
         from ..workflows.local import LocalRunner
         from .jobs import LocalJobs
 

@@ -14,12 +14,10 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from ...data_dir import private_directory
-from ...domain.ranking import Qualification
-from ...settings import Limits
+from ..rules import Rules
 
 
 def _private_files(path: Path) -> None:
@@ -109,17 +107,6 @@ class Database:
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
-
-
-@dataclass(frozen=True)
-class Rules:
-    """What the store's settings ask of its concerns."""
-
-    event_retention_days: int = Limits.event_retention_days
-    """Raw events go this long after their time, at `purge_expired` (0: never)."""
-    max_agents_per_account: int = Limits.max_agents_per_account
-    qualification: Qualification = Qualification()
-    """When an agent first ranks."""
 
 
 class Concern:

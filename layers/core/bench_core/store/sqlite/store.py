@@ -15,10 +15,11 @@ from pathlib import Path
 from ...domain.ranking import Qualification
 from ...ports.store import Store
 from ...settings import Limits
+from ..rules import Rules
 from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
 from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_rank
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
-from .connection import Database, Rules
+from .connection import Database
 from .evals import EVALS_SCHEMA, SqliteEvals
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard

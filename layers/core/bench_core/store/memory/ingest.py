@@ -1,0 +1,216 @@
+"""Ingest in memory: events deduped by id, folded into tasks (bench_core.domain.folding), the
+agent's counters and days updated, under the store's lock, everything computed before the
+first change so that a refused batch writes nothing; and the reads of what it wrote."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ...domain.field_limits import dumps
+from ...domain.folding import fold_batch, newest_runs
+from ...domain.models import (
+    LATEST_RUNS,
+    AgentMeta,
+    AgentRef,
+    CleanEvent,
+    IngestOutcome,
+    RunDelta,
+    RunRef,
+    TaskState,
+    Usage,
+    add_usage,
+    iso,
+    utcnow,
+)
+from ...domain.privacy import new_agent
+from ...domain.runs import parent_ids
+from ...domain.stats import bucket_index
+from ...ports.store import decode_cursor, encode_cursor
+from .state import (
+    AgentRow,
+    Concern,
+    StoredEvent,
+    Tables,
+    User,
+    admit_agent,
+    copied,
+    load,
+    new_row,
+    read_task,
+    refresh_rank,
+)
+
+
+def newest_first(tasks: list[TaskState], cursor: str | None, limit: int
+                 ) -> tuple[list[TaskState], str | None]:
+    """One page of `tasks` (stored ones: copied here), newest first, with the cursor of the
+    next page (None on the last)."""
+    ordered = sorted(tasks, key=lambda t: (t.sort_ts, t.task_id), reverse=True)
+    if cursor:
+        sort_ts, task_id = decode_cursor(cursor)
+        ordered = [t for t in ordered if (t.sort_ts, t.task_id) < (sort_ts, task_id)]
+    page = [copied(t) for t in ordered[:limit]]
+    more = len(ordered) > limit
+    return page, (encode_cursor(page[-1].sort_ts, page[-1].task_id) if more else None)
+
+
+def started(tables: Tables, ref: AgentRef) -> list[TaskState]:
+    """The agent's tasks that started or ended (no placeholder parents)."""
+    return [t for t in tables.tasks.get(ref, {}).values() if t.sort_ts]
+
+
+def _new_events(stored: dict[str, StoredEvent], events: list[CleanEvent]) -> list[CleanEvent]:
+    """The events not stored yet, in batch order; a repeated id within the batch counts once."""
+    seen: set[str] = set()
+    fresh = []
+    for event in events:
+        if event.id not in stored and event.id not in seen:
+            seen.add(event.id)
+            fresh.append(event)
+    return fresh
+
+
+class MemoryIngest(Concern):
+    def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
+               dropped: int = 0) -> IngestOutcome:
+        ref = AgentRef(login, meta.slug)
+        with self.memory.locked() as tables:
+            if ref not in tables.agents:
+                admit_agent(tables, login, self.rules.max_agents_per_account)
+            fresh = _new_events(tables.events.get(ref, {}), events)
+            tasks = tables.tasks.get(ref, {})
+            wanted = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
+            states = {tid: copied(tasks[tid]) for tid in wanted | parent_ids(fresh)
+                      if tid in tasks}
+            fold = fold_batch(states, fresh)
+            row = self._ensure_agent(tables, ref, meta)
+            self._store_events(tables, ref, fresh)
+            self._save_tasks(tables.tasks.setdefault(ref, {}), fold.tasks.values())
+            for moved in fold.reassign:
+                for task in tables.tasks[ref].values():
+                    if task.run_id == moved.old:
+                        task.run_id = moved.new
+            for parent in fold.child_costs.keys() | fold.child_evidence.keys():
+                self._add_child_cost(tables.tasks[ref], parent, fold.child_costs.get(parent, 0.0),
+                                     fold.child_evidence.get(parent))
+            self._apply_runs(tables, row, [delta for _, delta in fold.runs], newest_runs(fold),
+                             fresh, dropped if fresh or not events else 0)  # a replay counts once
+            self._apply_evidence(row, fold.evidence)
+            refresh_rank(row, self.rules)
+        return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
+                             finished=fold.finished)
+
+    def _ensure_agent(self, tables: Tables, ref: AgentRef, meta: AgentMeta) -> AgentRow:
+        now = iso(utcnow())
+        tables.users.setdefault(ref.login, User(now))
+        row = tables.agents.get(ref)
+        if row is None:
+            row = tables.agents[ref] = new_row(new_agent(ref.login, ref.slug, now))
+        for name, value in meta.updates().items():
+            setattr(row.agent, name, copied(value))
+        return row
+
+    def _store_events(self, tables: Tables, ref: AgentRef, fresh: list[CleanEvent]) -> None:
+        stored = tables.events.setdefault(ref, {})
+        for e in fresh:
+            stored[e.id] = StoredEvent(self.memory.next_seq(), e.ts, e.task_id,
+                                       e.body_json or dumps(e.body))
+
+    def _save_tasks(self, tasks: dict[str, TaskState], folded: Iterable[TaskState]) -> None:
+        """Each folded task replaces its stored one, one version on (a new one starts at 0)."""
+        for task in folded:
+            before = tasks.get(task.task_id)
+            kept = copied(task)
+            kept.version = 0 if before is None else before.version + 1
+            tasks[task.task_id] = kept
+
+    def _add_child_cost(self, tasks: dict[str, TaskState], parent: str, amount: float,
+                        evidence: Usage | None) -> None:
+        """A parent not seen yet gets a placeholder; its start and end fill it in later."""
+        task = tasks.get(parent)
+        if task is None:
+            task = tasks[parent] = TaskState(task_id=parent)
+        task.child_cost_usd += amount
+        task.evidence = add_usage(task.evidence, copied(evidence))
+
+    def _apply_evidence(self, row: AgentRow, total: Usage | None) -> None:
+        """The batch's evidence records, added to the agent's totals."""
+        if total is None:
+            return
+        s = row.agent.stats
+        s.evidence_cost_usd_total += total.cost_usd or 0.0
+        s.evidence_input_tokens += total.input_tokens or 0
+        s.evidence_output_tokens += total.output_tokens or 0
+        s.evidence_calls += total.calls
+        s.evidence_unpriced_calls += total.unpriced_calls
+
+    def _apply_runs(self, tables: Tables, row: AgentRow, runs: list[RunDelta],
+                    newest: dict[str, RunRef], fresh: list[CleanEvent], dropped: int) -> None:
+        """The runs' counters and days, the event window widened, and the agent's newest runs
+        replaced by the batch's where they are newer (`RunRef.replaces`)."""
+        if not fresh and not dropped:
+            return
+        s = row.agent.stats
+        for run in runs:
+            if run.duration_ms is not None:
+                s.latency_hist[bucket_index(run.duration_ms)] += 1
+        times = [e.ts for e in fresh]
+        s.first_event_at = min([t for t in (s.first_event_at, *times) if t], default=None)
+        s.last_event_at = max([t for t in (s.last_event_at, *times) if t], default=None)
+        ok = sum(r.success for r in runs)
+        s.runs += len(runs)
+        s.successes += ok
+        s.failures += len(runs) - ok
+        s.cost_usd_total += sum(r.cost_usd for r in runs)
+        s.dropped_events += dropped
+        for name in LATEST_RUNS:
+            candidate = newest.get(name)
+            if candidate is not None and candidate.replaces(getattr(s, name)):
+                setattr(s, name, candidate)
+        days = tables.days.setdefault(row.agent.ref, {})
+        for run in runs:
+            day = days.setdefault(run.day, {"day": run.day, "runs": 0, "successes": 0,
+                                            "failures": 0, "cost_usd": 0.0})
+            day["runs"] += 1
+            day["successes" if run.success else "failures"] += 1
+            day["cost_usd"] += run.cost_usd
+
+    # ---- reads -----------------------------------------------------------------------------
+
+    def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]:
+        with self.memory.locked() as tables:
+            events = sorted(tables.events.get(ref, {}).values(), key=lambda e: (e.ts, e.seq),
+                            reverse=True)
+            return [load(e.body) for e in events[:limit]]
+
+    def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
+        with self.memory.locked() as tables:
+            events = sorted((e for e in tables.events.get(ref, {}).values()
+                             if e.task_id == task_id), key=lambda e: (e.ts, e.seq))
+            return [load(e.body) for e in events]
+
+    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
+        with self.memory.locked() as tables:
+            return read_task(tables, ref, task_id)
+
+    def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
+                   limit: int = 50, cursor: str | None = None
+                   ) -> tuple[list[TaskState], str | None]:
+        with self.memory.locked() as tables:
+            return newest_first([t for t in started(tables, ref) if t.parent_task_id == parent
+                                 and (status is None or t.status == status)], cursor, limit)
+
+    def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {tid: [] for tid in task_ids}
+        with self.memory.locked() as tables:
+            children = sorted((t for t in tables.tasks.get(ref, {}).values()
+                               if t.parent_task_id in out), key=lambda t: (t.sort_ts, t.task_id))
+        for child in children:
+            out[child.parent_task_id or ""].append(child.task_id)
+        return out
+
+    def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:
+        with self.memory.locked() as tables:
+            days = tables.days.get(ref, {})
+            return [dict(days[day]) for day in sorted(days) if day >= since_day]

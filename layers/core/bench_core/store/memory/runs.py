@@ -1,0 +1,54 @@
+"""Runs in memory (`bench_core.domain.runs`): a run's spans are the agent's tasks carrying its
+run id, read in start order a page at a time; the runs list filters the roots by the domain's
+own rule (`RunFilter.keeps`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ...domain.models import TASK_CONTENT, AgentRef, TaskState
+from ...domain.runs import RunFilter, span_key
+from ...ports.store import RunCounts, RunHead
+from .ingest import newest_first, started
+from .state import Concern, copied, live_agent, read_insights, read_task
+
+
+def _light(task: TaskState) -> TaskState:
+    """A copy without content (`TASK_CONTENT`: inputs, outputs, metadata, logs): a tree's
+    rows."""
+    light = dataclasses.replace(task, eval=copied(task.eval), evidence=copied(task.evidence))
+    for name in TASK_CONTENT:
+        setattr(light, name, [] if name == "logs" else None)
+    return light
+
+
+class MemoryRuns(Concern):
+    def run_head(self, ref: AgentRef, task_id: str) -> RunHead:
+        with self.memory.locked() as tables:
+            return RunHead(live_agent(tables, ref), read_task(tables, ref, task_id),
+                           read_insights(tables, ref))
+
+    def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
+                  after: tuple[str, str] | None = None, content: bool = True
+                  ) -> list[TaskState]:
+        with self.memory.locked() as tables:
+            spans = sorted(self._under(started(tables, ref), run), key=span_key)
+            page = [t for t in spans if span_key(t) > (after or ("", ""))][:limit]
+            return [copied(t) if content else _light(t) for t in page]
+
+    def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
+        with self.memory.locked() as tables:
+            spans = self._under(started(tables, ref), run)
+        failed = sorted((t for t in spans if t.status == "failed"), key=span_key)
+        return RunCounts(len(spans), len(failed), failed[0].task_id if failed else None)
+
+    def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
+                  cursor: str | None = None) -> tuple[list[TaskState], str | None]:
+        with self.memory.locked() as tables:
+            return newest_first([t for t in started(tables, ref)
+                                 if t.parent_task_id is None and where.keeps(t)], cursor, limit)
+
+    @staticmethod
+    def _under(tasks: list[TaskState], run: TaskState) -> list[TaskState]:
+        """The spans recorded under the root `run`, the root left out."""
+        return [t for t in tasks if t.run_id == run.task_id and t.task_id != run.task_id]
