@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..domain.models import AgentRef
 from ..ports.store import Store
 from ..settings import LLMSettings, Settings
@@ -32,12 +33,14 @@ Built = TypeVar("Built")
 class Services:
     settings: Settings
     store: Store
+    clock: Clock = SYSTEM_CLOCK
+    """What "now" is for every use case; the store was opened with the same one."""
     _built: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Services:
-        return cls(settings=settings, store=open_store(settings))
+    def from_settings(cls, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Services:
+        return cls(settings=settings, store=open_store(settings, clock), clock=clock)
 
     def provide(self, **adapters: Any) -> Services:
         """Use these adapters (`llm`, `judge`, `embedder`, `workflows`, `live`) instead of building
@@ -92,7 +95,7 @@ class Services:
         self.store.close()
 
 
-def open_store(settings: Settings) -> Store:
+def open_store(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Store:
     """The adapter the settings name; imports only that adapter (boto3 is slow to import)."""
     if settings.store == "dynamodb":
         from ..store.dynamodb.store import DynamoStore
@@ -100,14 +103,14 @@ def open_store(settings: Settings) -> Store:
         return DynamoStore.open(settings.table_name,
                                 event_retention_days=settings.limits.event_retention_days,
                                 max_agents_per_account=settings.limits.max_agents_per_account,
-                                qualification=settings.ranking)
+                                qualification=settings.ranking, clock=clock)
     if settings.store == "sqlite":
         from ..store.sqlite.store import SqliteStore
 
         return SqliteStore.open(settings.sqlite_path,
                                 event_retention_days=settings.limits.event_retention_days,
                                 max_agents_per_account=settings.limits.max_agents_per_account,
-                                qualification=settings.ranking)
+                                qualification=settings.ranking, clock=clock)
     raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite or dynamodb")
 
 

@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...clock import SYSTEM_CLOCK, Clock
 from ...data_dir import private_directory
+from ...domain.models import iso
 from ...domain.ranking import Qualification
 from ...settings import Limits
 
@@ -120,6 +122,11 @@ class Rules:
     max_agents_per_account: int = Limits.max_agents_per_account
     qualification: Qualification = Qualification()
     """When an agent first ranks."""
+    clock: Clock = SYSTEM_CLOCK
+    """What "now" is for expiries and ranks."""
+
+    def now(self) -> str:
+        return iso(self.clock.now())
 
 
 class Concern:
