@@ -49,8 +49,9 @@ class FixedClock:
         return self._at
 
     def set(self, at: datetime) -> None:
-        if at.utcoffset() != timedelta(0):
-            raise ValueError(f"a clock tells UTC, not {at!r}")
+        """Stand at `at` (timezone-aware; told in UTC)."""
+        if at.utcoffset() is None:
+            raise ValueError(f"a clock tells UTC: {at!r} names no timezone")
         self._at = at.astimezone(UTC)
 
     def advance(self, by: timedelta) -> None:

@@ -20,7 +20,7 @@ from ..accounts.live_grants import session_grant
 from ..accounts.live_tokens import read
 from ..accounts.secrets import SecretUnavailable
 from ..domain.live import Channel, LiveConnection, may_watch
-from ..domain.models import iso, utcnow
+from ..domain.models import iso
 from ..domain.privacy import Viewer
 from ..log import logger
 from ..runtime.adapters import Services
@@ -70,7 +70,7 @@ class WebSocketRoutes:
             logger.info("live connection refused", extra={"channel": channel.name})
             return FORBIDDEN
         store.accounts.add_connection(LiveConnection(connection_id, channel.login, channel.slug,
-                                                     viewer.login, iso(utcnow() + CONNECTION_TTL),
+                                                     viewer.login, iso(store.clock.now() + CONNECTION_TTL),
                                                      grant))
         return OK
 
@@ -83,7 +83,7 @@ class WebSocketRoutes:
             logger.exception("live connections are anonymous: no session secret")
             return None, None
         if params.get("token"):
-            return read(secret, str(params["token"]), channel)
+            return read(secret, str(params["token"]), channel, now=self.services.clock.now())
         headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         cookie = _cookie(headers.get("cookie", ""), sessions.COOKIE)
         public_url = self.services.settings.public_url

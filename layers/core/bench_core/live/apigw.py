@@ -17,8 +17,9 @@ import boto3
 from botocore.exceptions import ClientError
 from starlette.concurrency import run_in_threadpool
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..domain.live import LiveConnection, may_watch
-from ..domain.models import Agent, AgentRef, iso, utcnow
+from ..domain.models import Agent, AgentRef, iso
 from ..domain.privacy import Viewer
 from ..log import logger
 from ..ports.services import WithAccounts, WithAgents
@@ -43,8 +44,9 @@ def management_client(endpoint: str) -> Any:
 
 class ApiGatewayFeed:
     def __init__(self, store: FeedConcerns, endpoint: str, audiences: Audiences, *,
-                 client: Any = None) -> None:
+                 client: Any = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.store = store
+        self.clock = clock
         self.audiences = audiences
         self.endpoint = endpoint
         self._client = client
@@ -65,7 +67,7 @@ class ApiGatewayFeed:
 
     def push(self, ref: AgentRef, events: Sequence[Any]) -> int:
         """Send the batch to every connection watching `ref`; the number reached."""
-        connections = sorted((c for c in self.store.accounts.live_connections(ref.login, iso(utcnow()))
+        connections = sorted((c for c in self.store.accounts.live_connections(ref.login, iso(self.clock.now()))
                               if c.channel.covers(ref)), key=lambda c: c.connection_id)
         if not connections:
             return 0
@@ -108,7 +110,7 @@ class ApiGatewayFeed:
         """Disconnect `login`'s connections for which `gone` holds (only the owner's own feeds
         are indexed; anywhere else a viewer sees what anyone may)."""
         def close_all() -> None:
-            for connection in self.store.accounts.live_connections(login, iso(utcnow())):
+            for connection in self.store.accounts.live_connections(login, iso(self.clock.now())):
                 if gone(connection):
                     self.disconnect(connection)
 

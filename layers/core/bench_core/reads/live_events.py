@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..accounts import live_grants
+from ..accounts import AccountConcerns, live_grants
 from ..domain import stats
 from ..domain.errors import NotFound
 from ..domain.field_limits import dumps
 from ..domain.live import Channel
 from ..domain.models import Agent, WireEvent, iso
 from ..domain.privacy import ANONYMOUS, Viewer, event_view, visible_agent
-from ..ports.services import WithAccounts, WithAgents
+from ..ports.services import WithAgents
 from ..render import formatting as fmt
 
 MAX_MESSAGE_BYTES = 96 * 1024
@@ -140,7 +140,7 @@ class LiveRules:
     """What the live feed's adapters deliver (`ports.live.Audiences`): a batch's messages for
     each audience, and whether a connection that sees the owner's view is still granted."""
 
-    store: WithAccounts
+    store: AccountConcerns
 
     def messages(self, agent: Agent, events: Sequence[WireEvent | dict[str, Any]]) -> Delivery:
         return Delivery(agent, events)

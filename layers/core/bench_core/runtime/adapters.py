@@ -33,14 +33,12 @@ Built = TypeVar("Built")
 class Services:
     settings: Settings
     store: Store
-    clock: Clock = SYSTEM_CLOCK
-    """What "now" is for every use case; the store was opened with the same one."""
     _built: dict[str, Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Services:
-        return cls(settings=settings, store=open_store(settings, clock), clock=clock)
+        return cls(settings=settings, store=open_store(settings, clock))
 
     def provide(self, **adapters: Any) -> Services:
         """Use these adapters (`llm`, `judge`, `embedder`, `workflows`, `live`) instead of building
@@ -57,6 +55,11 @@ class Services:
             return built
 
     @property
+    def clock(self) -> Clock:
+        """What "now" is for every use case: the clock the store was opened with."""
+        return self.store.clock
+
+    @property
     def llm(self) -> LLM | None:
         """The judge's and describer's model; None when there is none (the heuristic judge)."""
         return self._once("llm", lambda: open_llm(self.settings.llm))
@@ -65,7 +68,8 @@ class Services:
     def judge(self) -> Judge:
         from ..evals.judge import make_judge
 
-        return self._once("judge", lambda: make_judge(self.llm, self.settings.llm, self.settings.judge))
+        return self._once("judge", lambda: make_judge(self.llm, self.settings.llm, self.settings.judge,
+                                                      self.clock))
 
     @property
     def embedder(self) -> Embedder:
@@ -78,7 +82,7 @@ class Services:
     @property
     def live(self) -> LiveFeed:
         """Where ingest pushes new events for open dashboards (bench_core.live)."""
-        return self._once("live", lambda: open_live_feed(self.settings, self.store))
+        return self._once("live", lambda: open_live_feed(self.settings, self.store, self.clock))
 
     @property
     def secrets(self) -> Secrets:
@@ -131,7 +135,7 @@ def migrate_store(settings: Settings, *, deadline: float | None = None) -> dict[
     return {"done": True}
 
 
-def open_live_feed(settings: Settings, store: Store) -> LiveFeed:
+def open_live_feed(settings: Settings, store: Store, clock: Clock = SYSTEM_CLOCK) -> LiveFeed:
     """API Gateway when the settings name its management endpoint (AWS), else in-process; either
     delivers what the live feed's rules (`reads.live_events`) say each watcher is sent."""
     from ..reads.live_events import LiveRules
@@ -139,7 +143,7 @@ def open_live_feed(settings: Settings, store: Store) -> LiveFeed:
     if settings.live.endpoint:
         from ..live.apigw import ApiGatewayFeed
 
-        return ApiGatewayFeed(store, settings.live.endpoint, LiveRules(store))
+        return ApiGatewayFeed(store, settings.live.endpoint, LiveRules(store), clock=clock)
     from ..live.local import LocalFeed
 
     return LocalFeed(store, LiveRules(store))
@@ -187,12 +191,13 @@ def open_workflows(services: Services) -> Workflows:
 
         return StepFunctionsStarter(settings.eval_state_machine_arn,
                                     settings.cluster_state_machine_arn, services.store.evals,
-                                    benchmark_arn=settings.benchmark_state_machine_arn)
+                                    benchmark_arn=settings.benchmark_state_machine_arn,
+                                    clock=services.clock)
     if settings.store == "sqlite":
         from ..workflows.local import LocalRunner
         from .jobs import LocalJobs
 
-        return LocalRunner(LocalJobs(services), workers=settings.judge.workers)
+        return LocalRunner(LocalJobs(services), workers=settings.judge.workers, clock=services.clock)
     from ..workflows.none import NoWorkflows
 
     return NoWorkflows()

@@ -62,7 +62,7 @@ class DynamoStore(Store):
                    runs=DynamoRuns(table), agents=DynamoAgents(table, ranks, max_agents_per_account),
                    accounts=DynamoAccounts(table), evals=DynamoEvals(table, ranks),
                    leaderboard=ranks, reuse=DynamoReuse(table), benchmarks=DynamoBenchmarks(table),
-                   retention=DynamoRetention(), table=table)
+                   retention=DynamoRetention(), clock=clock, table=table)
 
     @property
     def table_name(self) -> str:

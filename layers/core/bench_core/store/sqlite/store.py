@@ -95,7 +95,7 @@ class SqliteStore(Store):
                    agents=SqliteAgents(db, rules), accounts=SqliteAccounts(db, rules),
                    evals=SqliteEvals(db, rules), leaderboard=SqliteLeaderboard(db, rules),
                    reuse=SqliteReuse(db, rules), benchmarks=SqliteBenchmarks(db, rules),
-                   retention=SqliteRetention(db, rules), db=db)
+                   retention=SqliteRetention(db, rules), clock=clock, db=db)
 
     @property
     def path(self) -> Path:
