@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 import time
@@ -14,11 +15,20 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from bench_core.clock import AHEAD_ENV
 from bench_core.domain.keys import new_key
 from bench_core.local import create_local_app, server_config
 from bench_core.ports.store import Store
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
+
+
+def pytest_report_header() -> list[str]:
+    """Say so when the run's clock is not today's: `BENCH_CLOCK_AHEAD_DAYS=365 pytest` runs every
+    server, store and handler (in this process or started by it) as if a year later, to show
+    that no test depends on today's date."""
+    ahead = os.environ.get(AHEAD_ENV)
+    return [f"clock: {ahead} days ahead ({AHEAD_ENV})"] if ahead else []
 
 
 def free_port() -> int:
@@ -53,16 +63,17 @@ class RunningServer:
         return self.services.store
 
     def create_key(self, login: str, agent: str | None = None) -> str:
-        raw, record = new_key(login, agent)
+        raw, record = new_key(login, agent, now=self.store.clock.now())
         self.store.accounts.create_key(record)
         return raw
 
     def showing_content(self, login: str, slug: str) -> None:
         """Set the agent up with its inputs and outputs shown (the dashboard's New agent form,
         boxes unticked), for tests that read content as anyone: a first batch would hide it."""
-        from bench_core.domain.models import Agent, iso, utcnow
+        from bench_core.domain.models import Agent, iso
 
-        self.store.agents.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow())))
+        self.store.agents.create_agent(Agent(login=login, slug=slug,
+                                             created_at=iso(self.store.clock.now())))
 
     def get(self, path: str, key: str | None = None, **params: Any) -> Any:
         headers = {"X-Bench-Key": key} if key else {}

@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.models import Agent, CleanEvent, WireEvent, iso
 from bench_core.domain.privacy import IMPLICIT_AGENT
 from bench_core.ingest.wire import clean_event
@@ -26,7 +27,7 @@ def an_hour_ago(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`events` in their order, a millisecond apart from an hour ago: for code that looks only
     at a recent window (the eval sweep takes runs of the last two days), whatever day the
     tests run on."""
-    start = datetime.now(UTC) - timedelta(hours=1)
+    start = SYSTEM_CLOCK.now() - timedelta(hours=1)
     return [{**e, "ts": iso(start + timedelta(milliseconds=i))} for i, e in enumerate(events)]
 
 
@@ -34,7 +35,7 @@ def day_old(login: str, slug: str, **fields: Any) -> Agent:
     """An agent as its first batch made it two days ago (`created_at`, Bench's clock), for
     `store.agents.create_agent` before its runs: a new agent ranks only once it has a few runs and is
     a day old (`ranking.Qualification`), whatever day the tests run on."""
-    return Agent(login=login, slug=slug, created_at=iso(datetime.now(UTC) - timedelta(days=2)),
+    return Agent(login=login, slug=slug, created_at=iso(SYSTEM_CLOCK.now() - timedelta(days=2)),
                  **{**IMPLICIT_AGENT, **fields})
 
 

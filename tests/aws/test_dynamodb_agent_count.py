@@ -5,8 +5,9 @@ the limit holds for accounts that already had agents."""
 from __future__ import annotations
 
 import pytest
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.errors import TooManyAgents
-from bench_core.domain.models import Agent, AgentMeta, iso, utcnow
+from bench_core.domain.models import Agent, AgentMeta, iso
 from bench_core.store.dynamodb.codec.users import user_key
 from bench_core.store.dynamodb.codec.values import Update
 from bench_core.store.dynamodb.store import DynamoStore
@@ -26,10 +27,10 @@ def test_an_account_from_before_the_count_is_counted_by_its_agents() -> None:
         with pytest.raises(TooManyAgents):
             strict.ingest.ingest("alice", AgentMeta(slug="d"), clean([ev("custom")]))
         with pytest.raises(TooManyAgents):
-            strict.agents.create_agent(Agent(login="alice", slug="d", created_at=iso(utcnow())))
+            strict.agents.create_agent(Agent(login="alice", slug="d", created_at=iso(SYSTEM_CLOCK.now())))
         assert store.table.get(user_key("alice"))["agents"] == 3
 
         roomier = DynamoStore.open(store.table_name, client=store.client, max_agents_per_account=4)
-        assert roomier.agents.create_agent(Agent(login="alice", slug="d", created_at=iso(utcnow())))
+        assert roomier.agents.create_agent(Agent(login="alice", slug="d", created_at=iso(SYSTEM_CLOCK.now())))
         assert store.table.get(user_key("alice"))["agents"] == 4
         assert len(store.agents.list_agents("alice")) == 4

@@ -18,6 +18,7 @@ import boto3
 import botocore.client
 import httpx
 import pytest
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.keys import new_key
 from bench_core.store.dynamodb.store import DynamoStore
 
@@ -54,7 +55,7 @@ class Deployment:
     refs: dict[str, str]
 
     def create_key(self, login: str, agent: str | None = None) -> str:
-        raw, record = new_key(login, agent)
+        raw, record = new_key(login, agent, now=SYSTEM_CLOCK.now())
         self.store.accounts.create_key(record)
         return raw
 
@@ -393,7 +394,7 @@ from bench_core.domain.keys import new_key
 with dynamo_store() as store:
     transformed = cfn.transform()
     api = DeployedHttpApi(transformed, stand_ins(transformed, TABLE_NAME))
-    raw, record = new_key("traced")
+    raw, record = new_key("traced", now=store.clock.now())
     store.accounts.create_key(record)
     reply = api.request("POST", "/ingest", headers={"X-Bench-Key": raw},
                         json_body=batch("t", task_events("t1")))

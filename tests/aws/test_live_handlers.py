@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities import parameters
 from bench_core.accounts import csrf, sessions
 from bench_core.accounts.live_tokens import issue
 from bench_core.domain.live import Channel
-from bench_core.domain.models import Agent, iso, utcnow
+from bench_core.domain.models import Agent, iso
 from bench_core.live import apigw as live_apigw
 from botocore.stub import ANY, Stubber
 
@@ -104,7 +104,8 @@ class LiveSite:
                 token: str | None = None) -> int:
         query = {"channel": channel}
         if viewer is not None or token is not None:
-            query["token"] = token or issue(SECRET.encode(), Channel.parse(channel), viewer)
+            query["token"] = token or issue(SECRET.encode(), Channel.parse(channel), viewer,
+                                           now=self.store.clock.now())
         return self.websocket("$connect", connection_id, query=query)["statusCode"]
 
     def run_pushes(self) -> int:
@@ -131,7 +132,7 @@ class LiveSite:
         return ran
 
     def connected(self, login: str) -> list[str]:
-        return [c.connection_id for c in self.store.accounts.live_connections(login, iso(utcnow()))]
+        return [c.connection_id for c in self.store.accounts.live_connections(login, iso(self.store.clock.now()))]
 
 
 @pytest.fixture
@@ -156,7 +157,7 @@ def live(request: pytest.FixtureRequest, transformed: dict[str, Any],
 
 
 def make_agent(live: LiveSite, login: str, slug: str, **settings: Any) -> None:
-    live.store.agents.create_agent(Agent(login=login, slug=slug, created_at=iso(utcnow()), **settings))
+    live.store.agents.create_agent(Agent(login=login, slug=slug, created_at=iso(live.store.clock.now()), **settings))
 
 
 # ---- $connect, $disconnect, $default ----------------------------------------------------------------
@@ -170,16 +171,17 @@ def test_connect_lets_the_owner_watch_a_private_agent_and_no_one_else(live: Live
     assert live.connect("other", channel, viewer=other) == 403
     assert live.connect("forged", channel, token="e30.9999999999.forged") == 403
     assert live.connect("elsewhere", channel,
-                        token=issue(SECRET.encode(), Channel(owner, "other"), owner)) == 403
+                        token=issue(SECRET.encode(), Channel(owner, "other"), owner,
+                                    now=live.store.clock.now())) == 403
     assert live.connect("owner-conn", channel, viewer=owner) == 200
     assert live.connect("owner-all", owner, viewer=owner) == 200
     assert live.connect("other-all", owner, viewer=other) == 403
     assert live.connect("bad", "not a channel!", token="x") == 403
-    (own, everything) = sorted(live.store.accounts.live_connections(owner, iso(utcnow())),
+    (own, everything) = sorted(live.store.accounts.live_connections(owner, iso(live.store.clock.now())),
                                key=lambda c: c.connection_id)
     assert (own.connection_id, own.slug, own.viewer) == ("owner-all", None, owner)
     assert (everything.connection_id, everything.slug) == ("owner-conn", "secret")
-    assert own.expires_at > iso(utcnow())
+    assert own.expires_at > iso(live.store.clock.now())
 
 
 def test_a_public_agents_feed_is_open_to_anyone(live: LiveSite) -> None:
@@ -417,10 +419,10 @@ def test_a_grant_ended_elsewhere_disconnects_at_the_next_push(live: LiveSite) ->
     make_agent(live, owner, "mine", visibility="private")
     owner_key = live.site.create_key(owner)
     connect_from_page(live, "by-key", f"{owner}/mine", {"X-Bench-Key": owner_key})
-    (connection,) = live.store.accounts.live_connections(owner, iso(utcnow()))
+    (connection,) = live.store.accounts.live_connections(owner, iso(live.store.clock.now()))
     assert connection.grant and connection.grant.startswith("key:")
     record = next(k for k in live.store.accounts.list_keys(owner) if k.agent_slug is None)
-    live.store.accounts.revoke_key(record.key_hash, iso(utcnow()))  # as `bench-server keys revoke` does
+    live.store.accounts.revoke_key(record.key_hash, iso(live.store.clock.now()))  # as `bench-server keys revoke` does
     live.stub.add_response("delete_connection", {}, {"ConnectionId": "by-key"})
     sent = live.site.request("POST", "/ingest", json_body=batch("mine", task_events("t1")),
                              headers={"X-Bench-Key": live.site.create_key(owner, "mine")})

@@ -16,7 +16,8 @@ from unittest import mock
 import boto3
 import pytest
 from aws_lambda_powertools.utilities import parameters
-from bench_core.domain.models import Agent, iso, utcnow
+from bench_core.clock import SYSTEM_CLOCK
+from bench_core.domain.models import Agent, iso
 
 from tests.aws import cfn
 from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
@@ -90,7 +91,7 @@ def test_a_fresh_stack_creates_the_secret_and_live_tokens_work_without_any_manua
         stack: Any, transformed: dict[str, Any]) -> None:
     site, deploy, name, cloudformation = stack
     owner = new_login()
-    site.store.agents.create_agent(Agent(login=owner, slug="watched", created_at=iso(utcnow())))
+    site.store.agents.create_agent(Agent(login=owner, slug="watched", created_at=iso(SYSTEM_CLOCK.now())))
     token = {"query": f"channel={owner}/watched"}
     assert site.request("GET", "/live-token", **token).status == 503  # no secret yet
     answer = deploy("Create")

@@ -19,6 +19,7 @@ import boto3
 import pytest
 import requests
 from bench_core.benchmarks import workflow as benchmark_wf
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.clustering import workflow as cluster_workflow
 from bench_core.evals import workflow as eval_wf
 from bench_core.ports.workflows import benchmark_start, eval_start
@@ -435,7 +436,7 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
     granted to their role, the judge is the model the template names, and the hourly sweep
     starts the eval left pending on the eval state machine."""
     import botocore.client
-    from bench_core.domain.models import AgentMeta, AgentRef, iso, utcnow
+    from bench_core.domain.models import AgentMeta, AgentRef, iso
     from bench_core.lambdas import workflow_steps as lambdas
 
     from tests.aws.lambda_runtime import (
@@ -476,7 +477,7 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
         store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
             task_events("ok") + task_events("f1", status="failed", output="TimeoutError")
             + task_events("f2", status="failed", output="HTTP 429 Too Many Requests")))
-        an_hour_ago = iso(utcnow() - timedelta(hours=1))
+        an_hour_ago = iso(SYSTEM_CLOCK.now() - timedelta(hours=1))
         store.evals.mark_evals_pending(ref, ["ok", "f1", "f2"], an_hour_ago)
 
         def invoke(function: str, step: str, state: dict[str, Any]) -> dict[str, Any]:
@@ -498,7 +499,7 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
         judged = store.ingest.get_task(ref, "f1").eval
         model = cfn.environment(transformed, "EvalFunction", refs)["BENCH_BEDROCK_MODEL"]
         assert (judged.score, judged.judge) == (0.25, f"bedrock:{model}")
-        assert store.evals.pending_evals(an_hour_ago, iso(utcnow()), 10) == [(ref, "f2")]
+        assert store.evals.pending_evals(an_hour_ago, iso(SYSTEM_CLOCK.now()), 10) == [(ref, "f2")]
         swept = invoke("cluster", "sweep_evals", {})
         assert swept["swept"] == 1
         assert invoke("cluster", "due_agents", swept)["agents"] == [ref.path]

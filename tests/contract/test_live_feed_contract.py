@@ -18,8 +18,9 @@ from typing import Any
 
 import boto3
 import pytest
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.live import Channel, LiveConnection
-from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso
 from bench_core.domain.privacy import Viewer
 from bench_core.live.apigw import ApiGatewayTransport
 from bench_core.live.local import POLICY_VIOLATION, LocalTransport, Subscriber
@@ -110,7 +111,7 @@ class ApiGateway(Feed):
         return [json.loads(data) for data in self.posted.pop(watcher, [])]
 
     def closed(self, watcher: str) -> bool:
-        still = {c.connection_id for c in self.store.accounts.live_connections("alice", iso(utcnow()))}
+        still = {c.connection_id for c in self.store.accounts.live_connections("alice", iso(SYSTEM_CLOCK.now()))}
         return watcher in self.deleted and watcher not in still
 
 
@@ -135,7 +136,7 @@ def live(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Feed]:
 
 def stored(live: Feed, slug: str, *events: dict[str, Any], **settings: Any) -> tuple[AgentRef, list[Any]]:
     """An agent of alice's with `events` ingested; what the feed is given to publish."""
-    live.store.agents.create_agent(Agent(login="alice", slug=slug, created_at=iso(utcnow()), **settings))
+    live.store.agents.create_agent(Agent(login="alice", slug=slug, created_at=iso(SYSTEM_CLOCK.now()), **settings))
     cleaned = clean(list(events))
     live.store.ingest.ingest("alice", AgentMeta(slug=slug), cleaned)
     return AgentRef("alice", slug), [e.body for e in cleaned]

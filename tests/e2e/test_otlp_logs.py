@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.models import AgentRef
 from bench_core.ingest.otlp import parked
 from google.protobuf.json_format import MessageToDict
@@ -184,7 +185,7 @@ def test_parked_content_is_bounded_per_agent_and_hour(bench_server: RunningServe
     from bench_core.ingest.otlp.log_decode import decode_logs
 
     [content], _ = group_content(decode_logs(encode_logs(logs).SerializeToString(), "protobuf"))
-    event = content.event(32 * 1024)
+    event = content.event(32 * 1024, SYSTEM_CLOCK.now())
     assert event is not None
     assert parked.park(store, ref, "t-1", event) is None
     assert parked.park(store, ref, "t-1", event) is None  # the same event again: kept once

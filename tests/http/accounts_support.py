@@ -4,6 +4,7 @@ the machine's user does with the link `bench-server serve` prints."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from datetime import timedelta
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 from bench_core.accounts import signin_links
-from bench_core.domain.models import utcnow
+from bench_core.clock import FixedClock
 
 if TYPE_CHECKING:
     from bench_core.ports.store import Store
@@ -38,7 +39,8 @@ def signin_link(server: Served, *, base: str | None = None,
                 age: timedelta = timedelta(0)) -> str:
     """A fresh one-time sign-in link to `server` (at `base`, its own URL by default), as
     `bench-server signin-link` prints it; `age`: issued that long ago."""
-    token = signin_links.issue(server.store, now=utcnow() - age)
+    then = FixedClock(server.store.clock.now() - age)
+    token = signin_links.issue(dataclasses.replace(server.store, clock=then))
     return signin_links.link(base or server.url, token)
 
 

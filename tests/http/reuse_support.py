@@ -16,7 +16,8 @@ from typing import Any
 
 import bench
 import httpx
-from bench_core.domain.models import Agent, iso, utcnow
+from bench_core.clock import SYSTEM_CLOCK
+from bench_core.domain.models import Agent, iso
 from bench_core.settings import ReuseSettings
 
 from tests.conftest import RunningServer, serving
@@ -130,7 +131,7 @@ def published(server: RunningServer, endpoint: AgentEndpoint, path: str = "/echo
     owner = owner or "o" + uuid.uuid4().hex[:10]
     key = server.create_key(owner)
     server.store.agents.create_agent(Agent(login=owner, slug=slug, display_name="Helper Agent",
-                                           visibility=visibility, created_at=iso(utcnow())))
+                                           visibility=visibility, created_at=iso(SYSTEM_CLOCK.now())))
     r = httpx.put(f"{server.url}/api/agents/{owner}/{slug}/capability", headers={"X-Bench-Key": key},
                   json=card(url or endpoint.url + path), timeout=10)
     assert r.status_code == 200, r.text

@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from bench_core.domain.models import Agent, iso, utcnow
+from bench_core.clock import SYSTEM_CLOCK
+from bench_core.domain.models import Agent, iso
 
 from tests.conftest import RunningServer
 from tests.http.accounts_support import new_login
@@ -53,7 +54,7 @@ def account(server: RunningServer) -> Account:
     login = new_login()
     for slug, visibility in (("mine", "public"), ("sibling", "public"), ("secret", "private")):
         server.store.agents.create_agent(Agent(login=login, slug=slug, visibility=visibility,
-                                               created_at=iso(utcnow())))
+                                               created_at=iso(SYSTEM_CLOCK.now())))
     return Account(login, server.create_key(login), server.create_key(login, "mine"))
 
 

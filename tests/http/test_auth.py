@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -254,8 +255,10 @@ def test_a_tampered_or_forged_session_cookie_is_signed_out(bench_server: Running
     good = browser.session_cookie
     assert good is not None
     payload, expires, signature = good.split(".")
-    forged_payload = signed_tokens.sign(b"x" * 48, "session", "whatever", 3600).split(".")[0]
-    other_secret = signed_tokens.sign(b"another secret, not the server's.....", "session", "id", 3600)
+    now = bench_server.services.clock.now()
+    forged_payload = signed_tokens.sign(b"x" * 48, "session", "whatever", 3600, now=now).split(".")[0]
+    other_secret = signed_tokens.sign(b"another secret, not the server's.....", "session", "id", 3600,
+                                      now=now)
     for cookie in (f"{forged_payload}.{expires}.{signature}",  # someone else's session id
                    f"{payload}.{int(expires) + 10**6}.{signature}",  # extended expiry
                    f"{payload}.{expires}.{signature[:-2]}AA",  # bad signature
@@ -270,8 +273,9 @@ def test_an_expired_session_cookie_is_signed_out(bench_server: RunningServer) ->
     secret = bench_server.services.secrets.session_key()
     browser = Browser(bench_server)
     browser.sign_in()
-    session_id = signed_tokens.unsign(secret, "session", browser.session_cookie or "")
-    expired = signed_tokens.sign(secret, "session", session_id, 60, now=1_000_000)
+    now = bench_server.services.clock.now()
+    session_id = signed_tokens.unsign(secret, "session", browser.session_cookie or "", now=now)
+    expired = signed_tokens.sign(secret, "session", session_id, 60, now=now - timedelta(minutes=2))
     browser.http.cookies.set("bench_session", expired)
     assert browser.get("/dashboard").status_code == 303
 

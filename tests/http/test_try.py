@@ -13,8 +13,9 @@ from datetime import timedelta
 import httpx
 import pytest
 import websockets
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.keys import new_key
-from bench_core.domain.models import iso, utcnow
+from bench_core.domain.models import iso
 from bench_core.settings import AccountSettings
 from bench_core.trial import sandbox
 
@@ -46,7 +47,7 @@ def test_a_sandbox_starts_without_signing_up_and_shows_its_key_once(
     record = next(k for k in try_server.store.accounts.list_keys(login))
     expires = record.expires_at
     assert expires is not None
-    assert iso(utcnow() + timedelta(hours=23)) < expires <= iso(utcnow() + timedelta(hours=24))
+    assert iso(SYSTEM_CLOCK.now() + timedelta(hours=23)) < expires <= iso(SYSTEM_CLOCK.now() + timedelta(hours=24))
     assert browser.session_cookie is not None
 
 
@@ -119,8 +120,8 @@ def test_a_sandbox_is_no_account(try_server: RunningServer) -> None:
 
 
 def test_an_expired_sandbox_key_is_refused(try_server: RunningServer) -> None:
-    raw, record = new_key("try--0000expired", sandbox.SLUG, name="sandbox")
-    try_server.store.accounts.create_key(replace(record, expires_at=iso(utcnow() - timedelta(seconds=1))))
+    raw, record = new_key("try--0000expired", sandbox.SLUG, name="sandbox", now=SYSTEM_CLOCK.now())
+    try_server.store.accounts.create_key(replace(record, expires_at=iso(SYSTEM_CLOCK.now() - timedelta(seconds=1))))
     r = httpx.post(try_server.url + "/ingest", headers={"X-Bench-Key": raw},
                    json=batch(sandbox.SLUG, task_events("late")))
     assert r.status_code == 401

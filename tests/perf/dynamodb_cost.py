@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import boto3  # noqa: E402
-from bench_core.domain.models import AgentMeta, AgentRef, WireEvent, iso, utcnow  # noqa: E402
+from bench_core.domain.models import AgentMeta, AgentRef, WireEvent, iso  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
 from bench_core.ingest.wire import clean_event  # noqa: E402
 from bench_core.settings import Limits  # noqa: E402
@@ -312,7 +312,7 @@ def ingest(store: Any, prefix: str, slug: str = SLUG, nested: bool = False) -> N
     outcome = store.ingest.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)
     assert outcome.accepted == EVENTS_PER_BATCH, outcome
     runs = [task_id for task_id, is_run in outcome.finished if is_run]
-    store.evals.mark_evals_pending(AgentRef(LOGIN, slug), runs, iso(utcnow()))
+    store.evals.mark_evals_pending(AgentRef(LOGIN, slug), runs, iso(store.clock.now()))
 
 
 def profile_view(store: Any) -> None:

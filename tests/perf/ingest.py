@@ -43,6 +43,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.keys import new_key
 from bench_core.domain.models import AgentMeta, WireEvent
 from bench_core.ingest.pipeline import accept_batch
@@ -141,7 +142,7 @@ def _no_push(*_: object) -> None:
 def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
     """Events/s of `accept_batch` (parse + clean + `store.ingest.ingest`, no evals started) and of
     `store.ingest.ingest` alone, no HTTP."""
-    _, record = new_key("perf")
+    _, record = new_key("perf", now=SYSTEM_CLOCK.now())
     store = SqliteStore.open(data_dir / "in-process.db")
     store.accounts.create_key(record)
     limits = Limits()
@@ -166,7 +167,7 @@ def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
 def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
            ) -> tuple[float, float]:
     """Events/s through the server, and its CPU milliseconds per batch."""
-    raw, record = new_key("perf")
+    raw, record = new_key("perf", now=SYSTEM_CLOCK.now())
     store = SqliteStore.open(data_dir / "bench.db")
     store.accounts.create_key(record)
     store.close()

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.keys import new_key
 from bench_core.store.sqlite.store import SqliteStore
 from google.protobuf.json_format import MessageToDict
@@ -191,7 +192,7 @@ def process(args: list[str], env: dict[str, str], log: Path) -> Iterator[None]:
 
 @contextmanager
 def bench(data_dir: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    raw, record = new_key("perf")
+    raw, record = new_key("perf", now=SYSTEM_CLOCK.now())
     store = SqliteStore.open(data_dir / "bench.db")
     store.accounts.create_key(record)
     store.close()

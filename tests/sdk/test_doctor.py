@@ -16,6 +16,7 @@ import httpx
 import pytest
 from bench.cli import main as cli_main
 from bench_core.accounts import device
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.settings import AccountSettings
 from conftest import HANG_GUARD
 
@@ -57,11 +58,11 @@ def test_doctor_accepts_a_valid_key_and_stores_nothing(server: RunningServer, pr
 
 
 def test_doctor_says_a_revoked_key_is_invalid(server: RunningServer, project: Path, monkeypatch, capsys) -> None:
-    from bench_core.domain.models import iso, utcnow
+    from bench_core.domain.models import iso
 
     key = server.create_key("doctor-revoked")
     (record,) = server.store.accounts.list_keys("doctor-revoked")
-    server.store.accounts.revoke_key(record.key_hash, iso(utcnow()))
+    server.store.accounts.revoke_key(record.key_hash, iso(SYSTEM_CLOCK.now()))
     monkeypatch.setenv("BENCH_KEY", key)
     monkeypatch.setenv("BENCH_AGENT", "revoked")
     assert cli_main(["doctor", "--endpoint", server.url]) == 1

@@ -8,10 +8,12 @@ import random
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_core.clock import FixedClock
 from bench_core.clustering import workflow as cluster
 from bench_core.clustering.describe import TERMS_LABEL
 from bench_core.clustering.kmeans import group
@@ -21,7 +23,7 @@ from bench_core.ports.llm import Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
 
-from tests.factories import an_hour_ago, clean, task_events
+from tests.factories import BASE, an_hour_ago, clean, task_events
 
 REF = AgentRef("alice", "agent-1")
 SERVICES = ["search", "fetch", "weather", "geocode", "vector-db", "crm", "billing"]
@@ -191,6 +193,28 @@ def test_the_scheduled_steps_sweep_pending_evals_and_find_due_agents(services: S
     assert cluster.due_agents(services, {})["agents"] == [REF.path]
     cluster.cluster_agent(services, {"agent": REF.path})
     assert cluster.due_agents(services, {})["agents"] == []
+
+
+def test_the_sweep_takes_the_runs_of_its_window_by_the_services_clock(tmp_path: Path) -> None:
+    """The fixtures' runs (ended 2026-12-02) are swept while the clock is within two days of
+    them, and no longer after, whatever day the test runs on."""
+    clock = FixedClock(BASE + timedelta(hours=1))
+    services = Services.from_settings(Settings(data_dir=tmp_path), clock)
+    started: list[list[str]] = []
+
+    class Recorder:
+        def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+            started.append(task_ids)
+
+    try:
+        services.provide(workflows=Recorder())
+        services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
+            task_events("t1", status="failed", output="TimeoutError")))
+        assert cluster.sweep_evals(services, {})["swept"] == 1 and started == [["t1"]]
+        clock.advance(cluster.SWEEP_WINDOW)
+        assert cluster.sweep_evals(services, {})["swept"] == 0
+    finally:
+        services.close()
 
 
 def test_http_routers_and_the_eval_workflow_do_not_import_numpy_or_sklearn() -> None:

@@ -7,11 +7,12 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
+from bench_core.clock import FixedClock
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso
 from bench_core.ports.llm import Backoff, Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.jobs import LocalJobs
@@ -169,14 +170,24 @@ def test_an_unavailable_judge_is_retried_then_the_task_waits_for_the_next_round(
     assert services.store.ingest.get_task(REF, "t1").eval.judge == "openai_compat:flaky"
 
 
-def test_the_scheduled_round_purges_what_has_expired(services: Services) -> None:
+def test_the_scheduled_round_purges_what_has_expired(tmp_path: Path) -> None:
+    """By the services' clock: events of the fixtures' day (2026-12-02) stay for the retention
+    period (30 days) and go at the first round after it, whatever day the test runs on."""
+    clock = FixedClock(datetime(2026, 12, 2, 18, tzinfo=UTC))
+    services = Services.from_settings(Settings(data_dir=tmp_path), clock)
     sandbox = AgentRef("try--0123456789ab", "demo-agent")
     services.store.agents.create_agent(Agent(login=sandbox.login, slug=sandbox.slug, created_at="",
-                                             expires_at=iso(utcnow() - timedelta(seconds=1))))
+                                             expires_at=iso(clock.now() - timedelta(seconds=1))))
     services.store.retention.spared_events = 1  # SQLite's purge spares the newest
-    old = [{**e, "ts": iso(utcnow() - timedelta(days=60))} for e in task_events("t1")]
-    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(old))
-    LocalRunner(LocalJobs(services), workers=1).scheduled_round()
-    assert services.store.agents.list_agents(sandbox.login) == []
-    assert len(services.store.ingest.task_events(REF, "t1")) == 1
-    assert services.store.ingest.get_task(REF, "t1").status == "success"
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("t1")))
+    runner = LocalRunner(LocalJobs(services), workers=1, clock=services.clock)
+    try:
+        runner.scheduled_round()
+        assert services.store.agents.list_agents(sandbox.login) == []
+        assert len(services.store.ingest.task_events(REF, "t1")) == 2
+        clock.advance(timedelta(days=30))
+        runner.scheduled_round()
+        assert len(services.store.ingest.task_events(REF, "t1")) == 1
+        assert services.store.ingest.get_task(REF, "t1").status == "success"
+    finally:
+        services.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from bench_core.accounts import signed_tokens
@@ -83,15 +84,19 @@ def test_a_watcher_that_falls_behind_is_cut_off() -> None:
 
 def test_live_tokens_name_one_channel_and_one_viewer() -> None:
     channel = Channel("alice", "bot")
-    token = issue(SECRET, channel, "alice")
-    assert viewer_of(SECRET, token, channel) == "alice"
-    assert viewer_of(SECRET, token, Channel("alice", "other")) is None
-    assert viewer_of(b"other secret" * 4, token, channel) is None
-    assert viewer_of(SECRET, issue(SECRET, channel, None), channel) is None
-    session_like = signed_tokens.sign(SECRET, "session", {"c": "alice/bot", "v": "alice"}, 60)
-    assert viewer_of(SECRET, session_like, channel) is None, "tokens are bound to their purpose"
-    expired = signed_tokens.sign(SECRET, "live", {"c": "alice/bot", "v": "alice"}, 60, now=1_000)
-    assert viewer_of(SECRET, expired, channel) is None
+    now = datetime(2026, 12, 2, 16, tzinfo=UTC)
+    token = issue(SECRET, channel, "alice", now=now)
+    assert viewer_of(SECRET, token, channel, now=now) == "alice"
+    assert viewer_of(SECRET, token, channel, now=now + timedelta(seconds=299)) == "alice"
+    assert viewer_of(SECRET, token, channel, now=now + timedelta(seconds=300)) is None, "expired"
+    assert viewer_of(SECRET, token, Channel("alice", "other"), now=now) is None
+    assert viewer_of(b"other secret" * 4, token, channel, now=now) is None
+    assert viewer_of(SECRET, issue(SECRET, channel, None, now=now), channel, now=now) is None
+    session_like = signed_tokens.sign(SECRET, "session", {"c": "alice/bot", "v": "alice"}, 60, now=now)
+    assert viewer_of(SECRET, session_like, channel, now=now) is None, "tokens are bound to their purpose"
+    expired = signed_tokens.sign(SECRET, "live", {"c": "alice/bot", "v": "alice"}, 60,
+                                 now=now - timedelta(minutes=2))
+    assert viewer_of(SECRET, expired, channel, now=now) is None
 
 
 def test_a_batch_handed_to_the_push_function_is_sent_as_the_whole_batch_would_be() -> None:

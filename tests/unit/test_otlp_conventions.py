@@ -3,6 +3,7 @@ GenAI content log events (content), and how content folds into a task in any ord
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,6 +14,8 @@ from bench_core.ingest.otlp.log_decode import LogRecord
 from bench_core.settings import Limits
 
 from tests.unit.test_otlp_mapping import SPAN, TRACE, by_kind, span
+
+NOW = datetime(2026, 12, 2, 16, tzinfo=UTC)
 
 
 def test_openinference_llm_spans_give_messages_tokens_model_and_provider() -> None:
@@ -134,7 +137,7 @@ def test_per_message_events_without_content_attach_nothing() -> None:
         record("gen_ai.choice", {"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant"}}),
         record("app.log", "an ordinary line")])
-    assert refused == {} and content.event(Limits().max_field_bytes) is None
+    assert refused == {} and content.event(Limits().max_field_bytes, NOW) is None
 
 
 def test_the_details_event_carries_instructions_input_and_output() -> None:
@@ -143,7 +146,7 @@ def test_the_details_event_carries_instructions_input_and_output() -> None:
         **{"gen_ai.system_instructions": '[{"type": "text", "content": "Be brief."}]',
            "gen_ai.input.messages": [{"role": "user", "parts": []}],
            "gen_ai.output.messages": '[{"role": "assistant", "parts": []}]'})])
-    event = content.event(Limits().max_field_bytes)
+    event = content.event(Limits().max_field_bytes, NOW)
     assert event is not None and event.kind == "task.content"
     assert event.body["input"] == {"system_instructions": [{"type": "text", "content": "Be brief."}],
                                    "messages": [{"role": "user", "parts": []}]}
@@ -153,7 +156,7 @@ def test_the_details_event_carries_instructions_input_and_output() -> None:
         **{"gen_ai.system_instructions": '[{"type": "text", "content": "Be brief."}]',
            "gen_ai.input.messages": [{"role": "user", "parts": []}],
            "gen_ai.output.messages": '[{"role": "assistant", "parts": []}]'})])
-    assert again.event(Limits().max_field_bytes).id == event.id  # same content, same id
+    assert again.event(Limits().max_field_bytes, NOW).id == event.id  # same content, same id
 
 
 def ev(kind: str, **body: Any) -> CleanEvent:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from datetime import date
 
 import pytest
 from bench_core.domain import stats
@@ -33,8 +34,9 @@ def test_latency_histogram_draws_the_buckets_that_hold_runs_and_marks_p50_p95() 
 
 
 def test_daily_runs_stacks_successes_and_failures_per_day() -> None:
-    window = day_window("2026-12-09T10:00:00.000Z", 7)
+    window = day_window("2026-12-09T10:00:00.000Z", date(2027, 3, 1), 7)
     assert window[0] == "2026-12-03" and window[-1] == "2026-12-09" and len(window) == 7
+    assert day_window(None, date(2027, 3, 1), 2) == ["2027-02-28", "2027-03-01"]  # none yet: today
     rows = [{"day": "2026-12-04", "runs": 5, "successes": 4, "failures": 1},
             {"day": "2026-12-09", "runs": 2, "successes": 0, "failures": 2},
             {"day": "2026-11-01", "runs": 9, "successes": 9, "failures": 0}]  # outside: ignored

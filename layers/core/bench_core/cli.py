@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .accounts import signin_links
 from .data_dir import loose_mode
 from .domain.keys import new_key
-from .domain.models import LOGIN_PATTERN, SLUG_PATTERN, iso, utcnow
+from .domain.models import LOGIN_PATTERN, SLUG_PATTERN, iso
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -154,9 +154,10 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
         return _fail(f"invalid login {args.login!r}: letters, digits and dashes, up to 39")
     if args.agent and not re.match(SLUG_PATTERN, args.agent):
         return _fail(f"invalid agent slug {args.agent!r}: letters, digits, '.', '_', '-'")
+    store = _store(args)
     raw, record = new_key(args.login.lower(), args.agent.lower() if args.agent else None,
-                          args.name)
-    _store(args).accounts.create_key(record)
+                          args.name, now=store.clock.now())
+    store.accounts.create_key(record)
     print(raw)
     return 0
 
@@ -175,7 +176,7 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
     if len(matches) != 1:
         return _fail(f"{len(matches)} keys match {args.prefix!r}: give a prefix naming one key "
                      "(see `bench-server keys list`)")
-    if not store.accounts.revoke_key(matches[0].key_hash, iso(utcnow())):
+    if not store.accounts.revoke_key(matches[0].key_hash, iso(store.clock.now())):
         return _fail(f"key {matches[0].prefix}… is already revoked")
     print(f"revoked {matches[0].prefix}…")
     return 0

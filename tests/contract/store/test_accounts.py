@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from datetime import datetime
 
 from bench_core.domain.keys import new_key
 from bench_core.domain.live import LiveConnection
-from bench_core.domain.models import iso, utcnow
+from bench_core.domain.models import iso
 from bench_core.ports.store import Store
 
 from tests.factories import ts
@@ -24,9 +25,9 @@ LATER = "2999-01-01T00:00:00.000Z"
 
 
 def test_keys_are_found_by_hash_listed_and_revoked(store: Store) -> None:
-    _, owner = new_key("alice")
-    _, agent_key = new_key("alice", "agent-1", name="ci")
-    _, other = new_key("bob")
+    _, owner = new_key("alice", now=store.clock.now())
+    _, agent_key = new_key("alice", "agent-1", name="ci", now=store.clock.now())
+    _, other = new_key("bob", now=store.clock.now())
     for record in (owner, agent_key, other):
         store.accounts.create_key(record)
     found = store.accounts.key_by_hash(agent_key.key_hash)
@@ -34,7 +35,7 @@ def test_keys_are_found_by_hash_listed_and_revoked(store: Store) -> None:
     assert store.accounts.key_by_hash("0" * 64) is None
     assert {k.key_hash for k in store.accounts.list_keys("alice")} == {owner.key_hash, agent_key.key_hash}
     assert len(store.accounts.list_keys()) == 3
-    when = iso(utcnow())
+    when = iso(store.clock.now())
     assert store.accounts.revoke_key(owner.key_hash, when) is True
     assert store.accounts.revoke_key(owner.key_hash, when) is False
     assert store.accounts.key_by_hash(owner.key_hash).revoked_at == when
@@ -43,7 +44,7 @@ def test_keys_are_found_by_hash_listed_and_revoked(store: Store) -> None:
 
 
 def test_keys_are_listed_by_exact_login_oldest_first(store: Store) -> None:
-    records = [replace(new_key(login)[1], created_at=ts(offset))
+    records = [replace(new_key(login, now=store.clock.now())[1], created_at=ts(offset))
                for login, offset in (("alice", 300), ("alice", 100), ("alicia", 200))]
     for record in records:
         store.accounts.create_key(record)
@@ -64,7 +65,7 @@ def test_a_login_is_bound_to_the_first_github_account_that_claims_it(store: Stor
 
 
 def test_a_user_made_by_a_key_is_bound_on_first_github_sign_in(store: Store) -> None:
-    _, record = new_key("bob")
+    _, record = new_key("bob", now=store.clock.now())
     store.accounts.create_key(record)
     assert store.accounts.claim_login("bob", 7, T0) is True
     assert store.accounts.claim_login("bob", 8, T0) is False
@@ -74,14 +75,14 @@ def test_a_user_made_by_a_key_is_bound_on_first_github_sign_in(store: Store) -> 
 
 
 def test_a_temporary_key_keeps_its_expiry_and_is_inactive_after_it(store: Store) -> None:
-    _, record = new_key("carol", "demo")
+    _, record = new_key("carol", "demo", now=store.clock.now())
     store.accounts.create_key(replace(record, expires_at=LATER))
-    _, old = new_key("carol", "demo")
+    _, old = new_key("carol", "demo", now=store.clock.now())
     store.accounts.create_key(replace(old, expires_at=T0))
     live, expired = store.accounts.key_by_hash(record.key_hash), store.accounts.key_by_hash(old.key_hash)
-    assert live is not None and live.expires_at == LATER and live.active
-    assert expired is not None and expired.expires_at == T0 and not expired.active
-    _, forever = new_key("carol")
+    assert live is not None and live.expires_at == LATER and live.active_at(datetime.fromisoformat(T1))
+    assert expired is not None and expired.expires_at == T0 and not expired.active_at(datetime.fromisoformat(T1))
+    _, forever = new_key("carol", now=store.clock.now())
     store.accounts.create_key(forever)
     assert store.accounts.key_by_hash(forever.key_hash).expires_at is None
 

@@ -10,8 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.errors import TooManyAgents
-from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso
 from bench_core.ports.store import Store
 from bench_core.store.memory.store import MemoryStore
 from bench_core.store.sqlite.store import SqliteStore
@@ -51,7 +52,7 @@ def reopened(store: Store, most: int) -> Store:
 
 
 def agent(slug: str, login: str = "alice") -> Agent:
-    return Agent(login=login, slug=slug, created_at=iso(utcnow()))
+    return Agent(login=login, slug=slug, created_at=iso(SYSTEM_CLOCK.now()))
 
 
 def test_an_account_makes_at_most_its_limit_of_agents_by_any_path(limited: Store) -> None:

@@ -13,6 +13,7 @@ from typing import get_type_hints
 import bench_core.ports.store as port
 import bench_core.store as adapters
 import pytest
+from bench_core.clock import Clock
 
 CONCERNS: dict[str, type] = {
     "ingest": port.IngestStore, "agents": port.AgentStore, "accounts": port.AccountStore,
@@ -38,7 +39,8 @@ def shape(signature: inspect.Signature) -> list[tuple[str, object, object]]:
 
 
 def test_the_store_is_exactly_its_concerns() -> None:
-    assert get_type_hints(port.Store) == CONCERNS, "a new concern protocol needs its name here"
+    assert get_type_hints(port.Store) == {**CONCERNS, "clock": Clock}, \
+        "a new concern protocol needs its name here"
     assert methods(port.Store) == ["close"]
     names = [name for protocol in CONCERNS.values() for name in methods(protocol)]
     assert len(names) == len(set(names)), "a method belongs to one concern"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso, utcnow
+from bench_core.clock import SYSTEM_CLOCK
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso
 from bench_core.domain.ranking import MIN_RUNS, SORTS, Qualification
 from bench_core.ports.store import Store
 
@@ -137,7 +138,7 @@ def test_a_new_agent_ranks_once_it_has_the_runs_a_day_after_its_first_batch(
               for e in task_events(f"fresh-{i}")]
     store.ingest.ingest("alice", AgentMeta(slug="fresh"), clean(spread))
     for hours, slug in ((rule.min_age_hours + 1, "older"), (rule.min_age_hours - 1, "younger")):
-        made = iso(utcnow() - timedelta(hours=hours))
+        made = iso(SYSTEM_CLOCK.now() - timedelta(hours=hours))
         assert store.agents.create_agent(Agent(login="alice", slug=slug, created_at=made))
     runs(store, "alice", "younger", 2 * rule.min_runs)
     runs(store, "alice", "older", rule.min_runs - 1)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.benchmark_records import Attempt, RunRecord
 from bench_core.domain.keys import hash_key, new_key
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, EvalResult, iso
@@ -30,7 +31,7 @@ from bench_core.trial import sandbox
 
 from tests.factories import clean, ev, task_events
 
-NOW = datetime.now(UTC).replace(microsecond=0)
+NOW = SYSTEM_CLOCK.now().replace(microsecond=0)
 REF = AgentRef("alice", "agent-1")
 TEMP = AgentRef("try--0123456789ab", "demo-agent")
 SUITE = "demo-v1"
@@ -130,7 +131,7 @@ def start_sandbox(store: Store, expires: datetime) -> str:
     """A temporary agent as `sandbox.create` makes it, with a key expiring with it."""
     assert store.agents.create_agent(Agent(login=TEMP.login, slug=TEMP.slug, visibility="private",
                                            created_at=at(NOW), expires_at=at(expires)))
-    _, key = new_key(TEMP.login, TEMP.slug, name="sandbox")
+    _, key = new_key(TEMP.login, TEMP.slug, name="sandbox", now=SYSTEM_CLOCK.now())
     key.expires_at = at(expires)
     store.accounts.create_key(key)
     return key.key_hash

@@ -15,9 +15,16 @@ as `try--…` free for the sandbox (`bench_core.trial.sandbox`) without ever mee
 from __future__ import annotations
 
 import re
+from typing import Protocol
+
+from ..ports.services import WithAccounts, WithClock
 
 ACCOUNT_LOGIN = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,38}$")
 """A GitHub login, lowercased: letters, digits and single hyphens, not at either end."""
+
+
+class AccountConcerns(WithAccounts, WithClock, Protocol):
+    """What an account's use cases ask for: its records, and what "now" is (the store has both)."""
 
 
 def valid_account_login(login: str) -> bool:

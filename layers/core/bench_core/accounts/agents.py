@@ -10,12 +10,12 @@ from ..domain.errors import NotFound
 from ..domain.keys import new_key
 from ..domain.models import Agent, AgentRef, KeyRecord
 from ..domain.privacy import Viewer, owner_only
-from ..ports.services import WithAccounts, WithAgents
+from ..ports.services import WithAccounts, WithAgents, WithClock
 
 NOT_YOURS = "you have no agent of that name"
 
 
-class AgentsAndKeys(WithAgents, WithAccounts, Protocol):
+class AgentsAndKeys(WithAgents, WithAccounts, WithClock, Protocol):
     """The store's agents and keys: an agent made with its first key."""
 
 
@@ -39,7 +39,7 @@ def create_with_key(store: AgentsAndKeys, agent: Agent) -> str | None:
     None if the owner already has an agent of that name."""
     if not store.agents.create_agent(agent):
         return None
-    raw, record = new_key(agent.login, agent.slug, name=f"{agent.slug} setup")
+    raw, record = new_key(agent.login, agent.slug, name=f"{agent.slug} setup", now=store.clock.now())
     store.accounts.create_key(record)
     return raw
 

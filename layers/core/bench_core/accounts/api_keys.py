@@ -9,27 +9,28 @@ from datetime import timedelta
 
 from ..domain.errors import NotFound, Unauthorized
 from ..domain.keys import hash_key, looks_like_key, new_key, verify
-from ..domain.models import KeyRecord, iso, utcnow
+from ..domain.models import KeyRecord, iso
 from ..ports.services import WithAccounts
+from . import AccountConcerns
 
 TOUCH_EVERY = timedelta(minutes=1)
 
 
-def authenticate(store: WithAccounts, raw: str) -> KeyRecord:
+def authenticate(store: AccountConcerns, raw: str) -> KeyRecord:
     """The live key record for `raw`, recording its use at most once a minute."""
     if not looks_like_key(raw):
         raise Unauthorized("invalid or revoked API key")
-    record = verify(raw, store.accounts.key_by_hash(hash_key(raw)))
-    now = utcnow()
+    now = store.clock.now()
+    record = verify(raw, store.accounts.key_by_hash(hash_key(raw)), now)
     if record.last_used_at is None or record.last_used_at < iso(now - TOUCH_EVERY):
         store.accounts.touch_key(record.key_hash, iso(now))
     return record
 
 
-def issue(store: WithAccounts, login: str, slug: str | None = None, *,
+def issue(store: AccountConcerns, login: str, slug: str | None = None, *,
           name: str | None = None) -> tuple[str, KeyRecord]:
     """A new key for `login` (an agent key if `slug`, else an owner key): raw, and stored."""
-    raw, record = new_key(login, slug, name=name)
+    raw, record = new_key(login, slug, name=name, now=store.clock.now())
     store.accounts.create_key(record)
     return raw, record
 
@@ -39,11 +40,11 @@ def keys_of(store: WithAccounts, login: str) -> list[KeyRecord]:
     return sorted(store.accounts.list_keys(login), key=lambda k: k.created_at, reverse=True)
 
 
-def revoke_own(store: WithAccounts, login: str, key_hash: str) -> KeyRecord:
+def revoke_own(store: AccountConcerns, login: str, key_hash: str) -> KeyRecord:
     """Revoke the owner's key with this hash (and return it); 404 for any other (or
     malformed) hash."""
     record = store.accounts.key_by_hash(key_hash) if len(key_hash) == 64 else None
     if record is None or record.login != login:
         raise NotFound("you have no such key")
-    store.accounts.revoke_key(record.key_hash, iso(utcnow()))
+    store.accounts.revoke_key(record.key_hash, iso(store.clock.now()))
     return record

@@ -19,9 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..domain.errors import TooManyRequests
-from ..domain.models import iso, utcnow
-from ..ports.services import WithAccounts
-from . import api_keys
+from ..domain.models import iso
+from . import AccountConcerns, api_keys
 
 DEVICE = "device"
 USER_CODE = "user_code"
@@ -54,9 +53,9 @@ def normalize_user_code(text: str) -> str | None:
     return f"{letters[:4]}-{letters[4:]}"
 
 
-def start_for(store: WithAccounts, client: str, interval: int) -> DeviceStart:
+def start_for(store: AccountConcerns, client: str, interval: int) -> DeviceStart:
     """`start`, at most `STARTS_PER_HOUR` times an hour from one client."""
-    now = utcnow()
+    now = store.clock.now()
     hits = store.accounts.count_hit(f"device:{client}:{now:%Y%m%d%H}", iso(now + TTL * 6))
     if hits > STARTS_PER_HOUR:
         raise TooManyRequests("too many logins started from here; try again later",
@@ -64,18 +63,18 @@ def start_for(store: WithAccounts, client: str, interval: int) -> DeviceStart:
     return start(store, interval)
 
 
-def redeem(store: WithAccounts, device_code: str, interval: int) -> dict[str, Any]:
+def redeem(store: AccountConcerns, device_code: str, interval: int) -> dict[str, Any]:
     """What the CLI's poll gets: a fresh owner key and its login once approved (shown this
     once), else `{"error": ...}` as RFC 8628 names it."""
     outcome, login = poll(store, device_code, interval)
     if outcome != "ok" or login is None:
         return {"error": outcome}
-    raw, _ = api_keys.issue(store, login, name=f"bench login {iso(utcnow())[:10]}")
+    raw, _ = api_keys.issue(store, login, name=f"bench login {iso(store.clock.now())[:10]}")
     return {"key": raw, "login": login}
 
 
-def start(store: WithAccounts, interval: int) -> DeviceStart:
-    now = utcnow()
+def start(store: AccountConcerns, interval: int) -> DeviceStart:
+    now = store.clock.now()
     until = iso(now + TTL)
     device_code = secrets.token_urlsafe(32)
     for _ in range(DRAWS):  # a user code in use is drawn again (20^8 of them: rare)
@@ -92,24 +91,24 @@ def start(store: WithAccounts, interval: int) -> DeviceStart:
     return DeviceStart(device_code, user_code, interval, int(TTL.total_seconds()))
 
 
-def pending(store: WithAccounts, user_code: str) -> bool:
+def pending(store: AccountConcerns, user_code: str) -> bool:
     """Whether `user_code` names a live login still awaiting a decision."""
     device = _device_of(store, user_code)
     return device is not None and device[1]["status"] == "pending"
 
 
-def decide(store: WithAccounts, user_code: str, login: str, approve: bool) -> bool:
+def decide(store: AccountConcerns, user_code: str, login: str, approve: bool) -> bool:
     """Approve (for `login`) or deny a pending code; False if it is unknown, expired or decided."""
     device = _device_of(store, user_code)
     if device is None:
         return False
     changes = {"status": "approved", "login": login} if approve else {"status": "denied"}
-    return store.accounts.update_grant(DEVICE, device[0], {"status": "pending"}, changes, iso(utcnow()))
+    return store.accounts.update_grant(DEVICE, device[0], {"status": "pending"}, changes, iso(store.clock.now()))
 
 
-def poll(store: WithAccounts, device_code: str, interval: int) -> tuple[str, str | None]:
+def poll(store: AccountConcerns, device_code: str, interval: int) -> tuple[str, str | None]:
     """("ok", login) exactly once after approval, else (RFC 8628 error code, None)."""
-    grant_id, now = _hash(device_code), utcnow()
+    grant_id, now = _hash(device_code), store.clock.now()
     record = store.accounts.get_grant(DEVICE, grant_id, iso(now))
     if record is None:
         return "expired_token", None
@@ -137,8 +136,8 @@ def _too_soon(polled_at: str | None, now: datetime, interval: int) -> bool:
     return (now - last).total_seconds() < interval / 2
 
 
-def _device_of(store: WithAccounts, user_code: str) -> tuple[str, dict[str, object]] | None:
-    now = iso(utcnow())
+def _device_of(store: AccountConcerns, user_code: str) -> tuple[str, dict[str, object]] | None:
+    now = iso(store.clock.now())
     pointer = store.accounts.get_grant(USER_CODE, user_code, now)
     if pointer is None:
         return None

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..domain.models import Agent, KeyRecord, iso, utcnow
-from ..ports.services import WithAccounts
-from . import sessions
+from ..domain.models import Agent, KeyRecord, iso
+from . import AccountConcerns, sessions
 
 if TYPE_CHECKING:
     from ..ports.live import LiveFeed
@@ -30,16 +29,16 @@ def key_grant(key: KeyRecord) -> str:
     return KEY + key.key_hash
 
 
-def still_granted(store: WithAccounts, grant: str | None) -> bool:
+def still_granted(store: AccountConcerns, grant: str | None) -> bool:
     """Whether the session or key behind `grant` is still live (anonymous: always)."""
     if grant is None:
         return True
     if grant.startswith(SESSION):
         return store.accounts.get_grant(sessions.GRANT, grant.removeprefix(SESSION),
-                                        iso(utcnow())) is not None
+                                        iso(store.clock.now())) is not None
     if grant.startswith(KEY):
         record = store.accounts.key_by_hash(grant.removeprefix(KEY))
-        return record is not None and record.active
+        return record is not None and record.active_at(store.clock.now())
     return False
 
 

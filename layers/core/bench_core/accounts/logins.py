@@ -3,10 +3,10 @@ account of that id, which keeps it through renames elsewhere)."""
 
 from __future__ import annotations
 
-from ..domain.models import iso, utcnow
-from ..ports.services import WithAccounts
+from ..domain.models import iso
+from . import AccountConcerns
 
 
-def claim(store: WithAccounts, login: str, github_id: int | None) -> bool:
+def claim(store: AccountConcerns, login: str, github_id: int | None) -> bool:
     """Claim `login` (or confirm it is ours); False if another GitHub account holds it."""
-    return store.accounts.claim_login(login, github_id, iso(utcnow()))
+    return store.accounts.claim_login(login, github_id, iso(store.clock.now()))

@@ -13,8 +13,9 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..domain.models import iso, utcnow
+from ..domain.models import iso
 from ..ports.services import WithAccounts
+from . import AccountConcerns
 from . import signed_tokens as signing
 
 COOKIE = "bench_session"
@@ -31,36 +32,36 @@ class Session:
     sandbox: bool
     expires_at: datetime
 
-    @property
-    def max_age(self) -> int:
-        return max(0, int((self.expires_at - utcnow()).total_seconds()))
+    def max_age(self, now: datetime) -> int:
+        """Seconds from `now` until it expires (a cookie's Max-Age)."""
+        return max(0, int((self.expires_at - now).total_seconds()))
 
 
 def grant_id(session_id: str) -> str:
     return hashlib.sha256(session_id.encode()).hexdigest()
 
 
-def start(store: WithAccounts, secret: bytes, login: str, *, sandbox: bool = False
+def start(store: AccountConcerns, secret: bytes, login: str, *, sandbox: bool = False
           ) -> tuple[Session, str]:
     """A new session for `login` and the cookie value that carries it."""
-    now = utcnow()
+    now = store.clock.now()
     session = Session(secrets.token_urlsafe(32), login, sandbox,
                       now + (SANDBOX_TTL if sandbox else ACCOUNT_TTL))
     until = iso(session.expires_at)
     store.accounts.put_grant(GRANT, grant_id(session.session_id),
                              {"login": login, "sandbox": sandbox, "until": until}, until, iso(now))
-    cookie = signing.sign(secret, PURPOSE, session.session_id, session.max_age,
-                          now=now.timestamp())
+    cookie = signing.sign(secret, PURPOSE, session.session_id, session.max_age(now), now=now)
     return session, cookie
 
 
-def load(store: WithAccounts, secret: bytes, cookie: str) -> Session | None:
+def load(store: AccountConcerns, secret: bytes, cookie: str) -> Session | None:
     """The live session a cookie carries; None for anything else (forged, tampered, expired,
     signed out)."""
-    session_id = signing.unsign(secret, PURPOSE, cookie)
+    now = store.clock.now()
+    session_id = signing.unsign(secret, PURPOSE, cookie, now=now)
     if not isinstance(session_id, str):
         return None
-    record = store.accounts.get_grant(GRANT, grant_id(session_id), iso(utcnow()))
+    record = store.accounts.get_grant(GRANT, grant_id(session_id), iso(now))
     if record is None:
         return None
     return Session(session_id, str(record["login"]), bool(record["sandbox"]),

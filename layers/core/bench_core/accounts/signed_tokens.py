@@ -9,7 +9,7 @@ import base64
 import hashlib
 import hmac
 import json
-import time
+from datetime import datetime
 from typing import Any
 
 
@@ -26,15 +26,15 @@ def _signature(secret: bytes, purpose: str, payload: str, expires: int) -> str:
     return _b64(hmac.new(secret, message, hashlib.sha256).digest())
 
 
-def sign(secret: bytes, purpose: str, data: Any, ttl_s: int, now: float | None = None) -> str:
-    """A token carrying `data` (JSON) for `purpose`, valid for `ttl_s` seconds."""
+def sign(secret: bytes, purpose: str, data: Any, ttl_s: int, *, now: datetime) -> str:
+    """A token carrying `data` (JSON) for `purpose`, valid for `ttl_s` seconds from `now`."""
     payload = _b64(json.dumps(data, separators=(",", ":")).encode())
-    expires = int((time.time() if now is None else now) + ttl_s)
+    expires = int(now.timestamp() + ttl_s)
     return f"{payload}.{expires}.{_signature(secret, purpose, payload, expires)}"
 
 
-def unsign(secret: bytes, purpose: str, token: str, now: float | None = None) -> Any:
-    """The data of a token `sign` made for `purpose`, if unexpired and untouched; else None.
+def unsign(secret: bytes, purpose: str, token: str, *, now: datetime) -> Any:
+    """The data of a token `sign` made for `purpose`, if unexpired `now` and untouched; else None.
     The signature is compared in constant time, before anything else is decoded."""
     parts = token.split(".")
     if len(parts) != 3 or not parts[1].isdigit() or len(token) > 4096:
@@ -43,7 +43,7 @@ def unsign(secret: bytes, purpose: str, token: str, now: float | None = None) ->
     expires = int(expires_text)
     if not hmac.compare_digest(signature, _signature(secret, purpose, payload, expires)):
         return None
-    if expires <= (time.time() if now is None else now):
+    if expires <= now.timestamp():
         return None
     try:
         return json.loads(_unb64(payload))

@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import datetime, timedelta
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from ..domain.errors import BadRequest, BenchError, Forbidden
-from ..domain.models import iso, utcnow
-from ..ports.services import WithAccounts
+from ..domain.models import iso
 from ..settings import Settings
+from . import AccountConcerns
 
 KIND = "signin-link"
 PATH = "/signin/local"
@@ -69,9 +69,9 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def issue(store: WithAccounts, now: datetime | None = None) -> str:
-    """A new link's secret (shown once; the store keeps its hash), good for `TTL` from `now`."""
-    now = now or utcnow()
+def issue(store: AccountConcerns) -> str:
+    """A new link's secret (shown once; the store keeps its hash), good for `TTL` from now."""
+    now = store.clock.now()
     token = secrets.token_urlsafe(32)
     digest = _hash(token)
     store.accounts.put_grant(KIND, digest, {"hash": digest, "status": FRESH, "until": iso(now + TTL)},
@@ -84,24 +84,24 @@ def link(base: str, token: str) -> str:
     return f"{base.rstrip('/')}{PATH}?{urlencode({'token': token})}"
 
 
-def check(store: WithAccounts, token: str) -> str:
+def check(store: AccountConcerns, token: str) -> str:
     """The hash of `token` if it is a fresh link; `NotALink` or `LinkSpent` saying why not."""
-    digest = _hash(token)
-    record = store.accounts.get_grant(KIND, digest, iso(utcnow())) if token else None
+    digest, now = _hash(token), iso(store.clock.now())
+    record = store.accounts.get_grant(KIND, digest, now) if token else None
     if record is None or not hmac.compare_digest(str(record.get("hash")), digest):
         raise NotALink(f"This is not a sign-in link of this server. {NEW_LINK}")
     if record["status"] != FRESH:
         raise LinkSpent(f"This sign-in link has already been used. {NEW_LINK}")
-    if str(record["until"]) <= iso(utcnow()):
+    if str(record["until"]) <= now:
         raise LinkSpent(f"This sign-in link has expired (links work for "
                         f"{int(TTL.total_seconds() // 60)} minutes). {NEW_LINK}")
     return digest
 
 
-def redeem(store: WithAccounts, token: str) -> None:
+def redeem(store: AccountConcerns, token: str) -> None:
     """Spend a fresh link, exactly once however many try at the same time."""
     digest = check(store, token)
-    now = iso(utcnow())
+    now = iso(store.clock.now())
     if not store.accounts.update_grant(KIND, digest, {"status": FRESH}, {"status": USED, "used_at": now},
                                        now):
         raise LinkSpent(f"This sign-in link has already been used. {NEW_LINK}")

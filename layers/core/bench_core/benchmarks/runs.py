@@ -20,10 +20,10 @@ from ..domain.benchmark_records import Attempt, AttemptStatus, RunRecord
 from ..domain.errors import BenchError, Conflict, Invalid
 from ..domain.field_limits import cap, cut
 from ..domain.keys import may_write
-from ..domain.models import AgentRef, KeyRecord, Slug, iso, utcnow
+from ..domain.models import AgentRef, KeyRecord, Slug, iso
 from ..domain.privacy import new_agent
 from ..log import logger
-from ..ports.services import WithAgents, WithBenchmarks, WithSettings, WithWorkflows
+from ..ports.services import WithAgents, WithBenchmarks, WithClock, WithSettings, WithWorkflows
 from . import workflow
 from .grading import JUDGE_RETRY_AFTER_S
 from .suites import Suite, load_suite, value_hash
@@ -33,7 +33,7 @@ class SubmitConcerns(WithAgents, WithBenchmarks, Protocol):
     """The agent a run is of (created with its first run) and the suites and runs stored."""
 
 
-class RunPorts(WithWorkflows, WithSettings, Protocol):
+class RunPorts(WithWorkflows, WithSettings, WithClock, Protocol):
     """What submitting a run uses: the store, the workflows that grade it and the settings
     (the field cap). Grading is `workflow.py`'s."""
 
@@ -113,7 +113,7 @@ def check_same_suite(suite: Suite, local_hash: str, submitted: str) -> None:
 def check_published(services: RunPorts, suite: Suite, local_hash: str) -> None:
     """Register the suite on its first valid run; 409 if this server's copy differs from the
     version published before (edited in place instead of becoming a new version)."""
-    registered = services.store.benchmarks.register_suite(suite.suite_id, local_hash, iso(utcnow()))
+    registered = services.store.benchmarks.register_suite(suite.suite_id, local_hash, iso(services.clock.now()))
     if registered != local_hash:
         raise Conflict(f"this server's copy of {suite.suite_id} differs from the published one "
                        f"({registered}); a published suite never changes: publish the change as "
@@ -187,7 +187,7 @@ def submit_run(services: RunPorts, key: KeyRecord, suite_id: str, run: RunIn) ->
         record = earlier.model_copy(update={"status": "pending", "error": None})
         services.store.benchmarks.update_benchmark_run(record)
     else:
-        now = iso(utcnow())
+        now = iso(services.clock.now())
         if services.store.agents.get_agent(ref) is None:
             services.store.agents.create_agent(new_agent(ref.login, ref.slug, now,
                                                          display_name=run.display_name))

@@ -18,9 +18,17 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol
 
-from ..domain.models import AgentRef, TaskState, iso, utcnow
+from ..domain.models import AgentRef, TaskState, iso
 from ..domain.task_text import as_text
-from ..ports.services import WithAgents, WithEmbedder, WithEvals, WithLLM, WithSettings, WithWorkflows
+from ..ports.services import (
+    WithAgents,
+    WithClock,
+    WithEmbedder,
+    WithEvals,
+    WithLLM,
+    WithSettings,
+    WithWorkflows,
+)
 from ..ports.workflows import State, Workflows, parse_agent
 from .describe import describe, top_terms, words
 
@@ -39,7 +47,7 @@ class ClusterConcerns(WithAgents, WithEvals, Protocol):
     """The agents clustered, their failed and low-scored runs, and their insights."""
 
 
-class ClusterPorts(WithWorkflows, WithEmbedder, WithLLM, WithSettings, Protocol):
+class ClusterPorts(WithWorkflows, WithEmbedder, WithLLM, WithSettings, WithClock, Protocol):
     """What the cluster steps use: the store, where evals start (the sweep), the embedder and
     the describer's model (both built on first use: only `cluster_agent` needs them) and the
     settings (the describer's prompt)."""
@@ -52,7 +60,7 @@ def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MI
                 workflows: Workflows | None = None) -> State:
     """Start evals (through `workflows`, by default the ports') of runs that ended within
     `SWEEP_WINDOW`, at least `min_age` ago, and still have no result."""
-    now = utcnow()
+    now = ports.clock.now()
     pending = ports.store.evals.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
     by_agent: dict[AgentRef, list[str]] = defaultdict(list)
     for ref, task_id in pending:
@@ -71,7 +79,7 @@ def cluster_agent(ports: ClusterPorts, state: State) -> State:
     agent = ports.store.agents.get_agent(ref)
     if agent is None:
         return {"agent": ref.path, "clusters": 0, "outcome": "agent not found"}
-    started = iso(utcnow())
+    started = iso(ports.clock.now())
     tasks = ports.store.evals.cluster_candidates(ref, MAX_TASKS)
     insights = build_insights(ports, tasks)
     insights.update(computed_at=started, private=agent.hide_inputs or agent.hide_outputs)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from datetime import datetime
 
 from .errors import Forbidden, Unauthorized
-from .models import KeyRecord, iso, utcnow
+from .models import KeyRecord, iso
 
 OWNER_PREFIX = "bk_"
 AGENT_PREFIX = "bka_"
@@ -23,13 +24,13 @@ def hash_key(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def new_key(login: str, agent_slug: str | None = None, name: str | None = None
-            ) -> tuple[str, KeyRecord]:
-    """A fresh raw key and the record to store for it."""
+def new_key(login: str, agent_slug: str | None = None, name: str | None = None, *,
+            now: datetime) -> tuple[str, KeyRecord]:
+    """A fresh raw key and the record to store for it, made `now`."""
     prefix = AGENT_PREFIX if agent_slug else OWNER_PREFIX
     raw = prefix + secrets.token_urlsafe(32)
     record = KeyRecord(key_hash=hash_key(raw), prefix=raw[: len(prefix) + DISPLAY_CHARS],
-                       login=login, agent_slug=agent_slug, name=name, created_at=iso(utcnow()))
+                       login=login, agent_slug=agent_slug, name=name, created_at=iso(now))
     return raw, record
 
 
@@ -37,11 +38,11 @@ def looks_like_key(raw: str) -> bool:
     return raw.startswith((OWNER_PREFIX, AGENT_PREFIX)) and 16 <= len(raw) <= 200
 
 
-def verify(raw: str, record: KeyRecord | None) -> KeyRecord:
-    """The record if `raw` is its live key; 401 otherwise, with the same message for every case
+def verify(raw: str, record: KeyRecord | None, now: datetime) -> KeyRecord:
+    """The record if `raw` is its key, live `now`; 401 otherwise, with the same message for every case
     so a caller cannot tell unknown keys from revoked ones."""
     if record is None or not hmac.compare_digest(record.key_hash, hash_key(raw)) \
-            or not record.active:
+            or not record.active_at(now):
         raise Unauthorized("invalid or revoked API key")
     return record
 

@@ -152,13 +152,9 @@ class AgentSettingsPatch(BaseModel):
 # ---- domain records -------------------------------------------------------------------------
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 def iso(value: datetime) -> str:
     """ISO-8601 with milliseconds and a Z, sortable as text (SQLite and DynamoDB sort keys).
-    Already-UTC values (validated wire times, `utcnow`) skip the conversion: ingest formats
+    Already-UTC values (validated wire times, a clock's `now`) skip the conversion: ingest formats
     every event's time."""
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
@@ -507,7 +503,7 @@ class KeyRecord:
     def kind(self) -> str:
         return "agent" if self.agent_slug else "owner"
 
-    @property
-    def active(self) -> bool:
+    def active_at(self, now: datetime) -> bool:
+        """Neither revoked nor, if temporary, expired by `now`."""
         return self.revoked_at is None and (self.expires_at is None
-                                            or self.expires_at > iso(utcnow()))
+                                            or self.expires_at > iso(now))

@@ -12,7 +12,8 @@ import json
 import math
 import re
 
-from ..domain.models import EvalResult, TaskState, iso, utcnow
+from ..clock import SYSTEM_CLOCK, Clock
+from ..domain.models import EvalResult, TaskState, iso
 from ..domain.task_text import as_text, clip
 from ..ports.judge import Judge
 from ..ports.llm import LLM, Message
@@ -56,8 +57,9 @@ def parse_verdict(text: str) -> tuple[float, str]:
 
 class ModelJudge:
     def __init__(self, llm: LLM, *, max_attempts: int, price_per_mtok_usd: float,
-                 pinned_prompt: str | None = None) -> None:
+                 pinned_prompt: str | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.llm = llm
+        self.clock = clock
         self.label = llm.label
         self.max_attempts = max(1, max_attempts)
         self.price = price_per_mtok_usd
@@ -78,7 +80,7 @@ class ModelJudge:
             answer = self.llm.complete(system, messages, max_tokens=MAX_ANSWER_TOKENS)
             tokens_in += answer.input_tokens
             tokens_out += answer.output_tokens
-            result = EvalResult(status="unscored", judge=self.label, at=iso(utcnow()),
+            result = EvalResult(status="unscored", judge=self.label, at=iso(self.clock.now()),
                                 prompt_version=prompt.version, input_tokens=tokens_in,
                                 output_tokens=tokens_out, attempts=attempt,
                                 cost_usd=(tokens_in + tokens_out) * self.price / 1e6)
@@ -98,15 +100,20 @@ class ModelJudge:
 class HeuristicJudge:
     label = HEURISTIC_LABEL
 
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
+
     def judge(self, task: TaskState) -> EvalResult:
         score, reasoning = heuristic_score(task)
-        return EvalResult(status="scored", judge=self.label, at=iso(utcnow()), score=score,
+        return EvalResult(status="scored", judge=self.label, at=iso(self.clock.now()), score=score,
                           reasoning=reasoning, prompt_version=HEURISTIC_LABEL, attempts=1)
 
 
-def make_judge(llm: LLM | None, llm_settings: LLMSettings, judge_settings: JudgeSettings) -> Judge:
+def make_judge(llm: LLM | None, llm_settings: LLMSettings, judge_settings: JudgeSettings,
+               clock: Clock = SYSTEM_CLOCK) -> Judge:
+    """The judge the settings name, stamping its verdicts by `clock`."""
     if llm is None:
-        return HeuristicJudge()
+        return HeuristicJudge(clock)
     return ModelJudge(llm, max_attempts=judge_settings.max_attempts,
                       price_per_mtok_usd=llm_settings.price_per_mtok_usd,
-                      pinned_prompt=judge_settings.prompt)
+                      pinned_prompt=judge_settings.prompt, clock=clock)

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ..domain.models import EvalResult, iso, utcnow
+from ..domain.models import EvalResult, iso
 from ..domain.task_text import is_empty
-from ..ports.services import WithAgents, WithEvals, WithIngest, WithJudge, WithSettings
+from ..ports.services import WithAgents, WithClock, WithEvals, WithIngest, WithJudge, WithSettings
 from ..ports.workflows import State, parse_agent
 from .budget import skip_reason
 
@@ -36,7 +36,7 @@ class EvalConcerns(WithAgents, WithIngest, WithEvals, Protocol):
     """The agent and its task judged, and where the result and the day's spend go."""
 
 
-class EvalPorts(WithJudge, WithSettings, Protocol):
+class EvalPorts(WithJudge, WithSettings, WithClock, Protocol):
     """What the eval steps use: the store, the judge (built on first use, so a step that does
     not judge never opens the model) and the settings (the judge's budget)."""
 
@@ -54,7 +54,7 @@ def load(ports: EvalPorts, state: State) -> State:
     waited_for_content = task.eval is not None and task.eval.reason == NO_CONTENT and captured
     if task.eval is not None and not state.get("force") and not waited_for_content:
         return {**state, "next": DONE, "outcome": f"already {task.eval.status}"}
-    now = utcnow()
+    now = ports.clock.now()
     if not captured:
         unscored = EvalResult(status="unscored", judge=ports.judge.label, at=iso(now),
                               reason=NO_CONTENT)

@@ -44,7 +44,8 @@ def signed_in(request: Request, services: Services, login: str, target: str) -> 
     """Start a session for `login` and go on to `target`."""
     session, cookie = sessions.start(services.store, services.secrets.session_key(), login)
     response = RedirectResponse(target, status_code=303, headers=NO_STORE)
-    set_cookie(response, request, services, sessions.COOKIE, cookie, session.max_age)
+    set_cookie(response, request, services, sessions.COOKIE, cookie,
+               session.max_age(services.clock.now()))
     return response
 
 
@@ -104,7 +105,8 @@ def github_start(request: Request, next: str | None = None,
         return error_page(request, 404, "GitHub sign-in is not set up on this server.")
     state = secrets.token_urlsafe(24)
     cookie = signing.sign(services.secrets.session_key(), OAUTH_PURPOSE,
-                          {"state": state, "next": safe_next(next)}, OAUTH_TTL_S)
+                          {"state": state, "next": safe_next(next)}, OAUTH_TTL_S,
+                          now=services.clock.now())
     url = github.authorize_url(accounts, state, public_base(request, services) + CALLBACK)
     response = RedirectResponse(url, status_code=303, headers=NO_STORE)
     set_cookie(response, request, services, OAUTH_COOKIE, cookie, OAUTH_TTL_S, path="/auth")
@@ -116,7 +118,7 @@ def github_callback(request: Request, code: str | None = None, state: str | None
                     error: str | None = None,
                     services: Services = Depends(services_of)) -> Response:
     started = signing.unsign(services.secrets.session_key(), OAUTH_PURPOSE,
-                             request.cookies.get(OAUTH_COOKIE, ""))
+                             request.cookies.get(OAUTH_COOKIE, ""), now=services.clock.now())
     failure = _callback_problem(started, code, state, error)
     response: Response
     if failure is not None:

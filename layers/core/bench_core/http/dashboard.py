@@ -19,7 +19,7 @@ from ..accounts import api_keys, live_grants
 from ..accounts.agents import NOT_YOURS, change_settings, create_with_key
 from ..domain import privacy
 from ..domain.errors import NotFound, TooManyAgents
-from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso, utcnow
+from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso
 from ..domain.privacy import IMPLICIT_AGENT, Viewer
 from ..reads import dashboard as owner_reads
 from ..runtime.adapters import Services
@@ -65,7 +65,7 @@ def _create(services: Services, login: str, fields: dict[str, str]) -> tuple[Age
     except (NotFound, ValidationError):
         return None, "Name the agent with letters, digits, '.', '_' or '-' (up to 64)."
     agent = privacy.new_agent(
-        login, ref.slug, iso(utcnow()), display_name=patch.display_name,
+        login, ref.slug, iso(services.clock.now()), display_name=patch.display_name,
         visibility="private" if fields.get("visibility") == "private" else "public",
         hide_inputs="hide_inputs" in fields, hide_outputs="hide_outputs" in fields)
     try:

@@ -68,7 +68,7 @@ async def live_token(request: Request, channel: str,
         if viewer.agent_slug is not None:  # a token names a login, not one agent of it
             raise NotFound("no such feed: watch with a session or an owner key")
         secret = await run_in_threadpool(services.secrets.session_key)
-        token = issue(secret, wanted, viewer.login, grant)
+        token = issue(secret, wanted, viewer.login, grant, now=services.clock.now())
         query = urlencode({"channel": wanted.name, "token": token})
         return JSONResponse({"url": f"{live.url}?{query}"}, headers=NO_STORE)
     base = public_base(request, services)

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..accounts.agents import owned_by_key
 from ..domain.errors import Invalid, NotFound
-from ..domain.models import Agent, KeyRecord, utcnow
+from ..domain.models import Agent, KeyRecord
 from ..domain.privacy import Viewer
 from ..ingest.wire import validation_detail
 from ..reuse import capability, grants, invoke
@@ -53,7 +53,8 @@ def put_capability(login: str, slug: str, card: CapabilityCard,
                    key: KeyRecord = Depends(require_key),
                    services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
-    return capability.publish(services.store, services.settings.reuse, agent, card, utcnow())
+    return capability.publish(services.store, services.settings.reuse, agent, card,
+                              services.clock.now())
 
 
 @router.get("/agents/{login}/{slug}/capability")
@@ -70,7 +71,7 @@ def get_capability(login: str, slug: str, viewer: Viewer = Depends(current_viewe
 def rotate_secret(login: str, slug: str, key: KeyRecord = Depends(require_key),
                   services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = owned_agent(services, key, login, slug)
-    return capability.rotate_secret(services.store, agent, utcnow())
+    return capability.rotate_secret(services.store, agent, services.clock.now())
 
 
 # ---- grants ------------------------------------------------------------------------------------
@@ -87,8 +88,14 @@ def list_grants(login: str, slug: str, key: KeyRecord = Depends(require_key),
 def post_grant(login: str, slug: str, request: GrantRequest,
                key: KeyRecord = Depends(require_key),
                services: Services = Depends(services_of)) -> dict[str, Any]:
+    now = services.clock.now()
+    try:
+        request.refuse_expired(now)
+    except ValidationError as exc:
+        raise Invalid("invalid request", [{**d, "loc": ["body", *d["loc"]]}
+                                          for d in validation_detail(exc)]) from exc
     agent = owned_agent(services, key, login, slug)
-    return grants.put_grant(services.store, agent, request, utcnow()).to_dict()
+    return grants.put_grant(services.store, agent, request, now).to_dict()
 
 
 @router.delete("/agents/{login}/{slug}/grants/{caller}")

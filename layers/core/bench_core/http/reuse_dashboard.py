@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..accounts.agents import own_agent
 from ..domain.errors import Invalid
-from ..domain.models import Agent, utcnow
+from ..domain.models import Agent
 from ..domain.privacy import Viewer
 from ..ingest.wire import validation_detail
 from ..reuse import capability, grants
@@ -53,10 +53,11 @@ def _grant_from_form(services: Services, login: str, slug: str, fields: dict[str
     try:
         request = GrantRequest.model_validate(
             {name: fields.get(name) or None for name in GrantRequest.model_fields})
+        request.refuse_expired(now := services.clock.now())
     except ValidationError as exc:
         raise Invalid("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
                                 for e in validation_detail(exc))) from exc
-    grants.put_grant(services.store, agent, request, utcnow())
+    grants.put_grant(services.store, agent, request, now)
 
 
 async def _checked_form(request: Request, services: Services) -> tuple[str, dict[str, str]]:
@@ -82,7 +83,7 @@ async def grant_form(request: Request, slug: str,
 
 def _rotated(services: Services, login: str, slug: str) -> dict[str, Any]:
     agent = _own_agent(services, login, slug)
-    rotated = capability.rotate_secret(services.store, agent, utcnow())
+    rotated = capability.rotate_secret(services.store, agent, services.clock.now())
     return {**_reuse_page(services, login, slug), "new_secret": rotated[capability.SECRET_FIELD]}
 
 

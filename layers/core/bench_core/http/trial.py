@@ -70,7 +70,8 @@ async def start_sandbox(request: Request, services: Services = Depends(services_
         return refused
     request.state.session = session  # the page below belongs to the new sandbox
     response = await _page(request, services, login, key=key)
-    set_cookie(response, request, services, sessions.COOKIE, cookie, session.max_age)
+    set_cookie(response, request, services, sessions.COOKIE, cookie,
+               session.max_age(services.clock.now()))
     return response
 
 
@@ -80,7 +81,8 @@ def _demo(services: Services, login: str, steps: list[int], later: Later) -> Non
     if key is None:
         raise Forbidden("this sandbox has expired: start a new one")
     for step in steps:
-        accept_batch(services, key, dumps(sandbox.demo_batch(step)).encode(), later=later)
+        accept_batch(services, key, dumps(sandbox.demo_batch(step, services.clock.now())).encode(),
+                     later=later)
 
 
 @router.post("/try/demo")

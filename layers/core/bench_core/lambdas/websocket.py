@@ -21,7 +21,7 @@ from ..accounts.live_grants import session_grant
 from ..accounts.live_tokens import read
 from ..accounts.secrets import SecretUnavailable
 from ..domain.live import Channel, LiveConnection
-from ..domain.models import iso, utcnow
+from ..domain.models import iso
 from ..domain.privacy import Viewer
 from ..log import logger
 from .handler import ServicesHandler
@@ -59,7 +59,7 @@ class WebSocketRoutes(ServicesHandler):
             return FORBIDDEN
         self.services.store.accounts.add_connection(LiveConnection(
             connection_id, channel.login, channel.slug, viewer.login,
-            iso(utcnow() + CONNECTION_TTL), grant))
+            iso(self.services.clock.now() + CONNECTION_TTL), grant))
         return OK
 
     def viewer(self, event: dict[str, Any], params: dict[str, Any], channel: Channel
@@ -71,7 +71,7 @@ class WebSocketRoutes(ServicesHandler):
             logger.exception("live connections are anonymous: no session secret")
             return None, None
         if params.get("token"):
-            return read(secret, str(params["token"]), channel)
+            return read(secret, str(params["token"]), channel, now=self.services.clock.now())
         headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
         cookie = _cookie(headers.get("cookie", ""), sessions.COOKIE)
         public_url = self.services.settings.public_url

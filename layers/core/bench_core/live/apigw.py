@@ -16,8 +16,9 @@ import boto3
 from botocore.exceptions import ClientError
 from starlette.concurrency import run_in_threadpool
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..domain.live import LiveConnection
-from ..domain.models import iso, utcnow
+from ..domain.models import iso
 from ..log import logger
 from ..ports.services import WithAccounts
 from .clients import LazyClient
@@ -33,8 +34,10 @@ def management_client(endpoint: str) -> Any:
 
 
 class ApiGatewayTransport:
-    def __init__(self, store: WithAccounts, endpoint: str, *, client: Any = None) -> None:
+    def __init__(self, store: WithAccounts, endpoint: str, *, client: Any = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.store = store
+        self.clock = clock
         self.endpoint = endpoint
         self._client = LazyClient(lambda: management_client(endpoint), client)
 
@@ -44,7 +47,7 @@ class ApiGatewayTransport:
 
     async def watchers(self, login: str) -> list[LiveConnection]:
         connections = await run_in_threadpool(self.store.accounts.live_connections, login,
-                                              iso(utcnow()))
+                                              iso(self.clock.now()))
         return sorted(connections, key=lambda c: c.connection_id)
 
     async def deliver(self, parcels: Sequence[tuple[LiveConnection, list[str] | None]]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from ..clock import Clock
     from ..settings import Settings
     from .embed import Embedder
     from .judge import Judge
@@ -35,6 +36,13 @@ if TYPE_CHECKING:
 class WithSettings(Protocol):
     @property
     def settings(self) -> Settings: ...
+
+
+class WithClock(Protocol):
+    @property
+    def clock(self) -> Clock:
+        """What "now" is (a test's may stand still)."""
+        ...
 
 
 class WithWorkflows(Protocol):

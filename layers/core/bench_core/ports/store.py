@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..clock import Clock
 from ..domain.models import (
     Agent,
     AgentMeta,
@@ -303,7 +304,8 @@ class RetentionStore(Protocol):
 class Store:
     """Everything Bench keeps, one concern per attribute. An adapter makes one object per
     concern over what they share and assembles them here (a subclass adds what it shares,
-    and `close` lets go of it)."""
+    and `close` lets go of it), with the clock it was opened with: what "now" is for its
+    concerns, and for the use cases it is handed to (`WithClock`)."""
 
     ingest: IngestStore
     runs: RunStore
@@ -314,6 +316,7 @@ class Store:
     reuse: ReuseStore
     benchmarks: BenchmarkStore
     retention: RetentionStore
+    clock: Clock
 
     def close(self) -> None:
         """Let go of what the adapter holds open (connections); nothing here."""

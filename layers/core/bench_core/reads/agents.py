@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -12,7 +12,15 @@ from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef, RunRef
 from ..domain.pricing import headline_cost
 from ..domain.privacy import ANONYMOUS, Viewer, insights_view, listed, task_view, visible_agent
-from ..ports.services import WithAgents, WithBenchmarks, WithEvals, WithIngest, WithLeaderboard, WithReuse
+from ..ports.services import (
+    WithAgents,
+    WithBenchmarks,
+    WithClock,
+    WithEvals,
+    WithIngest,
+    WithLeaderboard,
+    WithReuse,
+)
 
 RECENT_TASKS = 10
 
@@ -90,8 +98,8 @@ def eval_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
     return summary
 
 
-class AgentReads(WithIngest, WithEvals, Protocol):
-    """An agent's numbers: its days and recent events, and its failure insights."""
+class AgentReads(WithIngest, WithEvals, WithClock, Protocol):
+    """An agent's numbers: its days (up to today) and recent events, and its failure insights."""
 
 
 class ProfileReads(AgentReads, WithReuse, WithBenchmarks, Protocol):
@@ -128,15 +136,15 @@ def public_summary(store: WithAgents, ref: AgentRef) -> dict[str, Any] | None:
     return None if agent is None else agent_summary(agent, ANONYMOUS)
 
 
-def day_window(last_day: str | None, days: int = DAILY_WINDOW) -> list[str]:
-    """The `days` ISO dates ending on the agent's last active day, so an agent that went quiet
-    still shows its recent history (the dates are on the chart)."""
-    end = date.fromisoformat(last_day[:10]) if last_day else datetime.now(UTC).date()
+def day_window(last_day: str | None, today: date, days: int = DAILY_WINDOW) -> list[str]:
+    """The `days` ISO dates ending on the agent's last active day (`today` if it has none), so
+    an agent that went quiet still shows its recent history (the dates are on the chart)."""
+    end = date.fromisoformat(last_day[:10]) if last_day else today
     return [(end - timedelta(days=days - 1 - k)).isoformat() for k in range(days)]
 
 
-def daily_series(store: WithIngest, agent: Agent) -> tuple[list[str], list[dict[str, Any]]]:
-    window = day_window(agent.stats.last_event_at)
+def daily_series(store: AgentReads, agent: Agent) -> tuple[list[str], list[dict[str, Any]]]:
+    window = day_window(agent.stats.last_event_at, store.clock.now().date())
     return window, store.ingest.daily(agent.ref, window[0])
 
 

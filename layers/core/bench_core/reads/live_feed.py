@@ -23,11 +23,11 @@ from ..domain.models import Agent, AgentRef, WireEvent
 from ..domain.privacy import Viewer
 from ..log import logger
 from ..ports.live import LiveTransport, Parcel, PushDispatch, W
-from ..ports.services import WithAccounts, WithAgents
+from ..ports.services import WithAccounts, WithAgents, WithClock
 from .live_events import Delivery, compact, event_body, hello
 
 
-class FeedConcerns(WithAccounts, WithAgents, Protocol):
+class FeedConcerns(WithAccounts, WithAgents, WithClock, Protocol):
     """The agents pushed about, and the grants behind connections."""
 
 

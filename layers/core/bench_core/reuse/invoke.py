@@ -30,13 +30,12 @@ from ..domain.models import (
     KeyRecord,
     WireEvent,
     iso,
-    utcnow,
 )
 from ..domain.privacy import Viewer, visible_agent
 from ..domain.reuse_records import UsageRecord
 from ..ingest.pipeline import IngestPorts, Later, accept
 from ..log import logger
-from ..ports.services import WithAgents, WithIngest, WithReuse
+from ..ports.services import WithAgents, WithClock, WithIngest, WithReuse
 from . import call_signature as signing
 from . import grants, outbound
 from .models import InvokeRequest
@@ -50,7 +49,7 @@ class InvokeConcerns(WithIngest, WithAgents, WithReuse, Protocol):
     """The agent called, its card, its grants and quota, and where the call is recorded."""
 
 
-class InvokePorts(IngestPorts, Protocol):
+class InvokePorts(IngestPorts, WithClock, Protocol):
     """What a call uses: ingest's ports (the call is recorded as a task), its store also the
     agent called and its card, grants, quota and usage."""
 
@@ -90,7 +89,7 @@ def invoke(services: InvokePorts, key: KeyRecord, ref: AgentRef, request: Invoke
     """Check, count, forward and record one call; refusals before anything goes out
     (not found, no grant, over quota, too large) raise."""
     store, settings = services.store, services.settings.reuse
-    now = utcnow()
+    now = services.clock.now()
     agent = visible_agent(store.agents.get_agent(ref), Viewer.of_key(key))
     record = store.reuse.get_capability(ref)
     endpoint = record.endpoint if record is not None else None
@@ -115,11 +114,12 @@ def invoke(services: InvokePorts, key: KeyRecord, ref: AgentRef, request: Invoke
 
 def _forward(services: InvokePorts, endpoint: str, secret: str, caller: str, ref: AgentRef,
              payload: bytes) -> Call:
-    call = Call(call_id=uuid.uuid4().hex, started=utcnow(), duration_ms=0.0)
+    call = Call(call_id=uuid.uuid4().hex, started=services.clock.now(), duration_ms=0.0)
     headers = {"Content-Type": "application/json", "Accept": "application/json",
                "User-Agent": "Bench (authorized reuse)"}
 
     def sign(path: str, body: bytes) -> dict[str, str]:
+        # the machine's time, not Bench's clock: the agent checks it against its own
         return signing.signed_headers(secret, int(time.time()), call.call_id, caller, ref.path,
                                       path, body)
 

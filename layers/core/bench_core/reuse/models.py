@@ -7,7 +7,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AnyUrl, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AnyUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN
 
@@ -91,13 +100,19 @@ class GrantRequest(BaseModel):
 
     @field_validator("expires_at")
     @classmethod
-    def _future_utc(cls, value: datetime | None) -> datetime | None:
+    def _utc(cls, value: datetime | None) -> datetime | None:
         if value is None:
             return None
-        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-        if value <= datetime.now(UTC):
-            raise ValueError("expires_at must be in the future")
-        return value
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def refuse_expired(self, now: datetime) -> None:
+        """A grant may not start expired (by the clock's `now`, which validation cannot see):
+        raised as pydantic's own error for the field, so the API and the dashboard's form say
+        it as they say every invalid field."""
+        if self.expires_at is not None and self.expires_at <= now:
+            raise ValidationError.from_exception_data(type(self).__name__, [{
+                "type": "value_error", "loc": ("expires_at",), "input": self.expires_at,
+                "ctx": {"error": ValueError("expires_at must be in the future")}}])
 
 
 class InvokeRequest(BaseModel):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..clock import SYSTEM_CLOCK, Clock
 from ..domain.models import AgentRef
 from ..ports.store import Store
 from ..settings import LLMSettings, Settings
@@ -37,8 +38,8 @@ class Services:
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Services:
-        return cls(settings=settings, store=open_store(settings))
+    def from_settings(cls, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Services:
+        return cls(settings=settings, store=open_store(settings, clock))
 
     def provide(self, **adapters: Any) -> Services:
         """Use these adapters (`llm`, `judge`, `embedder`, `workflows`, `live`) instead of building
@@ -55,6 +56,11 @@ class Services:
             return built
 
     @property
+    def clock(self) -> Clock:
+        """What "now" is for every use case: the clock the store was opened with."""
+        return self.store.clock
+
+    @property
     def llm(self) -> LLM | None:
         """The judge's and describer's model; None when there is none (the heuristic judge)."""
         return self._once("llm", lambda: open_llm(self.settings.llm))
@@ -63,7 +69,8 @@ class Services:
     def judge(self) -> Judge:
         from ..evals.judge import make_judge
 
-        return self._once("judge", lambda: make_judge(self.llm, self.settings.llm, self.settings.judge))
+        return self._once("judge", lambda: make_judge(self.llm, self.settings.llm, self.settings.judge,
+                                                      self.clock))
 
     @property
     def embedder(self) -> Embedder:
@@ -100,7 +107,7 @@ class Services:
         self.store.close()
 
 
-def open_store(settings: Settings) -> Store:
+def open_store(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> Store:
     """The adapter the settings name; imports only that adapter (boto3 is slow to import)."""
     if settings.store == "dynamodb":
         from ..store.dynamodb.store import DynamoStore
@@ -108,20 +115,20 @@ def open_store(settings: Settings) -> Store:
         return DynamoStore.open(settings.table_name,
                                 event_retention_days=settings.limits.event_retention_days,
                                 max_agents_per_account=settings.limits.max_agents_per_account,
-                                qualification=settings.ranking)
+                                qualification=settings.ranking, clock=clock)
     if settings.store == "sqlite":
         from ..store.sqlite.store import SqliteStore
 
         return SqliteStore.open(settings.sqlite_path,
                                 event_retention_days=settings.limits.event_retention_days,
                                 max_agents_per_account=settings.limits.max_agents_per_account,
-                                qualification=settings.ranking)
+                                qualification=settings.ranking, clock=clock)
     if settings.store == "memory":
         from ..store.memory.store import MemoryStore
 
         return MemoryStore.open(event_retention_days=settings.limits.event_retention_days,
                                 max_agents_per_account=settings.limits.max_agents_per_account,
-                                qualification=settings.ranking)
+                                qualification=settings.ranking, clock=clock)
     raise ValueError(f"unknown BENCH_STORE {settings.store!r}: use sqlite, dynamodb or memory")
 
 
@@ -147,7 +154,7 @@ def open_live_transport(settings: Settings, store: Store) -> LiveTransport[Any]:
     if settings.live.endpoint:
         from ..live.apigw import ApiGatewayTransport
 
-        return ApiGatewayTransport(store, settings.live.endpoint)
+        return ApiGatewayTransport(store, settings.live.endpoint, clock=store.clock)
     from ..live.local import LocalTransport
 
     return LocalTransport()
@@ -209,12 +216,13 @@ def open_workflows(services: Services) -> Workflows:
 
         return StepFunctionsStarter(settings.eval_state_machine_arn,
                                     settings.cluster_state_machine_arn, services.store.evals,
-                                    benchmark_arn=settings.benchmark_state_machine_arn)
+                                    benchmark_arn=settings.benchmark_state_machine_arn,
+                                    clock=services.clock)
     if settings.embedded_store:
         from ..workflows.local import LocalRunner
         from .jobs import LocalJobs
 
-        return LocalRunner(LocalJobs(services), workers=settings.judge.workers)
+        return LocalRunner(LocalJobs(services), workers=settings.judge.workers, clock=services.clock)
     from ..workflows.none import NoWorkflows
 
     return NoWorkflows()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..clock import SYSTEM_CLOCK, Clock
+from ..domain.models import iso
 from ..domain.ranking import Qualification
 from ..settings import Limits
 
@@ -18,3 +20,8 @@ class Rules:
     max_agents_per_account: int = Limits.max_agents_per_account
     qualification: Qualification = Qualification()
     """When an agent first ranks."""
+    clock: Clock = SYSTEM_CLOCK
+    """What "now" is for expiries and ranks."""
+
+    def now(self) -> str:
+        return iso(self.clock.now())

@@ -17,11 +17,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..accounts import AccountConcerns
 from ..accounts.agents import AgentsAndKeys
 from ..domain.keys import new_key
-from ..domain.models import KeyRecord, iso, utcnow
+from ..domain.models import KeyRecord, iso
 from ..domain.privacy import new_agent
-from ..ports.services import WithAccounts
 
 LOGIN_PREFIX = "try--"
 SLUG = "demo-agent"
@@ -37,27 +37,29 @@ def is_sandbox(login: str) -> bool:
     return login.startswith(LOGIN_PREFIX)
 
 
-def allow_start(store: WithAccounts, client: str, per_hour: int) -> bool:
+def allow_start(store: AccountConcerns, client: str, per_hour: int) -> bool:
     """Count a start by `client` (an IP address) in this hour; False past `per_hour`."""
-    now = utcnow()
+    now = store.clock.now()
     bucket = f"try:{client}:{now:%Y%m%d%H}"
     return store.accounts.count_hit(bucket, iso(now + WINDOW)) <= per_hour
 
 
 def create(store: AgentsAndKeys) -> tuple[str, str]:
     """A new sandbox: its login and its agent key (the only time the key is seen)."""
-    now = utcnow()
+    now = store.clock.now()
     login, expires_at = LOGIN_PREFIX + secrets.token_hex(6), iso(now + TTL)
     store.agents.create_agent(new_agent(login, SLUG, iso(now), display_name=DISPLAY_NAME,
                                         visibility="private", expires_at=expires_at))
-    raw, record = new_key(login, SLUG, name="sandbox")
+    raw, record = new_key(login, SLUG, name="sandbox", now=now)
     store.accounts.create_key(replace(record, expires_at=expires_at))
     return login, raw
 
 
-def demo_key(store: WithAccounts, login: str) -> KeyRecord | None:
+def demo_key(store: AccountConcerns, login: str) -> KeyRecord | None:
     """The sandbox's live key, with which its demo runs are ingested."""
-    return next((k for k in store.accounts.list_keys(login) if k.agent_slug == SLUG and k.active), None)
+    now = store.clock.now()
+    return next((k for k in store.accounts.list_keys(login) if k.agent_slug == SLUG and k.active_at(now)),
+                None)
 
 
 # ---- the demo run: a small research assistant answering questions ------------------------------
@@ -77,13 +79,13 @@ QUESTIONS = (
 )
 
 
-def demo_batch(step: int, now: datetime | None = None) -> dict[str, Any]:
+def demo_batch(step: int, now: datetime) -> dict[str, Any]:
     """The batch the SDK would send for run `step` of the demo: a question answered through a
     search tool, two page reads and a model call (with its cost and token counts); one run fails
     with a search timeout. Durations vary as real ones do."""
     rng = random.Random()
     question, answer = QUESTIONS[step % len(QUESTIONS)]
-    clock = _Clock(now or utcnow())
+    clock = _Clock(now)
     run = uuid.uuid4().hex
     events = [_event(clock, "task.start", run, "answer_question", input={"question": question})]
     search = uuid.uuid4().hex

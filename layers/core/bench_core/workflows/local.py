@@ -19,7 +19,8 @@ import queue
 import threading
 import time
 
-from ..domain.models import AgentRef, iso, utcnow
+from ..clock import SYSTEM_CLOCK, Clock
+from ..domain.models import AgentRef, iso
 from ..log import logger
 from ..ports.llm import Backoff, LLMUnavailable
 from ..ports.workflows import Jobs, eval_start
@@ -46,8 +47,10 @@ def pause_after(job_cpu_s: float, workers: int, busy: bool) -> float:
 
 class LocalRunner:
     def __init__(self, jobs: Jobs, *, workers: int = JudgeSettings.workers, max_queue: int = 10_000,
-                 interval_s: float = HOUR_S, retry: Backoff | None = None) -> None:
+                 interval_s: float = HOUR_S, retry: Backoff | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.jobs = jobs
+        self.clock = clock
         self.workers = workers
         self.interval_s = interval_s
         self._queue: queue.Queue[Job | None] = queue.Queue(max_queue)
@@ -132,7 +135,7 @@ class LocalRunner:
         startup nothing can be in flight, so even the youngest unjudged runs are swept. Also
         what DynamoDB's TTL does there: delete what has expired (`Jobs.purge_expired`)."""
         try:
-            purged = self.jobs.purge_expired(iso(utcnow()))
+            purged = self.jobs.purge_expired(iso(self.clock.now()))
             if purged:
                 logger.info("expired data purged", extra={"rows": purged})
         except Exception:

@@ -17,7 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..domain.models import AgentRef, iso, utcnow
+from ..clock import SYSTEM_CLOCK, Clock
+from ..domain.models import AgentRef, iso
 from ..log import logger
 from ..ports.store import EvalStore
 from ..ports.workflows import benchmark_start, eval_start
@@ -32,8 +33,10 @@ def execution_name(kind: str, key: str, unique: str) -> str:
 
 class StepFunctionsStarter:
     def __init__(self, eval_arn: str | None, cluster_arn: str | None, evals: EvalStore,
-                 client: Any = None, benchmark_arn: str | None = None) -> None:
+                 client: Any = None, benchmark_arn: str | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.eval_arn = eval_arn
+        self.clock = clock
         self.cluster_arn = cluster_arn
         self.benchmark_arn = benchmark_arn
         self.evals = evals
@@ -51,7 +54,7 @@ class StepFunctionsStarter:
         if not task_ids or not self.eval_arn:
             return
         try:
-            self.evals.mark_evals_pending(ref, task_ids, iso(utcnow()))
+            self.evals.mark_evals_pending(ref, task_ids, iso(self.clock.now()))
         except Exception:
             logger.exception("could not mark evals pending", extra={"agent": ref.path})
         stamp = str(time.time_ns())
@@ -66,7 +69,7 @@ class StepFunctionsStarter:
         if not refs or not self.cluster_arn:
             return
         paths = sorted(ref.path for ref in refs)
-        name = execution_name("cluster", ",".join(paths), utcnow().strftime("%Y%m%d%H%M"))
+        name = execution_name("cluster", ",".join(paths), self.clock.now().strftime("%Y%m%d%H%M"))
         self._start(self.cluster_arn, name, {"agents": paths})
 
     def start_benchmark(self, run_id: str) -> None:

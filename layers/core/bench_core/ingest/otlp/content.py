@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ...domain.field_limits import TIME_RULE, cap, ns_in_range
-from ...domain.models import CleanEvent
+from ...domain.models import CleanEvent, iso
 from .conventions import SYSTEM_INSTRUCTIONS
 from .conventions import structured as _structured
 from .decode import INVALID_ID
@@ -74,8 +74,9 @@ class SpanContent:
                        {"role": INPUT_EVENTS[record.event_name], "content": body})
             self.input.append(message)
 
-    def event(self, max_field_bytes: int) -> CleanEvent | None:
-        """The `task.content` event, or None when no record carried content."""
+    def event(self, max_field_bytes: int, now: datetime) -> CleanEvent | None:
+        """The `task.content` event (at `now` if no record said when), or None when no record
+        carried content."""
         value: Any = self.input or None
         if self.system_instructions is not None:
             value = {"system_instructions": self.system_instructions, "messages": value}
@@ -86,7 +87,7 @@ class SpanContent:
             return None
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode())
         event_id = f"{self.task_id}:content:{digest.hexdigest()[:20]}"
-        ts = _iso(self.time_ns or time.time_ns())
+        ts = _iso(self.time_ns) if self.time_ns else iso(now)
         body = {"id": event_id, "kind": "task.content", "ts": ts, "task_id": self.task_id,
                 **fields}
         return CleanEvent(id=event_id, kind="task.content", ts=ts, task_id=self.task_id,

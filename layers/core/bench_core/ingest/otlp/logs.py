@@ -85,7 +85,7 @@ def _attach(ports: OtlpPorts, ref: AgentRef, spans: list[SpanContent], result: L
     store, limits = ports.store, ports.settings.limits
     now_events, late_runs = [], []
     for span in spans:
-        event = span.event(limits.max_field_bytes)
+        event = span.event(limits.max_field_bytes, store.clock.now())
         if event is None:
             continue
         task = store.ingest.get_task(ref, span.task_id)

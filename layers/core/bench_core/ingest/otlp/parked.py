@@ -16,12 +16,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from ...domain.models import AgentRef, CleanEvent, iso, utcnow
-from ...ports.services import WithAccounts, WithIngest
+from ...domain.models import AgentRef, CleanEvent, iso
+from ...ports.services import WithAccounts, WithClock, WithIngest
 from ..pipeline import IngestPorts
 
 
-class OtlpConcerns(WithIngest, WithAccounts, Protocol):
+class OtlpConcerns(WithIngest, WithAccounts, WithClock, Protocol):
     """Ingest's, and the short-lived records content waits in until its span arrives."""
 
 
@@ -44,9 +44,9 @@ def _grant_id(ref: AgentRef, task_id: str) -> str:
     return f"{ref.path}/{task_id}"
 
 
-def park(store: WithAccounts, ref: AgentRef, task_id: str, event: CleanEvent) -> str | None:
+def park(store: OtlpConcerns, ref: AgentRef, task_id: str, event: CleanEvent) -> str | None:
     """Keep `event` until the span of `task_id` arrives; why it could not be kept, or None."""
-    now = utcnow()
+    now = store.clock.now()
     until = iso(now + PARK_FOR)
     hour = iso(now)[:13]
     if store.accounts.count_hit(f"{PARKED}:{ref.path}:{hour}", iso(now + timedelta(hours=2))) > (
@@ -72,10 +72,10 @@ def park(store: WithAccounts, ref: AgentRef, task_id: str, event: CleanEvent) ->
     return "content events for this span arrived too fast to park; send them again"
 
 
-def waiting(store: WithAccounts, ref: AgentRef, task_ids: list[str]) -> dict[str, list[CleanEvent]]:
+def waiting(store: OtlpConcerns, ref: AgentRef, task_ids: list[str]) -> dict[str, list[CleanEvent]]:
     """The parked events of these spans, by task id; they stay parked until `release`d, so a
     crash before they are stored loses nothing."""
-    now = iso(utcnow())
+    now = iso(store.clock.now())
     if not task_ids or store.accounts.get_grant(MARKER, ref.path, now) is None:
         return {}
     found = {}

@@ -22,7 +22,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ...domain.errors import TooManyAgents
-from ...domain.models import Agent, AgentRef, iso, utcnow
+from ...domain.models import Agent, AgentRef, iso
 from ...ports.store import SETTABLE
 from .client import ConditionFailed, Table, cancellation_reasons, code
 from .codec.agents import agent_from_item
@@ -79,10 +79,10 @@ def raise_unless_agent_exists(exc: ClientError, login: str, most: int) -> None:
     raise exc
 
 
-def live_agent(item: dict[str, Any] | None) -> Agent | None:
+def live_agent(item: dict[str, Any] | None, now: str) -> Agent | None:
     """The agent of its item; a temporary agent past its expiry is gone, even before TTL
     deletes it."""
-    if not item or item.get("until") is not None and item["until"] <= iso(utcnow()):
+    if not item or item.get("until") is not None and item["until"] <= now:
         return None
     return agent_from_item(item)
 
@@ -97,7 +97,8 @@ class DynamoAgents:
         self.max_agents = max_agents
 
     def get_agent(self, ref: AgentRef) -> Agent | None:
-        return live_agent(self.table.get(AgentKeys(ref.login, ref.slug).key(META)))
+        return live_agent(self.table.get(AgentKeys(ref.login, ref.slug).key(META)),
+                          iso(self.table.clock.now()))
 
     def list_agents(self, login: str) -> list[Agent]:
         items = self.table.query(f"OWNER#{login}", index="gsi1")

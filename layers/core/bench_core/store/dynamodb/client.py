@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from ...clock import SYSTEM_CLOCK, Clock
 from ...domain.errors import TooManyRequests
 from . import wire
 from .codec.values import Update, plain, to_item
@@ -56,10 +57,12 @@ def busy() -> TooManyRequests:
 class Table:
     """One DynamoDB table and its (lazily made, thread-safe) low-level boto3 client."""
 
-    def __init__(self, name: str, client: Any = None) -> None:
+    def __init__(self, name: str, client: Any = None, clock: Clock = SYSTEM_CLOCK) -> None:
         """`client`: a boto3 DynamoDB client; by default one is made on first use, for the
-        region in the environment, and closed with the table."""
+        region in the environment, and closed with the table. `clock`: what "now" is for
+        every concern on the table (expiries, ranks, moves)."""
         self.name = name
+        self.clock = clock
         self._client = client
         self._owns_client = client is None
         self._client_lock = threading.Lock()

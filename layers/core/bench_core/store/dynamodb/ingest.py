@@ -76,7 +76,6 @@ from ...domain.models import (
     TaskState,
     add_usage,
     iso,
-    utcnow,
 )
 from ...domain.runs import Reassign, parent_ids
 from ...ports.store import decode_cursor, encode_cursor
@@ -128,7 +127,7 @@ class DynamoIngest:
         arrival = time.time_ns()
         seqs = {event_id: arrival + i for i, event_id in enumerate(firsts)}
         untracked = [e for e in firsts.values() if e.task_id is None]
-        now = iso(utcnow())
+        now = iso(self.table.clock.now())
         claimed = (self._store_untracked(agent, meta, untracked, bodies, seqs, now)
                    if untracked else [])
         # `dropped` counts once, with the first write that stores an event (a replay reported
@@ -329,7 +328,7 @@ def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
         for item in table.query(agent.run_pk(move.old), index="runs", projection=("sk", "gsi3sk")):
             move_task(table, agent, item["sk"], move.old, move.new)
         table.update(expiring(Update(agent.key(TASK + move.old),
-                                     set={"moved_at": iso(utcnow())}), agent))
+                                     set={"moved_at": iso(table.clock.now())}), agent))
 
 
 def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str) -> bool:

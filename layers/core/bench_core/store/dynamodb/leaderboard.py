@@ -31,9 +31,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
-from ...domain.models import Agent, AgentRef, utcnow
+from ...domain.models import Agent, AgentRef
 from ...domain.ranking import SORTS, Qualification, dynamo_rank_key, rank_values, search_text
 from .client import ConditionFailed, Table
 from .codec.agents import agent_from_item
@@ -52,11 +53,11 @@ def shard(agent: AgentKeys) -> str:
     return f"LB#{int(hashlib.sha256(agent.name.encode()).hexdigest()[:8], 16) % SHARDS}"
 
 
-def rank_update(agent: AgentKeys, item: dict[str, Any], qualification: Qualification
-                ) -> Update:
-    """The write that brings the item's rank attributes in line with the item as read, now."""
+def rank_update(agent: AgentKeys, item: dict[str, Any], qualification: Qualification,
+                now: datetime) -> Update:
+    """The write that brings the item's rank attributes in line with the item as read, `now`."""
     record: Agent = agent_from_item(item)
-    values = rank_values(record, qualification, utcnow())
+    values = rank_values(record, qualification, now)
     text = search_text(record)
     fields: dict[str, Any] = {"lbpk": shard(agent) if text is not None else None,
                               "lb_text": text}
@@ -89,7 +90,7 @@ class DynamoLeaderboard:
             if item is None:
                 return
             try:
-                self.table.update(rank_update(agent, item, self.qualification))
+                self.table.update(rank_update(agent, item, self.qualification, self.table.clock.now()))
                 return
             except ConditionFailed:
                 continue  # changed since the read: rank what it is now

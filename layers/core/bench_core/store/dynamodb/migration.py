@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from ...domain.models import TaskState, iso, utcnow
+from ...domain.models import TaskState, iso
 from ...domain.runs import MAX_ANCESTRY
 from .client import MAX_ATTEMPTS, ConditionFailed, Table
 from .codec.keys import TASK, AgentKeys
@@ -101,7 +101,7 @@ def migrate(table: Table, *, deadline: float | None = None, page: int | None = N
 
 def _record(table: Table, last: dict[str, Any] | None) -> None:
     """Where the pass is: on after `last`, or (None) through."""
-    update = Update(MARKER, set={"version": VERSION, "updated_at": iso(utcnow())})
+    update = Update(MARKER, set={"version": VERSION, "updated_at": iso(table.clock.now())})
     if last is None:
         update.set["done"] = VERSION
         update.remove.append("resume")
@@ -191,7 +191,7 @@ class _Pass:
         old, new = holder["sk"][len(TASK):], holder["run_id"]
         for late in self.table.query(agent.run_pk(old), index="runs", projection=("sk",)):
             self.report.moved += move_task(self.table, agent, late["sk"], old, new)
-        if utcnow() - datetime.fromisoformat(holder["moved_at"]) > SETTLED:
+        if self.table.clock.now() - datetime.fromisoformat(holder["moved_at"]) > SETTLED:
             with contextlib.suppress(ConditionFailed):  # moved again since: the next pass looks
                 self.table.update(Update(key, remove=["moved_at"], condition="#moved_at = :seen",
                                          condition_values={":seen": holder["moved_at"]}))

@@ -25,7 +25,7 @@ from typing import Any
 
 from ...domain.errors import TooManyRequests
 from ...domain.field_limits import dumps
-from ...domain.models import AgentRef, iso, utcnow
+from ...domain.models import AgentRef, iso
 from ...domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, cancellation_reasons, pause
 from .codec.keys import META, AgentKeys, expiring, expiry, temporary
@@ -155,7 +155,7 @@ class DynamoReuse:
                    ) -> list[UsageRecord]:
         """One agent's calls (`caller_agent`) are picked out of the login's as the pages come:
         they are few, and kept only for the retention period."""
-        now = iso(utcnow())
+        now = iso(self.table.clock.now())
         live = (item for item in self.table.query(f"USAGE#{login}", forward=False, page=limit)
                 if (item.get("until") is None or item["until"] > now)
                 and (caller_agent is None or item.get("caller_agent") == caller_agent))

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...domain.models import AgentRef, TaskState, utcnow
+from ...domain.models import AgentRef, TaskState, iso
 from ...domain.runs import RunFilter, append_log, span_key
 from ...ports.store import RunCounts, RunHead, decode_cursor, encode_cursor
 from .agents import live_agent
@@ -66,7 +66,7 @@ class DynamoRuns:
         agent = AgentKeys(ref.login, ref.slug)
         found = {item["sk"]: item for item in self.table.batch_get(
             [agent.key(META), agent.key(TASK + task_id), agent.key(INSIGHTS)])}
-        return RunHead(live_agent(found.get(META)),
+        return RunHead(live_agent(found.get(META), iso(self.table.clock.now())),
                        started_task(found.get(TASK + task_id)),
                        insights_from_item(found.get(INSIGHTS)))
 
@@ -133,7 +133,8 @@ class DynamoRuns:
         read from the old run as this run's (the table's migration moves them for good)."""
         found: list[dict[str, Any]] = []
         known = {item["sk"] for item in items}
-        moved = [item for item in items if _recently_moved(item)]
+        now = self.table.clock.now()
+        moved = [item for item in items if _recently_moved(item, now)]
         while moved:
             old = moved.pop()["sk"][len(TASK):]
             for item in self.table.query(agent.run_pk(old), index="runs", projection=projection):
@@ -142,7 +143,7 @@ class DynamoRuns:
                 known.add(item["sk"])
                 item["run_id"] = run_id
                 found.append(item)
-                if _recently_moved(item):
+                if _recently_moved(item, now):
                     moved.append(item)
         return found
 
@@ -185,10 +186,10 @@ class DynamoRuns:
                                           consistent=False)
 
 
-def _recently_moved(item: dict[str, Any]) -> bool:
-    """A task moved into another run (`ingest.move_runs`) less than `SETTLED` ago."""
+def _recently_moved(item: dict[str, Any], now: datetime) -> bool:
+    """A task moved into another run (`ingest.move_runs`) less than `SETTLED` before `now`."""
     moved = item.get("moved_at")
-    return moved is not None and utcnow() - datetime.fromisoformat(moved) <= SETTLED
+    return moved is not None and now - datetime.fromisoformat(moved) <= SETTLED
 
 
 def unmigrated_run(table: Table, agent: AgentKeys, root: TaskState) -> list[TaskState]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...clock import SYSTEM_CLOCK, Clock
 from ...domain.ranking import Qualification
 from ...ports.store import Store
 from ...settings import Limits
@@ -49,18 +50,19 @@ class DynamoStore(Store):
     def open(cls, table_name: str, *, client: Any = None,
              event_retention_days: int = Limits.event_retention_days,
              max_agents_per_account: int = Limits.max_agents_per_account,
-             qualification: Qualification = Qualification()) -> DynamoStore:
+             qualification: Qualification = Qualification(),
+             clock: Clock = SYSTEM_CLOCK) -> DynamoStore:
         """`client` is a boto3 DynamoDB (low-level) client; by default one is made on first use,
         for the region in the environment. Events expire `event_retention_days` after their
         time (0: never; `retention.py`); an account has at most `max_agents_per_account`
-        agents; an agent ranks once it meets `qualification`."""
-        table = Table(table_name, client)
+        agents; an agent ranks once it meets `qualification`; `clock` says what "now" is."""
+        table = Table(table_name, client, clock)
         ranks = DynamoLeaderboard(table, qualification)
         return cls(ingest=DynamoIngest(table, ranks, event_retention_days, max_agents_per_account),
                    runs=DynamoRuns(table), agents=DynamoAgents(table, ranks, max_agents_per_account),
                    accounts=DynamoAccounts(table), evals=DynamoEvals(table, ranks),
                    leaderboard=ranks, reuse=DynamoReuse(table), benchmarks=DynamoBenchmarks(table),
-                   retention=DynamoRetention(), table=table)
+                   retention=DynamoRetention(), clock=clock, table=table)
 
     @property
     def table_name(self) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.live import LiveConnection
-from ...domain.models import KeyRecord, iso, utcnow
+from ...domain.models import KeyRecord
 from .state import Concern, Counter, User
 
 
@@ -91,7 +91,7 @@ class MemoryAccounts(Concern):
             tables.grants.pop((kind, grant_id), None)
 
     def count_hit(self, bucket: str, expires_at: str) -> int:
-        now = iso(utcnow())
+        now = self.rules.now()
         with self.memory.locked() as tables:
             for key in [k for k, c in tables.counters.items() if c.expires_at <= now]:
                 del tables.counters[key]
@@ -102,7 +102,7 @@ class MemoryAccounts(Concern):
     # ---- live-feed connections (bench_core.live.apigw) --------------------------------------
 
     def add_connection(self, connection: LiveConnection) -> None:
-        now = iso(utcnow())
+        now = self.rules.now()
         with self.memory.locked() as tables:
             for key in [k for k, c in tables.connections.items() if c.expires_at <= now]:
                 del tables.connections[key]

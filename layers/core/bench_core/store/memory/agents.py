@@ -13,7 +13,7 @@ from .state import Concern, User, admit_agent, copied, live_agent, new_row, refr
 class MemoryAgents(Concern):
     def get_agent(self, ref: AgentRef) -> Agent | None:
         with self.memory.locked() as tables:
-            return live_agent(tables, ref)
+            return live_agent(tables, ref, self.rules.now())
 
     def list_agents(self, login: str) -> list[Agent]:
         with self.memory.locked() as tables:
@@ -31,7 +31,7 @@ class MemoryAgents(Concern):
                 for name, value in changes.items():
                     setattr(row.agent, name, value)
                 refresh_rank(row, self.rules)
-            return live_agent(tables, ref)
+            return live_agent(tables, ref, self.rules.now())
 
     def create_agent(self, agent: Agent) -> bool:
         """Only its names and privacy settings are kept, as SQLite keeps them."""

@@ -20,8 +20,6 @@ from ...domain.models import (
     TaskState,
     Usage,
     add_usage,
-    iso,
-    utcnow,
 )
 from ...domain.privacy import new_agent
 from ...domain.runs import parent_ids
@@ -102,7 +100,7 @@ class MemoryIngest(Concern):
                              finished=fold.finished)
 
     def _ensure_agent(self, tables: Tables, ref: AgentRef, meta: AgentMeta) -> AgentRow:
-        now = iso(utcnow())
+        now = self.rules.now()
         tables.users.setdefault(ref.login, User(now))
         row = tables.agents.get(ref)
         if row is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...domain.models import AgentRef, iso, utcnow
+from ...domain.models import AgentRef
 from ...domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 from .state import Concern, Counter, copied
 
@@ -61,7 +61,7 @@ class MemoryReuse(Concern):
 
     def take_invocation_quota(self, ref: AgentRef, caller: str,
                               windows: list[QuotaWindow]) -> QuotaWindow | None:
-        now = iso(utcnow())
+        now = self.rules.now()
         with self.memory.locked() as tables:
             for key in [k for k, c in tables.quota.items() if c.expires_at <= now]:
                 del tables.quota[key]
@@ -83,7 +83,7 @@ class MemoryReuse(Concern):
     def list_usage(self, login: str, limit: int, caller_agent: str | None = None
                    ) -> list[UsageRecord]:
         """Expired records are left out before the purge deletes them."""
-        now = iso(utcnow())
+        now = self.rules.now()
         with self.memory.locked() as tables:
             kept = [u for (of, _, _), u in tables.usage.items() if of == login
                     and (caller_agent is None or u.caller_agent == caller_agent)

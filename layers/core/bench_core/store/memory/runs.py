@@ -25,7 +25,7 @@ def _light(task: TaskState) -> TaskState:
 class MemoryRuns(Concern):
     def run_head(self, ref: AgentRef, task_id: str) -> RunHead:
         with self.memory.locked() as tables:
-            return RunHead(live_agent(tables, ref), read_task(tables, ref, task_id),
+            return RunHead(live_agent(tables, ref, self.rules.now()), read_task(tables, ref, task_id),
                            read_insights(tables, ref))
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,

@@ -20,7 +20,7 @@ from pydantic_core import from_json
 
 from ...domain import stats
 from ...domain.errors import TooManyAgents
-from ...domain.models import Agent, AgentRef, KeyRecord, TaskState, iso, utcnow
+from ...domain.models import Agent, AgentRef, KeyRecord, TaskState
 from ...domain.ranking import rank_values, search_text
 from ..rules import Rules
 
@@ -158,18 +158,18 @@ def admit_agent(tables: Tables, login: str, most: int) -> None:
 def refresh_rank(row: AgentRow, rules: Rules) -> None:
     """Recompute the agent's ranks, now; called by every write that changes what they derive
     from (counters, visibility, names), as SQLite's `agents.refresh_rank` is."""
-    row.ranks = rank_values(row.agent, rules.qualification, utcnow())
+    row.ranks = rank_values(row.agent, rules.qualification, rules.clock.now())
     row.search = search_text(row.agent)
 
 
-def live_agent(tables: Tables, ref: AgentRef) -> Agent | None:
+def live_agent(tables: Tables, ref: AgentRef, now: str) -> Agent | None:
     """A copy of the agent; a temporary agent past its expiry is gone, even before
     `purge_expired` runs."""
     row = tables.agents.get(ref)
     if row is None:
         return None
     expires = row.agent.expires_at
-    return copied(row.agent) if expires is None or expires > iso(utcnow()) else None
+    return copied(row.agent) if expires is None or expires > now else None
 
 
 def read_task(tables: Tables, ref: AgentRef, task_id: str) -> TaskState | None:

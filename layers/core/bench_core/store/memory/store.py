@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...clock import SYSTEM_CLOCK, Clock
 from ...domain.ranking import Qualification
 from ...ports.store import Store
 from ...settings import Limits
@@ -40,10 +41,11 @@ class MemoryStore(Store):
     def open(cls, memory: Memory | None = None, *,
              event_retention_days: int = Limits.event_retention_days,
              max_agents_per_account: int = Limits.max_agents_per_account,
-             qualification: Qualification = Qualification()) -> MemoryStore:
+             qualification: Qualification = Qualification(),
+             clock: Clock = SYSTEM_CLOCK) -> MemoryStore:
         """A store over `memory` (a new, empty one by default), by the rules `SqliteStore.open`
         takes."""
         memory = memory or Memory()
-        rules = Rules(event_retention_days, max_agents_per_account, qualification)
+        rules = Rules(event_retention_days, max_agents_per_account, qualification, clock)
         concerns: dict[str, Any] = {name: kind(memory, rules) for name, kind in CONCERNS.items()}
-        return cls(memory=memory, **concerns)
+        return cls(memory=memory, clock=clock, **concerns)

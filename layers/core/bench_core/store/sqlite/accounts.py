@@ -9,7 +9,7 @@ from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.live import LiveConnection
-from ...domain.models import KeyRecord, iso, utcnow
+from ...domain.models import KeyRecord
 from .connection import Concern
 
 KEYS_SCHEMA = """
@@ -126,7 +126,7 @@ class SqliteAccounts(Concern):
 
     def count_hit(self, bucket: str, expires_at: str) -> int:
         with self.db.write() as conn:
-            conn.execute("DELETE FROM counters WHERE expires_at <= ?", (iso(utcnow()),))
+            conn.execute("DELETE FROM counters WHERE expires_at <= ?", (self.rules.now(),))
             row = conn.execute(
                 "INSERT INTO counters (bucket, count, expires_at) VALUES (?, 1, ?) "
                 "ON CONFLICT (bucket) DO UPDATE SET count = count + 1 RETURNING count",
@@ -137,7 +137,7 @@ class SqliteAccounts(Concern):
 
     def add_connection(self, connection: LiveConnection) -> None:
         with self.db.write() as conn:
-            conn.execute("DELETE FROM live_connections WHERE expires_at <= ?", (iso(utcnow()),))
+            conn.execute("DELETE FROM live_connections WHERE expires_at <= ?", (self.rules.now(),))
             conn.execute(
                 "INSERT OR REPLACE INTO live_connections (connection_id, login, slug, viewer, "
                 "expires_at, grant_id) VALUES (?, ?, ?, ?, ?, ?)",

@@ -12,9 +12,10 @@ from pydantic_core import from_json
 
 from ...domain import stats
 from ...domain.errors import TooManyAgents
-from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef, iso, utcnow
-from ...domain.ranking import SORTS, Qualification, rank_values, search_text
+from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef
+from ...domain.ranking import SORTS, rank_values, search_text
 from ...ports.store import SETTABLE
+from ..rules import Rules
 from .connection import Concern
 
 AGENTS_SCHEMA = """
@@ -91,8 +92,7 @@ def admit_agent(conn: sqlite3.Connection, login: str, most: int) -> None:
         raise TooManyAgents(login, most)
 
 
-def refresh_rank(conn: sqlite3.Connection, login: str, slug: str,
-                 qualification: Qualification) -> None:
+def refresh_rank(conn: sqlite3.Connection, login: str, slug: str, rules: Rules) -> None:
     """Recompute the agent's leaderboard columns, now; called by every write that changes what
     they derive from (counters, visibility, names)."""
     row = conn.execute(f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ?",
@@ -100,24 +100,24 @@ def refresh_rank(conn: sqlite3.Connection, login: str, slug: str,
     if row is None:
         return
     agent = agent_from_row(row)
-    values = rank_values(agent, qualification, utcnow())
+    values = rank_values(agent, rules.qualification, rules.clock.now())
     conn.execute(f"UPDATE agents SET lb_text = ?, {', '.join(f'lb_{s} = ?' for s in SORTS)} "
                  "WHERE login = ? AND slug = ?",
                  (search_text(agent), *values.values(), login, slug))
 
 
-def read_agent(reader: sqlite3.Connection, ref: AgentRef) -> Agent | None:
+def read_agent(reader: sqlite3.Connection, ref: AgentRef, now: str) -> Agent | None:
     """A temporary agent past its expiry is gone, even before `purge_expired` runs."""
     row = reader.execute(
         f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ? "
         "AND (expires_at IS NULL OR expires_at > ?)",
-        (ref.login, ref.slug, iso(utcnow()))).fetchone()
+        (ref.login, ref.slug, now)).fetchone()
     return agent_from_row(row) if row else None
 
 
 class SqliteAgents(Concern):
     def get_agent(self, ref: AgentRef) -> Agent | None:
-        return read_agent(self.db.reader(), ref)
+        return read_agent(self.db.reader(), ref, self.rules.now())
 
     def list_agents(self, login: str) -> list[Agent]:
         rows = self.db.reader().execute(
@@ -133,7 +133,7 @@ class SqliteAgents(Concern):
             with self.db.write() as conn:
                 conn.execute(f"UPDATE agents SET {sets} WHERE login = ? AND slug = ?",
                              (*changes.values(), ref.login, ref.slug))
-                refresh_rank(conn, ref.login, ref.slug, self.rules.qualification)
+                refresh_rank(conn, ref.login, ref.slug, self.rules)
         return self.get_agent(ref)
 
     def create_agent(self, agent: Agent) -> bool:
@@ -150,5 +150,5 @@ class SqliteAgents(Concern):
                 (agent.login, agent.slug, agent.display_name, agent.visibility,
                  int(agent.hide_inputs), int(agent.hide_outputs), agent.created_at,
                  json.dumps(stats.empty_histogram()), agent.expires_at))
-            refresh_rank(conn, agent.login, agent.slug, self.rules.qualification)
+            refresh_rank(conn, agent.login, agent.slug, self.rules)
         return True

@@ -75,7 +75,7 @@ class SqliteEvals(Concern):
                  d.judge_cost_usd, evals.merged_judge(row["eval_judge"], result) if is_run
                  else row["eval_judge"], due, due, agent_id))
             if d.eval_count or d.eval_score_sum:
-                refresh_rank(conn, ref.login, ref.slug, self.rules.qualification)
+                refresh_rank(conn, ref.login, ref.slug, self.rules)
             if d.judge_tokens or d.judge_cost_usd:
                 conn.execute(
                     "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "

@@ -23,8 +23,6 @@ from ...domain.models import (
     RunRef,
     TaskState,
     Usage,
-    iso,
-    utcnow,
 )
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
@@ -150,7 +148,7 @@ class SqliteIngest(Concern):
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
-            refresh_rank(conn, login, meta.slug, self.rules.qualification)
+            refresh_rank(conn, login, meta.slug, self.rules)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
                              finished=fold.finished)
 
@@ -175,7 +173,7 @@ class SqliteIngest(Concern):
         return fresh
 
     def _ensure_agent(self, conn: sqlite3.Connection, login: str, meta: AgentMeta) -> int:
-        now = iso(utcnow())
+        now = self.rules.now()
         conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)", (login, now))
         updates = {k: (dumps(v) if k == "tools" else v) for k, v in meta.updates().items()}
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...domain.field_limits import dumps
-from ...domain.models import AgentRef, iso, utcnow
+from ...domain.models import AgentRef
 from ...domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 from .connection import Concern
 
@@ -113,7 +113,7 @@ class SqliteReuse(Concern):
                               windows: list[QuotaWindow]) -> QuotaWindow | None:
         key = (ref.login, ref.slug, caller)
         with self.db.write() as conn:
-            conn.execute("DELETE FROM invocation_quota WHERE expires_at <= ?", (iso(utcnow()),))
+            conn.execute("DELETE FROM invocation_quota WHERE expires_at <= ?", (self.rules.now(),))
             for window in windows:
                 row = conn.execute(
                     "SELECT count FROM invocation_quota WHERE login = ? AND slug = ? "
@@ -144,5 +144,5 @@ class SqliteReuse(Concern):
             f"SELECT {_USAGE_COLS} FROM invocation_usage WHERE login = ? {only_agent}"
             "AND (expires_at IS NULL OR expires_at > ?) "
             "ORDER BY at DESC, call_id DESC LIMIT ?",
-            (login, *(() if caller_agent is None else (caller_agent,)), iso(utcnow()), limit))
+            (login, *(() if caller_agent is None else (caller_agent,)), self.rules.now(), limit))
         return [UsageRecord(**dict(r)) for r in rows]

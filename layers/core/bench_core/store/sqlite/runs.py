@@ -72,7 +72,7 @@ class SqliteRuns(Concern):
         """Three reads of one local file, on one connection: nothing to gain from joining
         them."""
         reader = self.db.reader()
-        return RunHead(read_agent(reader, ref), read_task(reader, ref, task_id),
+        return RunHead(read_agent(reader, ref, self.rules.now()), read_task(reader, ref, task_id),
                        read_insights(reader, ref))
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,

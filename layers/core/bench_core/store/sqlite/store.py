@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...clock import SYSTEM_CLOCK, Clock
 from ...domain.ranking import Qualification
 from ...ports.store import Store
 from ...settings import Limits
@@ -65,12 +66,12 @@ RUNS_SINCE = 10
 """The migration that added run ids; tasks older than it get theirs on upgrade."""
 
 
-def _upgrade(conn: sqlite3.Connection, version: int, qualification: Qualification) -> None:
+def _upgrade(conn: sqlite3.Connection, version: int, rules: Rules) -> None:
     """Rank the agents of a file from before the leaderboard; give the tasks of a file from
     before runs their run ids and log entries."""
     if version < RANKED_SINCE:
         for login, slug in conn.execute("SELECT login, slug FROM agents").fetchall():
-            refresh_rank(conn, login, slug, qualification)
+            refresh_rank(conn, login, slug, rules)
     if 0 < version < RUNS_SINCE:
         backfill_runs(conn)
 
@@ -83,18 +84,19 @@ class SqliteStore(Store):
     def open(cls, path: Path | str, *,
              event_retention_days: int = Limits.event_retention_days,
              max_agents_per_account: int = Limits.max_agents_per_account,
-             qualification: Qualification = Qualification()) -> SqliteStore:
+             qualification: Qualification = Qualification(),
+             clock: Clock = SYSTEM_CLOCK) -> SqliteStore:
         """The store in the file at `path`, migrated. Events older than `event_retention_days`
         go at `purge_expired` (0: never); an account has at most `max_agents_per_account`
-        agents; an agent ranks once it meets `qualification`."""
+        agents; an agent ranks once it meets `qualification`; `clock` says what "now" is."""
         db = Database(path)
-        db.migrate(MIGRATIONS, lambda conn, version: _upgrade(conn, version, qualification))
-        rules = Rules(event_retention_days, max_agents_per_account, qualification)
+        rules = Rules(event_retention_days, max_agents_per_account, qualification, clock)
+        db.migrate(MIGRATIONS, lambda conn, version: _upgrade(conn, version, rules))
         return cls(ingest=SqliteIngest(db, rules), runs=SqliteRuns(db, rules),
                    agents=SqliteAgents(db, rules), accounts=SqliteAccounts(db, rules),
                    evals=SqliteEvals(db, rules), leaderboard=SqliteLeaderboard(db, rules),
                    reuse=SqliteReuse(db, rules), benchmarks=SqliteBenchmarks(db, rules),
-                   retention=SqliteRetention(db, rules), db=db)
+                   retention=SqliteRetention(db, rules), clock=clock, db=db)
 
     @property
     def path(self) -> Path:
