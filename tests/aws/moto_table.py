@@ -93,7 +93,9 @@ def _snapshot_once(transact: Callable[..., Any]) -> Callable[..., Any]:
 def dynamo_store(*, slow_reads: bool = False, **options: Any) -> Iterator[DynamoStore]:
     """A fresh table in a fresh mock, with dummy credentials that can reach no real account;
     the environment is restored afterwards. `options` go to the `DynamoStore`, whose client is
-    its own (made from the process's `aws_session`, closed after the block).
+    its own (made from the process's `aws_session`, closed after the block); meanwhile
+    `boto3.client` (a handler's SSM, Step Functions, ... clients) makes them from that session
+    too.
 
     Every read the store makes must be decoded by its fast path (`wire`): one that is not (the
     hook no longer registered, a read made outside `wire.inside`) fails the block as it ends,
@@ -104,7 +106,8 @@ def dynamo_store(*, slow_reads: bool = False, **options: Any) -> Iterator[Dynamo
                               _serialized(BotocoreStubber.process_request)), \
             mock.patch.object(dynamodb_models.DynamoDBBackend, "transact_write_items",
                               _snapshot_once(dynamodb_models.DynamoDBBackend.transact_write_items)), \
-            mock_aws():
+            mock_aws(), \
+            mock.patch.object(boto3, "DEFAULT_SESSION", aws_session()):
         os.environ.pop("AWS_PROFILE", None)
         client = aws_session().client("dynamodb")
         client.create_table(**create_table_kwargs(TABLE_NAME, table_properties()))
