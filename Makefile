@@ -53,8 +53,11 @@ node-deps:
 	  [ -f $$dir/node_modules/.package-lock.json ] || (cd $$dir && npm ci --no-audit --no-fund --silent) \
 	  || echo "note: npm ci failed in $$dir; its Node test will install or skip"; done
 
+# Two workers (pytest-xdist), a test file to each at a time (a file's module-scoped servers start
+# once), in collection order, where the slow tests come first (tests/conftest.py): the longest
+# file starts at once instead of running alone at the end.
 test: $(STAMP) chromium node-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -84,13 +84,16 @@ class RunningServer:
 
 def start_server(data_dir: Path, over: Any = None, **settings: Any
                  ) -> tuple[RunningServer, uvicorn.Server, threading.Thread]:
-    """A real server on a free loopback port; over the store `over` (e.g. moto's DynamoDB) if
-    given."""
-    port = free_port()
+    """A real server on a loopback port of its own; over the store `over` (e.g. moto's
+    DynamoDB) if given. The port is bound here and the socket handed to uvicorn, so no other
+    process (another pytest worker) can take it between choosing and listening."""
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    port = int(listening.getsockname()[1])
     app = create_local_app(Settings(data_dir=data_dir, **settings), store=over)
     server = uvicorn.Server(server_config(app, host="127.0.0.1", port=port, log_level="error",
                                           lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:
@@ -109,6 +112,13 @@ def serving(data_dir: Path, over: Any = None, **settings: Any) -> Iterator[Runni
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, every other order kept: on `make test`'s two workers, which take
+    files in this order (`--no-loadscope-reorder`), the longest file starts at once instead of
+    running alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -22,9 +22,10 @@ from bench_core.settings import ReuseSettings
 
 from tests.conftest import RunningServer, serving
 
-TIMEOUT_S = 1.0
-"""How long the test server waits for an agent's answer."""
-SLOW_S = 3.0
+TIMEOUT_S = 3.0
+"""How long the test server waits for an agent's answer: room for the stand-in's prompt answers
+on a busy machine (two test workers on two cores), where 1 s was sometimes missed."""
+SLOW_S = 5.0
 """How long /slow takes to answer."""
 
 
