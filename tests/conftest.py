@@ -134,8 +134,10 @@ def sdk_spool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def bench_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """One real server for the whole session; tests use their own logins and slugs."""
-    with serving(tmp_path_factory.mktemp("bench-data")) as running:
+    """One real server for the whole session, on the in-memory store (the tests that take it are
+    about the surfaces, not a store: the contract suite holds every store to the same
+    semantics); tests use their own logins and slugs."""
+    with serving(tmp_path_factory.mktemp("bench-data"), store="memory") as running:
         yield running
 
 

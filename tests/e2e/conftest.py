@@ -1,15 +1,26 @@
-"""What the JavaScript end-to-end tests share: the `node` they run and the npm packages they run
-it with, each set pinned by a package-lock.json beside its scripts (`make test` installs them)."""
+"""What the end-to-end tests share: a server on the store a user runs (SQLite), and for the
+JavaScript ones the `node` they run and the npm packages they run it with, each set pinned by a
+package-lock.json beside its scripts (`make test` installs them)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import RunningServer, serving
+
+
+@pytest.fixture(scope="session")
+def bench_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """One real server for the session, on SQLite as `make run`'s: end to end means the store
+    too (elsewhere the shared server runs on the in-memory store)."""
+    with serving(tmp_path_factory.mktemp("bench-e2e-data")) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from bench_core.domain.hosts import parse_networks
 
-from tests.conftest import HANG_GUARD_S, RunningServer, poll, start_server
+from tests.conftest import HANG_GUARD_S, RunningServer, poll, serving, start_server
 from tests.factories import batch, task_events
 from tests.http.accounts_support import Browser, new_login
 from tests.http.test_ingest_http import post
@@ -140,12 +140,13 @@ def test_head_works_wherever_get_does(bench_server: RunningServer) -> None:
         assert head.content == b"" and head.headers["content-type"] == got.headers["content-type"]
 
 
-def test_the_database_and_its_wal_are_private_to_their_user(bench_server: RunningServer) -> None:
+def test_the_database_and_its_wal_are_private_to_their_user(tmp_path: Path) -> None:
     login = new_login()
-    post(bench_server, batch("files", task_events("t1")), bench_server.create_key(login))
-    db = bench_server.data_dir / "bench.db"
-    for file in (db, db.with_name("bench.db-wal")):
-        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+    with serving(tmp_path) as server:
+        post(server, batch("files", task_events("t1")), server.create_key(login))
+        db = tmp_path / "bench.db"
+        for file in (db, db.with_name("bench.db-wal")):
+            assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
 
 
 # ---- slow and vanishing clients -----------------------------------------------------------------
