@@ -13,13 +13,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(RUN_STAMP): pyproject.toml sdk/pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e . -e ./sdk
+# Lambda's packages at the exact versions `sam build` installs (the core layer's and each
+# function's requirements.txt) are pip constraints here, so the tests run the very versions that
+# deploy (tests/aws/test_pinned_layer.py checks the venv against them).
+PINS := layers/core/requirements.txt $(sort $(wildcard functions/*/requirements.txt))
+CONSTRAINTS := $(foreach pins,$(PINS),-c $(pins))
+
+$(RUN_STAMP): pyproject.toml sdk/pyproject.toml $(PINS) | $(BIN)/python
+	$(BIN)/pip install --quiet $(CONSTRAINTS) -e . -e ./sdk
 	touch $@
 
 # The dev set holds the run set, so it stamps both.
-$(STAMP): pyproject.toml sdk/pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[dev]" -e ./sdk
+$(STAMP): pyproject.toml sdk/pyproject.toml $(PINS) | $(BIN)/python
+	$(BIN)/pip install --quiet $(CONSTRAINTS) -e ".[dev]" -e ./sdk
 	touch $(RUN_STAMP) $@
 
 # The SDK wheel the server's /simple/ index serves, built from sdk/ (never committed). Installing

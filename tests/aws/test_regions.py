@@ -51,6 +51,9 @@ def refused(region: str, **parameters: str) -> list[str]:
     return broken
 
 
+NOVA = "amazon.nova-pro-v1:0"
+
+
 @pytest.mark.parametrize("region", ["us-east-1", "us-east-2", "us-west-2"])
 def test_the_default_deploys_in_the_us(region: str) -> None:
     assert refused(region) == []
@@ -61,7 +64,7 @@ def test_the_default_deploys_in_the_us(region: str) -> None:
                                                ("ap-southeast-2", "apac"),
                                                ("sa-east-1", "none"), ("eu-west-1", "none")])
 def test_a_geography_deploys_in_its_own_regions(region: str, geography: str) -> None:
-    assert refused(region, BedrockGeography=geography, JudgeModel="amazon.nova-pro-v1:0") == []
+    assert refused(region, BedrockGeography=geography, JudgeModel=NOVA) == []
 
 
 @pytest.mark.parametrize("region, geography", [("eu-west-1", "us"), ("ap-northeast-1", "us"),
@@ -69,10 +72,42 @@ def test_a_geography_deploys_in_its_own_regions(region: str, geography: str) -> 
                                                ("eu-west-1", "apac"), ("ca-central-1", "eu")])
 def test_a_region_the_profile_cannot_serve_fails_the_deployment_saying_what_to_set(
         region: str, geography: str) -> None:
-    (message,) = refused(region, BedrockGeography=geography)
+    (message,) = refused(region, BedrockGeography=geography, JudgeModel=NOVA)
     assert f"BedrockGeography={geography}" in message
     if geography == "us":
         assert "BedrockGeography=eu" in message and "apac" in message
+
+
+def test_us_west_1_is_refused_since_the_us_profiles_do_not_take_its_requests() -> None:
+    """The `us.` profiles of Llama 3.3 70B and Nova serve us-east-1, us-east-2 and us-west-2."""
+    (message,) = refused("us-west-1", JudgeModel=NOVA, EmbedModel="cohere.embed-english-v3")
+    assert "BedrockGeography=us" in message and "us-west-1" not in message
+
+
+@pytest.mark.parametrize("region, geography", [("eu-west-1", "eu"), ("ap-northeast-1", "apac"),
+                                               ("us-east-1", "none"), ("sa-east-1", "none")])
+def test_the_default_judge_outside_its_us_profile_fails_saying_which_model_to_set(
+        region: str, geography: str) -> None:
+    (message,) = refused(region, BedrockGeography=geography)
+    assert "JudgeModel=meta.llama3-3-70b-instruct-v1:0" in message
+    assert "JudgeModel=amazon.nova-pro-v1:0" in message
+
+
+@pytest.mark.parametrize("region", ["af-south-1", "me-central-1", "ca-west-1"])
+def test_the_default_embedding_model_where_it_is_not_offered_fails_saying_what_to_set(
+        region: str) -> None:
+    (message,) = refused(region, BedrockGeography="none", JudgeModel=NOVA)
+    assert "EmbedModel=amazon.titan-embed-text-v2:0" in message
+    assert refused(region, BedrockGeography="none", JudgeModel=NOVA,
+                   EmbedModel="cohere.embed-multilingual-v3") == []
+
+
+@pytest.mark.parametrize("region, geography", [("us-east-2", "us"), ("eu-central-1", "eu"),
+                                               ("ap-south-1", "apac"), ("ca-central-1", "none")])
+def test_the_default_embedding_model_deploys_where_the_judge_does(
+        region: str, geography: str) -> None:
+    judge = {} if geography == "us" else {"JudgeModel": NOVA}
+    assert refused(region, BedrockGeography=geography, **judge) == []
 
 
 def judge_access(region: str, geography: str, model: str) -> tuple[str, list[str]]:

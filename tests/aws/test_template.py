@@ -91,13 +91,9 @@ def test_every_function_runs_python312_on_arm64_with_the_core_layer(
         assert props["Environment"]["Variables"]["BENCH_STORE"] == "dynamodb", logical_id
 
 
-def test_samconfig_deploys_with_sensible_defaults() -> None:
+def test_samconfig_builds_the_layer_in_the_source_tree() -> None:
+    """What deploys is tests/aws/test_first_deploy.py's; this is `sam build`'s setting."""
     config = tomllib.loads((cfn.REPO / "samconfig.toml").read_text())
-    deploy = config["default"]["deploy"]["parameters"]
-    assert config["default"]["global"]["parameters"]["stack_name"] == "bench"
-    assert set(deploy["capabilities"].split()) == {"CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"}
-    assert deploy["resolve_s3"] is True and deploy["confirm_changeset"] is True
-    assert "region" not in deploy, "the region comes from the deployer's AWS configuration"
     # layers/core/Makefile reads benchmarks/ beside it: it must run in the source tree.
     assert config["default"]["build"]["parameters"]["build_in_source"] is True
 
