@@ -21,12 +21,16 @@ import requests
 from bench_core.benchmarks import workflow as benchmark_wf
 from bench_core.clock import SYSTEM_CLOCK
 from bench_core.clustering import workflow as cluster_workflow
+from bench_core.domain.models import AgentMeta
 from bench_core.evals import workflow as eval_wf
-from bench_core.ports.workflows import benchmark_start, eval_start
+from bench_core.ports.workflows import benchmark_start, eval_start, parse_agent
+from bench_core.runtime.adapters import Services
+from bench_core.settings import Settings
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 
 from tests.aws import cfn
+from tests.factories import clean, task_events
 
 MACHINES = cfn.REPO / "statemachines"
 QUEUE_URL = "http://motoapi.amazonaws.com/moto-api/static/lambda-simple/response"
@@ -163,6 +167,12 @@ def _as_function_error(invoke: Any) -> Any:
 
 @pytest.fixture
 def sfn() -> Iterator[Sfn]:
+    """The state machines with canned Lambda results (`Sfn.queue`)."""
+    yield from moto_sfn(LambdaSimpleBackend.invoke)
+
+
+def moto_sfn(invoke: Any) -> Iterator[Sfn]:
+    """The three state machines on moto, their Lambda invocations answered by `invoke`."""
     import moto.stepfunctions.parser.asl.component.common.retry.retrier_decl as retrier
 
     recorder = Sfn(None, "", "")
@@ -172,8 +182,7 @@ def sfn() -> Iterator[Sfn]:
         def sleep(seconds: float) -> None:
             recorder.sleeps.append(seconds)
 
-    with mock.patch.object(LambdaSimpleBackend, "invoke",
-                           _as_function_error(LambdaSimpleBackend.invoke)), \
+    with mock.patch.object(LambdaSimpleBackend, "invoke", _as_function_error(invoke)), \
             mock.patch.object(retrier, "time", Clock), \
             mock_aws(config={"stepfunctions": {"execute_state_machine": True},
                              "lambda": {"use_docker": False}}):
@@ -270,8 +279,7 @@ def test_the_hourly_run_sweeps_finds_due_agents_and_clusters_each(sfn: Sfn) -> N
     assert invocations(run) == [{"step": "sweep_evals", "state": {}},
                                 {"step": "due_agents", "state": {"swept": 3}},
                                 {"step": "cluster_agent", "state": {"agent": "alice/a"}}]
-    assert json.loads(run["output"])["results"] == [
-        {"agent": "alice/a", "clusters": 2, "considered": 40}]
+    assert json.loads(run["output"])["clustered"] == {"agents": 1}
 
 
 def test_a_refresh_clusters_the_named_agents_only(sfn: Sfn) -> None:
@@ -289,9 +297,83 @@ def test_one_agent_failing_does_not_fail_the_run(sfn: Sfn) -> None:
     sfn.queue(*[error("MemoryError")] * attempts)
     run = sfn.run(sfn.cluster_arn, "cluster-failing", {"agents": ["alice/a"]})
     assert run["status"] == "SUCCEEDED"
-    (result,) = json.loads(run["output"])["results"]
-    assert result["error"]["Error"] == "MemoryError"
+    assert json.loads(run["output"])["clustered"] == {"agents": 1}
+    assert "MemoryError" in json.dumps(run["events"], default=str), "the error is in the history"
     assert len(sfn.sleeps) == attempts - 1
+
+
+STATE_LIMIT = 256 * 1024
+"""What Step Functions lets pass between states (an input or output over it fails the run)."""
+ONE_AGENT = 8 * 1024
+"""Room for what one agent's iteration carries (its ref, its error with the stack trace)."""
+
+
+def largest_payload(run: dict[str, Any]) -> int:
+    """The largest input or output any state of `run` passed on, in bytes."""
+    return max(len(details[key].encode()) for event in run["events"]
+               for details in event.values() if isinstance(details, dict)
+               for key in ("input", "output") if isinstance(details.get(key), str))
+
+
+@pytest.fixture
+def real_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sfn, Services]]:
+    """The cluster state machine invoking the real ClusterFunction handler on a memory store;
+    agents of login `crash` make the function die (an out-of-memory Lambda reports its error
+    with a long stack trace, as AWS does)."""
+    from bench_core.lambdas import workflow_steps as lambdas
+
+    from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
+
+    services = Services.from_settings(Settings(data_dir=tmp_path, store="memory"))
+    monkeypatch.setattr(lambdas, "_services", services)
+    handler = fresh_function_module(cfn.REPO / "functions" / "cluster").handler
+
+    def invoke(self: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any,
+               headers: Any, response_headers: dict[str, str]) -> str:
+        event = json.loads(body)
+        if event["state"].get("agent", "").startswith("crash/"):
+            return json.dumps(error("MemoryError", "Runtime exited: out of memory")
+                              | {"stackTrace": [f"  File \"/opt/python/bench_core/frame_{i}.py\", "
+                                                f"line {i}, in step\n    {'x' * 120}"
+                                                for i in range(24)]})
+        return json.dumps(handler(event, LambdaContext()))
+
+    try:
+        yield from ((recorder, services) for recorder in moto_sfn(invoke))
+    finally:
+        services.close()
+
+
+def agents_with_failures(services: Services, login: str, count: int) -> list[str]:
+    paths = []
+    for n in range(count):
+        events = [e for i, text in enumerate(("TimeoutError: search API timed out after 30s",
+                                              "HTTP 429 Too Many Requests from openai",
+                                              "JSONDecodeError: Expecting value: line 1"))
+                  for e in task_events(f"t{i}", status="failed", output=text)]
+        services.store.ingest.ingest(f"{login}{n}", AgentMeta(slug="agent"), clean(events))
+        paths.append(f"{login}{n}/agent")
+    return paths
+
+
+def test_150_agents_clustered_and_80_crashing_pass_a_bounded_state_on(
+        real_cluster: tuple[Sfn, Services]) -> None:
+    """Each agent's result goes to the store and its error to the history, never into the
+    state: past the agent refs themselves, what passes between states does not grow with the
+    number of agents (it grew ~3.6 KB per crashing agent, failing the run past ~71)."""
+    sfn, services = real_cluster
+    for name, clustered, crashing in (("few", 3, 2), ("many", 150, 80)):
+        agents = (agents_with_failures(services, name, clustered)
+                  + [f"crash/{name}-{n}" for n in range(crashing)])
+        run = sfn.run(sfn.cluster_arn, f"cluster-{name}", {"agents": agents})
+        assert run["status"] == "SUCCEEDED", run.get("error")
+        refs = len(json.dumps({"agents": agents}))
+        assert largest_payload(run) <= refs + ONE_AGENT, (name, largest_payload(run), refs)
+        assert json.loads(run["output"])["clustered"] == {"agents": clustered + crashing}
+        for path in agents[:clustered]:
+            insights = services.store.evals.get_insights(parse_agent(path))
+            assert insights is not None and insights["considered"] == 3, path
+    assert largest_payload(run) < STATE_LIMIT / 8
 
 
 def test_a_failed_sweep_does_not_stop_the_clustering(sfn: Sfn) -> None:

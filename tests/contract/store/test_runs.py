@@ -497,3 +497,58 @@ def test_a_run_bigger_than_a_read_is_answered_page_by_page_and_drawn_from_a_wind
     assert [n.task_id for n in focused["trail"]] == ["root"]
     with pytest.raises(NotFound):
         reads.run_page(store, REF, ANONYMOUS, "root", focus="not-in-this-run")
+
+
+def test_dynamodb_reads_a_page_of_the_runs_list_by_what_it_shows() -> None:
+    """300 runs: an unfiltered page of 50 reads 50 roots by key (and 51 keys of the index, one
+    to know the list goes on), under 27 RRU by DynamoDB's sizing rules; a filtered page reads
+    on past the roots it skips, and only them. Paged with the cursor, each filter gives every
+    run it keeps, newest first, as the whole list filtered does."""
+    import boto3
+
+    from tests.aws.moto_table import TABLE_NAME, dynamo_store
+    from tests.perf.dynamodb_cost import Meter
+
+    def run_events(n: int) -> list[dict[str, Any]]:
+        return task_events(f"r{n:03d}", "search" if n % 2 else "fetch",
+                           status="failed" if n % 3 == 0 else "success",
+                           duration_ms=100 * (n % 10))
+
+    with dynamo_store() as store:
+        for first in range(0, 300, 50):
+            ingest(store, [e for n in range(first, first + 50) for e in run_events(n)])
+        meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
+        meter.attach(store.client)
+        by_key: list[int] = []
+        scanned: list[int] = []
+        store.client.meta.events.register(
+            "provide-client-params.dynamodb.BatchGetItem",
+            lambda params, **_: by_key.extend(len(r["Keys"]) for r in params["RequestItems"].values()))
+        store.client.meta.events.register(
+            "after-call.dynamodb.Query", lambda parsed, **_: scanned.append(parsed["ScannedCount"]))
+
+        def paged(where: RunFilter) -> list[list[str]]:
+            pages, cursor = [], None
+            while True:
+                runs, cursor = store.runs.list_runs(REF, where, limit=50, cursor=cursor)
+                pages.append([t.task_id for t in runs])
+                if cursor is None:
+                    return pages
+
+        meter.reset()
+        page, cursor = store.runs.list_runs(REF, RunFilter(), limit=50)
+        assert len(page) == 50 and cursor
+        assert (sum(by_key), sum(scanned)) == (50, 51)
+        assert meter.rru <= 27, f"{meter.rru:.1f} RRU for a page of 50"
+        newest_first = [f"r{n:03d}" for n in reversed(range(300))]
+        filters = {RunFilter(): lambda n: True, RunFilter(status="failed"): lambda n: n % 3 == 0,
+                   RunFilter(name="search"): lambda n: n % 2 == 1,
+                   RunFilter(min_duration_ms=800): lambda n: n % 10 >= 8}
+        for where, keeps in filters.items():
+            del by_key[:]
+            pages = paged(where)
+            expected = [i for i in newest_first if keeps(int(i[1:]))]
+            assert [i for p in pages for i in p] == expected, where
+            assert all(len(p) == 50 for p in pages[:-1]), where
+            roots = 300 if where.status is None else len(expected)
+            assert sum(by_key) <= roots, (where, sum(by_key))

@@ -21,15 +21,16 @@
 - Reads never write: whatever an old layout or a race left behind is read as it is, and put
   right by the migration (`migration.py`), which the deployment runs.
 - The runs list reads the roots newest first (`tasks`, or `tstatus` for one status; KEYS_ONLY
-  indexes, so the roots are then read by key) and filters
-  them here, looking at no more than `SCAN_LIMIT` roots per page: a page may hold fewer runs
-  than asked, with a cursor to read on.
+  indexes, so the roots are then read by key) and filters them here, reading by key only as
+  many roots as the page still lacks (a page of N unfiltered runs reads N items; a filter
+  reads on, what it skips included) and one index key more to know whether the list goes on;
+  it looks at no more than `SCAN_LIMIT` roots per page: a page may hold fewer runs than asked,
+  with a cursor to read on.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -158,7 +159,7 @@ class DynamoRuns:
         agent = AgentKeys(ref.login, ref.slug)
         index, pk, sort = (("tasks", agent.tasks_pk(None), "tlsk") if where.status is None
                            else ("tstatus", agent.status_pk(None, where.status), "tssk"))
-        page = min(SCAN_LIMIT, 4 * limit)
+        page = min(SCAN_LIMIT, limit) + 1
         if cursor:
             after = task_sort_key(*decode_cursor(cursor))
             keys = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index,
@@ -169,21 +170,20 @@ class DynamoRuns:
                                     low=_LOWEST)
         kept: list[TaskState] = []
         last: TaskState | None = None
-        for examined, item in enumerate(self._by_key(agent, keys, page)):
-            if len(kept) == limit or examined == SCAN_LIMIT:
-                assert last is not None
-                return kept, encode_cursor(last.sort_ts, last.task_id)
-            last = task_from_item(item)
-            if where.keeps(last):
-                kept.append(last)
-        return kept, None
-
-    def _by_key(self, agent: AgentKeys, keys: Iterator[dict[str, Any]], chunk: int
-                ) -> Iterator[dict[str, Any]]:
-        """The task items of index entries, in their order, read `chunk` at a time."""
-        while batch := list(itertools.islice(keys, chunk)):
-            yield from self.table.get_all([agent.key(item["sk"]) for item in batch],
-                                          consistent=False)
+        examined = 0
+        while len(kept) < limit and examined < SCAN_LIMIT:
+            wanted = list(itertools.islice(keys, min(limit - len(kept), SCAN_LIMIT - examined)))
+            if not wanted:
+                return kept, None
+            examined += len(wanted)
+            for item in self.table.get_all([agent.key(k["sk"]) for k in wanted],
+                                           consistent=False):
+                last = task_from_item(item)
+                if where.keeps(last):
+                    kept.append(last)
+        if last is None or next(keys, None) is None:
+            return kept, None
+        return kept, encode_cursor(last.sort_ts, last.task_id)
 
 
 def _recently_moved(item: dict[str, Any], now: datetime) -> bool:
