@@ -18,8 +18,11 @@ from tests.conftest import free_port, serving
 from tests.wheel_support import sdk_wheel_name
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN_SET = "pip install --quiet -e . -e ./sdk"
-DEV_SET = 'pip install --quiet -e ".[dev]" -e ./sdk'
+RUN_SET = "-e . -e ./sdk"
+DEV_SET = '-e ".[dev]" -e ./sdk'
+PINS = ["layers/core/requirements.txt",
+        *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("functions/*/requirements.txt"))]
+"""The versions Lambda runs, pip constraints of both installs (tests/aws/test_pinned_layer.py)."""
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
@@ -27,7 +30,7 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     """The files the Makefile's setup reads, a day old."""
-    for name in ("Makefile", "pyproject.toml", "sdk/pyproject.toml", "sdk/bench/_version.py"):
+    for name in ("Makefile", "pyproject.toml", "sdk/pyproject.toml", "sdk/bench/_version.py", *PINS):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
         os.utime(tmp_path / name, (0, os.path.getmtime(ROOT / name) - 86400))
@@ -62,6 +65,8 @@ def test_make_run_installs_the_server_set_and_make_test_adds_the_dev_extra(check
     assert "-m venv .venv" in run and RUN_SET in run and "[dev]" not in run
     test = plan(checkout, "test")
     assert DEV_SET in test and RUN_SET not in test
+    for install in (run, test):
+        assert all(f"-c {pins}" in install for pins in PINS), "both sets install Lambda's versions"
 
 
 def test_make_test_after_make_run_adds_only_the_dev_extra(checkout: Path) -> None:
