@@ -4,9 +4,15 @@ bursts, alarms that reach someone, access logs, and a place where every failed a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from tests.aws import cfn
+import pytest
+
+from tests.aws import cfn, test_statemachines
+from tests.aws.test_statemachines import Sfn, definition, error, invocations, states_of
+
+sfn = test_statemachines.sfn  # the state machines on moto, as test_statemachines runs them
 
 INGEST_ROUTES = ("POST /ingest", "POST /v1/traces", "POST /v1/logs")
 TARGET_EVENTS_PER_S = 20_000
@@ -68,20 +74,23 @@ def alarms(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
             cfn.resources_of_type(template, "AWS::CloudWatch::Alarm").items()}
 
 
-def watched(template: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """(namespace, metric) -> the dimensions each alarm on it watches."""
-    return {(a["Namespace"], a["MetricName"]): a["Dimensions"] for a in alarms(template).values()}
+def watched(template: dict[str, Any]) -> dict[tuple[str, str], list[list[dict[str, Any]]]]:
+    """(namespace, metric) -> the dimensions of each alarm on it."""
+    found: dict[tuple[str, str], list[list[dict[str, Any]]]] = {}
+    for alarm in alarms(template).values():
+        found.setdefault((alarm["Namespace"], alarm["MetricName"]), []).append(alarm["Dimensions"])
+    return found
 
 
 def test_alarms_watch_ingest_failures_and_throttles_eval_failures_and_judge_throttling(
         transformed: dict[str, Any]) -> None:
     metrics = watched(transformed)
-    assert metrics[("AWS/ApiGateway", "5xx")] == [{"Name": "ApiId", "Value": {"Ref": "HttpApi"}}]
+    assert [{"Name": "ApiId", "Value": {"Ref": "HttpApi"}}] in metrics[("AWS/ApiGateway", "5xx")]
     ingest = [{"Name": "FunctionName", "Value": {"Ref": "IngestFunction"}}]
-    assert metrics[("AWS/Lambda", "Throttles")] == ingest
-    assert metrics[("AWS/Lambda", "Errors")] == ingest
-    assert metrics[("AWS/States", "ExecutionsFailed")] == [
-        {"Name": "StateMachineArn", "Value": {"Ref": "EvalStateMachine"}}]
+    assert ingest in metrics[("AWS/Lambda", "Throttles")]
+    assert ingest in metrics[("AWS/Lambda", "Errors")]
+    assert [{"Name": "StateMachineArn", "Value": {"Ref": "EvalStateMachine"}}] in \
+        metrics[("AWS/States", "ExecutionsFailed")]
     resources = transformed["Resources"]
     assert resources["HttpApi"]["Type"] == "AWS::ApiGatewayV2::Api"
     assert resources["IngestFunction"]["Type"] == "AWS::Lambda::Function"
@@ -90,8 +99,7 @@ def test_alarms_watch_ingest_failures_and_throttles_eval_failures_and_judge_thro
 
 def test_the_bedrock_alarm_watches_the_model_id_the_functions_call() -> None:
     template = cfn.load_template()
-    ((dimension,),) = [d for (namespace, metric), d in watched(template).items()
-                       if (namespace, metric) == ("AWS/Bedrock", "InvocationThrottles")]
+    ((dimension,),) = watched(template)[("AWS/Bedrock", "InvocationThrottles")]
     assert dimension["Name"] == "ModelId"
     called = template["Globals"]["Function"]["Environment"]["Variables"]["BENCH_BEDROCK_MODEL"]
     for profile in (True, False):
@@ -120,3 +128,100 @@ def test_an_alarm_email_is_subscribed_only_when_given() -> None:
                                           "Endpoint": {"Ref": "AlarmEmail"}}
     assert template["Conditions"]["HasAlarmEmail"] == {
         "Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmEmail"}, ""]}]}
+
+
+# ---- access logs and failed async work -------------------------------------------------------------
+
+
+def test_the_http_api_logs_every_request_as_json_to_a_log_group_with_retention(
+        transformed: dict[str, Any]) -> None:
+    settings = http_api_stage(transformed)["AccessLogSettings"]
+    assert settings["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogs", "Arn"]}
+    fields = json.loads(settings["Format"])
+    assert {"requestId", "route", "status", "latencyMs", "integrationError"} <= set(fields)
+    assert all(v.startswith("$context.") for v in fields.values())
+    group = transformed["Resources"]["ApiAccessLogs"]
+    assert group["Type"] == "AWS::Logs::LogGroup"
+    assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+DLQ_ARN = {"Fn::GetAtt": ["AsyncFailures", "Arn"]}
+
+
+def test_every_function_invoked_asynchronously_keeps_its_failures_in_the_dlq(
+        transformed: dict[str, Any]) -> None:
+    """A function another function names in its environment is invoked by it (asynchronously:
+    the live push); each needs an on-failure destination its role may send to."""
+    resources = transformed["Resources"]
+    functions = cfn.functions(transformed)
+    invoked = {value["Ref"] for f in functions
+               for value in resources[f]["Properties"].get("Environment", {})
+               .get("Variables", {}).values()
+               if isinstance(value, dict) and value.get("Ref") in functions}
+    assert "LivePushFunction" in invoked
+    configs = {c["Properties"]["FunctionName"]["Ref"]: c["Properties"] for c in
+               cfn.resources_of_type(transformed, "AWS::Lambda::EventInvokeConfig").values()}
+    for function in invoked:
+        on_failure = configs[function]["DestinationConfig"]["OnFailure"]
+        assert on_failure["Destination"] == DLQ_ARN, function
+        granted = [s for s in cfn.role_statements(transformed, functions[function].role)
+                   if "sqs:SendMessage" in cfn.as_list(s["Action"])]
+        assert granted and all(s["Resource"] == DLQ_ARN for s in granted), function
+
+
+def test_every_schedule_sends_what_it_could_not_start_to_the_dlq(
+        transformed: dict[str, Any]) -> None:
+    rules = cfn.resources_of_type(transformed, "AWS::Events::Rule")
+    assert rules
+    for name, rule in rules.items():
+        for target in rule["Properties"]["Targets"]:
+            assert target["DeadLetterConfig"] == {"Arn": DLQ_ARN}, name
+    (policy,) = cfn.resources_of_type(transformed, "AWS::SQS::QueuePolicy").values()
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage" and statement["Resource"] == DLQ_ARN
+    assert "aws:SourceArn" in statement["Condition"]["ArnLike"]
+
+
+def test_the_dlq_is_encrypted_kept_14_days_and_alarmed_on(transformed: dict[str, Any]) -> None:
+    queue = transformed["Resources"]["AsyncFailures"]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True and queue["MessageRetentionPeriod"] == 14 * 86400
+    assert [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["AsyncFailures", "QueueName"]}}] in \
+        watched(transformed)[("AWS/SQS", "ApproximateNumberOfMessagesVisible")]
+
+
+# Catch paths that record the error in the output and go on, by design (each has a test in
+# tests/aws/test_statemachines.py): one agent's clustering, and the sweep before clustering.
+CATCH_AND_GO_ON = {("cluster", "ClusterAgent"), ("cluster", "SweepEvals")}
+
+
+@pytest.mark.parametrize("machine", ["eval", "cluster", "benchmark"])
+def test_every_task_state_catches_and_ends_in_a_recorded_failure(machine: str) -> None:
+    states = states_of(definition(machine))
+    for name, state in states.items():
+        if state["Type"] != "Task":
+            continue
+        (catch,) = state["Catch"]
+        assert catch["ErrorEquals"] == ["States.ALL"] and catch["ResultPath"], name
+        if (machine, name) in CATCH_AND_GO_ON:
+            continue
+        target = states[catch["Next"]]
+        if target["Type"] == "Task":  # a step recording the failure, then the Fail state
+            target = states[target["Next"]]
+        assert target["Type"] == "Fail" and target["Error"] and target["Cause"], name
+
+
+def test_the_hourly_run_fails_when_it_cannot_find_the_agents_due(sfn: Sfn) -> None:
+    attempts = definition("cluster")["States"]["FindDueAgents"]["Retry"][0]["MaxAttempts"] + 1
+    sfn.queue({}, *[error("RuntimeError")] * attempts)
+    run = sfn.run(sfn.cluster_arn, "cluster-due-broken", {})
+    assert run["status"] == "FAILED" and run["error"] == "ClusterDueAgentsFailed"
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] + ["due_agents"] * attempts
+
+
+def test_a_benchmark_run_that_cannot_be_marked_failed_still_ends_in_a_failure(sfn: Sfn) -> None:
+    attempts = definition("benchmark")["States"]["Fail"]["Retry"][0]["MaxAttempts"] + 1
+    sfn.queue(error("ValueError"), *[error("RuntimeError")] * attempts)
+    run = sfn.run(sfn.benchmark_arn, "benchmark-unmarked", {"run_id": "r1", "next": "grade"})
+    assert run["status"] == "FAILED" and run["error"] == "BenchmarkGradingFailedUnmarked"
+    assert [i["step"] for i in invocations(run)] == ["grade"] + ["fail"] * attempts
