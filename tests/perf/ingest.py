@@ -180,11 +180,14 @@ def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
         stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
+        deadline = time.monotonic() + 120  # a big database on a loaded machine opens slowly
+        while True:
             try:
                 httpx.get(url + "/healthz", timeout=1)
                 break
             except httpx.TransportError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit(f"the server at {url} did not come up") from None
                 time.sleep(0.1)
         measure(url, raw, senders, 10)  # warm up
         cpu = server_cpu_s(server.pid)
