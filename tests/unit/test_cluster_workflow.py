@@ -17,7 +17,7 @@ from bench_core.clock import FixedClock
 from bench_core.clustering import workflow as cluster
 from bench_core.clustering.describe import TERMS_LABEL
 from bench_core.clustering.kmeans import group
-from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
+from bench_core.domain.models import AgentMeta, AgentRef, EvalResult, iso
 from bench_core.domain.privacy import HIDDEN, Viewer, insights_view
 from bench_core.ports.llm import Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
@@ -210,9 +210,44 @@ def test_the_sweep_takes_the_runs_of_its_window_by_the_services_clock(tmp_path: 
         services.provide(workflows=Recorder())
         services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
             task_events("t1", status="failed", output="TimeoutError")))
-        assert cluster.sweep_evals(services, {})["swept"] == 1 and started == [["t1"]]
+        assert cluster.sweep_evals(services, {}) == {"swept": 1, "gave_up": 0}
+        assert started == [["t1"]]
         clock.advance(cluster.SWEEP_WINDOW)
-        assert cluster.sweep_evals(services, {})["swept"] == 0
+        assert cluster.sweep_evals(services, {}) == {"swept": 0, "gave_up": 1}
+        assert started == [["t1"]], "past its window a run is no longer sent to the judge"
+    finally:
+        services.close()
+
+
+def test_a_run_the_judge_never_reached_is_marked_unscored_once_its_window_has_passed(
+        tmp_path: Path) -> None:
+    """Runs past the sweep's window stop being pending for ever: each is recorded unscored,
+    saying why, once; younger runs are still sent to the judge and left alone."""
+    clock = FixedClock(BASE + timedelta(hours=1))
+    services = Services.from_settings(Settings(data_dir=tmp_path), clock)
+    started: list[list[str]] = []
+
+    class Recorder:
+        def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+            started.append(task_ids)
+
+    ref = AgentRef("alice", "agent-1")
+    try:
+        services.provide(workflows=Recorder())
+        services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
+            task_events("old", status="failed", output="TimeoutError")))
+        clock.advance(cluster.SWEEP_WINDOW + timedelta(hours=5))
+        young = [{**e, "ts": iso(clock.now() - timedelta(hours=1))}
+                 for e in task_events("young", status="failed", output="TimeoutError")]
+        services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(young))
+        assert cluster.sweep_evals(services, {}) == {"swept": 1, "gave_up": 1}
+        assert started == [["young"]]
+        old = services.store.ingest.get_task(ref, "old")
+        assert old is not None and old.eval is not None
+        assert (old.eval.status, old.eval.reason, old.eval.score) == ("unscored", cluster.GAVE_UP, None)
+        young_task = services.store.ingest.get_task(ref, "young")
+        assert young_task is not None and young_task.eval is None
+        assert cluster.sweep_evals(services, {})["gave_up"] == 0, "marked once"
     finally:
         services.close()
 

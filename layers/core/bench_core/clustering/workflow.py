@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol
 
-from ..domain.models import AgentRef, TaskState, iso
+from ..domain.models import AgentRef, EvalResult, TaskState, iso
 from ..domain.task_text import as_text
 from ..ports.services import (
     WithAgents,
@@ -40,6 +40,8 @@ SWEEP_WINDOW = timedelta(days=2)
 SWEEP_MIN_AGE = timedelta(minutes=10)
 """Runs younger than this are probably being judged right now; the next sweep gets them."""
 SWEEP_LIMIT = 5000
+GAVE_UP = "not judged: the judge could not be reached within two days of the run's end"
+"""Why a run that ended before `SWEEP_WINDOW` without a result is unscored (`sweep_evals`)."""
 DUE_LIMIT = 500
 
 
@@ -59,7 +61,9 @@ class ClusterPorts(WithWorkflows, WithEmbedder, WithLLM, WithSettings, WithClock
 def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MIN_AGE,
                 workflows: Workflows | None = None) -> State:
     """Start evals (through `workflows`, by default the ports') of runs that ended within
-    `SWEEP_WINDOW`, at least `min_age` ago, and still have no result."""
+    `SWEEP_WINDOW`, at least `min_age` ago, and still have no result; mark those that ended
+    before it unscored (`GAVE_UP`), so a run the judge never reached says so on its page
+    instead of staying pending for ever."""
     now = ports.clock.now()
     pending = ports.store.evals.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
     by_agent: dict[AgentRef, list[str]] = defaultdict(list)
@@ -67,7 +71,11 @@ def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MI
         by_agent[ref].append(task_id)
     for ref, task_ids in by_agent.items():
         (workflows or ports.workflows).start_evals(ref, task_ids)
-    return {**state, "swept": len(pending)}
+    expired = ports.store.evals.pending_evals("", iso(now - SWEEP_WINDOW), SWEEP_LIMIT)
+    gave_up = EvalResult(status="unscored", judge="sweep", at=iso(now), reason=GAVE_UP)
+    for ref, task_id in expired:
+        ports.store.evals.record_eval(ref, task_id, gave_up)
+    return {**state, "swept": len(pending), "gave_up": len(expired)}
 
 
 def due_agents(ports: ClusterPorts, state: State) -> State:
