@@ -279,3 +279,28 @@ def test_a_leaderboard_row_opens_the_agents_newest_run(browser: Any, bench_serve
         assert watched.problems == []
     finally:
         watched.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_signed_in_pages_fit_the_screen_with_the_whole_header(browser: Any, bench_server: RunningServer,
+                                                              width: int) -> None:
+    """A signed-in visitor's header holds one more link than a stranger's: at phone width it
+    wraps instead of pushing the page (and the theme button) past the screen's edge."""
+    from tests.http.accounts_support import Browser
+
+    cookie = Browser(bench_server).session_for(new_login())
+    watched = Watched(browser, width, "light")
+    try:
+        watched.context.add_cookies([{"name": "bench_session", "value": cookie,
+                                      "url": bench_server.url}])
+        for path in ("/dashboard", "/dashboard/keys", "/try", "/leaderboard"):
+            page = watched.open(bench_server.url + path)
+            watched.shot(f"signed-in-{path.strip('/').replace('/', '-')}-{width}")
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, path
+            toggle = page.locator("[data-theme-toggle]")
+            assert toggle.is_visible(), path
+            box = toggle.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= width, path
+        assert watched.problems == []
+    finally:
+        watched.close()
