@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -195,61 +196,63 @@ def test_the_scheduled_steps_sweep_pending_evals_and_find_due_agents(services: S
     assert cluster.due_agents(services, {})["agents"] == []
 
 
-def test_the_sweep_takes_the_runs_of_its_window_by_the_services_clock(tmp_path: Path) -> None:
+@dataclass
+class Sweeping:
+    """Services on a fixed clock an hour after the fixtures' runs, whose workflows only record
+    the evals the sweep starts."""
+
+    services: Services
+    clock: FixedClock
+    started: list[list[str]] = field(default_factory=list)
+
+    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+        self.started.append(task_ids)
+
+
+@pytest.fixture
+def sweeping(tmp_path: Path) -> Iterator[Sweeping]:
+    clock = FixedClock(BASE + timedelta(hours=1))
+    sweep = Sweeping(Services.from_settings(Settings(data_dir=tmp_path), clock), clock)
+    sweep.services.provide(workflows=sweep)
+    try:
+        yield sweep
+    finally:
+        sweep.services.close()
+
+
+def test_the_sweep_takes_the_runs_of_its_window_by_the_services_clock(sweeping: Sweeping) -> None:
     """The fixtures' runs (ended 2026-12-02) are swept while the clock is within two days of
     them, and no longer after, whatever day the test runs on."""
-    clock = FixedClock(BASE + timedelta(hours=1))
-    services = Services.from_settings(Settings(data_dir=tmp_path), clock)
-    started: list[list[str]] = []
-
-    class Recorder:
-        def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
-            started.append(task_ids)
-
-    try:
-        services.provide(workflows=Recorder())
-        services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
-            task_events("t1", status="failed", output="TimeoutError")))
-        assert cluster.sweep_evals(services, {}) == {"swept": 1, "gave_up": 0}
-        assert started == [["t1"]]
-        clock.advance(cluster.SWEEP_WINDOW)
-        assert cluster.sweep_evals(services, {}) == {"swept": 0, "gave_up": 1}
-        assert started == [["t1"]], "past its window a run is no longer sent to the judge"
-    finally:
-        services.close()
+    services, clock, started = sweeping.services, sweeping.clock, sweeping.started
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
+        task_events("t1", status="failed", output="TimeoutError")))
+    assert cluster.sweep_evals(services, {}) == {"swept": 1, "gave_up": 0}
+    assert started == [["t1"]]
+    clock.advance(cluster.SWEEP_WINDOW)
+    assert cluster.sweep_evals(services, {}) == {"swept": 0, "gave_up": 1}
+    assert started == [["t1"]], "past its window a run is no longer sent to the judge"
 
 
 def test_a_run_the_judge_never_reached_is_marked_unscored_once_its_window_has_passed(
-        tmp_path: Path) -> None:
+        sweeping: Sweeping) -> None:
     """Runs past the sweep's window stop being pending for ever: each is recorded unscored,
     saying why, once; younger runs are still sent to the judge and left alone."""
-    clock = FixedClock(BASE + timedelta(hours=1))
-    services = Services.from_settings(Settings(data_dir=tmp_path), clock)
-    started: list[list[str]] = []
-
-    class Recorder:
-        def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
-            started.append(task_ids)
-
+    services, clock, started = sweeping.services, sweeping.clock, sweeping.started
     ref = AgentRef("alice", "agent-1")
-    try:
-        services.provide(workflows=Recorder())
-        services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
-            task_events("old", status="failed", output="TimeoutError")))
-        clock.advance(cluster.SWEEP_WINDOW + timedelta(hours=5))
-        young = [{**e, "ts": iso(clock.now() - timedelta(hours=1))}
-                 for e in task_events("young", status="failed", output="TimeoutError")]
-        services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(young))
-        assert cluster.sweep_evals(services, {}) == {"swept": 1, "gave_up": 1}
-        assert started == [["young"]]
-        old = services.store.ingest.get_task(ref, "old")
-        assert old is not None and old.eval is not None
-        assert (old.eval.status, old.eval.reason, old.eval.score) == ("unscored", cluster.GAVE_UP, None)
-        young_task = services.store.ingest.get_task(ref, "young")
-        assert young_task is not None and young_task.eval is None
-        assert cluster.sweep_evals(services, {})["gave_up"] == 0, "marked once"
-    finally:
-        services.close()
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
+        task_events("old", status="failed", output="TimeoutError")))
+    clock.advance(cluster.SWEEP_WINDOW + timedelta(hours=5))
+    young = [{**e, "ts": iso(clock.now() - timedelta(hours=1))}
+             for e in task_events("young", status="failed", output="TimeoutError")]
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(young))
+    assert cluster.sweep_evals(services, {}) == {"swept": 1, "gave_up": 1}
+    assert started == [["young"]]
+    old = services.store.ingest.get_task(ref, "old")
+    assert old is not None and old.eval is not None
+    assert (old.eval.status, old.eval.reason, old.eval.score) == ("unscored", cluster.GAVE_UP, None)
+    young_task = services.store.ingest.get_task(ref, "young")
+    assert young_task is not None and young_task.eval is None
+    assert cluster.sweep_evals(services, {})["gave_up"] == 0, "marked once"
 
 
 def test_http_routers_and_the_eval_workflow_do_not_import_numpy_or_sklearn() -> None:
