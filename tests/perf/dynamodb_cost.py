@@ -43,7 +43,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import boto3  # noqa: E402
-from bench_core.domain.models import AgentMeta, AgentRef, WireEvent, iso  # noqa: E402
+from bench_core.accounts import key_rate  # noqa: E402
+from bench_core.domain.models import AgentMeta, AgentRef, KeyRecord, WireEvent, iso  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
 from bench_core.ingest.wire import clean_event  # noqa: E402
 from bench_core.settings import Limits  # noqa: E402
@@ -357,9 +358,15 @@ def batch(prefix: str, day: str = "2026-12-02", nested: bool = False) -> list[di
     return events
 
 
+SENDER = KeyRecord(key_hash="0" * 64, prefix="bk_0000", login=LOGIN)
+"""The key the batches are sent with (only its hash is read: its request counter)."""
+
+
 def ingest(store: Any, prefix: str, slug: str = SLUG, nested: bool = False) -> None:
-    """One batch as the AWS pipeline stores it: `ingest`, then the eval queue's markers."""
+    """One batch as the AWS pipeline stores it: the key's request counted
+    (`accounts.key_rate`), `ingest`, then the eval queue's markers."""
     limits = Limits()
+    key_rate.take_request(store, SENDER, limits.key_requests_per_s)
     events = [clean_event(WireEvent.model_validate(e), limits)
               for e in batch(prefix, nested=nested)]
     outcome = store.ingest.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)

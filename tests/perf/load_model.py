@@ -165,6 +165,8 @@ class Operation:
     count: int = 0
     """How many operations the repetitions of one sample agent made."""
     by_agent: list[Load] = field(default_factory=list)
+    metered: Tally = field(default_factory=Tally)
+    """The meter's own totals over every repetition (what `units` must add up to)."""
 
     def units(self) -> tuple[float, float]:
         """WRU and RRU per operation, the sample agents' mean: every unit the meter counts
@@ -358,6 +360,8 @@ def measure(agents: int = 4, reps: int = 3) -> dict[str, Operation]:
                 for rep in range(reps):
                     h.meter.reset()
                     count += run(sample, rep)
+                    op.metered.wru += h.meter.wru
+                    op.metered.rru += h.meter.rru
                     for key, found in tallied(h.meter, samples).items():
                         into = load[key]
                         into.tally.wru += found.tally.wru
@@ -475,7 +479,8 @@ def scenario(ops: dict[str, Operation], mix: Mix, everyone: bool) -> list[Hot]:
     hots: list[Hot] = []
     for key in keys:
         kind = scope(key)
-        candidates = [("hot agent", [(hot, 0, 1.0)])]
+        candidates: list[tuple[str, list[tuple[dict[str, float], int | None, float]]]] = [
+            ("hot agent", [(hot, 0, 1.0)])]
         if everyone and kind == "agent":
             candidates.append(("another agent", [(other, None, 1.0)]))
         elif everyone and kind == "owner":
