@@ -14,7 +14,8 @@ against DynamoDB's per-partition limits, from the capacity each operation was me
      starter, the executions recorded), whether anyone watches looked up;
    - `run request`: the same with one run (5 events) per request;
    - `otlp export`: `POST /v1/traces` of 20 GenAI spans (5 traces of 4, `otlp.export_request`);
-   - `eval`: the eval of one finished run (`evals/workflow.py` `run_eval`, the offline judge);
+   - `eval`: the eval of one finished run of the steady batch (`evals/workflow.py`
+     `run_eval`, the offline judge); every run's eval, OTLP's too, is taken to cost as much;
    - `live push`: what the push function reads for one watched request (`reads/live_feed.py`);
    - `cluster`, hourly per agent; `sweep` (the hourly sweep and the list of agents due),
      hourly for the deployment.
