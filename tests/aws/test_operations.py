@@ -12,6 +12,7 @@ import pytest
 
 from tests.aws import cfn, test_statemachines
 from tests.aws.test_statemachines import Sfn, definition, error, invocations, states_of
+from tests.perf.load_model import Mix
 
 sfn = test_statemachines.sfn  # the state machines on moto, as test_statemachines runs them
 
@@ -44,14 +45,27 @@ def test_each_ingest_route_has_its_own_throttle_from_the_parameters(
     assert set(settings) == set(INGEST_ROUTES)
 
 
-def test_the_ingest_throttle_defaults_carry_the_target_rate_in_full_batches_with_headroom() -> None:
-    needed = TARGET_EVENTS_PER_S / SDK_BATCH_EVENTS  # requests/s
+def test_the_ingest_throttle_defaults_carry_the_load_models_requests_with_headroom() -> None:
+    mix = Mix()
+    assert mix.events_per_s == TARGET_EVENTS_PER_S
+    needed = mix.requests_per_s()  # small requests included: more than events / 50
+    assert needed > TARGET_EVENTS_PER_S / SDK_BATCH_EVENTS
     rate, burst = default("IngestRateLimit"), default("IngestBurstLimit")
     assert rate >= 2 * needed and burst >= rate
     description = cfn.load_template()["Parameters"]["IngestRateLimit"]["Description"]
-    assert "20,000 / 50 = 400" in description
+    assert f"{needed:,.0f} requests/s" in description
     other = cfn.load_template()["Resources"]["HttpApi"]["Properties"]["DefaultRouteSettings"]
     assert other["ThrottlingRateLimit"] < rate
+
+
+def test_each_key_has_a_share_of_the_ingest_routes_that_carries_the_hot_agent() -> None:
+    """The per-key limit reaches the function, lets the load model's hot agent through
+    (2,000 events/s in 50-event batches) and keeps a runaway key to a small part of the
+    route."""
+    env = cfn.load_template()["Resources"]["IngestFunction"]["Properties"]["Environment"]
+    assert env["Variables"]["BENCH_INGEST_KEY_RATE"] == {"Ref": "IngestKeyRateLimit"}
+    per_key = default("IngestKeyRateLimit")
+    assert 2 * Mix().hot_rates()["sdk batch"] <= per_key <= default("IngestRateLimit") / 10
 
 
 def test_ingest_reserves_concurrency_unless_set_to_zero() -> None:
@@ -67,7 +81,7 @@ def test_ingest_reserves_concurrency_unless_set_to_zero() -> None:
     assert default("IngestReservedConcurrency") == 0
     description = template["Parameters"]["IngestReservedConcurrency"]["Description"]
     recommended = int(re.search(r"Set (\d+) where", description)[1])  # type: ignore[index]
-    assert TARGET_EVENTS_PER_S / SDK_BATCH_EVENTS * 0.1 * 2 <= recommended <= 900
+    assert Mix().requests_per_s() * 0.1 * 2 <= recommended <= 900
 
 
 # ---- alarms ----------------------------------------------------------------------------------------

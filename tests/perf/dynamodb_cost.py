@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -42,7 +43,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import boto3  # noqa: E402
-from bench_core.domain.models import AgentMeta, AgentRef, WireEvent, iso  # noqa: E402
+from bench_core.accounts import key_rate  # noqa: E402
+from bench_core.domain.models import AgentMeta, AgentRef, KeyRecord, WireEvent, iso  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
 from bench_core.ingest.wire import clean_event  # noqa: E402
 from bench_core.settings import Limits  # noqa: E402
@@ -124,8 +126,26 @@ class Index:
 
 
 @dataclass
+class Tally:
+    """What the requests metered put on one partition key or one item."""
+
+    wru: float = 0.0
+    rru: float = 0.0
+    transactions: float = 0.0
+    """TransactWriteItems requests that wrote to an item (each one a chance of a conflict)."""
+
+
+Partition = tuple[str, str]
+"""Where a partition key lives and its value: ("table", pk) or (index name, the index's pk)."""
+ItemKey = tuple[str, ...]
+"""A table item's key values: (pk, sk)."""
+
+
+@dataclass
 class Meter:
-    """Capacity units of the requests one DynamoDB client makes, by operation and item kind."""
+    """Capacity units of the requests one DynamoDB client makes, by operation and item kind,
+    and per partition key (the table's and each index's) and per table item: where the load
+    lands, which DynamoDB caps per partition (`tests/perf/load_model.py`)."""
 
     table: str
     side: Any
@@ -135,6 +155,8 @@ class Meter:
     wru: float = 0.0
     rru: float = 0.0
     by_kind: dict[str, list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0]))
+    by_partition: dict[Partition, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    by_item: dict[ItemKey, Tally] = field(default_factory=lambda: defaultdict(Tally))
     _before: dict[int, list[tuple[dict[str, Any], dict[str, Any] | None, int]]] = field(
         default_factory=dict)
 
@@ -155,6 +177,8 @@ class Meter:
     def reset(self) -> None:
         self.wru = self.rru = 0.0
         self.by_kind.clear()
+        self.by_partition.clear()
+        self.by_item.clear()
 
     # -- hooks
 
@@ -215,20 +239,25 @@ class Meter:
     def _charge_write(self, key: dict[str, Any], old: dict[str, Any] | None,
                       new: dict[str, Any] | None, times: int) -> None:
         units = float(write_units(max(item_size(old), item_size(new))) * times)
+        self._place(("table", _string(key[self.table_keys[0]])), key, wru=units,
+                    transactional=times > 1)
         for index in self.indexes.values():
             before, after = index.entry(old, self.table_keys), index.entry(new, self.table_keys)
             if before is None and after is None or before == after:
                 continue
             moved = (before is None or after is None
                      or any(before[k] != after[k] for k in index.keys))
-            if before is not None and (moved or after is None):
-                units += write_units(item_size(before) + INDEX_OVERHEAD)
-            if after is not None:
-                units += write_units(item_size(after) + INDEX_OVERHEAD)
+            for entry in ((before,) if before is not None and (moved or after is None) else ()
+                          ) + ((after,) if after is not None else ()):
+                entry_units = write_units(item_size(entry) + INDEX_OVERHEAD)
+                units += entry_units
+                self._place((index.name, _string(entry[index.keys[0]])), None, wru=entry_units)
         self._add(key, wru=units)
 
     def _charge_read(self, key: dict[str, Any], size: int, consistent: bool) -> None:
-        self._add(key, rru=read_units(size, consistent))
+        units = read_units(size, consistent)
+        self._place(("table", _string(key[self.table_keys[0]])), key, rru=units)
+        self._add(key, rru=units)
 
     def _charge_query(self, params: dict[str, Any], parsed: dict[str, Any]) -> None:
         index = self.indexes.get(params.get("IndexName", ""))
@@ -243,8 +272,24 @@ class Meter:
             sizes += [sum(sizes) / len(sizes)] * (scanned - len(items))
         consistent = bool(params.get("ConsistentRead")) and index is None
         kind = "query " + (params.get("IndexName") or "table")
-        self.by_kind[kind][1] += read_units(int(sum(sizes)), consistent)
-        self.rru += read_units(int(sum(sizes)), consistent)
+        units = read_units(int(sum(sizes)), consistent)
+        self.by_kind[kind][1] += units
+        self.rru += units
+        self._place((index.name if index else "table",
+                     _queried_partition(params, index.keys[0] if index else self.table_keys[0])),
+                    None, rru=units)
+
+    def _place(self, partition: Partition, key: dict[str, Any] | None, wru: float = 0.0,
+               rru: float = 0.0, transactional: bool = False) -> None:
+        """Tally units on `partition` and, for a table item's `key`, on the item."""
+        tallies = [self.by_partition[partition]]
+        if key is not None:
+            item = self.by_item[tuple(str(_string(key[k])) for k in self.table_keys)]
+            item.transactions += transactional
+            tallies.append(item)
+        for tally in tallies:
+            tally.wru += wru
+            tally.rru += rru
 
     def _add(self, key: dict[str, Any], wru: float = 0.0, rru: float = 0.0) -> None:
         kind = item_kind(key)
@@ -257,6 +302,15 @@ class Meter:
 def _string(value: Any) -> Any:
     """A string key attribute's value, as an AttributeValue or plain (bench_core's `wire`)."""
     return value["S"] if isinstance(value, dict) else value
+
+
+def _queried_partition(params: dict[str, Any], pk_name: str) -> str:
+    """The partition key value a Query's key condition names (`#pk = :pk`)."""
+    names = params.get("ExpressionAttributeNames", {})
+    for left, right in re.findall(r"([#\w]+)\s*=\s*(:\w+)", params["KeyConditionExpression"]):
+        if names.get(left, left) == pk_name:
+            return str(_string(params["ExpressionAttributeValues"][right]))
+    raise ValueError(f"no condition on {pk_name}: {params['KeyConditionExpression']}")
 
 
 def item_kind(key: dict[str, Any]) -> str:
@@ -304,9 +358,15 @@ def batch(prefix: str, day: str = "2026-12-02", nested: bool = False) -> list[di
     return events
 
 
+SENDER = KeyRecord(key_hash="0" * 64, prefix="bk_0000", login=LOGIN)
+"""The key the batches are sent with (only its hash is read: its request counter)."""
+
+
 def ingest(store: Any, prefix: str, slug: str = SLUG, nested: bool = False) -> None:
-    """One batch as the AWS pipeline stores it: `ingest`, then the eval queue's markers."""
+    """One batch as the AWS pipeline stores it: the key's request counted
+    (`accounts.key_rate`), `ingest`, then the eval queue's markers."""
     limits = Limits()
+    key_rate.take_request(store, SENDER, limits.key_requests_per_s)
     events = [clean_event(WireEvent.model_validate(e), limits)
               for e in batch(prefix, nested=nested)]
     outcome = store.ingest.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)

@@ -176,7 +176,9 @@ def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
     server = subprocess.Popen(
         [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
          "--data-dir", str(data_dir)],
-        env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_WORKERS": str(workers)},
+        # One key sends it all: the server's throughput is measured, not a key's share.
+        env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_WORKERS": str(workers),
+             "BENCH_INGEST_KEY_RATE": "0"},
         stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

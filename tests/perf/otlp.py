@@ -198,7 +198,8 @@ def bench(data_dir: Path) -> Iterator[tuple[str, dict[str, str]]]:
     store.close()
     port = free_port()
     with process([sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
-                  "--data-dir", str(data_dir)], {"POWERTOOLS_LOG_LEVEL": "WARNING"},
+                  "--data-dir", str(data_dir)],
+                 {"POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_INGEST_KEY_RATE": "0"},  # one key
                  data_dir / "server.log"):
         url = f"http://127.0.0.1:{port}"
         wait_up(url, 60)

@@ -112,6 +112,11 @@ class Limits:
     max_agents_per_account: int = 100
     """Agents one account may have, however they come to exist (a first batch, an OTLP
     service name, a benchmark run, the dashboard); the store refuses the next one."""
+    key_requests_per_s: int = 100
+    """Ingest requests (`/ingest`, `/v1/traces`, `/v1/logs`) one API key may make a second,
+    counted across processes (`accounts.key_rate`); 0: no limit. 100 lets an agent send
+    5,000 events a second in the SDK's 50-event batches (the load model's hot agent sends
+    2,000: 40 requests a second; tests/perf/load_model.py)."""
 
 
 def _flag(name: str) -> bool | None:
@@ -258,6 +263,7 @@ class Settings:
                 max_field_bytes=_int("BENCH_MAX_FIELD_BYTES", 32 * 1024),
                 event_retention_days=_int("BENCH_EVENT_RETENTION_DAYS", 30),
                 max_agents_per_account=_int("BENCH_MAX_AGENTS_PER_ACCOUNT", 100),
+                key_requests_per_s=_int("BENCH_INGEST_KEY_RATE", 100),
             ),
             "judge": JudgeSettings.from_env(),
             "eval_state_machine_arn": os.environ.get("BENCH_EVAL_STATE_MACHINE_ARN") or None,

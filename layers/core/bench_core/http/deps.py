@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import api_keys
+from ..accounts import api_keys, key_rate
 from ..domain.errors import PayloadTooLarge, Unauthorized
 from ..domain.hosts import client_address
 from ..domain.models import KeyRecord
@@ -28,6 +28,14 @@ def presented_key(request: Request) -> str | None:
 def authenticate(services: Services, raw: str) -> KeyRecord:
     """The live key record for `raw` (`accounts.api_keys.authenticate`)."""
     return api_keys.authenticate(services.store, raw)
+
+
+def authenticate_sender(services: Services, raw: str) -> KeyRecord:
+    """`authenticate`, then count the request against the key's share of the ingest routes
+    (`accounts.key_rate`: 429 past it)."""
+    key = authenticate(services, raw)
+    key_rate.take_request(services.store, key, services.settings.limits.key_requests_per_s)
+    return key
 
 
 async def require_key(request: Request, services: Services = Depends(services_of)) -> KeyRecord:

@@ -14,7 +14,7 @@ from ..log import logger
 from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
 from . import public_base, services_of
-from .deps import MISSING_KEY, authenticate, presented_key, read_body
+from .deps import MISSING_KEY, authenticate_sender, presented_key, read_body
 
 
 async def count_rejections() -> AsyncIterator[None]:
@@ -44,7 +44,7 @@ async def post_ingest(request: Request, background: BackgroundTasks,
     # throughput (tests/perf/ingest.py, side by side). The only waits are SQLite's write
     # lock, which other writers hold for milliseconds, and a WAL checkpoint now and then; in
     # Lambda there is nothing to overlap.
-    key = authenticate(services, raw_key)
+    key = authenticate_sender(services, raw_key)
     batch, outcome = accept_batch(services, key, body, later=background.add_task)
     lambda_instrumentation.count("EventsIngested", outcome.accepted)
     path = f"{key.login}/{batch.agent_slug}"

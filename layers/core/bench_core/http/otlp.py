@@ -22,7 +22,7 @@ from ..log import logger
 from ..runtime import lambda_instrumentation
 from ..runtime.adapters import Services
 from . import services_of
-from .deps import MISSING_KEY, authenticate, presented_key, read_body
+from .deps import MISSING_KEY, authenticate_sender, presented_key, read_body
 
 router = APIRouter()
 JSON = "application/json"
@@ -49,7 +49,7 @@ async def _export(request: Request, background: BackgroundTasks, services: Servi
                            request.headers.get("content-encoding"), limit)
 
         def authenticated() -> Result:
-            key = authenticate(services, raw_key)
+            key = authenticate_sender(services, raw_key)
             return export(services, key, body, encoding, request.headers.get("x-bench-agent"),
                           later=background.add_task)
 
