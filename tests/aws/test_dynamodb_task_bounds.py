@@ -7,6 +7,7 @@ Sizes are measured on moto's items by DynamoDB's sizing rules (`tests/perf/dynam
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -15,6 +16,7 @@ import boto3
 import pytest
 from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent
 from bench_core.store.dynamodb.codec.tasks import PAGES_INLINE, SEEN_INLINE
+from bench_core.store.dynamodb.migration import MARKER, migrate
 from bench_core.store.dynamodb.store import DynamoStore
 
 from tests.aws.moto_table import TABLE_NAME, dynamo_store
@@ -90,3 +92,27 @@ def test_a_batch_to_a_long_task_costs_what_a_small_item_costs(store: DynamoStore
     task_units = meter.by_kind["agent TASK"][0]
     assert task_units <= 2 * (item_size(task_item(store)) // 1024 + 1) + 16, meter.by_kind
     assert meter.wru <= 60, meter.by_kind
+
+
+def test_the_migration_brings_an_item_grown_by_the_old_layout_under_the_bound(
+        store: DynamoStore) -> None:
+    """Before the chunks a task item kept every digest and page key: 6,000 one-event batches
+    made it some 400 KB. Reads take such an item as it is; the migration moves the excess."""
+    batches = long_task(store)
+    item = task_item(store)
+    old = [hashlib.sha256(f"old-{n}".encode()).digest()[:8] for n in range(6_000)]
+    gone = [f"B#2026-01-01T00:00:00.000Z#{n:032x}" for n in range(2_000)]  # pages expired
+    item["seen"] = {"BS": [*item.get("seen", {}).get("BS", []), *old]}
+    item["pages"] = {"SS": [*item.get("pages", {}).get("SS", []), *gone]}
+    store.client.put_item(TableName=TABLE_NAME, Item=item)
+    assert item_size(task_item(store)) > 150_000
+    events = [e["id"] for e in store.ingest.task_events(REF, "t")]
+    report = migrate(store.table)
+    assert report.chunked == 1
+    assert item_size(task_item(store)) < BOUND
+    assert [e["id"] for e in store.ingest.task_events(REF, "t")] == events
+    assert store.ingest.ingest(REF.login, META, batches[0]).accepted == 0
+    assert store.ingest.ingest(REF.login, META,
+                               clean([ev("task.log", "t", id="old-17", data={})])).accepted == 0
+    store.table.delete(MARKER)
+    assert migrate(store.table).chunked == 0
