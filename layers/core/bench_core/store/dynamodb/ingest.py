@@ -75,8 +75,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...domain.errors import PayloadTooLarge
-from ...domain.field_limits import dumps
+from ...domain.field_limits import dumps, within_task_limit
 from ...domain.folding import BatchFold, fold_batch, group_by_task, newest_runs
 from ...domain.models import (
     AgentMeta,
@@ -117,8 +116,6 @@ MAX_TRANSACTION_BYTES = 3_000_000
 """Below DynamoDB's 4 MB per transaction, leaving room for keys and attribute names."""
 MAX_PAGE_BYTES = 300_000
 """Below DynamoDB's 400 KB per item."""
-MAX_TASK_EVENTS = 20_000
-"""Events one task may fold: their digests (8 bytes each) stay well inside its 400 KB item."""
 _RETRYABLE = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded",
                         "RequestLimitExceeded"})
 _LOWEST_SORT_TS = "0"
@@ -595,16 +592,13 @@ def _raise_unless_contended(exc: ClientError) -> None:
 
 
 def _within_limit(fresh: list[CleanEvent], seen: dict[str, set[bytes]]) -> None:
-    """Refuse the batch, before anything of it is written, if it takes a task past
-    `MAX_TASK_EVENTS`."""
+    """Refuse the batch before anything of it is written if it takes a task past
+    `field_limits.MAX_TASK_EVENTS` (its digests count what it holds)."""
     counts: dict[str, int] = {}
     for event in fresh:
         if event.task_id is not None:
-            counts[event.task_id] = counts.get(event.task_id, 0) + 1
-    for task_id, count in counts.items():
-        if len(seen.get(task_id, ())) + count > MAX_TASK_EVENTS:
-            raise PayloadTooLarge(f"task {task_id!r} has more than {MAX_TASK_EVENTS} events",
-                                  [{"loc": ["events"], "msg": "too many events in one task"}])
+            counts[event.task_id] = counts.get(event.task_id, len(seen.get(event.task_id, ()))) + 1
+    within_task_limit(counts)
 
 
 def _untouched_parents(fold: BatchFold) -> set[str]:
