@@ -8,6 +8,9 @@ refuse the batch it came in.
 - Values (input, output, data, cost breakdown) over the field cap become a marker holding a
   preview of their JSON (`cap`).
 
+A task holds at most `MAX_TASK_EVENTS` events, on every store: a batch that would take one
+past it is refused whole (413), before anything of it is stored.
+
 Ids are not cut (two different ids cut could become one): one that breaks `ID_RULE` is
 refused, so every id a source sends names a page of its own (`/u/.../runs/{id}`). Times are
 not moved either: a time outside `EARLIEST`..`LATEST` is refused (`TIME_RULE`), the event with
@@ -21,6 +24,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic_core import to_json
+
+from .errors import PayloadTooLarge
 
 TRUNCATED = "_bench_truncated"
 MAX_NAME_CHARS = 256
@@ -47,6 +52,22 @@ LATEST_NS = 253_402_300_799_999_999_999
 """`LATEST` in nanoseconds since the epoch, as OTLP writes times."""
 TIME_RULE = "times must fall from 1970-01-01 to 9999-12-31 (UTC)"
 _CAPPED_FIELDS = ("cost_breakdown", "input", "output", "data")
+MAX_TASK_EVENTS = 20_000
+"""Events one task may hold. Not for its item's sake (DynamoDB's stays small whatever the
+history: `store/dynamodb/codec/tasks.py` `TaskLedger`) but for the reads that grow with it:
+DynamoDB knows a resent event by reading the task's older digests (1 RRU per 448 events, on
+every batch to the task: summed over a task's batches that grows with the square of its
+length), and a task's page reads all its events."""
+
+
+def within_task_limit(counts: dict[str, int]) -> None:
+    """Refuse a batch after which a task (id: events it would hold) holds more than
+    `MAX_TASK_EVENTS`."""
+    for task_id, count in counts.items():
+        if count > MAX_TASK_EVENTS:
+            raise PayloadTooLarge(f"task {task_id!r} would hold {count} events, more than "
+                                  f"{MAX_TASK_EVENTS}",
+                                  [{"loc": ["events"], "msg": "too many events in one task"}])
 
 
 def id_allowed(value: str) -> bool:

@@ -8,8 +8,10 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`):
                   [tstatus: TSTATUS#{A}#{L}#{status}, {sort_ts}#{task_id}]
                   where `L` is ROOT for a root task, else P#{parent_task_id}; `task` and
                   `content` hold its folded fields as JSON (`codec.tasks.task_fields`);
-                  `seen` holds a `codec.tasks.digest` of every event folded into it, `pages`
-                  the pages its events are on
+                  `seen` holds a `codec.tasks.digest` of its newest events, `pages` the pages
+                  they are on (`codec.tasks.TaskLedger`)
+- task chunks:    AGENT#{A}, TASKX#{task_id}#S{n} and #P{n}: the older digests and page keys,
+                  sealed, so a task item stays a few KB whatever its history
 - event page:     AGENT#{A}, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
 - event claim:    AGENT#{A}, EV#{event_id}   (an event of no task, claimed by its id)
 - day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}
@@ -24,8 +26,9 @@ counts it): its events go onto a few pages (one item per 300 KB, not one per eve
 duplicates are found by the tasks' own conditional writes, not by reading every event id.
 
 - Events of a task (every event with a `task_id`): the task's item keeps the digests of the
-  events it holds, so the consistent read of the batch's tasks (needed to fold them anyway)
-  tells which events are new. The new ones go onto pages first, then one TransactWriteItems
+  events it holds, and of a long task the rest are in its chunks (read with it, one
+  BatchGetItem of 1 RRU per 448 older events), so the consistent read of the batch's tasks
+  (needed to fold them anyway) tells which events are new. The new ones go onto pages first, then one TransactWriteItems
   (100 items, 4 MB; normally one per batch) writes each task as an Update conditional on the
   `version` it was folded from, adding its new digests and pages, with the run counters (and
   the batch's `dropped`) as ADDs. A concurrent sender of the same events moves the version:
@@ -34,6 +37,13 @@ duplicates are found by the tasks' own conditional writes, not by reading every 
   task); each part folds on the state the previous one left, and a retried batch finds the
   stored parts as duplicates. Retries are few and jittered; past them the caller gets 429 and
   resends safely.
+- A write that would crowd a task's item past what it holds itself (`codec.tasks.SEEN_INLINE`
+  digests, `PAGES_INLINE` page keys; a task's events go at most `SEEN_INLINE` to a
+  transaction) first moves them into new chunks, in a transaction of its own conditional on
+  the task's `version` and chunk counts (`codec.tasks.spill`): a concurrent writer of the task
+  cancels one of the two, and every digest stays either on the item or in a chunk it counts.
+  So a write of a long task pays for a few KB of item, not for its history (a batch after
+  10,000 one-event batches: `tests/aws/test_dynamodb_task_bounds.py`).
 - A page is written before its transaction: a crash in between leaves events on a page that
   no task lists, and the resent batch (still new to every task) folds them once. Readers take
   each event id once, so an event on two pages (two senders, one of whom lost) shows once.
@@ -65,8 +75,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ...domain.errors import PayloadTooLarge
-from ...domain.field_limits import dumps
+from ...domain.field_limits import dumps, within_task_limit
 from ...domain.folding import BatchFold, fold_batch, group_by_task, newest_runs
 from ...domain.models import (
     AgentMeta,
@@ -84,7 +93,21 @@ from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_rea
 from .codec.agents import agent_upsert, day_from_item, record_newest_runs, run_updates
 from .codec.keys import DAY, EVENT, META, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
 from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, page_item, page_max_ts
-from .codec.tasks import child_cost_update, digest, task_from_item, task_pages, task_seen, task_update
+from .codec.tasks import (
+    SEEN_INLINE,
+    TaskLedger,
+    child_cost_update,
+    chunk_task_id,
+    digest,
+    page_chunk_keys,
+    seen_chunk_keys,
+    spill,
+    task_from_item,
+    task_ledger,
+    task_pages,
+    task_seen,
+    task_update,
+)
 from .codec.values import Update, to_item
 from .leaderboard import DynamoLeaderboard
 
@@ -93,8 +116,6 @@ MAX_TRANSACTION_BYTES = 3_000_000
 """Below DynamoDB's 4 MB per transaction, leaving room for keys and attribute names."""
 MAX_PAGE_BYTES = 300_000
 """Below DynamoDB's 400 KB per item."""
-MAX_TASK_EVENTS = 20_000
-"""Events one task may fold: their digests (8 bytes each) stay well inside its 400 KB item."""
 _RETRYABLE = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded",
                         "RequestLimitExceeded"})
 _LOWEST_SORT_TS = "0"
@@ -120,9 +141,10 @@ class DynamoIngest:
         for event in events:
             firsts.setdefault(event.id, event)
         tracked = [e for e in firsts.values() if e.task_id is not None]
-        states, seen = self.load_tasks(agent, {e.task_id for e in tracked if e.task_id}
-                                       | parent_ids(tracked))
+        states, seen, ledgers = self.load_tasks(agent, {e.task_id for e in tracked if e.task_id}
+                                                | parent_ids(tracked))
         fresh = [e for e in tracked if digest(e.id) not in seen.get(e.task_id or "", ())]
+        _within_limit(fresh, seen)
         bodies = {e.id: e.body_json or dumps(e.body) for e in firsts.values()}
         arrival = time.time_ns()
         seqs = {event_id: arrival + i for i, event_id in enumerate(firsts)}
@@ -135,8 +157,8 @@ class DynamoIngest:
         old = self._upsert_agent(agent, meta, dropped if not fresh and (claimed or not events)
                                  else 0, [e.ts for e in [*fresh, *claimed]], now)
         agent = temporary(agent, old)
-        write = _BatchWrite(self, agent, states, seen, bodies, seqs, self.retention_days,
-                            dropped if fresh else 0, old)
+        write = _BatchWrite(self, agent, states, seen, ledgers, bodies, seqs,
+                            self.retention_days, dropped if fresh else 0, old)
         for unit in _units(fresh, bodies):
             write.commit(unit)
         accepted = len(write.accepted) + len(claimed)
@@ -228,11 +250,19 @@ class DynamoIngest:
         return True
 
     def load_tasks(self, agent: AgentKeys, task_ids: Iterable[str]
-                   ) -> tuple[dict[str, TaskState], dict[str, set[bytes]]]:
-        """The stored tasks (strongly consistent), and the digests of the events each folded."""
+                   ) -> tuple[dict[str, TaskState], dict[str, set[bytes]], dict[str, TaskLedger]]:
+        """The stored tasks (strongly consistent), the digests of every event each folded (its
+        own and its chunks': one more BatchGetItem, only for a task with a long history) and
+        what each item records of its events itself."""
         items = self.table.batch_get([agent.key(TASK + task_id) for task_id in task_ids])
         states = {item["sk"][len(TASK):]: task_from_item(item) for item in items}
-        return states, {item["sk"][len(TASK):]: task_seen(item) for item in items}
+        ledgers = {item["sk"][len(TASK):]: task_ledger(item) for item in items}
+        seen = {task_id: set(ledger.seen) for task_id, ledger in ledgers.items()}
+        chunks = [key for task_id, ledger in ledgers.items()
+                  for key in seen_chunk_keys(agent, task_id, ledger)]
+        for chunk in self.table.batch_get(chunks) if chunks else ():
+            seen[chunk_task_id(chunk["sk"])] |= task_seen(chunk)
+        return states, seen, ledgers
 
     # ---- reads: events and days -----------------------------------------------------------
 
@@ -344,12 +374,18 @@ def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str) -> bo
 
 
 def read_task_events(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:
-    """The events of one task in time, then arrival, order: from the pages its item lists."""
+    """The events of one task in time, then arrival, order: from the pages its item and its
+    chunks list (`codec.tasks.TaskLedger`)."""
     task = table.get(agent.key(TASK + task_id))
     if task is None:
         return []
+    ledger = task_ledger(task)
+    sks = set(ledger.pages)
+    chunks = page_chunk_keys(agent, task_id, ledger)
+    for chunk in table.batch_get(chunks) if chunks else ():
+        sks |= task_pages(chunk)
     kept: dict[str, StoredEvent] = {}
-    for page in table.batch_get([agent.key(sk) for sk in sorted(task_pages(task))]):
+    for page in table.batch_get([agent.key(sk) for sk in sorted(sks)]):
         _keep_first(kept, (e for e in page_events(page) if e.task_id == task_id))
     return [e.body for e in sorted(kept.values(), key=lambda e: e.order)]
 
@@ -367,6 +403,8 @@ def _keep_first(kept: dict[str, StoredEvent], events: Iterable[StoredEvent]) -> 
 @dataclass
 class _Plan:
     events: list[CleanEvent]
+    pages: dict[str, str]
+    """The page of each event."""
     actions: list[dict[str, Any]]
     fold: BatchFold
     recorded: dict[str, Any]
@@ -384,6 +422,8 @@ class _BatchWrite:
     agent: AgentKeys
     states: dict[str, TaskState]
     seen: dict[str, set[bytes]]
+    ledgers: dict[str, TaskLedger]
+    """What each stored task's item holds of its events itself (`codec.tasks.TaskLedger`)."""
     bodies: dict[str, str]
     seqs: dict[str, int]
     retention_days: int
@@ -399,6 +439,11 @@ class _BatchWrite:
         pages = write_pages(self.store.table, self.agent, unit, self.bodies, self.seqs,
                             self.retention_days)
         for attempt in range(MAX_ATTEMPTS):
+            if not self._make_room(unit, pages):
+                unit = self._reread(unit, set(), attempt)
+                if not unit:
+                    return
+                continue
             plan = self._plan(unit, pages)
             try:
                 if plan.actions:
@@ -426,10 +471,6 @@ class _BatchWrite:
             if event.task_id is not None:
                 on_pages.setdefault(event.task_id, set()).add(pages[event.id])
                 new_seen.setdefault(event.task_id, set()).add(digest(event.id))
-        for task_id, digests in new_seen.items():
-            if len(self.seen.get(task_id, ())) + len(digests) > MAX_TASK_EVENTS:
-                raise PayloadTooLarge(f"task {task_id!r} has more than {MAX_TASK_EVENTS} events",
-                                      [{"loc": ["events"], "msg": "too many events in one task"}])
         updates = [task_update(agent, self.states.get(task_id), task,
                                new_seen.get(task_id, set()), on_pages.pop(task_id, set()))
                    for task_id, task in fold.tasks.items()]
@@ -448,26 +489,68 @@ class _BatchWrite:
             if self.dropped:
                 on_agent.add["dropped_events"] = self.dropped
             recorded = record_newest_runs(on_agent, newest, self.agent_item)
-        return _Plan(unit, [self.store.table.update_action(u) for u in updates], fold, recorded)
+        return _Plan(unit, pages, [self.store.table.update_action(u) for u in updates], fold,
+                     recorded)
+
+    def _make_room(self, unit: list[CleanEvent], pages: dict[str, str]) -> bool:
+        """Before `unit` is written: move what a task's item records of its events into chunks
+        (`codec.tasks.spill`) where the unit would crowd it, in transactions of their own; False
+        if one found its task changed (read it again)."""
+        added: dict[str, tuple[int, set[str]]] = {}
+        for event in unit:
+            if event.task_id is not None:
+                count, on_pages = added.get(event.task_id, (0, set()))
+                added[event.task_id] = (count + 1, on_pages | {pages[event.id]})
+        spills: list[tuple[str, list[dict[str, Any]], TaskLedger]] = []
+        for task_id, (count, on_pages) in added.items():
+            ledger, state = self.ledgers.get(task_id), self.states.get(task_id)
+            if ledger is None or state is None:
+                continue
+            seen, paged = ledger.crowded(count, len(on_pages - ledger.pages))
+            seen, paged = seen and bool(ledger.seen), paged and bool(ledger.pages)
+            if seen or paged:
+                items, update, after = spill(self.agent, task_id, state.version, ledger,
+                                             seen=seen, pages=paged)
+                table = self.store.table
+                spills.append((task_id, [*map(table.put_action, items),
+                                         table.update_action(update)], after))
+        group: list[tuple[str, list[dict[str, Any]], TaskLedger]] = []
+        for n, one in enumerate(spills):
+            group.append(one)
+            if n + 1 < len(spills) and sum(len(a) for _, a, _ in group) + len(spills[n + 1][1]) \
+                    <= MAX_TRANSACTION_ITEMS:
+                continue
+            try:
+                self.store.table.transact([a for _, actions, _ in group for a in actions])
+            except ClientError as exc:
+                _raise_unless_contended(exc)
+                return False
+            self.ledgers |= {task_id: after for task_id, _, after in group}
+            group = []
+        return True
 
     def _after_cancel(self, exc: ClientError, plan: _Plan, attempt: int) -> list[CleanEvent]:
         """The unit left to write, folded again on fresh task states: without the events a
         concurrent sender folded first (their pages stay, and readers take them once)."""
-        reasons = cancellation_reasons(exc)
-        if any(code not in _RETRYABLE | {"None", "ConditionalCheckFailed"} for code in reasons):
-            raise exc
+        _raise_unless_contended(exc)
         if plan.recorded:  # perhaps a concurrent batch recorded a newer run
             self.agent_item = self.store.table.get(self.agent.key(META)) or {}
-        task_ids = {e.task_id for e in plan.events if e.task_id is not None}
-        task_ids |= _untouched_parents(plan.fold) | parent_ids(plan.events)
+        return self._reread(plan.events, _untouched_parents(plan.fold), attempt)
+
+    def _reread(self, events: list[CleanEvent], parents: set[str], attempt: int
+                ) -> list[CleanEvent]:
+        """The `events` left to write once their tasks (and `parents`) are read again."""
+        task_ids = {e.task_id for e in events if e.task_id is not None}
+        task_ids |= parents | parent_ids(events)
         for task_id in task_ids:
             self.states.pop(task_id, None)
             self.seen.pop(task_id, None)
-        states, seen = self.store.load_tasks(self.agent, task_ids)
+            self.ledgers.pop(task_id, None)
+        states, seen, ledgers = self.store.load_tasks(self.agent, task_ids)
         self.states |= states
         self.seen |= seen
-        unit = [e for e in plan.events
-                if digest(e.id) not in self.seen.get(e.task_id or "", ())]
+        self.ledgers |= ledgers
+        unit = [e for e in events if digest(e.id) not in self.seen.get(e.task_id or "", ())]
         if unit:
             pause(attempt)
         return unit
@@ -490,10 +573,32 @@ class _BatchWrite:
                 version=before.version + 1)
         for event in plan.events:
             self.seen.setdefault(event.task_id or "", set()).add(digest(event.id))
+            if event.task_id is not None:
+                ledger = self.ledgers.setdefault(event.task_id, TaskLedger())
+                ledger.seen.add(digest(event.id))
+                ledger.pages.add(plan.pages[event.id])
         self.agent_item = {**self.agent_item, **plan.recorded}
         self.accepted += plan.events
         self.finished += plan.fold.finished
         self.dropped = 0
+
+
+def _raise_unless_contended(exc: ClientError) -> None:
+    """`exc` unless it is a transaction cancelled by a concurrent write (or throttling)."""
+    if code(exc) != "TransactionCanceledException" or any(
+            reason not in _RETRYABLE | {"None", "ConditionalCheckFailed"}
+            for reason in cancellation_reasons(exc)):
+        raise exc
+
+
+def _within_limit(fresh: list[CleanEvent], seen: dict[str, set[bytes]]) -> None:
+    """Refuse the batch before anything of it is written if it takes a task past
+    `field_limits.MAX_TASK_EVENTS` (its digests count what it holds)."""
+    counts: dict[str, int] = {}
+    for event in fresh:
+        if event.task_id is not None:
+            counts[event.task_id] = counts.get(event.task_id, len(seen.get(event.task_id, ()))) + 1
+    within_task_limit(counts)
 
 
 def _untouched_parents(fold: BatchFold) -> set[str]:
@@ -523,8 +628,9 @@ def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[Cl
     task's item can be as large as its events, and it may add a parent and a day; an event no
     task folds may add a placeholder for its task."""
     pieces = [piece for group in group_by_task(events).values()
-              for piece in _pieces(group, bodies, fixed=3, each=0)]
-    pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1)
+              for piece in _pieces(group, bodies, fixed=3, each=0, most=SEEN_INLINE)]
+    pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1,
+                      most=MAX_TRANSACTION_ITEMS)
     unit: list[CleanEvent] = []
     items = size = 0
     for piece, piece_items, piece_size in pieces:
@@ -559,16 +665,17 @@ def _is_task_event(event: CleanEvent) -> bool:
     return event.task_id is not None and event.kind.startswith("task.")
 
 
-def _pieces(events: list[CleanEvent], bodies: dict[str, str], fixed: int, each: int
+def _pieces(events: list[CleanEvent], bodies: dict[str, str], fixed: int, each: int, most: int
             ) -> Iterator[tuple[list[CleanEvent], int, int]]:
-    """Runs of `events` that fit one transaction: (events, items, estimated bytes), a run
-    taking `fixed` items plus `each` per event."""
+    """Runs of at most `most` `events` that fit one transaction: (events, items, estimated
+    bytes), a run taking `fixed` items plus `each` per event. A task's run stops at the digests
+    its item holds (`SEEN_INLINE`), so one write never crowds it past them."""
     piece: list[CleanEvent] = []
     size = 0
     for event in events:
         event_size = len(bodies[event.id].encode()) + 200
         if piece and (fixed + each * (len(piece) + 1) > MAX_TRANSACTION_ITEMS - 1
-                      or size + event_size > MAX_TRANSACTION_BYTES):
+                      or size + event_size > MAX_TRANSACTION_BYTES or len(piece) >= most):
             yield piece, fixed + each * len(piece), size
             piece, size = [], 0
         piece.append(event)

@@ -10,6 +10,9 @@ What it puts right, each counted in its `MigrationReport`:
 - `tasks`: every task item rewritten (`codec.tasks.task_rewrite`), those of such runs and those
   written with one attribute per field (`codec.tasks.TASK_FIELDS`) or, as a run's root, with
   `runs` index keys (roots were indexed once);
+- `chunked`: task items holding more event digests or page keys than a task item now keeps
+  (`codec.tasks.TaskLedger`; they grew with every batch, up to DynamoDB's 400 KB), their
+  older ones moved into chunks;
 - `moved`: tasks a move of their run missed (`ingest.move_runs`; reads see them for
   `runs.SETTLED` only), moved; the marks of moves older than that removed.
 
@@ -38,16 +41,18 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from ...domain.models import TaskState, iso
 from ...domain.runs import MAX_ANCESTRY
-from .client import MAX_ATTEMPTS, ConditionFailed, Table
+from .client import MAX_ATTEMPTS, ConditionFailed, Table, code
 from .codec.keys import TASK, AgentKeys
-from .codec.tasks import TASK_FIELDS, task_from_item, task_rewrite
+from .codec.tasks import TASK_FIELDS, spill, task_from_item, task_ledger, task_rewrite
 from .codec.values import Update, to_item
 from .ingest import move_task, started_task
 from .runs import SETTLED, stored_logs, unmigrated_run
 
-VERSION = 1
+VERSION = 2
 """The layout this code writes, as far as a migration is concerned: raised with each new step."""
 MARKER = to_item({"pk": "MIGRATION", "sk": "META"})
 """Where the table's migration is: `done` (the last `VERSION` a pass got through), and while a
@@ -66,6 +71,7 @@ class MigrationReport:
     scanned: int = 0
     runs: int = 0
     tasks: int = 0
+    chunked: int = 0
     moved: int = 0
     read_units: float = 0.0
     write_units: float = 0.0
@@ -133,6 +139,7 @@ class _Pass:
             self._run(agent, self._root(agent, task))
         elif _old_layout(item, task):
             self._rewrite(agent, task)
+        self._chunk(agent, item)
 
     def _root(self, agent: AgentKeys, task: TaskState) -> TaskState:
         """The run `task` is read as part of: its topmost stored ancestor (`reads.runs.find_run`)."""
@@ -180,6 +187,32 @@ class _Pass:
             self.report.tasks += 1
             return
         raise RuntimeError(f"task {agent.name}/{task.task_id} kept changing: migrate again")
+
+    def _chunk(self, agent: AgentKeys, item: dict[str, Any]) -> None:
+        """Move what a task item holds of its events past `TaskLedger`'s bounds into chunks, a
+        transaction at a time, each conditional on the version read (a batch that wrote the
+        item meanwhile makes it read again)."""
+        task_id = item["sk"][len(TASK):]
+        chunked = False
+        for _ in range(MAX_ATTEMPTS * 10):
+            ledger = task_ledger(item)
+            seen, pages = ledger.crowded()
+            if not (seen or pages):
+                self.report.chunked += chunked
+                return
+            chunks, update, _after = spill(agent, task_id, int(item.get("version", 0)), ledger,
+                                           seen=seen, pages=pages, most=90)
+            try:
+                self.table.transact([*map(self.table.put_action, chunks),
+                                     self.table.update_action(update)])
+                chunked = True
+            except ClientError as exc:
+                if code(exc) != "TransactionCanceledException":
+                    raise
+            item = self.table.get(agent.key(item["sk"])) or {}
+            if not item:
+                return
+        raise RuntimeError(f"task {agent.name}/{task_id} kept changing: migrate again")
 
     def _settle(self, agent: AgentKeys, key: dict[str, Any]) -> None:
         """Move the tasks still recorded under the run that the task of `key` was, before

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ...domain.field_limits import dumps
+from ...domain.field_limits import dumps, within_task_limit
 from ...domain.folding import fold_batch, newest_runs
 from ...domain.models import (
     LATEST_RUNS,
@@ -69,6 +69,18 @@ def _new_events(stored: dict[str, StoredEvent], events: list[CleanEvent]) -> lis
     return fresh
 
 
+def _held(stored: dict[str, StoredEvent], fresh: list[CleanEvent]) -> dict[str, int]:
+    """How many events each task of `fresh` would hold with them."""
+    counts: dict[str, int] = {}
+    for event in fresh:
+        if event.task_id is not None:
+            counts[event.task_id] = counts.get(event.task_id, 0) + 1
+    for held in stored.values():
+        if held.task_id in counts:
+            counts[held.task_id] += 1
+    return counts
+
+
 class MemoryIngest(Concern):
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
@@ -77,6 +89,7 @@ class MemoryIngest(Concern):
             if ref not in tables.agents:
                 admit_agent(tables, login, self.rules.max_agents_per_account)
             fresh = _new_events(tables.events.get(ref, {}), events)
+            within_task_limit(_held(tables.events.get(ref, {}), fresh))
             tasks = tables.tasks.get(ref, {})
             wanted = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
             states = {tid: copied(tasks[tid]) for tid in wanted | parent_ids(fresh)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...domain import stats
-from ...domain.field_limits import dumps
+from ...domain.field_limits import dumps, within_task_limit
 from ...domain.folding import fold_batch, newest_runs
 from ...domain.models import (
     LATEST_RUNS,
@@ -131,12 +131,20 @@ def read_task(reader: sqlite3.Connection, ref: AgentRef, task_id: str) -> TaskSt
     return task_from_row(row) if row else None
 
 
+def _held(conn: sqlite3.Connection, agent_id: int, fresh: list[CleanEvent]) -> dict[str, int]:
+    """How many events each task of `fresh` holds, `fresh` stored (one indexed count each)."""
+    task_ids = sorted({e.task_id for e in fresh if e.task_id is not None})
+    return {task_id: conn.execute("SELECT COUNT(*) FROM events WHERE agent_id = ? AND task_id = ?",
+                                  (agent_id, task_id)).fetchone()[0] for task_id in task_ids}
+
+
 class SqliteIngest(Concern):
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
         with self.db.write() as conn:
             agent_id = self._ensure_agent(conn, login, meta)
             fresh = self._insert_new_events(conn, agent_id, events)
+            within_task_limit(_held(conn, agent_id, fresh))
             task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
             states = self._load_tasks(conn, agent_id, task_ids | parent_ids(fresh))
             fold = fold_batch(states, fresh)

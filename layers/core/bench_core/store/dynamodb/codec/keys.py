@@ -14,6 +14,9 @@ PARENT = "P#"
 """Task listings: roots are under `ROOT`, subtasks under `PARENT` + their parent's id, so no
 client-chosen id (not even "ROOT") can name the root listing."""
 TASK = "TASK#"
+TASK_OVERFLOW = "TASKX#"
+"""What a task item moved out of itself: `TASKX#{task_id}#S{n}` and `#P{n}`, sealed chunks of its
+event digests and page keys (`codec.tasks.TaskLedger`). Not under `TASK`: no task read meets them."""
 EVENT = "EV#"
 PAGE = "B#"
 DAY = "DAY#"

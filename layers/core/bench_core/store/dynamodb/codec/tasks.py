@@ -9,14 +9,15 @@ index (`run_keys`).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic_core import from_json
 
 from ....domain.field_limits import dumps
 from ....domain.models import TASK_CONTENT, USAGE_FIELDS, EvalResult, TaskState, Usage, add_usage, from_fields
-from .keys import TASK, AgentKeys, expiring, task_sort_key
-from .values import Update, number, set_or_remove
+from .keys import TASK, TASK_OVERFLOW, AgentKeys, expiring, expiry, task_sort_key
+from .values import Update, number, set_or_remove, to_item
 
 _TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at")
 _TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
@@ -216,3 +217,98 @@ def _legacy_fields(item: dict[str, Any]) -> dict[str, Any]:
 def eval_from_item(item: dict[str, Any]) -> EvalResult | None:
     """The judge's result on a task item (written by `evals.py`), as JSON text."""
     return EvalResult.from_dict(from_json(item["eval"])) if item.get("eval") else None
+
+
+# ---- what a task records of its events ------------------------------------------------------
+
+SEEN_INLINE = 448
+"""Event digests a task item holds itself; past them they move to a sealed chunk (`TaskLedger`).
+448 of 8 bytes and a chunk's keys stay under 4 KB: a consistent read of a chunk costs 1 RRU."""
+PAGES_INLINE = 48
+"""Page keys (about 60 bytes each) a task item holds itself before they move to a chunk."""
+_SEEN_CHUNK, _PAGE_CHUNK = "#S", "#P"
+
+
+@dataclass
+class TaskLedger:
+    """What a task item records of its events: the `digest` of each (a resent event is known by
+    it) and the keys of the pages holding them (`read_task_events` reads them from there).
+
+    The item holds the newest of them (`seen`, `pages`: at most about `SEEN_INLINE` and
+    `PAGES_INLINE`, so a task item stays small however many batches brought its events, and
+    every write of it, which DynamoDB bills whole, stays cheap); the older ones are in sealed
+    chunks under the same agent (`TASK_OVERFLOW`), numbered from 0 (`seen_chunks`,
+    `page_chunks` on the item count them). A chunk is written once, never changed: `spill`
+    moves the item's own into new chunks in one transaction conditional on the `version` the
+    item was read at (without moving it: a batch folded on that read stays right), so every
+    digest is either on the item or in a chunk the item counts."""
+
+    seen: set[bytes] = field(default_factory=set)
+    pages: set[str] = field(default_factory=set)
+    seen_chunks: int = 0
+    page_chunks: int = 0
+
+    def crowded(self, seen: int = 0, pages: int = 0) -> tuple[bool, bool]:
+        """Whether the digests, and the page keys, overflow the item with `seen` digests and
+        `pages` page keys more."""
+        return len(self.seen) + seen > SEEN_INLINE, len(self.pages) + pages > PAGES_INLINE
+
+
+def task_ledger(item: dict[str, Any]) -> TaskLedger:
+    return TaskLedger(task_seen(item), task_pages(item), int(item.get("seen_chunks", 0)),
+                      int(item.get("page_chunks", 0)))
+
+
+def seen_chunk_keys(agent: AgentKeys, task_id: str, ledger: TaskLedger) -> list[dict[str, Any]]:
+    return [agent.key(_chunk_sk(task_id, _SEEN_CHUNK, n)) for n in range(ledger.seen_chunks)]
+
+
+def page_chunk_keys(agent: AgentKeys, task_id: str, ledger: TaskLedger) -> list[dict[str, Any]]:
+    return [agent.key(_chunk_sk(task_id, _PAGE_CHUNK, n)) for n in range(ledger.page_chunks)]
+
+
+def _chunk_sk(task_id: str, kind: str, n: int) -> str:
+    """The suffix has a fixed length, so no task id (which may hold `#`) names another's chunk."""
+    return f"{TASK_OVERFLOW}{task_id}{kind}{n:06d}"
+
+
+def spill(agent: AgentKeys, task_id: str, version: int, ledger: TaskLedger, *, seen: bool,
+          pages: bool, most: int = 64) -> tuple[list[dict[str, Any]], Update, TaskLedger]:
+    """Move the task item's own digests (`seen`) and page keys (`pages`) into new chunks, at
+    most `most` of them (an item of an older layout may hold thousands: the rest stays for the
+    next call). Returns the chunks (Put only if absent), the item's update (conditional on
+    `version` and the chunk counts it was read with; it leaves `version` as it is) and the
+    ledger after both."""
+    items: list[dict[str, Any]] = []
+    after = replace(ledger, seen=set(ledger.seen), pages=set(ledger.pages))
+    moves = ((seen, "seen", _SEEN_CHUNK, "seen_chunks", SEEN_INLINE),
+             (pages, "pages", _PAGE_CHUNK, "page_chunks", PAGES_INLINE))
+    fields: dict[str, Any] = {}
+    for wanted, name, kind, counter, size in moves:
+        values: list[Any] = sorted(getattr(after, name))
+        while wanted and values and len(items) < most:
+            part, values = values[:size], values[size:]
+            n = getattr(after, counter)
+            items.append(to_item({"pk": agent.pk, "sk": _chunk_sk(task_id, kind, n),
+                                  name: set(part), **expiry(agent)}))
+            setattr(after, counter, n + 1)
+            getattr(after, name).difference_update(part)
+        if wanted:
+            fields |= {name: set(values) or None, counter: getattr(after, counter)}
+    update = set_or_remove(Update(agent.key(TASK + task_id)), fields)
+    update.condition = " AND ".join((
+        "attribute_exists(#pk)", _counted("version", ":version", version),
+        _counted("seen_chunks", ":seen", ledger.seen_chunks),
+        _counted("page_chunks", ":pages", ledger.page_chunks)))
+    update.condition_values = {":version": version, ":seen": ledger.seen_chunks,
+                               ":pages": ledger.page_chunks}
+    return items, update, after
+
+
+def _counted(attr: str, value: str, n: int) -> str:
+    return f"#{attr} = {value}" if n else f"(attribute_not_exists(#{attr}) OR #{attr} = {value})"
+
+
+def chunk_task_id(sk: str) -> str:
+    """The task whose chunk has sort key `sk` (`_chunk_sk`)."""
+    return sk[len(TASK_OVERFLOW):-8]
