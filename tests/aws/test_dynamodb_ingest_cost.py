@@ -1,5 +1,6 @@
-"""DynamoDB ingest: what a steady batch costs, and that a batch cut short at any request
-counts once when it is sent again.
+"""DynamoDB ingest: what a batch costs all in (its write, the eval of every run it finishes and
+the look for watchers), what a run the judge budget skips costs, and that a batch cut short at
+any request counts once when it is sent again.
 
 The cost is counted in capacity units by DynamoDB's sizing rules (`tests/perf/dynamodb_cost.py`),
 which are deterministic for a given batch: a budget, not a timing.
@@ -18,18 +19,53 @@ from tests.aws.moto_table import dynamo_store
 from tests.factories import clean, ev, task_events
 from tests.perf.dynamodb_cost import measure
 
-MAX_WRITE_UNITS_PER_EVENT = 2.0
+MAX_WRITE_UNITS_PER_EVENT = 2.5
 MAX_READ_UNITS_PER_EVENT = 0.5
 REF = AgentRef("alice", "crashy")
 
 
 @pytest.mark.parametrize("nested", [False, True], ids=["flat runs", "runs three levels deep"])
-def test_a_steady_batch_costs_at_most_two_write_units_and_half_a_read_unit_per_event(
+def test_a_steady_batch_costs_at_most_two_and_a_half_write_units_and_half_a_read_unit_per_event(
         nested: bool) -> None:
-    """Also with subtasks, which enter the `runs` index whole (projected ALL)."""
+    """All in: every run the batch finishes is judged and recorded. Also with subtasks, which
+    enter the `runs` index whole (projected ALL)."""
     wru, rru = measure(batches=3, nested=nested).ingest
     assert wru <= MAX_WRITE_UNITS_PER_EVENT, f"{wru:.2f} WRU per event"
     assert rru <= MAX_READ_UNITS_PER_EVENT, f"{rru:.2f} RRU per event"
+
+
+def test_runs_the_budget_skips_start_no_eval_and_each_is_written_once() -> None:
+    """Recorded `skipped` at ingest: no execution, one write of each run's task, and the
+    agent's items once for the batch (in one transaction)."""
+    from tests.perf.dynamodb_cost import Pipeline, batch
+
+    with dynamo_store() as store:
+        pipeline = Pipeline.over(store, sample_rate=0.0)
+        writes: list[str] = []
+
+        def count(model: Any, params: dict[str, Any], **_: Any) -> None:
+            if model.name == "TransactWriteItems":
+                writes.extend(next(iter(a.values()))["Key"]["sk"]["S"] for a in params["TransactItems"])
+            elif model.name in ("UpdateItem", "PutItem", "DeleteItem"):
+                writes.append((params.get("Key") or params["Item"])["sk"]["S"])
+
+        events = batch("skip")
+        ingested = store.ingest.ingest  # the batch's own writes are not what is counted
+
+        def ingest_then_count(*args: Any, **kwargs: Any) -> Any:
+            outcome = ingested(*args, **kwargs)
+            store.client.meta.events.register("before-parameter-build.dynamodb", count)
+            return outcome
+
+        store.ingest.ingest = ingest_then_count  # type: ignore[method-assign]
+        pipeline.send("skipper", events)
+        runs = {e["task_id"] for e in events}
+        assert pipeline.starts.inputs == []
+        assert sorted(w for w in writes if w.startswith("TASK#")) == sorted(f"TASK#{r}" for r in runs)
+        # and the agent due for its failure clusters (the batch has failed runs)
+        assert [w for w in writes if not w.startswith("TASK#")] == ["META", "alice#skipper"]
+        task = store.ingest.get_task(AgentRef("alice", "skipper"), next(iter(runs)))
+        assert task is not None and task.eval is not None and task.eval.status == "skipped"
 
 
 class Crash(Exception):

@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -19,7 +19,7 @@ import boto3
 import pytest
 import requests
 from bench_core.benchmarks import workflow as benchmark_wf
-from bench_core.clock import SYSTEM_CLOCK
+from bench_core.clock import SYSTEM_CLOCK, FixedClock
 from bench_core.clustering import workflow as cluster_workflow
 from bench_core.domain.models import AgentMeta
 from bench_core.evals import workflow as eval_wf
@@ -203,72 +203,53 @@ def moto_sfn(invoke: Any) -> Iterator[Sfn]:
         yield recorder
 
 
-START = eval_start("alice/agent-1", "t1")
-JUDGED = {**START, "next": "record", "result": {"status": "scored", "score": 0.8}}
-DONE = {**JUDGED, "next": "done", "outcome": "scored"}
+START = eval_start("alice/agent-1", ["t1", "t2"], private=False)
+JUDGED = {**START, "next": "record", "results": {"t1": {"status": "scored", "score": 0.8}}}
+DONE = {"agent": "alice/agent-1", "task_ids": ["t1", "t2"], "next": "done",
+        "outcomes": {"t1": "scored", "t2": "already scored"}}
 
 
-def test_eval_runs_load_judge_record_passing_each_steps_state_on(sfn: Sfn) -> None:
-    sfn.queue({**START, "next": "judge"}, JUDGED, DONE)
+def test_eval_runs_judge_then_record_passing_each_steps_state_on(sfn: Sfn) -> None:
+    sfn.queue(JUDGED, DONE)
     run = sfn.run(sfn.eval_arn, "eval-happy", START)
     assert run["status"] == "SUCCEEDED" and json.loads(run["output"]) == DONE
-    assert invocations(run) == [{"step": "load", "state": START},
-                                {"step": "judge", "state": {**START, "next": "judge"}},
+    assert invocations(run) == [{"step": "judge", "state": START},
                                 {"step": "record", "state": JUDGED}]
     assert sfn.sleeps == []
 
 
-def test_a_budget_skip_goes_from_load_straight_to_record(sfn: Sfn) -> None:
-    skipped = {**START, "next": "record", "result": {"status": "skipped"}}
-    sfn.queue(skipped, {**skipped, "next": "done"})
-    run = sfn.run(sfn.eval_arn, "eval-skip", START)
-    assert run["status"] == "SUCCEEDED"
-    assert [i["step"] for i in invocations(run)] == ["load", "record"]
-
-
-def test_a_task_already_judged_ends_after_load(sfn: Sfn) -> None:
-    sfn.queue({**START, "next": "done", "outcome": "already scored"})
+def test_an_eval_with_nothing_to_record_ends_after_judge(sfn: Sfn) -> None:
+    sfn.queue({**START, "next": "done", "outcomes": {"t1": "no agent", "t2": "no agent"}})
     run = sfn.run(sfn.eval_arn, "eval-done", START)
-    assert run["status"] == "SUCCEEDED" and [i["step"] for i in invocations(run)] == ["load"]
+    assert run["status"] == "SUCCEEDED" and [i["step"] for i in invocations(run)] == ["judge"]
 
 
 def test_an_unavailable_judge_is_retried_after_a_backoff(sfn: Sfn) -> None:
     retry = judge_unavailable_retry()
     failures = [error("LLMUnavailable")] * retry["MaxAttempts"]
-    sfn.queue({**START, "next": "judge"}, *failures, JUDGED, DONE)
+    sfn.queue(*failures, JUDGED, DONE)
     run = sfn.run(sfn.eval_arn, "eval-retry", START)
     assert run["status"] == "SUCCEEDED"
-    assert [i["step"] for i in invocations(run)] == (
-        ["load"] + ["judge"] * (len(failures) + 1) + ["record"])
+    assert [i["step"] for i in invocations(run)] == ["judge"] * (len(failures) + 1) + ["record"]
     assert len(sfn.sleeps) == len(failures)  # full jitter: each wait is at most its step
     for n, slept in enumerate(sfn.sleeps):
         assert 0 <= slept <= min(retry["IntervalSeconds"] * retry["BackoffRate"] ** n,
                                  retry["MaxDelaySeconds"])
 
 
-def test_a_task_gone_before_its_judgement_ends_the_eval_without_recording(sfn: Sfn) -> None:
-    """The judge step answers `next: done` (no result) when the task vanished: the workflow
-    ends there instead of failing Record into EvalLeftPending."""
-    sfn.queue({**START, "next": "judge"}, {**START, "next": "done", "outcome": "task vanished"})
-    run = sfn.run(sfn.eval_arn, "eval-vanished", START)
-    assert run["status"] == "SUCCEEDED", run.get("error")
-    assert [i["step"] for i in invocations(run)] == ["load", "judge"]
-    assert json.loads(run["output"])["outcome"] == "task vanished"
-
-
-def test_a_judge_down_past_its_retries_leaves_the_task_pending(sfn: Sfn) -> None:
+def test_a_judge_down_past_its_retries_leaves_the_runs_pending(sfn: Sfn) -> None:
     attempts = judge_unavailable_retry()["MaxAttempts"] + 1
-    sfn.queue({**START, "next": "judge"}, *[error("LLMUnavailable")] * attempts)
+    sfn.queue(*[error("LLMUnavailable")] * attempts)
     run = sfn.run(sfn.eval_arn, "eval-down", START)
     assert run["status"] == "FAILED" and run["error"] == "EvalLeftPending"
-    assert [i["step"] for i in invocations(run)] == ["load"] + ["judge"] * attempts
+    assert [i["step"] for i in invocations(run)] == ["judge"] * attempts
 
 
 def test_an_unexpected_error_fails_the_eval_without_recording_anything(sfn: Sfn) -> None:
     sfn.queue(error("ValueError", "not an agent path"))
     run = sfn.run(sfn.eval_arn, "eval-broken", START)
     assert run["status"] == "FAILED" and run["error"] == "EvalLeftPending"
-    assert [i["step"] for i in invocations(run)] == ["load"]
+    assert [i["step"] for i in invocations(run)] == ["judge"]
 
 
 def test_the_hourly_run_sweeps_finds_due_agents_and_clusters_each(sfn: Sfn) -> None:
@@ -459,19 +440,24 @@ def executions(sfn: Sfn, arn: str) -> list[dict[str, Any]]:
         executionArn=e["executionArn"])["input"])} for e in listed]
 
 
-def test_the_starter_marks_runs_pending_then_starts_one_eval_each(sfn: Sfn) -> None:
+def test_the_starter_marks_a_batchs_runs_pending_then_starts_one_eval_for_them(sfn: Sfn) -> None:
     from bench_core.domain.models import AgentRef
-    from bench_core.workflows.stepfunctions import StepFunctionsStarter
+    from bench_core.workflows.stepfunctions import RUNS_PER_EVAL, StepFunctionsStarter
 
     marks = PendingMarks()
-    starter = StepFunctionsStarter(sfn.eval_arn, sfn.cluster_arn, marks, client=sfn.client)  # type: ignore[arg-type]
-    starter.start_evals(AgentRef("alice", "agent-1"), ["t1", "t2"])
+    clock = FixedClock(datetime(2026, 3, 1, 12, tzinfo=UTC))
+    starter = StepFunctionsStarter(sfn.eval_arn, sfn.cluster_arn, marks, client=sfn.client,  # type: ignore[arg-type]
+                                   clock=clock)
+    starter.start_evals(AgentRef("alice", "agent-1"), ["t1", "t2"], private=True)
     assert marks.marked == [("alice/agent-1", ["t1", "t2"])]
-    started = executions(sfn, sfn.eval_arn)
-    assert sorted(e["input"]["task_id"] for e in started) == ["t1", "t2"]
-    assert all(e["input"] == eval_start("alice/agent-1", e["input"]["task_id"])
-               for e in started)
-    assert all(re.fullmatch(r"eval-[0-9a-f]{24}-\d+", e["name"]) for e in started)
+    (started,) = executions(sfn, sfn.eval_arn)
+    assert started["input"] == eval_start("alice/agent-1", ["t1", "t2"], private=True,
+                                          queued_at="2026-03-01T12:00:00.000Z")
+    assert re.fullmatch(r"eval-[0-9a-f]{24}-\d+", started["name"])
+    many = [f"r{n:03d}" for n in range(RUNS_PER_EVAL + 5)]
+    starter.start_evals(AgentRef("alice", "agent-1"), many)
+    assert [ids for _, ids in marks.marked[1:]] == [many[:RUNS_PER_EVAL], many[RUNS_PER_EVAL:]]
+    assert len(executions(sfn, sfn.eval_arn)) == 3
 
 
 def test_a_repeated_refresh_is_one_cluster_execution_and_a_failed_start_never_raises(
@@ -574,21 +560,22 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
             finally:
                 current[0] = "test"
 
-        for task_id in ("ok", "f1"):
-            state = eval_start(ref.path, task_id)
-            while state["next"] != eval_wf.DONE:
-                state = invoke("eval", state["next"], state)
+        state = eval_start(ref.path, ["ok", "f1"])
+        while state["next"] != eval_wf.DONE:
+            state = invoke("eval", state["next"], state)
         judged = store.ingest.get_task(ref, "f1").eval
         model = cfn.environment(transformed, "EvalFunction", refs)["BENCH_BEDROCK_MODEL"]
         assert (judged.score, judged.judge) == (0.25, f"bedrock:{model}")
-        assert store.evals.pending_evals(an_hour_ago, iso(SYSTEM_CLOCK.now()), 10) == [(ref, "f2")]
+        # the runs queued together stay marked until all are judged, and start again together
+        assert store.evals.pending_evals(an_hour_ago, iso(SYSTEM_CLOCK.now()), 10) == [
+            (ref, ["f1", "f2", "ok"])]
         swept = invoke("cluster", "sweep_evals", {})
-        assert swept["swept"] == 1
+        assert swept["swept"] == 3
         assert invoke("cluster", "due_agents", swept)["agents"] == [ref.path]
         assert invoke("cluster", "cluster_agent", {"agent": ref.path})["clusters"] >= 1
         assert store.evals.get_insights(ref)["considered"] == 2
     started = [(who, json.loads(p["input"])) for who, _, op, p in calls if op == "StartExecution"]
-    assert [(who, i["task_id"]) for who, i in started] == [("ClusterFunction", "f2")]
+    assert [(who, i["task_ids"]) for who, i in started] == [("ClusterFunction", ["f1", "f2", "ok"])]
     models = {p["modelId"] for _, service, op, p in calls if op == "Converse"}
     assert models == {model}
     assert_granted(transformed, calls, ("EvalFunction", "ClusterFunction"))

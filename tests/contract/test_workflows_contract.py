@@ -100,7 +100,7 @@ def stepfunctions_harness(services: Services) -> Iterator[Harness]:
 
         broken = StepFunctionsStarter(arns["eval"].replace("bench-eval", "missing"),
                                       arns["cluster"].replace("bench-cluster", "missing"),
-                                      services.store, client=client)
+                                      services.store.evals, client=client)
         yield Harness(services, starter, finish, broken)
 
 
@@ -154,4 +154,4 @@ def test_a_failed_start_never_raises_and_leaves_the_run_for_the_sweep(harness: H
     harness.broken.start_clusters([REF])
     assert not judged(harness, "t1")
     pending = harness.services.store.evals.pending_evals("0000", "9999", 10)
-    assert (REF, "t1") in pending
+    assert (REF, ["t1"]) in pending

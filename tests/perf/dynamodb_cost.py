@@ -1,7 +1,9 @@
-"""DynamoDB cost of Bench: capacity units and dollars per million events ingested, per 1,000
-profile views and per 1,000 badge views, on moto with the deployed table definition.
+"""DynamoDB cost of Bench: capacity units and dollars per million events all in (a batch's write,
+the admission and eval of every run it finishes, the look for live watchers), per hourly round
+and per 1,000 profile, badge and leaderboard views, on moto with the deployed table definition.
 
-    python tests/perf/dynamodb_cost.py [--batches 20] [--breakdown]
+    python tests/perf/dynamodb_cost.py [--batches 20] [--breakdown] [--nested]
+                                       [--runs 10] [--sample-rate 1]
 
 Units are computed from every request the store makes (botocore hooks) by DynamoDB's
 published sizing rules, on the item images before and after each write (read from moto on
@@ -21,14 +23,18 @@ $0.125 per million read request units. Storage, streams and backups are left out
 A leaderboard view (page 1 by success rate, with `OTHER_AGENTS` more agents tied at one rate)
 is printed as well. The steady batch is what the SDK sends for an agent that runs all day: 50 events, 10 runs of
 five events each (start, three logs, end), on an agent that already ranks on every
-leaderboard; the pipeline's eval queue marks each finished run pending (as Step Functions'
-`start_evals` does). Unit counts are deterministic: tests/aws/test_dynamodb_cost.py holds the
-steady batch to at most 2 WRU and 0.5 RRU per event.
+leaderboard, sent through `accept` as `POST /ingest` does (`Pipeline`), whose one eval execution
+is then run step by step as EvalFunction runs it, with a model judge that spends tokens. The
+hourly round is the sweep, the agents due and their failure clusters (`hourly_round`), shown
+whole and per event for an agent sending a batch a minute. Unit counts are deterministic:
+tests/aws/test_dynamodb_ingest_cost.py holds the steady batch to at most 2.5 WRU and 0.5 RRU
+per event all in.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import sys
@@ -44,10 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import boto3  # noqa: E402
 from bench_core.accounts import key_rate  # noqa: E402
-from bench_core.domain.models import AgentMeta, AgentRef, KeyRecord, WireEvent, iso  # noqa: E402
+from bench_core.domain.models import AgentMeta, AgentRef, IngestOutcome, KeyRecord, WireEvent, iso  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
-from bench_core.ingest.wire import clean_event  # noqa: E402
-from bench_core.settings import Limits  # noqa: E402
 
 from tests.factories import day_old  # noqa: E402
 
@@ -362,17 +366,78 @@ SENDER = KeyRecord(key_hash="0" * 64, prefix="bk_0000", login=LOGIN)
 """The key the batches are sent with (only its hash is read: its request counter)."""
 
 
-def ingest(store: Any, prefix: str, slug: str = SLUG, nested: bool = False) -> None:
-    """One batch as the AWS pipeline stores it: the key's request counted
-    (`accounts.key_rate`), `ingest`, then the eval queue's markers."""
-    limits = Limits()
-    key_rate.take_request(store, SENDER, limits.key_requests_per_s)
-    events = [clean_event(WireEvent.model_validate(e), limits)
-              for e in batch(prefix, nested=nested)]
-    outcome = store.ingest.ingest(LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), events)
-    assert outcome.accepted == EVENTS_PER_BATCH, outcome
-    runs = [task_id for task_id, is_run in outcome.finished if is_run]
-    store.evals.mark_evals_pending(AgentRef(LOGIN, slug), runs, iso(store.clock.now()))
+class RecordedStarts:
+    """The Step Functions client of `StepFunctionsStarter`: keeps each execution's input, which
+    `Pipeline` then runs through the eval steps as EvalFunction would."""
+
+    def __init__(self) -> None:
+        self.inputs: list[dict[str, Any]] = []
+
+    def start_execution(self, stateMachineArn: str, name: str, input: str) -> None:  # noqa: N803, A002
+        self.inputs.append(json.loads(input))
+
+
+class VerdictLLM:
+    """A model judge that answers at once, with the tokens a real judgement spends (so the
+    day's judge spend is written as on AWS)."""
+
+    label = "bedrock:us.meta.llama3-3-70b-instruct-v1:0"
+
+    def complete(self, system: str, messages: Any, *, max_tokens: int) -> Any:
+        from bench_core.ports.llm import Completion
+
+        return Completion(json.dumps({"score": 0.8, "reasoning": "It answers the question."}),
+                          620, 40)
+
+
+@dataclass
+class Pipeline:
+    """What AWS does with a batch, against one store: `POST /ingest`'s `accept` (the store
+    write, the judge budget's admission, the pending mark and one eval execution's start), the
+    look for live watchers, then the execution's steps (`evals.workflow`), as EvalFunction
+    runs them."""
+
+    services: Any
+    starts: RecordedStarts
+
+    @classmethod
+    def over(cls, store: Any, sample_rate: float = 1.0) -> Pipeline:
+        from bench_core.runtime.adapters import Services
+        from bench_core.settings import JudgeSettings, Settings
+        from bench_core.workflows.stepfunctions import StepFunctionsStarter
+
+        starts = RecordedStarts()
+        settings = Settings(judge=JudgeSettings(daily_budget_usd=1e9, sample_rate=sample_rate))
+        starter = StepFunctionsStarter("arn:aws:states:us-east-1:1:stateMachine:eval", None,
+                                       store.evals, client=starts, clock=store.clock)
+        services = Services(settings, store).provide(llm=VerdictLLM(), workflows=starter)
+        return cls(services, starts)
+
+    def send(self, slug: str, events: list[dict[str, Any]]) -> IngestOutcome:
+        from bench_core.evals.workflow import run_eval
+        from bench_core.ingest.pipeline import accept
+
+        wire = [WireEvent.model_validate(e) for e in events]
+        store = self.services.store
+        key_rate.take_request(store, SENDER, self.services.settings.limits.key_requests_per_s)
+        outcome = accept(self.services, LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), wire,
+                         later=lambda *_: None)
+        store.accounts.live_connections(LOGIN, iso(store.clock.now()))  # anyone watching?
+        while self.starts.inputs:
+            run_eval(self.services, self.starts.inputs.pop(0))
+        return outcome
+
+
+def ingest(pipeline: Pipeline, prefix: str, slug: str = SLUG, nested: bool = False,
+           runs: int = RUNS_PER_BATCH, n: int = 0) -> None:
+    """One batch through the whole pipeline: `runs` of the steady batch's runs, the `n`-th
+    such slice (so that a run per request fails as often as in the steady batch)."""
+    events = batch(prefix, nested=nested)
+    per_run = len(events) // RUNS_PER_BATCH
+    first = (n * runs) % RUNS_PER_BATCH * per_run
+    events = events[first:first + runs * per_run]
+    outcome = pipeline.send(slug, events)
+    assert outcome.accepted == len(events), outcome
 
 
 def profile_view(store: Any) -> None:
@@ -411,33 +476,58 @@ class Costs:
     badge: tuple[float, float]
     leaderboard: tuple[float, float]
     breakdown: dict[str, list[float]]
+    hourly: tuple[float, float] = (0.0, 0.0)
+    """An hourly round's units per agent due (the sweep's reads shared among them)."""
 
 
-def measure(batches: int = 20, warm: int = 3, nested: bool = False) -> Costs:
+def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = RUNS_PER_BATCH,
+            sample_rate: float = 1.0) -> Costs:
+    """Units per event all in (ingest, the admission and eval of every run it finishes, the look
+    for watchers) over `batches` batches of `runs` runs each; then one hourly round and the
+    views."""
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
 
     with dynamo_store() as store:
         meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
         meter.attach(store.client)
+        pipeline = Pipeline.over(store)
         for slug in (SLUG, *(f"agent-{n:02d}" for n in range(OTHER_AGENTS))):
             store.agents.create_agent(day_old(LOGIN, slug))  # a day old, so their runs rank them
         for b in range(warm):  # the agent already ranks everywhere (>= 10 runs)
-            ingest(store, f"warm{b}")
+            ingest(pipeline, f"warm{b}")
         for n in range(OTHER_AGENTS):  # others on the leaderboard, all at the same rate
-            ingest(store, f"other{n}", slug=f"agent-{n:02d}")
+            ingest(pipeline, f"other{n}", slug=f"agent-{n:02d}")
+        if sample_rate < 1:
+            pipeline = Pipeline.over(store, sample_rate)
         meter.reset()
         for b in range(batches):
-            ingest(store, f"b{b:04d}", nested=nested)
-        events = batches * EVENTS_PER_BATCH
+            ingest(pipeline, f"b{b:04d}", nested=nested, runs=runs, n=b)
+        events = batches * len(batch("x", nested=nested)) * runs // RUNS_PER_BATCH
         per_event = (meter.wru / events, meter.rru / events)
         breakdown = {k: [w / batches, r / batches] for k, (w, r) in meter.by_kind.items()}
+        meter.reset()
+        due = hourly_round(pipeline.services)
+        hourly = (meter.wru / due, meter.rru / due)
         views = []
         for view in (profile_view, badge_view, leaderboard_view):
             view(store)  # first-use imports and caches are not what is measured
             meter.reset()
             view(store)
             views.append((meter.wru, meter.rru))
-        return Costs(per_event, views[0], views[1], views[2], breakdown)
+        return Costs(per_event, views[0], views[1], views[2], breakdown, hourly)
+
+
+def hourly_round(services: Any) -> int:
+    """What the hourly schedule runs (the cluster state machine): the sweep of evals left
+    pending, the agents due, and the failure clusters of each; how many agents were due (every
+    agent here has failures)."""
+    from bench_core.clustering import workflow as cluster_wf
+
+    state = cluster_wf.sweep_evals(services, {})
+    due = cluster_wf.due_agents(services, state)["agents"]
+    for agent in due:
+        cluster_wf.cluster_agent(services, {"agent": agent})
+    return len(due)
 
 
 def dollars(wru: float, rru: float) -> float:
@@ -459,7 +549,7 @@ def report(costs: Costs, show: Callable[[str], None] = print, breakdown: bool = 
     (wi, ri), (wp, rp), (wb, rb) = costs.ingest, costs.profile, costs.badge
     wl, rl = costs.leaderboard
     show(f"{'':28}{'WRU':>12}{'RRU':>12}{'USD':>10}")
-    show(f"{'per event ingested':28}{wi:12.3f}{ri:12.3f}")
+    show(f"{'per event, all in':28}{wi:12.3f}{ri:12.3f}")
     show(f"{'per million events':28}{wi * 1e6:12,.0f}{ri * 1e6:12,.0f}"
          f"{dollars(wi * 1e6, ri * 1e6):10.3f}")
     show(f"{'per 1,000 profile views':28}{wp * 1e3:12,.0f}{rp * 1e3:12,.0f}"
@@ -468,6 +558,10 @@ def report(costs: Costs, show: Callable[[str], None] = print, breakdown: bool = 
          f"{dollars(wb * 1e3, rb * 1e3):10.5f}")
     show(f"{'per 1,000 leaderboard views':28}{wl * 1e3:12,.0f}{rl * 1e3:12,.0f}"
          f"{dollars(wl * 1e3, rl * 1e3):10.5f}")
+    wh, rh = costs.hourly
+    show(f"{'hourly, per agent due':28}{wh:12.1f}{rh:12.1f}{dollars(wh, rh):10.7f}")
+    show(f"{'  per event at 3,000/h':28}{wh / 3000:12.3f}{rh / 3000:12.3f}"
+         "   (an agent sending a batch a minute)")
     if breakdown:
         show(f"\nper steady batch of {EVENTS_PER_BATCH} events, by item kind:")
         for kind, (w, r) in sorted(costs.breakdown.items(), key=lambda kv: -kv[1][0] - kv[1][1]):
@@ -480,12 +574,17 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true", help="units by item kind")
     parser.add_argument("--nested", action="store_true",
                         help="batches of runs three levels deep (`batch`)")
+    parser.add_argument("--runs", type=int, default=RUNS_PER_BATCH,
+                        help="runs per request (1: a run per request)")
+    parser.add_argument("--sample-rate", type=float, default=1.0,
+                        help="the judge's sample rate (0: every run skipped)")
     args = parser.parse_args()
     with quiet():
-        costs = measure(args.batches, nested=args.nested)
+        costs = measure(args.batches, nested=args.nested, runs=args.runs,
+                        sample_rate=args.sample_rate)
     print(f"DynamoDB on-demand, us-east-1: ${PRICE_PER_MILLION_WRU}/M WRU, "
           f"${PRICE_PER_MILLION_RRU}/M RRU; steady batches of {EVENTS_PER_BATCH} events "
-          f"({RUNS_PER_BATCH // 2 if args.nested else RUNS_PER_BATCH} runs"
+          f"({args.runs // 2 if args.nested else args.runs} runs"
           f"{', three levels deep' if args.nested else ''}), {args.batches} measured")
     report(costs, breakdown=args.breakdown)
 

@@ -104,11 +104,12 @@ def test_pending_evals_are_finished_runs_without_a_result_until_recorded(store: 
     ingest(store, task_events("b1"), login="bob", slug="b")
     store.evals.mark_evals_pending(REF, ["t1", "t2"], WHEN)
     store.evals.mark_evals_pending(AgentRef("bob", "b"), ["b1"], WHEN)
-    pending = set(store.evals.pending_evals(EARLY, LATE, 100))
-    assert pending == {(REF, "t1"), (REF, "t2"), (AgentRef("bob", "b"), "b1")}
+    pending = {(ref, tuple(sorted(ids))) for ref, ids in store.evals.pending_evals(EARLY, LATE, 100)}
+    assert pending == {(REF, ("t1", "t2")), (AgentRef("bob", "b"), ("b1",))}
     store.evals.record_eval(REF, "t1", scored(0.5))
+    assert REF in {ref for ref, _ in store.evals.pending_evals(EARLY, LATE, 100)}
     store.evals.record_eval(REF, "t2", other("skipped"))
-    assert set(store.evals.pending_evals(EARLY, LATE, 100)) == {(AgentRef("bob", "b"), "b1")}
+    assert store.evals.pending_evals(EARLY, LATE, 100) == [(AgentRef("bob", "b"), ["b1"])]
     assert store.evals.pending_evals(LATE, "2027-01-01T00:00:00.000Z", 100) == []
     assert len(store.evals.pending_evals(EARLY, LATE, 1)) == 1
 
@@ -168,3 +169,21 @@ def test_scores_move_the_agent_on_the_eval_score_leaderboard(store: Store) -> No
     store.evals.record_eval(REF, "t0", scored(1.0))
     (ranked,) = store.leaderboard.leaderboard("score")
     assert ranked.stats.eval_score_sum == pytest.approx(5.5)
+
+
+def test_results_recorded_together_apply_like_one_by_one_and_clear_their_queue(store: Store) -> None:
+    ingest(store, task_events("t1") + task_events("t2") + task_events("t3", status="failed")
+           + task_events("open")[:1])
+    store.evals.mark_evals_pending(REF, ["t1", "t2", "t3", "open"], WHEN)
+    store.evals.record_eval(REF, "t2", scored(0.9))
+    recorded = store.evals.record_evals(REF, {
+        "t1": scored(0.2, tokens=100, cost=0.001), "t2": other("skipped"),
+        "t3": scored(0.6, judge="bedrock:m"), "open": scored(0.5), "nope": scored(0.5)},
+        queued=["t1", "t2", "t3", "open"])
+    assert recorded == {"t1", "t3"}  # a skip never replaces a score; unfinished, unknown: no
+    stats = store.agents.get_agent(REF).stats
+    assert (stats.eval_count, stats.eval_score_sum) == (3, pytest.approx(1.7))
+    assert stats.eval_judge == "mixed" and stats.judge_tokens == 100
+    assert [t.task_id for t in store.evals.cluster_candidates(REF, 10)] == ["t3", "t1"]
+    assert store.evals.pending_evals(EARLY, LATE, 100) == []
+    assert store.evals.record_evals(REF, {}, queued=["t1"]) == set()

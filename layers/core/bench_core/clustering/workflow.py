@@ -13,12 +13,11 @@ numpy and scikit-learn are imported inside `cluster_agent` only (via `bench_core
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol
 
-from ..domain.models import AgentRef, EvalResult, TaskState, iso
+from ..domain.models import EvalResult, TaskState, iso
 from ..domain.task_text import as_text
 from ..ports.services import (
     WithAgents,
@@ -66,16 +65,14 @@ def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MI
     instead of staying pending for ever."""
     now = ports.clock.now()
     pending = ports.store.evals.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
-    by_agent: dict[AgentRef, list[str]] = defaultdict(list)
-    for ref, task_id in pending:
-        by_agent[ref].append(task_id)
-    for ref, task_ids in by_agent.items():
+    for ref, task_ids in pending:
         (workflows or ports.workflows).start_evals(ref, task_ids)
     expired = ports.store.evals.pending_evals("", iso(now - SWEEP_WINDOW), SWEEP_LIMIT)
     gave_up = EvalResult(status="unscored", judge="sweep", at=iso(now), reason=GAVE_UP)
-    for ref, task_id in expired:
-        ports.store.evals.record_eval(ref, task_id, gave_up)
-    return {**state, "swept": len(pending), "gave_up": len(expired)}
+    for ref, task_ids in expired:
+        ports.store.evals.record_evals(ref, dict.fromkeys(task_ids, gave_up), queued=task_ids)
+    return {**state, "swept": sum(len(ids) for _, ids in pending),
+            "gave_up": sum(len(ids) for _, ids in expired)}
 
 
 def due_agents(ports: ClusterPorts, state: State) -> State:

@@ -10,10 +10,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .models import EvalResult
+from .models import AgentRef, EvalResult
 
 LOW_SCORE = 0.5
 """Runs scored below this join failed runs as material for failure clusters."""
@@ -61,3 +62,12 @@ def merged_judge(current: str | None, new: EvalResult) -> str | None:
 
 def makes_cluster_due(task_status: str, result: EvalResult) -> bool:
     return task_status == "failed" or (result.status == "scored" and (result.score or 0.0) < LOW_SCORE)
+
+
+def by_agent(pending: Iterable[tuple[AgentRef, str]]) -> list[tuple[AgentRef, list[str]]]:
+    """Pending runs, oldest first, as one group per agent in the order each first appears:
+    how a store that knows no queued groups hands them to the sweep."""
+    groups: dict[AgentRef, list[str]] = {}
+    for ref, task_id in pending:
+        groups.setdefault(ref, []).append(task_id)
+    return list(groups.items())

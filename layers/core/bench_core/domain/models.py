@@ -137,7 +137,7 @@ class IngestBatch(BaseModel):
 
 class AgentSettingsPatch(BaseModel):
     """The body of `PATCH /api/agents/{login}/{slug}`: the owner's privacy switches and judge
-    budget (`bench_core.evals.budget`)."""
+    budget (`bench_core.domain.judge_budget`)."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -332,6 +332,9 @@ class TaskState:
     ended_at: str | None = None
     version: int = 0
     eval: EvalResult | None = None
+    eval_version: int = 0
+    """How many results its `eval` has replaced, where the store counts them (DynamoDB): a
+    result decided on the task as read is written only if it is still the one read."""
     evidence: Usage | None = None
     """Evidence of this task and its finished subtasks; None when there is none."""
     run_id: str | None = None

@@ -1,17 +1,25 @@
-"""EvalWorkflow: one run per finished task, as three steps over a JSON-able state.
+"""EvalWorkflow: the runs one batch finished, judged together, as two steps over a JSON-able
+state.
 
-    load ──skip──────────────┐
-      └──judge──▶ judge ──▶ record ──▶ done
+    judge ──▶ record ──▶ done
 
-- `load` decides: nothing to do (unknown, unfinished or already judged task), skip (the judge
-  budget, recorded as `skipped`), unscored without asking (`NO_CONTENT`: a successful run whose
-  input and output were not captured says nothing about its quality), or judge. A run left
-  unscored for `NO_CONTENT` is judged when its content arrives later (OTLP log events).
-- `judge` asks the judge. A judge that cannot be reached raises `LLMUnavailable`: no result is
-  written, the caller retries with backoff (the worker pool, or the state machine's Retry), and
-  past that the task stays pending for the sweep.
-- `record` writes the result to the task and the agent's counters in one atomic store call;
-  reasoning written while the agent hides inputs or outputs is stored as private.
+The runs the judge budget leaves out never get here: ingest records them `skipped` before
+it starts the workflow (`ingest/pipeline.py` `queue_evals`), and hands over whether the agent
+hides its content (`private`), so the workflow reads neither the agent nor the spend again.
+
+- `judge` reads each task and decides: nothing to do (unknown, unfinished or already judged
+  task), skip (the budget again, for runs the sweep restarts), unscored without asking
+  (`NO_CONTENT`: a successful run whose input and output were not captured says nothing about
+  its quality), or judge, asking the judge for those side by side. A run left unscored for
+  `NO_CONTENT` is judged when its content arrives later (OTLP log events). A judge that cannot
+  be reached for any of them raises `LLMUnavailable`: no result is written, the caller retries
+  with backoff (the worker pool, or the state machine's Retry), and past that the runs stay
+  pending for the sweep. Reached for some, the others are left `later`.
+- `record` writes every result (perhaps none) in one store call (`record_evals`: on DynamoDB one transaction
+  for the batch, written against the tasks as `judge` read them), clearing the batch's pending
+  mark; the runs left `later` are marked pending again from the batch's first time, so the
+  sweep window still counts from it. Reasoning written while the agent hides inputs or outputs
+  is stored as private.
 
 Each step returns the state with `next` naming the following step, which is what the state
 machine's Choice states read (`statemachines/eval.asl.json`, checked against `STEPS`).
@@ -20,16 +28,23 @@ machine's Choice states read (`statemachines/eval.asl.json`, checked against `ST
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
 
-from ..domain.models import EvalResult, iso
+from ..domain.judge_budget import skipped
+from ..domain.models import EvalResult, TaskState, from_fields, iso
 from ..domain.task_text import is_empty
+from ..ports.llm import LLMUnavailable
 from ..ports.services import WithAgents, WithClock, WithEvals, WithIngest, WithJudge, WithSettings
 from ..ports.workflows import State, parse_agent
-from .budget import skip_reason
 
 DONE = "done"
 NO_CONTENT = "no content captured"
+JUDGES_AT_ONCE = 32
+"""Judge calls in flight together: every run of a Step Functions execution at once
+(`workflows.stepfunctions.RUNS_PER_EVAL`), so the Judge step lasts one judgement."""
+_READ = ("parent_task_id", "status", "started_at", "ended_at", "eval_version")
+"""What `record` needs of a task as `judge` read it (and its eval), carried in the state."""
 
 
 class EvalConcerns(WithAgents, WithIngest, WithEvals, Protocol):
@@ -44,48 +59,110 @@ class EvalPorts(WithJudge, WithSettings, WithClock, Protocol):
     def store(self) -> EvalConcerns: ...
 
 
-def load(ports: EvalPorts, state: State) -> State:
-    ref = parse_agent(state["agent"])
-    agent = ports.store.agents.get_agent(ref)
-    task = ports.store.ingest.get_task(ref, state["task_id"]) if agent else None
-    if agent is None or task is None or not task.finished:
-        return {**state, "next": DONE, "outcome": "no finished task to judge"}
-    captured = task.status == "failed" or not (is_empty(task.input) and is_empty(task.output))
-    waited_for_content = task.eval is not None and task.eval.reason == NO_CONTENT and captured
-    if task.eval is not None and not state.get("force") and not waited_for_content:
-        return {**state, "next": DONE, "outcome": f"already {task.eval.status}"}
-    now = ports.clock.now()
-    if not captured:
-        unscored = EvalResult(status="unscored", judge=ports.judge.label, at=iso(now),
-                              reason=NO_CONTENT)
-        return {**state, "next": "record", "result": unscored.to_dict()}
-    reason = skip_reason(agent, task.task_id, ports.store.evals.judge_spend(ref, iso(now)[:10]),
-                         ports.settings.judge)
-    if reason is None:
-        return {**state, "next": "judge"}
-    skipped = EvalResult(status="skipped", judge=ports.judge.label, at=iso(now), reason=reason)
-    return {**state, "next": "record", "result": skipped.to_dict()}
-
-
 def judge(ports: EvalPorts, state: State) -> State:
-    task = ports.store.ingest.get_task(parse_agent(state["agent"]), state["task_id"])
-    if task is None:
-        return {**state, "next": DONE, "outcome": "task vanished"}
-    return {**state, "next": "record", "result": ports.judge.judge(task).to_dict()}
+    ref = parse_agent(state["agent"])
+    task_ids = state.get("task_ids") or [state["task_id"]]  # one run: a state from before batches
+    private = state.get("private")
+    agent = None
+    if private is None or state.get("force"):
+        agent = ports.store.agents.get_agent(ref)
+        if agent is None:
+            return {**state, "next": DONE, "outcomes": dict.fromkeys(task_ids, "no agent")}
+        private = agent.hide_inputs or agent.hide_outputs
+    now = ports.clock.now()
+    spent = (None if agent is None
+             else ports.store.evals.judge_spend(ref, iso(now)[:10]))
+    judging = ports.settings.judge
+    results: dict[str, EvalResult] = {}
+    read: dict[str, TaskState] = {}
+    outcomes: dict[str, str] = {}
+    asked: list[TaskState] = []
+    for task_id in task_ids:
+        task = ports.store.ingest.get_task(ref, task_id)
+        if task is None or not task.finished:
+            outcomes[task_id] = "no finished task to judge"
+            continue
+        if not _due(task, bool(state.get("force"))):
+            outcomes[task_id] = f"already {task.eval.status if task.eval else 'judged'}"
+            continue
+        read[task_id] = task
+        if not _captured(task):
+            results[task_id] = EvalResult(status="unscored", judge=ports.judge.label,
+                                          at=iso(now), reason=NO_CONTENT)
+        elif agent is not None and spent is not None and (skip := skipped(
+                agent, task_id, spent, iso(now), daily_budget_usd=judging.daily_budget_usd,
+                sample_rate=judging.sample_rate)):
+            results[task_id] = skip
+        else:
+            asked.append(task)
+    verdicts = _ask(ports, asked)
+    later = [task.task_id for task in asked if task.task_id not in verdicts]
+    if later and not verdicts and not results:
+        raise LLMUnavailable(f"the judge could not be reached for {len(later)} runs")
+    results |= verdicts
+    outcomes |= dict.fromkeys(later, "left for later")
+    return {**state, "next": "record", "private": private, "later": later, "outcomes": outcomes,
+            "results": {task_id: r.to_dict() for task_id, r in results.items()},
+            "read": {task_id: _facts(read[task_id]) for task_id in results}}
+
+
+def _due(task: TaskState, force: bool) -> bool:
+    """Whether a finished task still wants a result: none yet, a re-judging asked for, or an
+    unscored one whose content has arrived since."""
+    waited_for_content = (task.eval is not None and task.eval.reason == NO_CONTENT
+                          and _captured(task))
+    return task.eval is None or force or waited_for_content
+
+
+def _captured(task: TaskState) -> bool:
+    return task.status == "failed" or not (is_empty(task.input) and is_empty(task.output))
+
+
+def _ask(ports: EvalPorts, tasks: list[TaskState]) -> dict[str, EvalResult]:
+    """The judge's verdicts, side by side; a task the judge could not be reached for has none."""
+    def one(task: TaskState) -> EvalResult | None:
+        try:
+            return ports.judge.judge(task)
+        except LLMUnavailable:
+            return None
+
+    if not tasks:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(JUDGES_AT_ONCE, len(tasks))) as pool:
+        verdicts = list(pool.map(one, tasks))
+    return {task.task_id: v for task, v in zip(tasks, verdicts, strict=True) if v is not None}
+
+
+def _facts(task: TaskState) -> dict[str, Any]:
+    return {**{name: getattr(task, name) for name in _READ},
+            "eval": None if task.eval is None else task.eval.to_dict()}
+
+
+def _task(task_id: str, facts: dict[str, Any]) -> TaskState:
+    old = facts.get("eval")
+    fields = {name: facts[name] for name in _READ if facts.get(name) is not None}
+    return from_fields(TaskState, {**fields, "task_id": task_id,
+                                   "eval": None if old is None else EvalResult.from_dict(old)})
 
 
 def record(ports: EvalPorts, state: State) -> State:
     ref = parse_agent(state["agent"])
-    agent = ports.store.agents.get_agent(ref)
-    if agent is None:
-        return {**state, "next": DONE, "outcome": "agent vanished"}
-    result = EvalResult.from_dict(state["result"])
-    result.private = agent.hide_inputs or agent.hide_outputs
-    stored = ports.store.evals.record_eval(ref, state["task_id"], result)
-    return {**state, "next": DONE, "outcome": result.status if stored else "kept the earlier result"}
+    task_ids = state.get("task_ids") or [state["task_id"]]
+    results = {task_id: EvalResult.from_dict(r) for task_id, r in state["results"].items()}
+    for result in results.values():
+        result.private = bool(state.get("private"))
+    read = {task_id: _task(task_id, facts) for task_id, facts in state.get("read", {}).items()}
+    if state.get("later"):
+        ports.store.evals.mark_evals_pending(ref, state["later"],
+                                             state.get("queued_at") or iso(ports.clock.now()))
+    stored = ports.store.evals.record_evals(ref, results, read=read, queued=task_ids)
+    outcomes = {**state.get("outcomes", {}),
+                **{task_id: result.status if task_id in stored else "kept the earlier result"
+                   for task_id, result in results.items()}}
+    return {"agent": state["agent"], "task_ids": task_ids, "next": DONE, "outcomes": outcomes}
 
 
-STEPS: dict[str, Callable[[EvalPorts, State], State]] = {"load": load, "judge": judge, "record": record}
+STEPS: dict[str, Callable[[EvalPorts, State], State]] = {"judge": judge, "record": record}
 """The steps in order; the Task states of the eval state machine call exactly these."""
 
 

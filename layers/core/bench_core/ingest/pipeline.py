@@ -19,23 +19,37 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from ..domain.judge_budget import skipped
 from ..domain.keys import may_write
-from ..domain.models import AgentMeta, AgentRef, CleanEvent, IngestBatch, IngestOutcome, KeyRecord, WireEvent
+from ..domain.models import (
+    AgentMeta,
+    AgentRef,
+    CleanEvent,
+    EvalResult,
+    IngestBatch,
+    IngestOutcome,
+    KeyRecord,
+    WireEvent,
+    iso,
+)
 from ..domain.pricing import models_seen
 from ..log import logger
-from ..ports.services import WithIngest, WithLive, WithSettings, WithWorkflows
+from ..ports.services import WithAgents, WithClock, WithEvals, WithIngest, WithLive, WithSettings, WithWorkflows
 from .wire import bounded, clean_event, parse_batch
 
 Later = Callable[..., Any]
 """Runs `fn(*args)` once the answer is sent, as `BackgroundTasks.add_task` does."""
 
 
-class IngestPorts(WithSettings, WithWorkflows, WithLive, Protocol):
-    """What accepting events uses: the store's ingest, the limits, where evals start, the live
-    feed."""
+class IngestConcerns(WithIngest, WithAgents, WithEvals, Protocol):
+    """The events' store, and the agent and judge spend that decide which runs are judged."""
+
+
+class IngestPorts(WithSettings, WithWorkflows, WithLive, WithClock, Protocol):
+    """What accepting events uses: the store, the limits, where evals start, the live feed."""
 
     @property
-    def store(self) -> WithIngest: ...
+    def store(self) -> IngestConcerns: ...
 
 
 def accept(ports: IngestPorts, login: str, meta: AgentMeta,
@@ -73,13 +87,30 @@ def accept_batch(ports: IngestPorts, key: KeyRecord, body: bytes, *,
 
 
 def queue_evals(ports: IngestPorts, ref: AgentRef, outcome: IngestOutcome) -> None:
-    """Start evals of the tasks a batch finished (runs; subtasks too if configured). Called
-    after the batch is stored; a failure here is logged, never the batch's failure."""
+    """Start one eval workflow for the tasks a batch finished (runs; subtasks too if
+    configured), after recording `skipped` the ones the judge budget leaves out: they cost no
+    workflow. Called after the batch is stored; a failure here is logged, never the batch's
+    failure (the sweep finds runs left without a result)."""
     task_ids = [task_id for task_id, is_run in outcome.finished
                 if is_run or ports.settings.judge.subtasks]
     if not task_ids:
         return
     try:
-        ports.workflows.start_evals(ref, task_ids)
+        agent = ports.store.agents.get_agent(ref)
+        if agent is None:
+            return
+        now = iso(ports.clock.now())
+        spent = ports.store.evals.judge_spend(ref, now[:10])
+        budget = ports.settings.judge
+        left_out: dict[str, EvalResult] = {
+            task_id: result for task_id in task_ids
+            if (result := skipped(agent, task_id, spent, now, sample_rate=budget.sample_rate,
+                                  daily_budget_usd=budget.daily_budget_usd))}
+        if left_out:
+            ports.store.evals.record_evals(ref, left_out)
+        judged = [task_id for task_id in task_ids if task_id not in left_out]
+        if judged:
+            ports.workflows.start_evals(ref, judged,
+                                        private=agent.hide_inputs or agent.hide_outputs)
     except Exception:
         logger.exception("could not start evals; the sweep will find them", extra={"agent": ref.path})

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -183,12 +184,26 @@ class EvalStore(Protocol):
         today's judge spend), atomically; False (nothing changed) if the task is unknown or
         unfinished or `result` may not replace the stored one."""
         ...
-    def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
-        """Remember that these finished tasks await a result, before their evals start, so a
-        crash in between cannot lose them (a no-op where pending tasks can be queried)."""
+    def record_evals(self, ref: AgentRef, results: Mapping[str, EvalResult], *,
+                     read: Mapping[str, TaskState] | None = None,
+                     queued: Sequence[str] = ()) -> set[str]:
+        """Record each result (by task id) as `record_eval` does, in as few atomic writes as the
+        store can: each stands alone, one refused changes none of the others. `read` holds
+        tasks as read when their results were decided; a store may write against them
+        instead of reading again, only while each is still as read (compare-and-set).
+        `queued` are runs queued together (`mark_evals_pending`), pending no more. The task
+        ids recorded."""
         ...
-    def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
-        """Finished runs without a result, ended (or marked pending) in [since, before)."""
+    def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
+        """Remember that these finished tasks, queued together, await a result, before their
+        evals start, so a crash in between cannot lose them (a no-op where pending tasks can
+        be queried); marking the same runs again keeps the first `when`."""
+        ...
+    def pending_evals(self, since: str, before: str, limit: int
+                      ) -> list[tuple[AgentRef, list[str]]]:
+        """Finished runs without a result, ended (or marked pending) in [since, before), oldest
+        first, each agent's in the groups they were queued in (at most `limit` runs, whole
+        groups)."""
         ...
     def judge_spend(self, ref: AgentRef, day: str) -> float: ...
 

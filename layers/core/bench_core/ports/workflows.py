@@ -21,9 +21,12 @@ State = dict[str, Any]
 
 
 class Workflows(Protocol):
-    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
-        """Evaluate these finished tasks eventually; never raises for a failed start (the
-        sweep finds what could not be started)."""
+    def start_evals(self, ref: AgentRef, task_ids: list[str], *,
+                    private: bool | None = None) -> None:
+        """Evaluate these finished tasks eventually, together (`eval_start`); `private` says
+        whether the agent hides its content, when the caller knows (else the workflow reads
+        the agent). Never raises for a failed start (the sweep finds what could not be
+        started)."""
         ...
 
     def start_clusters(self, refs: list[AgentRef]) -> None:
@@ -64,9 +67,18 @@ class Jobs(Protocol):
         ...
 
 
-def eval_start(agent: str, task_id: str, *, force: bool = False) -> State:
-    """The input of one eval run ("login/slug", task id); `force` re-judges a judged task."""
-    return {"agent": agent, "task_id": task_id, "force": force, "next": "load"}
+def eval_start(agent: str, task_ids: list[str], *, force: bool = False,
+               private: bool | None = None, queued_at: str | None = None) -> State:
+    """The input of one eval workflow: the agent ("login/slug") and the finished tasks it
+    judges together; `force` re-judges judged ones; `private` whether the agent hides its
+    content (read from the agent when absent); `queued_at` when they were first marked
+    pending."""
+    state: State = {"agent": agent, "task_ids": list(task_ids), "force": force, "next": "judge"}
+    if private is not None:
+        state["private"] = private
+    if queued_at is not None:
+        state["queued_at"] = queued_at
+    return state
 
 
 def benchmark_start(run_id: str) -> State:

@@ -33,9 +33,9 @@ from ..domain.models import (
 )
 from ..domain.privacy import Viewer, visible_agent
 from ..domain.reuse_records import UsageRecord
-from ..ingest.pipeline import IngestPorts, Later, accept
+from ..ingest.pipeline import IngestConcerns, IngestPorts, Later, accept
 from ..log import logger
-from ..ports.services import WithAgents, WithClock, WithIngest, WithReuse
+from ..ports.services import WithClock, WithReuse
 from . import call_signature as signing
 from . import grants, outbound
 from .models import InvokeRequest
@@ -45,7 +45,7 @@ ERROR_PREVIEW = 500
 """Characters of a failing endpoint's answer quoted back to the caller."""
 
 
-class InvokeConcerns(WithIngest, WithAgents, WithReuse, Protocol):
+class InvokeConcerns(IngestConcerns, WithReuse, Protocol):
     """The agent called, its card, its grants and quota, and where the call is recorded."""
 
 

@@ -65,7 +65,9 @@ class LocalRunner:
 
     # ---- the Workflows port ----------------------------------------------------------------
 
-    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+    def start_evals(self, ref: AgentRef, task_ids: list[str], *,
+                    private: bool | None = None) -> None:
+        """One job per run (what is queued already is not queued twice); each reads its agent."""
         self._last_batch_at = time.monotonic()
         for task_id in task_ids:
             self._submit(("eval", ref.path, task_id))
@@ -173,7 +175,7 @@ class LocalRunner:
             return
         for attempt in range(1, self._retry.attempts + 1):
             try:
-                self.jobs.evaluate(eval_start(agent, task_id))
+                self.jobs.evaluate(eval_start(agent, [task_id]))
                 return
             except LLMUnavailable as exc:
                 if attempt == self._retry.attempts or self._stop.is_set():

@@ -9,7 +9,8 @@ class NoWorkflows:
     """Shared storage without state machines (a DynamoDB store used from a laptop): this
     process must not judge in the background, and the sweep of a real deployment will."""
 
-    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+    def start_evals(self, ref: AgentRef, task_ids: list[str], *,
+                    private: bool | None = None) -> None:
         return None
 
     def start_clusters(self, refs: list[AgentRef]) -> None:

@@ -1,12 +1,14 @@
 """The workflows port on AWS: each eval and each cluster request is a Step Functions execution.
 
-Evals run on an Express state machine (one per finished run: Express bills per request and
-duration, Standard per state transition, and eval volume follows ingest volume); clustering
+Evals run on an Express state machine, one execution for the runs a batch finished (Express
+bills per request and duration, Standard per state transition, and eval volume follows ingest
+volume); clustering
 runs on a Standard one (hourly or on demand, long-running, exactly once), and so does grading a
 benchmark run (a few per day, minutes long, a chunk per step). See template.yaml.
 
-Before its executions start, a run is marked pending in the store, so a crash or a failed start
-in between loses nothing: the hourly sweep starts whatever is still pending later.
+Before its execution starts, the batch's runs are marked pending in the store (one mark for
+them all), so a crash or a failed start in between loses nothing: the hourly sweep starts
+whatever is still pending later.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..clock import SYSTEM_CLOCK, Clock
@@ -23,7 +24,9 @@ from ..log import logger
 from ..ports.store import EvalStore
 from ..ports.workflows import benchmark_start, eval_start
 
-START_WORKERS = 8
+RUNS_PER_EVAL = 32
+"""Runs one execution judges: all at once (`evals.workflow.JUDGES_AT_ONCE`), so the Judge step
+takes one judgement's time however many there are, within its timeout."""
 
 
 def execution_name(kind: str, key: str, unique: str) -> str:
@@ -50,18 +53,20 @@ class StepFunctionsStarter:
             self._client = boto3.client("stepfunctions")
         return self._client
 
-    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+    def start_evals(self, ref: AgentRef, task_ids: list[str], *,
+                    private: bool | None = None) -> None:
         if not task_ids or not self.eval_arn:
             return
-        try:
-            self.evals.mark_evals_pending(ref, task_ids, iso(self.clock.now()))
-        except Exception:
-            logger.exception("could not mark evals pending", extra={"agent": ref.path})
-        stamp = str(time.time_ns())
-        with ThreadPoolExecutor(max_workers=min(START_WORKERS, len(task_ids))) as pool:
-            list(pool.map(lambda task_id: self._start(
-                self.eval_arn or "", execution_name("eval", f"{ref.path}/{task_id}", stamp),
-                eval_start(ref.path, task_id)), task_ids))
+        now = iso(self.clock.now())
+        for i in range(0, len(task_ids), RUNS_PER_EVAL):
+            runs = task_ids[i:i + RUNS_PER_EVAL]
+            try:
+                self.evals.mark_evals_pending(ref, runs, now)
+            except Exception:
+                logger.exception("could not mark evals pending", extra={"agent": ref.path})
+            key = f"{ref.path}/{','.join(sorted(runs))}"
+            self._start(self.eval_arn, execution_name("eval", key, str(time.time_ns())),
+                        eval_start(ref.path, runs, private=private, queued_at=now))
 
     def start_clusters(self, refs: list[AgentRef]) -> None:
         """One execution for these agents; the same request within a minute is the same

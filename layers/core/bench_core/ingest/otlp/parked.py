@@ -17,11 +17,11 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ...domain.models import AgentRef, CleanEvent, iso
-from ...ports.services import WithAccounts, WithClock, WithIngest
-from ..pipeline import IngestPorts
+from ...ports.services import WithAccounts, WithClock
+from ..pipeline import IngestConcerns, IngestPorts
 
 
-class OtlpConcerns(WithIngest, WithAccounts, WithClock, Protocol):
+class OtlpConcerns(IngestConcerns, WithAccounts, WithClock, Protocol):
     """Ingest's, and the short-lived records content waits in until its span arrives."""
 
 

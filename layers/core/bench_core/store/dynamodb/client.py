@@ -92,8 +92,9 @@ class Table:
 
     # ---- single items ----------------------------------------------------------------------
 
-    def get(self, key: dict[str, Any]) -> dict[str, Any] | None:
-        item = self._read("GetItem", TableName=self.name, Key=key, ConsistentRead=True)
+    def get(self, key: dict[str, Any], *, consistent: bool = True) -> dict[str, Any] | None:
+        """One item (strongly consistent unless told: half the read units)."""
+        item = self._read("GetItem", TableName=self.name, Key=key, ConsistentRead=consistent)
         return item.get("Item") or None
 
     def update(self, update: Update, returns: str = "NONE") -> dict[str, Any]:

@@ -7,15 +7,19 @@ Items (pk, sk; `AGENT` is `{login}#{slug}`):
 - judge spend/day:  AGENT#{AGENT}, JDAY#{yyyy-mm-dd}      tokens, cost_usd
 - low-scored run:   AGENT#{AGENT}, LOW#{sort_ts}#{task_id}  (cluster material besides failures)
 - insights:         AGENT#{AGENT}, INSIGHTS                body (JSON)
-- pending eval:     EVALQ#{shard}, {AGENT}#{task_id}       login, slug, task_id, marked_at (+TTL)
+- pending evals:    EVALQ#{shard}, {AGENT}#{name}          login, slug, task_ids, marked_at (+TTL)
+                    one item for the runs queued together (`pending_key`)
 - agent due:        CLUSTERQ#{shard}, {AGENT}              login, slug, due_at
 
 Work queues are spread over `SHARDS` partitions so that no single partition takes every
 ingest's writes; a sweep reads them all (they hold only what is waiting, so they stay small).
 
-A result is one transaction over the task (guarded by the `eval_version` it was read at, so
-two concurrent results cannot both subtract the same old score), the agent's counters (ADD),
-the day's spend (ADD), the pending marker (deleted) and the due and low-score markers.
+The results of runs queued together are one transaction (`record_evals`): each task guarded
+by the `eval_version` it was read at (so two concurrent results cannot both subtract the same
+old score), ONE ADD of all their deltas to the agent's counters, the day's spend (ADD), the
+queue's marker (deleted) and the due and low-score markers. What a run costs to judge is then
+mostly its own task's write: the agent's item, which every write pays whole, is written once
+per batch of runs, not once per run (`tests/perf/dynamodb_cost.py` counts it).
 """
 
 from __future__ import annotations
@@ -23,14 +27,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
-from .client import MAX_ATTEMPTS, Table
+from .client import MAX_ATTEMPTS, Table, pause
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
@@ -40,6 +44,9 @@ SHARDS = 8
 JDAY = "JDAY#"
 LOW = "LOW#"
 INSIGHTS = "INSIGHTS"
+CHUNK = 40
+"""Results per transaction: a task, perhaps a low-score marker each, and a few items for the
+agent, within DynamoDB's 100 items."""
 PENDING_KEEP = timedelta(days=3)
 """A pending marker outlives the sweep window, then DynamoDB's TTL removes it for free."""
 
@@ -48,8 +55,12 @@ def _shard(kind: str, key: str) -> str:
     return f"{kind}#{int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % SHARDS}"
 
 
-def pending_key(agent: AgentKeys, task_id: str) -> dict[str, Any]:
-    sk = f"{agent.name}#{task_id}"
+def pending_key(agent: AgentKeys, task_ids: list[str]) -> dict[str, Any]:
+    """The marker of runs queued together: named by the run for one (as markers were before
+    runs were queued together), else by a digest of the set."""
+    ids = sorted(set(task_ids))
+    name = ids[0] if len(ids) == 1 else "*" + hashlib.sha256("\0".join(ids).encode()).hexdigest()[:24]
+    sk = f"{agent.name}#{name}"
     return to_item({"pk": _shard("EVALQ", sk), "sk": sk})
 
 
@@ -72,112 +83,176 @@ class DynamoEvals:
     # ---- results -----------------------------------------------------------------------------
 
     def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
-        agent = AgentKeys(ref.login, ref.slug)
-        for _ in range(MAX_ATTEMPTS):
-            task = self.table.get(agent.key(TASK + task_id))
-            if task is None:
-                return False
-            state = task_from_item(task)
-            if not state.ended_at:
-                return False
-            old = state.eval
-            if not evals.replaces(result, old):
-                return False
-            is_run = state.parent_task_id is None
-            owner = self.table.get(agent.key(META)) if is_run else None
-            delta = evals.eval_delta(result, old, is_run=is_run)
-            try:
-                self.table.transact(self._result_actions(temporary(agent, owner), task,
-                                                         owner, delta, result))
-            except self.table.client.exceptions.TransactionCanceledException:
-                continue  # the task or the agent's judge label moved: read again
-            if delta.eval_count or delta.eval_score_sum:
-                self.ranks.refresh(ref)
-            return True
-        raise RuntimeError(f"could not record the eval of {ref.path}/{task_id}: too much contention")
+        return task_id in self.record_evals(ref, {task_id: result})
 
-    def _result_actions(self, agent: AgentKeys, task: dict[str, Any], owner: dict[str, Any] | None,
-                        delta: evals.EvalDelta, result: EvalResult) -> list[dict[str, Any]]:
-        """`owner` is the agent item as read, for a run (None for a subtask)."""
-        version = int(task.get("eval_version", 0))
-        on_task = Update(agent.key(TASK + task["sk"][len(TASK):]),
+    def record_evals(self, ref: AgentRef, results: Mapping[str, EvalResult], *,
+                     read: Mapping[str, TaskState] | None = None,
+                     queued: Sequence[str] = ()) -> set[str]:
+        """A transaction per `CHUNK` results, over their tasks (each guarded by the
+        `eval_version` it was read at, so two results never both take out the same old
+        score), the agent (one ADD of their deltas) and the markers; the tasks in `read` are
+        not read again, the others with one BatchGetItem. A cancelled chunk is read again and
+        retried; the queued runs' marker goes with the last chunk."""
+        agent = AgentKeys(ref.login, ref.slug)
+        known = {task_id: task for task_id, task in (read or {}).items() if task_id in results}
+        recorded: set[str] = set()
+        rescored = False
+        chunks = [list(results)[i:i + CHUNK] for i in range(0, len(results), CHUNK)] or [[]]
+        for n, chunk in enumerate(chunks):
+            last = n == len(chunks) - 1
+            for attempt in range(MAX_ATTEMPTS):
+                if attempt:
+                    pause(attempt - 1)
+                missing = [task_id for task_id in chunk if task_id not in known]
+                known |= {task.task_id: task for task in map(task_from_item, self.table.batch_get(
+                    [agent.key(TASK + task_id) for task_id in missing]))}
+                # the agent as it was a moment ago: its judge label is a condition of the write
+                owner = self.table.get(agent.key(META), consistent=attempt > 0)
+                if owner is None:
+                    return recorded
+                writes = [(known[task_id], results[task_id]) for task_id in chunk
+                          if task_id in known and known[task_id].ended_at
+                          and evals.replaces(results[task_id], known[task_id].eval)]
+                actions = self._result_actions(temporary(agent, owner), owner, writes)
+                if last and queued:
+                    actions.append({"Delete": {"TableName": self.table.name,
+                                               "Key": pending_key(agent, list(queued))}})
+                try:
+                    if actions:
+                        self.table.transact(actions)
+                except self.table.client.exceptions.TransactionCanceledException:
+                    for task_id in chunk:  # a task or the agent's judge label moved
+                        known.pop(task_id, None)
+                    continue
+                recorded |= {task.task_id for task, _ in writes}
+                rescored |= any(_scored(result) or _scored(task.eval) for task, result in writes)
+                break
+            else:
+                raise RuntimeError(f"could not record evals of {ref.path}: too much contention")
+        if rescored:
+            self.ranks.refresh(ref)
+        return recorded
+
+    def _result_actions(self, agent: AgentKeys, owner: dict[str, Any],
+                        writes: list[tuple[TaskState, EvalResult]]) -> list[dict[str, Any]]:
+        """The transaction of `writes` (each result on its task as read): the tasks, the
+        agent's counters and judge label (`owner` is its item as read), the days' judge spend
+        and the cluster markers."""
+        updates: list[Update] = []
+        total: dict[str, float] = {}
+        spend: dict[str, dict[str, float]] = {}
+        judge = owner.get("eval_judge")
+        markers: list[dict[str, Any]] = []
+        due_at = ""
+        for task, result in writes:
+            is_run = task.parent_task_id is None
+            updates.append(self._on_task(agent, task, result))
+            delta = evals.eval_delta(result, task.eval, is_run=is_run)
+            for name, value in vars(delta).items():
+                if value and not name.startswith("judge_"):
+                    total[name] = total.get(name, 0) + value
+            if delta.judge_tokens or delta.judge_cost_usd:
+                day = spend.setdefault(result.at[:10], {"tokens": 0, "cost_usd": 0.0})
+                day["tokens"] += delta.judge_tokens
+                day["cost_usd"] += delta.judge_cost_usd
+                total["judge_tokens"] = total.get("judge_tokens", 0) + delta.judge_tokens
+                total["judge_cost_usd"] = total.get("judge_cost_usd", 0) + delta.judge_cost_usd
+            if is_run:
+                judge = evals.merged_judge(judge, result)
+                markers += self._low_marker(agent, task, result)
+                if evals.makes_cluster_due(task.status, result):
+                    due_at = max(due_at, result.at)
+        if not updates:
+            return []
+        on_agent = Update(agent.key(META), add={k: v for k, v in total.items() if v})
+        if judge != owner.get("eval_judge"):
+            on_agent.set["eval_judge"] = judge
+            on_agent.condition = ("#eval_judge = :was" if owner.get("eval_judge") else
+                                  "attribute_not_exists(#eval_judge)")
+            on_agent.condition_values = ({":was": owner["eval_judge"]}
+                                         if owner.get("eval_judge") else {})
+        if on_agent.add or on_agent.set:
+            updates.append(on_agent)
+        updates += [expiring(Update(agent.key(JDAY + day), add={
+            "tokens": int(spent["tokens"]), "cost_usd": number(spent["cost_usd"])}), agent)
+            for day, spent in spend.items()]
+        if due_at:
+            updates.append(expiring(Update(due_key(agent), set={
+                "login": agent.login, "slug": agent.slug, "due_at": due_at}), agent))
+        return [*(self.table.update_action(u) for u in updates), *markers]
+
+    @staticmethod
+    def _on_task(agent: AgentKeys, task: TaskState, result: EvalResult) -> Update:
+        version = task.eval_version
+        on_task = Update(agent.key(TASK + task.task_id),
                          set={"eval": dumps(result.to_dict()), "eval_status": result.status},
                          add={"eval_version": 1},
                          condition=("#eval_version = :seen" if version else
                                     "attribute_not_exists(#eval_version)"),
                          condition_values={":seen": version} if version else {})
         set_or_remove(on_task, {"eval_score": result.score})
-        updates = [on_task]
-        counters = {k: v for k, v in vars(delta).items() if v}
-        if owner is not None:
-            judge = evals.merged_judge(owner.get("eval_judge"), result)
-            on_agent = Update(agent.key(META), add=counters)
-            if judge != owner.get("eval_judge"):
-                on_agent.set["eval_judge"] = judge
-                on_agent.condition = ("#eval_judge = :was" if owner.get("eval_judge") else
-                                      "attribute_not_exists(#eval_judge)")
-                on_agent.condition_values = ({":was": owner["eval_judge"]}
-                                             if owner.get("eval_judge") else {})
-            if on_agent.add or on_agent.set:
-                updates.append(on_agent)
-        elif counters:
-            updates.append(Update(agent.key(META), add=counters))
-        if delta.judge_tokens or delta.judge_cost_usd:
-            updates.append(expiring(Update(agent.key(JDAY + result.at[:10]), add={
-                "tokens": delta.judge_tokens, "cost_usd": number(delta.judge_cost_usd)}),
-                agent))
-        actions = [self.table.update_action(u) for u in updates]
-        if owner is not None:
-            actions += self._marker_actions(agent, task, result)
-        return actions
+        return on_task
 
-    def _marker_actions(self, agent: AgentKeys, task: dict[str, Any],
-                        result: EvalResult) -> list[dict[str, Any]]:
-        """The run is no longer pending; it is cluster material if low-scored; its agent is
-        due for clustering if it failed or scored low."""
-        state = task_from_item(task)
-        task_id = state.task_id
-        low_key = agent.key(f"{LOW}{state.sort_ts}#{task_id}")
-        actions: list[dict[str, Any]] = [
-            {"Delete": {"TableName": self.table.name, "Key": pending_key(agent, task_id)}}]
-        if result.status == "scored" and (result.score or 0.0) < evals.LOW_SCORE:
-            actions.append({"Put": {"TableName": self.table.name, "Item": {
-                **low_key, **to_item({"task_id": task_id, **expiry(agent)})}}})
-        else:
-            actions.append({"Delete": {"TableName": self.table.name, "Key": low_key}})
-        if evals.makes_cluster_due(state.status, result):
-            actions.append({"Update": expiring(Update(due_key(agent), set={
-                "login": agent.login, "slug": agent.slug, "due_at": result.at}), agent
-            ).params(self.table.name)})
-        return actions
+    def _low_marker(self, agent: AgentKeys, task: TaskState,
+                    result: EvalResult) -> list[dict[str, Any]]:
+        """A low-scored run is cluster material (`LOW#`); one that was and is no more is
+        taken out. Nothing is written for the rest (a Delete of nothing is still a write)."""
+        key = agent.key(f"{LOW}{task.sort_ts}#{task.task_id}")
+        if _low(result):
+            return [{"Put": {"TableName": self.table.name, "Item": {
+                **key, **to_item({"task_id": task.task_id, **expiry(agent)})}}}]
+        if task.eval is not None and _low(task.eval):
+            return [{"Delete": {"TableName": self.table.name, "Key": key}}]
+        return []
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:
-        item = self.table.get(AgentKeys(ref.login, ref.slug).key(JDAY + day))
+        """Eventually consistent: the budget allows the slack of the judgements in flight
+        anyway (`domain.judge_budget`), and a second more is nothing to it."""
+        item = self.table.get(AgentKeys(ref.login, ref.slug).key(JDAY + day), consistent=False)
         return float(item.get("cost_usd", 0)) if item else 0.0
 
     # ---- pending evals -----------------------------------------------------------------------
 
     def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
-        """One small write per run, in parallel; a run marked before keeps its first time (the
-        sweep window counts from it, so a run that can never be judged is given up)."""
+        """One small item for the runs queued together; marking them again keeps its first
+        time (the sweep window counts from it, so a run that can never be judged is given
+        up)."""
+        if not task_ids:
+            return
         agent = AgentKeys(ref.login, ref.slug)
         expires = iso(datetime.fromisoformat(when.replace("Z", "+00:00")) + PENDING_KEEP)
+        self.table.update(Update(pending_key(agent, task_ids),
+                                 set={"login": ref.login, "slug": ref.slug,
+                                      "task_ids": sorted(task_ids), **ttl(expires)},
+                                 set_if_absent={"marked_at": when}))
 
-        def mark(task_id: str) -> None:
-            self.table.update(Update(pending_key(agent, task_id),
-                                     set={"login": ref.login, "slug": ref.slug,
-                                          "task_id": task_id, **ttl(expires)},
-                                     set_if_absent={"marked_at": when}))
-
-        if task_ids:
-            with ThreadPoolExecutor(max_workers=min(8, len(task_ids))) as pool:
-                list(pool.map(mark, task_ids))
-
-    def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
+    def pending_evals(self, since: str, before: str, limit: int
+                      ) -> list[tuple[AgentRef, list[str]]]:
+        """Each marker whose runs are not all judged, with all its runs (so that starting them
+        again marks the same item and keeps its time; the judged ones are found so)."""
         marks = [item for shard in range(SHARDS) for item in self.table.query(f"EVALQ#{shard}")
                  if since <= item.get("marked_at", "") < before]
         marks.sort(key=lambda item: item["marked_at"])
-        return [(AgentRef(item["login"], item["slug"]), item["task_id"]) for item in marks[:limit]]
+        groups: list[tuple[AgentRef, list[str]]] = []
+        taken = 0
+        for item in marks:
+            # a marker of one run written before runs were queued together names it alone
+            task_ids = list(item.get("task_ids") or [item["task_id"]])
+            if groups and taken + len(task_ids) > limit:
+                break
+            ref = AgentRef(item["login"], item["slug"])
+            if self._unjudged(ref, task_ids):
+                groups.append((ref, task_ids))
+                taken += len(task_ids)
+        return groups
+
+    def _unjudged(self, ref: AgentRef, task_ids: list[str]) -> bool:
+        """Whether any of these runs still has no result (an eventually consistent read: a
+        result a moment old may be missed, and the run is judged "already" once more)."""
+        agent = AgentKeys(ref.login, ref.slug)
+        items = self.table.batch_get([agent.key(TASK + task_id) for task_id in task_ids],
+                                     consistent=False)
+        return any(not item.get("eval_status") for item in items)
 
     # ---- failure clusters --------------------------------------------------------------------
 
@@ -215,3 +290,11 @@ class DynamoEvals:
         due = [item for shard in range(SHARDS) for item in self.table.query(f"CLUSTERQ#{shard}")]
         due.sort(key=lambda item: item["due_at"])
         return [AgentRef(item["login"], item["slug"]) for item in due[:limit]]
+
+
+def _low(result: EvalResult) -> bool:
+    return result.status == "scored" and (result.score or 0.0) < evals.LOW_SCORE
+
+
+def _scored(result: EvalResult | None) -> bool:
+    return result is not None and result.status == "scored"

@@ -4,39 +4,50 @@ candidates, insights and the agents due for them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState
-from .state import AgentRow, Concern, copied, read_insights, refresh_rank
+from .state import AgentRow, Concern, Tables, copied, read_insights, refresh_rank
 
 
 class MemoryEvals(Concern):
     def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
+        return task_id in self.record_evals(ref, {task_id: result})
+
+    def record_evals(self, ref: AgentRef, results: Mapping[str, EvalResult], *,
+                     read: Mapping[str, TaskState] | None = None,
+                     queued: Sequence[str] = ()) -> set[str]:
+        """Under one lock, each task looked at again (the lock makes `read` moot)."""
         with self.memory.locked() as tables:
-            row = tables.agents.get(ref)
-            task = tables.tasks.get(ref, {}).get(task_id)
-            if row is None or task is None or task.ended_at is None:
-                return False
-            old = task.eval
-            if not evals.replaces(result, old):
-                return False
-            task.eval = copied(result)
-            is_run = task.parent_task_id is None
-            d = evals.eval_delta(result, old, is_run=is_run)
-            self._apply(row, d)
-            if is_run:
-                row.agent.stats.eval_judge = evals.merged_judge(row.agent.stats.eval_judge,
-                                                                result)
-                if evals.makes_cluster_due(task.status, result):
-                    row.cluster_due_at = max(row.cluster_due_at or "", result.at)
-            if d.eval_count or d.eval_score_sum:
-                refresh_rank(row, self.rules)
-            if d.judge_tokens or d.judge_cost_usd:
-                spend = tables.judge_days.setdefault(ref, {}).setdefault(result.at[:10], [0, 0.0])
-                spend[0] += d.judge_tokens
-                spend[1] += d.judge_cost_usd
+            return {task_id for task_id, result in results.items()
+                    if self._record(tables, ref, task_id, result)}
+
+    def _record(self, tables: Tables, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
+        row = tables.agents.get(ref)
+        task = tables.tasks.get(ref, {}).get(task_id)
+        if row is None or task is None or task.ended_at is None:
+            return False
+        old = task.eval
+        if not evals.replaces(result, old):
+            return False
+        task.eval = copied(result)
+        is_run = task.parent_task_id is None
+        d = evals.eval_delta(result, old, is_run=is_run)
+        self._apply(row, d)
+        if is_run:
+            row.agent.stats.eval_judge = evals.merged_judge(row.agent.stats.eval_judge,
+                                                            result)
+            if evals.makes_cluster_due(task.status, result):
+                row.cluster_due_at = max(row.cluster_due_at or "", result.at)
+        if d.eval_count or d.eval_score_sum:
+            refresh_rank(row, self.rules)
+        if d.judge_tokens or d.judge_cost_usd:
+            spend = tables.judge_days.setdefault(ref, {}).setdefault(result.at[:10], [0, 0.0])
+            spend[0] += d.judge_tokens
+            spend[1] += d.judge_cost_usd
         return True
 
     @staticmethod
@@ -53,13 +64,15 @@ class MemoryEvals(Concern):
         """Nothing to do: a finished run without a result is pending by definition here, and
         `pending_evals` finds it."""
 
-    def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
+    def pending_evals(self, since: str, before: str, limit: int
+                      ) -> list[tuple[AgentRef, list[str]]]:
         with self.memory.locked() as tables:
             pending = sorted((task.ended_at or "", ref.login, ref.slug, task.task_id)
                              for ref, tasks in tables.tasks.items() for task in tasks.values()
                              if task.eval is None and task.parent_task_id is None
                              and task.ended_at is not None and since <= task.ended_at < before)
-        return [(AgentRef(login, slug), task_id) for _, login, slug, task_id in pending[:limit]]
+        return evals.by_agent((AgentRef(login, slug), task_id)
+                              for _, login, slug, task_id in pending[:limit])
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:
         with self.memory.locked() as tables:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...domain import eval_records as evals
@@ -49,52 +50,64 @@ def read_insights(reader: sqlite3.Connection, ref: AgentRef) -> dict[str, Any] |
 
 class SqliteEvals(Concern):
     def record_eval(self, ref: AgentRef, task_id: str, result: EvalResult) -> bool:
+        return task_id in self.record_evals(ref, {task_id: result})
+
+    def record_evals(self, ref: AgentRef, results: Mapping[str, EvalResult], *,
+                     read: Mapping[str, TaskState] | None = None,
+                     queued: Sequence[str] = ()) -> set[str]:
+        """One transaction, each task read again inside it (the lock makes `read` moot)."""
         with self.db.write() as conn:
-            row = conn.execute(
-                "SELECT agents.id, parent_task_id, status, eval, eval_judge FROM tasks "
-                "JOIN agents ON agents.id = tasks.agent_id WHERE login = ? AND slug = ? "
-                "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, task_id)).fetchone()
-            if row is None:
-                return False
-            old = EvalResult.from_dict(json.loads(row["eval"])) if row["eval"] else None
-            if not evals.replaces(result, old):
-                return False
-            agent_id, is_run = row["id"], row["parent_task_id"] is None
-            conn.execute("UPDATE tasks SET eval_status = ?, eval_score = ?, eval = ? "
-                         "WHERE agent_id = ? AND task_id = ?",
-                         (result.status, result.score, dumps(result.to_dict()), agent_id, task_id))
-            d = evals.eval_delta(result, old, is_run=is_run)
-            due = result.at if is_run and evals.makes_cluster_due(row["status"], result) else None
+            return {task_id for task_id, result in results.items()
+                    if self._record(conn, ref, task_id, result)}
+
+    def _record(self, conn: sqlite3.Connection, ref: AgentRef, task_id: str,
+                result: EvalResult) -> bool:
+        row = conn.execute(
+            "SELECT agents.id, parent_task_id, status, eval, eval_judge FROM tasks "
+            "JOIN agents ON agents.id = tasks.agent_id WHERE login = ? AND slug = ? "
+            "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, task_id)).fetchone()
+        if row is None:
+            return False
+        old = EvalResult.from_dict(json.loads(row["eval"])) if row["eval"] else None
+        if not evals.replaces(result, old):
+            return False
+        agent_id, is_run = row["id"], row["parent_task_id"] is None
+        conn.execute("UPDATE tasks SET eval_status = ?, eval_score = ?, eval = ? "
+                     "WHERE agent_id = ? AND task_id = ?",
+                     (result.status, result.score, dumps(result.to_dict()), agent_id, task_id))
+        d = evals.eval_delta(result, old, is_run=is_run)
+        due = result.at if is_run and evals.makes_cluster_due(row["status"], result) else None
+        conn.execute(
+            "UPDATE agents SET eval_count = eval_count + ?, eval_score_sum = eval_score_sum + ?, "
+            "eval_unscored = eval_unscored + ?, eval_skipped = eval_skipped + ?, "
+            "judge_tokens = judge_tokens + ?, judge_cost_usd = judge_cost_usd + ?, "
+            "eval_judge = ?, cluster_due_at = CASE WHEN ? IS NULL THEN cluster_due_at "
+            "ELSE max(coalesce(cluster_due_at, ''), ?) END WHERE id = ?",
+            (d.eval_count, d.eval_score_sum, d.eval_unscored, d.eval_skipped, d.judge_tokens,
+             d.judge_cost_usd, evals.merged_judge(row["eval_judge"], result) if is_run
+             else row["eval_judge"], due, due, agent_id))
+        if d.eval_count or d.eval_score_sum:
+            refresh_rank(conn, ref.login, ref.slug, self.rules)
+        if d.judge_tokens or d.judge_cost_usd:
             conn.execute(
-                "UPDATE agents SET eval_count = eval_count + ?, eval_score_sum = eval_score_sum + ?, "
-                "eval_unscored = eval_unscored + ?, eval_skipped = eval_skipped + ?, "
-                "judge_tokens = judge_tokens + ?, judge_cost_usd = judge_cost_usd + ?, "
-                "eval_judge = ?, cluster_due_at = CASE WHEN ? IS NULL THEN cluster_due_at "
-                "ELSE max(coalesce(cluster_due_at, ''), ?) END WHERE id = ?",
-                (d.eval_count, d.eval_score_sum, d.eval_unscored, d.eval_skipped, d.judge_tokens,
-                 d.judge_cost_usd, evals.merged_judge(row["eval_judge"], result) if is_run
-                 else row["eval_judge"], due, due, agent_id))
-            if d.eval_count or d.eval_score_sum:
-                refresh_rank(conn, ref.login, ref.slug, self.rules)
-            if d.judge_tokens or d.judge_cost_usd:
-                conn.execute(
-                    "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT (agent_id, day) DO UPDATE SET tokens = tokens + excluded.tokens, "
-                    "cost_usd = cost_usd + excluded.cost_usd",
-                    (agent_id, result.at[:10], d.judge_tokens, d.judge_cost_usd))
+                "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (agent_id, day) DO UPDATE SET tokens = tokens + excluded.tokens, "
+                "cost_usd = cost_usd + excluded.cost_usd",
+                (agent_id, result.at[:10], d.judge_tokens, d.judge_cost_usd))
         return True
 
     def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
         """Nothing to do: a finished run without a result is pending by definition here, and
         `pending_evals` finds it through a partial index."""
 
-    def pending_evals(self, since: str, before: str, limit: int) -> list[tuple[AgentRef, str]]:
+    def pending_evals(self, since: str, before: str, limit: int
+                      ) -> list[tuple[AgentRef, list[str]]]:
         rows = self.db.reader().execute(
             "SELECT login, slug, task_id FROM tasks JOIN agents ON agents.id = tasks.agent_id "
             "WHERE eval_status IS NULL AND ended_at IS NOT NULL AND parent_task_id IS NULL "
             "AND ended_at >= ? AND ended_at < ? ORDER BY ended_at LIMIT ?",
             (since, before, limit)).fetchall()
-        return [(AgentRef(r["login"], r["slug"]), r["task_id"]) for r in rows]
+        return evals.by_agent((AgentRef(r["login"], r["slug"]), r["task_id"]) for r in rows)
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:
         row = self.db.reader().execute(

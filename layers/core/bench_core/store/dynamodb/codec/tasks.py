@@ -184,7 +184,7 @@ def task_attributes(*, content: bool = True) -> tuple[str, ...]:
     (`seen`, `pages`) are much of its size, and nothing a read shows."""
     fields = ("task", "content") if content else ("task",)
     legacy = (f for f in TASK_FIELDS if content or f not in TASK_CONTENT)
-    return ("sk", *fields, *legacy, *ADDED, "version", "eval", "run_id")
+    return ("sk", *fields, *legacy, *ADDED, "version", "eval", "eval_version", "run_id")
 
 
 def task_from_item(item: dict[str, Any]) -> TaskState:
@@ -196,7 +196,8 @@ def task_from_item(item: dict[str, Any]) -> TaskState:
     if evidence is not None:
         fields["evidence"] = Usage.from_dict(evidence)
     fields.update(task_id=item["sk"][len(TASK):], version=int(item.get("version", 0)),
-                  eval=eval_from_item(item), run_id=item.get("run_id"))
+                  eval=eval_from_item(item), eval_version=int(item.get("eval_version", 0)),
+                  run_id=item.get("run_id"))
     task = from_fields(TaskState, fields)
     if "child_cost_usd" in item:
         task.child_cost_usd += float(item["child_cost_usd"])
