@@ -14,8 +14,9 @@ against DynamoDB's per-partition limits, from the capacity each operation was me
      starter, the executions recorded), whether anyone watches looked up;
    - `run request`: the same with one run (5 events) per request;
    - `otlp export`: `POST /v1/traces` of 20 GenAI spans (5 traces of 4, `otlp.export_request`);
-   - `eval`: the eval of one finished run of the steady batch (`evals/workflow.py`
-     `run_eval`, the offline judge); every run's eval, OTLP's too, is taken to cost as much;
+   - `eval`: the eval of the finished runs of a steady batch, one execution for them all
+     (`evals/workflow.py` `run_eval`, the offline judge), counted per run; every run's eval,
+     OTLP's too, is taken to cost as much;
    - `live push`: what the push function reads for one watched request (`reads/live_feed.py`);
    - `cluster`, hourly per agent; `sweep` (the hourly sweep and the list of agents due),
      hourly for the deployment.
@@ -267,13 +268,14 @@ class Harness:
         assert result.spans == OTLP_SPANS and not result.rejected, result
 
     def evals(self) -> int:
-        """Run the evals the ingest ops started; how many."""
+        """Run the eval executions the ingest ops started; how many runs they judged (an
+        execution judges the runs of its batch together)."""
         from bench_core.evals.workflow import run_eval
 
-        started = self.recorder.take("start_execution")
-        for params in started:
-            run_eval(self.services, json.loads(params["input"]))
-        return len(started)
+        states = [json.loads(params["input"]) for params in self.recorder.take("start_execution")]
+        for state in states:
+            run_eval(self.services, state)
+        return sum(len(state["task_ids"]) for state in states)
 
     def pushes(self) -> int:
         """Run the live pushes the ingest ops handed off; how many."""
