@@ -59,6 +59,8 @@ PRICE_PER_MILLION_WRU = 0.625
 PRICE_PER_MILLION_RRU = 0.125
 EVENTS_PER_BATCH = 50
 RUNS_PER_BATCH = 10
+DELIVERY = 10
+"""Messages the eval queue's event source hands the eval function at most (`BatchSize`)."""
 LOGIN, SLUG = "alice", "research-agent"
 OTHER_AGENTS = 40
 KB = 1024
@@ -366,15 +368,15 @@ SENDER = KeyRecord(key_hash="0" * 64, prefix="bk_0000", login=LOGIN)
 """The key the batches are sent with (only its hash is read: its request counter)."""
 
 
-class RecordedStarts:
-    """The Step Functions client of `StepFunctionsStarter`: keeps each execution's input, which
-    `Pipeline` then runs through the eval steps as EvalFunction would."""
+class RecordedSends:
+    """The SQS client of `EvalQueue`: keeps each message, which `Pipeline` delivers to the eval
+    steps as the queue's event source delivers them to EvalFunction."""
 
     def __init__(self) -> None:
-        self.inputs: list[dict[str, Any]] = []
+        self.bodies: list[str] = []
 
-    def start_execution(self, stateMachineArn: str, name: str, input: str) -> None:  # noqa: N803, A002
-        self.inputs.append(json.loads(input))
+    def send_message(self, QueueUrl: str, MessageBody: str) -> None:  # noqa: N803
+        self.bodies.append(MessageBody)
 
 
 class VerdictLLM:
@@ -392,29 +394,30 @@ class VerdictLLM:
 
 @dataclass
 class Pipeline:
-    """What AWS does with a batch, against one store: `POST /ingest`'s `accept` (the store
-    write, the judge budget's admission, the pending mark and one eval execution's start), the
-    look for live watchers, then the execution's steps (`evals.workflow`), as EvalFunction
-    runs them."""
+    """What AWS does with a batch, against one store: `POST /ingest`'s key count and `accept`
+    (the store write, the judge budget's admission, one message on the eval queue), the look
+    for live watchers, then, once `DELIVERY` messages wait (the event source's batch), their
+    delivery to the eval function (`evals.queue.judge_messages`)."""
 
     services: Any
-    starts: RecordedStarts
+    sends: RecordedSends
 
     @classmethod
     def over(cls, store: Any, sample_rate: float = 1.0) -> Pipeline:
         from bench_core.runtime.adapters import Services
         from bench_core.settings import JudgeSettings, Settings
+        from bench_core.workflows.eval_queue import EvalQueue
         from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
-        starts = RecordedStarts()
+        sends = RecordedSends()
         settings = Settings(judge=JudgeSettings(daily_budget_usd=1e9, sample_rate=sample_rate))
-        starter = StepFunctionsStarter("arn:aws:states:us-east-1:1:stateMachine:eval", None,
-                                       store.evals, client=starts, clock=store.clock)
-        services = Services(settings, store).provide(llm=VerdictLLM(), workflows=starter)
-        return cls(services, starts)
+        evals = EvalQueue("https://sqs.us-east-1.amazonaws.com/1/evals", store.evals,
+                          client=sends, clock=store.clock)
+        services = Services(settings, store).provide(
+            llm=VerdictLLM(), workflows=StepFunctionsStarter(evals, None, clock=store.clock))
+        return cls(services, sends)
 
     def send(self, slug: str, events: list[dict[str, Any]]) -> IngestOutcome:
-        from bench_core.evals.workflow import run_eval
         from bench_core.ingest.pipeline import accept
 
         wire = [WireEvent.model_validate(e) for e in events]
@@ -423,21 +426,37 @@ class Pipeline:
         outcome = accept(self.services, LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), wire,
                          later=lambda *_: None)
         store.accounts.live_connections(LOGIN, iso(store.clock.now()))  # anyone watching?
-        while self.starts.inputs:
-            run_eval(self.services, self.starts.inputs.pop(0))
+        if len(self.sends.bodies) >= DELIVERY:
+            self.deliver()
         return outcome
+
+    def deliver(self) -> None:
+        """The messages waiting, handed to the eval function a delivery at a time."""
+        from datetime import timedelta
+
+        from bench_core.evals.queue import judge_messages, queued
+
+        now = self.services.store.clock.now()
+        while self.sends.bodies:
+            batch, self.sends.bodies = self.sends.bodies[:DELIVERY], self.sends.bodies[DELIVERY:]
+            messages = [queued(f"m{n}", body, now, 1) for n, body in enumerate(batch)]
+            assert judge_messages(self.services, messages, lambda: timedelta(minutes=5)) == {}
 
 
 def ingest(pipeline: Pipeline, prefix: str, slug: str = SLUG, nested: bool = False,
-           runs: int = RUNS_PER_BATCH, n: int = 0) -> None:
+           runs: int = RUNS_PER_BATCH, n: int = 0, deliver_later: bool = False) -> None:
     """One batch through the whole pipeline: `runs` of the steady batch's runs, the `n`-th
-    such slice (so that a run per request fails as often as in the steady batch)."""
+    such slice (so that a run per request fails as often as in the steady batch); its evals
+    delivered at once, or with the next full delivery (`deliver_later`: an agent sending
+    requests faster than the queue gathers them)."""
     events = batch(prefix, nested=nested)
     per_run = len(events) // RUNS_PER_BATCH
     first = (n * runs) % RUNS_PER_BATCH * per_run
     events = events[first:first + runs * per_run]
     outcome = pipeline.send(slug, events)
     assert outcome.accepted == len(events), outcome
+    if not deliver_later:
+        pipeline.deliver()
 
 
 def profile_view(store: Any) -> None:
@@ -481,7 +500,7 @@ class Costs:
 
 
 def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = RUNS_PER_BATCH,
-            sample_rate: float = 1.0) -> Costs:
+            sample_rate: float = 1.0, gathered: bool = False) -> Costs:
     """Units per event all in (ingest, the admission and eval of every run it finishes, the look
     for watchers) over `batches` batches of `runs` runs each; then one hourly round and the
     views."""
@@ -501,7 +520,9 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
             pipeline = Pipeline.over(store, sample_rate)
         meter.reset()
         for b in range(batches):
-            ingest(pipeline, f"b{b:04d}", nested=nested, runs=runs, n=b)
+            ingest(pipeline, f"b{b:04d}", nested=nested, runs=runs, n=b,
+                   deliver_later=gathered)
+        pipeline.deliver()
         events = batches * len(batch("x", nested=nested)) * runs // RUNS_PER_BATCH
         per_event = (meter.wru / events, meter.rru / events)
         breakdown = {k: [w / batches, r / batches] for k, (w, r) in meter.by_kind.items()}
@@ -578,10 +599,13 @@ def main() -> None:
                         help="runs per request (1: a run per request)")
     parser.add_argument("--sample-rate", type=float, default=1.0,
                         help="the judge's sample rate (0: every run skipped)")
+    parser.add_argument("--gathered", action="store_true",
+                        help=f"the eval queue delivers {DELIVERY} requests' runs at once (an "
+                             "agent sending faster than EvalBatchingSeconds)")
     args = parser.parse_args()
     with quiet():
         costs = measure(args.batches, nested=args.nested, runs=args.runs,
-                        sample_rate=args.sample_rate)
+                        sample_rate=args.sample_rate, gathered=args.gathered)
     print(f"DynamoDB on-demand, us-east-1: ${PRICE_PER_MILLION_WRU}/M WRU, "
           f"${PRICE_PER_MILLION_RRU}/M RRU; steady batches of {EVENTS_PER_BATCH} events "
           f"({args.runs // 2 if args.nested else args.runs} runs"
