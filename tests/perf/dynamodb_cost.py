@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -231,20 +232,33 @@ class Meter:
         self._add(key, rru=read_units(size, consistent))
 
     def _charge_query(self, params: dict[str, Any], parsed: dict[str, Any]) -> None:
+        """A Query is billed by the items it read (before its filter, whatever it projects):
+        read again on the side, same keys and page, without projection or filter."""
         index = self.indexes.get(params.get("IndexName", ""))
-        items = parsed.get("Items", [])
         sizes = []
-        for item in items:
-            full = self._old({k: {"S": _string(item[k])} for k in self.table_keys})
+        for item in self._read_by(params):
+            full = self._old({k: item[k] for k in self.table_keys})
             entry = index.entry(full, self.table_keys) if index else full
             sizes.append(item_size(entry) + (INDEX_OVERHEAD if index else 0))
-        scanned = parsed.get("ScannedCount", len(items))
-        if scanned > len(items) and sizes:  # filtered out: charged as the average item read
-            sizes += [sum(sizes) / len(sizes)] * (scanned - len(items))
         consistent = bool(params.get("ConsistentRead")) and index is None
         kind = "query " + (params.get("IndexName") or "table")
         self.by_kind[kind][1] += read_units(int(sum(sizes)), consistent)
         self.rru += read_units(int(sum(sizes)), consistent)
+
+    def _read_by(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The items (their keys at least) a Query with `params` read, filtered out or not."""
+        side = {k: v for k, v in params.items()
+                if k not in ("ProjectionExpression", "FilterExpression", "Select",
+                             "ExpressionAttributeNames", "ExpressionAttributeValues",
+                             "ReturnConsumedCapacity")}
+        used = set(re.findall(r"[#:]\w+", params["KeyConditionExpression"]))
+        names = {k: v for k, v in params.get("ExpressionAttributeNames", {}).items()
+                 if k in used}
+        values = {k: v for k, v in params.get("ExpressionAttributeValues", {}).items()
+                  if k in used}
+        side |= {"ExpressionAttributeNames": names} if names else {}
+        side |= {"ExpressionAttributeValues": values} if values else {}
+        return self.side.query(**side)["Items"]  # type: ignore[no-any-return]
 
     def _add(self, key: dict[str, Any], wru: float = 0.0, rru: float = 0.0) -> None:
         kind = item_kind(key)
