@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from bench_core.domain.errors import NotFound
 from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef, TaskState
-from bench_core.domain.privacy import ANONYMOUS
+from bench_core.domain.privacy import ANONYMOUS, Viewer
 from bench_core.domain.runs import RunFilter, span_key
 from bench_core.http.runs import run_json_body
 from bench_core.ports.store import RunCounts, RunHead, Store
@@ -516,6 +516,31 @@ def test_a_run_bigger_than_a_read_is_answered_page_by_page_and_drawn_from_a_wind
     assert [n.task_id for n in focused["trail"]] == ["root"]
     with pytest.raises(NotFound):
         reads.run_page(store, REF, ANONYMOUS, "root", focus="not-in-this-run")
+
+
+def test_an_answer_stops_at_its_bytes_and_a_span_bigger_than_them_goes_out_alone(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With answers of 10,000 bytes of spans, a run of a small root and spans of some 4,000
+    bytes (one of 30,000) is answered two or three spans at a time, the big one alone, every
+    span once in start order; each page counted as the first was. The same run fits one
+    answer of the usual size: whole, in tree order."""
+    events = [*task_events("root", "agent")]
+    for name, chars in (("s0", 3500), ("s1", 3500), ("s2", 3500), ("s3", 3500),
+                        ("big", 30_000), ("s4", 3500), ("s5", 3500)):
+        events += task_events(name, parent="root", output="x" * chars)
+    ingest(store, events)
+    owner = Viewer("alice")
+    assert reads.run_answer(store, REF, owner, "root", None)["span_order"] == "tree"
+    monkeypatch.setattr(reads, "ANSWER_BYTES", 10_000)
+    pages, cursor = [], None
+    while True:
+        answer = reads.run_answer(store, REF, owner, "root", cursor)
+        assert (answer["span_order"], answer["span_count"]) == ("start", 8)
+        pages.append([s["task_id"] for s in answer["spans"]])
+        assert all(s["output"] in ("ok", "x" * 3500, "x" * 30_000) for s in answer["spans"])
+        if not (cursor := answer["next_cursor"]):
+            break
+    assert pages == [["root", "s0", "s1"], ["s2", "s3"], ["big"], ["s4", "s5"]]
 
 
 def test_dynamodb_reads_a_page_of_the_runs_list_by_what_it_shows() -> None:
