@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -38,21 +37,10 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunningSe
         yield running
 
 
-def heavy_run(run_id: str, spans: int, chars: int) -> list[dict[str, Any]]:
-    """`tree_run_events`, each span holding `chars` characters of input and output."""
-    events = tree_run_events(run_id, spans)
-    for event in events:
-        if event["kind"] == "task.start":
-            event["input"] = {"query": event["input"]["query"], "context": "c" * (chars // 2)}
-        else:
-            event["output"] = "a" * (chars // 2)
-    return events
-
-
 def store_run(server: RunningServer, login: str, run_id: str) -> list[str]:
     """The run, through the store's ingest in batches of 400 events; its span ids in start
     order."""
-    events = heavy_run(run_id, SPANS, CHARS)
+    events = tree_run_events(run_id, SPANS, chars=CHARS)
     for i in range(0, len(events), 400):
         server.store.ingest.ingest(login, AgentMeta(slug="heavy"), clean(events[i:i + 400]))
     show_content(server, login, "heavy")

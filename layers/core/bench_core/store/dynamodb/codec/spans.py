@@ -2,14 +2,17 @@
 
 Every task below a run's root carries `spk` = `RUN#{A}#{run_id}` and `ssk` =
 `{sort_ts}#{task_id}` (a run's spans in start order, as `domain.runs.span_key` orders them) and
-`row`, one JSON text: `[status, parent_task_id, name, started_at, ended_at, duration_ms,
-cost_usd]`. The index projects only `row` (and `moved_at`, which a run holder keeps for a
-while after a move, `runs._stragglers`), so a Query of a run's spans reads some 300 bytes a
-span, whatever its content: DynamoDB bills a Query by the index entries it reads, and the run
-page of 1,000 spans reads 37 RRU of them (tests/aws/test_dynamodb_run_page_cost.py), where the
-ALL-projected `runs` index read every span's content (820 RRU for 6 KB a span). Content is
-read by key, and only what is shown: the selected span on the page, a page of spans for the
-JSON (`runs.DynamoRuns.run_spans` with `content`).
+`row`, one JSON text: `[status, parent_task_id, name, started, ended, duration_ms, cost_usd]`,
+its times in milliseconds after the time in `ssk` (its start, or its end if it has none; null
+where unknown; the ISO text itself for a time not to the millisecond). The index projects only
+`row` (and `moved_at`, which a run holder keeps for a while after a move, `runs._stragglers`),
+so a Query of a run's spans reads some 250 bytes a span (its keys, its row and DynamoDB's 100
+bytes an entry), whatever its content: DynamoDB bills a Query by the entries it reads (4 KB a
+read unit, half that eventually consistent), so the run page of 1,000 spans reads some 30 RRU
+of them (tests/aws/test_dynamodb_run_page_cost.py), where the ALL-projected `runs` index read
+every span's content (820 RRU at 6 KB a span). Content is read by key, and only what is shown:
+the selected span on the page, a page of spans for the JSON (`runs.DynamoRuns.run_spans` with
+`content`).
 
 Status comes first so that a filter can pick the failed spans out of the text alone
 (`begins_with(row, '["failed"')`), as `run_counts` does. Writing the row costs one write unit
@@ -23,19 +26,21 @@ deployment drops `runs` (CloudFormation adds or drops one index per update).
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic_core import from_json
 
 from ....domain.field_limits import dumps
-from ....domain.models import TaskState
-from .keys import TASK, AgentKeys, task_sort_key
+from ....domain.models import TaskState, iso
+from .keys import AgentKeys, task_sort_key
 from .values import number
 
 FAILED_ROW = '["failed"'
 """How the row of a failed span begins."""
 SPAN_ATTRIBUTES = ("sk", "ssk", "row", "moved_at")
 """What a read of the `spans` index fetches: the task's key, its place and its row."""
+_MS = timedelta(milliseconds=1)
 
 
 def span_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
@@ -50,8 +55,22 @@ def span_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
 
 def span_row(task: TaskState) -> str:
     """The row's JSON text; numbers rounded as the task's own are (`values.number`)."""
-    return dumps([task.status, task.parent_task_id, task.name, task.started_at, task.ended_at,
-                  _rounded(task.duration_ms), _rounded(task.cost_usd)])
+    origin = _moment(task.sort_ts)
+    return dumps([task.status, task.parent_task_id, task.name, _after(task.started_at, origin),
+                  _after(task.ended_at, origin), _rounded(task.duration_ms),
+                  _rounded(task.cost_usd)])
+
+
+def _moment(ts: str) -> datetime | None:
+    return datetime.fromisoformat(ts) if ts else None
+
+
+def _after(ts: str | None, origin: datetime | None) -> int | str | None:
+    """`ts` as whole milliseconds after `origin`, where that gives it back exactly."""
+    if ts is None or origin is None:
+        return ts
+    ms = round((datetime.fromisoformat(ts) - origin) / _MS)
+    return ms if iso(origin + ms * _MS) == ts else ts
 
 
 def _rounded(value: float | None) -> float | None:
@@ -62,6 +81,15 @@ def task_from_span(item: dict[str, Any], run_id: str) -> TaskState:
     """The task of a `spans` entry, with what its row holds: no content, no eval, no
     evidence."""
     status, parent, name, started, ended, duration, cost = from_json(item["row"])
-    return TaskState(task_id=item["sk"][len(TASK):], parent_task_id=parent, name=name,
-                     status=status, started_at=started, ended_at=ended, duration_ms=duration,
-                     cost_usd=cost, run_id=run_id)
+    sort_ts, task_id = item["ssk"].split("#", 1)
+    origin = _moment(sort_ts)
+    return TaskState(task_id=task_id, parent_task_id=parent, name=name, status=status,
+                     started_at=_at(started, origin), ended_at=_at(ended, origin),
+                     duration_ms=duration, cost_usd=cost, run_id=run_id)
+
+
+def _at(after: int | str | None, origin: datetime | None) -> str | None:
+    """The time `_after` wrote."""
+    if isinstance(after, int) and origin is not None:
+        return iso(origin + after * _MS)
+    return after if isinstance(after, str) else None
