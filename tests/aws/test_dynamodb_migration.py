@@ -28,7 +28,7 @@ from tests.aws.moto_table import TABLE_NAME, WRITES, dynamo_store, requests_made
 from tests.aws.test_handlers import Deployment, assert_granted
 from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
 from tests.aws.test_session_secret import CloudFormation
-from tests.contract.store.test_runs import old_layout
+from tests.contract.store.test_runs import old_layout, runs_layout
 from tests.factories import clean, ev, task_events
 
 REF = AgentRef("alice", "agent-1")
@@ -63,7 +63,8 @@ def put(store: DynamoStore, attributes: dict[str, Any]) -> None:
 def older_layouts(store: DynamoStore) -> None:
     """An agent whose items are what older versions of Bench, and a race, left: a run stored
     before runs existed, one attribute per field; a task stored one attribute per field; a
-    run's root in the `runs` index; a task a move of its run missed, recently."""
+    run's root in the `runs` index; spans in the `runs` index, as before `spans`; a task a move
+    of its run missed, recently, in `runs` too."""
     ingest(store, [*task_events("root", "plan"), *task_events("kid", parent="root"),
                    ev("task.log", "kid", data={"label": "step", "value": 1}),
                    *task_events("grandkid", parent="kid", output={"deep": [1, 2]},
@@ -79,7 +80,9 @@ def older_layouts(store: DynamoStore) -> None:
     old_layout(store, "t1")
     put(store, {**item(store, "root2"), "gsi3pk": {"S": f"RUN#{KEYS.name}#root2"},
                 "gsi3sk": {"S": item(store, "root2")["tlsk"]["S"]}})
-    leaf = item(store, "leaf")
+    for task in ("middle", "t1a"):
+        runs_layout(store, task)
+    leaf = runs_layout(store, "leaf")
     put(store, {**leaf, "sk": {"S": "TASK#late"}, "run_id": {"S": "middle"},
                 "gsi3pk": {"S": f"RUN#{KEYS.name}#middle"},
                 "gsi3sk": {"S": leaf["gsi3sk"]["S"].replace("leaf", "late")}})
@@ -155,11 +158,14 @@ def test_reads_write_nothing_and_answer_the_same_before_and_after_the_stacks_mig
         answer = deploy("Create")
         assert answer["Status"] == "SUCCESS", answer
         assert {k: answer["Data"][k] for k in ("done", "runs", "tasks", "moved")} == {
-            "done": "True", "runs": "1", "tasks": "5", "moved": "1"}
+            "done": "True", "runs": "1", "tasks": "9", "moved": "1"}
         assert float(answer["Data"]["read_units"]) > 0 < float(answer["Data"]["write_units"])
         assert_granted(transformed, deployment.aws.calls, ("TableMigrationFunction",))
         assert "run_id" in item(deployment.store, "kid")
         assert "gsi3pk" not in item(deployment.store, "root2")
+        for span in ("kid", "middle", "leaf", "late"):
+            assert "gsi3pk" not in item(deployment.store, span)
+            assert {"spk", "ssk", "row"} <= item(deployment.store, span).keys()
         assert "task" in item(deployment.store, "t1")
         assert item(deployment.store, "late")["run_id"] == {"S": "root2"}
 
@@ -208,7 +214,7 @@ def test_a_second_pass_writes_nothing_and_a_migrated_table_costs_one_read() -> N
     with dynamo_store() as store:
         older_layouts(store)
         first = migrate(store.table)
-        assert first.done and first.tasks == 5
+        assert first.done and first.tasks == 9
         migrated = snapshot(store)
         store.table.delete(MARKER)
         with requests_made(store.client) as made:
@@ -230,7 +236,7 @@ def test_a_pass_stopped_by_its_deadline_goes_on_where_it_stopped() -> None:
         assert "resume" in (store.table.get(MARKER) or {})
         rest = migrate(store.table, page=4)
         assert rest.done and first.scanned + rest.scanned == total + 1  # and the marker
-        assert (first.tasks + rest.tasks, first.moved + rest.moved) == (5, 1)
+        assert (first.tasks + rest.tasks, first.moved + rest.moved) == (9, 1)
         assert "resume" not in (store.table.get(MARKER) or {})
 
 
@@ -267,7 +273,7 @@ def test_bench_server_migrate_runs_the_pass_on_the_table_the_environment_names(
         monkeypatch.setenv("BENCH_STORE", "dynamodb")
         monkeypatch.setenv("BENCH_TABLE_NAME", TABLE_NAME)
         assert main(["migrate"]) == 0
-        assert "done=True" in (out := capsys.readouterr().out) and "tasks=5" in out
+        assert "done=True" in (out := capsys.readouterr().out) and "tasks=9" in out
         assert "task" in item(store, "t1")
         assert main(["migrate"]) == 0
         assert "scanned=0" in capsys.readouterr().out

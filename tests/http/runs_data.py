@@ -95,15 +95,21 @@ def wide_and_deep_events(prefix: str, children: int, depth: int) -> list[dict[st
     return [*body, *events[1:]]
 
 
-def tree_run_events(run_id: str, spans: int, *, fanout: int = 10, failed_every: int = 1000
-                    ) -> list[dict[str, Any]]:
+def tree_run_events(run_id: str, spans: int, *, fanout: int = 10, failed_every: int = 1000,
+                    chars: int | None = None) -> list[dict[str, Any]]:
     """A run of `spans` spans as an agent that works depth first makes it: each span has up to
     `fanout` children (the tree filled level by level), runs them one after the other and
     ends after its last. Span `{run_id}-{n}` is the n-th to start (the root is `{run_id}`),
     a millisecond after the one before, so a span's subtree is the spans that start after it
     and before its next sibling; every `failed_every`-th failed. Each is a start and an end
     with a short input and output (some 600 bytes stored): a hundred thousand spans build in
-    seconds through `store.ingest.ingest` in big batches."""
+    seconds through `store.ingest.ingest` in big batches; or with `chars` characters of
+    content, half in its input and half in its output."""
+    context = "c" * (120 if chars is None else chars // 2)
+
+    def answer(n: int) -> str:
+        return f"answer {n} " + "a" * 200 if chars is None else "a" * (chars // 2)
+
     below = [1] * spans  # the size of each subtree, in level order (children of h: h*f+1..)
     for h in reversed(range(1, spans)):
         below[(h - 1) // fanout] += below[h]
@@ -122,8 +128,8 @@ def tree_run_events(run_id: str, spans: int, *, fanout: int = 10, failed_every: 
                   f"{run_id}-{parent}" if parent else run_id}
         events += [
             {"id": f"{task_id}-s", "kind": "task.start", "ts": ts(n), **common,
-             "input": {"query": f"question {n}", "context": "c" * 120}},
+             "input": {"query": f"question {n}", "context": context}},
             {"id": f"{task_id}-e", "kind": "task.end", "ts": ts(n + below[h]), **common,
              "status": "failed" if failed else "success", "duration_ms": below[h],
-             "output": ERROR if failed else f"answer {n} " + "a" * 200}]
+             "output": ERROR if failed else answer(n)}]
     return events

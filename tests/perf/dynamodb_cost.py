@@ -21,14 +21,18 @@ Prices: on-demand, us-east-1 (since November 2024): $0.625 per million write req
 $0.125 per million read request units. Storage, streams and backups are left out.
 
 A leaderboard view (page 1 by success rate, with `OTHER_AGENTS` more agents tied at one rate)
-is printed as well. The steady batch is what the SDK sends for an agent that runs all day: 50 events, 10 runs of
+is printed as well, and the views of one big run (`run_views`: a run of 1,000 spans with 6,000
+characters of content each, as its owner sees it): its page, its page with a span selected,
+and its JSON read through every page, with the largest answer in bytes.
+
+The steady batch is what the SDK sends for an agent that runs all day: 50 events, 10 runs of
 five events each (start, three logs, end), on an agent that already ranks on every
 leaderboard, sent through `accept` as `POST /ingest` does (`Pipeline`), whose one eval execution
 is then run step by step as EvalFunction runs it, with a model judge that spends tokens. The
 hourly round is the sweep, the agents due and their failure clusters (`hourly_round`), shown
 whole and per event for an agent sending a batch a minute. Unit counts are deterministic:
 tests/aws/test_dynamodb_ingest_cost.py holds the steady batch to at most 2.5 WRU and 0.5 RRU
-per event all in.
+per event all in, tests/aws/test_dynamodb_run_page_cost.py the big run's page to under 50 RRU.
 """
 
 from __future__ import annotations
@@ -266,16 +270,14 @@ class Meter:
         self._add(key, rru=units)
 
     def _charge_query(self, params: dict[str, Any], parsed: dict[str, Any]) -> None:
+        """A Query is billed by the items it read (before its filter, whatever it projects):
+        read again on the side, same keys and page, without projection or filter."""
         index = self.indexes.get(params.get("IndexName", ""))
-        items = parsed.get("Items", [])
         sizes = []
-        for item in items:
-            full = self._old({k: {"S": _string(item[k])} for k in self.table_keys})
+        for item in self._read_by(params):
+            full = self._old({k: item[k] for k in self.table_keys})
             entry = index.entry(full, self.table_keys) if index else full
             sizes.append(item_size(entry) + (INDEX_OVERHEAD if index else 0))
-        scanned = parsed.get("ScannedCount", len(items))
-        if scanned > len(items) and sizes:  # filtered out: charged as the average item read
-            sizes += [sum(sizes) / len(sizes)] * (scanned - len(items))
         consistent = bool(params.get("ConsistentRead")) and index is None
         kind = "query " + (params.get("IndexName") or "table")
         units = read_units(int(sum(sizes)), consistent)
@@ -296,6 +298,21 @@ class Meter:
         for tally in tallies:
             tally.wru += wru
             tally.rru += rru
+
+    def _read_by(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The items (their keys at least) a Query with `params` read, filtered out or not."""
+        side = {k: v for k, v in params.items()
+                if k not in ("ProjectionExpression", "FilterExpression", "Select",
+                             "ExpressionAttributeNames", "ExpressionAttributeValues",
+                             "ReturnConsumedCapacity")}
+        used = set(re.findall(r"[#:]\w+", params["KeyConditionExpression"]))
+        names = {k: v for k, v in params.get("ExpressionAttributeNames", {}).items()
+                 if k in used}
+        values = {k: v for k, v in params.get("ExpressionAttributeValues", {}).items()
+                  if k in used}
+        side |= {"ExpressionAttributeNames": names} if names else {}
+        side |= {"ExpressionAttributeValues": values} if values else {}
+        return self.side.query(**side)["Items"]  # type: ignore[no-any-return]
 
     def _add(self, key: dict[str, Any], wru: float = 0.0, rru: float = 0.0) -> None:
         kind = item_kind(key)
@@ -551,6 +568,65 @@ def hourly_round(services: Any) -> int:
     return len(due)
 
 
+RUN_SPANS = 1000
+RUN_CHARS = 6000
+
+
+@dataclass
+class RunViews:
+    """Read units of the views of one big run, and its JSON's answers in bytes."""
+
+    page: float
+    selected: float
+    json: float
+    answers: list[int]
+
+
+def run_views(spans: int = RUN_SPANS, chars: int = RUN_CHARS, *, json: bool = True
+              ) -> RunViews:
+    """What its owner's views of a run of `spans` spans with `chars` characters of content
+    each read (`reads.runs`): the run page, the page with a span selected, and (`json`) the
+    JSON page by page (each answer encoded as the route sends it)."""
+    from bench_core.domain.privacy import Viewer
+    from bench_core.http.json_body import json_bytes
+    from bench_core.reads import runs as reads
+
+    from tests.aws.moto_table import TABLE_NAME, dynamo_store
+    from tests.factories import clean
+    from tests.http.runs_data import tree_run_events
+
+    ref, owner, run = AgentRef(LOGIN, SLUG), Viewer(LOGIN), "big-run"
+    with dynamo_store() as store:
+        events = tree_run_events(run, spans, chars=chars)
+        for i in range(0, len(events), 400):
+            store.ingest.ingest(LOGIN, AgentMeta(slug=SLUG), clean(events[i:i + 400]))
+        meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
+        meter.attach(store.client)
+        units = []
+        for span in (None, f"{run}-{spans // 2}"):
+            reads.run_page(store, ref, owner, run, span=span)  # first-use imports and caches
+            meter.reset()
+            reads.run_page(store, ref, owner, run, span=span)
+            units.append(meter.rru)
+        meter.reset()
+        answers, cursor = [], None
+        while json:
+            answer = reads.run_answer(store, ref, owner, run, cursor)
+            answers.append(len(json_bytes(answer)))
+            if not (cursor := answer["next_cursor"]):
+                break
+        return RunViews(units[0], units[1], meter.rru, answers)
+
+
+def report_run_views(views: RunViews, show: Callable[[str], None] = print) -> None:
+    show(f"\na run of {RUN_SPANS:,} spans, {RUN_CHARS:,} characters of content each, "
+         "as its owner sees it:")
+    show(f"  {'its page':36}{views.page:10.1f} RRU")
+    show(f"  {'its page, a span selected':36}{views.selected:10.1f} RRU")
+    show(f"  {'its JSON, every page':36}{views.json:10.1f} RRU  in {len(views.answers)} "
+         f"answers, the largest {max(views.answers) / 1e6:.2f} MB")
+
+
 def dollars(wru: float, rru: float) -> float:
     return (wru * PRICE_PER_MILLION_WRU + rru * PRICE_PER_MILLION_RRU) / 1e6
 
@@ -611,6 +687,9 @@ def main() -> None:
           f"({args.runs // 2 if args.nested else args.runs} runs"
           f"{', three levels deep' if args.nested else ''}), {args.batches} measured")
     report(costs, breakdown=args.breakdown)
+    with quiet():
+        views = run_views()
+    report_run_views(views)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from bench_core.domain.errors import NotFound
 from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef, TaskState
-from bench_core.domain.privacy import ANONYMOUS
+from bench_core.domain.privacy import ANONYMOUS, Viewer
 from bench_core.domain.runs import RunFilter, span_key
 from bench_core.http.runs import run_json_body
 from bench_core.ports.store import RunCounts, RunHead, Store
@@ -156,8 +156,19 @@ def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str,
                                                     "cost_logged_usd") else
                       {"S": json.dumps(value)} if name in TASK_CONTENT else {"S": value})
     if before_runs:
-        for name in ("run_id", "gsi3pk", "gsi3sk", "logs"):
+        for name in ("run_id", "spk", "ssk", "row", "logs"):
             item.pop(name, None)
+    store.client.put_item(TableName=store.table_name, Item=item)
+    return item
+
+
+def runs_layout(store: Any, task: str) -> dict[str, Any]:
+    """Rewrite a stored span's item as Bench wrote them before the `spans` index: in the `runs`
+    index (ALL), under `gsi3pk`/`gsi3sk`, without a row."""
+    key = {"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}}
+    item = store.client.get_item(TableName=store.table_name, Key=key)["Item"]
+    item |= {"gsi3pk": item.pop("spk"), "gsi3sk": item.pop("ssk")}
+    del item["row"]
     store.client.put_item(TableName=store.table_name, Item=item)
     return item
 
@@ -201,12 +212,13 @@ def test_dynamodb_reads_a_run_stored_before_runs_existed_without_writing_until_i
         assert (report.done, report.runs, report.tasks) == (True, 1, 3)
         item = store.table.get(AgentKeys("alice", "agent-1").key("TASK#kid"))
         assert item is not None and "task" in item and "name" not in item
-        assert item["run_id"] == "root" and item["gsi3pk"] == "RUN#alice#agent-1#root"
+        assert item["run_id"] == "root" and item["spk"] == "RUN#alice#agent-1#root"
         with requests_made(store.client) as made:
             after = tasks_of(store, "root")
             root = store.ingest.get_task(REF, "root")
             assert root is not None and store.runs.run_counts(REF, root) == counts
-        assert made == ["GetItem", "Query", "GetItem", "Query"], "a run is one Query now"
+        assert made == ["GetItem", "Query", "Query", "BatchGetItem", "GetItem", "Query",
+                        "Query"], "a run is one Query of each index now, its content by key"
         assert as_read(after) == as_read(before)
 
 
@@ -308,11 +320,12 @@ def test_a_run_reads_page_by_page_in_start_order_as_it_reads_whole(store: Store)
 
 
 def test_dynamodb_reads_a_page_of_a_run_in_one_query_of_the_page_size() -> None:
-    """250 spans in three levels: a page of 100 is one Query of the `runs` index that reads
-    101 items at most (`Limit`: the page and room for a root indexed before roots were left
-    out), with content or without; three pages and an empty one are the run read whole. The
-    counts are one Query whose answers carry only the failed spans' keys. No Scan, no read per
-    span."""
+    """250 spans in three levels: a page of 100 is one Query of the `spans` index that reads
+    101 entries at most (`Limit`: the page and room for a root indexed before roots were left
+    out) and one of `runs` (for tasks not migrated: none here), then with content one
+    BatchGetItem of the page's spans; three pages and an empty one are the run read whole. The
+    counts are one Query of each whose answers carry only the failed spans' keys. No Scan, no
+    request per span."""
     from tests.aws.moto_table import dynamo_store
 
     events = [*task_events("root")]
@@ -343,12 +356,18 @@ def test_dynamodb_reads_a_page_of_a_run_in_one_query_of_the_page_size() -> None:
         while page := store.runs.run_spans(REF, root, limit=100, after=after):
             paged += page
             after = span_key(page[-1])
-        assert [name for name, _ in calls] == ["Query"] * 4
-        assert all(p["IndexName"] == "runs" and p["Limit"] == 101 for _, p in calls)
-        assert [len(a["Items"]) for a in answers] == [101, 101, 50, 0]
+        assert [name for name, _ in calls] == ["Query", "Query", "BatchGetItem"] * 3 + [
+            "Query", "Query"]
+        queries = [(p["IndexName"], p["Limit"], len(a["Items"]))
+                   for (name, p), a in zip(calls, answers, strict=True) if name == "Query"]
+        assert queries == [("spans", 101, 101), ("runs", 101, 0)] * 2 + [
+            ("spans", 101, 50), ("runs", 101, 0), ("spans", 101, 0), ("runs", 101, 0)]
+        assert [len(p["RequestItems"]["bench-test"]["Keys"]) for name, p in calls
+                if name == "BatchGetItem"] == [100, 100, 50]
         del calls[:], answers[:]
         counts = store.runs.run_counts(REF, root)
-        assert [name for name, _ in calls] == ["Query"]
+        assert [(name, p["IndexName"]) for name, p in calls] == [("Query", "spans"),
+                                                                 ("Query", "runs")]
         assert (answers[0]["ScannedCount"], len(answers[0]["Items"])) == (250, 2)
     assert counts == RunCounts(250, 2, "s2-23")
     assert paged == whole and len(whole) == 250
@@ -382,8 +401,8 @@ def test_dynamodb_reads_a_task_the_late_parents_move_missed_and_the_migration_mo
         def straggle(task: str) -> None:
             client.put_item(TableName=table, Item={
                 **item("leaf"), "sk": {"S": f"TASK#{task}"}, "run_id": {"S": "middle"},
-                "gsi3pk": {"S": "RUN#alice#agent-1#middle"},
-                "gsi3sk": {"S": item("leaf")["gsi3sk"]["S"].replace("leaf", task)}})
+                "spk": {"S": "RUN#alice#agent-1#middle"},
+                "ssk": {"S": item("leaf")["ssk"]["S"].replace("leaf", task)}})
 
         straggle("late")
         assert "moved_at" in item("middle")
@@ -394,7 +413,7 @@ def test_dynamodb_reads_a_task_the_late_parents_move_missed_and_the_migration_mo
         assert item("late")["run_id"]["S"] == "middle"
         assert migrate(store.table).moved == 1
         assert item("late")["run_id"]["S"] == "root"
-        assert item("late")["gsi3pk"]["S"] == "RUN#alice#agent-1#root"
+        assert item("late")["spk"]["S"] == "RUN#alice#agent-1#root"
         assert run_of(store, "root")["late"] == "middle"  # from the run's own Query now
         assert "moved_at" in item("middle")  # recently moved: stragglers may still come
         client.update_item(TableName=table, Key={"pk": {"S": "AGENT#alice#agent-1"},
@@ -497,6 +516,31 @@ def test_a_run_bigger_than_a_read_is_answered_page_by_page_and_drawn_from_a_wind
     assert [n.task_id for n in focused["trail"]] == ["root"]
     with pytest.raises(NotFound):
         reads.run_page(store, REF, ANONYMOUS, "root", focus="not-in-this-run")
+
+
+def test_an_answer_stops_at_its_bytes_and_a_span_bigger_than_them_goes_out_alone(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With answers of 10,000 bytes of spans, a run of a small root and spans of some 4,000
+    bytes (one of 30,000) is answered two or three spans at a time, the big one alone, every
+    span once in start order; each page counted as the first was. The same run fits one
+    answer of the usual size: whole, in tree order."""
+    events = [*task_events("root", "agent")]
+    for name, chars in (("s0", 3500), ("s1", 3500), ("s2", 3500), ("s3", 3500),
+                        ("big", 30_000), ("s4", 3500), ("s5", 3500)):
+        events += task_events(name, parent="root", output="x" * chars)
+    ingest(store, events)
+    owner = Viewer("alice")
+    assert reads.run_answer(store, REF, owner, "root", None)["span_order"] == "tree"
+    monkeypatch.setattr(reads, "ANSWER_BYTES", 10_000)
+    pages, cursor = [], None
+    while True:
+        answer = reads.run_answer(store, REF, owner, "root", cursor)
+        assert (answer["span_order"], answer["span_count"]) == ("start", 8)
+        pages.append([s["task_id"] for s in answer["spans"]])
+        assert all(s["output"] in ("ok", "x" * 3500, "x" * 30_000) for s in answer["spans"])
+        if not (cursor := answer["next_cursor"]):
+            break
+    assert pages == [["root", "s0", "s1"], ["s2", "s3"], ["big"], ["s4", "s5"]]
 
 
 def test_dynamodb_reads_a_page_of_the_runs_list_by_what_it_shows() -> None:

@@ -163,7 +163,8 @@ class RunAnswer(BaseModel):
     """Null for a run answered in start order."""
     span_order: Literal["tree", "start"]
     """"tree": the run fits one answer, its spans in the order the tree is drawn (depth
-    first, by start). "start": a bigger run, by start time, page by page."""
+    first, by start). "start": a bigger run (more than 1,000 spans, or more than 4 MB of
+    them), by start time, page by page."""
     spans: list[Span]
     next_cursor: str | None
     requested_span: str | None = None
@@ -174,9 +175,10 @@ class RunAnswer(BaseModel):
 async def run_json(login: str, slug: str, task_id: str, cursor: str | None = None,
                    viewer: Viewer = Depends(current_viewer),
                    services: Services = Depends(services_of)) -> Response:
-    """One run and its spans, 1,000 per answer: a run that fits one answer in the order its
-    tree is drawn, a bigger one in start order (`next_cursor` for the rest); a subtask's id
-    answers its run with `requested_span` set. Encoded as it is read (the schema documents
+    """One run and its spans, up to 1,000 and 4 MB of them per answer (Lambda returns at
+    most 6 MB): a run that fits one answer in the order its tree is drawn, a bigger one in
+    start order (`next_cursor` for the rest); a subtask's id answers its run with
+    `requested_span` set. Encoded as it is read (the schema documents
     it; validating a thousand spans again would double the time)."""
     body = await heavy_read(services.settings, run_json_body, services, agent_ref(login, slug),
                             viewer, task_id, cursor)

@@ -82,14 +82,15 @@ class RunStore(Protocol):
         """At most `limit` of the started or finished tasks recorded under the run whose root
         is `run` (as `get_task` read it), the root left out, in start order
         (`domain.runs.span_key`), after the one keyed `after`. `content=False` may leave out
-        inputs, outputs, metadata and logs (a tree's rows need none of them); an adapter that
-        cannot leave them out cheaply returns them anyway."""
+        all but what a tree's rows draw (parent, name, status, times, duration, own cost):
+        inputs, outputs, metadata, logs, evals, evidence (DynamoDB reads only the rows of its
+        `spans` index); an adapter that cannot leave them out cheaply returns them anyway."""
         ...
 
     def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
         """The spans under the root `run`, those that failed, and the first that did, counted
         without reading the spans into memory (SQLite: its indexes alone; DynamoDB: one paged
-        Query of the `runs` index that returns the failed spans' keys)."""
+        Query of the `spans` index that returns the failed spans' keys)."""
         ...
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,

@@ -3,22 +3,29 @@ the runs list. Every value a viewer may not see goes through `domain.privacy`, a
 other surface.
 
 A run is read a page at a time, whatever its size: its root, then up to `SPANS_PAGE` of its
-spans in start order (`RunStore.run_spans`). A run that fits one page is whole: it is drawn as a
-tree (`domain.runs`) and its JSON lists its spans in the order the tree is drawn, each with its
-depth and what lies below it. A bigger run is a window: its page draws the tree of its first
-spans, of the subtree it is focused on (read from that span's start), the focused span's
-ancestry and the selected span, and its header counts what `RunStore.run_counts` counts without
-reading the spans; its JSON pages through every span in start order (`next_cursor`), each
-with its parent's id to rebuild the tree from.
+spans in start order (`RunStore.run_spans`), without their content (the page draws names,
+times, statuses and numbers); content is read only for what is shown: the selected span on the
+page, the spans of one answer in the JSON. A run that fits one page is whole: it is drawn as a
+tree (`domain.runs`), and its JSON lists its spans in the order the tree is drawn, each with its
+depth and what lies below it, if their content fits one answer (`ANSWER_BYTES`). A bigger run
+is a window: its page draws the tree of its first spans, of the subtree it is focused on (read
+from that span's start), the focused span's ancestry and the selected span, and its header
+counts what `RunStore.run_counts` counts without reading the spans; its JSON (and that of a
+run whose spans' content does not fit one answer) pages through every span in start order
+(`next_cursor`), each with its parent's id to rebuild the tree from, an answer ending at
+`SPANS_PAGE` spans or `ANSWER_BYTES` of them, whichever comes first.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
 
 from ..domain.errors import BadRequest, NotFound
+from ..domain.field_limits import dumps
 from ..domain.models import Agent, AgentRef, TaskState
 from ..domain.privacy import (
     HIDDEN,
@@ -47,8 +54,19 @@ from ..render import timeline
 from .agents import agent_summary, visible
 
 SPANS_PAGE = 1000
-"""Spans per answer of the JSON twin, and per read of a run: a run of up to this many spans
-(its root included) is read whole; a bigger one a page at a time."""
+"""Spans per answer of the JSON twin at most, and per read of a run: a run of up to this many
+spans (its root included) is read whole; a bigger one a page at a time."""
+ANSWER_BYTES = 4 * 1024 * 1024
+"""The most one JSON answer's spans take, encoded: an answer stops before the span that would
+pass it. Lambda returns at most 6 MB (API Gateway's HTTP API 10 MB), and the header around the
+spans takes a few KB. A span bigger than this on its own still goes out, alone: by the field
+limits (`domain.field_limits`) a span holds at most some 0.2 MB (its input, output, metadata
+and cost breakdown capped at `Limits.max_field_bytes`, 32 KB each by default, its logs at
+`domain.runs.MAX_LOG_BYTES`, 64 KB), so only a deployment that raised the cap past 1 MB could
+store one."""
+CONTENT_READ = 100
+"""Spans an answer reads whole at once at most (a DynamoDB BatchGetItem's worth), fewer when
+the bytes it has left take fewer of the size it has seen: it reads few spans it does not send."""
 RUNS_PAGE = 50
 MAX_ANCESTRY = 1000
 TRAIL_READ = 20
@@ -180,12 +198,7 @@ def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
     root, agent = run.root, run.agent
     evidence = evidence_view(root, None)
     verdict = task_view(root, agent, viewer)["eval"]
-    if run.counts is None:
-        failed = [t for t in run.read if t.status == "failed"]
-        counts = RunCounts(len(run.read), len(failed),
-                           min(failed, key=span_key).task_id if failed else None)
-    else:
-        counts = run.counts
+    counts = counted(run.read) if run.counts is None else run.counts
     return {"run_id": root.task_id, "agent": agent.ref.path, "name": root.name,
             "status": root.status, "started_at": root.started_at, "ended_at": root.ended_at,
             "duration_ms": root.duration_ms, "cost_usd": root.cost_usd,
@@ -196,6 +209,12 @@ def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
             "first_failed_span": counts.first_failed,
             "depth": max(n.depth for n in run.spans) if run.whole else None,
             "span_order": "tree" if run.whole else "start"}
+
+
+def counted(spans: list[TaskState]) -> RunCounts:
+    """What the header counts, of a run read whole."""
+    failed = [t for t in spans if t.status == "failed"]
+    return RunCounts(len(spans), len(failed), min(failed, key=span_key).task_id if failed else None)
 
 
 def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
@@ -216,17 +235,24 @@ def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
 def run_json(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
              insights: dict[str, Any] | None, cursor: str | None = None,
              root: TaskState | None = None) -> dict[str, Any]:
-    """The JSON twin: a whole run's spans in tree order; a bigger run's in start order,
-    `SPANS_PAGE` per answer (the first holds the root), `next_cursor` for the next."""
+    """The JSON twin: a whole run's spans in tree order, if their content fits one answer; a
+    bigger run's in start order, as many per answer as `SPANS_PAGE` and `ANSWER_BYTES` let
+    (the first holds the root), `next_cursor` for the next."""
     sight = Sight.of(agent, viewer)
     if cursor:
         return _later_page(store, agent, viewer, run_id, insights, cursor, root, sight)
-    run = load_run(store, agent, viewer, run_id, insights, root=root)
-    if run.counts is None:
-        return {**run_header(run, viewer), "spans": [span_view(n, sight) for n in run.spans],
-                "next_cursor": None}
-    page = [run.root, *run.read[:SPANS_PAGE - 1]]
-    return _paged(run, run.counts, viewer, sight, page, more=True)
+    run = load_run(store, agent, viewer, run_id, insights, content=False, root=root)
+    page = [(run.root, _loose_view(run, sight, run.root))]
+    more = _fill(page, _WholeSpans(store, run, None), lambda t: _loose_view(run, sight, t))
+    if run.whole and not more:
+        # each placed view is no bigger than its loose one: a depth or count below 1,000
+        # takes fewer characters than the null it replaces
+        whole = {task.task_id: task for task, _ in page}
+        return {**run_header(run, viewer), "next_cursor": None,
+                "spans": [span_view(n, sight, whole.get(n.task_id)) for n in run.spans]}
+    counts = run.counts or counted(run.read)
+    return _paged(Run(agent, run.root, run.read, run.cluster, counts), counts, viewer, page,
+                  more=more)
 
 
 def _later_page(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
@@ -236,16 +262,62 @@ def _later_page(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
     last page ended and the counts the first read (so paging does not count again)."""
     after, counts = _position(cursor)
     root = _root(store, agent, run_id, root)
-    read = store.runs.run_spans(agent.ref, root, limit=SPANS_PAGE + 1, after=after)
-    run = Run(agent, root, read, cluster_of(insights, agent, viewer, run_id), counts)
-    return _paged(run, counts, viewer, sight, read[:SPANS_PAGE], more=len(read) > SPANS_PAGE)
+    run = Run(agent, root, [], cluster_of(insights, agent, viewer, run_id), counts)
+    page: list[tuple[TaskState, dict[str, Any]]] = []
+    more = _fill(page, _WholeSpans(store, run, after), lambda t: _loose_view(run, sight, t))
+    return _paged(run, counts, viewer, page, more=more)
 
 
-def _paged(run: Run, counts: RunCounts, viewer: Viewer, sight: Sight, page: list[TaskState],
-           *, more: bool) -> dict[str, Any]:
-    return {**run_header(run, viewer),
-            "spans": [span_view(loose(t, run), sight, placed=False) for t in page],
-            "next_cursor": encode_cursor(*span_key(page[-1]), str(counts.spans),
+def _loose_view(run: Run, sight: Sight, task: TaskState) -> dict[str, Any]:
+    return span_view(loose(task, run), sight, placed=False)
+
+
+class _WholeSpans:
+    """A run's spans read whole (content and all), in start order from `after` on, a few at
+    a time as an answer takes them."""
+
+    def __init__(self, store: RunReads, run: Run, after: tuple[str, str] | None) -> None:
+        self.store, self.run, self.after = store, run, after
+        self.read: deque[TaskState] = deque()
+        self.done = False
+
+    def next(self, want: int) -> TaskState | None:
+        """The next span, reading `want` more (at least one) if none is read yet."""
+        if not self.read and not self.done:
+            found = self.store.runs.run_spans(self.run.agent.ref, self.run.root,
+                                              limit=max(1, want), after=self.after)
+            self.read.extend(found)
+            self.done = len(found) < max(1, want)
+            if found:
+                self.after = span_key(found[-1])
+        return self.read.popleft() if self.read else None
+
+
+def _fill(page: list[tuple[TaskState, dict[str, Any]]], spans: _WholeSpans,
+          view: Callable[[TaskState], dict[str, Any]]) -> bool:
+    """Add to `page` (a task and its view each) the views of the next `spans` while the
+    page's views, encoded, stay within `ANSWER_BYTES` and its spans within `SPANS_PAGE` (the
+    first goes in whatever its size); True if a span is left over."""
+    used = sum(len(dumps(shown)) for _, shown in page)
+    while len(page) < SPANS_PAGE:
+        fit = (ANSWER_BYTES - used) * len(page) // used + 1 if used else CONTENT_READ
+        want = min(SPANS_PAGE - len(page), CONTENT_READ, fit)
+        task = spans.next(want)
+        if task is None:
+            return False
+        shown = view(task)
+        size = len(dumps(shown))
+        if page and used + size > ANSWER_BYTES:
+            return True
+        page.append((task, shown))
+        used += size
+    return spans.next(1) is not None
+
+
+def _paged(run: Run, counts: RunCounts, viewer: Viewer,
+           page: list[tuple[TaskState, dict[str, Any]]], *, more: bool) -> dict[str, Any]:
+    return {**run_header(run, viewer), "spans": [shown for _, shown in page],
+            "next_cursor": encode_cursor(*span_key(page[-1][0]), str(counts.spans),
                                          str(counts.failed), counts.first_failed or "")
             if more and page else None}
 

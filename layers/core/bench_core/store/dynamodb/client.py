@@ -165,14 +165,18 @@ class Table:
     def update_action(self, update: Update) -> dict[str, Any]:
         return {"Update": update.params(self.name)}
 
-    def batch_get(self, keys: list[dict[str, Any]], *, consistent: bool = True
-                  ) -> list[dict[str, Any]]:
+    def batch_get(self, keys: list[dict[str, Any]], *, consistent: bool = True,
+                  projection: Iterable[str] = ()) -> list[dict[str, Any]]:
         """The items that exist of `keys` (strongly consistent unless told), 100 keys per
-        request."""
+        request; `projection`: the only attributes to read (all when empty)."""
         found: list[dict[str, Any]] = []
+        names = {f"#a{i}": name for i, name in enumerate(projection)}
         for i in range(0, len(keys), BATCH_GET):
             request: dict[str, Any] = {"Keys": keys[i:i + BATCH_GET],
                                        "ConsistentRead": consistent}
+            if names:
+                request |= {"ProjectionExpression": ", ".join(names),
+                            "ExpressionAttributeNames": names}
             pending = {self.name: request}
             for attempt in range(MAX_ATTEMPTS):
                 response = self._read("BatchGetItem", RequestItems=pending)
@@ -185,13 +189,17 @@ class Table:
                 raise busy()
         return found
 
-    def get_all(self, keys: list[dict[str, Any]], *, consistent: bool = True
-                ) -> list[dict[str, Any]]:
-        """The items of `keys` that exist, in the order of `keys` (an index page read by key)."""
+    def get_all(self, keys: list[dict[str, Any]], *, consistent: bool = True,
+                projection: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """The items of `keys` that exist, in the order of `keys` (an index page read by key);
+        a `projection` gets the keys too."""
         def key_of(item: dict[str, Any]) -> tuple[Any, Any]:
             return item["pk"], item["sk"]
 
-        found = {key_of(item): item for item in self.batch_get(keys, consistent=consistent)}
+        if projection:
+            projection = {"pk": None, "sk": None, **dict.fromkeys(projection)}
+        found = {key_of(item): item for item in self.batch_get(keys, consistent=consistent,
+                                                               projection=projection)}
         wanted = [key_of(plain(key)) for key in keys]
         return [found[key] for key in wanted if key in found]
 

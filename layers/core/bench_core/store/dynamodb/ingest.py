@@ -355,15 +355,29 @@ def move_runs(table: Table, agent: AgentKeys, moves: list[Reassign]) -> None:
     from the old run for a while (`runs.SETTLED`), and the table's migration moves them
     (`migration.py`)."""
     for move in moves:
-        for item in table.query(agent.run_pk(move.old), index="runs", projection=("sk", "gsi3sk")):
-            move_task(table, agent, item["sk"], move.old, move.new)
+        for index, item in run_members(table, agent, move.old):
+            move_task(table, agent, item["sk"], move.old, move.new, index)
         table.update(expiring(Update(agent.key(TASK + move.old),
                                      set={"moved_at": iso(table.clock.now())}), agent))
 
 
-def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str) -> bool:
-    """Task `sk` moves from run `old` to run `new`; False if it was not under `old` any more."""
-    update = Update(agent.key(sk), set={"run_id": new, "gsi3pk": agent.run_pk(new)},
+RUN_INDEXES = {"spans": "spk", "runs": "gsi3pk"}
+"""The indexes a run's spans are in, by their partition key: `spans`, and `runs` for tasks
+written before it that the table's migration has not rewritten yet (`codec.spans`)."""
+
+
+def run_members(table: Table, agent: AgentKeys, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The keys of the tasks recorded under `run_id`, with the index each was found in."""
+    for index in RUN_INDEXES:
+        for item in table.query(agent.run_pk(run_id), index=index, projection=("sk",)):
+            yield index, item
+
+
+def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str,
+              index: str = "spans") -> bool:
+    """Task `sk` (in `index`) moves from run `old` to run `new`; False if it was not under
+    `old` any more."""
+    update = Update(agent.key(sk), set={"run_id": new, RUN_INDEXES[index]: agent.run_pk(new)},
                     add={"version": 1}, condition="#run_id = :old",
                     condition_values={":old": old})
     try:

@@ -8,8 +8,9 @@ What it puts right, each counted in its `MigrationReport`:
   gets the run's id and `runs` index keys, and one that kept no log entries those of its stored
   events (`runs.unmigrated_run`);
 - `tasks`: every task item rewritten (`codec.tasks.task_rewrite`), those of such runs and those
-  written with one attribute per field (`codec.tasks.TASK_FIELDS`) or, as a run's root, with
-  `runs` index keys (roots were indexed once);
+  written with one attribute per field (`codec.tasks.TASK_FIELDS`) or with `runs` index keys
+  (version 3: a span's entry is now its row in `spans`, `codec.spans`; roots were indexed
+  once too);
 - `chunked`: task items holding more event digests or page keys than a task item now keeps
   (`codec.tasks.TaskLedger`; they grew with every batch, up to DynamoDB's 400 KB), their
   older ones moved into chunks;
@@ -49,11 +50,12 @@ from .client import MAX_ATTEMPTS, ConditionFailed, Table, code
 from .codec.keys import TASK, AgentKeys
 from .codec.tasks import TASK_FIELDS, spill, task_from_item, task_ledger, task_rewrite
 from .codec.values import Update, to_item
-from .ingest import move_task, started_task
+from .ingest import move_task, run_members, started_task
 from .runs import SETTLED, stored_logs, unmigrated_run
 
-VERSION = 2
-"""The layout this code writes, as far as a migration is concerned: raised with each new step."""
+VERSION = 3
+"""The layout this code writes, as far as a migration is concerned: raised with each new step
+(2: task items chunked; 3: spans move from the `runs` index to `spans`)."""
 MARKER = to_item({"pk": "MIGRATION", "sk": "META"})
 """Where the table's migration is: `done` (the last `VERSION` a pass got through), and while a
 pass of `version` is under way, `resume` (the key to scan on from, as JSON)."""
@@ -137,7 +139,7 @@ class _Pass:
             self._settle(agent, agent.key(item["sk"]))
         if item.get("run_id") is None and task.sort_ts:
             self._run(agent, self._root(agent, task))
-        elif _old_layout(item, task):
+        elif _old_layout(item):
             self._rewrite(agent, task)
         self._chunk(agent, item)
 
@@ -180,7 +182,7 @@ class _Pass:
                 if task.run_id is None:  # as it was, but for what the batch added
                     task.logs = stored_logs(self.table, agent, task.task_id)
                     task.run_id = run_id
-                elif not _old_layout(item, task):  # the batch rewrote it
+                elif not _old_layout(item):  # the batch rewrote it
                     return
                 continue
             self.written.add((agent.pk, TASK + task.task_id))
@@ -222,18 +224,18 @@ class _Pass:
         if holder is None or "moved_at" not in holder or holder.get("run_id") is None:
             return
         old, new = holder["sk"][len(TASK):], holder["run_id"]
-        for late in self.table.query(agent.run_pk(old), index="runs", projection=("sk",)):
-            self.report.moved += move_task(self.table, agent, late["sk"], old, new)
+        for index, late in run_members(self.table, agent, old):
+            self.report.moved += move_task(self.table, agent, late["sk"], old, new, index)
         if self.table.clock.now() - datetime.fromisoformat(holder["moved_at"]) > SETTLED:
             with contextlib.suppress(ConditionFailed):  # moved again since: the next pass looks
                 self.table.update(Update(key, remove=["moved_at"], condition="#moved_at = :seen",
                                          condition_values={":seen": holder["moved_at"]}))
 
 
-def _old_layout(item: dict[str, Any], task: TaskState) -> bool:
-    """A task item with one attribute per field, or a run's root in the `runs` index."""
+def _old_layout(item: dict[str, Any]) -> bool:
+    """A task item with one attribute per field, or in the `runs` index."""
     per_field = "task" not in item and any(name in item for name in TASK_FIELDS)
-    return per_field or (task.parent_task_id is None and "gsi3pk" in item)
+    return per_field or "gsi3pk" in item
 
 
 @contextmanager

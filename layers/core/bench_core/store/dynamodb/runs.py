@@ -1,14 +1,18 @@
 """Runs on DynamoDB (`bench_core.domain.runs`; SQLite's side is `sqlite_runs`).
 
-- Every task item carries `run_id`, and every span below a root the `runs` index keys
-  `gsi3pk` = `RUN#{A}#{run_id}`, `gsi3sk` = `{sort_ts}#{task_id}`: a run is its root (read by
-  key, its id is the run's) and its spans in start order in `runs` (the index projects ALL),
-  read a page at a time: one Query from a key on (`#sk > :after`), `Limit` the page, never a
-  Scan nor a read per span. What the header counts is one Query of the partition that
-  returns only the failed spans' keys (`run_counts`).
+- Every task item carries `run_id`, and every span below a root its entry in the `spans`
+  index (`codec.spans`): `spk` = `RUN#{A}#{run_id}`, `ssk` = `{sort_ts}#{task_id}`, and the
+  row the run page draws. A run is its root (read by key, its id is the run's) and its spans
+  in start order in `spans`, read a page at a time: one Query from a key on (`#sk > :after`),
+  `Limit` the page, never a Scan; the spans' content is read by key, only for what is shown
+  (the page's selected span; the JSON's page, `run_spans` with `content`). What the header
+  counts is one Query of the partition that returns only the failed spans' keys
+  (`run_counts`). Tasks written before `spans` are in `runs` (ALL) until the table's
+  migration rewrites them: every read of a run queries it too, which costs half a read unit
+  once it is empty, until the deployment that drops it.
 - A parent not stored yet that subtasks record as their run is a placeholder whose `run_id` is
   its own id (`codec.tasks.child_cost_update`); when it arrives with a parent of its own, the tasks
-  under it move to its run (`ingest.move_runs`: one Query of its old run, one conditional update per
+  under it move to its run (`ingest.move_runs`: one Query of its old run (per index), one conditional update per
   task moved, each bumping `version` so a concurrent fold of that task is redone). A task
   written meanwhile under the old run may be missed (the index lags the table): the moved
   task keeps `moved_at`, and a read of its new run within `SETTLED` of the move reads such
@@ -40,6 +44,7 @@ from ...ports.store import RunCounts, RunHead, decode_cursor, encode_cursor
 from .agents import live_agent
 from .client import Table
 from .codec.keys import META, TASK, AgentKeys, task_sort_key
+from .codec.spans import FAILED_ROW, SPAN_ATTRIBUTES, task_from_span
 from .codec.tasks import task_attributes, task_from_item
 from .codec.values import to_item
 from .evals import INSIGHTS, insights_from_item
@@ -74,61 +79,86 @@ class DynamoRuns:
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
                   after: tuple[str, str] | None = None, content: bool = True
                   ) -> list[TaskState]:
-        """One Query of `runs` from `after` on, `Limit` the page (and one more item, for a
-        root indexed before roots were left out), reading only what a task read uses
-        (without `content`, not the spans' inputs, outputs, metadata and logs): DynamoDB
-        bills the items whole anyway, but sends and we decode only that."""
+        """One Query of `spans` from `after` on, `Limit` the page, which reads each span's row
+        (`codec.spans`: some 300 bytes whatever the span holds); with `content`, the page's
+        spans are then read by key (eventually consistent, as the index is; 100 a request,
+        only what a task read uses). Tasks the table's migration has not rewritten yet come
+        from `runs` (one more Query, which finds none once it has run)."""
         agent = AgentKeys(ref.login, ref.slug)
         if run.run_id is None:
             spans = self._unmigrated(agent, run)
             return [s for s in spans if after is None or span_key(s) > after][:limit]
-        root = TASK + run.task_id
-        pk = agent.run_pk(run.task_id)
-        projection = (*task_attributes(content=content), "moved_at")
-        if after is None:
-            found = self.table.query(pk, "#sk >= :low", index="runs", page=limit + 1,
-                                     projection=projection, low=_LOWEST)
-        else:
-            found = self.table.query(pk, "#sk > :after", index="runs", page=limit + 1,
-                                     projection=projection, after=task_sort_key(*after))
-        items = list(itertools.islice((i for i in found if i["sk"] != root), limit))
-        items += self._stragglers(agent, run.task_id, items, projection)
-        spans = sorted((task_from_item(item) for item in items), key=span_key)
-        return [s for s in spans if after is None or span_key(s) > after][:limit]
+        items = self._members(agent, run.task_id, after=after, limit=limit)
+        items += self._stragglers(agent, run.task_id, items)
+        spans = sorted((_span_task(item, run.task_id) for item in items), key=span_key)
+        page = [s for s in spans if after is None or span_key(s) > after][:limit]
+        return self._whole(agent, page) if content else page
+
+    def _members(self, agent: AgentKeys, run_id: str, *, after: tuple[str, str] | None = None,
+                 limit: int | None = None) -> list[dict[str, Any]]:
+        """The entries of the spans recorded under `run_id` from `after` on, the first `limit`
+        of each index (of `spans`, and of `runs` for tasks not migrated yet, one Query each),
+        without a root indexed before roots were left out."""
+        root = TASK + run_id
+        items: list[dict[str, Any]] = []
+        for index, projection in _ENTRIES:
+            page = None if limit is None else limit + 1
+            if after is None:
+                found = self.table.query(agent.run_pk(run_id), "#sk >= :low", index=index,
+                                         page=page, projection=projection, low=_LOWEST)
+            else:
+                found = self.table.query(agent.run_pk(run_id), "#sk > :after", index=index,
+                                         page=page, projection=projection,
+                                         after=task_sort_key(*after))
+            items += itertools.islice((i for i in found if i["sk"] != root), limit)
+        return items
+
+    def _whole(self, agent: AgentKeys, page: list[TaskState]) -> list[TaskState]:
+        """The tasks of `page` read whole by key, in its order (one gone meanwhile as it
+        was)."""
+        found = {item["sk"]: item for item in self.table.get_all(
+            [agent.key(TASK + t.task_id) for t in page], consistent=False,
+            projection=task_attributes())}
+        whole = []
+        for light in page:
+            item = found.get(TASK + light.task_id)
+            task = light if item is None else task_from_item(item)
+            task.run_id = light.run_id
+            whole.append(task)
+        return whole
 
     def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
-        """One Query of the run's `runs` partition that counts every span (`ScannedCount`)
-        and returns only the keys of the failed ones and of a root indexed before roots were
-        left out (which is then not counted): memory stays at a page whatever the run's
-        size, though DynamoDB reads (and bills) the partition whole."""
+        """One Query of the run's `spans` partition that counts every span (`ScannedCount`)
+        and returns only the keys of the failed ones (their rows say so first); one more of
+        `runs` for tasks not migrated yet (where a root indexed before roots were left out is
+        not counted). Memory stays at a page whatever the run's size, though DynamoDB reads
+        (and bills) the partitions' entries whole: some 300 bytes a span."""
         agent = AgentKeys(ref.login, ref.slug)
         if run.run_id is None:
             tree = self._unmigrated(agent, run)
             failures = [s.task_id for s in tree if s.status == "failed"]
             return RunCounts(len(tree), len(failures), failures[0] if failures else None)
         root = TASK + run.task_id
-        params = self.table.query_params(agent.run_pk(run.task_id), "#sk >= :low",
-                                         index="runs", projection=("sk",), low=_LOWEST)
-        params["FilterExpression"] = ("#key = :root OR contains(#task, :failed) "
-                                      "OR #status = :status")  # `status`: an item's old layout
-        params["ExpressionAttributeNames"] |= {"#key": "sk", "#task": "task",
-                                               "#status": "status"}
-        params["ExpressionAttributeValues"] |= to_item(
-            {":root": root, ":failed": '"status":"failed"', ":status": "failed"})
-        spans = failed = 0
-        first: str | None = None
-        for answer in self.table.answers(params):
-            spans += answer["ScannedCount"]
-            for item in answer["Items"]:
-                if item["sk"] == root:
-                    spans -= 1
-                    continue
-                failed += 1
-                first = first or item["sk"][len(TASK):]
-        return RunCounts(spans, failed, first)
+        spans = 0
+        failed: list[tuple[str, str]] = []
+        for index, sort, where, names, values in _FAILED:
+            params = self.table.query_params(agent.run_pk(run.task_id), "#sk >= :low",
+                                             index=index, projection=("sk", sort),
+                                             low=_LOWEST)
+            params["FilterExpression"] = "#key = :root OR " + where
+            params["ExpressionAttributeNames"] |= {"#key": "sk", **names}
+            params["ExpressionAttributeValues"] |= to_item({":root": root, **values})
+            for answer in self.table.answers(params):
+                spans += answer["ScannedCount"]
+                for item in answer["Items"]:
+                    if item["sk"] == root:
+                        spans -= 1
+                    else:
+                        failed.append((item[sort], item["sk"][len(TASK):]))
+        return RunCounts(spans, len(failed), min(failed)[1] if failed else None)
 
-    def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]],
-                    projection: tuple[str, ...]) -> list[dict[str, Any]]:
+    def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]]
+                    ) -> list[dict[str, Any]]:
         """Tasks still recorded under a run that moved into this one within `SETTLED`
         (`ingest.move_runs` missed them: a concurrent batch wrote them while the index lagged),
         read from the old run as this run's (the table's migration moves them for good)."""
@@ -138,11 +168,10 @@ class DynamoRuns:
         moved = [item for item in items if _recently_moved(item, now)]
         while moved:
             old = moved.pop()["sk"][len(TASK):]
-            for item in self.table.query(agent.run_pk(old), index="runs", projection=projection):
+            for item in self._members(agent, old):
                 if item["sk"] in known:  # moved meanwhile, and read from this run already
                     continue
                 known.add(item["sk"])
-                item["run_id"] = run_id
                 found.append(item)
                 if _recently_moved(item, now):
                     moved.append(item)
@@ -184,6 +213,28 @@ class DynamoRuns:
         if last is None or next(keys, None) is None:
             return kept, None
         return kept, encode_cursor(last.sort_ts, last.task_id)
+
+
+_ENTRIES = (("spans", SPAN_ATTRIBUTES),
+            ("runs", (*task_attributes(content=False), "moved_at")))
+"""What a read of a run's spans fetches of each index's entries (`runs`: tasks written before
+`spans`, whole)."""
+_FAILED = (("spans", "ssk", "begins_with(#row, :failed)", {"#row": "row"},
+            {":failed": FAILED_ROW}),
+           ("runs", "gsi3sk", "contains(#task, :failed) OR #status = :status",
+            {"#task": "task", "#status": "status"},
+            {":failed": '"status":"failed"', ":status": "failed"}))
+"""Each index's sort key and the filter that keeps its failed spans (besides a root indexed
+before roots were left out; `status`: an item's layout before `task`)."""
+
+
+def _span_task(item: dict[str, Any], run_id: str) -> TaskState:
+    """The task of an entry of `spans` (its row) or of `runs` (its task), as of run `run_id`."""
+    if "row" in item:
+        return task_from_span(item, run_id)
+    task = task_from_item(item)
+    task.run_id = run_id
+    return task
 
 
 def _recently_moved(item: dict[str, Any], now: datetime) -> bool:

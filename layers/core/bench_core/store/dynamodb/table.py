@@ -19,11 +19,17 @@ every batch):
   sort key exists only while an agent qualifies) and spread over `leaderboard.SHARDS`
   partitions `lbpk` = LB#{n} (absent while the agent is unlisted); they carry only `lb_text`,
   what `q=` filters on, and the page's agents are then read by key.
-- `runs` (`gsi3pk` = RUN#{login}#{slug}#{run_id}, `gsi3sk`), ALL: every task below a run's
-  root, whole, so all spans of a run come back from one Query (`runs.py`). A span that arrives
-  whole in one batch (OTLP sends finished spans) and fits 1 KB costs what a KEYS_ONLY entry
-  would; a bigger one, or one written again by a later batch, pays its entry's size again.
-  Roots stay out (their evals and costs change after they end; they are read by key).
+- `spans` (`spk` = RUN#{login}#{slug}#{run_id}, `ssk` = {sort_ts}#{task_id}), INCLUDE `row` and
+  `moved_at`: every task below a run's root, by start, with the one small text the run page
+  draws of it (`codec/spans.py`), so the page of a 1,000-span run reads some 300 KB of
+  entries whatever the spans hold; content is read by key, only what is shown. Sparse: roots
+  stay out (their evals and costs change after they end; they are read by key), and so do
+  placeholders.
+- `runs` (`gsi3pk`, `gsi3sk`), ALL: what `spans` replaces, which copied every span's content
+  into the index (a read of the run page billed it all; every write of a span rewrote it).
+  No longer written: the table's migration moves its entries to `spans`, reads take those it
+  has not reached yet, and the next deployment drops it (CloudFormation adds or drops one
+  index per update).
 
 `expires_at` (epoch seconds) is the TTL attribute for anything temporary.
 """
@@ -33,9 +39,13 @@ from __future__ import annotations
 from typing import Any
 
 LEADERBOARD_KEYS = ("lb_runs", "lb_success", "lb_score", "lb_cost", "lb_latency")
-TASK_INDEXES = (("runs", "gsi3pk", "gsi3sk"), ("tasks", "tlpk", "tlsk"),
+TASK_INDEXES = (("spans", "spk", "ssk"), ("runs", "gsi3pk", "gsi3sk"), ("tasks", "tlpk", "tlsk"),
                 ("tstatus", "tspk", "tssk"))
-"""The indexes of task items: a run's spans (ALL), listings and listings by status (KEYS_ONLY)."""
+"""The indexes of task items: a run's spans (INCLUDE their rows; `runs`, ALL, as older code
+wrote them), listings and listings by status (KEYS_ONLY)."""
+SPAN_ROW = ("row", "moved_at")
+"""What `spans` projects besides the keys (`codec/spans.py`)."""
+_PROJECTIONS = {"spans": ("INCLUDE", SPAN_ROW), "runs": ("ALL", ())}
 
 
 def _index(name: str, pk: str, sk: str, projection: str = "ALL",
@@ -68,7 +78,7 @@ TABLE_PROPERTIES: dict[str, Any] = {
     "GlobalSecondaryIndexes": [
         _index("gsi1", "gsi1pk", "gsi1sk"),
         _index("gsi2", "gsi2pk", "gsi2sk"),
-        *(_index(name, pk, sk, "ALL" if name == "runs" else "KEYS_ONLY")
+        *(_index(name, pk, sk, *_PROJECTIONS.get(name, ("KEYS_ONLY", ())))
           for name, pk, sk in TASK_INDEXES),
         *(_index(k, "lbpk", k, "INCLUDE", ("lb_text",)) for k in LEADERBOARD_KEYS),
     ],

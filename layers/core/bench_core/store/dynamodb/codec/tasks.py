@@ -2,8 +2,8 @@
 
 A task's folded fields are two JSON texts, `task` and `content` (`task_fields`). What its
 subtasks ADD to it without reading it (child cost, evidence) is in numbers until its next fold
-takes them into `task` (`ADDED`). Its run is `run_id`, and a span below a root is in the `runs`
-index (`run_keys`).
+takes them into `task` (`ADDED`). Its run is `run_id`, and a span below a root is in the `spans`
+index (`run_keys`, `codec.spans`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pydantic_core import from_json
 from ....domain.field_limits import dumps
 from ....domain.models import TASK_CONTENT, USAGE_FIELDS, EvalResult, TaskState, Usage, add_usage, from_fields
 from .keys import TASK, TASK_OVERFLOW, AgentKeys, expiring, expiry, task_sort_key
+from .spans import span_keys
 from .values import Update, number, set_or_remove, to_item
 
 _TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at")
@@ -116,12 +117,8 @@ def task_rewrite(agent: AgentKeys, task: TaskState) -> Update:
 
 
 def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
-    """A task's run attributes: `run_id` and the `runs` index keys that read a run's spans in one
-    Query. A run's root is read by its key (it is the run's id), so it takes no index entry."""
-    if task.run_id is None or task.parent_task_id is None:
-        return {"run_id": task.run_id, "gsi3pk": None, "gsi3sk": None}
-    return {"run_id": task.run_id, "gsi3pk": agent.run_pk(task.run_id),
-            "gsi3sk": task_sort_key(task.sort_ts, task.task_id)}
+    """A task's run attributes: `run_id` and its `spans` index entry (`codec.spans`)."""
+    return {"run_id": task.run_id, **span_keys(agent, task)}
 
 
 def child_cost_update(agent: AgentKeys, parent: str, amount: float,
@@ -140,7 +137,7 @@ def child_cost_update(agent: AgentKeys, parent: str, amount: float,
     add_events(update, seen or set(), pages or set())
     if run_holder:  # only while it is one: a parent that arrived meanwhile has its own run
         update.set["run_id"] = parent
-        update.condition = "attribute_not_exists(#gsi3sk)"
+        update.condition = "attribute_not_exists(#ssk) AND attribute_not_exists(#gsi3sk)"
     return update
 
 

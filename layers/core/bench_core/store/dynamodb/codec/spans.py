@@ -1,0 +1,95 @@
+"""A span's entry in the `spans` index: what the run page draws of it, and nothing else.
+
+Every task below a run's root carries `spk` = `RUN#{A}#{run_id}` and `ssk` =
+`{sort_ts}#{task_id}` (a run's spans in start order, as `domain.runs.span_key` orders them) and
+`row`, one JSON text: `[status, parent_task_id, name, started, ended, duration_ms, cost_usd]`,
+its times in milliseconds after the time in `ssk` (its start, or its end if it has none; null
+where unknown; the ISO text itself for a time not to the millisecond). The index projects only
+`row` (and `moved_at`, which a run holder keeps for a while after a move, `runs._stragglers`),
+so a Query of a run's spans reads some 250 bytes a span (its keys, its row and DynamoDB's 100
+bytes an entry), whatever its content: DynamoDB bills a Query by the entries it reads (4 KB a
+read unit, half that eventually consistent), so the run page of 1,000 spans reads some 30 RRU
+of them (tests/aws/test_dynamodb_run_page_cost.py), where the ALL-projected `runs` index read
+every span's content (820 RRU at 6 KB a span). Content is read by key, and only what is shown:
+the selected span on the page, a page of spans for the JSON (`runs.DynamoRuns.run_spans` with
+`content`).
+
+Status comes first so that a filter can pick the failed spans out of the text alone
+(`begins_with(row, '["failed"')`), as `run_counts` does. Writing the row costs one write unit
+per fold that changes it (a span's start and its end), none for a fold that changes only
+content (a log), where an ALL entry was rewritten whole on every write of its item.
+
+Tasks written before this layout carry `gsi3pk`/`gsi3sk` instead (the `runs` index, ALL); reads
+take those from `runs` until the table's migration rewrites them (`migration.py`), and a later
+deployment drops `runs` (CloudFormation adds or drops one index per update).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic_core import from_json
+
+from ....domain.field_limits import dumps
+from ....domain.models import TaskState, iso
+from .keys import AgentKeys, task_sort_key
+from .values import number
+
+FAILED_ROW = '["failed"'
+"""How the row of a failed span begins."""
+SPAN_ATTRIBUTES = ("sk", "ssk", "row", "moved_at")
+"""What a read of the `spans` index fetches: the task's key, its place and its row."""
+_MS = timedelta(milliseconds=1)
+
+
+def span_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
+    """The `spans` index attributes of a task below a run's root (a root is read by its key
+    and takes no entry), and None for the `runs` index keys that older code wrote."""
+    keys: dict[str, Any] = {"gsi3pk": None, "gsi3sk": None}
+    if task.run_id is None or task.parent_task_id is None:
+        return {**keys, "spk": None, "ssk": None, "row": None}
+    return {**keys, "spk": agent.run_pk(task.run_id),
+            "ssk": task_sort_key(task.sort_ts, task.task_id), "row": span_row(task)}
+
+
+def span_row(task: TaskState) -> str:
+    """The row's JSON text; numbers rounded as the task's own are (`values.number`)."""
+    origin = _moment(task.sort_ts)
+    return dumps([task.status, task.parent_task_id, task.name, _after(task.started_at, origin),
+                  _after(task.ended_at, origin), _rounded(task.duration_ms),
+                  _rounded(task.cost_usd)])
+
+
+def _moment(ts: str) -> datetime | None:
+    return datetime.fromisoformat(ts) if ts else None
+
+
+def _after(ts: str | None, origin: datetime | None) -> int | str | None:
+    """`ts` as whole milliseconds after `origin`, where that gives it back exactly."""
+    if ts is None or origin is None:
+        return ts
+    ms = round((datetime.fromisoformat(ts) - origin) / _MS)
+    return ms if iso(origin + ms * _MS) == ts else ts
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else float(number(value))
+
+
+def task_from_span(item: dict[str, Any], run_id: str) -> TaskState:
+    """The task of a `spans` entry, with what its row holds: no content, no eval, no
+    evidence."""
+    status, parent, name, started, ended, duration, cost = from_json(item["row"])
+    sort_ts, task_id = item["ssk"].split("#", 1)
+    origin = _moment(sort_ts)
+    return TaskState(task_id=task_id, parent_task_id=parent, name=name, status=status,
+                     started_at=_at(started, origin), ended_at=_at(ended, origin),
+                     duration_ms=duration, cost_usd=cost, run_id=run_id)
+
+
+def _at(after: int | str | None, origin: datetime | None) -> str | None:
+    """The time `_after` wrote."""
+    if isinstance(after, int) and origin is not None:
+        return iso(origin + after * _MS)
+    return after if isinstance(after, str) else None
