@@ -447,6 +447,19 @@ class Pipeline:
             self.deliver()
         return outcome
 
+    def export(self, slug: str, body: bytes) -> int:
+        """`POST /v1/traces` of `body` (protobuf) as its route runs it; the spans stored."""
+        from bench_core.ingest.otlp import export_traces
+
+        store = self.services.store
+        key_rate.take_request(store, SENDER, self.services.settings.limits.key_requests_per_s)
+        result = export_traces(self.services, SENDER, body, "protobuf", slug,
+                               later=lambda *_: None)
+        store.accounts.live_connections(LOGIN, iso(store.clock.now()))  # anyone watching?
+        assert not result.rejected, result
+        self.deliver()
+        return int(result.spans)
+
     def deliver(self) -> None:
         """The messages waiting, handed to the eval function a delivery at a time."""
         from datetime import timedelta
@@ -458,6 +471,39 @@ class Pipeline:
             batch, self.sends.bodies = self.sends.bodies[:DELIVERY], self.sends.bodies[DELIVERY:]
             messages = [queued(f"m{n}", body, now, 1) for n, body in enumerate(batch)]
             assert judge_messages(self.services, messages, lambda: timedelta(minutes=5)) == {}
+
+
+OTLP_SPANS = 20
+"""Spans per export: an exporter's batch of a few traces (5 of 4 spans)."""
+OTLP_CONTENT = 2048
+"""Bytes of content (the model's input messages) on every span."""
+
+
+def otlp_body(seed: int, spans: int = OTLP_SPANS, content: int = OTLP_CONTENT) -> bytes:
+    """An export of `spans` GenAI spans in traces of four (an agent, two chat calls, a tool
+    call), each carrying `content` bytes of input messages."""
+    import random
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    rng = random.Random(seed)
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    text = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "x" * content}]}])
+    for t in range(spans // 4):
+        trace, root, start = rng.randbytes(16), rng.randbytes(8), 1_764_691_200_000_000_000 + t
+        for i, (name, operation) in enumerate([("invoke_agent a", "invoke_agent"),
+                                               ("chat m", "chat"), ("execute_tool t", "execute_tool"),
+                                               ("chat m", "chat")]):
+            attributes = {"gen_ai.operation.name": operation, "gen_ai.input.messages": text}
+            scope.spans.add(
+                trace_id=trace, span_id=root if i == 0 else rng.randbytes(8),
+                parent_span_id=b"" if i == 0 else root, name=name,
+                start_time_unix_nano=start + i, end_time_unix_nano=start + 10**9,
+                attributes=[KeyValue(key=k, value=AnyValue(string_value=v))
+                            for k, v in attributes.items()])
+    return request.SerializeToString()
 
 
 def ingest(pipeline: Pipeline, prefix: str, slug: str = SLUG, nested: bool = False,
@@ -517,7 +563,7 @@ class Costs:
 
 
 def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = RUNS_PER_BATCH,
-            sample_rate: float = 1.0, gathered: bool = False) -> Costs:
+            sample_rate: float = 1.0, gathered: bool = False, otlp: bool = False) -> Costs:
     """Units per event all in (ingest, the admission and eval of every run it finishes, the look
     for watchers) over `batches` batches of `runs` runs each; then one hourly round and the
     views."""
@@ -536,11 +582,14 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
         if sample_rate < 1:
             pipeline = Pipeline.over(store, sample_rate)
         meter.reset()
-        for b in range(batches):
-            ingest(pipeline, f"b{b:04d}", nested=nested, runs=runs, n=b,
-                   deliver_later=gathered)
-        pipeline.deliver()
-        events = batches * len(batch("x", nested=nested)) * runs // RUNS_PER_BATCH
+        if otlp:  # per span, not per event
+            events = sum(pipeline.export(SLUG, otlp_body(b)) for b in range(batches))
+        else:
+            for b in range(batches):
+                ingest(pipeline, f"b{b:04d}", nested=nested, runs=runs, n=b,
+                       deliver_later=gathered)
+            pipeline.deliver()
+            events = batches * len(batch("x", nested=nested)) * runs // RUNS_PER_BATCH
         per_event = (meter.wru / events, meter.rru / events)
         breakdown = {k: [w / batches, r / batches] for k, (w, r) in meter.by_kind.items()}
         meter.reset()
@@ -675,13 +724,16 @@ def main() -> None:
                         help="runs per request (1: a run per request)")
     parser.add_argument("--sample-rate", type=float, default=1.0,
                         help="the judge's sample rate (0: every run skipped)")
+    parser.add_argument("--otlp", action="store_true",
+                        help=f"OTLP exports of {OTLP_SPANS} spans with {OTLP_CONTENT} bytes of "
+                             "content each (units per span)")
     parser.add_argument("--gathered", action="store_true",
                         help=f"the eval queue delivers {DELIVERY} requests' runs at once (an "
                              "agent sending faster than EvalBatchingSeconds)")
     args = parser.parse_args()
     with quiet():
         costs = measure(args.batches, nested=args.nested, runs=args.runs,
-                        sample_rate=args.sample_rate, gathered=args.gathered)
+                        sample_rate=args.sample_rate, gathered=args.gathered, otlp=args.otlp)
     print(f"DynamoDB on-demand, us-east-1: ${PRICE_PER_MILLION_WRU}/M WRU, "
           f"${PRICE_PER_MILLION_RRU}/M RRU; steady batches of {EVENTS_PER_BATCH} events "
           f"({args.runs // 2 if args.nested else args.runs} runs"
