@@ -1,8 +1,8 @@
-"""Lambda entry point for the eval state machine's Task states (statemachines/eval.asl.json):
-one step of `bench_core.evals.workflow` per invocation. Imports no numpy or scikit-learn."""
+"""Lambda entry point for the eval queue's deliveries: the runs each message carries judged
+and recorded, by agent; the messages to try again put back with their wait. Imports no numpy
+or scikit-learn."""
 
-from bench_core.evals.workflow import STEPS
-from bench_core.lambdas.workflow_steps import step_handler
+from bench_core.lambdas.eval_queue import EvalDeliveries
 from bench_core.runtime.lambda_instrumentation import instrument
 
-handler = instrument(step_handler(STEPS))
+handler = instrument(EvalDeliveries())

@@ -62,13 +62,14 @@ class LambdaContext:
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     log_group_name: str = "/bench/bench/functions"
     log_stream_name: str = "2026/12/02/[$LATEST]0123456789abcdef"
+    remaining_ms: int = 15_000
 
     @property
     def invoked_function_arn(self) -> str:
         return f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
-        return 15_000
+        return self.remaining_ms
 
 
 def _request_context(route_key: str, stage: str, **extra: Any) -> dict[str, Any]:
@@ -210,8 +211,8 @@ class DeployedHttpApi:
 
 def stand_ins(transformed: dict[str, Any], table_name: str) -> dict[str, str]:
     """Values for the template's `Ref`s, made in moto (whose mock must be active): the table
-    the test created, an empty state machine for each of the template's, pseudo parameters,
-    and a placeholder name for any other resource."""
+    the test created, an empty state machine and an empty queue (its URL) for each of the
+    template's, pseudo parameters, and a placeholder name for any other resource."""
     import boto3
 
     refs = {name: f"{name.lower()}-stand-in" for name in transformed["Resources"]}
@@ -226,7 +227,28 @@ def stand_ins(transformed: dict[str, Any], table_name: str) -> dict[str, str]:
             refs[name] = client.create_state_machine(
                 name=f"{name}-{uuid.uuid4().hex[:6]}", definition=definition,
                 roleArn=f"arn:aws:iam::{ACCOUNT_ID}:role/{name}")["stateMachineArn"]
+    sqs = boto3.client("sqs", region_name=REGION)
+    for name in cfn.resources_of_type(transformed, "AWS::SQS::Queue"):
+        refs[name] = sqs.create_queue(QueueName=f"{name}-{uuid.uuid4().hex[:6]}")["QueueUrl"]
     return refs
+
+
+def sqs_event(queue_url: str, limit: int = 10) -> dict[str, Any]:
+    """What Lambda's SQS event source hands a function: the messages waiting on the queue
+    (moto's), with their receipts and the attributes it passes."""
+    import boto3
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"]["QueueArn"]
+    messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=limit,
+                                   AttributeNames=["All"]).get("Messages", [])
+    return {"Records": [{
+        "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+        "attributes": {k: m["Attributes"][k] for k in ("ApproximateReceiveCount", "SentTimestamp",
+                                                      "ApproximateFirstReceiveTimestamp")},
+        "messageAttributes": {}, "md5OfBody": m["MD5OfBody"], "eventSource": "aws:sqs",
+        "eventSourceARN": arn, "awsRegion": REGION} for m in messages]}
 
 
 def bedrock_answer(operation: str, params: dict[str, Any]) -> dict[str, Any]:

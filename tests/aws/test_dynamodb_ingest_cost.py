@@ -34,8 +34,16 @@ def test_a_steady_batch_costs_at_most_two_and_a_half_write_units_and_half_a_read
     assert rru <= MAX_READ_UNITS_PER_EVENT, f"{rru:.2f} RRU per event"
 
 
+def test_a_run_per_request_costs_at_most_five_write_units_per_event_when_the_queue_gathers_them(
+        ) -> None:
+    """An agent sending a run per request faster than the eval queue gathers (ten requests a
+    delivery): its runs share the agent's write."""
+    wru, rru = measure(batches=10, runs=1, gathered=True).ingest
+    assert wru <= 5.0, f"{wru:.2f} WRU per event"
+
+
 def test_runs_the_budget_skips_start_no_eval_and_each_is_written_once() -> None:
-    """Recorded `skipped` at ingest: no execution, one write of each run's task, and the
+    """Recorded `skipped` at ingest: nothing queued, one write of each run's task, and the
     agent's items once for the batch (in one transaction)."""
     from tests.perf.dynamodb_cost import Pipeline, batch
 
@@ -60,7 +68,7 @@ def test_runs_the_budget_skips_start_no_eval_and_each_is_written_once() -> None:
         store.ingest.ingest = ingest_then_count  # type: ignore[method-assign]
         pipeline.send("skipper", events)
         runs = {e["task_id"] for e in events}
-        assert pipeline.starts.inputs == []
+        assert pipeline.sends.bodies == []
         assert sorted(w for w in writes if w.startswith("TASK#")) == sorted(f"TASK#{r}" for r in runs)
         # and the agent due for its failure clusters (the batch has failed runs)
         assert [w for w in writes if not w.startswith("TASK#")] == ["META", "alice#skipper"]

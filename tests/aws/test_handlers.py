@@ -285,6 +285,8 @@ _IAM_ACTIONS = {
     ("ssm", "PutParameter"): "ssm:PutParameter",
     ("secretsmanager", "GetSecretValue"): "secretsmanager:GetSecretValue",
     ("lambda", "Invoke"): "lambda:InvokeFunction",
+    ("sqs", "SendMessage"): "sqs:SendMessage",
+    ("sqs", "ChangeMessageVisibility"): "sqs:ChangeMessageVisibility",
 }
 
 

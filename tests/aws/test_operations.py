@@ -100,19 +100,21 @@ def watched(template: dict[str, Any]) -> dict[tuple[str, str], list[list[dict[st
     return found
 
 
-def test_alarms_watch_ingest_failures_and_throttles_eval_failures_and_judge_throttling(
+def test_alarms_watch_ingest_failures_and_throttles_the_eval_backlog_and_its_dead_letters(
         transformed: dict[str, Any]) -> None:
     metrics = watched(transformed)
     assert [{"Name": "ApiId", "Value": {"Ref": "HttpApi"}}] in metrics[("AWS/ApiGateway", "5xx")]
     ingest = [{"Name": "FunctionName", "Value": {"Ref": "IngestFunction"}}]
     assert ingest in metrics[("AWS/Lambda", "Throttles")]
     assert ingest in metrics[("AWS/Lambda", "Errors")]
-    assert [{"Name": "StateMachineArn", "Value": {"Ref": "EvalStateMachine"}}] in \
-        metrics[("AWS/States", "ExecutionsFailed")]
+    assert [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["EvalQueue", "QueueName"]}}] in \
+        metrics[("AWS/SQS", "ApproximateAgeOfOldestMessage")]
+    assert [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["EvalDeadLetters", "QueueName"]}}] in \
+        metrics[("AWS/SQS", "ApproximateNumberOfMessagesVisible")]
     resources = transformed["Resources"]
     assert resources["HttpApi"]["Type"] == "AWS::ApiGatewayV2::Api"
     assert resources["IngestFunction"]["Type"] == "AWS::Lambda::Function"
-    assert resources["EvalStateMachine"]["Type"] == "AWS::StepFunctions::StateMachine"
+    assert {resources[q]["Type"] for q in ("EvalQueue", "EvalDeadLetters")} == {"AWS::SQS::Queue"}
 
 
 def test_the_bedrock_alarm_watches_the_model_id_the_functions_call() -> None:
@@ -213,7 +215,7 @@ def test_the_dlq_is_encrypted_kept_14_days_and_alarmed_on(transformed: dict[str,
 CATCH_AND_GO_ON = {("cluster", "ClusterAgent"), ("cluster", "SweepEvals")}
 
 
-@pytest.mark.parametrize("machine", ["eval", "cluster", "benchmark"])
+@pytest.mark.parametrize("machine", ["cluster", "benchmark"])
 def test_every_task_state_catches_and_ends_in_a_recorded_failure(machine: str) -> None:
     states = states_of(definition(machine))
     for name, state in states.items():

@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -19,11 +19,10 @@ import boto3
 import pytest
 import requests
 from bench_core.benchmarks import workflow as benchmark_wf
-from bench_core.clock import SYSTEM_CLOCK, FixedClock
+from bench_core.clock import SYSTEM_CLOCK
 from bench_core.clustering import workflow as cluster_workflow
 from bench_core.domain.models import AgentMeta
-from bench_core.evals import workflow as eval_wf
-from bench_core.ports.workflows import benchmark_start, eval_start, parse_agent
+from bench_core.ports.workflows import benchmark_start, parse_agent
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
 from moto import mock_aws
@@ -76,7 +75,7 @@ def step_paths(machine: dict[str, Any]) -> list[list[str]]:
     return walk(machine["StartAt"], [], ())
 
 
-@pytest.mark.parametrize("name, steps", [("eval", eval_wf.STEPS), ("cluster", cluster_workflow.STEPS),
+@pytest.mark.parametrize("name, steps", [("cluster", cluster_workflow.STEPS),
                                          ("benchmark", benchmark_wf.STEPS)])
 def test_task_states_call_the_python_steps_in_order(name: str, steps: dict[str, Any]) -> None:
     machine = definition(name)
@@ -88,22 +87,13 @@ def test_task_states_call_the_python_steps_in_order(name: str, steps: dict[str, 
         assert path == sorted(path, key=order.index), f"steps out of order on a path: {path}"
     assert max(paths, key=len) == order, "some path runs every step"
     for task in tasks:
-        assert task["Resource"] in ("${EvalFunctionArn}", "${ClusterFunctionArn}",
-                                    "${BenchmarkFunctionArn}")
+        assert task["Resource"] in ("${ClusterFunctionArn}", "${BenchmarkFunctionArn}")
         assert task["Parameters"] == {"step": task["Parameters"]["step"], "state.$": "$"}
         assert task["Retry"] and all(r["BackoffRate"] >= 2 for r in task["Retry"]), task
 
 
-def judge_unavailable_retry() -> dict[str, Any]:
-    judge = definition("eval")["States"]["Judge"]
-    (unavailable,) = [r for r in judge["Retry"] if "LLMUnavailable" in r["ErrorEquals"]]
-    return unavailable
-
-
-def test_every_task_has_retry_and_the_eval_judge_backs_off_on_an_unavailable_model() -> None:
-    unavailable = judge_unavailable_retry()
-    assert unavailable["IntervalSeconds"] >= 10 and unavailable["MaxAttempts"] >= 1
-    for machine in ("eval", "cluster", "benchmark"):
+def test_every_task_has_retry_and_a_catch_but_the_clusters_own() -> None:
+    for machine in ("cluster", "benchmark"):
         for state in states_of(definition(machine)).values():
             if state["Type"] == "Task":
                 assert state["Retry"] and ("Catch" in state or machine == "cluster"
@@ -116,7 +106,6 @@ def test_every_task_has_retry_and_the_eval_judge_backs_off_on_an_unavailable_mod
 @dataclass
 class Sfn:
     client: Any
-    eval_arn: str
     cluster_arn: str
     benchmark_arn: str = ""
     sleeps: list[float] = field(default_factory=list)
@@ -172,10 +161,10 @@ def sfn() -> Iterator[Sfn]:
 
 
 def moto_sfn(invoke: Any) -> Iterator[Sfn]:
-    """The three state machines on moto, their Lambda invocations answered by `invoke`."""
+    """The state machines on moto, their Lambda invocations answered by `invoke`."""
     import moto.stepfunctions.parser.asl.component.common.retry.retrier_decl as retrier
 
-    recorder = Sfn(None, "", "")
+    recorder = Sfn(None, "")
 
     class Clock:  # the retrier's waits, recorded instead of slept
         @staticmethod
@@ -190,7 +179,7 @@ def moto_sfn(invoke: Any) -> Iterator[Sfn]:
             RoleName="bench-test", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         lam, client = boto3.client("lambda"), boto3.client("stepfunctions")
         arns = {}
-        for name, kind in (("eval", "EXPRESS"), ("cluster", "STANDARD"), ("benchmark", "STANDARD")):
+        for name, kind in (("cluster", "STANDARD"), ("benchmark", "STANDARD")):
             function = lam.create_function(FunctionName=f"bench-{name}", Runtime="python3.12",
                                            Role=role, Handler="app.handler",
                                            Code={"ZipFile": b"app"})["FunctionArn"]
@@ -198,58 +187,9 @@ def moto_sfn(invoke: Any) -> Iterator[Sfn]:
                 f"${{{name.capitalize()}FunctionArn}}", function)
             arns[name] = client.create_state_machine(name=f"bench-{name}", definition=body,
                                                      roleArn=role, type=kind)["stateMachineArn"]
-        recorder.client, recorder.eval_arn, recorder.cluster_arn = client, arns["eval"], arns["cluster"]
+        recorder.client, recorder.cluster_arn = client, arns["cluster"]
         recorder.benchmark_arn = arns["benchmark"]
         yield recorder
-
-
-START = eval_start("alice/agent-1", ["t1", "t2"], private=False)
-JUDGED = {**START, "next": "record", "results": {"t1": {"status": "scored", "score": 0.8}}}
-DONE = {"agent": "alice/agent-1", "task_ids": ["t1", "t2"], "next": "done",
-        "outcomes": {"t1": "scored", "t2": "already scored"}}
-
-
-def test_eval_runs_judge_then_record_passing_each_steps_state_on(sfn: Sfn) -> None:
-    sfn.queue(JUDGED, DONE)
-    run = sfn.run(sfn.eval_arn, "eval-happy", START)
-    assert run["status"] == "SUCCEEDED" and json.loads(run["output"]) == DONE
-    assert invocations(run) == [{"step": "judge", "state": START},
-                                {"step": "record", "state": JUDGED}]
-    assert sfn.sleeps == []
-
-
-def test_an_eval_with_nothing_to_record_ends_after_judge(sfn: Sfn) -> None:
-    sfn.queue({**START, "next": "done", "outcomes": {"t1": "no agent", "t2": "no agent"}})
-    run = sfn.run(sfn.eval_arn, "eval-done", START)
-    assert run["status"] == "SUCCEEDED" and [i["step"] for i in invocations(run)] == ["judge"]
-
-
-def test_an_unavailable_judge_is_retried_after_a_backoff(sfn: Sfn) -> None:
-    retry = judge_unavailable_retry()
-    failures = [error("LLMUnavailable")] * retry["MaxAttempts"]
-    sfn.queue(*failures, JUDGED, DONE)
-    run = sfn.run(sfn.eval_arn, "eval-retry", START)
-    assert run["status"] == "SUCCEEDED"
-    assert [i["step"] for i in invocations(run)] == ["judge"] * (len(failures) + 1) + ["record"]
-    assert len(sfn.sleeps) == len(failures)  # full jitter: each wait is at most its step
-    for n, slept in enumerate(sfn.sleeps):
-        assert 0 <= slept <= min(retry["IntervalSeconds"] * retry["BackoffRate"] ** n,
-                                 retry["MaxDelaySeconds"])
-
-
-def test_a_judge_down_past_its_retries_leaves_the_runs_pending(sfn: Sfn) -> None:
-    attempts = judge_unavailable_retry()["MaxAttempts"] + 1
-    sfn.queue(*[error("LLMUnavailable")] * attempts)
-    run = sfn.run(sfn.eval_arn, "eval-down", START)
-    assert run["status"] == "FAILED" and run["error"] == "EvalLeftPending"
-    assert [i["step"] for i in invocations(run)] == ["judge"] * attempts
-
-
-def test_an_unexpected_error_fails_the_eval_without_recording_anything(sfn: Sfn) -> None:
-    sfn.queue(error("ValueError", "not an agent path"))
-    run = sfn.run(sfn.eval_arn, "eval-broken", START)
-    assert run["status"] == "FAILED" and run["error"] == "EvalLeftPending"
-    assert [i["step"] for i in invocations(run)] == ["judge"]
 
 
 def test_the_hourly_run_sweeps_finds_due_agents_and_clusters_each(sfn: Sfn) -> None:
@@ -368,9 +308,7 @@ def test_the_definitions_are_in_the_template_with_their_function_arns() -> None:
     resources = cfn.load_template()["Resources"]
     machines = {r["Properties"]["DefinitionUri"]: r["Properties"] for r in resources.values()
                 if r["Type"] == "AWS::Serverless::StateMachine"}
-    assert set(machines) == {"statemachines/eval.asl.json", "statemachines/cluster.asl.json",
-                             "statemachines/benchmark.asl.json"}
-    assert machines["statemachines/eval.asl.json"]["Type"] == "EXPRESS"
+    assert set(machines) == {"statemachines/cluster.asl.json", "statemachines/benchmark.asl.json"}
     assert machines["statemachines/cluster.asl.json"]["Type"] == "STANDARD"
     assert machines["statemachines/benchmark.asl.json"]["Type"] == "STANDARD"
     for uri, props in machines.items():
@@ -424,40 +362,10 @@ def test_a_judge_back_within_the_retries_goes_on_grading(sfn: Sfn) -> None:
 # ---- starting executions (the Workflows port on AWS) --------------------------------------------
 
 
-class PendingMarks:
-    """The eval concern's side of starting evals: what was marked pending."""
-
-    def __init__(self) -> None:
-        self.marked: list[tuple[str, list[str]]] = []
-
-    def mark_evals_pending(self, ref: Any, task_ids: list[str], when: str) -> None:
-        self.marked.append((ref.path, task_ids))
-
-
 def executions(sfn: Sfn, arn: str) -> list[dict[str, Any]]:
     listed = sfn.client.list_executions(stateMachineArn=arn)["executions"]
     return [{**e, "input": json.loads(sfn.client.describe_execution(
         executionArn=e["executionArn"])["input"])} for e in listed]
-
-
-def test_the_starter_marks_a_batchs_runs_pending_then_starts_one_eval_for_them(sfn: Sfn) -> None:
-    from bench_core.domain.models import AgentRef
-    from bench_core.workflows.stepfunctions import RUNS_PER_EVAL, StepFunctionsStarter
-
-    marks = PendingMarks()
-    clock = FixedClock(datetime(2026, 3, 1, 12, tzinfo=UTC))
-    starter = StepFunctionsStarter(sfn.eval_arn, sfn.cluster_arn, marks, client=sfn.client,  # type: ignore[arg-type]
-                                   clock=clock)
-    starter.start_evals(AgentRef("alice", "agent-1"), ["t1", "t2"], private=True)
-    assert marks.marked == [("alice/agent-1", ["t1", "t2"])]
-    (started,) = executions(sfn, sfn.eval_arn)
-    assert started["input"] == eval_start("alice/agent-1", ["t1", "t2"], private=True,
-                                          queued_at="2026-03-01T12:00:00.000Z")
-    assert re.fullmatch(r"eval-[0-9a-f]{24}-\d+", started["name"])
-    many = [f"r{n:03d}" for n in range(RUNS_PER_EVAL + 5)]
-    starter.start_evals(AgentRef("alice", "agent-1"), many)
-    assert [ids for _, ids in marks.marked[1:]] == [many[:RUNS_PER_EVAL], many[RUNS_PER_EVAL:]]
-    assert len(executions(sfn, sfn.eval_arn)) == 3
 
 
 def test_a_repeated_refresh_is_one_cluster_execution_and_a_failed_start_never_raises(
@@ -465,32 +373,31 @@ def test_a_repeated_refresh_is_one_cluster_execution_and_a_failed_start_never_ra
     from bench_core.domain.models import AgentRef
     from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
-    starter = StepFunctionsStarter(None, sfn.cluster_arn, PendingMarks(), client=sfn.client)  # type: ignore[arg-type]
+    starter = StepFunctionsStarter(None, sfn.cluster_arn, client=sfn.client)
     for _ in range(2):
         starter.start_clusters([AgentRef("alice", "agent-1")])
     (started,) = executions(sfn, sfn.cluster_arn)
     assert started["input"] == {"agents": ["alice/agent-1"]}
-    starter.start_evals(AgentRef("alice", "agent-1"), ["t1"])  # no eval machine: nothing
-    broken = StepFunctionsStarter(sfn.eval_arn.replace("bench-eval", "missing"), None,
-                                  PendingMarks(), client=sfn.client)  # type: ignore[arg-type]
-    broken.start_evals(AgentRef("alice", "agent-1"), ["t1"])
+    starter.start_evals(AgentRef("alice", "agent-1"), ["t1"])  # no eval queue: nothing
+    broken = StepFunctionsStarter(None, sfn.cluster_arn.replace("bench-cluster", "missing"),
+                                  client=sfn.client)
+    broken.start_clusters([AgentRef("alice", "agent-1")])
 
 
 def test_the_starter_starts_one_grading_execution_per_run_and_says_when_it_cannot(sfn: Sfn) -> None:
     from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
-    starter = StepFunctionsStarter(None, None, PendingMarks(), client=sfn.client,  # type: ignore[arg-type]
-                                   benchmark_arn=sfn.benchmark_arn)
+    starter = StepFunctionsStarter(None, None, client=sfn.client, benchmark_arn=sfn.benchmark_arn)
     starter.start_benchmark("run-1")
     (started,) = executions(sfn, sfn.benchmark_arn)
     assert started["input"] == benchmark_start("run-1")
     assert re.fullmatch(r"benchmark-[0-9a-f]{24}-\d+", started["name"])
-    broken = StepFunctionsStarter(None, None, PendingMarks(), client=sfn.client,  # type: ignore[arg-type]
+    broken = StepFunctionsStarter(None, None, client=sfn.client,
                                   benchmark_arn=sfn.benchmark_arn.replace("bench-benchmark", "missing"))
     with pytest.raises(Exception, match="(?i)does not exist|not found"):
         broken.start_benchmark("run-2")
     with pytest.raises(RuntimeError, match="BENCH_BENCHMARK_STATE_MACHINE_ARN"):
-        StepFunctionsStarter(None, None, PendingMarks(), client=sfn.client).start_benchmark("r")  # type: ignore[arg-type]
+        StepFunctionsStarter(None, None, client=sfn.client).start_benchmark("r")
 
 
 # ---- the Lambdas behind the Task states, on DynamoDB ------------------------------------------
@@ -499,10 +406,11 @@ def test_the_starter_starts_one_grading_execution_per_run_and_says_when_it_canno
 def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_calls(
         transformed: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """The functions' handlers (as Lambda loads them, with exactly the environment the
-    translated template gives each) run each step against the moto table, as their state
-    machines would call them; Bedrock answers as Bedrock does. Every AWS call they make is
-    granted to their role, the judge is the model the template names, and the hourly sweep
-    starts the eval left pending on the eval state machine."""
+    translated template gives each) run against the moto table: the cluster function's steps
+    as its state machine calls them, the eval function on the eval queue's delivery (moto's
+    SQS); Bedrock answers as Bedrock does. Every AWS call they make is granted to their role,
+    the judge is the model the template names, and the hourly sweep queues the runs a failed
+    send left pending."""
     import botocore.client
     from bench_core.domain.models import AgentMeta, AgentRef, iso
     from bench_core.lambdas import workflow_steps as lambdas
@@ -511,6 +419,7 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
         LambdaContext,
         bedrock_answer,
         fresh_function_module,
+        sqs_event,
         stand_ins,
     )
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
@@ -537,10 +446,6 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
     functions = {f.code_dir.name: f for f in cfn.functions(transformed).values()}
     with dynamo_store() as store:
         refs = stand_ins(transformed, TABLE_NAME)
-        role = boto3.client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument="{}")
-        refs["EvalStateMachine"] = boto3.client("stepfunctions").create_state_machine(
-            name="bench-eval", definition=(MACHINES / "eval.asl.json").read_text(),
-            roleArn=role["Role"]["Arn"], type="EXPRESS")["stateMachineArn"]
         ref = AgentRef("alice", "agent-1")
         store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
             task_events("ok") + task_events("f1", status="failed", output="TimeoutError")
@@ -548,7 +453,7 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
         an_hour_ago = iso(SYSTEM_CLOCK.now() - timedelta(hours=1))
         store.evals.mark_evals_pending(ref, ["ok", "f1", "f2"], an_hour_ago)
 
-        def invoke(function: str, step: str, state: dict[str, Any]) -> dict[str, Any]:
+        def invoke(function: str, event: dict[str, Any]) -> Any:
             deployed = functions[function]
             current[0] = deployed.logical_id
             environment = cfn.environment(transformed, deployed.logical_id, refs)
@@ -556,26 +461,26 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
             try:
                 with mock.patch.dict(os.environ, environment):
                     handler = fresh_function_module(deployed.code_dir).handler
-                    return handler({"step": step, "state": state}, LambdaContext())
+                    return handler(event, LambdaContext(remaining_ms=300_000))
             finally:
                 current[0] = "test"
 
-        state = eval_start(ref.path, ["ok", "f1"])
-        while state["next"] != eval_wf.DONE:
-            state = invoke("eval", state["next"], state)
+        def step(name: str, state: dict[str, Any]) -> dict[str, Any]:
+            return invoke("cluster", {"step": name, "state": state})
+
+        swept = step("sweep_evals", {})
+        assert swept["swept"] == 3  # the runs queued together go back on the queue together
+        assert invoke("eval", sqs_event(refs["EvalQueue"])) == {"batchItemFailures": []}
         judged = store.ingest.get_task(ref, "f1").eval
         model = cfn.environment(transformed, "EvalFunction", refs)["BENCH_BEDROCK_MODEL"]
         assert (judged.score, judged.judge) == (0.25, f"bedrock:{model}")
-        # the runs queued together stay marked until all are judged, and start again together
-        assert store.evals.pending_evals(an_hour_ago, iso(SYSTEM_CLOCK.now()), 10) == [
-            (ref, ["f1", "f2", "ok"])]
-        swept = invoke("cluster", "sweep_evals", {})
-        assert swept["swept"] == 3
-        assert invoke("cluster", "due_agents", swept)["agents"] == [ref.path]
-        assert invoke("cluster", "cluster_agent", {"agent": ref.path})["clusters"] >= 1
+        assert all(store.ingest.get_task(ref, t).eval for t in ("ok", "f2"))
+        assert store.evals.pending_evals("", iso(SYSTEM_CLOCK.now()), 10) == []
+        assert step("due_agents", swept)["agents"] == [ref.path]
+        assert step("cluster_agent", {"agent": ref.path})["clusters"] >= 1
         assert store.evals.get_insights(ref)["considered"] == 2
-    started = [(who, json.loads(p["input"])) for who, _, op, p in calls if op == "StartExecution"]
-    assert [(who, i["task_ids"]) for who, i in started] == [("ClusterFunction", ["f1", "f2", "ok"])]
+    sent = [(who, json.loads(p["MessageBody"])) for who, _, op, p in calls if op == "SendMessage"]
+    assert [(who, m["task_ids"]) for who, m in sent] == [("ClusterFunction", ["f1", "f2", "ok"])]
     models = {p["modelId"] for _, service, op, p in calls if op == "Converse"}
     assert models == {model}
     assert_granted(transformed, calls, ("EvalFunction", "ClusterFunction"))

@@ -349,19 +349,29 @@ def test_invoke_reserves_concurrency_only_when_asked() -> None:
     assert template["Parameters"]["InvokeReservedConcurrency"]["Default"] == 0
 
 
-def test_the_express_eval_workflow_logs_its_failures_to_a_log_group_with_retention(
+def test_evals_come_from_a_queue_at_a_bounded_concurrency_with_a_dead_letter_queue(
         transformed: dict[str, Any]) -> None:
-    machine = transformed["Resources"]["EvalStateMachine"]["Properties"]
-    logging = machine["LoggingConfiguration"]
-    assert logging["Level"] == "ERROR" and logging["IncludeExecutionData"] is False
-    (destination,) = logging["Destinations"]
-    group = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
-    assert transformed["Resources"][group]["Properties"]["RetentionInDays"] == {
-        "Ref": "LogRetentionDays"}
-    role = transformed["Resources"][machine["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
-    actions = {a for p in role["Policies"] for st in p["PolicyDocument"]["Statement"]
-               for a in cfn.as_list(st["Action"])}
-    assert {"logs:CreateLogDelivery", "logs:PutResourcePolicy"} <= actions
+    from bench_core.evals import queue
+
+    resources = transformed["Resources"]
+    (mapping,) = [r["Properties"] for r in resources.values()
+                  if r["Type"] == "AWS::Lambda::EventSourceMapping"
+                  and r["Properties"]["FunctionName"] == {"Ref": "EvalFunction"}]
+    assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["EvalQueue", "Arn"]}
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "EvalConcurrency"}}
+    evals = resources["EvalQueue"]["Properties"]
+    assert evals["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["EvalDeadLetters", "Arn"]}
+    # a message lives through the two days of retries and its last wait
+    retention = evals["MessageRetentionPeriod"]
+    assert retention >= (queue.GIVE_UP_AFTER + queue.LAST_RETRY).total_seconds()
+    # the retries before the give-up take fewer deliveries than the dead-letter move
+    waited, deliveries = 0.0, 0
+    while waited < queue.GIVE_UP_AFTER.total_seconds():
+        deliveries += 1
+        waited += queue.retry_delay(deliveries).total_seconds()
+    assert deliveries + 1 < evals["RedrivePolicy"]["maxReceiveCount"]
+    assert all(resources[q]["Properties"]["SqsManagedSseEnabled"] for q in ("EvalQueue", "EvalDeadLetters"))
 
 
 def test_the_readme_names_the_sam_cli_version_the_template_needs() -> None:

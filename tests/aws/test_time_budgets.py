@@ -1,8 +1,8 @@
-"""The eval's time budgets add up: a model call inside one ask, the asks inside the function's
-timeout, each Task attempt inside its TimeoutSeconds, and every attempt and wait of the
-workflow inside Express's five minutes (a timeout Express cannot catch). The numbers are read
-from where they act: the translated template, the state machine and the adapter as built from
-the function's own environment."""
+"""The eval's time budgets add up: a model call inside one ask, a judgement's asks inside one
+round of judging (`evals.queue.JUDGEMENT`), a round inside the eval function's timeout, and the
+function's timeout well inside the queue's visibility timeout, so a delivery still running is
+never handed out twice. The numbers are read from where they act: the translated template, the
+queue's code and the adapter as built from the function's own environment."""
 
 from __future__ import annotations
 
@@ -15,25 +15,8 @@ import pytest
 
 from tests.aws import cfn
 
-EXPRESS_LIMIT_S = 300
-TRANSITIONS_MARGIN_S = 10
-"""State transitions, Lambda invocation overheads and cold starts between attempts."""
 STORE_MARGIN_S = 5
 """A step's own store reads and writes, besides its model asks."""
-
-
-def retry_waits(retrier: dict[str, Any]) -> float:
-    """The longest a retrier can wait in total (before jitter, which only shortens waits)."""
-    interval, rate = retrier.get("IntervalSeconds", 1), retrier.get("BackoffRate", 2.0)
-    cap = retrier.get("MaxDelaySeconds", float("inf"))
-    return sum(min(interval * rate ** n, cap) for n in range(retrier.get("MaxAttempts", 3)))
-
-
-def worst_task_s(state: dict[str, Any]) -> float:
-    """Every attempt at its timeout, every retrier used up (each counts its own attempts)."""
-    retriers = state.get("Retry", [])
-    attempts = 1 + sum(r.get("MaxAttempts", 3) for r in retriers)
-    return attempts * state["TimeoutSeconds"] + sum(retry_waits(r) for r in retriers)
 
 
 @pytest.fixture
@@ -74,42 +57,39 @@ def one_ask_worst_s(llm: Any) -> float:
     return llm.backoff.attempts * per_call + (llm.backoff.attempts - 1) * llm.backoff.cap_s
 
 
-def test_one_judgement_fits_the_eval_functions_timeout(
+def test_one_round_of_judging_holds_a_judgement_and_fits_the_eval_functions_timeout(
         judge_llm: Any, eval_function: dict[str, Any]) -> None:
+    from bench_core.evals import queue
+    from bench_core.lambdas.eval_queue import RECORD_MARGIN
+
     settings, llm = judge_llm
     judgement = settings.judge.max_attempts * one_ask_worst_s(llm)
-    assert judgement + STORE_MARGIN_S <= eval_function["Timeout"], (
+    assert judgement + STORE_MARGIN_S <= queue.JUDGEMENT.total_seconds(), (
         f"{settings.judge.max_attempts} asks of up to {one_ask_worst_s(llm)} s")
+    round_s = (queue.JUDGEMENT + RECORD_MARGIN).total_seconds()
+    assert round_s <= eval_function["Timeout"], "not even one round fits a delivery"
 
 
-def test_every_task_attempt_is_bounded_and_the_judge_gets_the_whole_function_timeout(
-        eval_function: dict[str, Any]) -> None:
-    states = json.loads((cfn.REPO / "statemachines" / "eval.asl.json").read_text())["States"]
-    tasks = {name: s for name, s in states.items() if s["Type"] == "Task"}
-    assert all("TimeoutSeconds" in s for s in tasks.values()), "an attempt without a bound"
-    assert tasks["Judge"]["TimeoutSeconds"] == eval_function["Timeout"]
-    assert all(s["TimeoutSeconds"] <= eval_function["Timeout"] for s in tasks.values())
+def test_a_delivery_is_never_handed_out_twice_while_it_runs(
+        transformed: dict[str, Any], eval_function: dict[str, Any]) -> None:
+    """AWS's advice for a queue feeding a function: a visibility timeout of six times the
+    function's timeout (and at least the function's, or the mapping is refused)."""
+    queue = transformed["Resources"]["EvalQueue"]["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * eval_function["Timeout"]
 
 
-def test_all_retries_of_an_eval_fit_inside_the_express_five_minutes(
-        transformed: dict[str, Any]) -> None:
-    machine = transformed["Resources"]["EvalStateMachine"]["Properties"]
-    assert machine["StateMachineType"] == "EXPRESS"
-    states = json.loads((cfn.REPO / "statemachines" / "eval.asl.json").read_text())["States"]
-    worst = sum(worst_task_s(s) for s in states.values() if s["Type"] == "Task")
-    assert worst + TRANSITIONS_MARGIN_S <= EXPRESS_LIMIT_S, f"worst case {worst} s"
-
-
-def test_the_template_states_the_budget_it_sets() -> None:
+def test_the_template_states_the_budget_it_sets(eval_function: dict[str, Any]) -> None:
     """The "Time budgets" comment is the one place a reader finds the whole picture: its
     figures are those the checks above use."""
+    from bench_core.evals import queue
+
     text = cfn.TEMPLATE.read_text()
-    states = json.loads((cfn.REPO / "statemachines" / "eval.asl.json").read_text())["States"]
-    worst = sum(worst_task_s(s) for s in states.values() if s["Type"] == "Task")
     assert "# Time budgets" in text
     for figure in ("BENCH_LLM_ATTEMPTS (2)", "BENCH_LLM_TIMEOUT_S 12 s", "connect 2 s",
                    "BENCH_LLM_BACKOFF_CAP_S (2 s)", "BENCH_JUDGE_MAX_ATTEMPTS (3)",
-                   "Timeout (100 s)", f"<= {worst:g} s"):
+                   f"Timeout ({eval_function['Timeout']} s)",
+                   f"JUDGEMENT ({queue.JUDGEMENT.total_seconds():g} s)",
+                   f"VisibilityTimeout ({6 * eval_function['Timeout']:,} s)"):
         assert figure in text, figure
 
 

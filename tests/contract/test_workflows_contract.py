@@ -1,11 +1,12 @@
-"""The Workflows port: the in-process worker pool and Step Functions (on moto, with the
-project's own state machine definitions) pass one suite. Work that is started ends judged or
-clustered; a start that fails never raises and loses nothing (the run stays pending for the
-sweep).
+"""The Workflows port: the in-process worker pool and AWS's (the eval queue on moto's SQS, and
+Step Functions on moto with the project's own state machine definitions) pass one suite. Work
+that is started ends judged or clustered; a start that fails never raises and loses nothing
+(the run stays pending for the sweep).
 
 moto starts executions but runs no Lambda here, so the Step Functions side finishes each
 execution with the steps its Task states call (`STEPS`, the same functions; that the state
-machines call them in order is tests/aws/test_statemachines.py's)."""
+machines call them in order is tests/aws/test_statemachines.py's); the queue's messages go to
+the eval function's handler as Lambda's event source hands them over."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ import boto3
 import pytest
 from bench_core.clustering import workflow as cluster_wf
 from bench_core.domain.models import AgentMeta, AgentRef
-from bench_core.evals import workflow as eval_wf
 from bench_core.ports.workflows import Workflows
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.jobs import LocalJobs
 from bench_core.settings import Settings
+from bench_core.workflows.eval_queue import EvalQueue
 from bench_core.workflows.local import LocalRunner
 from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
@@ -66,45 +67,51 @@ def local_harness(services: Services) -> Iterator[Harness]:
         runner.stop()
 
 
-def stepfunctions_harness(services: Services) -> Iterator[Harness]:
+def aws_harness(services: Services) -> Iterator[Harness]:
+    """The eval queue (moto's SQS, its messages delivered to `EvalDeliveries` as Lambda's event
+    source would) and the cluster state machine (moto's Step Functions)."""
+    from bench_core.lambdas.eval_queue import EvalDeliveries
     from moto import mock_aws
+
+    from tests.aws.lambda_runtime import LambdaContext, sqs_event
 
     with mock_aws():
         client = boto3.client("stepfunctions", region_name="us-east-1")
-        arns = {}
-        for name in ("eval", "cluster"):
-            definition = (REPO / "statemachines" / f"{name}.asl.json").read_text().replace(
-                f"${{{name.capitalize()}FunctionArn}}",
-                f"arn:aws:lambda:us-east-1:123456789012:function:bench-{name}")
-            arns[name] = client.create_state_machine(
-                name=f"bench-{name}", definition=definition, roleArn=ROLE,
-                type="EXPRESS" if name == "eval" else "STANDARD")["stateMachineArn"]
-        starter = StepFunctionsStarter(arns["eval"], arns["cluster"], services.store.evals, client=client)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="bench-evals")["QueueUrl"]
+        definition = (REPO / "statemachines" / "cluster.asl.json").read_text().replace(
+            "${ClusterFunctionArn}", "arn:aws:lambda:us-east-1:123456789012:function:bench-cluster")
+        cluster = client.create_state_machine(name="bench-cluster", definition=definition,
+                                              roleArn=ROLE, type="STANDARD")["stateMachineArn"]
+        starter = StepFunctionsStarter(EvalQueue(url, services.store.evals, client=sqs),
+                                       cluster, client=client)
         services.provide(workflows=starter)
+        deliveries = EvalDeliveries(services, client=sqs)
         finished: set[str] = set()
 
         def finish(done: Callable[[], bool]) -> None:
-            for name, arn in arns.items():
-                for execution in client.list_executions(stateMachineArn=arn)["executions"]:
-                    if execution["executionArn"] in finished:
-                        continue
-                    finished.add(execution["executionArn"])
-                    state = json.loads(client.describe_execution(
-                        executionArn=execution["executionArn"])["input"])
-                    if name == "eval":
-                        eval_wf.run_eval(services, state)
-                    else:
-                        for agent in state["agents"]:
-                            cluster_wf.cluster_agent(services, {"agent": agent})
+            while (event := sqs_event(url))["Records"]:
+                assert deliveries(event, LambdaContext(remaining_ms=300_000)) == {
+                    "batchItemFailures": []}
+                for record in event["Records"]:
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=record["receiptHandle"])
+            for execution in client.list_executions(stateMachineArn=cluster)["executions"]:
+                if execution["executionArn"] in finished:
+                    continue
+                finished.add(execution["executionArn"])
+                state = json.loads(client.describe_execution(
+                    executionArn=execution["executionArn"])["input"])
+                for agent in state["agents"]:
+                    cluster_wf.cluster_agent(services, {"agent": agent})
             assert done()
 
-        broken = StepFunctionsStarter(arns["eval"].replace("bench-eval", "missing"),
-                                      arns["cluster"].replace("bench-cluster", "missing"),
-                                      services.store.evals, client=client)
+        broken = StepFunctionsStarter(
+            EvalQueue(url.replace("bench-evals", "missing"), services.store.evals, client=sqs),
+            cluster.replace("bench-cluster", "missing"), client=client)
         yield Harness(services, starter, finish, broken)
 
 
-HARNESSES = {"in-process": local_harness, "step functions": stepfunctions_harness}
+HARNESSES = {"in-process": local_harness, "aws": aws_harness}
 
 
 @pytest.fixture(params=sorted(HARNESSES))

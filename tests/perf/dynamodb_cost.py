@@ -63,6 +63,8 @@ PRICE_PER_MILLION_WRU = 0.625
 PRICE_PER_MILLION_RRU = 0.125
 EVENTS_PER_BATCH = 50
 RUNS_PER_BATCH = 10
+DELIVERY = 10
+"""Messages the eval queue's event source hands the eval function at most (`BatchSize`)."""
 LOGIN, SLUG = "alice", "research-agent"
 OTHER_AGENTS = 40
 KB = 1024
@@ -383,15 +385,15 @@ SENDER = KeyRecord(key_hash="0" * 64, prefix="bk_0000", login=LOGIN)
 """The key the batches are sent with (only its hash is read: its request counter)."""
 
 
-class RecordedStarts:
-    """The Step Functions client of `StepFunctionsStarter`: keeps each execution's input, which
-    `Pipeline` then runs through the eval steps as EvalFunction would."""
+class RecordedSends:
+    """The SQS client of `EvalQueue`: keeps each message, which `Pipeline` delivers to the eval
+    steps as the queue's event source delivers them to EvalFunction."""
 
     def __init__(self) -> None:
-        self.inputs: list[dict[str, Any]] = []
+        self.bodies: list[str] = []
 
-    def start_execution(self, stateMachineArn: str, name: str, input: str) -> None:  # noqa: N803, A002
-        self.inputs.append(json.loads(input))
+    def send_message(self, QueueUrl: str, MessageBody: str) -> None:  # noqa: N803
+        self.bodies.append(MessageBody)
 
 
 class VerdictLLM:
@@ -409,29 +411,30 @@ class VerdictLLM:
 
 @dataclass
 class Pipeline:
-    """What AWS does with a batch, against one store: `POST /ingest`'s `accept` (the store
-    write, the judge budget's admission, the pending mark and one eval execution's start), the
-    look for live watchers, then the execution's steps (`evals.workflow`), as EvalFunction
-    runs them."""
+    """What AWS does with a batch, against one store: `POST /ingest`'s key count and `accept`
+    (the store write, the judge budget's admission, one message on the eval queue), the look
+    for live watchers, then, once `DELIVERY` messages wait (the event source's batch), their
+    delivery to the eval function (`evals.queue.judge_messages`)."""
 
     services: Any
-    starts: RecordedStarts
+    sends: RecordedSends
 
     @classmethod
     def over(cls, store: Any, sample_rate: float = 1.0) -> Pipeline:
         from bench_core.runtime.adapters import Services
         from bench_core.settings import JudgeSettings, Settings
+        from bench_core.workflows.eval_queue import EvalQueue
         from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
-        starts = RecordedStarts()
+        sends = RecordedSends()
         settings = Settings(judge=JudgeSettings(daily_budget_usd=1e9, sample_rate=sample_rate))
-        starter = StepFunctionsStarter("arn:aws:states:us-east-1:1:stateMachine:eval", None,
-                                       store.evals, client=starts, clock=store.clock)
-        services = Services(settings, store).provide(llm=VerdictLLM(), workflows=starter)
-        return cls(services, starts)
+        evals = EvalQueue("https://sqs.us-east-1.amazonaws.com/1/evals", store.evals,
+                          client=sends, clock=store.clock)
+        services = Services(settings, store).provide(
+            llm=VerdictLLM(), workflows=StepFunctionsStarter(evals, None, clock=store.clock))
+        return cls(services, sends)
 
     def send(self, slug: str, events: list[dict[str, Any]]) -> IngestOutcome:
-        from bench_core.evals.workflow import run_eval
         from bench_core.ingest.pipeline import accept
 
         wire = [WireEvent.model_validate(e) for e in events]
@@ -440,21 +443,83 @@ class Pipeline:
         outcome = accept(self.services, LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), wire,
                          later=lambda *_: None)
         store.accounts.live_connections(LOGIN, iso(store.clock.now()))  # anyone watching?
-        while self.starts.inputs:
-            run_eval(self.services, self.starts.inputs.pop(0))
+        if len(self.sends.bodies) >= DELIVERY:
+            self.deliver()
         return outcome
+
+    def export(self, slug: str, body: bytes) -> int:
+        """`POST /v1/traces` of `body` (protobuf) as its route runs it; the spans stored."""
+        from bench_core.ingest.otlp import export_traces
+
+        store = self.services.store
+        key_rate.take_request(store, SENDER, self.services.settings.limits.key_requests_per_s)
+        result = export_traces(self.services, SENDER, body, "protobuf", slug,
+                               later=lambda *_: None)
+        store.accounts.live_connections(LOGIN, iso(store.clock.now()))  # anyone watching?
+        assert not result.rejected, result
+        self.deliver()
+        return int(result.spans)
+
+    def deliver(self) -> None:
+        """The messages waiting, handed to the eval function a delivery at a time."""
+        from datetime import timedelta
+
+        from bench_core.evals.queue import judge_messages, queued
+
+        now = self.services.store.clock.now()
+        while self.sends.bodies:
+            batch, self.sends.bodies = self.sends.bodies[:DELIVERY], self.sends.bodies[DELIVERY:]
+            messages = [queued(f"m{n}", body, now, 1) for n, body in enumerate(batch)]
+            assert judge_messages(self.services, messages, lambda: timedelta(minutes=5)) == {}
+
+
+OTLP_SPANS = 20
+"""Spans per export: an exporter's batch of a few traces (5 of 4 spans)."""
+OTLP_CONTENT = 2048
+"""Bytes of content (the model's input messages) on every span."""
+
+
+def otlp_body(seed: int, spans: int = OTLP_SPANS, content: int = OTLP_CONTENT) -> bytes:
+    """An export of `spans` GenAI spans in traces of four (an agent, two chat calls, a tool
+    call), each carrying `content` bytes of input messages."""
+    import random
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    rng = random.Random(seed)
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    text = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "x" * content}]}])
+    for t in range(spans // 4):
+        trace, root, start = rng.randbytes(16), rng.randbytes(8), 1_764_691_200_000_000_000 + t
+        for i, (name, operation) in enumerate([("invoke_agent a", "invoke_agent"),
+                                               ("chat m", "chat"), ("execute_tool t", "execute_tool"),
+                                               ("chat m", "chat")]):
+            attributes = {"gen_ai.operation.name": operation, "gen_ai.input.messages": text}
+            scope.spans.add(
+                trace_id=trace, span_id=root if i == 0 else rng.randbytes(8),
+                parent_span_id=b"" if i == 0 else root, name=name,
+                start_time_unix_nano=start + i, end_time_unix_nano=start + 10**9,
+                attributes=[KeyValue(key=k, value=AnyValue(string_value=v))
+                            for k, v in attributes.items()])
+    return request.SerializeToString()
 
 
 def ingest(pipeline: Pipeline, prefix: str, slug: str = SLUG, nested: bool = False,
-           runs: int = RUNS_PER_BATCH, n: int = 0) -> None:
+           runs: int = RUNS_PER_BATCH, n: int = 0, deliver_later: bool = False) -> None:
     """One batch through the whole pipeline: `runs` of the steady batch's runs, the `n`-th
-    such slice (so that a run per request fails as often as in the steady batch)."""
+    such slice (so that a run per request fails as often as in the steady batch); its evals
+    delivered at once, or with the next full delivery (`deliver_later`: an agent sending
+    requests faster than the queue gathers them)."""
     events = batch(prefix, nested=nested)
     per_run = len(events) // RUNS_PER_BATCH
     first = (n * runs) % RUNS_PER_BATCH * per_run
     events = events[first:first + runs * per_run]
     outcome = pipeline.send(slug, events)
     assert outcome.accepted == len(events), outcome
+    if not deliver_later:
+        pipeline.deliver()
 
 
 def profile_view(store: Any) -> None:
@@ -498,7 +563,7 @@ class Costs:
 
 
 def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = RUNS_PER_BATCH,
-            sample_rate: float = 1.0) -> Costs:
+            sample_rate: float = 1.0, gathered: bool = False, otlp: bool = False) -> Costs:
     """Units per event all in (ingest, the admission and eval of every run it finishes, the look
     for watchers) over `batches` batches of `runs` runs each; then one hourly round and the
     views."""
@@ -517,9 +582,14 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
         if sample_rate < 1:
             pipeline = Pipeline.over(store, sample_rate)
         meter.reset()
-        for b in range(batches):
-            ingest(pipeline, f"b{b:04d}", nested=nested, runs=runs, n=b)
-        events = batches * len(batch("x", nested=nested)) * runs // RUNS_PER_BATCH
+        if otlp:  # per span, not per event
+            events = sum(pipeline.export(SLUG, otlp_body(b)) for b in range(batches))
+        else:
+            for b in range(batches):
+                ingest(pipeline, f"b{b:04d}", nested=nested, runs=runs, n=b,
+                       deliver_later=gathered)
+            pipeline.deliver()
+            events = batches * len(batch("x", nested=nested)) * runs // RUNS_PER_BATCH
         per_event = (meter.wru / events, meter.rru / events)
         breakdown = {k: [w / batches, r / batches] for k, (w, r) in meter.by_kind.items()}
         meter.reset()
@@ -654,10 +724,16 @@ def main() -> None:
                         help="runs per request (1: a run per request)")
     parser.add_argument("--sample-rate", type=float, default=1.0,
                         help="the judge's sample rate (0: every run skipped)")
+    parser.add_argument("--otlp", action="store_true",
+                        help=f"OTLP exports of {OTLP_SPANS} spans with {OTLP_CONTENT} bytes of "
+                             "content each (units per span)")
+    parser.add_argument("--gathered", action="store_true",
+                        help=f"the eval queue delivers {DELIVERY} requests' runs at once (an "
+                             "agent sending faster than EvalBatchingSeconds)")
     args = parser.parse_args()
     with quiet():
         costs = measure(args.batches, nested=args.nested, runs=args.runs,
-                        sample_rate=args.sample_rate)
+                        sample_rate=args.sample_rate, gathered=args.gathered, otlp=args.otlp)
     print(f"DynamoDB on-demand, us-east-1: ${PRICE_PER_MILLION_WRU}/M WRU, "
           f"${PRICE_PER_MILLION_RRU}/M RRU; steady batches of {EVENTS_PER_BATCH} events "
           f"({args.runs // 2 if args.nested else args.runs} runs"

@@ -95,7 +95,7 @@ def work(aws_url: str) -> None:
         transformed = cfn.transform()
         api = DeployedHttpApi(transformed, stand_ins(transformed, TABLE_NAME))
         environment = api.environments["IngestFunction"]
-        environment.pop("BENCH_EVAL_STATE_MACHINE_ARN", None)
+        environment.pop("BENCH_EVAL_QUEUE_URL", None)
         environment["BENCH_LIVE_ENDPOINT"] = f"{aws_url}/prod"
         os.environ["AWS_ENDPOINT_URL_LAMBDA"] = aws_url
         raw, record = new_key("perf")

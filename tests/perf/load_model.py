@@ -10,11 +10,11 @@ against DynamoDB's per-partition limits, from the capacity each operation was me
    per table item. The operations:
    - `sdk batch`: `POST /ingest` of the SDK's steady batch (50 events, 10 runs of 5,
      `dynamodb_cost.batch`): the key checked and counted (`http/deps.authenticate_sender`),
-     the batch stored, its evals queued as the deployment queues them (Step Functions'
-     starter, the executions recorded), whether anyone watches looked up;
+     the batch stored, its evals queued as the deployment queues them (the eval queue, its
+     messages recorded), whether anyone watches looked up;
    - `run request`: the same with one run (5 events) per request;
    - `otlp export`: `POST /v1/traces` of 20 GenAI spans (5 traces of 4, `otlp.export_request`);
-   - `eval`: the eval of the finished runs of a steady batch, one execution for them all
+   - `eval`: the eval of the finished runs of a steady batch, one queue message for them all
      (`evals/workflow.py` `run_eval`, the offline judge), counted per run; every run's eval,
      OTLP's too, is taken to cost as much;
    - `live push`: what the push function reads for one watched request (`reads/live_feed.py`);
@@ -188,14 +188,14 @@ class Sample:
 
 
 class Recorder:
-    """Stands in for what is not DynamoDB (Step Functions, Lambda, API Gateway's management
-    API): records what it was asked."""
+    """Stands in for what is not DynamoDB (SQS, Lambda, API Gateway's management API): records
+    what it was asked."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def start_execution(self, **params: Any) -> dict[str, Any]:
-        self.calls.append(("start_execution", params))
+    def send_message(self, **params: Any) -> dict[str, Any]:
+        self.calls.append(("send_message", params))
         return {}
 
     def post_to_connection(self, **params: Any) -> dict[str, Any]:
@@ -218,6 +218,7 @@ class Harness:
         from bench_core.reads.live_feed import LiveFeed
         from bench_core.runtime.adapters import Services
         from bench_core.settings import Limits, Settings
+        from bench_core.workflows.eval_queue import EvalQueue
         from bench_core.workflows.stepfunctions import StepFunctionsStarter
 
         self.store, self.meter = store, meter
@@ -227,9 +228,9 @@ class Harness:
         transport = ApiGatewayTransport(store, "https://live.example", client=self.recorder,
                                         clock=store.clock)
         self.services.provide(
-            workflows=StepFunctionsStarter("arn:aws:states:us-east-1:0:stateMachine:eval",
-                                           None, store.evals, client=self.recorder,
-                                           clock=store.clock),
+            workflows=StepFunctionsStarter(EvalQueue("https://sqs.example/evals", store.evals,
+                                                     client=self.recorder, clock=store.clock),
+                                           None, clock=store.clock),
             live_transport=transport,
             live=LiveFeed(store, transport, dispatch=self.recorder))
         self.day = iso(store.clock.now())[:10]
@@ -268,11 +269,11 @@ class Harness:
         assert result.spans == OTLP_SPANS and not result.rejected, result
 
     def evals(self) -> int:
-        """Run the eval executions the ingest ops started; how many runs they judged (an
-        execution judges the runs of its batch together)."""
+        """Deliver the eval messages the ingest ops queued, each on its own (a busy agent's
+        are gathered ten to a delivery, which this leaves out); how many runs they judged."""
         from bench_core.evals.workflow import run_eval
 
-        states = [json.loads(params["input"]) for params in self.recorder.take("start_execution")]
+        states = [json.loads(p["MessageBody"]) for p in self.recorder.take("send_message")]
         for state in states:
             run_eval(self.services, state)
         return sum(len(state["task_ids"]) for state in states)
@@ -295,7 +296,7 @@ class Harness:
 
         sweep_evals(self.services, {}, min_age=timedelta(0))
         due_agents(self.services, {})
-        self.recorder.take("start_execution")
+        self.recorder.take("send_message")
         return 1
 
 

@@ -20,6 +20,7 @@ from bench_core.clustering.describe import TERMS_LABEL
 from bench_core.clustering.kmeans import group
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult, iso
 from bench_core.domain.privacy import HIDDEN, Viewer, insights_view
+from bench_core.evals import queue
 from bench_core.ports.llm import Completion, LLMUnavailable
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
@@ -182,7 +183,8 @@ def test_the_scheduled_steps_sweep_pending_evals_and_find_due_agents(services: S
     started: list[tuple[str, list[str]]] = []
 
     class Recorder:
-        def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+        def start_evals(self, ref: AgentRef, task_ids: list[str], *,
+                        private: bool | None = None, marked: bool = False) -> None:
             started.append((ref.path, task_ids))
 
     ingest_failures(services, synthetic_failures(1))
@@ -205,7 +207,8 @@ class Sweeping:
     clock: FixedClock
     started: list[list[str]] = field(default_factory=list)
 
-    def start_evals(self, ref: AgentRef, task_ids: list[str]) -> None:
+    def start_evals(self, ref: AgentRef, task_ids: list[str], *,
+                    private: bool | None = None, marked: bool = False) -> None:
         self.started.append(task_ids)
 
 
@@ -249,7 +252,7 @@ def test_a_run_the_judge_never_reached_is_marked_unscored_once_its_window_has_pa
     assert started == [["young"]]
     old = services.store.ingest.get_task(ref, "old")
     assert old is not None and old.eval is not None
-    assert (old.eval.status, old.eval.reason, old.eval.score) == ("unscored", cluster.GAVE_UP, None)
+    assert (old.eval.status, old.eval.reason, old.eval.score) == ("unscored", queue.GAVE_UP, None)
     young_task = services.store.ingest.get_task(ref, "young")
     assert young_task is not None and young_task.eval is None
     assert cluster.sweep_evals(services, {})["gave_up"] == 0, "marked once"

@@ -25,7 +25,7 @@ PACKAGE = "bench_core"
 IO_LIBRARIES = {"sqlite3", "boto3", "botocore", "httpx", "starlette", "fastapi"}
 ADAPTERS = ("store.sqlite", "store.dynamodb", "live.local", "live.apigw", "live.lambda_push",
             "llm.openai_compat",
-            "llm.bedrock", "embed.bedrock", "workflows.stepfunctions",
+            "llm.bedrock", "embed.bedrock", "workflows.stepfunctions", "workflows.eval_queue",
             # adapters to outside services that have no second implementation, so no port:
             "accounts.github",  # GitHub's OAuth endpoints
             "reuse.outbound")  # a published agent's own endpoint

@@ -229,10 +229,11 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     llm: LLMSettings = field(default_factory=LLMSettings)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
-    eval_state_machine_arn: str | None = None
+    eval_queue_url: str | None = None
     cluster_state_machine_arn: str | None = None
     benchmark_state_machine_arn: str | None = None
-    """Set on AWS: workflows run as Step Functions executions; unset, in this process."""
+    """Set on AWS: evals go to the eval queue (SQS), clusters and benchmark runs are Step
+    Functions executions; unset, they run in this process."""
     accounts: AccountSettings = field(default_factory=AccountSettings)
     live: LiveSettings = field(default_factory=LiveSettings)
     reuse: ReuseSettings = field(default_factory=ReuseSettings)
@@ -266,7 +267,7 @@ class Settings:
                 key_requests_per_s=_int("BENCH_INGEST_KEY_RATE", 100),
             ),
             "judge": JudgeSettings.from_env(),
-            "eval_state_machine_arn": os.environ.get("BENCH_EVAL_STATE_MACHINE_ARN") or None,
+            "eval_queue_url": os.environ.get("BENCH_EVAL_QUEUE_URL") or None,
             "cluster_state_machine_arn": os.environ.get("BENCH_CLUSTER_STATE_MACHINE_ARN") or None,
             "benchmark_state_machine_arn": os.environ.get("BENCH_BENCHMARK_STATE_MACHINE_ARN") or None,
             "accounts": AccountSettings.from_env(),

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol
 
-from ..domain.models import EvalResult, TaskState, iso
+from ..domain.models import TaskState, iso
 from ..domain.task_text import as_text
+from ..evals.queue import GIVE_UP_AFTER, give_up
 from ..ports.services import (
     WithAgents,
     WithClock,
@@ -35,12 +36,11 @@ MAX_TASKS = 1000
 """Failures considered per agent (the newest): enough to see its failure modes, bounded cost."""
 TEXT_CHARS = 2000
 EXAMPLES = 3
-SWEEP_WINDOW = timedelta(days=2)
+SWEEP_WINDOW = GIVE_UP_AFTER
+"""The sweep gives up on a run when the eval queue does (`evals/queue.py`)."""
 SWEEP_MIN_AGE = timedelta(minutes=10)
 """Runs younger than this are probably being judged right now; the next sweep gets them."""
 SWEEP_LIMIT = 5000
-GAVE_UP = "not judged: the judge could not be reached within two days of the run's end"
-"""Why a run that ended before `SWEEP_WINDOW` without a result is unscored (`sweep_evals`)."""
 DUE_LIMIT = 500
 
 
@@ -66,11 +66,10 @@ def sweep_evals(ports: ClusterPorts, state: State, min_age: timedelta = SWEEP_MI
     now = ports.clock.now()
     pending = ports.store.evals.pending_evals(iso(now - SWEEP_WINDOW), iso(now - min_age), SWEEP_LIMIT)
     for ref, task_ids in pending:
-        (workflows or ports.workflows).start_evals(ref, task_ids)
+        (workflows or ports.workflows).start_evals(ref, task_ids, marked=True)
     expired = ports.store.evals.pending_evals("", iso(now - SWEEP_WINDOW), SWEEP_LIMIT)
-    gave_up = EvalResult(status="unscored", judge="sweep", at=iso(now), reason=GAVE_UP)
     for ref, task_ids in expired:
-        ports.store.evals.record_evals(ref, dict.fromkeys(task_ids, gave_up), queued=task_ids)
+        give_up(ports.store, ref, task_ids, now)
     return {**state, "swept": sum(len(ids) for _, ids in pending),
             "gave_up": sum(len(ids) for _, ids in expired)}
 

@@ -12,17 +12,18 @@ hides its content (`private`), so the workflow reads neither the agent nor the s
   (`NO_CONTENT`: a successful run whose input and output were not captured says nothing about
   its quality), or judge, asking the judge for those side by side. A run left unscored for
   `NO_CONTENT` is judged when its content arrives later (OTLP log events). A judge that cannot
-  be reached for any of them raises `LLMUnavailable`: no result is written, the caller retries
-  with backoff (the worker pool, or the state machine's Retry), and past that the runs stay
-  pending for the sweep. Reached for some, the others are left `later`.
-- `record` writes every result (perhaps none) in one store call (`record_evals`: on DynamoDB one transaction
-  for the batch, written against the tasks as `judge` read them), clearing the batch's pending
-  mark; the runs left `later` are marked pending again from the batch's first time, so the
-  sweep window still counts from it. Reasoning written while the agent hides inputs or outputs
-  is stored as private.
+  be reached for any of them raises `LLMUnavailable`: no result is written, and the caller
+  retries with backoff (the worker pool; on AWS the eval queue, for up to two days: `queue.py`).
+  Reached for some, the others are left `later`.
+- `record` writes every result (perhaps none) in one store call (`record_evals`: on DynamoDB one
+  transaction for the batch, written against the tasks as `judge` read them), clearing the
+  batch's pending mark if it has one (`marked`: the sweep queued it again); the runs left `later` say
+  so in the outcomes, and whoever ran the steps asks again later (the eval queue delivers the
+  message again: `queue.py`). Reasoning written while the agent hides inputs or outputs is
+  stored as private.
 
-Each step returns the state with `next` naming the following step, which is what the state
-machine's Choice states read (`statemachines/eval.asl.json`, checked against `STEPS`).
+Each step returns the state with `next` naming the following step; `run_eval` runs them all
+in this process (the local worker pool, and EvalFunction on AWS).
 """
 
 from __future__ import annotations
@@ -152,10 +153,8 @@ def record(ports: EvalPorts, state: State) -> State:
     for result in results.values():
         result.private = bool(state.get("private"))
     read = {task_id: _task(task_id, facts) for task_id, facts in state.get("read", {}).items()}
-    if state.get("later"):
-        ports.store.evals.mark_evals_pending(ref, state["later"],
-                                             state.get("queued_at") or iso(ports.clock.now()))
-    stored = ports.store.evals.record_evals(ref, results, read=read, queued=task_ids)
+    stored = ports.store.evals.record_evals(ref, results, read=read,
+                                            queued=task_ids if state.get("marked") else ())
     outcomes = {**state.get("outcomes", {}),
                 **{task_id: result.status if task_id in stored else "kept the earlier result"
                    for task_id, result in results.items()}}
@@ -163,11 +162,11 @@ def record(ports: EvalPorts, state: State) -> State:
 
 
 STEPS: dict[str, Callable[[EvalPorts, State], State]] = {"judge": judge, "record": record}
-"""The steps in order; the Task states of the eval state machine call exactly these."""
+"""The steps in order (`run_eval`)."""
 
 
 def run_eval(ports: EvalPorts, state: State) -> State:
-    """All steps in this process (the local worker pool); returns the final state."""
+    """All steps in this process; returns the final state."""
     while state["next"] != DONE:
         state = STEPS[state["next"]](ports, state)
     return state

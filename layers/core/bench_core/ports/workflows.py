@@ -22,11 +22,12 @@ State = dict[str, Any]
 
 class Workflows(Protocol):
     def start_evals(self, ref: AgentRef, task_ids: list[str], *,
-                    private: bool | None = None) -> None:
+                    private: bool | None = None, marked: bool = False) -> None:
         """Evaluate these finished tasks eventually, together (`eval_start`); `private` says
         whether the agent hides its content, when the caller knows (else the workflow reads
-        the agent). Never raises for a failed start (the sweep finds what could not be
-        started)."""
+        the agent); `marked`, that they carry a pending mark (`mark_evals_pending`, the
+        sweep's), which their eval clears. Never raises for a failed start (the sweep finds
+        what could not be started)."""
         ...
 
     def start_clusters(self, refs: list[AgentRef]) -> None:
@@ -68,12 +69,15 @@ class Jobs(Protocol):
 
 
 def eval_start(agent: str, task_ids: list[str], *, force: bool = False,
-               private: bool | None = None, queued_at: str | None = None) -> State:
+               private: bool | None = None, queued_at: str | None = None,
+               marked: bool = False) -> State:
     """The input of one eval workflow: the agent ("login/slug") and the finished tasks it
     judges together; `force` re-judges judged ones; `private` whether the agent hides its
-    content (read from the agent when absent); `queued_at` when they were first marked
-    pending."""
+    content (read from the agent when absent); `queued_at` when they were first queued;
+    `marked`, that they carry a pending mark to clear."""
     state: State = {"agent": agent, "task_ids": list(task_ids), "force": force, "next": "judge"}
+    if marked:
+        state["marked"] = True
     if private is not None:
         state["private"] = private
     if queued_at is not None:

@@ -207,15 +207,18 @@ def open_embedder(settings: LLMSettings) -> Embedder:
 
 
 def open_workflows(services: Services) -> Workflows:
-    """Step Functions when the settings name the state machines (AWS); the in-process worker
-    pool with the embedded store (one machine; `local.py` starts and stops it); else none."""
+    """The eval queue and Step Functions when the settings name them (AWS); the in-process
+    worker pool with the embedded store (one machine; `local.py` starts and stops it); else
+    none."""
     settings = services.settings
-    if (settings.eval_state_machine_arn or settings.cluster_state_machine_arn
+    if (settings.eval_queue_url or settings.cluster_state_machine_arn
             or settings.benchmark_state_machine_arn):
+        from ..workflows.eval_queue import EvalQueue
         from ..workflows.stepfunctions import StepFunctionsStarter
 
-        return StepFunctionsStarter(settings.eval_state_machine_arn,
-                                    settings.cluster_state_machine_arn, services.store.evals,
+        queue = (EvalQueue(settings.eval_queue_url, services.store.evals, clock=services.clock)
+                 if settings.eval_queue_url else None)
+        return StepFunctionsStarter(queue, settings.cluster_state_machine_arn,
                                     benchmark_arn=settings.benchmark_state_machine_arn,
                                     clock=services.clock)
     if settings.embedded_store:

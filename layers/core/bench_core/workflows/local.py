@@ -66,7 +66,7 @@ class LocalRunner:
     # ---- the Workflows port ----------------------------------------------------------------
 
     def start_evals(self, ref: AgentRef, task_ids: list[str], *,
-                    private: bool | None = None) -> None:
+                    private: bool | None = None, marked: bool = False) -> None:
         """One job per run (what is queued already is not queued twice); each reads its agent."""
         self._last_batch_at = time.monotonic()
         for task_id in task_ids:

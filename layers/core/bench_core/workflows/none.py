@@ -10,7 +10,7 @@ class NoWorkflows:
     process must not judge in the background, and the sweep of a real deployment will."""
 
     def start_evals(self, ref: AgentRef, task_ids: list[str], *,
-                    private: bool | None = None) -> None:
+                    private: bool | None = None, marked: bool = False) -> None:
         return None
 
     def start_clusters(self, refs: list[AgentRef]) -> None:

@@ -1,14 +1,9 @@
-"""The workflows port on AWS: each eval and each cluster request is a Step Functions execution.
+"""The workflows port on AWS: evals go to the eval queue (`eval_queue.py`); each cluster
+request and each benchmark run is a Step Functions execution.
 
-Evals run on an Express state machine, one execution for the runs a batch finished (Express
-bills per request and duration, Standard per state transition, and eval volume follows ingest
-volume); clustering
-runs on a Standard one (hourly or on demand, long-running, exactly once), and so does grading a
-benchmark run (a few per day, minutes long, a chunk per step). See template.yaml.
-
-Before its execution starts, the batch's runs are marked pending in the store (one mark for
-them all), so a crash or a failed start in between loses nothing: the hourly sweep starts
-whatever is still pending later.
+Clustering runs on a Standard state machine (hourly or on demand, long-running, exactly once),
+and so does grading a benchmark run (a few per day, minutes long, a chunk per step). See
+template.yaml.
 """
 
 from __future__ import annotations
@@ -19,14 +14,10 @@ import time
 from typing import Any
 
 from ..clock import SYSTEM_CLOCK, Clock
-from ..domain.models import AgentRef, iso
+from ..domain.models import AgentRef
 from ..log import logger
-from ..ports.store import EvalStore
-from ..ports.workflows import benchmark_start, eval_start
-
-RUNS_PER_EVAL = 32
-"""Runs one execution judges: all at once (`evals.workflow.JUDGES_AT_ONCE`), so the Judge step
-takes one judgement's time however many there are, within its timeout."""
+from ..ports.workflows import benchmark_start
+from .eval_queue import EvalQueue
 
 
 def execution_name(kind: str, key: str, unique: str) -> str:
@@ -35,14 +26,16 @@ def execution_name(kind: str, key: str, unique: str) -> str:
 
 
 class StepFunctionsStarter:
-    def __init__(self, eval_arn: str | None, cluster_arn: str | None, evals: EvalStore,
+    """Clusters and benchmark runs as executions; evals on `evals`, the queue (none: no evals
+    start here)."""
+
+    def __init__(self, evals: EvalQueue | None, cluster_arn: str | None,
                  client: Any = None, benchmark_arn: str | None = None,
                  clock: Clock = SYSTEM_CLOCK) -> None:
-        self.eval_arn = eval_arn
+        self.eval_queue = evals
         self.clock = clock
         self.cluster_arn = cluster_arn
         self.benchmark_arn = benchmark_arn
-        self.evals = evals
         self._client = client
 
     @property
@@ -54,19 +47,9 @@ class StepFunctionsStarter:
         return self._client
 
     def start_evals(self, ref: AgentRef, task_ids: list[str], *,
-                    private: bool | None = None) -> None:
-        if not task_ids or not self.eval_arn:
-            return
-        now = iso(self.clock.now())
-        for i in range(0, len(task_ids), RUNS_PER_EVAL):
-            runs = task_ids[i:i + RUNS_PER_EVAL]
-            try:
-                self.evals.mark_evals_pending(ref, runs, now)
-            except Exception:
-                logger.exception("could not mark evals pending", extra={"agent": ref.path})
-            key = f"{ref.path}/{','.join(sorted(runs))}"
-            self._start(self.eval_arn, execution_name("eval", key, str(time.time_ns())),
-                        eval_start(ref.path, runs, private=private, queued_at=now))
+                    private: bool | None = None, marked: bool = False) -> None:
+        if task_ids and self.eval_queue is not None:
+            self.eval_queue.start_evals(ref, task_ids, private=private, marked=marked)
 
     def start_clusters(self, refs: list[AgentRef]) -> None:
         """One execution for these agents; the same request within a minute is the same
