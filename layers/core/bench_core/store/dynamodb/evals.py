@@ -107,8 +107,9 @@ class DynamoEvals:
                 missing = [task_id for task_id in chunk if task_id not in known]
                 known |= {task.task_id: task for task in map(task_from_item, self.table.batch_get(
                     [agent.key(TASK + task_id) for task_id in missing]))}
-                # the agent as it is (its expiry), with its counter shards (to rank it after)
-                owner, shards = read_agent(self.table, agent)
+                # the agent (its expiry) with its counter shards, to rank it after: a moment
+                # old is as good, until a retry
+                owner, shards = read_agent(self.table, agent, consistent=attempt > 0)
                 if owner is None:
                     return recorded
                 writes = [(known[task_id], results[task_id]) for task_id in chunk

@@ -16,10 +16,14 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`):
 - event claim:    AGENT#{A}, EV#{event_id}   (an event of no task, claimed by its id)
 - day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}
 
-The agent item (`agents.py`) holds the counters (`runs`, `successes`, `failures`,
-`cost_usd_total`, `dropped_events`) and the latency histogram as one number per bucket
-(`h0`..`h89`), all changed only by atomic `ADD`, so concurrent batches never lose an update. A
-parent known only from its subtasks is a placeholder task item without index keys.
+The agent's counters (`runs`, `successes`, `failures`, `cost_usd_total`, `dropped_events`),
+its latency histogram (one number per bucket, `h0`..`h89`), its newest runs and its event
+window are on one of its counter shards (`codec.agents`: why), picked per batch, changed by
+atomic `ADD`s and conditional SETs inside the batch's own transaction, so concurrent batches
+never lose an update and a batch counts once. The agent item itself (`META`) is read with its
+shards (one Query) and written only when a batch changes its details or its rank is due
+(`leaderboard.py`). A parent known only from its subtasks is a placeholder task item without
+index keys.
 
 What one batch costs is what it writes, so it writes little (`tests/perf/dynamodb_cost.py`
 counts it): its events go onto a few pages (one item per 300 KB, not one per event), and
@@ -49,12 +53,14 @@ duplicates are found by the tasks' own conditional writes, not by reading every 
   each event id once, so an event on two pages (two senders, one of whom lost) shows once.
 - Events of no task count nowhere but in the answer: they are paged, then each is claimed by a
   Put of `EV#{id}` conditional on its absence (a crash in between pages them again).
-- `first_event_at`/`last_event_at` are moved only outward, by conditional SETs.
+- `first_event_at`/`last_event_at` are moved only outward on the batch's counter shard, by
+  conditional SETs (in its transaction; a batch with nothing new for a task, by one write).
 - The agent's newest run and newest failure (`latest_run`, `latest_failure`: maps of a
-  `models.RunRef`) move only forward: set by the transaction's update of the agent (the one
-  adding the run counters) where they replace what the agent item held when last read, under
-  the condition that it holds none newer; a concurrent batch that recorded a newer one
-  cancels the transaction, which is retried on the agent item read again.
+  `models.RunRef`) move only forward: set by the transaction's update of the counter shard
+  (the one adding the run counters) where they replace what the shard held when last read,
+  under the condition that it holds none newer; a concurrent batch that recorded a newer one
+  cancels the transaction, which is retried on the shard read again. Reads take the newest
+  of the shards' (`codec.agents.merged`).
 
 Reads use the base table for one item, one agent's days and pages (strongly consistent) and
 the task indexes for listings (eventually consistent, like every GSI; KEYS_ONLY, the page's

@@ -39,9 +39,9 @@ the agent whole."""
 COUNTER_SHARDS = 10
 """A hot agent's 40 batches and 40 eval records a second over 10 shards: 8 transactions a second
 on each, below the ~10 at which overlapping transactions start to conflict."""
-DAY_SHARDS = 4
+DAY_SHARDS = 8
 """A day's counters, one item per shard `n % DAY_SHARDS`: only batches add to them (40 a second
-for a hot agent, 10 on each), and a 30-day chart reads 120 small items."""
+for a hot agent, 5 on each), and a 30-day chart reads 240 items of ~100 bytes (6 RRU)."""
 SUMS = ("runs", "successes", "failures", "cost_usd_total", "dropped_events", "eval_count",
         "eval_score_sum", "eval_unscored", "eval_skipped", "judge_tokens", "judge_cost_usd",
         "evidence_cost_usd_total", *_EVIDENCE_COUNTS, *(f"h{i}" for i in range(stats.BUCKETS)))
