@@ -79,3 +79,31 @@ def test_the_hot_agents_meta_and_counter_items_stay_under_the_limits() -> None:
     agent_items = [h for h in items if h.key[2].startswith("META")]
     assert {h.key[2] for h in agent_items} >= {"META#C{n}"}
     assert all(h.tx < TX_HOT for h in agent_items), [(h.key, h.tx) for h in agent_items]
+
+
+def test_an_agent_counted_before_the_shards_keeps_its_counts_as_their_base() -> None:
+    """Counters, a day and a judge label on the items of the older layout are read as they are
+    and added to: nothing needs migrating."""
+    from tests.factories import ts
+
+    with dynamo_store() as store:
+        store.agents.create_agent(day_old(REF.login, REF.slug))
+        day = ts(0)[:10]
+        store.client.update_item(
+            TableName=store.table_name, Key={"pk": {"S": "AGENT#alice#busy"}, "sk": {"S": "META"}},
+            UpdateExpression="SET #r = :r, #s = :s, #f = :f, #j = :j, #l = :l",
+            ExpressionAttributeNames={"#r": "runs", "#s": "successes", "#f": "failures",
+                                      "#j": "eval_judge", "#l": "last_event_at"},
+            ExpressionAttributeValues={":r": {"N": "3"}, ":s": {"N": "2"}, ":f": {"N": "1"},
+                                       ":j": {"S": "judge-0"}, ":l": {"S": ts(-1_000)}})
+        store.client.put_item(TableName=store.table_name, Item={
+            "pk": {"S": "AGENT#alice#busy"}, "sk": {"S": f"DAY#{day}"}, "runs": {"N": "3"},
+            "successes": {"N": "2"}, "failures": {"N": "1"}, "cost_usd": {"N": "0.5"}})
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug),
+                            clean([e for i in range(RUNS) for e in task_events(f"n{i}")]))
+        store.evals.record_eval(REF, "n0", judged(0.5, "judge-0"))
+        stats = store.agents.get_agent(REF).stats
+        assert (stats.runs, stats.successes, stats.failures) == (3 + RUNS, 2 + RUNS, 1)
+        assert stats.eval_judge == "judge-0" and stats.last_event_at > ts(-1_000)
+        (today,) = [d for d in store.ingest.daily(REF, day) if d["day"] == day]
+        assert (today["runs"], today["failures"]) == (3 + RUNS, 1)
