@@ -61,6 +61,7 @@ from bench_core.clock import SYSTEM_CLOCK, FixedClock  # noqa: E402
 from bench_core.domain.keys import new_key  # noqa: E402
 from bench_core.domain.live import LiveConnection  # noqa: E402
 from bench_core.domain.models import AgentRef, KeyRecord, iso  # noqa: E402
+from bench_core.store.dynamodb.codec.agents import COUNTER_SHARDS, DAY_SHARDS  # noqa: E402
 
 from tests.factories import batch as wire_batch  # noqa: E402
 from tests.factories import day_old  # noqa: E402
@@ -300,6 +301,11 @@ class Harness:
         return 1
 
 
+SPREAD = ((re.compile(r"(META#C)\d+$"), COUNTER_SHARDS),
+          (re.compile(r"(DAY#\d{4}-\d\d-\d\d#)\d+$"), DAY_SHARDS))
+"""Items one of which an operation picks at random (an agent's counter and day shards): written
+as one template `{n}`, whose load is spread evenly over the shards."""
+SHARD = "{n}"
 RUN_ID = re.compile(r"(run[a-z]\d+x\d+|[0-9a-f]{16,})(-\d+)?")
 """What names one run or one request: the ids of the runs each repetition sends, OTLP's trace
 and span ids, a batch's uuid."""
@@ -310,6 +316,8 @@ def template(text: str, samples: list[Sample]) -> str:
     for sample in samples:
         text = text.replace(sample.key.key_hash, "{key}")
     text = RUN_ID.sub(NEW, text)
+    for pattern, _ in SPREAD:
+        text = pattern.sub(r"\1" + SHARD, text)
     for sample in samples:
         text = text.replace(sample.ref.slug, "{agent}").replace(sample.ref.login, "{owner}")
     return text
@@ -446,14 +454,22 @@ def scope(key: tuple[str, ...]) -> str:
     return "owner" if "{owner}" in text else "deployment"
 
 
+def shards(key: tuple[str, ...]) -> int:
+    """Over how many items a key template's load spreads (`SPREAD`)."""
+    if key[0] != "I" or not key[-1].endswith(SHARD):
+        return 1
+    return COUNTER_SHARDS if key[-1].startswith("META#C") else DAY_SHARDS
+
+
 def per_op(op: Operation, agent: int | None, key: tuple[str, ...]) -> Tally:
     """Units per operation on `key`, sample agent `agent`'s or the samples' mean (None); on a
-    key new in each operation, the units one such key took."""
+    key new in each operation, the units one such key took; on a shard, its share."""
     loads = op.by_agent if agent is None else [op.by_agent[agent]]
     found = [load[key] for load in loads if key in load]
     out = Tally()
     for f in found:
         divide = (op.count * len(loads)) if recurs(key) else sum(x.instances for x in found)
+        divide *= shards(key)
         out.wru += f.tally.wru / divide
         out.rru += f.tally.rru / divide
         out.transactions += f.tally.transactions / divide

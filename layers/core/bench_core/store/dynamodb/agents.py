@@ -2,10 +2,14 @@
 
 Item (pk, sk [gsi1pk, gsi1sk]; `A` is `{login}#{slug}`):
 
-- agent + counters: AGENT#{A}, META  [OWNER#{login}, AGENT#{slug}]
+- agent:            AGENT#{A}, META  [OWNER#{login}, AGENT#{slug}]
+- counter shards:   AGENT#{A}, META#C{n}  (`codec.agents`: why)
 
-The counters are written by ingest (`ingest.py`) and evals (`evals.py`); an owner's settings
-here. Every change to what the rankings derive from refreshes the agent's rank keys
+The counters are ADDed to the shards by ingest (`ingest.py`) and evals (`evals.py`); an owner's
+settings are written here. One agent is read whole, `META` and its shards, by one Query
+(`read_agent`); a listing of agents shows the counters their ranks were computed from
+(`codec.agents.listed_item`). The agent's rank keys are refreshed at most every
+`leaderboard.RANK_EVERY` from its counters, and at once on a change of its settings
 (`leaderboard.py`).
 
 An account's agents are counted on its user item (USER#{login}, META: `agents`), added to by
@@ -25,11 +29,11 @@ from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, iso
 from ...ports.store import SETTABLE
 from .client import ConditionFailed, Table, cancellation_reasons, code
-from .codec.agents import agent_from_item
+from .codec.agents import agent_from_item, listed_item, merged
 from .codec.keys import META, AgentKeys
 from .codec.users import user_key, user_upsert
 from .codec.values import Update, to_item, ttl
-from .leaderboard import DynamoLeaderboard
+from .leaderboard import DynamoLeaderboard, read_agent
 
 
 def agent_item(agent: Agent) -> dict[str, Any]:
@@ -79,12 +83,13 @@ def raise_unless_agent_exists(exc: ClientError, login: str, most: int) -> None:
     raise exc
 
 
-def live_agent(item: dict[str, Any] | None, now: str) -> Agent | None:
-    """The agent of its item; a temporary agent past its expiry is gone, even before TTL
-    deletes it."""
+def live_agent(item: dict[str, Any] | None, now: str,
+               shards: list[dict[str, Any]] | None = None) -> Agent | None:
+    """The agent of its item and `shards` (without them, as listings show it); a temporary
+    agent past its expiry is gone, even before TTL deletes it."""
     if not item or item.get("until") is not None and item["until"] <= now:
         return None
-    return agent_from_item(item)
+    return agent_from_item(listed_item(item) if shards is None else merged(item, shards))
 
 
 class DynamoAgents:
@@ -97,12 +102,12 @@ class DynamoAgents:
         self.max_agents = max_agents
 
     def get_agent(self, ref: AgentRef) -> Agent | None:
-        return live_agent(self.table.get(AgentKeys(ref.login, ref.slug).key(META)),
-                          iso(self.table.clock.now()))
+        item, shards = read_agent(self.table, AgentKeys(ref.login, ref.slug))
+        return live_agent(item, iso(self.table.clock.now()), shards)
 
     def list_agents(self, login: str) -> list[Agent]:
         items = self.table.query(f"OWNER#{login}", index="gsi1")
-        return [agent_from_item(item) for item in items]
+        return [agent_from_item(listed_item(item)) for item in items]
 
     def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None:
         unknown = set(changes) - SETTABLE
@@ -115,11 +120,11 @@ class DynamoAgents:
                         remove=[k for k, v in changes.items() if v is None],
                         condition="attribute_exists(#pk)")
         try:
-            item = self.table.update(update, returns="ALL_NEW")
+            self.table.update(update)
         except ConditionFailed:
             return None
         self.ranks.refresh(ref)
-        return agent_from_item(item)
+        return self.get_agent(ref)
 
     def create_agent(self, agent: Agent) -> bool:
         try:

@@ -16,10 +16,10 @@ ingest's writes; a sweep reads them all (they hold only what is waiting, so they
 
 The results of runs queued together are one transaction (`record_evals`): each task guarded
 by the `eval_version` it was read at (so two concurrent results cannot both subtract the same
-old score), ONE ADD of all their deltas to the agent's counters, the day's spend (ADD), the
-queue's marker (deleted) and the due and low-score markers. What a run costs to judge is then
-mostly its own task's write: the agent's item, which every write pays whole, is written once
-per batch of runs, not once per run (`tests/perf/dynamodb_cost.py` counts it).
+old score), ONE ADD of all their deltas (and their judges, a set) to one of the agent's counter
+shards (`codec.agents`: never `META`), the day's spend (ADD), the queue's marker (deleted) and
+the due and low-score markers. What a run costs to judge is then mostly its own task's write
+(`tests/perf/dynamodb_cost.py` counts it).
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
 from .client import MAX_ATTEMPTS, Table, pause
+from .codec.agents import JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
-from .leaderboard import DynamoLeaderboard
+from .leaderboard import DynamoLeaderboard, read_agent
 
 SHARDS = 8
 JDAY = "JDAY#"
@@ -96,7 +97,7 @@ class DynamoEvals:
         agent = AgentKeys(ref.login, ref.slug)
         known = {task_id: task for task_id, task in (read or {}).items() if task_id in results}
         recorded: set[str] = set()
-        rescored = False
+        rescored: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
         chunks = [list(results)[i:i + CHUNK] for i in range(0, len(results), CHUNK)] or [[]]
         for n, chunk in enumerate(chunks):
             last = n == len(chunks) - 1
@@ -106,14 +107,15 @@ class DynamoEvals:
                 missing = [task_id for task_id in chunk if task_id not in known]
                 known |= {task.task_id: task for task in map(task_from_item, self.table.batch_get(
                     [agent.key(TASK + task_id) for task_id in missing]))}
-                # the agent as it was a moment ago: its judge label is a condition of the write
-                owner = self.table.get(agent.key(META), consistent=attempt > 0)
+                # the agent (its expiry) with its counter shards, to rank it after: a moment
+                # old is as good, until a retry
+                owner, shards = read_agent(self.table, agent, consistent=attempt > 0)
                 if owner is None:
                     return recorded
                 writes = [(known[task_id], results[task_id]) for task_id in chunk
                           if task_id in known and known[task_id].ended_at
                           and evals.replaces(results[task_id], known[task_id].eval)]
-                actions = self._result_actions(temporary(agent, owner), owner, writes)
+                actions, added = self._result_actions(temporary(agent, owner), writes)
                 if last and queued:
                     actions.append({"Delete": {"TableName": self.table.name,
                                                "Key": pending_key(agent, list(queued))}})
@@ -125,23 +127,25 @@ class DynamoEvals:
                         known.pop(task_id, None)
                     continue
                 recorded |= {task.task_id for task, _ in writes}
-                rescored |= any(_scored(result) or _scored(task.eval) for task, result in writes)
+                if any(_scored(result) or _scored(task.eval) for task, result in writes):
+                    rescored = (owner, [*shards, added])
                 break
             else:
                 raise RuntimeError(f"could not record evals of {ref.path}: too much contention")
         if rescored:
-            self.ranks.refresh(ref)
+            self.ranks.refresh_if_due(ref, *rescored)
         return recorded
 
-    def _result_actions(self, agent: AgentKeys, owner: dict[str, Any],
-                        writes: list[tuple[TaskState, EvalResult]]) -> list[dict[str, Any]]:
+    def _result_actions(self, agent: AgentKeys, writes: list[tuple[TaskState, EvalResult]]
+                        ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The transaction of `writes` (each result on its task as read): the tasks, the
-        agent's counters and judge label (`owner` is its item as read), the days' judge spend
-        and the cluster markers."""
+        agent's counters and judges (on one of its counter shards, `codec.agents`: no
+        condition, so no conflict with a batch's or another eval's), the days' judge spend and
+        the cluster markers; and what it adds to the shard."""
         updates: list[Update] = []
         total: dict[str, float] = {}
         spend: dict[str, dict[str, float]] = {}
-        judge = owner.get("eval_judge")
+        judges: set[str] = set()
         markers: list[dict[str, Any]] = []
         due_at = ""
         for task, result in writes:
@@ -158,20 +162,18 @@ class DynamoEvals:
                 total["judge_tokens"] = total.get("judge_tokens", 0) + delta.judge_tokens
                 total["judge_cost_usd"] = total.get("judge_cost_usd", 0) + delta.judge_cost_usd
             if is_run:
-                judge = evals.merged_judge(judge, result)
+                if result.status == "scored" and result.judge:
+                    judges.add(result.judge)
                 markers += self._low_marker(agent, task, result)
                 if evals.makes_cluster_due(task.status, result):
                     due_at = max(due_at, result.at)
         if not updates:
-            return []
-        on_agent = Update(agent.key(META), add={k: v for k, v in total.items() if v})
-        if judge != owner.get("eval_judge"):
-            on_agent.set["eval_judge"] = judge
-            on_agent.condition = ("#eval_judge = :was" if owner.get("eval_judge") else
-                                  "attribute_not_exists(#eval_judge)")
-            on_agent.condition_values = ({":was": owner["eval_judge"]}
-                                         if owner.get("eval_judge") else {})
-        if on_agent.add or on_agent.set:
+            return [], {}
+        on_agent = expiring(Update(counter_key(agent, pick_shard()),
+                                   add={k: v for k, v in total.items() if v}), agent)
+        if judges:
+            on_agent.add[JUDGES] = judges
+        if on_agent.add:
             updates.append(on_agent)
         updates += [expiring(Update(agent.key(JDAY + day), add={
             "tokens": int(spent["tokens"]), "cost_usd": number(spent["cost_usd"])}), agent)
@@ -179,7 +181,7 @@ class DynamoEvals:
         if due_at:
             updates.append(expiring(Update(due_key(agent), set={
                 "login": agent.login, "slug": agent.slug, "due_at": due_at}), agent))
-        return [*(self.table.update_action(u) for u in updates), *markers]
+        return [*(self.table.update_action(u) for u in updates), *markers], dict(on_agent.add)
 
     @staticmethod
     def _on_task(agent: AgentKeys, task: TaskState, result: EvalResult) -> Update:

@@ -16,10 +16,14 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`):
 - event claim:    AGENT#{A}, EV#{event_id}   (an event of no task, claimed by its id)
 - day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}
 
-The agent item (`agents.py`) holds the counters (`runs`, `successes`, `failures`,
-`cost_usd_total`, `dropped_events`) and the latency histogram as one number per bucket
-(`h0`..`h89`), all changed only by atomic `ADD`, so concurrent batches never lose an update. A
-parent known only from its subtasks is a placeholder task item without index keys.
+The agent's counters (`runs`, `successes`, `failures`, `cost_usd_total`, `dropped_events`),
+its latency histogram (one number per bucket, `h0`..`h89`), its newest runs and its event
+window are on one of its counter shards (`codec.agents`: why), picked per batch, changed by
+atomic `ADD`s and conditional SETs inside the batch's own transaction, so concurrent batches
+never lose an update and a batch counts once. The agent item itself (`META`) is read with its
+shards (one Query) and written only when a batch changes its details or its rank is due
+(`leaderboard.py`). A parent known only from its subtasks is a placeholder task item without
+index keys.
 
 What one batch costs is what it writes, so it writes little (`tests/perf/dynamodb_cost.py`
 counts it): its events go onto a few pages (one item per 300 KB, not one per event), and
@@ -49,12 +53,14 @@ duplicates are found by the tasks' own conditional writes, not by reading every 
   each event id once, so an event on two pages (two senders, one of whom lost) shows once.
 - Events of no task count nowhere but in the answer: they are paged, then each is claimed by a
   Put of `EV#{id}` conditional on its absence (a crash in between pages them again).
-- `first_event_at`/`last_event_at` are moved only outward, by conditional SETs.
+- `first_event_at`/`last_event_at` are moved only outward on the batch's counter shard, by
+  conditional SETs (in its transaction; a batch with nothing new for a task, by one write).
 - The agent's newest run and newest failure (`latest_run`, `latest_failure`: maps of a
-  `models.RunRef`) move only forward: set by the transaction's update of the agent (the one
-  adding the run counters) where they replace what the agent item held when last read, under
-  the condition that it holds none newer; a concurrent batch that recorded a newer one
-  cancels the transaction, which is retried on the agent item read again.
+  `models.RunRef`) move only forward: set by the transaction's update of the counter shard
+  (the one adding the run counters) where they replace what the shard held when last read,
+  under the condition that it holds none newer; a concurrent batch that recorded a newer one
+  cancels the transaction, which is retried on the shard read again. Reads take the newest
+  of the shards' (`codec.agents.merged`).
 
 Reads use the base table for one item, one agent's days and pages (strongly consistent) and
 the task indexes for listings (eventually consistent, like every GSI; KEYS_ONLY, the page's
@@ -90,8 +96,18 @@ from ...domain.runs import Reassign, parent_ids
 from ...ports.store import decode_cursor, encode_cursor
 from .agents import counting_user, raise_unless_agent_exists
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
-from .codec.agents import agent_upsert, day_from_item, record_newest_runs, run_updates
-from .codec.keys import DAY, EVENT, META, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
+from .codec.agents import (
+    COUNTERS,
+    agent_upsert,
+    changes_details,
+    counter_key,
+    days_from_items,
+    pick_shard,
+    record_newest_runs,
+    record_window,
+    run_updates,
+)
+from .codec.keys import DAY, EVENT, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
 from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, page_item, page_max_ts
 from .codec.tasks import (
     SEEN_INLINE,
@@ -109,7 +125,7 @@ from .codec.tasks import (
     task_update,
 )
 from .codec.values import Update, to_item
-from .leaderboard import DynamoLeaderboard
+from .leaderboard import DynamoLeaderboard, read_agent
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
@@ -150,34 +166,53 @@ class DynamoIngest:
         seqs = {event_id: arrival + i for i, event_id in enumerate(firsts)}
         untracked = [e for e in firsts.values() if e.task_id is None]
         now = iso(self.table.clock.now())
-        claimed = (self._store_untracked(agent, meta, untracked, bodies, seqs, now)
-                   if untracked else [])
+        item, shards, renamed = self._agent(agent, meta, now)
+        agent = temporary(agent, item)
+        claimed = (self._store_untracked(agent, untracked, bodies, seqs) if untracked else [])
+        shard = pick_shard()
+        write = _BatchWrite(self, agent, states, seen, ledgers, bodies, seqs,
+                            self.retention_days, dropped if fresh else 0, shard,
+                            next((s for s in shards if s["sk"] == f"{COUNTERS}{shard}"), {}),
+                            [e.ts for e in [*fresh, *claimed]])
         # `dropped` counts once, with the first write that stores an event (a replay reported
         # them already): the first transaction, or here when no task has anything new
-        old = self._upsert_agent(agent, meta, dropped if not fresh and (claimed or not events)
-                                 else 0, [e.ts for e in [*fresh, *claimed]], now)
-        agent = temporary(agent, old)
-        write = _BatchWrite(self, agent, states, seen, ledgers, bodies, seqs,
-                            self.retention_days, dropped if fresh else 0, old)
+        if not fresh:
+            write.touch(dropped if claimed or not events else 0)
         for unit in _units(fresh, bodies):
             write.commit(unit)
         accepted = len(write.accepted) + len(claimed)
-        if accepted or meta.updates():
-            self.ranks.refresh(AgentRef(login, meta.slug))
+        ref = AgentRef(login, meta.slug)
+        if renamed:
+            self.ranks.refresh(ref)
+        elif accepted:
+            self.ranks.refresh_if_due(ref, item, [*shards, *write.added])
         return IngestOutcome(accepted=accepted, duplicates=len(events) - accepted,
                              finished=write.finished)
 
-    def _store_untracked(self, agent: AgentKeys, meta: AgentMeta, events: list[CleanEvent],
-                         bodies: dict[str, str], seqs: dict[str, int], now: str
-                         ) -> list[CleanEvent]:
+    def _agent(self, agent: AgentKeys, meta: AgentMeta, now: str
+               ) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
+        """The agent item and its counter shards as they are (one Query), the agent made first
+        if it is new; and whether the batch changed its details. `META` is written only then:
+        a batch's counts and event window go to a counter shard (`codec.agents`)."""
+        update = agent_upsert(agent, meta, now, 0)
+        for _ in range(2):
+            item, shards = read_agent(self.table, agent)
+            if item is not None:
+                if not changes_details(item, meta):
+                    return item, shards, False
+                with contextlib.suppress(ConditionFailed):  # deleted meanwhile: made again
+                    return (self.table.update(replace(update, condition="attribute_exists(#pk)"),
+                                              returns="ALL_NEW"), shards, True)
+            elif self._create(agent, update, now):
+                return read_agent(self.table, agent)[0] or {}, [], True
+        raise busy()  # created and gone again at once: not something a real agent does
+
+    def _store_untracked(self, agent: AgentKeys, events: list[CleanEvent],
+                         bodies: dict[str, str], seqs: dict[str, int]) -> list[CleanEvent]:
         """Events of no task: paged, then each claimed by a Put of its id conditional on its
         absence; the ones claimed now are new. (A crash in between pages them twice, which
-        readers take once.) A new agent is created first, so one refused (`TooManyAgents`)
-        leaves no claim behind."""
-        item = self.table.get(agent.key(META))
-        if item is None:
-            self._create(agent, agent_upsert(agent, meta, now, 0), [], now)
-        agent = temporary(agent, item)
+        readers take once.) The agent exists by now, so one refused (`TooManyAgents`) leaves
+        no claim behind."""
         write_pages(self.table, agent, events, bodies, seqs, self.retention_days)
 
         def new(event: CleanEvent) -> bool:
@@ -189,56 +224,11 @@ class DynamoIngest:
         with ThreadPoolExecutor(max_workers=min(8, len(events))) as pool:
             return [e for e, fresh in zip(events, pool.map(new, events), strict=True) if fresh]
 
-    def _upsert_agent(self, agent: AgentKeys, meta: AgentMeta, dropped: int, times: list[str],
-                      now: str) -> dict[str, Any]:
-        """Create or update the agent and widen its event window; the agent item as it was
-        (empty for an agent this created).
-
-        Usually one write: a batch newer than the agent's last event moves `last_event_at`
-        under a condition, and only an older batch takes the second write without it. Both
-        hold only for an agent that exists; one that does not is created by `_create`."""
-        update = agent_upsert(agent, meta, now, dropped)
-        if times:
-            update.set_if_absent["first_event_at"] = min(times)
-        for _ in range(2):
-            try:
-                return self._update_agent(agent, update, times)
-            except ConditionFailed:
-                pass  # no such agent yet
-            if self._create(agent, update, times, now):
-                return {}
-        raise busy()  # created and gone again at once: not something a real agent does
-
-    def _update_agent(self, agent: AgentKeys, update: Update, times: list[str]
-                      ) -> dict[str, Any]:
-        """`update` of an existing agent (`ConditionFailed` if there is none), its event window
-        widened to `times`; the item as it was."""
-        exists = "attribute_exists(#pk)"
-        if not times:
-            return self.table.update(replace(update, condition=exists), returns="ALL_OLD")
-        first, last = min(times), max(times)
-        newer = replace(update, set={**update.set, "last_event_at": last},
-                        condition=f"{exists} AND (attribute_not_exists(#last_event_at) OR "
-                                  "#last_event_at <= :last)",
-                        condition_values={":last": last})
-        try:
-            old = self.table.update(newer, returns="ALL_OLD")
-        except ConditionFailed:
-            old = self.table.update(replace(update, condition=exists), returns="ALL_OLD")
-        if old.get("first_event_at") and first < old["first_event_at"]:
-            with contextlib.suppress(ConditionFailed):  # a concurrent batch went further back
-                self.table.update(Update(agent.key(META), set={"first_event_at": first},
-                                         condition="#first_event_at > :first",
-                                         condition_values={":first": first}))
-        return old
-
-    def _create(self, agent: AgentKeys, update: Update, times: list[str], now: str) -> bool:
+    def _create(self, agent: AgentKeys, update: Update, now: str) -> bool:
         """Make the agent by `update` in one transaction with its user's agent count
         (`agents.counting_user`): `TooManyAgents` past the account's limit, before anything
         of the agent is written; False if it exists (made meanwhile by another batch)."""
-        window = {"last_event_at": max(times)} if times else {}
-        created = replace(update, set={**update.set, **window},
-                          condition="attribute_not_exists(#pk)")
+        created = replace(update, condition="attribute_not_exists(#pk)")
         try:
             self.table.transact([
                 self.table.update_action(counting_user(self.table, agent.login, now,
@@ -290,7 +280,7 @@ class DynamoIngest:
         items = self.table.query(AgentKeys(ref.login, ref.slug).pk,
                                  "#sk BETWEEN :since AND :end",
                                  since=DAY + since_day, end="DAY$")
-        return [day_from_item(item) for item in items]
+        return days_from_items(items)
 
     # ---- tasks ----------------------------------------------------------------------------
 
@@ -422,7 +412,10 @@ class _Plan:
     actions: list[dict[str, Any]]
     fold: BatchFold
     recorded: dict[str, Any]
-    """The newest runs it records on the agent item (`record_newest_runs`)."""
+    """The newest runs and event window it records on the counter shard (`record_newest_runs`,
+    `record_window`)."""
+    added: dict[str, Any]
+    """What it ADDs to the counter shard."""
 
 
 @dataclass
@@ -443,11 +436,38 @@ class _BatchWrite:
     retention_days: int
     dropped: int
     """Counted with the first part that stores an event: a replay reported them already."""
-    agent_item: dict[str, Any]
-    """The agent item as last read (or as left by the parts written since): the newest runs it
-    holds."""
+    shard: int
+    """The agent's counter shard this batch adds to (`codec.agents`)."""
+    shard_item: dict[str, Any]
+    """The shard as last read (or as left by the parts written since): the newest runs and the
+    event window it holds."""
+    times: list[str]
+    """The times of the batch's new events: the event window they widen."""
     accepted: list[CleanEvent] = field(default_factory=list)
     finished: list[tuple[str, bool]] = field(default_factory=list)
+    added: list[dict[str, Any]] = field(default_factory=list)
+    """What each write added to the shard, as a shard of its own (for the rank refresh)."""
+
+    def touch(self, dropped: int) -> None:
+        """A batch with nothing new for a task: its `dropped` and event window on the shard, by
+        one write outside any transaction (again on the shard read anew if a concurrent batch
+        widened it further)."""
+        for attempt in range(MAX_ATTEMPTS):
+            update = expiring(Update(counter_key(self.agent, self.shard)), self.agent)
+            if dropped:
+                update.add["dropped_events"] = dropped
+            sets = record_window(update, self.times, self.shard_item)
+            if not update.add and not sets:
+                return
+            try:
+                self.store.table.update(update)
+            except ConditionFailed:
+                self.shard_item = self.store.table.get(counter_key(self.agent, self.shard)) or {}
+                pause(attempt)
+                continue
+            self.added.append({**update.add, **sets})
+            return
+        raise busy()
 
     def commit(self, unit: list[CleanEvent]) -> None:
         pages = write_pages(self.store.table, self.agent, unit, self.bodies, self.seqs,
@@ -494,17 +514,18 @@ class _BatchWrite:
                                       on_pages.get(task_id), new_seen.get(task_id),
                                       run_holder=task_id in fold.unknown_parents)
                     for task_id in owed]
-        updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence)
-        newest, recorded = newest_runs(fold), {}
-        if self.dropped or newest:
-            on_agent = next((u for u in updates if u.key == agent.key(META)), None)
-            if on_agent is None:
-                updates.append(on_agent := Update(agent.key(META)))
-            if self.dropped:
-                on_agent.add["dropped_events"] = self.dropped
-            recorded = record_newest_runs(on_agent, newest, self.agent_item)
+        updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence,
+                               self.shard)
+        key = counter_key(agent, self.shard)
+        on_shard = next((u for u in updates if u.key == key), None) or expiring(Update(key), agent)
+        if self.dropped:
+            on_shard.add["dropped_events"] = self.dropped
+        recorded = record_newest_runs(on_shard, newest_runs(fold), self.shard_item)
+        recorded |= record_window(on_shard, self.times, self.shard_item)
+        if (on_shard.add or recorded) and on_shard not in updates:
+            updates.append(on_shard)
         return _Plan(unit, pages, [self.store.table.update_action(u) for u in updates], fold,
-                     recorded)
+                     recorded, dict(on_shard.add))
 
     def _make_room(self, unit: list[CleanEvent], pages: dict[str, str]) -> bool:
         """Before `unit` is written: move what a task's item records of its events into chunks
@@ -547,8 +568,8 @@ class _BatchWrite:
         """The unit left to write, folded again on fresh task states: without the events a
         concurrent sender folded first (their pages stay, and readers take them once)."""
         _raise_unless_contended(exc)
-        if plan.recorded:  # perhaps a concurrent batch recorded a newer run
-            self.agent_item = self.store.table.get(self.agent.key(META)) or {}
+        if plan.recorded:  # perhaps a concurrent batch recorded a newer run or a wider window
+            self.shard_item = self.store.table.get(counter_key(self.agent, self.shard)) or {}
         return self._reread(plan.events, _untouched_parents(plan.fold), attempt)
 
     def _reread(self, events: list[CleanEvent], parents: set[str], attempt: int
@@ -591,7 +612,8 @@ class _BatchWrite:
                 ledger = self.ledgers.setdefault(event.task_id, TaskLedger())
                 ledger.seen.add(digest(event.id))
                 ledger.pages.add(plan.pages[event.id])
-        self.agent_item = {**self.agent_item, **plan.recorded}
+        self.shard_item = {**self.shard_item, **plan.recorded}
+        self.added.append({**plan.added, **plan.recorded})
         self.accepted += plan.events
         self.finished += plan.fold.finished
         self.dropped = 0

@@ -19,49 +19,73 @@ one BatchGetItem of the agents that can be on the page: those ranked from the pa
 to its last, all of them (a tie at the end of the page is read whole, one more Query per shard
 that holds more of it), ordered by value, then more runs, then login and slug.
 
-The rank attributes are rewritten after every write that changes what they derive from (a
-batch's counters, a score, the owner's settings), from a consistent read of the item. The
-rewrite is conditional on those inputs being unchanged since the read, so two writers racing
-cannot leave ranks computed from stale counters (or a listing of an agent that just went
-private): the loser reads again.
+The rank attributes are rewritten from the agent's merged counters (`META` and its counter
+shards, `codec.agents`), with the counters they were computed from (`ranked`, what listings
+show) and `ranked_at`: after an owner's change of settings at once, after a batch or an eval at
+most every `RANK_EVERY` (`refresh_if_due`, on the agent as the writer read it, its own write
+added) unless the agent enters or leaves a ranking. So a hot agent's `META` (and its five index
+entries) is rewritten about once in `RANK_EVERY`, not 80 times a second. The rewrite is
+conditional on `ranked_at` and the settings being as read: a writer racing a change of
+settings loses, and the change's own refresh ranks it.
+
+Staleness: an index key lags the agent's counters by at most `RANK_EVERY` while it sends; after
+its last write it keeps the counters of the last refresh until its next write. A page reads its
+agents whole (`META` and shards, one Query each, side by side) and orders them by their merged
+counters, so what a page shows is exact; which agents are near a page comes from the keys.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 from collections.abc import Iterator
-from datetime import datetime
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 from typing import Any
 
-from ...domain.models import Agent, AgentRef
+from ...domain.models import Agent, AgentRef, iso
 from ...domain.ranking import SORTS, Qualification, dynamo_rank_key, rank_values, search_text
 from .client import ConditionFailed, Table
-from .codec.agents import agent_from_item
+from .codec.agents import RANKED, agent_from_item, merged, snapshot
 from .codec.keys import META, AgentKeys
-from .codec.values import Update, av, to_item
+from .codec.values import Update, av
 
 SHARDS = 4
-RANK_INPUTS = ("runs", "successes", "eval_count", "eval_score_sum", "visibility",
-               "display_name", "model", "framework")
-"""The agent attributes the rank keys derive from (the latency histogram moves with `runs`)."""
+RANK_EVERY = timedelta(seconds=5)
+"""How often at most a batch or an eval rewrites an agent's rank keys (and `META`)."""
+RANK_INPUTS = ("ranked_at", "visibility", "display_name", "model", "framework")
+"""The agent attributes a rank rewrite is conditional on: the last rank, and the settings."""
 MAX_ATTEMPTS = 8
 READ_PAGE = 200
+
+
+def read_agent(table: Table, agent: AgentKeys, *, consistent: bool = True
+               ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The agent item and its counter shards: one Query, which bills the few KB they hold
+    together (a GetItem of `META` alone bills one read unit of it)."""
+    params = table.query_params(agent.pk, "begins_with(#sk, :meta)", meta=META)
+    params["ConsistentRead"] = consistent
+    items = [item for page in table.answers(params) for item in page["Items"]]
+    item = next((i for i in items if i["sk"] == META), None)
+    return item, [i for i in items if i["sk"] != META]
 
 
 def shard(agent: AgentKeys) -> str:
     return f"LB#{int(hashlib.sha256(agent.name.encode()).hexdigest()[:8], 16) % SHARDS}"
 
 
-def rank_update(agent: AgentKeys, item: dict[str, Any], qualification: Qualification,
-                now: datetime) -> Update:
-    """The write that brings the item's rank attributes in line with the item as read, `now`."""
-    record: Agent = agent_from_item(item)
+def rank_update(agent: AgentKeys, item: dict[str, Any], counted: dict[str, Any],
+                qualification: Qualification, now: datetime) -> Update:
+    """The write that brings the item's rank attributes in line with `counted` (the item as
+    read, its shards merged: `codec.agents.merged`), `now`."""
+    record: Agent = agent_from_item(counted)
     values = rank_values(record, qualification, now)
     text = search_text(record)
     fields: dict[str, Any] = {"lbpk": shard(agent) if text is not None else None,
-                              "lb_text": text}
+                              "lb_text": text, "ranked_at": iso(now), RANKED: snapshot(counted)}
     fields |= {f"lb_{sort}": dynamo_rank_key(value) for sort, value in values.items()}
+    fields |= {f"lb_{sort}": None for sort in SORTS if sort not in values}
     clauses, expected = [], {}
     for i, name in enumerate(RANK_INPUTS):
         if item.get(name) is None:
@@ -70,9 +94,18 @@ def rank_update(agent: AgentKeys, item: dict[str, Any], qualification: Qualifica
             clauses.append(f"#{name} = :in{i}")
             expected[f":in{i}"] = item[name]
     return Update(agent.key(META), set={k: v for k, v in fields.items() if v is not None},
-                  remove=[k for k, v in fields.items() if v is None],
+                  remove=[k for k, v in fields.items() if v is None and k in item],
                   condition=" AND ".join(["attribute_exists(#pk)", *clauses]),
                   condition_values=expected)
+
+
+def _rank_due(item: dict[str, Any], update: Update, now: datetime) -> bool:
+    """Whether a batch's or an eval's refresh writes: `RANK_EVERY` since the last, or the agent
+    enters or leaves a ranking (or the listing)."""
+    if not item.get("ranked_at") or item["ranked_at"] <= iso(now - RANK_EVERY):
+        return True
+    ranked = {name for name in item if name == "lbpk" or name.startswith("lb_")}
+    return ranked != {name for name in update.set if name == "lbpk" or name.startswith("lb_")}
 
 
 class DynamoLeaderboard:
@@ -84,18 +117,34 @@ class DynamoLeaderboard:
         self.qualification = qualification
 
     def refresh(self, ref: AgentRef) -> None:
+        """Rank the agent now, as it is (after a change of its settings)."""
         agent = AgentKeys(ref.login, ref.slug)
         for _ in range(MAX_ATTEMPTS):
-            item = self.table.get(agent.key(META))
+            item, shards = read_agent(self.table, agent)
             if item is None:
                 return
             try:
-                self.table.update(rank_update(agent, item, self.qualification, self.table.clock.now()))
+                self.table.update(rank_update(agent, item, merged(item, shards),
+                                              self.qualification, self.table.clock.now()))
                 return
             except ConditionFailed:
                 continue  # changed since the read: rank what it is now
         # Still contended after every attempt: each of the writers racing here refreshes
         # after its own write, and the last of them will find the item quiet.
+
+    def refresh_if_due(self, ref: AgentRef, item: dict[str, Any] | None,
+                       shards: list[dict[str, Any]]) -> None:
+        """After a batch or an eval: rank the agent from `item` and `shards` as its writer read
+        them (and its own write, as a shard more), if due (`_rank_due`). A lost race (another
+        refresh, a change of settings) is left to the winner."""
+        if item is None:
+            return
+        now = self.table.clock.now()
+        update = rank_update(AgentKeys(ref.login, ref.slug), item, merged(item, shards),
+                             self.qualification, now)
+        if _rank_due(item, update, now):
+            with contextlib.suppress(ConditionFailed):
+                self.table.update(update)
 
     def leaderboard(self, sort: str, *, query: str | None = None, offset: int = 0,
                     limit: int = 25) -> list[Agent]:
@@ -119,14 +168,32 @@ class DynamoLeaderboard:
             if len(part) == best and part[-1][name] == last:  # more of the tie may follow
                 candidates |= {e["pk"]: e for e in self._ranked(sort, partition, query, best,
                                                                  equal=last)}
-        keys = [to_item({"pk": e["pk"], "sk": e["sk"]}) for e in candidates.values()]
-        agents = [agent_from_item(item)
-                  for item in self.table.get_all(keys, consistent=False)]
-        key_of = {e["pk"]: e[name] for e in candidates.values()}
+        agents = self._whole([AgentKeys(*e["pk"][len("AGENT#"):].split("#", 1))
+                              for e in candidates.values()])
+        now = self.table.clock.now()
+
+        def key_of(agent: Agent) -> Any:
+            value = rank_values(agent, self.qualification, now).get(sort)
+            return key_of_entry[AgentKeys(agent.login, agent.slug).pk] if value is None \
+                else dynamo_rank_key(value)
+
+        key_of_entry = {e["pk"]: e[name] for e in candidates.values()}
         agents.sort(key=lambda a: (a.login, a.slug))
         agents.sort(key=lambda a: a.stats.runs, reverse=True)
-        agents.sort(key=lambda a: key_of[AgentKeys(a.login, a.slug).pk], reverse=descending)
+        agents.sort(key=key_of, reverse=descending)
         return agents[offset - ahead:best - ahead]
+
+    def _whole(self, agents: list[AgentKeys]) -> list[Agent]:
+        """The agents of a page, each `META` and its counter shards merged: one Query each
+        (eventually consistent, as the index), side by side."""
+        def one(agent: AgentKeys) -> Agent | None:
+            item, shards = read_agent(self.table, agent, consistent=False)
+            return None if item is None else agent_from_item(merged(item, shards))
+
+        if not agents:
+            return []
+        with ThreadPoolExecutor(max_workers=min(8, len(agents))) as pool:
+            return [a for a in pool.map(one, agents) if a is not None]
 
     def _ranked(self, sort: str, partition: str, query: str | None, best: int,
                 equal: Any = None) -> Iterator[dict[str, Any]]:
