@@ -487,6 +487,9 @@ class IngestOutcome:
     duplicates: int
     finished: list[tuple[str, bool]] = field(default_factory=list)
     """(task_id, is_root) of each task this batch finished, for evals and live pushes."""
+    agent: Agent | None = None
+    """The agent as the batch found it, where the store read it anyway (DynamoDB): its
+    settings decide which finished runs are judged (None: ask the store)."""
 
 
 @dataclass

@@ -96,7 +96,7 @@ def queue_evals(ports: IngestPorts, ref: AgentRef, outcome: IngestOutcome) -> No
     if not task_ids:
         return
     try:
-        agent = ports.store.agents.get_agent(ref)
+        agent = outcome.agent or ports.store.agents.get_agent(ref)
         if agent is None:
             return
         now = iso(ports.clock.now())

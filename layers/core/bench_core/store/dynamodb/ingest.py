@@ -94,7 +94,7 @@ from ...domain.models import (
 )
 from ...domain.runs import Reassign, parent_ids
 from ...ports.store import decode_cursor, encode_cursor
-from .agents import counting_user, raise_unless_agent_exists
+from .agents import counting_user, live_agent, raise_unless_agent_exists
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
 from .codec.agents import (
     COUNTERS,
@@ -187,7 +187,7 @@ class DynamoIngest:
         elif accepted:
             self.ranks.refresh_if_due(ref, item, [*shards, *write.added])
         return IngestOutcome(accepted=accepted, duplicates=len(events) - accepted,
-                             finished=write.finished)
+                             finished=write.finished, agent=live_agent(item, now, shards))
 
     def _agent(self, agent: AgentKeys, meta: AgentMeta, now: str
                ) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
