@@ -107,3 +107,21 @@ def test_an_agent_counted_before_the_shards_keeps_its_counts_as_their_base() -> 
         assert stats.eval_judge == "judge-0" and stats.last_event_at > ts(-1_000)
         (today,) = [d for d in store.ingest.daily(REF, day) if d["day"] == day]
         assert (today["runs"], today["failures"]) == (3 + RUNS, 1)
+
+
+def test_the_owners_listing_shows_the_numbers_the_profile_shows_after_the_last_batch() -> None:
+    """Batches closer together than the rank refresh leave the ranked snapshot behind; the
+    owner's listing reads the counters themselves, as the profile does."""
+    from datetime import UTC, datetime
+
+    from bench_core.clock import FixedClock
+
+    with dynamo_store(clock=FixedClock(datetime(2026, 3, 1, 12, tzinfo=UTC))) as store:
+        for n in range(3):  # the clock stands still: only the first batch may re-rank
+            store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug),
+                                clean([e for i in range(RUNS) for e in task_events(f"b{n}-{i}")]))
+        profile = store.agents.get_agent(REF)
+        (listed,) = store.agents.list_agents(REF.login)
+        assert profile is not None and profile.stats.runs == 3 * RUNS
+        assert listed.stats.runs == profile.stats.runs
+        assert listed.stats.last_event_at == profile.stats.last_event_at

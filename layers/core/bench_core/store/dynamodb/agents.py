@@ -106,8 +106,10 @@ class DynamoAgents:
         return live_agent(item, iso(self.table.clock.now()), shards)
 
     def list_agents(self, login: str) -> list[Agent]:
-        items = self.table.query(f"OWNER#{login}", index="gsi1")
-        return [agent_from_item(listed_item(item)) for item in items]
+        """The owner's agents (`gsi1`), each read whole: a listing's numbers are the profile's,
+        not the snapshot the agent was last ranked from (which a quiet agent keeps)."""
+        items = self.table.query(f"OWNER#{login}", index="gsi1", projection=("login", "slug"))
+        return self.ranks.whole([AgentKeys(item["login"], item["slug"]) for item in items])
 
     def update_agent(self, ref: AgentRef, changes: dict[str, Any]) -> Agent | None:
         unknown = set(changes) - SETTABLE

@@ -168,7 +168,7 @@ class DynamoLeaderboard:
             if len(part) == best and part[-1][name] == last:  # more of the tie may follow
                 candidates |= {e["pk"]: e for e in self._ranked(sort, partition, query, best,
                                                                  equal=last)}
-        agents = self._whole([AgentKeys(*e["pk"][len("AGENT#"):].split("#", 1))
+        agents = self.whole([AgentKeys(*e["pk"][len("AGENT#"):].split("#", 1))
                               for e in candidates.values()])
         now = self.table.clock.now()
 
@@ -183,8 +183,8 @@ class DynamoLeaderboard:
         agents.sort(key=key_of, reverse=descending)
         return agents[offset - ahead:best - ahead]
 
-    def _whole(self, agents: list[AgentKeys]) -> list[Agent]:
-        """The agents of a page, each `META` and its counter shards merged: one Query each
+    def whole(self, agents: list[AgentKeys]) -> list[Agent]:
+        """The agents of a page (or a listing), each `META` and its counter shards merged: one Query each
         (eventually consistent, as the index), side by side."""
         def one(agent: AgentKeys) -> Agent | None:
             item, shards = read_agent(self.table, agent, consistent=False)
