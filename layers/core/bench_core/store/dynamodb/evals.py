@@ -4,7 +4,9 @@
 Items (pk, sk; `AGENT` is `{login}#{slug}`):
 
 - the result:       on the task item: `eval` (JSON), `eval_status`, `eval_score`, `eval_version`
-- judge spend/day:  AGENT#{AGENT}, JDAY#{yyyy-mm-dd}      tokens, cost_usd
+- judge spend/day:  AGENT#{AGENT}, JDAY#{yyyy-mm-dd}#{n}  tokens, cost_usd (one of
+                    `codec.agents.DAY_SHARDS`, picked per write, summed on read; a day written
+                    before the shards is JDAY#{yyyy-mm-dd}, read with them)
 - low-scored run:   AGENT#{AGENT}, LOW#{sort_ts}#{task_id}  (cluster material besides failures)
 - insights:         AGENT#{AGENT}, INSIGHTS                body (JSON)
 - pending evals:    EVALQ#{shard}, {AGENT}#{name}          login, slug, task_ids, marked_at (+TTL)
@@ -35,7 +37,7 @@ from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
 from .client import MAX_ATTEMPTS, Table, pause
-from .codec.agents import JUDGES, counter_key, pick_shard
+from .codec.agents import DAY_SHARDS, JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
@@ -115,7 +117,7 @@ class DynamoEvals:
                 writes = [(known[task_id], results[task_id]) for task_id in chunk
                           if task_id in known and known[task_id].ended_at
                           and evals.replaces(results[task_id], known[task_id].eval)]
-                actions, added = self._result_actions(temporary(agent, owner), writes)
+                actions, added, due = self._result_actions(temporary(agent, owner), writes)
                 if last and queued:
                     actions.append({"Delete": {"TableName": self.table.name,
                                                "Key": pending_key(agent, list(queued))}})
@@ -126,6 +128,8 @@ class DynamoEvals:
                     for task_id in chunk:  # a task or the agent's judge label moved
                         known.pop(task_id, None)
                     continue
+                if due is not None:
+                    self.table.update(due)
                 recorded |= {task.task_id for task, _ in writes}
                 if any(_scored(result) or _scored(task.eval) for task, result in writes):
                     rescored = (owner, [*shards, added])
@@ -137,11 +141,14 @@ class DynamoEvals:
         return recorded
 
     def _result_actions(self, agent: AgentKeys, writes: list[tuple[TaskState, EvalResult]]
-                        ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                        ) -> tuple[list[dict[str, Any]], dict[str, Any], Update | None]:
         """The transaction of `writes` (each result on its task as read): the tasks, the
         agent's counters and judges (on one of its counter shards, `codec.agents`: no
-        condition, so no conflict with a batch's or another eval's), the days' judge spend and
-        the cluster markers; and what it adds to the shard."""
+        condition, so no conflict with a batch's or another eval's), the days' judge spend (a
+        day shard) and the low-score markers; what it adds to the counter shard; and the
+        agent's due mark for its failure clusters, written after the transaction: one item per
+        agent, which every eval of a failing agent would otherwise put in a transaction (a
+        mark lost to a crash in between waits for the agent's next failure)."""
         updates: list[Update] = []
         total: dict[str, float] = {}
         spend: dict[str, dict[str, float]] = {}
@@ -168,20 +175,21 @@ class DynamoEvals:
                 if evals.makes_cluster_due(task.status, result):
                     due_at = max(due_at, result.at)
         if not updates:
-            return [], {}
+            return [], {}, None
         on_agent = expiring(Update(counter_key(agent, pick_shard()),
                                    add={k: v for k, v in total.items() if v}), agent)
         if judges:
             on_agent.add[JUDGES] = judges
         if on_agent.add:
             updates.append(on_agent)
-        updates += [expiring(Update(agent.key(JDAY + day), add={
+        updates += [expiring(Update(agent.key(f"{JDAY}{day}#{pick_shard() % DAY_SHARDS}"), add={
             "tokens": int(spent["tokens"]), "cost_usd": number(spent["cost_usd"])}), agent)
             for day, spent in spend.items()]
-        if due_at:
-            updates.append(expiring(Update(due_key(agent), set={
-                "login": agent.login, "slug": agent.slug, "due_at": due_at}), agent))
-        return [*(self.table.update_action(u) for u in updates), *markers], dict(on_agent.add)
+        due = (expiring(Update(due_key(agent), set={
+            "login": agent.login, "slug": agent.slug, "due_at": due_at}), agent)
+            if due_at else None)
+        return ([*(self.table.update_action(u) for u in updates), *markers], dict(on_agent.add),
+                due)
 
     @staticmethod
     def _on_task(agent: AgentKeys, task: TaskState, result: EvalResult) -> Update:
@@ -208,10 +216,14 @@ class DynamoEvals:
         return []
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:
-        """Eventually consistent: the budget allows the slack of the judgements in flight
-        anyway (`domain.judge_budget`), and a second more is nothing to it."""
-        item = self.table.get(AgentKeys(ref.login, ref.slug).key(JDAY + day), consistent=False)
-        return float(item.get("cost_usd", 0)) if item else 0.0
+        """The day's shards, one Query, eventually consistent: the budget allows the slack of
+        the judgements in flight anyway (`domain.judge_budget`), and a second more is nothing
+        to it."""
+        params = self.table.query_params(AgentKeys(ref.login, ref.slug).pk,
+                                         "begins_with(#sk, :day)", day=JDAY + day)
+        params["ConsistentRead"] = False
+        return sum(float(item.get("cost_usd", 0)) for page in self.table.answers(params)
+                   for item in page["Items"])
 
     # ---- pending evals -----------------------------------------------------------------------
 
