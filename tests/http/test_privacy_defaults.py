@@ -165,3 +165,26 @@ def test_an_agent_created_by_a_benchmark_submission_hides_its_content(
     own = get(server, f"/api/benchmarks/runs/{run['run_id']}", key).json()
     assert all(a["output_hash"].startswith("sha256:") for a in own["attempts"])
     assert own["attempts"][0]["input"]["question"]
+
+
+def test_a_private_agents_runs_and_their_span_rows_stay_its_owners(
+        server_on_each_store: RunningServer) -> None:
+    """A run's spans are read from their rows (DynamoDB's `spans` index): neither the page,
+    its JSON nor the runs list shows a private agent's span to anyone but its owner."""
+    server = server_on_each_store
+    login = new_login()
+    owner_key, stranger_key = server.create_key(login), server.create_key(new_login())
+    events = task_events("root", name="plan-secret-root") + task_events(
+        "child", name="span-secret-child", parent="root")
+    assert post(server, batch("hush", events), owner_key).status_code == 200
+    patch(server, f"{login}/hush", owner_key, visibility="private")
+    paths = [f"/u/{login}/hush/runs/root?span=child", f"/api/agents/{login}/hush/runs/root",
+             f"/u/{login}/hush/runs", f"/api/agents/{login}/hush/runs"]
+    for path in paths:
+        assert get(server, path, owner_key).status_code == 200, path
+        for key in (None, stranger_key):
+            r = get(server, path, key)
+            assert r.status_code == 404, path
+            assert "span-secret-child" not in r.text and "plan-secret-root" not in r.text, path
+    owned = get(server, f"/api/agents/{login}/hush/runs/root", owner_key).json()
+    assert [s["name"] for s in owned["spans"]] == ["plan-secret-root", "span-secret-child"]
