@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent
+from bench_core.store.dynamodb.codec.keys import AgentKeys
 from bench_core.store.dynamodb.codec.tasks import PAGES_INLINE, SEEN_INLINE
 from bench_core.store.dynamodb.migration import MARKER, migrate
 from bench_core.store.dynamodb.store import DynamoStore
@@ -38,7 +39,7 @@ def store() -> Iterator[DynamoStore]:
 
 
 def task_item(store: DynamoStore, task_id: str = "t") -> dict[str, Any]:
-    key = {"pk": {"S": f"AGENT#{REF.login}#{REF.slug}"}, "sk": {"S": f"TASK#{task_id}"}}
+    key = AgentKeys(REF.login, REF.slug).key(f"TASK#{task_id}")
     item: dict[str, Any] = store.client.get_item(TableName=TABLE_NAME, Key=key)["Item"]
     return item
 

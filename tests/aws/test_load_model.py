@@ -1,10 +1,11 @@
 """The load model (`tests/perf/load_model.py`): its arithmetic on a known case, and, measured
 on moto at a small scale, that the units it tallies per key add up to what the meter counts
-and that the hot agent's hot spots come out of today's layout."""
+and that the hot agent's load comes out spread over its partitions, none over a limit."""
 
 from __future__ import annotations
 
 import pytest
+from bench_core.store.dynamodb.codec.keys import PARTITIONS
 
 from tests.perf.dynamodb_cost import Tally
 from tests.perf.load_model import (
@@ -21,6 +22,7 @@ from tests.perf.load_model import (
 )
 
 AGENT = ("P", "table", "AGENT#{owner}#{agent}")
+PARTITION = ("P", "table", "PART#{owner}#{agent}#{n}")
 OWNER = ("P", "gsi1", "OWNER#{owner}")
 SHARD = ("P", "table", "EVALQ#3")
 META = ("I", "AGENT#{owner}#{agent}", "META")
@@ -90,4 +92,8 @@ def test_measured_units_add_up_and_land_on_the_hot_agents_keys() -> None:
     assert all(h.wcu > WCU_LIMIT or h.rcu > RCU_LIMIT or h.tx > TX_HOT for h in flagged)
     hot = by_key(scenario(ops, Mix(), everyone=False))
     batches = Mix().hot_rates()["sdk batch"]
-    assert hot[(AGENT, "hot agent")].wcu >= ops["sdk batch"].units()[0] * batches / 2
+    # the batch's tasks and pages land on the agent's partitions, a share on each
+    spread = hot[(PARTITION, "hot agent")]
+    assert spread.wcu * PARTITIONS >= ops["sdk batch"].units()[0] * batches / 2
+    assert not spread.over and not hot[(AGENT, "hot agent")].over
+    assert not [h for h in scenario(ops, Mix(), everyone=True) if h.whose == "hot agent" and h.over]

@@ -338,9 +338,9 @@ def _queried_partition(params: dict[str, Any], pk_name: str) -> str:
 
 def item_kind(key: dict[str, Any]) -> str:
     """A short name for what an item is, from its key: the sort key's prefix in an agent's
-    partition, else the partition key's."""
+    partitions, else the partition key's."""
     pk, sk = key["pk"]["S"], key.get("sk", {}).get("S", "")
-    if pk.startswith("AGENT#"):
+    if pk.startswith(("AGENT#", "PART#")):
         return "agent " + sk.split("#", 1)[0]
     return pk.split("#", 1)[0]
 

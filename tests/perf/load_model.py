@@ -62,6 +62,7 @@ from bench_core.domain.keys import new_key  # noqa: E402
 from bench_core.domain.live import LiveConnection  # noqa: E402
 from bench_core.domain.models import AgentRef, KeyRecord, iso  # noqa: E402
 from bench_core.store.dynamodb.codec.agents import COUNTER_SHARDS, DAY_SHARDS  # noqa: E402
+from bench_core.store.dynamodb.codec.keys import PARTITIONS  # noqa: E402
 
 from tests.factories import batch as wire_batch  # noqa: E402
 from tests.factories import day_old  # noqa: E402
@@ -302,9 +303,11 @@ class Harness:
 
 
 SPREAD = ((re.compile(r"(META#C)\d+$"), COUNTER_SHARDS),
-          (re.compile(r"(DAY#\d{4}-\d\d-\d\d#)\d+$"), DAY_SHARDS))
-"""Items one of which an operation picks at random (an agent's counter and day shards): written
-as one template `{n}`, whose load is spread evenly over the shards."""
+          (re.compile(r"(DAY#\d{4}-\d\d-\d\d#)\d+$"), DAY_SHARDS),
+          (re.compile(r"^(PART#.*#)\d+$"), PARTITIONS))
+"""Items one of which an operation picks at random (an agent's counter and day shards), and
+partition keys one of which a hash of a task's or page's id picks (an agent's partitions,
+`codec.keys`): written as one template `{n}`, whose load is spread evenly over them."""
 SHARD = "{n}"
 RUN_ID = re.compile(r"(run[a-z]\d+x\d+|[0-9a-f]{16,})(-\d+)?")
 """What names one run or one request: the ids of the runs each repetition sends, OTLP's trace
@@ -456,9 +459,9 @@ def scope(key: tuple[str, ...]) -> str:
 
 def shards(key: tuple[str, ...]) -> int:
     """Over how many items a key template's load spreads (`SPREAD`)."""
-    if key[0] != "I" or not key[-1].endswith(SHARD):
+    if not key[-1].endswith(SHARD):  # a partition key (P) or an item's sort key (I)
         return 1
-    return COUNTER_SHARDS if key[-1].startswith("META#C") else DAY_SHARDS
+    return next(n for pattern, n in SPREAD if pattern.search(key[-1].replace(SHARD, "0")))
 
 
 def per_op(op: Operation, agent: int | None, key: tuple[str, ...]) -> Tally:

@@ -139,13 +139,31 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     upgraded.close()
 
 
+def where_it_was(store: Any, sk: str) -> dict[str, Any]:
+    """Agent-1's item `sk` (as DynamoDB sends it) moved where Bench kept it before an agent's
+    tasks and events were spread over partitions (`codec.keys`): under the agent's own key, the
+    table's migration marked as not through that step yet (`layout.py`), as a deployment of the
+    code that spreads them finds an older table."""
+    from bench_core.store.dynamodb.layout import MARKER, SPREAD, Layout
+
+    keys, table = AgentKeys("alice", "agent-1"), store.table_name
+    home = keys.key(sk)
+    item = store.client.get_item(TableName=table, Key=home).get("Item")
+    if item is not None:
+        store.client.delete_item(TableName=table, Key=home)
+        item["pk"] = {"S": keys.pk}
+        store.client.put_item(TableName=table, Item=item)
+    store.client.put_item(TableName=table, Item={**MARKER, "done": {"N": str(SPREAD - 1)}})
+    store.table.layout = Layout()
+    return item or store.client.get_item(TableName=table, Key={**home, "pk": {"S": keys.pk}})["Item"]
+
+
 def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str, Any]:
     """Rewrite a stored task item as Bench wrote them before a task's fields were two JSON
     texts (`codec.tasks.task_fields`): one attribute per field, JSON values as JSON text, its child
     cost and evidence in numbers; and `before_runs`, also as before runs existed (no run id,
     run index keys or logs)."""
-    key = {"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}}
-    item = store.client.get_item(TableName=store.table_name, Key=key)["Item"]
+    item = where_it_was(store, f"TASK#{task}")
     fields = {**json.loads(item.pop("task")["S"]),
               **json.loads(item.pop("content", {"S": "{}"})["S"])}
     numbers = {"child_cost_usd": fields.pop("child_cost_usd", None),
@@ -165,8 +183,7 @@ def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str,
 def runs_layout(store: Any, task: str) -> dict[str, Any]:
     """Rewrite a stored span's item as Bench wrote them before the `spans` index: in the `runs`
     index (ALL), under `gsi3pk`/`gsi3sk`, without a row."""
-    key = {"pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}}
-    item = store.client.get_item(TableName=store.table_name, Key=key)["Item"]
+    item = where_it_was(store, f"TASK#{task}")
     item |= {"gsi3pk": item.pop("spk"), "gsi3sk": item.pop("ssk")}
     del item["row"]
     store.client.put_item(TableName=store.table_name, Item=item)
@@ -394,13 +411,14 @@ def test_dynamodb_reads_a_task_the_late_parents_move_missed_and_the_migration_mo
         assert run_of(store, "root") == {"root": None, "middle": "root", "leaf": "middle"}
         client, table = store.client, store.table_name
 
+        keys = AgentKeys("alice", "agent-1")
+
         def item(task: str) -> dict:
-            return client.get_item(TableName=table, Key={
-                "pk": {"S": "AGENT#alice#agent-1"}, "sk": {"S": f"TASK#{task}"}})["Item"]
+            return client.get_item(TableName=table, Key=keys.key(f"TASK#{task}"))["Item"]
 
         def straggle(task: str) -> None:
             client.put_item(TableName=table, Item={
-                **item("leaf"), "sk": {"S": f"TASK#{task}"}, "run_id": {"S": "middle"},
+                **item("leaf"), **keys.key(f"TASK#{task}"), "run_id": {"S": "middle"},
                 "spk": {"S": "RUN#alice#agent-1#middle"},
                 "ssk": {"S": item("leaf")["ssk"]["S"].replace("leaf", task)}})
 
@@ -416,8 +434,7 @@ def test_dynamodb_reads_a_task_the_late_parents_move_missed_and_the_migration_mo
         assert item("late")["spk"]["S"] == "RUN#alice#agent-1#root"
         assert run_of(store, "root")["late"] == "middle"  # from the run's own Query now
         assert "moved_at" in item("middle")  # recently moved: stragglers may still come
-        client.update_item(TableName=table, Key={"pk": {"S": "AGENT#alice#agent-1"},
-                                                 "sk": {"S": "TASK#middle"}},
+        client.update_item(TableName=table, Key=keys.key("TASK#middle"),
                            UpdateExpression="SET moved_at = :old",
                            ExpressionAttributeValues={":old": {"S": "2026-01-01T00:00:00.000Z"}})
         straggle("later")

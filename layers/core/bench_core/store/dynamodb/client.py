@@ -18,7 +18,9 @@ from botocore.exceptions import ClientError
 from ...clock import SYSTEM_CLOCK, Clock
 from ...domain.errors import TooManyRequests
 from . import wire
+from .codec.keys import legacy_key
 from .codec.values import Update, plain, to_item
+from .layout import Layout
 from .table import TASK_INDEXES
 
 MAX_ATTEMPTS = 8
@@ -55,7 +57,9 @@ def busy() -> TooManyRequests:
 
 
 class Table:
-    """One DynamoDB table and its (lazily made, thread-safe) low-level boto3 client."""
+    """One DynamoDB table and its (lazily made, thread-safe) low-level boto3 client. While the
+    table's migration may still have items to move (`layout.py`), a read by key that misses an
+    agent's task, chunk, page or claim where it now lives looks where older code put it."""
 
     def __init__(self, name: str, client: Any = None, clock: Clock = SYSTEM_CLOCK) -> None:
         """`client`: a boto3 DynamoDB client; by default one is made on first use, for the
@@ -66,6 +70,7 @@ class Table:
         self._client = client
         self._owns_client = client is None
         self._client_lock = threading.Lock()
+        self.layout = Layout()
         if client is not None:
             wire.install(client)
 
@@ -95,7 +100,14 @@ class Table:
     def get(self, key: dict[str, Any], *, consistent: bool = True) -> dict[str, Any] | None:
         """One item (strongly consistent unless told: half the read units)."""
         item = self._read("GetItem", TableName=self.name, Key=key, ConsistentRead=consistent)
+        if not item.get("Item") and (old := self._legacy(key)) is not None:
+            item = self._read("GetItem", TableName=self.name, Key=old, ConsistentRead=consistent)
         return item.get("Item") or None
+
+    def _legacy(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        """Where an older layout kept the item of `key`, while it may still be there."""
+        old = legacy_key(key)
+        return old if old is not None and self.layout.moving(self) else None
 
     def update(self, update: Update, returns: str = "NONE") -> dict[str, Any]:
         """One UpdateItem; `ConditionFailed` if its condition does not hold. A plain write to
@@ -133,6 +145,9 @@ class Table:
         return True
 
     def put_if_absent(self, item: dict[str, Any]) -> bool:
+        old = self._legacy({"pk": item["pk"], "sk": item["sk"]})
+        if old is not None and self.get(old) is not None:
+            return False
         return self.put(item, "attribute_not_exists(pk)")
 
     def delete(self, key: dict[str, Any], condition: str | None = None,
@@ -187,7 +202,17 @@ class Table:
                 pause(attempt)
             else:
                 raise busy()
+        if any(legacy_key(key) is not None for key in keys) and self.layout.moving(self):
+            return found + self._moved_out(keys, found, consistent, projection)
         return found
+
+    def _moved_out(self, keys: list[dict[str, Any]], found: list[dict[str, Any]],
+                   consistent: bool, projection: Iterable[str]) -> list[dict[str, Any]]:
+        """What an older layout kept of the `keys` not `found`."""
+        have = {(item["pk"], item["sk"]) for item in found}
+        old = [legacy for key in keys if (plain(key)["pk"], plain(key)["sk"]) not in have
+               and (legacy := legacy_key(key)) is not None]
+        return self.batch_get(old, consistent=consistent, projection=projection) if old else []
 
     def get_all(self, keys: list[dict[str, Any]], *, consistent: bool = True,
                 projection: Iterable[str] = ()) -> list[dict[str, Any]]:
@@ -200,8 +225,9 @@ class Table:
             projection = {"pk": None, "sk": None, **dict.fromkeys(projection)}
         found = {key_of(item): item for item in self.batch_get(keys, consistent=consistent,
                                                                projection=projection)}
-        wanted = [key_of(plain(key)) for key in keys]
-        return [found[key] for key in wanted if key in found]
+        wanted = [(key_of(plain(key)), key_of(plain(legacy_key(key) or key))) for key in keys]
+        return [found.get(key) or found[old] for key, old in wanted
+                if key in found or old in found]
 
     def write_all(self, items: list[dict[str, Any]]) -> None:
         """Put every item (unconditionally), 25 per BatchWriteItem."""

@@ -42,6 +42,7 @@ from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
 from .leaderboard import DynamoLeaderboard, read_agent
+from .rehome import at_home
 
 SHARDS = 8
 JDAY = "JDAY#"
@@ -107,8 +108,8 @@ class DynamoEvals:
                 if attempt:
                     pause(attempt - 1)
                 missing = [task_id for task_id in chunk if task_id not in known]
-                known |= {task.task_id: task for task in map(task_from_item, self.table.batch_get(
-                    [agent.key(TASK + task_id) for task_id in missing]))}
+                known |= {task.task_id: task for task in map(task_from_item, at_home(
+                    self.table, self.table.batch_get([agent.key(TASK + t) for t in missing])))}
                 # the agent (its expiry) with its counter shards, to rank it after: a moment
                 # old is as good, until a retry
                 owner, shards = read_agent(self.table, agent, consistent=attempt > 0)
@@ -198,6 +199,7 @@ class DynamoEvals:
                          set={"eval": dumps(result.to_dict()), "eval_status": result.status},
                          add={"eval_version": 1},
                          condition=("#eval_version = :seen" if version else
+                                    "attribute_exists(#pk) AND "
                                     "attribute_not_exists(#eval_version)"),
                          condition_values={":seen": version} if version else {})
         set_or_remove(on_task, {"eval_score": result.score})

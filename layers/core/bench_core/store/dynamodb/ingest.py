@@ -2,19 +2,21 @@
 and their reads (the meaning of a batch is `bench_core.domain.folding`; SQLite's adapter makes
 the same writes atomic with one lock).
 
-Items (pk, sk [index keys]; `A` is `{login}#{slug}`):
+Items (pk, sk [index keys]; `A` is `{login}#{slug}`, `P` one of the agent's partitions
+`PART#{A}#{n}`, picked by a hash of the task's id, the page's key or the event's id:
+`codec.keys`, which says why):
 
-- task:           AGENT#{A}, TASK#{task_id}  [tasks: TASKS#{A}#{L}, {sort_ts}#{task_id}]
+- task:           P, TASK#{task_id}  [tasks: TASKS#{A}#{L}, {sort_ts}#{task_id}]
                   [tstatus: TSTATUS#{A}#{L}#{status}, {sort_ts}#{task_id}]
                   where `L` is ROOT for a root task, else P#{parent_task_id}; `task` and
                   `content` hold its folded fields as JSON (`codec.tasks.task_fields`);
                   `seen` holds a `codec.tasks.digest` of its newest events, `pages` the pages
                   they are on (`codec.tasks.TaskLedger`)
-- task chunks:    AGENT#{A}, TASKX#{task_id}#S{n} and #P{n}: the older digests and page keys,
+- task chunks:    P, TASKX#{task_id}#S{n} and #P{n}: the older digests and page keys,
                   sealed, so a task item stays a few KB whatever its history
-- event page:     AGENT#{A}, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
-- event claim:    AGENT#{A}, EV#{event_id}   (an event of no task, claimed by its id)
-- day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}
+- event page:     P, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
+- event claim:    P, EV#{event_id}   (an event of no task, claimed by its id)
+- day counters:   AGENT#{A}, DAY#{yyyy-mm-dd}#{n}
 
 The agent's counters (`runs`, `successes`, `failures`, `cost_usd_total`, `dropped_events`),
 its latency histogram (one number per bucket, `h0`..`h89`), its newest runs and its event
@@ -126,6 +128,7 @@ from .codec.tasks import (
 )
 from .codec.values import Update, to_item
 from .leaderboard import DynamoLeaderboard, read_agent
+from .rehome import at_home
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
@@ -217,9 +220,9 @@ class DynamoIngest:
 
         def new(event: CleanEvent) -> bool:
             expires = event_expiry(agent, event.ts, self.retention_days)
-            item = {"pk": agent.pk, "sk": EVENT + event.id}
-            return self.table.put_if_absent(to_item(
-                item if expires is None else {**item, "expires_at": expires}))
+            item = agent.key(EVENT + event.id)
+            return self.table.put_if_absent(
+                item if expires is None else {**item, **to_item({"expires_at": expires})})
 
         with ThreadPoolExecutor(max_workers=min(8, len(events))) as pool:
             return [e for e, fresh in zip(events, pool.map(new, events), strict=True) if fresh]
@@ -243,8 +246,10 @@ class DynamoIngest:
                    ) -> tuple[dict[str, TaskState], dict[str, set[bytes]], dict[str, TaskLedger]]:
         """The stored tasks (strongly consistent), the digests of every event each folded (its
         own and its chunks': one more BatchGetItem, only for a task with a long history) and
-        what each item records of its events itself."""
-        items = self.table.batch_get([agent.key(TASK + task_id) for task_id in task_ids])
+        what each item records of its events itself. A task an older layout left where it was
+        is moved first (`rehome.py`), as every write goes where it now lives."""
+        items = at_home(self.table,
+                        self.table.batch_get([agent.key(TASK + task_id) for task_id in task_ids]))
         states = {item["sk"][len(TASK):]: task_from_item(item) for item in items}
         ledgers = {item["sk"][len(TASK):]: task_ledger(item) for item in items}
         seen = {task_id: set(ledger.seen) for task_id, ledger in ledgers.items()}
@@ -262,9 +267,7 @@ class DynamoIngest:
         if limit <= 0:
             return []
         kept: dict[str, StoredEvent] = {}
-        pages = self.table.query(AgentKeys(ref.login, ref.slug).pk, "begins_with(#sk, :prefix)",
-                                 forward=False, page=4, prefix=PAGE)
-        for item in pages:
+        for item in self._pages_newest_first(AgentKeys(ref.login, ref.slug)):
             if len(kept) >= limit:
                 kth = heapq.nlargest(limit, kept.values(), key=lambda e: e.order)[-1]
                 if kth.ts > page_max_ts(item["sk"]):
@@ -272,6 +275,16 @@ class DynamoIngest:
             _keep_first(kept, page_events(item))
         newest = heapq.nlargest(limit, kept.values(), key=lambda e: e.order)
         return [e.body for e in newest]
+
+    def _pages_newest_first(self, agent: AgentKeys) -> Iterator[dict[str, Any]]:
+        """The agent's pages, newest first across its partitions (and where an older layout
+        kept them, while they may still be there): a Query of each, merged as they are read."""
+        partitions = agent.partitions()
+        if self.table.layout.moving(self.table):
+            partitions.append(agent.pk)
+        queries = [self.table.query(pk, "begins_with(#sk, :prefix)", forward=False, page=4,
+                                    prefix=PAGE) for pk in partitions]
+        return heapq.merge(*queries, key=lambda item: item["sk"], reverse=True)
 
     def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
         return read_task_events(self.table, AgentKeys(ref.login, ref.slug), task_id)

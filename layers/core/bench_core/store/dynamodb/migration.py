@@ -15,7 +15,11 @@ What it puts right, each counted in its `MigrationReport`:
   (`codec.tasks.TaskLedger`; they grew with every batch, up to DynamoDB's 400 KB), their
   older ones moved into chunks;
 - `moved`: tasks a move of their run missed (`ingest.move_runs`; reads see them for
-  `runs.SETTLED` only), moved; the marks of moves older than that removed.
+  `runs.SETTLED` only), moved; the marks of moves older than that removed;
+- `spread` (version 4): an agent's tasks, chunks, pages and claims moved from its own
+  partition key to the partitions `codec.keys` spreads them over (`rehome.move_home`); until
+  a pass has got through, reads look in both places and writes move a task first
+  (`layout.py`), and each task is moved before the steps above look at it.
 
 It is a paged Scan of the table, eventually consistent: every write is conditional on the
 version it read, and one whose condition fails reads the item again, so it is safe while
@@ -47,18 +51,14 @@ from botocore.exceptions import ClientError
 from ...domain.models import TaskState, iso
 from ...domain.runs import MAX_ANCESTRY
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, code
-from .codec.keys import TASK, AgentKeys
+from .codec.keys import PART, TASK, AgentKeys
 from .codec.tasks import TASK_FIELDS, spill, task_from_item, task_ledger, task_rewrite
-from .codec.values import Update, to_item
+from .codec.values import Update
 from .ingest import move_task, run_members, started_task
+from .layout import MARKER, VERSION
+from .rehome import at_home, is_legacy
 from .runs import SETTLED, stored_logs, unmigrated_run
 
-VERSION = 3
-"""The layout this code writes, as far as a migration is concerned: raised with each new step
-(2: task items chunked; 3: spans move from the `runs` index to `spans`)."""
-MARKER = to_item({"pk": "MIGRATION", "sk": "META"})
-"""Where the table's migration is: `done` (the last `VERSION` a pass got through), and while a
-pass of `version` is under way, `resume` (the key to scan on from, as JSON)."""
 _METER: ContextVar[MigrationReport | None] = ContextVar("bench_dynamodb_migration", default=None)
 _READS = {"GetItem", "Query", "Scan", "BatchGetItem"}
 
@@ -75,6 +75,7 @@ class MigrationReport:
     tasks: int = 0
     chunked: int = 0
     moved: int = 0
+    spread: int = 0
     read_units: float = 0.0
     write_units: float = 0.0
 
@@ -113,6 +114,7 @@ def _record(table: Table, last: dict[str, Any] | None) -> None:
     if last is None:
         update.set["done"] = VERSION
         update.remove.append("resume")
+        table.layout.settle()
     else:
         update.set["resume"] = json.dumps(last)
     table.update(update)
@@ -128,12 +130,17 @@ class _Pass:
         self.written: set[tuple[str, str]] = set()
 
     def item(self, item: dict[str, Any]) -> None:
-        if not item["pk"].startswith("AGENT#") or not item["sk"].startswith(TASK):
+        if is_legacy(item):
+            moved = at_home(self.table, [item])
+            self.report.spread += 1
+            if not moved:
+                return
+            item = moved[0]
+        if not item["pk"].startswith(PART) or not item["sk"].startswith(TASK):
             return
         if (item["pk"], item["sk"]) in self.written:
             return
-        login, slug = item["pk"][len("AGENT#"):].split("#", 1)
-        agent = AgentKeys(login, slug)
+        agent = _agent_of(item["pk"])
         task = task_from_item(item)
         if "moved_at" in item:
             self._settle(agent, agent.key(item["sk"]))
@@ -157,7 +164,7 @@ class _Pass:
     def _run(self, agent: AgentKeys, root: TaskState) -> None:
         """Store the run of `root` as reads take it (`runs.unmigrated_run`), root last: until
         then its reads walk the tree, so a pass stopped midway leaves it read as before."""
-        if (agent.pk, TASK + root.task_id) in self.written:
+        if (agent.pk_of(TASK + root.task_id), TASK + root.task_id) in self.written:
             return
         tree = unmigrated_run(self.table, agent, root)
         if root.run_id is None:
@@ -178,6 +185,9 @@ class _Pass:
                 item = self.table.get(agent.key(TASK + task.task_id))
                 if item is None:
                     return
+                if is_legacy(item):  # not moved yet (a task of the run this one is part of)
+                    at_home(self.table, [item])
+                    continue
                 task = task_from_item(item)
                 if task.run_id is None:  # as it was, but for what the batch added
                     task.logs = stored_logs(self.table, agent, task.task_id)
@@ -185,7 +195,7 @@ class _Pass:
                 elif not _old_layout(item):  # the batch rewrote it
                     return
                 continue
-            self.written.add((agent.pk, TASK + task.task_id))
+            self.written.add((agent.pk_of(TASK + task.task_id), TASK + task.task_id))
             self.report.tasks += 1
             return
         raise RuntimeError(f"task {agent.name}/{task.task_id} kept changing: migrate again")
@@ -230,6 +240,12 @@ class _Pass:
             with contextlib.suppress(ConditionFailed):  # moved again since: the next pass looks
                 self.table.update(Update(key, remove=["moved_at"], condition="#moved_at = :seen",
                                          condition_values={":seen": holder["moved_at"]}))
+
+
+def _agent_of(pk: str) -> AgentKeys:
+    """The agent of one of its partitions (`codec.keys`)."""
+    login, slug = pk[len(PART):].rsplit("#", 1)[0].split("#", 1)
+    return AgentKeys(login, slug)
 
 
 def _old_layout(item: dict[str, Any]) -> bool:

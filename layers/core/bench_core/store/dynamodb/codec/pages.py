@@ -24,10 +24,10 @@ def event_expiry(agent: AgentKeys, ts: str, retention_days: int) -> int | None:
 def page_item(agent: AgentKeys, sk: str, entries: list[str], expires_at: int | None
               ) -> dict[str, Any]:
     """Events stored together: `entries` are `page_entry` JSON texts."""
-    attrs: dict[str, Any] = {"pk": agent.pk, "sk": sk, "events": "[" + ",".join(entries) + "]"}
+    attrs: dict[str, Any] = {"events": "[" + ",".join(entries) + "]"}
     if expires_at is not None:
         attrs["expires_at"] = expires_at
-    return to_item(attrs)
+    return {**agent.key(sk), **to_item(attrs)}
 
 
 def page_entry(event: CleanEvent, body: str, seq: int) -> str:

@@ -16,7 +16,7 @@ from pydantic_core import from_json
 
 from ....domain.field_limits import dumps
 from ....domain.models import TASK_CONTENT, USAGE_FIELDS, EvalResult, TaskState, Usage, add_usage, from_fields
-from .keys import TASK, TASK_OVERFLOW, AgentKeys, expiring, expiry, task_sort_key
+from .keys import CHUNK_SUFFIX, TASK, TASK_OVERFLOW, AgentKeys, expiring, expiry, task_sort_key
 from .spans import span_keys
 from .values import Update, number, set_or_remove, to_item
 
@@ -287,8 +287,8 @@ def spill(agent: AgentKeys, task_id: str, version: int, ledger: TaskLedger, *, s
         while wanted and values and len(items) < most:
             part, values = values[:size], values[size:]
             n = getattr(after, counter)
-            items.append(to_item({"pk": agent.pk, "sk": _chunk_sk(task_id, kind, n),
-                                  name: set(part), **expiry(agent)}))
+            items.append({**agent.key(_chunk_sk(task_id, kind, n)),
+                          **to_item({name: set(part), **expiry(agent)})})
             setattr(after, counter, n + 1)
             getattr(after, name).difference_update(part)
         if wanted:
@@ -309,4 +309,4 @@ def _counted(attr: str, value: str, n: int) -> str:
 
 def chunk_task_id(sk: str) -> str:
     """The task whose chunk has sort key `sk` (`_chunk_sk`)."""
-    return sk[len(TASK_OVERFLOW):-8]
+    return sk[len(TASK_OVERFLOW):-CHUNK_SUFFIX]

@@ -1,0 +1,60 @@
+"""Where the table's layout stands, for the reads and writes of items a newer layout moved.
+
+The table's migration (`migration.py`) records on `MARKER` the last layout `VERSION` a pass of
+it got through. Until one has got through version 4, an agent's tasks, chunks, pages and claims
+may still be under the agent's own partition key, where older code put them, instead of the
+partition `codec.keys` now gives them. While that may be so, a read that misses such an item
+where it now lives looks where it was (`client.Table`), and a write of a task moves it first
+(`rehome.py`), so nothing is read or written twice. Once the migration is through, a process
+learns so within `RECHECK_SECONDS`; from then on a miss is a miss.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from .codec.values import to_item
+
+if TYPE_CHECKING:
+    from .client import Table
+
+VERSION = 4
+"""The layout this code writes, as far as a migration is concerned: raised with each new step
+(2: task items chunked; 3: spans move from the `runs` index to `spans`; 4: tasks and events
+spread over the agent's partitions)."""
+SPREAD = 4
+"""The version from which nothing is left under an agent's own partition key but its own."""
+MARKER = to_item({"pk": "MIGRATION", "sk": "META"})
+"""Where the table's migration is: `done` (the last `VERSION` a pass got through), and while a
+pass of `version` is under way, `resume` (the key to scan on from, as JSON). A table without it
+is new: nothing in it was written by older code."""
+RECHECK_SECONDS = 60.0
+
+
+class Layout:
+    """Whether items may still be where an older layout put them: read from `MARKER` on the
+    first miss, again at most every `RECHECK_SECONDS` while they may, never again once the
+    migration is through."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._settled = False
+        self._moving = False
+        self._checked = float("-inf")
+
+    def settle(self) -> None:
+        """The migration got through: nothing is left where older code put it."""
+        self._settled = True
+
+    def moving(self, table: Table) -> bool:
+        if self._settled:
+            return False
+        with self._lock:
+            if time.monotonic() - self._checked >= RECHECK_SECONDS:
+                marker = table.get(MARKER)
+                self._moving = marker is not None and int(marker.get("done", 0)) < SPREAD
+                self._settled = not self._moving
+                self._checked = time.monotonic()
+            return self._moving
