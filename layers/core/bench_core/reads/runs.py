@@ -201,7 +201,7 @@ def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
     counts = counted(run.read) if run.counts is None else run.counts
     return {"run_id": root.task_id, "agent": agent.ref.path, "name": root.name,
             "status": root.status, "started_at": root.started_at, "ended_at": root.ended_at,
-            "duration_ms": root.duration_ms, "cost_usd": root.cost_usd,
+            "duration_ms": root.duration_ms, "cost_usd": root.cost_usd, **root.cost_headline(),
             "evidence": evidence, "eval": verdict,
             "unscored_because": unscored_because(root.status, verdict), "cluster": run.cluster,
             "span_count": counts.spans + 1,
@@ -354,7 +354,7 @@ def run_summary(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]
     view = task_view(task, agent, viewer)
     return {"run_id": task.task_id, "name": task.name, "status": task.status,
             "started_at": task.started_at, "duration_ms": task.duration_ms,
-            "cost_usd": task.cost_usd, "eval": view["eval"],
+            "cost_usd": task.cost_usd, **task.cost_headline(), "eval": view["eval"],
             "evidence_cost_usd": task.evidence.cost_usd if task.evidence else None}
 
 
