@@ -25,7 +25,15 @@ from pydantic import (
 )
 
 from .field_limits import ID_RULE, TIME_RULE, id_allowed, limit_agent_names, time_in_range
-from .pricing import DROPPED, evidence_problems, headline_fields, is_cost_log, is_evidence, price_evidence, typed_cost_log
+from .pricing import (
+    DROPPED,
+    evidence_problems,
+    headline_fields,
+    is_cost_log,
+    is_evidence,
+    price_evidence,
+    typed_cost_log,
+)
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
