@@ -56,12 +56,14 @@ def test_an_otel_run_is_priced_from_evidence_on_every_run_surface(
     answer = bench_server.get(f"{base}/runs/{run_id}")
     assert (answer["headline_cost_usd"], answer["headline_cost_source"]) == (
         pytest.approx(PER_RUN), EVIDENCE)
+    assert answer["spans"][0]["headline_cost_source"] == EVIDENCE
     task = bench_server.get(f"{base}/tasks")["tasks"][0]
     assert task["headline_cost_source"] == EVIDENCE
     shown = fmt.usd(PER_RUN)
-    run_page = browser.get(f"/u/{login}/{slug}/runs/{run_id}").text
-    head = run_page[run_page.index("data-headline-cost"):][:300]
-    assert shown in head and EVIDENCE in head and "owner-reported" not in head
+    run_page = browser.get(f"/u/{login}/{slug}/runs/{run_id}?span={run_id}").text
+    head, detail = run_page.split("data-headline-cost")[1:3]
+    for shows in (head[:300], detail[:300]):
+        assert shown in shows and EVIDENCE in shows and "owner-reported" not in shows
     for path in (f"/u/{login}/{slug}/runs", f"/u/{login}/{slug}"):
         text = browser.get(path).text
         assert f'title="{EVIDENCE}">{shown} <span class="faint">evidence</span>' in text, path

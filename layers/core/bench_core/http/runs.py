@@ -123,6 +123,8 @@ class Span(BaseModel):
     start_offset_ms: float | None
     duration_ms: float | None
     cost_usd: float | None
+    headline_cost_usd: float
+    headline_cost_source: Literal["owner-reported", "provider evidence"] | None
     evidence: dict[str, Any] | None
     input: Any
     output: Any
