@@ -69,7 +69,7 @@ def _model_span(server: RunningServer, login: str, slug: str, key: str, run_id: 
     return next(s["task_id"] for s in spans if (s["name"] or "").startswith(prefix))
 
 
-def _call_openai() -> None:
+def call_openai() -> None:
     import openai
 
     from tests.fake_openai import Reply, fake_openai
@@ -82,7 +82,7 @@ def _call_openai() -> None:
                 "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}])
 
 
-def _export(server: RunningServer, key: str, slug: str, spans: Any, logs: Any = None) -> None:
+def export(server: RunningServer, key: str, slug: str, spans: Any, logs: Any = None) -> None:
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -90,8 +90,9 @@ def _export(server: RunningServer, key: str, slug: str, spans: Any, logs: Any = 
     if logs:
         assert OTLPLogExporter(endpoint=f"{server.url}/v1/logs",
                                headers=headers).export(logs).name == "SUCCESS"
-    assert OTLPSpanExporter(endpoint=f"{server.url}/v1/traces",
-                            headers=headers).export(spans).name == "SUCCESS"
+    if spans:
+        assert OTLPSpanExporter(endpoint=f"{server.url}/v1/traces",
+                                headers=headers).export(spans).name == "SUCCESS"
 
 
 def otel_genai_run(server: RunningServer, *, shown: bool = True) -> ChatRun:
@@ -111,12 +112,12 @@ def otel_genai_run(server: RunningServer, *, shown: bool = True) -> ChatRun:
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
     try:
-        _call_openai()
+        call_openai()
     finally:
         instrumentor.uninstrument()
         for name, value in saved.items():
             os.environ.pop(name, None) if value is None else os.environ.update({name: value})
-    _export(server, key, slug, spans.get_finished_spans(), logs.get_finished_logs())
+    export(server, key, slug, spans.get_finished_spans(), logs.get_finished_logs())
     run_id = _finished_run(server, login, slug, key)
     return ChatRun(login, slug, key, run_id, run_id)
 
@@ -131,10 +132,10 @@ def openinference_run(server: RunningServer, *, shown: bool = True) -> ChatRun:
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider)
     try:
-        _call_openai()
+        call_openai()
     finally:
         instrumentor.uninstrument()
-    _export(server, key, slug, spans.get_finished_spans())
+    export(server, key, slug, spans.get_finished_spans())
     run_id = _finished_run(server, login, slug, key)
     return ChatRun(login, slug, key, run_id, run_id)
 

@@ -450,6 +450,9 @@ def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
 
 
 EvalStatus = Literal["scored", "unscored", "skipped"]
+NO_CONTENT = "no content captured"
+"""Why a finished run no span of which recorded content is unscored; such a run is judged
+again when content arrives (`evals.workflow`, `ingest.otlp.logs`)."""
 
 
 @dataclass

@@ -218,8 +218,9 @@ def counted(spans: list[TaskState]) -> RunCounts:
 
 
 def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
-    """Why the run has no score, in words, from the judgement as the viewer may see it (an
-    unscored answer's reason can quote the judge: `eval_view` hides it); None when scored."""
+    """Why the run has no score, in words that follow "Unscored: ", from the judgement as the
+    viewer may see it (an unscored answer's reason can quote the judge: `eval_view` hides it);
+    None when scored."""
     if verdict is not None and verdict["status"] == "scored":
         return None
     if status == "running":
@@ -229,7 +230,7 @@ def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
     reason = verdict.get("reason")
     if verdict["status"] == "skipped":
         return "skipped by the judge's budget" + (f" ({reason})" if reason else "")
-    return "unscored" + (f": {reason}" if reason else "")
+    return reason or "the judge gave no usable answer"
 
 
 def run_json(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
