@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import RunningServer
-from tests.e2e.test_browser_surfaces import CHROMIUM, WIDTHS, Watched
+from tests.e2e.test_browser_surfaces import (
+    CHROMIUM,
+    WIDTHS,
+    Watched,
+    browser,  # noqa: F401 - the fixture
+)
 from tests.http.chat_data import (
     EARLIER,
     QUESTION,
@@ -32,25 +37,13 @@ SENDERS: dict[str, Callable[[RunningServer], ChatRun]] = {
 
 
 @pytest.fixture(scope="module")
-def browser() -> Any:
-    from playwright.sync_api import sync_playwright
-
-    from tests.e2e.test_browser_surfaces import ARGS
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="module")
 def runs(bench_server: RunningServer) -> dict[str, ChatRun]:
     return {name: send(bench_server) for name, send in SENDERS.items()}
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("convention", SENDERS)
-def test_a_model_call_reads_as_a_chat(browser: Any, bench_server: RunningServer,
+def test_a_model_call_reads_as_a_chat(browser: Any, bench_server: RunningServer,  # noqa: F811
                                       runs: dict[str, ChatRun], convention: str,
                                       width: int) -> None:
     watched = Watched(browser, width, "light")

@@ -9,8 +9,11 @@ result, and an answer that calls `get_weather` for Lisbon."""
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,46 +98,66 @@ def export(server: RunningServer, key: str, slug: str, spans: Any, logs: Any = N
                                 headers=headers).export(spans).name == "SUCCESS"
 
 
-def otel_genai_run(server: RunningServer, *, shown: bool = True) -> ChatRun:
-    """openai-v2 with content in log events (`gen_ai.client.inference.operation.details`)."""
-    import os
-
+@contextmanager
+def openai_v2(service: str = "chat") -> Iterator[tuple[Any, Any, Any]]:
+    """While inside, the `openai` client is instrumented by openai-v2 with its content as log
+    events (`gen_ai.client.inference.operation.details`); yields its tracer provider and what
+    it records: (tracer provider, finished spans, finished logs)."""
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     from tests.e2e.test_otlp_logs import providers
 
-    login, slug, key = new_agent(server, "otel", shown)
-    saved = {k: os.environ.get(k) for k in ("OTEL_SEMCONV_STABILITY_OPT_IN",
-                                            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")}
-    os.environ.update(OTEL_SEMCONV_STABILITY_OPT_IN="gen_ai_latest_experimental",
-                      OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="EVENT_ONLY")
-    tracer_provider, spans, logger_provider, logs = providers("chat")
+    saved = {name: os.environ.get(name) for name in OPENAI_V2_ENV}
+    os.environ.update(OPENAI_V2_ENV)
+    tracer_provider, spans, logger_provider, logs = providers(service)
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
     try:
-        call_openai()
+        yield tracer_provider, spans, logs
     finally:
         instrumentor.uninstrument()
         for name, value in saved.items():
-            os.environ.pop(name, None) if value is None else os.environ.update({name: value})
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+OPENAI_V2_ENV = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY"}
+
+
+def otel_genai_run(server: RunningServer, *, shown: bool = True) -> ChatRun:
+    """openai-v2 with content in log events."""
+    login, slug, key = new_agent(server, "otel", shown)
+    with openai_v2() as (_, spans, logs):
+        call_openai()
     export(server, key, slug, spans.get_finished_spans(), logs.get_finished_logs())
     run_id = _finished_run(server, login, slug, key)
     return ChatRun(login, slug, key, run_id, run_id)
 
 
-def openinference_run(server: RunningServer, *, shown: bool = True) -> ChatRun:
+@contextmanager
+def openinference(service: str = "chat") -> Iterator[Any]:
+    """While inside, the `openai` client is instrumented by OpenInference; yields what it
+    records (its spans: OpenInference sends no logs)."""
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     from tests.e2e.test_otlp_logs import providers
 
-    login, slug, key = new_agent(server, "openinference", shown)
-    tracer_provider, spans, _, _ = providers("chat")
+    tracer_provider, spans, _, _ = providers(service)
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider)
     try:
-        call_openai()
+        yield spans
     finally:
         instrumentor.uninstrument()
+
+
+def openinference_run(server: RunningServer, *, shown: bool = True) -> ChatRun:
+    login, slug, key = new_agent(server, "openinference", shown)
+    with openinference() as spans:
+        call_openai()
     export(server, key, slug, spans.get_finished_spans())
     run_id = _finished_run(server, login, slug, key)
     return ChatRun(login, slug, key, run_id, run_id)

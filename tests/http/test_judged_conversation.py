@@ -6,36 +6,19 @@ the page says so."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
 
 from tests.conftest import RunningServer, poll
-from tests.http.chat_data import call_openai, export, new_agent
+from tests.http.chat_data import call_openai, export, new_agent, openai_v2
 
 
 def agent_run(server: RunningServer) -> tuple[str, str, str, Any, Any]:
-    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-
-    from tests.e2e.test_otlp_logs import providers
-
     login, slug, key = new_agent(server, "judged", shown=True)
-    saved = {k: os.environ.get(k) for k in ("OTEL_SEMCONV_STABILITY_OPT_IN",
-                                            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")}
-    os.environ.update(OTEL_SEMCONV_STABILITY_OPT_IN="gen_ai_latest_experimental",
-                      OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="EVENT_ONLY")
-    tracer_provider, spans, logger_provider, logs = providers("judged")
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
-    try:
-        with tracer_provider.get_tracer("agent").start_as_current_span(
-                "invoke_agent weather", attributes={"gen_ai.operation.name": "invoke_agent"}):
-            call_openai()
-    finally:
-        instrumentor.uninstrument()
-        for name, value in saved.items():
-            os.environ.pop(name, None) if value is None else os.environ.update({name: value})
+    with openai_v2() as (tracer_provider, spans, logs), tracer_provider.get_tracer("agent").start_as_current_span(
+            "invoke_agent weather", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        call_openai()
     return login, slug, key, spans.get_finished_spans(), logs.get_finished_logs()
 
 
