@@ -80,8 +80,7 @@ def text_of(value: Any) -> str:
 
 @pytest.mark.parametrize("logs_first", [True, False])
 def test_openai_v2_content_arrives_as_log_events(
-        bench_server: RunningServer, agent: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch,
-        logs_first: bool) -> None:
+        bench_server: RunningServer, agent: tuple[str, str, str], logs_first: bool) -> None:
     with openai_v2("Travel Bot") as (_, spans, logs):
         call_openai()
     finished_spans, finished_logs = spans.get_finished_spans(), logs.get_finished_logs()
