@@ -120,6 +120,24 @@ def test_anthropic_and_openai_sdk_blocks() -> None:
                                 ("tool_call", "calc", "tu2", '{\n  "x": 1\n}')])]
 
 
+def test_the_sdk_adapters_requests_and_answers() -> None:
+    """`bench.adapters.anthropic` stores `{"system", "messages"}` and the answer's text or
+    blocks; `bench.adapters.openai` the messages and the answer's message."""
+    anthropic = conversation(
+        {"system": [{"type": "text", "text": "Be brief."}],
+         "messages": [{"role": "user", "content": "Weather?"}]},
+        [{"type": "thinking"}, {"type": "text", "text": "Checking."},
+         {"type": "tool_use", "id": "tu1", "name": "get_weather", "input": {"city": "Lisbon"}}])
+    assert shape(anthropic) == [
+        ("system", "input", [("text", "Be brief.")]), ("user", "input", [("text", "Weather?")]),
+        ("assistant", "output", [("reasoning", ""), ("text", "Checking."),
+                                 ("tool_call", "get_weather", "tu1", ARGS)])]
+    openai = conversation([{"role": "user", "content": "Weather?"}],
+                          {"role": "assistant", "content": "Sunny.", "refusal": None})
+    assert shape(openai) == [("user", "input", [("text", "Weather?")]),
+                             ("assistant", "output", [("text", "Sunny.")])]
+
+
 def test_langchain_messages_and_answers() -> None:
     asked = [{"role": "system", "content": "Be brief."}, {"role": "human", "content": "Hi"},
              {"role": "ai", "content": "", "tool_calls": [

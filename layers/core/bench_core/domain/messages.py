@@ -45,6 +45,7 @@ _ATTACHMENTS = {"image": "image", "image_url": "image", "input_image": "image", 
                 "uri": "file", "file": "file", "input_file": "file", "document": "file",
                 "input_audio": "audio", "audio": "audio", "video": "video"}
 """Block types that carry a file, and what the chat calls it unless its media type says."""
+_BLOCKS = frozenset({*_TEXT, *_REASONING, *_CALLS, *_RESULTS, *_ATTACHMENTS})
 
 
 @dataclass(frozen=True)
@@ -233,12 +234,16 @@ def _flat(value: dict[str, Any], prefix: str, inner: str) -> list[dict[str, Any]
 
 def _answer(output: Any) -> list[Message] | None:
     """An answer that is not a message list: text, `{"text", "toolCalls"}` (AI SDK, Mastra),
-    `{"content", "tool_calls"}` (LangChain), or a list of AI SDK tool calls."""
+    `{"content", "tool_calls"}` (LangChain), a list of AI SDK tool calls or of content blocks
+    (the SDK's Anthropic adapter)."""
     if isinstance(output, str) and output:
         return [Message("assistant", (Part("text", output),), "output", "assistant")]
     if isinstance(output, list) and output and all(
             isinstance(c, dict) and "toolName" in c for c in output):
         output = {"toolCalls": output}
+    elif isinstance(output, list) and output and all(
+            isinstance(b, dict) and b.get("type") in _BLOCKS for b in output):
+        output = {"content": output}  # an Anthropic answer's content blocks
     if not isinstance(output, dict):
         return None
     text = output.get("text", output.get("content"))
