@@ -82,7 +82,8 @@ def _messages(task: TaskState) -> list[Message]:
 def _input_text(asked: TaskState | None) -> str | None:
     if asked is None:
         return None
-    return transcript([m for m in _messages(asked) if m.side == "input"])
+    return "The run's first model call was asked:\n" + transcript(
+        [m for m in _messages(asked) if m.side == "input"])
 
 
 def _output_text(asked: TaskState | None, answered: TaskState | None) -> str | None:
@@ -95,7 +96,9 @@ def _output_text(asked: TaskState | None, answered: TaskState | None) -> str | N
     between = [m for m in messages[seen:] if m.side == "input"
                and any(p.kind in ("tool_call", "tool_result") for p in m.parts)]
     answer = [m for m in messages if m.side == "output"]
-    return transcript([*between, *answer])
+    shown = f"Its last model call was shown these tool calls:\n{transcript(between)}\n" \
+        if between else ""
+    return f"{shown}The run's last model call answered:\n{transcript(answer)}"
 
 
 def transcript(messages: list[Message]) -> str:
