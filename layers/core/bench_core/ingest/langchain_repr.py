@@ -21,6 +21,9 @@ _MESSAGES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "syste
 its own."""
 _LOOKS_LIKE = re.compile(r"^\[?(?:ChatPromptValue|StringPromptValue|(?:Human|AI|System|Tool|"
                          r"Function|Chat)Message(?:Chunk)?)\(")
+MAX_CHARS = 20_000
+"""Longer text is never a repr the SDK sent (it cuts a repr at 2,000 characters), so it is not
+parsed: a request cannot make ingest parse megabytes of Python."""
 _KEPT = ("tool_calls", "tool_call_id", "name")
 """Message fields kept besides role and content: what a chat shows; the rest (ids, response
 metadata, usage) is LangChain's bookkeeping."""
@@ -33,7 +36,7 @@ class _NotARepr(ValueError):
 def from_repr(value: Any) -> Any:
     """`value` with a LangChain prompt or message repr read as messages (a `StringPromptValue`
     as its text); any other value as it is."""
-    if not isinstance(value, str) or _LOOKS_LIKE.match(value) is None:
+    if not isinstance(value, str) or len(value) > MAX_CHARS or _LOOKS_LIKE.match(value) is None:
         return value
     try:
         return _value(ast.parse(value, mode="eval").body)
