@@ -99,6 +99,15 @@ def test_vercel_ai_prompt_messages_and_its_tool_call_answer() -> None:
         ("assistant", "output", [("text", "Hello.")])]
 
 
+def test_mastra_1x_agent_prompt_and_its_answer() -> None:
+    chat = conversation({"system_instructions": "You answer weather questions.",
+                         "messages": "What is the weather in Lisbon?"},
+                        {"text": "Sunny.", "files": []})
+    assert shape(chat) == [("system", "input", [("text", "You answer weather questions.")]),
+                           ("user", "input", [("text", "What is the weather in Lisbon?")]),
+                           ("assistant", "output", [("text", "Sunny.")])]
+
+
 def test_mastra_prompt_and_text_answer() -> None:
     chat = conversation({"messages": [{"role": "user", "content": "Weather in Lisbon?"}]},
                         {"text": "Sunny.", "files": []})

@@ -85,11 +85,13 @@ def conversation(input: Any, output: Any) -> list[Message] | None:
 
 def _messages(value: Any, side: Side) -> list[Message] | None:
     if isinstance(value, dict):
-        if isinstance(value.get("messages"), list):
+        if isinstance(value.get("messages"), list | str):
             system = value.get("system_instructions", value.get("system"))
             head = [] if system is None else [_message({"role": "system", "content": system},
                                                        side)]
-            rest = _messages(value["messages"], side) or []
+            asked = value["messages"]  # Mastra 1.x: the agent's prompt, as text
+            rest = ([_message({"role": "user", "content": asked}, side)] if isinstance(asked, str)
+                    else _messages(asked, side) or [])
             prompt = value.get("prompt")
             tail = [_message({"role": "user", "content": prompt}, side)] if prompt else []
             return [*head, *rest, *tail]
