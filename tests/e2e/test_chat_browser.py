@@ -1,7 +1,7 @@
 """The chat view in a real browser (Debian's headless Chromium via Playwright) at desktop and
 phone widths: the model call of an OpenTelemetry GenAI run (openai-v2, content as log events),
 an OpenInference run and a LangChain run, each sent by its real client to the SQLite server,
-opens as messages by role with the tool call's arguments, folds nothing short, fits the width,
+opens, in light and dark, as messages by role with the tool call's arguments, folds nothing short, fits the width,
 and shows the raw JSON when its toggle is clicked. Screenshots go to artifacts/screenshots/."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import RunningServer
 from tests.e2e.test_browser_surfaces import (
     CHROMIUM,
+    SCHEMES,
     WIDTHS,
     Watched,
     browser,  # noqa: F401 - the fixture
@@ -42,11 +43,12 @@ def runs(bench_server: RunningServer) -> dict[str, ChatRun]:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("convention", SENDERS)
 def test_a_model_call_reads_as_a_chat(browser: Any, bench_server: RunningServer,  # noqa: F811
                                       runs: dict[str, ChatRun], convention: str,
-                                      width: int) -> None:
-    watched = Watched(browser, width, "light")
+                                      scheme: str, width: int) -> None:
+    watched = Watched(browser, width, scheme)
     try:
         page = watched.open(bench_server.url + runs[convention].page)
         chat = page.locator("ol.chat[data-chat]")
@@ -62,7 +64,7 @@ def test_a_model_call_reads_as_a_chat(browser: Any, bench_server: RunningServer,
         raw = page.locator("details[data-raw-json]")
         assert raw.locator(".detail-grid").is_hidden(), "the raw JSON starts folded"
         assert page.evaluate("document.documentElement.scrollWidth") <= width, "sideways scroll"
-        watched.shot(f"chat-{convention}-{width}")
+        watched.shot(f"chat-{convention}-{scheme}-{width}")
         raw.locator("> summary").click()
         assert raw.locator(".detail-grid").is_visible()
         assert SYSTEM in raw.locator(".detail-grid").inner_text()

@@ -102,6 +102,30 @@ def test_a_repr_sent_by_an_older_client_is_stored_as_messages(bench_server: Runn
     assert re.findall(r'data-role="(\w+)"', page) == ["system", "user", "assistant"]
 
 
+def test_long_texts_fold_and_attachments_are_named_not_inlined(
+        bench_server: RunningServer) -> None:
+    from tests.factories import batch, ev
+    from tests.http.test_ingest_http import post
+
+    login = "chatlong" + uuid.uuid4().hex[:8]
+    bench_server.showing_content(login, "long")
+    key = bench_server.create_key(login)
+    essay = "Lisbon. " * 400
+    asked = [{"role": "user", "content": [
+        {"type": "text", "text": essay},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 4000}},
+        {"type": "file", "file": {"filename": "forecast.pdf", "file_data": "JVBERi0x"}}]}]
+    events = [ev("task.start", "m1", name="chat", input=asked),
+              ev("task.end", "m1", name="chat", status="success", output="<b>Sunny</b>.")]
+    assert post(bench_server, batch("long", events), key).status_code == 200
+    page = httpx.get(f"{bench_server.url}/u/{login}/long/runs/m1?span=m1", timeout=30).text
+    chat = page[page.index("data-chat"):page.index("data-raw-json")]
+    assert '<details class="chat-long">' in chat and "3,200 characters: show all" in chat
+    assert chat.count("data-attachment") == 2 and "forecast.pdf" in chat and "image/png" in chat
+    assert "AAAA" not in chat and "JVBERi0x" not in chat, "attachments are named, not inlined"
+    assert "&lt;b&gt;Sunny&lt;/b&gt;." in chat, "autoescaped"
+
+
 def test_a_hidden_agents_chat_shows_a_visitor_nothing_on_each_store(
         server_on_each_store: RunningServer) -> None:
     server = server_on_each_store
