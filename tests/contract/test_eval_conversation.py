@@ -98,3 +98,14 @@ def test_only_a_run_no_span_of_which_holds_content_is_unscored_for_it(store: Sto
     agent_run(store, "r3", content=False)
     assert judged(store, "r3", RecordingLLM(verdict(0.5))) == {"r3": "unscored"}
     assert store.ingest.get_task(REF, "r3").eval.reason == NO_CONTENT
+
+
+def test_content_arriving_on_a_span_later_gets_the_run_judged_and_counted_once(
+        store: Store) -> None:
+    agent_run(store, "r4", content=False)
+    assert judged(store, "r4") == {"r4": "unscored"}
+    late = [ev("task.content", "r4-llm1", input=QUESTION, output=ANSWER)]
+    store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(late))
+    assert judged(store, "r4") == {"r4": "scored"}
+    stats = store.agents.get_agent(REF).stats
+    assert (stats.eval_count, stats.eval_unscored) == (1, 0)

@@ -43,6 +43,8 @@ def test_a_run_is_judged_on_its_model_calls_once_their_content_arrives(
     assert answer["eval"]["reasoning"].startswith("Judged on the run's model calls")
     page = httpx.get(f"{bench_server.url}/u/{login}/{slug}/runs/{run_id}", timeout=30).text
     assert "Judged on the run&#39;s model calls" in page and "Unscored" not in page
+    profile = bench_server.get(f"/api/agents/{login}/{slug}")
+    assert (profile["eval_count"], profile["evals"]["unscored"]) == (1, 0), "counted once"
 
 
 def test_a_run_whose_root_is_empty_is_judged_at_once_when_its_calls_hold_content(
