@@ -23,8 +23,8 @@ from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from tests.conftest import RunningServer, poll
-from tests.e2e.test_otlp_logs import providers
 from tests.fake_openai import answer, fake_openai
+from tests.http.chat_data import openai_v2, openinference
 
 COST = (1000 * 0.4 + 50 * 1.6) / 1e6
 """gpt-4.1-mini at $0.40 in / $1.60 out per million tokens: 1,000 prompt and 50 completion."""
@@ -80,19 +80,9 @@ def text_of(value: Any) -> str:
 
 @pytest.mark.parametrize("logs_first", [True, False])
 def test_openai_v2_content_arrives_as_log_events(
-        bench_server: RunningServer, agent: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch,
-        logs_first: bool) -> None:
-    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-
-    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
-    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
-    tracer_provider, spans, logger_provider, logs = providers("Travel Bot")
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
-    try:
+        bench_server: RunningServer, agent: tuple[str, str, str], logs_first: bool) -> None:
+    with openai_v2("Travel Bot") as (_, spans, logs):
         call_openai()
-    finally:
-        instrumentor.uninstrument()
     finished_spans, finished_logs = spans.get_finished_spans(), logs.get_finished_logs()
     assert not any(k.startswith("gen_ai.input") for k in finished_spans[0].attributes)
     exports = [lambda: OTLPLogExporter().export(finished_logs),
@@ -109,15 +99,8 @@ def test_openai_v2_content_arrives_as_log_events(
 
 def test_openinference_attributes_give_content_tokens_and_model(
         bench_server: RunningServer, agent: tuple[str, str, str]) -> None:
-    from openinference.instrumentation.openai import OpenAIInstrumentor
-
-    tracer_provider, spans, _, _ = providers("Travel Bot")
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=tracer_provider)
-    try:
+    with openinference("Travel Bot") as spans:
         call_openai()
-    finally:
-        instrumentor.uninstrument()
     assert OTLPSpanExporter().export(spans.get_finished_spans()).name == "SUCCESS"
     task = only_task(bench_server, agent)
     assert QUESTION in text_of(task["input"])

@@ -11,6 +11,7 @@ Runs where `node` is installed (skipped otherwise, failed instead under BENCH_RE
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -76,6 +77,9 @@ def test_ai_sdk_runs_become_tasks_with_evidence(
     page = httpx.get(f"{bench_server.url}/u/{login}/weather-agent/runs/{generated['task_id']}",
                      params={"span": step["task_id"]}, headers={"X-Bench-Key": key}).text
     assert "gpt-4.1-mini" in page and fmt.usd(step["evidence"]["cost_usd"]) in page
+    chat = page[page.index("data-chat"):page.index("data-raw-json")]
+    assert re.findall(r'data-role="(\w+)"', chat) == ["user", "assistant"], "a step as a chat"
+    assert "data-tool-call" in chat and "weather" in chat and "&#34;city&#34;: &#34;Lisbon&#34;" in chat
     profile = bench_server.get(f"/api/agents/{login}/weather-agent")
     assert profile["runs"] == 2 and profile["model"] == "gpt-4.1-mini"
     assert profile["evidence_cost_usd_total"] == pytest.approx(

@@ -96,6 +96,10 @@ def test_a_mastra_agent_run_is_a_task_tree_with_evidence(
     page = httpx.get(f"{bench_server.url}/u/{login}/weather-agent/runs/{root['task_id']}",
                      params={"span": calls[0]["task_id"]}, headers={"X-Bench-Key": key}).text
     assert "gpt-4.1-mini" in page and fmt.usd(calls[0]["evidence"]["cost_usd"]) in page
+    answered = httpx.get(f"{bench_server.url}/u/{login}/weather-agent/runs/{root['task_id']}",
+                         params={"span": calls[-1]["task_id"]}, headers={"X-Bench-Key": key}).text
+    chat = answered[answered.index("data-chat"):answered.index("data-raw-json")]
+    assert 'data-role="assistant"' in chat and ANSWER["text"] in chat, "the call's answer as a chat"
     profile = bench_server.get(f"/api/agents/{login}/weather-agent")
     assert profile["runs"] == 1 and profile["model"] == "gpt-4.1-mini"
     assert profile["evidence_cost_usd_total"] == pytest.approx(sum(STEP_COSTS))

@@ -108,6 +108,33 @@ def test_a_chain_is_a_tree_of_tasks_with_evidence(make_agent: Callable[..., Any]
     assert all(c["end"]["status"] == "success" for c in (qa, model, retriever, weather))
 
 
+def test_prompts_and_tool_calls_are_sent_as_messages(make_agent: Callable[..., Any],
+                                                     memory: MemoryTransport) -> None:
+    """A prompt template's value goes out as its messages (not its repr), and messages keep
+    the tool calls they make and the call a tool message answers."""
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import ToolMessage
+    from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+    agent = make_agent()
+    call = {"name": "get_weather", "args": {"city": "Lisbon"}, "id": "c1"}
+    model = FakeMessagesListChatModel(responses=[AIMessage(content="", tool_calls=[call])])
+    prompt = ChatPromptTemplate.from_messages([("system", "Be brief."),
+                                               MessagesPlaceholder("history")])
+    history = [ToolMessage(content="sunny", tool_call_id="c0")]
+    (prompt | model).invoke({"history": history},
+                            config={"callbacks": [BenchCallbackHandler(agent)]})
+    calls = recorded(agent, memory)
+    sent = [{"role": "system", "content": "Be brief."},
+            {"role": "tool", "content": "sunny", "tool_call_id": "c0"}]
+    assert calls["ChatPromptTemplate"]["end"]["output"] == sent
+    assert calls["chat"]["start"]["input"] == sent
+    made = {**call, "type": "tool_call"}
+    assert calls["chat"]["end"]["output"] == {"content": "", "tool_calls": [made]}
+    assert calls["RunnableSequence"]["end"]["output"] == {"role": "ai", "content": "",
+                                                          "tool_calls": [made]}
+
+
 def test_errors_fail_the_run_and_its_parents(make_agent: Callable[..., Any],
                                              memory: MemoryTransport) -> None:
     agent = make_agent()
@@ -181,3 +208,5 @@ def test_the_originals_langchain_handler_still_works(bench_server: RunningServer
     steps = [e for e in bench_server.store.ingest.recent_events(ref, 50) if e["kind"] == "task.end"
              and e["name"] in ("ChatPromptTemplate", "llm:FakeListChatModel")]
     assert len(steps) == 2 and all(e["status"] == "success" for e in steps)
+    prompt = next(e for e in steps if e["name"] == "ChatPromptTemplate")
+    assert prompt["output"] == [{"role": "human", "content": "About Rome"}], "read, not a repr"

@@ -187,6 +187,17 @@ def _run_name(serialized: Optional[dict[str, Any]], kwargs: dict[str, Any], defa
     return str(serialized.get("name") or (ids[-1] if isinstance(ids, list) and ids else default))
 
 
+def _message(message: Any, depth: int) -> dict[str, Any]:
+    """A message as a chat shows it: role and content, and the tool calls an AI message makes
+    or the call a tool message answers."""
+    plain = {"role": message.type, "content": _plain(message.content, depth + 1)}
+    for name in ("tool_calls", "tool_call_id", "name"):
+        value = getattr(message, name, None)
+        if value:
+            plain[name] = _plain(value, depth + 1)
+    return plain
+
+
 def _plain(value: Any, depth: int = 0) -> Any:
     """Messages and documents as small dicts, containers walked (to a bounded depth): what a
     reader of the task wants, not LangChain's full object dumps."""
@@ -195,7 +206,9 @@ def _plain(value: Any, depth: int = 0) -> Any:
     if hasattr(value, "page_content"):
         return {"page_content": value.page_content, "metadata": getattr(value, "metadata", None)}
     if hasattr(value, "content") and hasattr(value, "type"):
-        return {"role": value.type, "content": value.content}
+        return _message(value, depth)
+    if callable(getattr(value, "to_messages", None)):  # a prompt value, between chain steps
+        return [_plain(message, depth + 1) for message in value.to_messages()]
     if isinstance(value, dict):
         return {k: _plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -25,7 +25,15 @@ from pydantic import (
 )
 
 from .field_limits import ID_RULE, TIME_RULE, id_allowed, limit_agent_names, time_in_range
-from .pricing import DROPPED, evidence_problems, is_cost_log, is_evidence, price_evidence, typed_cost_log
+from .pricing import (
+    DROPPED,
+    evidence_problems,
+    headline_fields,
+    is_cost_log,
+    is_evidence,
+    price_evidence,
+    typed_cost_log,
+)
 
 SLUG_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 LOGIN_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
@@ -352,6 +360,11 @@ class TaskState:
     def sort_ts(self) -> str:
         return self.started_at or self.ended_at or ""
 
+    def cost_headline(self) -> dict[str, Any]:
+        """Its headline cost and where it comes from (`pricing.cost_rule`): the owner's
+        report, else its evidence's (its own and its finished subtasks')."""
+        return headline_fields(self.cost_usd, self.evidence.cost_usd if self.evidence else None)
+
 
 @dataclass
 class Usage:
@@ -437,6 +450,9 @@ def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
 
 
 EvalStatus = Literal["scored", "unscored", "skipped"]
+NO_CONTENT = "no content captured"
+"""Why a finished run no span of which recorded content is unscored; such a run is judged
+again when content arrives (`evals.workflow`, `ingest.otlp.logs`)."""
 
 
 @dataclass

@@ -222,19 +222,33 @@ OWNER_REPORTED = "owner-reported"
 PROVIDER_EVIDENCE = "provider evidence"
 
 
+def cost_rule(owner: float | None, evidence: float | None) -> tuple[float, str | None]:
+    """The one rule every cost headline follows (a run's, an agent's total or per run): the
+    owner's own report where there is one, else the provider-evidence cost (an OTel-only agent
+    reports none of its own, and "$0 owner-reported" would be a lie), each labelled with where
+    it comes from; 0.0 unlabelled when neither priced anything."""
+    if owner:
+        return owner, OWNER_REPORTED
+    if evidence:
+        return evidence, PROVIDER_EVIDENCE
+    return 0.0, None
+
+
+def headline_fields(owner: float | None, evidence: float | None) -> dict[str, Any]:
+    """`cost_rule` as the fields a read answer carries: `headline_cost_usd` and
+    `headline_cost_source`."""
+    usd, source = cost_rule(owner, evidence)
+    return {"headline_cost_usd": usd, "headline_cost_source": source}
+
+
 def headline_cost(owner_total: float, evidence_total: float, runs: int
                   ) -> tuple[float | None, str | None]:
-    """The cost per run an agent's headline shows and where it comes from: the owner's own
-    reports where there are any, else the provider-evidence cost (an OTel-only agent reports
-    none of its own, and "$0" would be a lie); (None, None) before the first run, and
-    (0.0, None) for runs nobody priced."""
+    """The cost per run an agent's headline shows and where it comes from (`cost_rule` over
+    its totals); (None, None) before the first run."""
     if not runs:
         return None, None
-    if owner_total > 0:
-        return owner_total / runs, OWNER_REPORTED
-    if evidence_total > 0:
-        return evidence_total / runs, PROVIDER_EVIDENCE
-    return 0.0, None
+    usd, source = cost_rule(owner_total, evidence_total)
+    return usd / runs, source
 
 
 def models_seen(events: Iterable[Any], limit: int = 200) -> str | None:

@@ -11,7 +11,9 @@ hides its content (`private`), so the workflow reads neither the agent nor the s
   task), skip (the budget again, for runs the sweep restarts), unscored without asking
   (`NO_CONTENT`: a successful run whose input and output were not captured says nothing about
   its quality), or judge, asking the judge for those side by side. A run left unscored for
-  `NO_CONTENT` is judged when its content arrives later (OTLP log events). A judge that cannot
+  `NO_CONTENT` is judged when its content arrives later (OTLP log events), on its root or any
+  of its spans. A run whose root holds no content is judged on its spans' conversation
+  (`conversation.py`), and its verdict says so. A judge that cannot
   be reached for any of them raises `LLMUnavailable`: no result is written, and the caller
   retries with backoff (the worker pool; on AWS the eval queue, for up to two days: `queue.py`).
   Reached for some, the others are left `later`.
@@ -33,14 +35,22 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from ..domain.judge_budget import skipped
-from ..domain.models import EvalResult, TaskState, from_fields, iso
+from ..domain.models import NO_CONTENT, EvalResult, TaskState, from_fields, iso
 from ..domain.task_text import is_empty
 from ..ports.llm import LLMUnavailable
-from ..ports.services import WithAgents, WithClock, WithEvals, WithIngest, WithJudge, WithSettings
+from ..ports.services import (
+    WithAgents,
+    WithClock,
+    WithEvals,
+    WithIngest,
+    WithJudge,
+    WithRuns,
+    WithSettings,
+)
 from ..ports.workflows import State, parse_agent
+from .conversation import NOTE, run_conversation
 
 DONE = "done"
-NO_CONTENT = "no content captured"
 JUDGES_AT_ONCE = 32
 """Judge calls in flight together: every run of a Step Functions execution at once
 (`workflows.stepfunctions.RUNS_PER_EVAL`), so the Judge step lasts one judgement."""
@@ -48,8 +58,9 @@ _READ = ("parent_task_id", "status", "started_at", "ended_at", "eval_version")
 """What `record` needs of a task as `judge` read it (and its eval), carried in the state."""
 
 
-class EvalConcerns(WithAgents, WithIngest, WithEvals, Protocol):
-    """The agent and its task judged, and where the result and the day's spend go."""
+class EvalConcerns(WithAgents, WithIngest, WithRuns, WithEvals, Protocol):
+    """The agent and its task judged (and its run's spans, where the root holds no content),
+    and where the result and the day's spend go."""
 
 
 class EvalPorts(WithJudge, WithSettings, WithClock, Protocol):
@@ -78,6 +89,7 @@ def judge(ports: EvalPorts, state: State) -> State:
     read: dict[str, TaskState] = {}
     outcomes: dict[str, str] = {}
     asked: list[TaskState] = []
+    stand_ins: set[str] = set()
     for task_id in task_ids:
         task = ports.store.ingest.get_task(ref, task_id)
         if task is None or not task.finished:
@@ -87,7 +99,8 @@ def judge(ports: EvalPorts, state: State) -> State:
             outcomes[task_id] = f"already {task.eval.status if task.eval else 'judged'}"
             continue
         read[task_id] = task
-        if not _captured(task):
+        judged = task if _captured(task) else run_conversation(ports.store, ref, task)
+        if judged is None:
             results[task_id] = EvalResult(status="unscored", judge=ports.judge.label,
                                           at=iso(now), reason=NO_CONTENT)
         elif agent is not None and spent is not None and (skip := skipped(
@@ -95,8 +108,12 @@ def judge(ports: EvalPorts, state: State) -> State:
                 sample_rate=judging.sample_rate)):
             results[task_id] = skip
         else:
-            asked.append(task)
+            asked.append(judged)
+            if judged is not task:
+                stand_ins.add(task_id)
     verdicts = _ask(ports, asked)
+    for task_id in stand_ins & verdicts.keys():
+        verdicts[task_id].reasoning = " ".join(filter(None, (NOTE, verdicts[task_id].reasoning)))
     later = [task.task_id for task in asked if task.task_id not in verdicts]
     if later and not verdicts and not results:
         raise LLMUnavailable(f"the judge could not be reached for {len(later)} runs")
@@ -109,9 +126,8 @@ def judge(ports: EvalPorts, state: State) -> State:
 
 def _due(task: TaskState, force: bool) -> bool:
     """Whether a finished task still wants a result: none yet, a re-judging asked for, or an
-    unscored one whose content has arrived since."""
-    waited_for_content = (task.eval is not None and task.eval.reason == NO_CONTENT
-                          and _captured(task))
+    unscored one whose content may have arrived since (on it or on its spans)."""
+    waited_for_content = task.eval is not None and task.eval.reason == NO_CONTENT
     return task.eval is None or force or waited_for_content
 
 

@@ -123,6 +123,8 @@ class Span(BaseModel):
     start_offset_ms: float | None
     duration_ms: float | None
     cost_usd: float | None
+    headline_cost_usd: float
+    headline_cost_source: Literal["owner-reported", "provider evidence"] | None
     evidence: dict[str, Any] | None
     input: Any
     output: Any
@@ -151,6 +153,11 @@ class RunAnswer(BaseModel):
     ended_at: str | None
     duration_ms: float | None
     cost_usd: float | None
+    """What the owner's code reported."""
+    headline_cost_usd: float
+    """The owner's reported cost, else the cost priced from provider evidence."""
+    headline_cost_source: Literal["owner-reported", "provider evidence"] | None
+    """Where `headline_cost_usd` comes from; null when nothing priced the run."""
     evidence: dict[str, Any] | None
     eval: dict[str, Any] | None
     unscored_because: str | None

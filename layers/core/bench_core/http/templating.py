@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 
 from ..domain.errors import BenchError
+from ..domain.messages import Message, conversation
 from ..domain.privacy import Viewer
 from ..reads.sdk_index import install_command
 from ..render import formatting
@@ -74,6 +75,15 @@ def log_value(data: Any) -> str:
     return text if len(text) <= LOG_VALUE_CHARS else text[:LOG_VALUE_CHARS] + "…"
 
 
+def chat(span: dict[str, Any]) -> list[Message] | None:
+    """A span's conversation (`domain.messages`) from what the privacy gate let its viewer
+    see of it (`reads.runs.span_view`): a hidden side, an error or an unfinished answer is no
+    part of it."""
+    shown_output = not span["outputs_hidden"] and span["status"] == "success"
+    return conversation(None if span["inputs_hidden"] else span["input"],
+                        span["output"] if shown_output else None)
+
+
 @functools.cache
 def environment() -> Environment:
     """Built by the first page rendered: functions that mount a page router but answer JSON
@@ -86,6 +96,7 @@ def environment() -> Environment:
     env.filters.update(formatting.FILTERS)
     env.filters["shown_json"] = shown_json
     env.filters["log_value"] = log_value
+    env.filters["chat"] = chat
     env.globals.update(static_url=static_url, static_text=lambda name: STATIC[name].decode(),
                        sdk_install=install_command)
     return env

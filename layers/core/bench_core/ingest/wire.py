@@ -17,6 +17,7 @@ from ..domain.field_limits import bounded_body
 from ..domain.models import CleanEvent, IngestBatch, WireEvent, iso
 from ..domain.pricing import DROPPED, is_evidence
 from ..settings import Limits
+from .langchain_repr import from_repr
 
 _CAPPED_FIELDS = ("input", "output", "data")
 _KEPT_FIELDS = ("name", "parent_task_id", "status", "duration_ms", "cost_usd", "cost_breakdown")
@@ -83,7 +84,7 @@ def clean_event(event: WireEvent, limits: Limits) -> CleanEvent:
     for name in _CAPPED_FIELDS:
         value = fields[name]
         if value is not None or name in event.model_fields_set:  # an explicit null is kept
-            body[name] = value
+            body[name] = from_repr(value) if name != "data" else value
     return bounded(body, limits)
 
 

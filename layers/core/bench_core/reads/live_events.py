@@ -17,6 +17,7 @@ from ..domain import stats
 from ..domain.errors import NotFound
 from ..domain.field_limits import dumps
 from ..domain.models import Agent, WireEvent, iso
+from ..domain.pricing import cost_rule
 from ..domain.privacy import ANONYMOUS, Viewer, event_view, visible_agent
 from ..render import formatting as fmt
 
@@ -74,13 +75,16 @@ def headline(agent: Agent) -> dict[str, Any]:
     s = agent.stats
     latency = stats.latency_summary(s.latency_hist)
     success_rate = stats.rate(s.successes, s.runs)
+    cost, source = cost_rule(s.cost_usd_total, s.evidence_cost_usd_total)
     numbers = {"runs": s.runs, "successes": s.successes, "failures": s.failures,
                "success_rate": success_rate,
-               "cost_usd_total": s.cost_usd_total, "p50_ms": latency["p50"],
+               "cost_usd_total": s.cost_usd_total, "cost": cost, "cost_source": source,
+               "p50_ms": latency["p50"],
                "p95_ms": latency["p95"], "last_event_at": s.last_event_at}
     shown = {"runs": fmt.count(s.runs), "failures": fmt.count(s.failures),
              "success_rate": fmt.pct(success_rate),
-             "cost_usd_total": fmt.usd(s.cost_usd_total), "p50_ms": fmt.ms(latency["p50"]),
+             "cost_usd_total": fmt.usd(s.cost_usd_total), "cost": fmt.usd(cost),
+             "cost_source": source or "no cost reported", "p50_ms": fmt.ms(latency["p50"]),
              "p95_ms": fmt.ms(latency["p95"]), "last_event_at": fmt.day(s.last_event_at)}
     return {**numbers, "shown": shown}
 

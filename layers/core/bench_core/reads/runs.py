@@ -174,7 +174,7 @@ def span_view(node: Node, sight: Sight, task: TaskState | None = None, *,
             "depth": node.depth if placed else None,
             "name": task.name, "status": task.status,
             "start_offset_ms": node.start_offset_ms, "duration_ms": task.duration_ms,
-            "cost_usd": task.cost_usd, "evidence": evidence,
+            "cost_usd": task.cost_usd, **task.cost_headline(), "evidence": evidence,
             "input": task.input if sight.inputs else HIDDEN,
             "output": task.output if sight.outputs else HIDDEN,
             "logs": logs,
@@ -201,7 +201,7 @@ def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
     counts = counted(run.read) if run.counts is None else run.counts
     return {"run_id": root.task_id, "agent": agent.ref.path, "name": root.name,
             "status": root.status, "started_at": root.started_at, "ended_at": root.ended_at,
-            "duration_ms": root.duration_ms, "cost_usd": root.cost_usd,
+            "duration_ms": root.duration_ms, "cost_usd": root.cost_usd, **root.cost_headline(),
             "evidence": evidence, "eval": verdict,
             "unscored_because": unscored_because(root.status, verdict), "cluster": run.cluster,
             "span_count": counts.spans + 1,
@@ -218,8 +218,9 @@ def counted(spans: list[TaskState]) -> RunCounts:
 
 
 def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
-    """Why the run has no score, in words, from the judgement as the viewer may see it (an
-    unscored answer's reason can quote the judge: `eval_view` hides it); None when scored."""
+    """Why the run has no score, in words that follow "Unscored: ", from the judgement as the
+    viewer may see it (an unscored answer's reason can quote the judge: `eval_view` hides it);
+    None when scored."""
     if verdict is not None and verdict["status"] == "scored":
         return None
     if status == "running":
@@ -229,7 +230,7 @@ def unscored_because(status: str, verdict: dict[str, Any] | None) -> str | None:
     reason = verdict.get("reason")
     if verdict["status"] == "skipped":
         return "skipped by the judge's budget" + (f" ({reason})" if reason else "")
-    return "unscored" + (f": {reason}" if reason else "")
+    return reason or "the judge gave no usable answer"
 
 
 def run_json(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
@@ -354,7 +355,7 @@ def run_summary(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]
     view = task_view(task, agent, viewer)
     return {"run_id": task.task_id, "name": task.name, "status": task.status,
             "started_at": task.started_at, "duration_ms": task.duration_ms,
-            "cost_usd": task.cost_usd, "eval": view["eval"],
+            "cost_usd": task.cost_usd, **task.cost_headline(), "eval": view["eval"],
             "evidence_cost_usd": task.evidence.cost_usd if task.evidence else None}
 
 

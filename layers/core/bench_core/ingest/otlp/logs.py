@@ -7,7 +7,9 @@ span when the trace export brings it. Parking first and then looking for the spa
 the race with a trace export that looked for parked content in between.
 
 A finished run whose content arrives late is queued for its eval again: one judged before
-had no content and was left unscored for that (`evals.workflow`), not scored.
+had no content and was left unscored for that (`evals.workflow`), not scored. So is the run of
+a finished span whose content arrives late, if that run was left unscored for want of content:
+the judge reads a run's conversation from its model calls when its root holds none.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from ...domain.errors import BadRequest
 from ...domain.keys import may_write
-from ...domain.models import AgentMeta, AgentRef, IngestOutcome, KeyRecord
+from ...domain.models import NO_CONTENT, AgentMeta, AgentRef, IngestOutcome, KeyRecord, TaskState
 from ..pipeline import Later, accept, queue_evals
 from . import NO_AGENT, _header_slug, _ResourceAgents, check_count
 from .content import SpanContent, group_content
@@ -84,6 +86,7 @@ def _attach(ports: OtlpPorts, ref: AgentRef, spans: list[SpanContent], result: L
             later: Later) -> None:
     store, limits = ports.store, ports.settings.limits
     now_events, late_runs = [], []
+    waiting: set[str] = set()
     for span in spans:
         event = span.event(limits.max_field_bytes, store.clock.now())
         if event is None:
@@ -103,7 +106,17 @@ def _attach(ports: OtlpPorts, ref: AgentRef, spans: list[SpanContent], result: L
         result.attached += 1
         if task.finished:
             late_runs.append((span.task_id, task.parent_task_id is None))
+            if task.parent_task_id is not None and task.run_id:
+                waiting.add(task.run_id)
+    late_runs += [(run_id, True) for run_id in sorted(waiting) if _left_without_content(
+        store.ingest.get_task(ref, run_id))]
     if now_events:
         outcome = accept(ports, ref.login, AgentMeta(slug=ref.slug), now_events, later=later)
         result.outcomes.append((ref, outcome))
         queue_evals(ports, ref, IngestOutcome(accepted=0, duplicates=0, finished=late_runs))
+
+
+def _left_without_content(run: TaskState | None) -> bool:
+    """Whether a run finished and was left unscored for want of content."""
+    return (run is not None and run.finished and run.parent_task_id is None
+            and run.eval is not None and run.eval.reason == NO_CONTENT)
