@@ -64,7 +64,8 @@ def test_every_adapter_implements_the_concern_as_declared(store: port.Store, con
 
 def test_every_adapter_holds_one_file_per_concern_and_their_shared_helpers() -> None:
     helpers = {"sqlite": {"connection"},
-               "dynamodb": {"client", "codec", "table", "wire", "migration", "layout", "rehome"},
+               "dynamodb": {"client", "codec", "table", "wire", "migration", "layout", "rehome",
+                            "content"},
                "memory": {"state"}}
     for adapter, shared in helpers.items():
         modules = ({p.stem for p in (ADAPTERS / adapter).glob("*.py")} - {"__init__", "store"}

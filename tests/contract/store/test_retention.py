@@ -176,20 +176,25 @@ def test_an_expired_temporary_agent_is_gone_before_any_purge(store: Store) -> No
 
 @pytest.mark.parametrize("retention_days", [30, 7])
 def test_dynamodb_stamps_events_with_their_time_plus_the_retention(retention_days: int) -> None:
-    """A batch's events share a page item, which expires with its newest event."""
+    """A batch's events of no task share a page item, which expires with its newest event (and
+    so do their claims); a task's events, the only copy of its content, stay with it."""
     from tests.aws.moto_table import dynamo_store
 
     with dynamo_store(event_retention_days=retention_days) as store:
         when = NOW - timedelta(days=3)
+        ingest(store, REF, timed([ev("custom"), ev("custom")], when))
         ingest(store, REF, timed(task_events("t1"), when))
         items = dynamo_items(store)
         pages = [i for i in items if i["sk"]["S"].startswith("B#")]
-        assert len(pages) == 1 and len(json.loads(pages[0]["events"]["S"])) == 2
+        expiring = [i for i in items if "expires_at" in i]
+        assert len(pages) == 2 and all(len(json.loads(p["events"]["S"])) == 2 for p in pages)
         newest = when + timedelta(milliseconds=1)
-        assert int(pages[0]["expires_at"]["N"]) == math.ceil(
-            (newest + timedelta(days=retention_days)).timestamp())
-        others = [i for i in items if not i["sk"]["S"].startswith("B#")]
-        assert others and all("expires_at" not in i for i in others)
+        assert {i["sk"]["S"][:3] for i in expiring} == {"B#2", "EV#"} and len(expiring) == 3
+        assert all(int(i["expires_at"]["N"]) <= math.ceil(
+            (newest + timedelta(days=retention_days)).timestamp()) for i in expiring)
+        kept = [i for i in items if "expires_at" not in i]
+        assert any(i["sk"]["S"] == "TASK#t1" for i in kept)
+        assert any(i["sk"]["S"].startswith("B#") for i in kept)  # the task's events
 
 
 def test_a_sandbox_agent_expires_with_its_key(store: Store) -> None:

@@ -159,13 +159,15 @@ def where_it_was(store: Any, sk: str) -> dict[str, Any]:
 
 
 def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str, Any]:
-    """Rewrite a stored task item as Bench wrote them before a task's fields were two JSON
-    texts (`codec.tasks.task_fields`): one attribute per field, JSON values as JSON text, its child
+    """Rewrite a stored task item as Bench wrote them before a task's fields were JSON texts
+    (`codec.tasks.task_fields`) and its content was read from its events (`content.py`): one
+    attribute per field, content included, JSON values as JSON text, its child
     cost and evidence in numbers; and `before_runs`, also as before runs existed (no run id,
     run index keys or logs)."""
+    stored = store.ingest.get_task(REF, task)  # its content, from its events
     item = where_it_was(store, f"TASK#{task}")
     fields = {**json.loads(item.pop("task")["S"]),
-              **json.loads(item.pop("content", {"S": "{}"})["S"])}
+              **{name: getattr(stored, name) for name in TASK_CONTENT if getattr(stored, name)}}
     numbers = {"child_cost_usd": fields.pop("child_cost_usd", None),
                **{f"ev_{name}": value for name, value in fields.pop("evidence", {}).items()}}
     item |= {name: {"N": repr(value)} for name, value in numbers.items() if value is not None}
@@ -486,17 +488,23 @@ def test_a_runs_head_is_what_the_three_reads_give(store: Store) -> None:
     assert nobody == RunHead(None, None, None)
 
 
-def test_dynamodb_reads_a_runs_head_in_one_request() -> None:
+def test_dynamodb_reads_a_runs_head_in_one_request_and_its_content_from_its_pages() -> None:
+    """The agent, the task and the insights in one BatchGetItem; the task's content from the
+    page its events are on in one more, which the process keeps: the next read of the head
+    is one request again."""
     from tests.aws.moto_table import dynamo_store
 
     with dynamo_store() as store:
-        ingest(store, task_events("root"))
+        ingest(store, task_events("root", input={"q": "why"}))
         calls: list[str] = []
         store.client.meta.events.register(
             "provide-client-params.dynamodb", lambda model, **_: calls.append(model.name))
         head = store.runs.run_head(REF, "root")
-    assert calls == ["BatchGetItem"]
-    assert head.agent is not None and head.task is not None and head.insights is None
+        assert calls == ["BatchGetItem", "BatchGetItem"]
+        again = store.runs.run_head(REF, "root")
+    assert calls == ["BatchGetItem"] * 3 and again == head
+    assert head.agent is not None and head.insights is None
+    assert head.task is not None and (head.task.input, head.task.output) == ({"q": "why"}, "ok")
 
 
 def test_a_run_bigger_than_a_read_is_answered_page_by_page_and_drawn_from_a_window(

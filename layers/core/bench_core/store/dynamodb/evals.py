@@ -41,6 +41,7 @@ from .codec.agents import DAY_SHARDS, JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
+from .content import ContentReader
 from .leaderboard import DynamoLeaderboard, read_agent
 from .rehome import at_home
 
@@ -80,9 +81,10 @@ class DynamoEvals:
     """Evaluation results, judge spend, failure clusters and their work queues, on `table`;
     `ranks` re-ranks an agent whose average score moved."""
 
-    def __init__(self, table: Table, ranks: DynamoLeaderboard) -> None:
+    def __init__(self, table: Table, ranks: DynamoLeaderboard, content: ContentReader) -> None:
         self.table = table
         self.ranks = ranks
+        self.content = content
 
     # ---- results -----------------------------------------------------------------------------
 
@@ -277,14 +279,12 @@ class DynamoEvals:
         failed = self.table.query(agent.status_pk(None, "failed"), "#sk >= :low",
                                   index="tstatus", forward=False, page=limit, low="0")
         keys = [agent.key(item["sk"]) for item in itertools.islice(failed, limit)]
-        tasks = {t.task_id: t for t in map(task_from_item,
-                                           self.table.get_all(keys, consistent=False))}
         lows = itertools.islice(self.table.query(agent.pk, "begins_with(#sk, :low)",
                                                  forward=False, page=limit, low=LOW), limit)
-        for item in lows:
-            task = self.table.get(agent.key(TASK + item["task_id"]))
-            if task is not None:
-                tasks.setdefault(item["task_id"], task_from_item(task))
+        keys += [agent.key(TASK + item["task_id"]) for item in lows]
+        unique = list({key["sk"]["S"]: key for key in keys}.values())  # failed and low alike
+        items = self.table.get_all(unique, consistent=False)
+        tasks = {t.task_id: t for t in self.content.with_content(agent, items)}
         newest = sorted(tasks.values(), key=lambda t: (t.sort_ts, t.task_id), reverse=True)
         return newest[:limit]
 

@@ -79,6 +79,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -114,27 +115,30 @@ from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, pag
 from .codec.tasks import (
     SEEN_INLINE,
     TaskLedger,
+    as_stored,
     child_cost_update,
     chunk_task_id,
     digest,
-    page_chunk_keys,
     seen_chunk_keys,
     spill,
     task_from_item,
     task_ledger,
-    task_pages,
     task_seen,
     task_update,
 )
 from .codec.values import Update, to_item
+from .content import ContentReader
 from .leaderboard import DynamoLeaderboard, read_agent
 from .rehome import at_home
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
 """Below DynamoDB's 4 MB per transaction, leaving room for keys and attribute names."""
-MAX_PAGE_BYTES = 300_000
-"""Below DynamoDB's 400 KB per item."""
+MAX_PAGE_BYTES = 32_000
+"""A page's events, past which a batch's next events go on a new page: below DynamoDB's 400 KB
+per item, and small, as a task's content is read from its pages (`content.py`: a page of 32 KB
+is 4 read units eventually consistent). Writing costs the same whatever the size (a unit a
+KB)."""
 _RETRYABLE = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded",
                         "RequestLimitExceeded"})
 _LOWEST_SORT_TS = "0"
@@ -144,11 +148,13 @@ _LOWEST_SORT_TS = "0"
 class DynamoIngest:
     """Batches and tasks, on `table`; `ranks` re-ranks an agent a batch changed. Events expire
     `retention_days` after their time (0: never; `retention.py`); an account's first batches
-    make at most `max_agents` agents (`agents.counting_user`)."""
+    make at most `max_agents` agents (`agents.counting_user`); a task read shows the content
+    `content` folds from its events."""
 
     def __init__(self, table: Table, ranks: DynamoLeaderboard, retention_days: int,
-                 max_agents: int) -> None:
+                 max_agents: int, content: ContentReader) -> None:
         self.table = table
+        self.content = content
         self.ranks = ranks
         self.retention_days = retention_days
         self.max_agents = max_agents
@@ -267,12 +273,15 @@ class DynamoIngest:
         if limit <= 0:
             return []
         kept: dict[str, StoredEvent] = {}
+        since = self._retained_since()
         for item in self._pages_newest_first(AgentKeys(ref.login, ref.slug)):
+            if page_max_ts(item["sk"]) < since:
+                break
             if len(kept) >= limit:
                 kth = heapq.nlargest(limit, kept.values(), key=lambda e: e.order)[-1]
                 if kth.ts > page_max_ts(item["sk"]):
                     break
-            _keep_first(kept, page_events(item))
+            _keep_first(kept, (e for e in page_events(item) if e.ts >= since))
         newest = heapq.nlargest(limit, kept.values(), key=lambda e: e.order)
         return [e.body for e in newest]
 
@@ -287,7 +296,17 @@ class DynamoIngest:
         return heapq.merge(*queries, key=lambda item: item["sk"], reverse=True)
 
     def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
-        return read_task_events(self.table, AgentKeys(ref.login, ref.slug), task_id)
+        since = self._retained_since()
+        return [body for body in read_task_events(self.content, AgentKeys(ref.login, ref.slug),
+                                                  task_id) if body.get("ts", since) >= since]
+
+    def _retained_since(self) -> str:
+        """The time of the oldest event the retention keeps showing: a task's events stay as
+        long as it does, the only copy of its content (`content.py`), but are shown as long
+        as the retention keeps events (`retention.py`)."""
+        if self.retention_days <= 0:
+            return ""
+        return iso(self.table.clock.now() - timedelta(days=self.retention_days))
 
     def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:
         items = self.table.query(AgentKeys(ref.login, ref.slug).pk,
@@ -298,7 +317,11 @@ class DynamoIngest:
     # ---- tasks ----------------------------------------------------------------------------
 
     def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
-        return started_task(self.table.get(AgentKeys(ref.login, ref.slug).key(TASK + task_id)))
+        agent = AgentKeys(ref.login, ref.slug)
+        item = self.table.get(agent.key(TASK + task_id))
+        if started_task(item) is None:
+            return None
+        return self.content.with_content(agent, [item or {}])[0]
 
     def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
                    limit: int = 50, cursor: str | None = None
@@ -327,7 +350,7 @@ class DynamoIngest:
         """The tasks of an index page, in its order, read by key (eventually consistent, as
         the index was)."""
         items = self.table.get_all([agent.key(sk) for sk in sks], consistent=False)
-        return [task_from_item(item) for item in items]
+        return self.content.with_content(agent, items)
 
     def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
         """One query per parent, run side by side: a page asks for all of its tasks at once."""
@@ -390,21 +413,15 @@ def move_task(table: Table, agent: AgentKeys, sk: str, old: str, new: str,
     return True
 
 
-def read_task_events(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:
+def read_task_events(content: ContentReader, agent: AgentKeys, task_id: str
+                     ) -> list[dict[str, Any]]:
     """The events of one task in time, then arrival, order: from the pages its item and its
     chunks list (`codec.tasks.TaskLedger`)."""
-    task = table.get(agent.key(TASK + task_id))
+    task = content.table.get(agent.key(TASK + task_id))
     if task is None:
         return []
-    ledger = task_ledger(task)
-    sks = set(ledger.pages)
-    chunks = page_chunk_keys(agent, task_id, ledger)
-    for chunk in table.batch_get(chunks) if chunks else ():
-        sks |= task_pages(chunk)
-    kept: dict[str, StoredEvent] = {}
-    for page in table.batch_get([agent.key(sk) for sk in sorted(sks)]):
-        _keep_first(kept, (e for e in page_events(page) if e.task_id == task_id))
-    return [e.body for e in sorted(kept.values(), key=lambda e: e.order)]
+    events = content.task_events(agent, {task_id: task})[task_id]
+    return [e.body for e in sorted(events, key=lambda e: e.order)]
 
 
 def _keep_first(kept: dict[str, StoredEvent], events: Iterable[StoredEvent]) -> None:
@@ -483,8 +500,8 @@ class _BatchWrite:
         raise busy()
 
     def commit(self, unit: list[CleanEvent]) -> None:
-        pages = write_pages(self.store.table, self.agent, unit, self.bodies, self.seqs,
-                            self.retention_days)
+        # a task's events are the only copy of its content (`content.py`): kept with the task
+        pages = write_pages(self.store.table, self.agent, unit, self.bodies, self.seqs, 0)
         for attempt in range(MAX_ATTEMPTS):
             if not self._make_room(unit, pages):
                 unit = self._reread(unit, set(), attempt)
@@ -607,7 +624,8 @@ class _BatchWrite:
         """Keep the states in step with what was just written, for the units still to come."""
         for task_id, task in plan.fold.tasks.items():
             before = self.states.get(task_id)
-            self.states[task_id] = replace(task, version=(before.version if before else 0) + 1)
+            self.states[task_id] = replace(as_stored(before, task),
+                                           version=(before.version if before else 0) + 1)
         fold = plan.fold
         touched = _untouched_parents(fold)
         touched |= {e.task_id for e in plan.events

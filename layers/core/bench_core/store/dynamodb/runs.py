@@ -47,6 +47,7 @@ from .codec.keys import META, TASK, AgentKeys, task_sort_key
 from .codec.spans import FAILED_ROW, SPAN_ATTRIBUTES, task_from_span
 from .codec.tasks import task_attributes, task_from_item
 from .codec.values import to_item
+from .content import LEDGER, ContentReader
 from .evals import INSIGHTS, insights_from_item
 from .ingest import read_task_events, started_task
 
@@ -61,19 +62,21 @@ _LOWEST = "0"
 
 class DynamoRuns:
     """Reading runs on `table`: one Query of `runs` per run, the roots newest first for the
-    list."""
+    list; the content of what is shown from its events (`content`)."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, content: ContentReader) -> None:
         self.table = table
+        self.content = content
 
     def run_head(self, ref: AgentRef, task_id: str) -> RunHead:
         """One BatchGetItem (strongly consistent, as each GetItem would be) of the agent, the
-        task and the insights items."""
+        task and the insights items; then the task's content from its pages."""
         agent = AgentKeys(ref.login, ref.slug)
         found = {item["sk"]: item for item in self.table.batch_get(
             [agent.key(META), agent.key(TASK + task_id), agent.key(INSIGHTS)])}
+        task = started_task(found.get(TASK + task_id))
         return RunHead(live_agent(found.get(META), iso(self.table.clock.now())),
-                       started_task(found.get(TASK + task_id)),
+                       task and self.content.with_content(agent, [found[TASK + task_id]])[0],
                        insights_from_item(found.get(INSIGHTS)))
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
@@ -116,13 +119,12 @@ class DynamoRuns:
     def _whole(self, agent: AgentKeys, page: list[TaskState]) -> list[TaskState]:
         """The tasks of `page` read whole by key, in its order (one gone meanwhile as it
         was)."""
-        found = {item["sk"]: item for item in self.table.get_all(
-            [agent.key(TASK + t.task_id) for t in page], consistent=False,
-            projection=task_attributes())}
+        items = self.table.get_all([agent.key(TASK + t.task_id) for t in page],
+                                   consistent=False, projection=(*task_attributes(), *LEDGER))
+        found = {task.task_id: task for task in self.content.with_content(agent, items)}
         whole = []
         for light in page:
-            item = found.get(TASK + light.task_id)
-            task = light if item is None else task_from_item(item)
+            task = found.get(light.task_id, light)
             task.run_id = light.run_id
             whole.append(task)
         return whole
@@ -205,9 +207,10 @@ class DynamoRuns:
             if not wanted:
                 return kept, None
             examined += len(wanted)
-            for item in self.table.get_all([agent.key(k["sk"]) for k in wanted],
-                                           consistent=False):
-                last = task_from_item(item)
+            items = self.table.get_all([agent.key(k["sk"]) for k in wanted], consistent=False)
+            searched = (self.content.with_content(agent, items) if where.content and where.text
+                        else map(task_from_item, items))  # content only for a search of it
+            for last in searched:
                 if where.keeps(last):
                     kept.append(last)
         if last is None or next(keys, None) is None:
@@ -275,7 +278,7 @@ def unmigrated_run(table: Table, agent: AgentKeys, root: TaskState) -> list[Task
 def stored_logs(table: Table, agent: AgentKeys, task_id: str) -> list[dict[str, Any]]:
     """A task's log entries from its stored events, as folding keeps them (`append_log`)."""
     logs: list[dict[str, Any]] = []
-    for body in read_task_events(table, agent, task_id):
+    for body in read_task_events(ContentReader(table), agent, task_id):
         if body.get("kind") == "task.log":
             append_log(logs, body.get("ts", ""), body.get("data"))
     return logs

@@ -13,8 +13,9 @@ Each concern keeps its items and writes in a class and file of its own, all on o
 - `retention.py`    what expires when (DynamoDB's TTL)
 - `runs.py`         every task's run (`runs` index), a run in one Query, the runs list
 
-`codec/` lays out the items several concerns share (keys, numbers, JSON values, update
-expressions; the agent, task and page items).
+`content.py` folds a task's content from its events where a read shows it (ingest, runs and
+evals share one, and the pages it keeps). `codec/` lays out the items several concerns share
+(keys, numbers, JSON values, update expressions; the agent, task and page items).
 Reads use the base table for one item or one agent's days (strongly consistent) and the GSIs
 for listings (eventually consistent, like every GSI). Nothing scans.
 """
@@ -32,6 +33,7 @@ from .accounts import DynamoAccounts
 from .agents import DynamoAgents
 from .benchmarks import DynamoBenchmarks
 from .client import Table
+from .content import ContentReader
 from .evals import DynamoEvals
 from .ingest import DynamoIngest
 from .leaderboard import DynamoLeaderboard
@@ -58,9 +60,12 @@ class DynamoStore(Store):
         agents; an agent ranks once it meets `qualification`; `clock` says what "now" is."""
         table = Table(table_name, client, clock)
         ranks = DynamoLeaderboard(table, qualification)
-        return cls(ingest=DynamoIngest(table, ranks, event_retention_days, max_agents_per_account),
-                   runs=DynamoRuns(table), agents=DynamoAgents(table, ranks, max_agents_per_account),
-                   accounts=DynamoAccounts(table), evals=DynamoEvals(table, ranks),
+        content = ContentReader(table)
+        return cls(ingest=DynamoIngest(table, ranks, event_retention_days, max_agents_per_account,
+                                       content),
+                   runs=DynamoRuns(table, content),
+                   agents=DynamoAgents(table, ranks, max_agents_per_account),
+                   accounts=DynamoAccounts(table), evals=DynamoEvals(table, ranks, content),
                    leaderboard=ranks, reuse=DynamoReuse(table), benchmarks=DynamoBenchmarks(table),
                    retention=DynamoRetention(), clock=clock, table=table)
 

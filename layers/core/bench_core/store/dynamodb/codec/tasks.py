@@ -1,6 +1,7 @@
-"""The task item (AGENT#{A}, TASK#{task_id}), which ingest folds, runs read and evals score.
+"""The task item (PART#{A}#{n}, TASK#{task_id}), which ingest folds, runs read and evals score.
 
-A task's folded fields are two JSON texts, `task` and `content` (`task_fields`). What its
+A task's folded fields are a JSON text, `task` (`task_fields`); its content is in its events
+alone (`content.py`), but for an item older code wrote, which keeps it as `content`. What its
 subtasks ADD to it without reading it (child cost, evidence) is in numbers until its next fold
 takes them into `task` (`ADDED`). Its run is `run_id`, and a span below a root is in the `spans`
 index (`run_keys`, `codec.spans`).
@@ -58,7 +59,7 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
     """
     sort_key = task_sort_key(after.sort_ts, after.task_id)
     fields: dict[str, Any] = {
-        **task_fields(after, rewrite=before is not None),
+        **task_fields(after, rewrite=before is not None, content=keeps_content(before)),
         "tlpk": agent.tasks_pk(after.parent_task_id), "tlsk": sort_key,
         "tspk": agent.status_pk(after.parent_task_id, after.status), "tssk": sort_key,
         **run_keys(agent, after)}
@@ -73,7 +74,23 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
     return update
 
 
-def task_fields(task: TaskState, *, rewrite: bool) -> dict[str, Any]:
+def keeps_content(before: TaskState | None) -> bool:
+    """Whether a task's item keeps its content itself: only one written by older code that
+    does (`content.py`: a task's content is otherwise in its events alone), so that a task
+    started then reads the same until it is done."""
+    return before is not None and any(getattr(before, name) for name in TASK_CONTENT)
+
+
+def as_stored(before: TaskState | None, after: TaskState) -> TaskState:
+    """`after` (folded on `before`) as its item now holds it: without content, unless the
+    item keeps it (`keeps_content`)."""
+    if keeps_content(before):
+        return after
+    empty: dict[str, Any] = {name: [] if name == "logs" else None for name in TASK_CONTENT}
+    return replace(after, **empty)
+
+
+def task_fields(task: TaskState, *, rewrite: bool, content: bool = True) -> dict[str, Any]:
     """A task's folded fields as the attributes `task` and `content` (None: no content), JSON
     texts of the fields that are set. A read of a thousand tasks then parses two texts per
     task (pydantic-core, in native code) instead of some twenty typed attributes, which was
@@ -81,22 +98,23 @@ def task_fields(task: TaskState, *, rewrite: bool) -> dict[str, Any]:
     does not fetch it at all. Numbers are rounded as `number` rounds them; what the task's
     subtasks cost and proved is in `task` too. `rewrite`: of a stored item, which may hold one
     attribute per field (`TASK_FIELDS`) and what subtasks ADDed (`ADDED`, part of `task`'s
-    sums now): they go (None)."""
+    sums now): they go (None). Without `content`, the item keeps none (`keeps_content`)."""
     own: dict[str, Any] = {}
-    content: dict[str, Any] = {}
+    folded: dict[str, Any] = {}
     for name in TASK_FIELDS:
         value = getattr(task, name)
         if value is None or name == "logs" and not value:
             continue
         if name in _TASK_NUMBERS:
             value = float(number(value))
-        (content if name in TASK_CONTENT else own)[name] = value
+        (folded if name in TASK_CONTENT else own)[name] = value
     if task.child_cost_usd:
         own["child_cost_usd"] = float(number(task.child_cost_usd))
     if task.evidence is not None:
         own["evidence"] = _usage_fields(task.evidence)
     gone = dict.fromkeys((*TASK_FIELDS, *ADDED) if rewrite else ())
-    return {**gone, "task": dumps(own), "content": dumps(content) if content else None}
+    kept = dumps(folded) if folded and content else None
+    return {**gone, "task": dumps(own), "content": kept}
 
 
 def _usage_fields(usage: Usage) -> dict[str, Any]:
@@ -196,11 +214,13 @@ def task_from_item(item: dict[str, Any]) -> TaskState:
                   eval=eval_from_item(item), eval_version=int(item.get("eval_version", 0)),
                   run_id=item.get("run_id"))
     task = from_fields(TaskState, fields)
-    if "child_cost_usd" in item:
-        task.child_cost_usd += float(item["child_cost_usd"])
+    if "child_cost_usd" in item:  # rounded as the next fold will store the sum
+        task.child_cost_usd = float(number(task.child_cost_usd + float(item["child_cost_usd"])))
     added = _added_evidence(item)
     if added is not None:
         task.evidence = add_usage(task.evidence, added)
+        if task.evidence is not None and task.evidence.cost_usd is not None:
+            task.evidence = replace(task.evidence, cost_usd=float(number(task.evidence.cost_usd)))
     return task
 
 
