@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -164,14 +166,9 @@ def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
     return full, alone
 
 
-def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
-           ) -> tuple[float, float]:
-    """Events/s through the server, and its CPU milliseconds per batch."""
-    raw, record = new_key("perf", now=SYSTEM_CLOCK.now())
-    store = SqliteStore.open(data_dir / "bench.db")
-    store.accounts.create_key(record)
-    store.close()
-    prefill(data_dir / "bench.db", "perf", stored)
+@contextmanager
+def serving(data_dir: Path, workers: int) -> Iterator[tuple[str, int]]:
+    """`bench-server serve` over `data_dir` with `workers` eval workers: its URL and pid."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
@@ -191,13 +188,31 @@ def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise SystemExit(f"the server at {url} did not come up") from None
                 time.sleep(0.1)
-        measure(url, raw, senders, 10)  # warm up
-        cpu = server_cpu_s(server.pid)
-        rate = measure(url, raw, senders, batches)
-        return rate, (server_cpu_s(server.pid) - cpu) / (senders * batches) * 1000
+        yield url, server.pid
     finally:
         server.terminate()
         server.wait()
+
+
+def prepared(data_dir: Path, stored: int) -> str:
+    """A database of `stored` events and the raw key that sends to it."""
+    raw, record = new_key("perf", now=SYSTEM_CLOCK.now())
+    store = SqliteStore.open(data_dir / "bench.db")
+    store.accounts.create_key(record)
+    store.close()
+    prefill(data_dir / "bench.db", "perf", stored)
+    return raw
+
+
+def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
+           ) -> tuple[float, float]:
+    """Events/s through the server, and its CPU milliseconds per batch."""
+    raw = prepared(data_dir, stored)
+    with serving(data_dir, workers) as (url, pid):
+        measure(url, raw, senders, 10)  # warm up
+        cpu = server_cpu_s(pid)
+        rate = measure(url, raw, senders, batches)
+        return rate, (server_cpu_s(pid) - cpu) / (senders * batches) * 1000
 
 
 def main() -> None:
