@@ -168,15 +168,19 @@ def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
 
 @contextmanager
 def serving(data_dir: Path, workers: int) -> Iterator[tuple[str, int]]:
-    """`bench-server serve` over `data_dir` with `workers` eval workers: its URL and pid."""
+    """`bench-server serve` over `data_dir` with `workers` eval workers: its URL and pid. Its
+    log goes to `server.log` there (with no workers, a full eval queue warns), shown if it
+    does not come up."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
-         "--data-dir", str(data_dir)],
-        # One key sends it all: the server's throughput is measured, not a key's share.
-        env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_WORKERS": str(workers),
-             "BENCH_INGEST_KEY_RATE": "0"},
-        stdout=subprocess.DEVNULL)
+    log = data_dir / "server.log"
+    with log.open("wb") as log_file:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
+             "--data-dir", str(data_dir)],
+            # One key sends it all: the server's throughput is measured, not a key's share.
+            env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_WORKERS": str(workers),
+                 "BENCH_INGEST_KEY_RATE": "0"},
+            stdout=subprocess.DEVNULL, stderr=log_file)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120  # a big database on a loaded machine opens slowly
@@ -186,7 +190,8 @@ def serving(data_dir: Path, workers: int) -> Iterator[tuple[str, int]]:
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit(f"the server at {url} did not come up") from None
+                    raise SystemExit(f"the server at {url} did not come up:\n"
+                                     f"{log.read_text()[-3000:]}") from None
                 time.sleep(0.1)
         yield url, server.pid
     finally:
