@@ -260,9 +260,10 @@ class SlowJudge:
         self.eval_s = eval_s
         self.ran: list[tuple[float, list[str]]] = []
 
-    def evaluate(self, state: dict[str, Any]) -> None:
+    def evaluate(self, state: dict[str, Any]) -> list[str]:
         time.sleep(self.eval_s)
         self.ran.append((time.monotonic(), state["task_ids"]))
+        return []
 
     def cluster(self, agent: str) -> None: ...
 
@@ -297,3 +298,26 @@ def test_the_judge_yields_to_a_burst_of_batches_and_catches_up_after_it() -> Non
     after = [at for at, _ in jobs.ran if at > quiet + jobs.eval_s]
     assert len(after) > len(jobs.ran) // 2
     assert max(b - a for a, b in itertools.pairwise(after)) < 0.5
+
+
+class FirstCallFails(FlakyLLM):
+    """A judge that cannot be reached for its first call only: of runs judged together, one
+    is left for later and the others are judged."""
+
+    def complete(self, system, messages, *, max_tokens):  # noqa: ANN001, ANN201 - the LLM port
+        self.up = self.calls > 0
+        return super().complete(system, messages, max_tokens=max_tokens)
+
+
+def test_runs_the_judge_could_not_be_reached_for_are_retried_beside_those_it_judged(
+        services: Services) -> None:
+    llm = FirstCallFails()
+    services.provide(llm=llm)
+    ingest(services, "t1", "t2", "t3")
+    runner = LocalRunner(LocalJobs(services), workers=1, retry=Backoff(attempts=3, sleep=lambda s: None))
+    runner.start()  # the startup sweep queues the three together
+    try:
+        wait_until(lambda: judged(services, "t1", "t2", "t3"))
+    finally:
+        runner.stop()
+    assert llm.calls == 4  # three, then the one left for later again

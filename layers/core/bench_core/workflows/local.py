@@ -237,12 +237,14 @@ class LocalRunner:
             return
         for attempt in range(1, self._retry.attempts + 1):
             try:
-                self.jobs.evaluate(eval_start(subject, task_ids))
-                return
+                task_ids = self.jobs.evaluate(eval_start(subject, task_ids))
+                error = "the judge could not be reached for some runs"
             except LLMUnavailable as exc:
-                if attempt == self._retry.attempts or self._stop.is_set():
-                    logger.warning("judge unavailable; the sweep will retry",
-                                   extra={"agent": subject, "runs": len(task_ids),
-                                          "error": str(exc)})
-                    return
-                self._retry.wait(attempt)
+                error = str(exc)
+            if not task_ids:
+                return
+            if attempt == self._retry.attempts or self._stop.is_set():
+                logger.warning("judge unavailable; the sweep will retry",
+                               extra={"agent": subject, "runs": len(task_ids), "error": error})
+                return
+            self._retry.wait(attempt)
