@@ -45,9 +45,11 @@ JUDGE_SHARE_UNDER_LOAD = 0.05
 BUSY_FOR_S = 1.0
 """Ingest counts as busy this long after the last `start_evals`: a batch that finished runs
 (the hourly sweep queues through it too, so one second after a sweep also counts)."""
-MAX_REST_S = 30.0
-"""The longest rest: a job that took long waiting (a judge retried with backoff) has not used
-the interpreter all that time."""
+MAX_REST_S = 10.0
+"""The longest rest: a job that took long spent it waiting (on a remote model, a retry's
+backoff), not on the interpreter: a remote judge answering in 2 s still judges 32 runs every 12 s
+per worker through a burst, while the offline judge's jobs (a few hundredths of a second) keep
+to the share."""
 REST_CHECK_S = 0.05
 """How often a resting worker looks whether ingest has gone quiet."""
 
