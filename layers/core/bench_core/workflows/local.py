@@ -10,8 +10,8 @@ drops work the same way, to be swept later, rather than growing without bound.
 The judge stays off ingest's write path. A worker takes an agent's queued runs together (up to
 `EVALS_AT_ONCE`), so their results are one short write, not one write per run queued behind the
 batches. And judging shares the interpreter with ingest, so while batches keep arriving the
-workers yield: after each job a worker rests in proportion to the time the job took, which keeps
-the judge to `JUDGE_SHARE_UNDER_LOAD` of the time, and it resumes at full speed as soon as ingest
+workers yield: before each job a worker rests in proportion to the time its last job took, which
+keeps the judge to `JUDGE_SHARE_UNDER_LOAD` of the time, and it resumes at full speed as soon as ingest
 goes quiet (`BUSY_FOR_S` without a batch), catching up on what queued. Time, not CPU, is what is
 measured: the judge's calls run on threads of their own (`evals/workflow.py`), and a job slowed
 by ingest (waiting for the interpreter or the write lock) then rests longer, not shorter. A
@@ -207,21 +207,27 @@ class LocalRunner:
             logger.exception("scheduled round failed; retrying at the next one")
 
     def _work(self) -> None:
+        last_job_s = 0.0
         while (work := self._take()) is not None:
+            # Rest before the job, for the last one: a worker woken by a burst's first batch
+            # yields to it at once rather than after a job of its own.
+            self._rest(last_job_s)
             started = time.monotonic()
             try:
-                self._run(work)
+                if not self._stop.is_set():
+                    self._run(work)
             except Exception:
                 logger.exception("job failed", extra={"job": work})
             finally:
                 self._done(work)
-            self._rest(time.monotonic() - started)
+            last_job_s = time.monotonic() - started
 
     def _busy(self) -> bool:
         return time.monotonic() - self._last_batch_at < BUSY_FOR_S
 
     def _rest(self, job_s: float) -> None:
-        """Rest after a job while ingest is busy; cut short when it goes quiet (or we stop)."""
+        """Rest for a job that took `job_s` while ingest is busy; cut short when it goes quiet
+        (or we stop)."""
         until = time.monotonic() + rest_after(job_s, self.workers, self._busy())
         while (left := until - time.monotonic()) > 0 and self._busy():
             if self._stop.wait(min(left, REST_CHECK_S)):
