@@ -76,9 +76,11 @@ DEMO_RUNS ?= 20
 demo: $(RUN_STAMP)
 	@$(BIN)/python scripts/demo.py --host "$(HOST)" --port $(PORT) --runs $(DEMO_RUNS)
 
+# The benchmarks that compare side by side (tests/perf/run_all.py), a few minutes in all, their ratios
+# gathered at the end; `make bench BENCH_ARGS=--full` runs each at its own size (far longer).
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python tests/perf/ingest.py
-	$(BIN)/python tests/perf/sdk_overhead.py
+	$(BIN)/python tests/perf/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .bench $(SDK_DIST)

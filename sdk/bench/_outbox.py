@@ -79,10 +79,15 @@ class Outbox:
             while len(self._s.waiting) + len(self._s.in_flight) >= self._capacity and not abort.is_set():
                 self._cond.wait(0.1)
 
-    def put(self, batch: Batch) -> None:
+    def put(self, batch: Batch) -> bool:
+        """Hold ``batch``; False once closed (shutdown has taken what was here): the caller
+        keeps it."""
         with self._cond:
+            if self._s.closed:
+                return False
             self._s.waiting.append(batch)
             self._cond.notify_all()
+            return True
 
     def wait_empty(self, abort: threading.Event) -> bool:
         """Until every batch is delivered or given up; False if ``abort`` came first."""

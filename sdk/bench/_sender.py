@@ -249,7 +249,9 @@ class Sender:
                 return
             events: list[bytes] = []
             marker: Optional[_Marker] = None
-            while queue_ and len(events) < self._cfg.max_request_events:
+            # Stop taking events at shutdown: what this thread holds must reach the outbox
+            # while shutdown still waits for it (a starved machine encodes slowly).
+            while queue_ and len(events) < self._cfg.max_request_events and not abort.is_set():
                 item = queue_.popleft()
                 if isinstance(item, _Marker):
                     marker = item
@@ -277,8 +279,9 @@ class Sender:
         batches[0].dropped = dropped
         if origin is not None:
             origin.pending = len(batches)
-        for batch in batches:
-            self._outbox.put(batch)
+        refused = [batch for batch in batches if not self._outbox.put(batch)]
+        if refused:  # shutdown stopped waiting for this thread: spooled, as it would have
+            self._keep_undelivered(refused)
 
     def _chunks(self, events: list[bytes]) -> Iterator[list[bytes]]:
         """Requests bounded by events and uncompressed bytes."""
@@ -443,6 +446,9 @@ class Sender:
                 item.settle(False)
         with self._lock:
             claims, self._claims = self._claims, []
+        for batch in left:  # a file's batches the sender put down after shutdown took its claims
+            if batch.origin is not None and batch.origin not in claims:
+                claims.append(batch.origin)
         groups: list[tuple[Optional[Claim], dict[str, Any], list[bytes], int]] = []
         for origin in (*claims, None):
             batches = [b for b in left if b.origin is origin]

@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -164,22 +166,21 @@ def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
     return full, alone
 
 
-def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
-           ) -> tuple[float, float]:
-    """Events/s through the server, and its CPU milliseconds per batch."""
-    raw, record = new_key("perf", now=SYSTEM_CLOCK.now())
-    store = SqliteStore.open(data_dir / "bench.db")
-    store.accounts.create_key(record)
-    store.close()
-    prefill(data_dir / "bench.db", "perf", stored)
+@contextmanager
+def serving(data_dir: Path, workers: int) -> Iterator[tuple[str, int]]:
+    """`bench-server serve` over `data_dir` with `workers` eval workers: its URL and pid. Its
+    log goes to `server.log` there (with no workers, a full eval queue warns), shown if it
+    does not come up."""
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
-         "--data-dir", str(data_dir)],
-        # One key sends it all: the server's throughput is measured, not a key's share.
-        env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_WORKERS": str(workers),
-             "BENCH_INGEST_KEY_RATE": "0"},
-        stdout=subprocess.DEVNULL)
+    log = data_dir / "server.log"
+    with log.open("wb") as log_file:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
+             "--data-dir", str(data_dir)],
+            # One key sends it all: the server's throughput is measured, not a key's share.
+            env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_WORKERS": str(workers),
+                 "BENCH_INGEST_KEY_RATE": "0"},
+            stdout=subprocess.DEVNULL, stderr=log_file)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120  # a big database on a loaded machine opens slowly
@@ -189,15 +190,34 @@ def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit(f"the server at {url} did not come up") from None
+                    raise SystemExit(f"the server at {url} did not come up:\n"
+                                     f"{log.read_text()[-3000:]}") from None
                 time.sleep(0.1)
-        measure(url, raw, senders, 10)  # warm up
-        cpu = server_cpu_s(server.pid)
-        rate = measure(url, raw, senders, batches)
-        return rate, (server_cpu_s(server.pid) - cpu) / (senders * batches) * 1000
+        yield url, server.pid
     finally:
         server.terminate()
         server.wait()
+
+
+def prepared(data_dir: Path, stored: int) -> str:
+    """A database of `stored` events and the raw key that sends to it."""
+    raw, record = new_key("perf", now=SYSTEM_CLOCK.now())
+    store = SqliteStore.open(data_dir / "bench.db")
+    store.accounts.create_key(record)
+    store.close()
+    prefill(data_dir / "bench.db", "perf", stored)
+    return raw
+
+
+def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
+           ) -> tuple[float, float]:
+    """Events/s through the server, and its CPU milliseconds per batch."""
+    raw = prepared(data_dir, stored)
+    with serving(data_dir, workers) as (url, pid):
+        measure(url, raw, senders, 10)  # warm up
+        cpu = server_cpu_s(pid)
+        rate = measure(url, raw, senders, batches)
+        return rate, (server_cpu_s(pid) - cpu) / (senders * batches) * 1000
 
 
 def main() -> None:

@@ -13,9 +13,11 @@ Compares, side by side in one run and against one loopback sink (a separate proc
 Each SDK runs in a fresh interpreter. A task is: start, two logs, a cost, end. Tasks run in bursts
 with a pause between them (agents wait on LLMs most of the time); only the time spent inside the
 SDK calls on the agent's thread is counted. The sink then reports how many of the sent events
-(spans for OTel) arrived. Every configuration runs with the sink answering at once and with a
-100 ms delay per request; with ``--rounds`` each is measured that many times, the SDKs
-alternating, and the medians are compared.
+(spans for OTel) arrived, and how many drops the SDK reported; what our SDK's exit could not
+deliver in time is counted from its spool (a folder of the run's own), where it waits for the
+next process: received, dropped and spooled add up to what was sent. Every configuration runs
+with the sink answering at once and with a 100 ms delay per request; with ``--rounds`` each is
+measured that many times, the SDKs alternating, and the medians are compared.
 
     python tests/perf/sdk_overhead.py                    # 20k tasks, about 3 minutes
     python tests/perf/sdk_overhead.py --tasks 2000       # quick look
@@ -260,14 +262,23 @@ def sink_call(url: str, path: str, payload: dict[str, Any] | None = None) -> dic
         return json.loads(reply.read())
 
 
+def spooled_events(directory: Path) -> int:
+    """Events an exit left in the spool (``bench._spool``'s files: a header line, then one
+    event a line), for the next process sending to the same endpoint."""
+    return sum(len(f.read_bytes().split(b"\n")) - 2 for f in directory.glob("*.jsonl"))
+
+
 def measure(sdk: str, url: str, tasks: int, burst: int, pause: float, latency: float,
             paths: dict[str, str]) -> dict[str, Any]:
     sink_call(url, "/reset", {"latency": latency})
-    env = {**os.environ, "PYTHONPATH": paths.get(sdk, ""), "BENCH_PERF_SDK_TREE": paths.get(sdk, "")}
-    env.pop("BENCH_DISABLED", None)
-    args = [sys.executable, str(HERE), "--worker", sdk, "--url", url, "--tasks", str(tasks),
-            "--burst", str(burst), "--pause-ms", str(pause * 1000)]
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
+    with tempfile.TemporaryDirectory() as spool:
+        env = {**os.environ, "PYTHONPATH": paths.get(sdk, ""), "BENCH_PERF_SDK_TREE": paths.get(sdk, ""),
+               "BENCH_SPOOL_DIR": spool}
+        env.pop("BENCH_DISABLED", None)
+        args = [sys.executable, str(HERE), "--worker", sdk, "--url", url, "--tasks", str(tasks),
+                "--burst", str(burst), "--pause-ms", str(pause * 1000)]
+        done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
+        spooled = spooled_events(Path(spool))
     if done.returncode != 0:
         raise RuntimeError(f"{sdk} worker failed:\n{done.stderr}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -277,7 +288,7 @@ def measure(sdk: str, url: str, tasks: int, burst: int, pause: float, latency: f
         "sdk": sdk, "latency_ms": latency * 1000, "tasks": tasks,
         "us_per_task": result["caller_s"] / tasks * 1e6,
         "sent": result["sent"], "received": received, "requests": stats["requests"],
-        "dropped_reported": stats["dropped_reported"],
+        "dropped_reported": stats["dropped_reported"], "spooled": spooled,
     }
 
 
@@ -336,10 +347,11 @@ def main() -> None:
 
 def report(rows: list[dict[str, Any]]) -> None:
     print(f"\n{'sdk':8s} {'sink latency':>12s} {'tasks':>6s} {'µs/task (caller)':>17s} "
-          f"{'received/sent':>15s} {'requests':>8s} {'drops reported':>14s}")
+          f"{'received/sent':>15s} {'requests':>8s} {'drops reported':>14s} {'spooled':>7s}")
     for r in rows:
         print(f"{r['sdk']:8s} {r['latency_ms']:>9.0f} ms {r['tasks']:>6d} {r['us_per_task']:>17.1f} "
-              f"{r['received']:>7d}/{r['sent']:<7d} {r['requests']:>8d} {r['dropped_reported']:>14d}")
+              f"{r['received']:>7d}/{r['sent']:<7d} {r['requests']:>8d} {r['dropped_reported']:>14d} "
+              f"{r['spooled']:>7d}")
     by: dict[tuple[str, float], list[float]] = {}
     for r in rows:
         by.setdefault((r["sdk"], r["latency_ms"]), []).append(r["us_per_task"])

@@ -8,17 +8,20 @@ which goes down and comes back on the same port.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench import _sender
 from bench._spool import default_directory
 from conftest import FAST, HANG_GUARD, FaultServer, run_python
 
@@ -230,3 +233,51 @@ def test_the_spool_is_configured_by_keyword_too(sink, tmp_path, monkeypatch) -> 
     shutil.rmtree(chosen)
     done = run_python(code.replace("spool_dir=", "spool_max_mb=0, spool_dir="), environment(sink, tmp_path))
     assert done.returncode == 0 and not chosen.exists() and "are lost" in done.stderr
+
+
+def test_what_a_starved_sender_holds_when_shutdown_stops_waiting_is_spooled_not_lost(
+        make_agent, sink: FaultServer, spool_dir: Path) -> None:
+    """A sender short of CPU (a loaded machine; here a slow ``redact`` hook, which runs on the
+    sender's thread) is still encoding a backlog when shutdown has waited all it may: what it
+    holds then is spooled with the rest (or counted as dropped), never lost uncounted."""
+    sink.down()
+
+    def slow_redact(value: Any) -> Any:
+        time.sleep(0.005)
+        return value
+
+    agent = make_agent(endpoint=sink.url, redact=slow_redact)
+    sent = 600
+    for i in range(sent):
+        agent.event("tick", {"i": i})
+    assert agent.shutdown_sync(timeout=0.1) is False
+    agent._sender._thread.join(HANG_GUARD)  # whatever it was still encoding, it has put down
+    spool = agent._sender._spool
+    loaded = [spool.load(claim) for claim in map(spool.claim, spool.waiting()) if claim is not None]
+    spooled = sum(len(x.events) for x in loaded if x is not None)
+    dropped = sum(x.dropped for x in loaded if x is not None)
+    assert spooled + dropped == sent
+
+
+def test_an_event_still_encoding_after_shutdown_gave_up_waiting_is_spooled_after_it(
+        make_agent, sink: FaultServer, spool_dir: Path) -> None:
+    """One event takes longer to encode than shutdown waits for the sender (``STOP_WAIT``):
+    the sender spools it itself once encoded, beside what shutdown spooled."""
+    sink.down()
+    encoding = threading.Event()
+
+    def slow_redact(value: Any) -> Any:
+        if value == {"i": 0}:
+            encoding.set()
+            time.sleep(_sender.STOP_WAIT + 0.5)
+        return value
+
+    agent = make_agent(endpoint=sink.url, redact=slow_redact)
+    for i in range(3):
+        agent.event("tick", {"i": i})
+    assert encoding.wait(HANG_GUARD)
+    assert agent.shutdown_sync(timeout=0.1) is False
+    agent._sender._thread.join(HANG_GUARD)
+    spool = agent._sender._spool
+    loaded = [spool.load(claim) for claim in map(spool.claim, spool.waiting()) if claim is not None]
+    assert sorted(json.loads(e)["data"]["i"] for x in loaded if x is not None for e in x.events) == [0, 1, 2]

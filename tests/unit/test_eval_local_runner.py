@@ -1,23 +1,39 @@
 """The single-machine worker pool: work is found again after a stop, duplicates collapse, a
-full queue drops to the sweep, an unavailable judge is retried and then left pending."""
+full queue drops to the sweep, an unavailable judge is retried and then left pending, an
+agent's queued runs are recorded in one write, and the judge yields to a burst of batches and
+catches up after it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench_core.clock import FixedClock
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso
 from bench_core.ports.llm import Backoff, Completion, LLMUnavailable
+from bench_core.ports.workflows import Workflows
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.jobs import LocalJobs
 from bench_core.settings import Settings
-from bench_core.workflows.local import JUDGE_SHARE_UNDER_LOAD, LocalRunner, pause_after
+from bench_core.store.sqlite.connection import Database
+from bench_core.workflows.local import (
+    BUSY_FOR_S,
+    EVALS_AT_ONCE,
+    JUDGE_SHARE_UNDER_LOAD,
+    MAX_REST_S,
+    LocalRunner,
+    rest_after,
+)
 
 from tests.factories import an_hour_ago, clean, task_events
 
@@ -76,12 +92,13 @@ def test_handed_off_runs_are_judged_and_stop_is_prompt(services: Services) -> No
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
-def test_while_ingest_is_busy_the_workers_keep_to_their_share_of_the_cpu(workers: int) -> None:
-    job_cpu_s = 0.004
-    pause = pause_after(job_cpu_s, workers, busy=True)
-    share_of_all_workers = workers * job_cpu_s / (job_cpu_s + pause)
+def test_while_ingest_is_busy_the_workers_keep_to_their_share_of_the_time(workers: int) -> None:
+    job_s = 0.004
+    rest = rest_after(job_s, workers, busy=True)
+    share_of_all_workers = workers * job_s / (job_s + rest)
     assert share_of_all_workers == pytest.approx(JUDGE_SHARE_UNDER_LOAD)
-    assert pause_after(job_cpu_s, workers, busy=False) == 0.0
+    assert rest_after(job_s, workers, busy=False) == 0.0
+    assert rest_after(600.0, workers, busy=True) == MAX_REST_S  # a judge retried for minutes
 
 
 def test_runs_are_still_judged_while_batches_keep_arriving(services: Services) -> None:
@@ -103,7 +120,7 @@ def test_duplicates_collapse_and_a_full_queue_leaves_work_to_the_sweep(services:
     ingest(services, "t1", "t2")
     runner = LocalRunner(LocalJobs(services), workers=1, max_queue=1)
     runner.start_evals(REF, ["t1", "t1", "t2"])  # not started: t1 queued once, t2 dropped
-    assert runner._queue.qsize() == 1
+    assert runner.waiting == 1
     runner.start()
     try:
         wait_until(lambda: judged(services, "t1"))
@@ -131,7 +148,7 @@ def test_a_full_queue_warns_at_most_once_a_minute_not_once_per_job(services: Ser
         runner = LocalRunner(LocalJobs(services), workers=1, max_queue=1)
         runner.start_evals(REF, ["t1", "t2", "t3", "t4"])
         assert sum("work queue full" in m for m in recorder.messages) == 1
-        assert runner._queue.get_nowait() == ("eval", REF.path, "t1")  # room again
+        assert runner._take() == ("eval", REF.path, ["t1"])  # room again
         runner.start_evals(REF, ["t5", "t6", "t7"])  # t5 fits, then a new overflow
         assert sum("work queue full" in m for m in recorder.messages) == 1
     finally:
@@ -191,3 +208,116 @@ def test_the_scheduled_round_purges_what_has_expired(tmp_path: Path) -> None:
         assert services.store.ingest.get_task(REF, "t1").status == "success"
     finally:
         services.close()
+
+
+@contextmanager
+def writes_by_workers(db: Database) -> Iterator[list[float]]:
+    """The seconds each write transaction that a worker thread opened on `db` held the write
+    lock (the real `Database.write`, timed as it runs)."""
+    held: list[float] = []
+    write = db.write
+
+    @contextmanager
+    def timed() -> Iterator[sqlite3.Connection]:
+        with write() as conn:
+            start = time.monotonic()
+            yield conn
+        if threading.current_thread().name.startswith("bench-worker"):
+            held.append(time.monotonic() - start)
+
+    db.write = timed  # type: ignore[method-assign]
+    try:
+        yield held
+    finally:
+        del db.write
+
+
+def test_an_agents_queued_runs_are_recorded_in_a_few_short_writes(tmp_path: Path) -> None:
+    """Not one write per run: a burst's results would queue behind ingest's batches, each
+    taking the write lock in turn."""
+    services = Services.from_settings(Settings(data_dir=tmp_path))
+    runs = [f"t{i}" for i in range(100)]
+    try:
+        ingest(services, *runs)
+        runner = LocalRunner(LocalJobs(services), workers=1)
+        runner.start_evals(REF, runs)
+        with writes_by_workers(services.store.evals.db) as held:
+            runner.start()
+            try:
+                wait_until(lambda: judged(services, *runs))
+            finally:
+                runner.stop()
+        assert len(held) == -(-len(runs) // EVALS_AT_ONCE)
+        assert services.store.agents.get_agent(REF).stats.eval_count == len(runs)
+    finally:
+        services.close()
+
+
+class SlowJudge:
+    """`Jobs` whose evals take as long as a model's answer would (and record when they ran)."""
+
+    def __init__(self, eval_s: float) -> None:
+        self.eval_s = eval_s
+        self.ran: list[tuple[float, list[str]]] = []
+
+    def evaluate(self, state: dict[str, Any]) -> list[str]:
+        time.sleep(self.eval_s)
+        self.ran.append((time.monotonic(), state["task_ids"]))
+        return []
+
+    def cluster(self, agent: str) -> None: ...
+
+    def grade(self, run_id: str) -> None: ...
+
+    def purge_expired(self, now: str) -> int:
+        return 0
+
+    def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
+        return []
+
+
+def test_the_judge_yields_to_a_burst_of_batches_and_catches_up_after_it() -> None:
+    jobs = SlowJudge(eval_s=0.05)
+    runner = LocalRunner(jobs, workers=1)
+    runs = [f"t{i}" for i in range(20 * EVALS_AT_ONCE)]
+    runner.start_evals(REF, runs)
+    runner.start()
+    try:
+        burst_ends = time.monotonic() + 2.0
+        while time.monotonic() < burst_ends:  # a batch finishing a run every 20 ms
+            runner.start_evals(REF, [])
+            time.sleep(0.02)
+        during = len(jobs.ran)
+        # Resting 0.95 s after each 0.05 s job: about 2 in the burst, not 20 or more (nor none).
+        assert 1 <= during <= 4
+        wait_until(lambda: sum(len(ids) for _, ids in jobs.ran) == len(runs))
+    finally:
+        runner.stop()
+    # Once no batch came for BUSY_FOR_S, the rest of the queue ran back to back, no rests.
+    quiet = burst_ends + BUSY_FOR_S
+    after = [at for at, _ in jobs.ran if at > quiet + jobs.eval_s]
+    assert len(after) > len(jobs.ran) // 2
+    assert max(b - a for a, b in itertools.pairwise(after)) < 0.5
+
+
+class FirstCallFails(FlakyLLM):
+    """A judge that cannot be reached for its first call only: of runs judged together, one
+    is left for later and the others are judged."""
+
+    def complete(self, system, messages, *, max_tokens):  # noqa: ANN001, ANN201 - the LLM port
+        self.up = self.calls > 0
+        return super().complete(system, messages, max_tokens=max_tokens)
+
+
+def test_runs_the_judge_could_not_be_reached_for_are_retried_beside_those_it_judged(
+        services: Services) -> None:
+    llm = FirstCallFails()
+    services.provide(llm=llm)
+    ingest(services, "t1", "t2", "t3")
+    runner = LocalRunner(LocalJobs(services), workers=1, retry=Backoff(attempts=3, sleep=lambda s: None))
+    runner.start()  # the startup sweep queues the three together
+    try:
+        wait_until(lambda: judged(services, "t1", "t2", "t3"))
+    finally:
+        runner.stop()
+    assert llm.calls == 4  # three, then the one left for later again

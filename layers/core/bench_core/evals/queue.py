@@ -34,7 +34,7 @@ from ..log import logger
 from ..ports.llm import LLMUnavailable
 from ..ports.services import WithEvals
 from ..ports.workflows import State, eval_start, parse_agent
-from .workflow import EvalPorts, run_eval
+from .workflow import EvalPorts, left_for_later, run_eval
 
 GIVE_UP_AFTER = timedelta(days=2)
 GAVE_UP = "not judged: the judge could not be reached within two days of the run's end"
@@ -134,7 +134,7 @@ def _judged(ports: EvalPorts, ref: AgentRef, part: list[Queued]) -> bool:
         logger.warning("judge unavailable; the runs wait on the queue",
                        extra={"agent": ref.path, "runs": len(task_ids), "error": str(exc)})
         return False
-    if any(outcome == "left for later" for outcome in final.get("outcomes", {}).values()):
+    if left_for_later(final):
         return False
     for message in part:  # each pending mark names its own runs: cleared one by one
         if message.state.get("marked"):

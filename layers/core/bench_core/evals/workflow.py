@@ -51,6 +51,8 @@ from ..ports.workflows import State, parse_agent
 from .conversation import NOTE, run_conversation
 
 DONE = "done"
+LEFT_FOR_LATER = "left for later"
+"""A run's outcome when the judge could not be reached for it (others were judged)."""
 JUDGES_AT_ONCE = 32
 """Judge calls in flight together: every run of a Step Functions execution at once
 (`workflows.stepfunctions.RUNS_PER_EVAL`), so the Judge step lasts one judgement."""
@@ -118,7 +120,7 @@ def judge(ports: EvalPorts, state: State) -> State:
     if later and not verdicts and not results:
         raise LLMUnavailable(f"the judge could not be reached for {len(later)} runs")
     results |= verdicts
-    outcomes |= dict.fromkeys(later, "left for later")
+    outcomes |= dict.fromkeys(later, LEFT_FOR_LATER)
     return {**state, "next": "record", "private": private, "later": later, "outcomes": outcomes,
             "results": {task_id: r.to_dict() for task_id, r in results.items()},
             "read": {task_id: _facts(read[task_id]) for task_id in results}}
@@ -186,3 +188,9 @@ def run_eval(ports: EvalPorts, state: State) -> State:
     while state["next"] != DONE:
         state = STEPS[state["next"]](ports, state)
     return state
+
+
+def left_for_later(final: State) -> list[str]:
+    """The runs of a finished eval that the judge could not be reached for: ask again later."""
+    return [task_id for task_id, outcome in final.get("outcomes", {}).items()
+            if outcome == LEFT_FOR_LATER]

@@ -44,9 +44,10 @@ class Jobs(Protocol):
     """The work itself, as a runner in this process does it (`runtime/jobs.py` binds the steps
     to the services): each workflow run to its end, and the hourly round's."""
 
-    def evaluate(self, state: State) -> None:
-        """Every eval step from `state` (`eval_start`); raises `LLMUnavailable` when the judge
-        cannot be reached (nothing recorded: the caller retries)."""
+    def evaluate(self, state: State) -> list[str]:
+        """Every eval step from `state` (`eval_start`); the runs the judge could not be reached
+        for (the others are recorded: the caller retries these); raises `LLMUnavailable` when
+        it could be reached for none (nothing recorded)."""
         ...
 
     def cluster(self, agent: str) -> None:

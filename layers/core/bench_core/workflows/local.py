@@ -7,17 +7,22 @@ found again from the store: at start (and every hour) the sweep re-finds finishe
 a result, and agents whose failures are not clustered yet are still marked due. A full queue
 drops work the same way, to be swept later, rather than growing without bound.
 
-Judging shares the interpreter with ingest, so while batches keep arriving the workers take
-turns with it: after each job a worker pauses in proportion to the CPU the job used, which
-keeps the judge to `JUDGE_SHARE_UNDER_LOAD` of the CPU (a judge that waits on a remote model
-uses little CPU and hardly pauses). A score may come later; a batch is never slowed by it.
+The judge stays off ingest's write path. A worker takes an agent's queued runs together (up to
+`EVALS_AT_ONCE`), so their results are one short write, not one write per run queued behind the
+batches. And judging shares the interpreter with ingest, so while batches keep arriving the
+workers yield: before each job a worker rests in proportion to the time its last job took, which
+keeps the judge to `JUDGE_SHARE_UNDER_LOAD` of the time, and it resumes at full speed as soon as ingest
+goes quiet (`BUSY_FOR_S` without a batch), catching up on what queued. Time, not CPU, is what is
+measured: the judge's calls run on threads of their own (`evals/workflow.py`), and a job slowed
+by ingest (waiting for the interpreter or the write lock) then rests longer, not shorter. A
+score may come later; a batch is never slowed by it.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
+from collections import deque
 
 from ..clock import SYSTEM_CLOCK, Clock
 from ..domain.models import AgentRef, iso
@@ -28,21 +33,33 @@ from ..settings import JudgeSettings
 
 Job = tuple[str, str, str]
 """("eval", "login/slug", task_id), ("cluster", "login/slug", "") or ("benchmark", run_id, "")."""
+Work = tuple[str, str, list[str]]
+"""What a worker takes at once: ("eval", "login/slug", task ids) or one other job."""
 HOUR_S = 3600.0
 OVERFLOW_WARN_EVERY_S = 60.0
-JUDGE_SHARE_UNDER_LOAD = 0.25
-"""Of the CPU, what all workers together may take while ingest is busy."""
+EVALS_AT_ONCE = 32
+"""An agent's queued runs judged together, and recorded in one write (`evals/workflow.py`
+`JUDGES_AT_ONCE` judge calls side by side)."""
+JUDGE_SHARE_UNDER_LOAD = 0.05
+"""Of the time, what all workers together may spend on jobs while ingest is busy."""
 BUSY_FOR_S = 1.0
 """Ingest counts as busy this long after the last `start_evals`: a batch that finished runs
 (the hourly sweep queues through it too, so one second after a sweep also counts)."""
+MAX_REST_S = 10.0
+"""The longest rest: a job that took long spent it waiting (on a remote model, a retry's
+backoff), not on the interpreter: a remote judge answering in 2 s still judges 32 runs every 12 s
+per worker through a burst, while the offline judge's jobs (a few hundredths of a second) keep
+to the share."""
+REST_CHECK_S = 0.05
+"""How often a resting worker looks whether ingest has gone quiet."""
 
 
-def pause_after(job_cpu_s: float, workers: int, busy: bool) -> float:
-    """Seconds a worker waits after a job that used `job_cpu_s` of CPU, so that `workers` of
-    them together take `JUDGE_SHARE_UNDER_LOAD` of the CPU while ingest is busy."""
+def rest_after(job_s: float, workers: int, busy: bool) -> float:
+    """Seconds a worker rests after a job that took `job_s`, so that `workers` of them together
+    spend `JUDGE_SHARE_UNDER_LOAD` of the time on jobs while ingest is busy."""
     if not busy:
         return 0.0
-    return job_cpu_s * (workers / JUDGE_SHARE_UNDER_LOAD - 1)
+    return min(MAX_REST_S, job_s * (workers / JUDGE_SHARE_UNDER_LOAD - 1))
 
 
 class LocalRunner:
@@ -53,12 +70,17 @@ class LocalRunner:
         self.clock = clock
         self.workers = workers
         self.interval_s = interval_s
-        self._queue: queue.Queue[Job | None] = queue.Queue(max_queue)
+        self.max_queue = max_queue
+        self._others: deque[Job] = deque()
+        self._evals: dict[str, list[str]] = {}
+        """Each agent's queued runs, agents in the order their first run came."""
         self._queued: set[Job] = set()
+        """What is queued or being worked on: a job already here is not queued again."""
+        self._waiting = 0
         self._refused = 0
         self._warned_at: float | None = None
         self._last_batch_at = float("-inf")
-        self._lock = threading.Lock()
+        self._has_work = threading.Condition()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._retry = retry or Backoff(attempts=4, base_s=5.0, cap_s=60.0, sleep=self._stop.wait)
@@ -67,7 +89,8 @@ class LocalRunner:
 
     def start_evals(self, ref: AgentRef, task_ids: list[str], *,
                     private: bool | None = None, marked: bool = False) -> None:
-        """One job per run (what is queued already is not queued twice); each reads its agent."""
+        """One job per run (what is queued already is not queued twice); a worker takes an
+        agent's together, reading the agent once for them."""
         self._last_batch_at = time.monotonic()
         for task_id in task_ids:
             self._submit(("eval", ref.path, task_id))
@@ -96,25 +119,25 @@ class LocalRunner:
     def stop(self, timeout_s: float = 10.0) -> None:
         """Stop taking jobs; a job in progress finishes (or is found again at the next start)."""
         self._stop.set()
-        for _ in range(self.workers):
-            try:
-                self._queue.put_nowait(None)
-            except queue.Full:
-                break
+        with self._has_work:
+            self._has_work.notify_all()
         for thread in self._threads:
             thread.join(timeout_s)
         self._threads = []
+
+    @property
+    def waiting(self) -> int:
+        """Jobs queued and not yet taken by a worker."""
+        return self._waiting
 
     # ---- inside ----------------------------------------------------------------------------
 
     def _submit(self, job: Job) -> bool:
         """Queue `job` (True) unless the queue is full (False); a job already queued is kept."""
-        with self._lock:
+        with self._has_work:
             if job in self._queued:
                 return True
-            try:
-                self._queue.put_nowait(job)
-            except queue.Full:
+            if self._waiting >= self.max_queue:
                 self._refused += 1
                 # At most once a minute, with a count: a log line per refused job cost more
                 # than the ingest that caused it, while ingest was already outpacing us.
@@ -124,8 +147,44 @@ class LocalRunner:
                                    extra={"job": job, "refused": self._refused})
                     self._warned_at, self._refused = now, 0
                 return False
+            kind, subject, task_id = job
+            if kind == "eval":
+                self._evals.setdefault(subject, []).append(task_id)
+            else:
+                self._others.append(job)
             self._queued.add(job)
+            self._waiting += 1
+            self._has_work.notify()
         return True
+
+    def _take(self) -> Work | None:
+        """The next work, waiting for some; None once stopping. Clusters and grading go first
+        (they are few); then the agent whose runs have waited longest, up to `EVALS_AT_ONCE`
+        of them."""
+        with self._has_work:
+            while not self._waiting:
+                if self._stop.is_set():
+                    return None
+                self._has_work.wait()
+            if self._stop.is_set():
+                return None
+            if self._others:
+                kind, subject, _ = self._others.popleft()
+                self._waiting -= 1
+                return kind, subject, []
+            agent, task_ids = next(iter(self._evals.items()))
+            taken, rest = task_ids[:EVALS_AT_ONCE], task_ids[EVALS_AT_ONCE:]
+            if rest:
+                self._evals[agent] = rest
+            else:
+                del self._evals[agent]
+            self._waiting -= len(taken)
+            return "eval", agent, taken
+
+    def _done(self, work: Work) -> None:
+        kind, subject, task_ids = work
+        with self._has_work:
+            self._queued.difference_update((kind, subject, t) for t in task_ids or [""])
 
     def _timer(self) -> None:
         self.scheduled_round(startup=True)
@@ -148,38 +207,52 @@ class LocalRunner:
             logger.exception("scheduled round failed; retrying at the next one")
 
     def _work(self) -> None:
-        while not self._stop.is_set():
-            job = self._queue.get()
-            if job is None:
-                return
-            cpu_before = time.thread_time()
+        last_job_s = 0.0
+        while (work := self._take()) is not None:
+            # Rest before the job, for the last one: a worker woken by a burst's first batch
+            # yields to it at once rather than after a job of its own.
+            self._rest(last_job_s)
+            started = time.monotonic()
             try:
-                self._run(job)
+                if not self._stop.is_set():
+                    self._run(work)
             except Exception:
-                logger.exception("job failed", extra={"job": job})
+                logger.exception("job failed", extra={"job": work})
             finally:
-                with self._lock:
-                    self._queued.discard(job)
-            busy = time.monotonic() - self._last_batch_at < BUSY_FOR_S
-            self._stop.wait(pause_after(time.thread_time() - cpu_before, self.workers, busy))
+                self._done(work)
+            last_job_s = time.monotonic() - started
 
-    def _run(self, job: Job) -> None:
-        kind, agent, task_id = job
+    def _busy(self) -> bool:
+        return time.monotonic() - self._last_batch_at < BUSY_FOR_S
+
+    def _rest(self, job_s: float) -> None:
+        """Rest for a job that took `job_s` while ingest is busy; cut short when it goes quiet
+        (or we stop)."""
+        until = time.monotonic() + rest_after(job_s, self.workers, self._busy())
+        while (left := until - time.monotonic()) > 0 and self._busy():
+            if self._stop.wait(min(left, REST_CHECK_S)):
+                return
+
+    def _run(self, work: Work) -> None:
+        kind, subject, task_ids = work
         if kind == "cluster":
-            self.jobs.cluster(agent)
+            self.jobs.cluster(subject)
             return
         if kind == "benchmark":
             # The model adapter retries each call with backoff; a judge still down fails the
             # run with the reason, and the submitter resumes it by sending it again.
-            self.jobs.grade(agent)
+            self.jobs.grade(subject)
             return
         for attempt in range(1, self._retry.attempts + 1):
             try:
-                self.jobs.evaluate(eval_start(agent, [task_id]))
-                return
+                task_ids = self.jobs.evaluate(eval_start(subject, task_ids))
+                error = "the judge could not be reached for some runs"
             except LLMUnavailable as exc:
-                if attempt == self._retry.attempts or self._stop.is_set():
-                    logger.warning("judge unavailable; the sweep will retry",
-                                   extra={"job": job, "error": str(exc)})
-                    return
-                self._retry.wait(attempt)
+                error = str(exc)
+            if not task_ids:
+                return
+            if attempt == self._retry.attempts or self._stop.is_set():
+                logger.warning("judge unavailable; the sweep will retry",
+                               extra={"agent": subject, "runs": len(task_ids), "error": error})
+                return
+            self._retry.wait(attempt)
