@@ -177,6 +177,7 @@ def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_
             "SELECT sql FROM sqlite_schema WHERE name = 'tasks'").fetchone()[0]
         assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'tasks_packed'"
                             ).fetchone()[0] == 0
+        assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0  # vacuumed
         events = clean(task_events("new-run"))
         assert store.ingest.ingest("alice", AgentMeta(slug="agent-1"), events).accepted == 2
         assert store.ingest.ingest("alice", AgentMeta(slug="agent-1"), events).duplicates == 2

@@ -76,9 +76,7 @@ class Database:
         """One writer connection for the process: writes are serialized anyway, and a single
         connection keeps its page cache warm instead of one cold cache per worker thread."""
         with self._write_lock:
-            if self._writer is None:
-                self._writer = self._connect()
-            conn = self._writer
+            conn = self._held_writer()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -108,6 +106,17 @@ class Database:
                     _run_script(conn, migration, number)
             else:
                 migration(self, number)
+
+    def vacuum(self) -> None:
+        """Rewrite the file without its free pages (outside any transaction, on the writer)."""
+        with self._write_lock:
+            self._held_writer().execute("VACUUM")
+
+    def _held_writer(self) -> sqlite3.Connection:
+        """The writer connection, opened the first time (the write lock held)."""
+        if self._writer is None:
+            self._writer = self._connect()
+        return self._writer
 
     @property
     def schema_version(self) -> int:

@@ -90,11 +90,18 @@ def load(stored: str | bytes | None) -> Any:
     return None if text is None else from_json(text)
 
 
+def _quoted(text: str) -> str:
+    """`text` as a JSON string, as `dumps` writes it: nothing to escape in an id or a time."""
+    if '"' in text or "\\" in text or not text.isprintable():
+        return dumps(text)
+    return f'"{text}"'
+
+
 def _rest(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None) -> str | None:
     """What `body_json` holds besides the columns, as a JSON object; None if it does not lead
     with exactly them."""
-    head = (f"{_HEAD[0]}{dumps(event_id)}{_HEAD[1]}{dumps(kind)}{_HEAD[2]}{dumps(ts)}"
-            + (f"{_HEAD[3]}{dumps(task_id)}" if task_id is not None else ""))
+    head = (f"{_HEAD[0]}{_quoted(event_id)}{_HEAD[1]}{_quoted(kind)}{_HEAD[2]}{_quoted(ts)}"
+            + (f"{_HEAD[3]}{_quoted(task_id)}" if task_id is not None else ""))
     if not body_json.startswith(head):
         return None
     tail = body_json[len(head):]

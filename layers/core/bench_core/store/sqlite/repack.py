@@ -19,6 +19,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from ...log import logger
 from .connection import Database
 from .packing import pack, pack_body
 
@@ -62,23 +63,32 @@ _PACKED_AT = tuple(i for i, name in enumerate(TASK_COLUMNS.split(", ")) if name 
 
 def repack(db: Database, number: int) -> None:
     """Pack the events' bodies and the tasks, then swap the tables and set the version to
-    `number`, each a transaction of its own."""
+    `number`, each a transaction of its own; then give the file back the space it no longer
+    uses (VACUUM: all or nothing, so a stopped one only leaves that space for new rows)."""
     with db.write() as conn:
         conn.execute(PACKED_TASKS)
         (seq,) = conn.execute("SELECT min(seq) FROM events WHERE typeof(body) = 'text'").fetchone()
+    moved = seq is not None
     while seq is not None:
         with db.write() as conn:
             seq = _pack_events(conn, seq)
     while True:
         with db.write() as conn:
-            if not _copy_tasks(conn):
-                break
+            copied = _copy_tasks(conn)
+        if not copied:
+            break
+        moved = True
     with db.write() as conn:
         conn.execute("DROP TABLE tasks")
         conn.execute("ALTER TABLE tasks_packed RENAME TO tasks")
         for statement in filter(str.strip, TASK_INDEXES.split(";")):
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {number}")
+    if moved:
+        try:
+            db.vacuum()
+        except sqlite3.OperationalError as exc:  # no room for the copy VACUUM makes
+            logger.warning("the packed database was not vacuumed", extra={"error": str(exc)})
 
 
 def _pack_events(conn: sqlite3.Connection, start: int) -> int | None:
