@@ -114,8 +114,8 @@ def _usage(text: str | None) -> Usage | None:
     return None if text is None else Usage.from_dict(load(text))
 
 
-def _usage_json(usage: Usage | None) -> str | bytes | None:
-    return None if usage is None else pack_json(usage.to_dict())
+def _usage_json(usage: Usage | None) -> str | None:
+    return None if usage is None else dumps(usage.to_dict())
 
 
 def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]) -> None:
@@ -226,7 +226,7 @@ class SqliteIngest(Concern):
                    _json_or_null(t.output), pack_json(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    pack_json(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
-                   _usage_json(t.evidence), t.run_id, pack_json(t.logs), agent_id, t.task_id)
+                   _usage_json(t.evidence), t.run_id, dumps(t.logs), agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "

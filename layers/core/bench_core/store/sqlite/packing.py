@@ -1,6 +1,6 @@
-"""How SQLite stores JSON that is big enough to pay for packing: a task's metadata, evidence,
-logs, cost breakdown and evaluation, and an event's body, as raw deflate against a preset
-dictionary of the keys and values every event repeats (zlib, stdlib).
+"""How SQLite stores JSON that is big enough to pay for packing: a task's metadata, cost
+breakdown and evaluation (`repack.PACKED_COLUMNS`), and an event's body, as raw deflate against
+a preset dictionary of the keys and values spans and events repeat (zlib, stdlib).
 
 A span's JSON is a few hundred bytes of the same keys again and again: compressed one value at
 a time with no dictionary it keeps some 60% of its bytes, against `DICTIONARY` some 30%, for

@@ -5,8 +5,8 @@ disk) picks up where it stopped when the store opens again.
 - `tasks` was `WITHOUT ROWID`: a row over about 1,000 bytes (a chat span with its metadata,
   evidence, logs and evaluation) spilled its tail into a 4 KB overflow page of its own, mostly
   empty, which VACUUM cannot reclaim. Its rows are copied in key order into a rowid table, where
-  a row up to some 4 KB stays on its page, packed (`packing.pack`) as they go; the key becomes a
-  unique index. The last transaction swaps the tables, builds the indexes and sets the version:
+  a row up to some 4 KB stays on its page, its big JSON packed (`packing.pack`) as they go
+  (`PACKED_COLUMNS`); the key becomes a unique index. The last transaction swaps the tables, builds the indexes and sets the version:
   until then the old table is whole and the copy resumes after the last key it holds.
   `tasks_by_status` now holds roots only (the runs list filters roots by status; a parent's
   children are read by `tasks_by_parent`), the most a run's spans cost in indexes.
@@ -30,9 +30,11 @@ TASK_COLUMNS = (
     "agent_id, task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
     "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, started_at, "
     "ended_at, sort_ts, version, eval_status, eval_score, eval, evidence, run_id, logs")
-PACKED_COLUMNS = frozenset({"metadata", "cost_breakdown", "eval", "evidence", "logs"})
-"""The JSON columns stored packed. A task's input and output stay text: the runs list searches
-them in SQL."""
+PACKED_COLUMNS = frozenset({"metadata", "cost_breakdown", "eval"})
+"""The JSON columns stored packed (`ingest.SqliteIngest._save_tasks`, `evals.SqliteEvals`): the
+big ones few spans have. A task's input and output stay text, searched in SQL by the runs
+list; its logs and evidence too: small, and read for every span of a run, where unpacking them
+cost the run's JSON a quarter more time."""
 
 PACKED_TASKS = """
     CREATE TABLE IF NOT EXISTS tasks_packed (

@@ -10,6 +10,7 @@ import sqlite3
 from collections import defaultdict
 from typing import Any
 
+from ...domain.field_limits import dumps
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.runs import RunFilter, append_log
 from ...ports.store import RunCounts, RunHead
@@ -17,7 +18,7 @@ from .agents import find_agent_id, read_agent
 from .connection import Concern
 from .evals import read_insights
 from .ingest import EVENT_COLS, TASK_COLS, newest_first, read_task, task_from_row
-from .packing import event_body, pack_json
+from .packing import event_body
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
@@ -61,8 +62,7 @@ def backfill_runs(conn: sqlite3.Connection) -> None:
         body = event_body(*event)
         append_log(logs[(agent, body["task_id"])], body["ts"], body.get("data"))
     conn.executemany("UPDATE tasks SET logs = ? WHERE agent_id = ? AND task_id = ?",
-                     [(pack_json(entries), agent, task)
-                      for (agent, task), entries in logs.items()])
+                     [(dumps(entries), agent, task) for (agent, task), entries in logs.items()])
 
 
 class SqliteRuns(Concern):
