@@ -6,8 +6,9 @@ disk) picks up where it stopped when the store opens again.
   evidence, logs and evaluation) spilled its tail into a 4 KB overflow page of its own, mostly
   empty, which VACUUM cannot reclaim. Its rows are copied in key order into a rowid table, where
   a row up to some 4 KB stays on its page, its big JSON packed (`packing.pack`) as they go
-  (`PACKED_COLUMNS`); the key becomes a unique index. The last transaction swaps the tables, builds the indexes and sets the version:
-  until then the old table is whole and the copy resumes after the last key it holds.
+  (`PACKED_COLUMNS`); the key becomes a unique index. The last transaction swaps the tables,
+  builds the indexes and sets the version: until then the old table is whole and the copy
+  resumes after the last key it holds.
   `tasks_by_status` now holds roots only (the runs list filters roots by status; a parent's
   children are read by `tasks_by_parent`), the most a run's spans cost in indexes.
 - `events` bodies are rewritten in place, in order of `seq`, to what `packing.pack_body` stores:
@@ -65,22 +66,32 @@ _PACKED_AT = tuple(i for i, name in enumerate(TASK_COLUMNS.split(", ")) if name 
 
 def repack(db: Database, number: int) -> None:
     """Pack the events' bodies and the tasks, then swap the tables and set the version to
-    `number`, each a transaction of its own; then give the file back the space it no longer
-    uses (VACUUM: all or nothing, so a stopped one only leaves that space for new rows)."""
+    `number`, each a transaction of its own (each first making sure that no other process,
+    `bench-server keys create` opening the file meanwhile, finished it); then give the file
+    back the space it no longer uses (VACUUM: all or nothing, so a stopped one only leaves that
+    space to new rows)."""
     with db.write() as conn:
+        if _done(conn, number):
+            return
         conn.execute(PACKED_TASKS)
         (seq,) = conn.execute("SELECT min(seq) FROM events WHERE typeof(body) = 'text'").fetchone()
     moved = seq is not None
     while seq is not None:
         with db.write() as conn:
+            if _done(conn, number):
+                return
             seq = _pack_events(conn, seq)
     while True:
         with db.write() as conn:
+            if _done(conn, number):
+                return
             copied = _copy_tasks(conn)
         if not copied:
             break
         moved = True
     with db.write() as conn:
+        if _done(conn, number):
+            return
         conn.execute("DROP TABLE tasks")
         conn.execute("ALTER TABLE tasks_packed RENAME TO tasks")
         for statement in filter(str.strip, TASK_INDEXES.split(";")):
@@ -91,6 +102,10 @@ def repack(db: Database, number: int) -> None:
             db.vacuum()
         except sqlite3.OperationalError as exc:  # no room for the copy VACUUM makes
             logger.warning("the packed database was not vacuumed", extra={"error": str(exc)})
+
+
+def _done(conn: sqlite3.Connection, number: int) -> bool:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0]) >= number
 
 
 def _pack_events(conn: sqlite3.Connection, start: int) -> int | None:
