@@ -4,7 +4,11 @@ in a migration that picks up where an interrupted one stopped."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -184,5 +188,47 @@ def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_
         assert store.ingest.ingest("alice", AgentMeta(slug="agent-1"), events).accepted == 2
         assert store.ingest.ingest("alice", AgentMeta(slug="agent-1"), events).duplicates == 2
         assert store.ingest.get_task(REF, "new-run") is not None
+    finally:
+        store.close()
+
+
+KILLED_MID_COPY = """
+import os, signal, sys
+from bench_core.store.sqlite import repack
+from bench_core.store.sqlite.store import SqliteStore
+repack.CHUNK = 4
+real, calls = repack._copy_tasks, []
+def copy_then_die(conn):
+    if len(calls) == 2:
+        conn.execute("INSERT INTO tasks_packed (agent_id, task_id, status, sort_ts) "
+                     "VALUES (999, 'half-written', 'running', '')")  # never committed
+        os.kill(os.getpid(), signal.SIGKILL)
+    calls.append(1)
+    return real(conn)
+repack._copy_tasks = copy_then_die
+SqliteStore.open(sys.argv[1])
+"""
+
+
+def test_a_migration_killed_mid_transaction_resumes_from_its_last_commit(tmp_path: Path) -> None:
+    """A hard kill (no rollback, no Python cleanup) inside a chunk's transaction: the next
+    open finds the chunks before it, not the half-written one, and finishes."""
+    path = tmp_path / "bench.db"
+    old_database(path)
+    before = SqliteIngest(Database(path))
+    expected = everything(before)
+    before.db.close()
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_COPY, str(path)],
+                            env={**os.environ}, capture_output=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == PACKED
+        assert conn.execute("SELECT count(*) FROM tasks_packed").fetchone()[0] == 8  # of 15
+    store = SqliteStore.open(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert everything(store.ingest) == expected
+        assert store.db.reader().execute(
+            "SELECT count(*) FROM tasks WHERE task_id = 'half-written'").fetchone()[0] == 0
     finally:
         store.close()
