@@ -92,15 +92,14 @@ class Database:
         takes transactions of its own and sets the version last, so that one stopped half-way
         runs again) and any script after it."""
         with self.write() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version = done = conn.execute("PRAGMA user_version").fetchone()[0]
             for number, script in enumerate(migrations[version:], start=version + 1):
                 if not isinstance(script, str):
                     break
                 _run_script(conn, script, number)
+                done = number
             upgrade(conn, version)
-        for number, migration in enumerate(migrations, start=1):
-            if number <= self.schema_version:
-                continue
+        for number, migration in enumerate(migrations[done:], start=done + 1):
             if isinstance(migration, str):
                 with self.write() as conn:
                     _run_script(conn, migration, number)
