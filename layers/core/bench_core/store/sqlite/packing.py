@@ -78,16 +78,12 @@ def pack_json(value: Any) -> str | bytes | None:
     return None if value is None else pack(dumps(value))
 
 
-def unpack(stored: str | bytes | None) -> str | bytes | None:
-    """The JSON of a stored value (text or UTF-8 bytes)."""
-    return _inflate(stored[0], stored[1:]) if isinstance(stored, bytes) else stored
-
-
 def load(stored: str | bytes | None) -> Any:
     """A stored JSON value, packed or not (pydantic-core's parser: three times `json.loads`'
     speed, which a run of a thousand tasks, four JSON columns each, notices)."""
-    text = unpack(stored)
-    return None if text is None else from_json(text)
+    if stored is None:
+        return None
+    return from_json(_inflate(stored[0], stored[1:]) if isinstance(stored, bytes) else stored)
 
 
 def _quoted(text: str) -> str:
