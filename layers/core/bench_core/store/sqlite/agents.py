@@ -8,8 +8,6 @@ import json
 import sqlite3
 from typing import Any
 
-from pydantic_core import from_json
-
 from ...domain import stats
 from ...domain.errors import TooManyAgents
 from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef
@@ -17,6 +15,7 @@ from ...domain.ranking import SORTS, rank_values, search_text
 from ...ports.store import SETTABLE
 from ..rules import Rules
 from .connection import Concern
+from .packing import load
 
 AGENTS_SCHEMA = """
     CREATE TABLE agents (
@@ -50,17 +49,11 @@ AGENT_COLS = ("login, slug, display_name, model, framework, architecture, tools,
               f"{', '.join(EVIDENCE_STATS)}, expires_at, {', '.join(LATEST_RUNS)}")
 
 
-def load_json(text: str | None) -> Any:
-    """Stored JSON text as values (pydantic-core's parser: three times `json.loads`' speed,
-    which a run of a thousand tasks, four JSON columns each, notices)."""
-    return None if text is None else from_json(text)
-
-
 def agent_from_row(row: sqlite3.Row) -> Agent:
     d = dict(row)
     return Agent(
         login=d["login"], slug=d["slug"], display_name=d["display_name"], model=d["model"],
-        framework=d["framework"], architecture=d["architecture"], tools=load_json(d["tools"]),
+        framework=d["framework"], architecture=d["architecture"], tools=load(d["tools"]),
         visibility=d["visibility"], hide_inputs=bool(d["hide_inputs"]),
         hide_outputs=bool(d["hide_outputs"]), created_at=d["created_at"],
         stats=AgentStats(
@@ -72,8 +65,8 @@ def agent_from_row(row: sqlite3.Row) -> Agent:
             eval_skipped=d["eval_skipped"], eval_judge=d["eval_judge"],
             judge_tokens=d["judge_tokens"], judge_cost_usd=d["judge_cost_usd"],
             **{name: d[name] for name in EVIDENCE_STATS},
-            latest_run=RunRef.from_dict(load_json(d["latest_run"])),
-            latest_failure=RunRef.from_dict(load_json(d["latest_failure"]))),
+            latest_run=RunRef.from_dict(load(d["latest_run"])),
+            latest_failure=RunRef.from_dict(load(d["latest_failure"]))),
         judge_daily_budget_usd=d["judge_daily_budget_usd"],
         judge_sample_rate=d["judge_sample_rate"], expires_at=d["expires_at"])
 

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeAlias
 
 from ...data_dir import private_directory
 from ..rules import Rules
@@ -36,6 +37,11 @@ def _private_files(path: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             if file.stat().st_mode & 0o077:
                 file.chmod(0o600)
+
+
+Migration: TypeAlias = "str | Callable[[Database, int], None]"
+"""A migration: an SQL script run in the transaction that sets the version to its number, or a
+step given the database and that number, which sets the version itself when it is done."""
 
 
 class Database:
@@ -70,9 +76,7 @@ class Database:
         """One writer connection for the process: writes are serialized anyway, and a single
         connection keeps its page cache warm instead of one cold cache per worker thread."""
         with self._write_lock:
-            if self._writer is None:
-                self._writer = self._connect()
-            conn = self._writer
+            conn = self._held_writer()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -81,17 +85,37 @@ class Database:
                 raise
             conn.execute("COMMIT")
 
-    def migrate(self, migrations: Sequence[str],
+    def migrate(self, migrations: Sequence[Migration],
                 upgrade: Callable[[sqlite3.Connection, int], None]) -> None:
-        """Run the migrations past the file's `user_version`, then `upgrade(conn, version it
-        had)`, in one transaction."""
+        """Run the migrations past the file's `user_version`: its SQL scripts up to the first
+        step and then `upgrade(conn, version it had)` in one transaction, then each step (which
+        takes transactions of its own and sets the version last, so that one stopped half-way
+        runs again) and any script after it."""
         with self.write() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version = done = conn.execute("PRAGMA user_version").fetchone()[0]
             for number, script in enumerate(migrations[version:], start=version + 1):
-                for statement in filter(str.strip, script.split(";")):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number}")
+                if not isinstance(script, str):
+                    break
+                _run_script(conn, script, number)
+                done = number
             upgrade(conn, version)
+        for number, migration in enumerate(migrations[done:], start=done + 1):
+            if isinstance(migration, str):
+                with self.write() as conn:
+                    _run_script(conn, migration, number)
+            else:
+                migration(self, number)
+
+    def vacuum(self) -> None:
+        """Rewrite the file without its free pages (outside any transaction, on the writer)."""
+        with self._write_lock:
+            self._held_writer().execute("VACUUM")
+
+    def _held_writer(self) -> sqlite3.Connection:
+        """The writer connection, opened the first time (the write lock held)."""
+        if self._writer is None:
+            self._writer = self._connect()
+        return self._writer
 
     @property
     def schema_version(self) -> int:
@@ -107,6 +131,12 @@ class Database:
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
+
+
+def _run_script(conn: sqlite3.Connection, script: str, number: int) -> None:
+    for statement in filter(str.strip, script.split(";")):
+        conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {number}")
 
 
 class Concern:

@@ -15,6 +15,7 @@ from ...domain.models import AgentRef, EvalResult, TaskState
 from .agents import find_agent_id, refresh_rank
 from .connection import Concern
 from .ingest import TASK_COLS, task_from_row
+from .packing import load, pack_json
 
 EVALS_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN eval_status TEXT;
@@ -68,13 +69,13 @@ class SqliteEvals(Concern):
             "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, task_id)).fetchone()
         if row is None:
             return False
-        old = EvalResult.from_dict(json.loads(row["eval"])) if row["eval"] else None
+        old = EvalResult.from_dict(load(row["eval"])) if row["eval"] else None
         if not evals.replaces(result, old):
             return False
         agent_id, is_run = row["id"], row["parent_task_id"] is None
         conn.execute("UPDATE tasks SET eval_status = ?, eval_score = ?, eval = ? "
                      "WHERE agent_id = ? AND task_id = ?",
-                     (result.status, result.score, dumps(result.to_dict()), agent_id, task_id))
+                     (result.status, result.score, pack_json(result.to_dict()), agent_id, task_id))
         d = evals.eval_delta(result, old, is_run=is_run)
         due = result.at if is_run and evals.makes_cluster_due(row["status"], result) else None
         conn.execute(

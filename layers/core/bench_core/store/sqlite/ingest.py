@@ -27,8 +27,9 @@ from ...domain.models import (
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
 from ...ports.store import decode_cursor, encode_cursor
-from .agents import admit_agent, find_agent_id, load_json, refresh_rank
+from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
+from .packing import event_body, load, pack_body, pack_json
 
 TASKS_SCHEMA = """
     CREATE TABLE agent_days (
@@ -51,7 +52,8 @@ TASKS_SCHEMA = """
     CREATE INDEX tasks_by_parent ON tasks (agent_id, parent_task_id, sort_ts, task_id);
     CREATE INDEX tasks_by_status ON tasks (agent_id, parent_task_id, status, sort_ts, task_id);
 """
-"""The days, events and tasks of the first migration (`store.MIGRATIONS`)."""
+"""The days, events and tasks of the first migration (`store.MIGRATIONS`); `repack.py` has
+the tasks' table since migration 16."""
 
 EVIDENCE_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN evidence TEXT;
@@ -68,11 +70,12 @@ cost."""
 TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
              "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
              "started_at, ended_at, version, eval, evidence, run_id, logs")
+_TASK_WIDTH = len(TASK_COLS.split(", "))
+EVENT_COLS = "body, event_id, kind, ts, task_id"
+"""What `packing.event_body` makes an event's body of."""
+
 def _json_or_null(value: Any) -> str | None:
     return None if value is None else dumps(value)
-
-
-_TASK_WIDTH = len(TASK_COLS.split(", "))
 
 
 def newest_first(reader: sqlite3.Connection, where: list[str], args: list[Any],
@@ -99,16 +102,16 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
      ) = tuple(row)[:_TASK_WIDTH]
     return TaskState(
         task_id=task_id, parent_task_id=parent, name=name, status=status,
-        input=load_json(input), output=load_json(output), metadata=load_json(metadata),
+        input=load(input), output=load(output), metadata=load(metadata),
         duration_ms=duration, cost_usd=cost, reported_cost_usd=reported,
-        cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load_json(breakdown),
+        cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load(breakdown),
         started_at=started, ended_at=ended, version=version,
-        eval=EvalResult.from_dict(load_json(result)) if result else None,
-        evidence=_usage(evidence), run_id=run_id, logs=load_json(logs) or [])
+        eval=EvalResult.from_dict(load(result)) if result else None,
+        evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [])
 
 
 def _usage(text: str | None) -> Usage | None:
-    return None if text is None else Usage.from_dict(load_json(text))
+    return None if text is None else Usage.from_dict(load(text))
 
 
 def _usage_json(usage: Usage | None) -> str | None:
@@ -171,7 +174,8 @@ class SqliteIngest(Concern):
                 "INSERT OR IGNORE INTO events (agent_id, event_id, kind, ts, task_id, body) "
                 f"VALUES {', '.join(['(?, ?, ?, ?, ?, ?)'] * len(chunk))} RETURNING event_id",
                 [v for e in chunk for v in (agent_id, e.id, e.kind, e.ts, e.task_id,
-                                            e.body_json or dumps(e.body))]).fetchall()
+                                            pack_body(e.body_json or dumps(e.body), e.id,
+                                                      e.kind, e.ts, e.task_id))]).fetchall()
             inserted.update(r[0] for r in rows)
         fresh = []
         for event in events:
@@ -219,9 +223,9 @@ class SqliteIngest(Concern):
         inserts: list[tuple[Any, ...]] = []
         for t in tasks:
             row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
-                   _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,
+                   _json_or_null(t.output), pack_json(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
-                   _json_or_null(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
+                   pack_json(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
                    _usage_json(t.evidence), t.run_id, dumps(t.logs), agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
@@ -288,7 +292,7 @@ class SqliteIngest(Concern):
         latest = []
         for name in LATEST_RUNS:
             candidate, recorded = newest.get(name), row[name]
-            if candidate is not None and candidate.replaces(RunRef.from_dict(load_json(recorded))):
+            if candidate is not None and candidate.replaces(RunRef.from_dict(load(recorded))):
                 recorded = dumps(candidate.to_dict())
             latest.append(recorded)
         conn.execute(
@@ -318,18 +322,18 @@ class SqliteIngest(Concern):
         if agent_id is None:
             return []
         rows = self.db.reader().execute(
-            "SELECT body FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC LIMIT ?",
-            (agent_id, limit)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+            f"SELECT {EVENT_COLS} FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC "
+            "LIMIT ?", (agent_id, limit)).fetchall()
+        return [event_body(*r) for r in rows]
 
     def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
         rows = self.db.reader().execute(
-            "SELECT body FROM events WHERE agent_id = ? AND task_id = ? ORDER BY ts, seq",
-            (agent_id, task_id)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+            f"SELECT {EVENT_COLS} FROM events WHERE agent_id = ? AND task_id = ? "
+            "ORDER BY ts, seq", (agent_id, task_id)).fetchall()
+        return [event_body(*r) for r in rows]
 
     def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
         return read_task(self.db.reader(), ref, task_id)
@@ -340,8 +344,9 @@ class SqliteIngest(Concern):
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return [], None
-        where = ["agent_id = ?", "parent_task_id IS ?", "sort_ts != ''"]
-        args: list[Any] = [agent_id, parent]
+        where = ["agent_id = ?", "parent_task_id IS NULL" if parent is None
+                 else "parent_task_id = ?", "sort_ts != ''"]  # NULL named: roots by status
+        args: list[Any] = [agent_id] if parent is None else [agent_id, parent]
         if status is not None:
             where.append("status = ?")
             args.append(status)

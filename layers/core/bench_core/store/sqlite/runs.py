@@ -6,7 +6,6 @@ existed their run id and their log entries.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections import defaultdict
 from typing import Any
@@ -18,7 +17,8 @@ from ...ports.store import RunCounts, RunHead
 from .agents import find_agent_id, read_agent
 from .connection import Concern
 from .evals import read_insights
-from .ingest import TASK_COLS, newest_first, read_task, task_from_row
+from .ingest import EVENT_COLS, TASK_COLS, newest_first, read_task, task_from_row
+from .packing import event_body
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
@@ -56,10 +56,11 @@ def backfill_runs(conn: sqlite3.Connection) -> None:
     conn.executemany("UPDATE tasks SET run_id = ? WHERE agent_id = ? AND task_id = ?",
                      [(run_of(agent, task), agent, task) for agent, task in parents])
     logs: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
-    for agent, task, ts, body in conn.execute(
-            "SELECT agent_id, task_id, ts, body FROM events WHERE kind = 'task.log' "
+    for agent, *event in conn.execute(
+            f"SELECT agent_id, {EVENT_COLS} FROM events WHERE kind = 'task.log' "
             "AND task_id IS NOT NULL ORDER BY agent_id, ts, seq"):
-        append_log(logs[(agent, task)], ts, json.loads(body).get("data"))
+        body = event_body(*event)
+        append_log(logs[(agent, body["task_id"])], body["ts"], body.get("data"))
     conn.executemany("UPDATE tasks SET logs = ? WHERE agent_id = ? AND task_id = ?",
                      [(dumps(entries), agent, task) for (agent, task), entries in logs.items()])
 

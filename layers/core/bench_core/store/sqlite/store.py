@@ -20,15 +20,16 @@ from ..rules import Rules
 from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
 from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_rank
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
-from .connection import Database
+from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
+from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SqliteRuns, backfill_runs
 
-MIGRATIONS: list[str] = [
+MIGRATIONS: list[Migration] = [
     # 1: the foundation: users and keys, agents, their days, events and tasks
     KEYS_SCHEMA + AGENTS_SCHEMA + TASKS_SCHEMA,
     # 2: evaluations, judge budget and spend, failure clusters
@@ -59,6 +60,8 @@ MIGRATIONS: list[str] = [
     USAGE_CALLER_AGENT_SCHEMA,
     # 15: each run's failed spans, for its header to count and link to
     RUN_FAILURES_SCHEMA,
+    # 16: tasks in a rowid table and JSON packed: no mostly empty overflow pages (resumable)
+    repack,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

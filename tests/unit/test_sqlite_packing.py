@@ -1,0 +1,234 @@
+"""How the SQLite store lays out what it keeps (`store/sqlite/packing.py`, `repack.py`): rows that
+fit their pages, large content on full overflow pages, and an older file packed when it opens,
+in a migration that picks up where an interrupted one stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench_core.domain.field_limits import dumps
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.store.sqlite import repack
+from bench_core.store.sqlite.connection import Database
+from bench_core.store.sqlite.ingest import EVENT_COLS, SqliteIngest
+from bench_core.store.sqlite.packing import event_body, load, pack_body
+from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+
+from tests.factories import clean, ev, task_events
+
+REF = AgentRef("alice", "agent-1")
+PACKED = MIGRATIONS.index(repack.repack)
+"""The version of a file from before packing."""
+
+
+def chat_span(task_id: str, parent: str, input: Any = None) -> list[dict[str, Any]]:
+    """A span as OTLP makes them: metadata of ids and attributes, an evidence log, an end."""
+    metadata = {"trace_id": task_id[:32].ljust(32, "0"), "span_id": "58f6bbc6cfa2b373",
+                "service": "perf-agent", "attributes": {
+                    "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+                    "gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 2400,
+                    "gen_ai.usage.output_tokens": 200},
+                "_bench_public": ["gen_ai.operation.name", "gen_ai.request.model"]}
+    evidence = {"label": "evidence", "provider": "openai", "model": "gpt-4o-mini",
+                "operation": "chat", "input_tokens": 2400, "output_tokens": 200,
+                "cost_usd": 0.00048, "price_source": "bench price table 2026-12-02"}
+    return [ev("task.start", task_id, name="chat gpt-4o-mini", parent_task_id=parent,
+               input=input),
+            ev("task.log", task_id, data=evidence),
+            ev("task.end", task_id, status="success", duration_ms=150, output=None,
+               data=metadata)]
+
+
+def spans(count: int, input: Any = None) -> list[dict[str, Any]]:
+    events = task_events("0123456789abcdef0123456789abcdef-9bbd0140bd08b39b", "invoke_agent")
+    for i in range(count):
+        events += chat_span(f"0123456789abcdef0123456789abcd{i:02x}-{i:016x}",
+                            "0123456789abcdef0123456789abcdef-9bbd0140bd08b39b", input)
+    return events
+
+
+def pages(path: Path, where: str) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM dbstat WHERE {where}").fetchone()[0])
+
+
+def test_chat_spans_fit_their_pages_and_large_content_fills_whole_overflow_pages(
+        tmp_path: Path) -> None:
+    store = SqliteStore.open(tmp_path / "bench.db")
+    store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(120)))
+    assert pages(tmp_path / "bench.db", "pagetype = 'overflow'") == 0
+    for size in (1_100, 5_000, 20_000, 100_000):  # through the cap of a field
+        store.ingest.ingest("alice", AgentMeta(slug="agent-1"),
+                            clean(spans(3, input={"text": "x" * size})))
+    store.close()
+    assert pages(tmp_path / "bench.db", "pagetype = 'overflow'") > 0
+    assert pages(tmp_path / "bench.db", "pagetype = 'overflow' AND unused > pgsize / 2") == 0
+
+
+@pytest.mark.parametrize("body", [
+    {"id": "e1", "kind": "task.start", "ts": "2026-12-02T16:00:00.000Z", "task_id": "t",
+     "name": "ünïcode ✓", "input": {"q": "x" * 300}},
+    {"id": "e2", "kind": "custom", "ts": "2026-12-02T16:00:00.000Z", "data": None},
+    {"id": "e3", "kind": "custom", "ts": "2026-12-02T16:00:00.000Z", "task_id": None},
+    {"id": "e4", "kind": "task.end", "ts": "2026-12-02T16:00:00.000Z", "task_id": "t"},
+])
+def test_an_event_body_comes_back_as_it_was_sent(body: dict[str, Any]) -> None:
+    task_id = body.get("task_id")
+    stored = pack_body(dumps(body), body["id"], body["kind"], body["ts"], task_id)
+    assert isinstance(stored, bytes)
+    back = event_body(stored, body["id"], body["kind"], body["ts"], task_id)
+    assert back == body and list(back) == list(body)
+
+
+def test_a_body_that_does_not_lead_with_its_columns_is_kept_whole() -> None:
+    body = dumps({"kind": "custom", "id": "e1", "ts": "2026-12-02T16:00:00.000Z"})
+    assert pack_body(body, "e1", "custom", "2026-12-02T16:00:00.000Z", None) == body
+
+
+def old_database(path: Path) -> None:
+    """A file as Bench wrote it before packing: the schema of the migrations before it, every
+    JSON value text."""
+    db = Database(path)
+    db.migrate(MIGRATIONS[:PACKED], lambda conn, version: None)
+    writer = SqliteIngest(db)
+    for i in range(4):
+        writer.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(10)))
+        writer.ingest("alice", AgentMeta(slug=f"agent-{i + 2}"),
+                      clean([*task_events(f"run-{i}", cost=0.5), ev("custom", data={"n": i})]))
+    with db.write() as conn:
+        for row in conn.execute(f"SELECT seq, {EVENT_COLS} FROM events").fetchall():
+            conn.execute("UPDATE events SET body = ? WHERE seq = ?",
+                         (dumps(event_body(*row[1:])), row[0]))
+        for column in repack.PACKED_COLUMNS:
+            for agent_id, task_id, value in conn.execute(
+                    f"SELECT agent_id, task_id, {column} FROM tasks").fetchall():
+                conn.execute(f"UPDATE tasks SET {column} = ? WHERE agent_id = ? AND task_id = ?",
+                             (None if value is None else dumps(load(value)), agent_id, task_id))
+        assert conn.execute("SELECT count(*) FROM events WHERE typeof(body) != 'text'"
+                            ).fetchone()[0] == 0
+    db.close()
+
+
+def everything(store: SqliteIngest) -> dict[str, Any]:
+    """All that the store's reads of events and tasks give of the file."""
+    out: dict[str, Any] = {}
+    for slug in ("agent-1", "agent-2", "agent-3", "agent-4", "agent-5"):
+        ref = AgentRef("alice", slug)
+        ids = [r[0] for r in store.db.reader().execute(
+            "SELECT task_id FROM tasks JOIN agents ON agents.id = agent_id WHERE slug = ? "
+            "ORDER BY task_id", (slug,))]
+        out[slug] = {"recent": store.recent_events(ref, 1_000),
+                     "tasks": [store.get_task(ref, t) for t in ids],
+                     "events": [store.task_events(ref, t) for t in ids],
+                     "roots": store.list_tasks(ref, limit=100),
+                     "failed": store.list_tasks(ref, status="failed", limit=100)}
+    return out
+
+
+class Stop(Exception):
+    """Stands for the process being killed."""
+
+
+def stop_after(monkeypatch: pytest.MonkeyPatch, name: str, calls: int) -> None:
+    """`repack.<name>` raises `Stop` once it has run `calls` times."""
+    real, done = getattr(repack, name), []
+
+    def stopping(*args: Any) -> Any:
+        if len(done) == calls:
+            raise Stop(name)
+        done.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(repack, name, stopping)
+
+
+def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_stopped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "bench.db"
+    old_database(path)
+    with sqlite3.connect(path) as conn:
+        assert "WITHOUT ROWID" in conn.execute(
+            "SELECT sql FROM sqlite_schema WHERE name = 'tasks'").fetchone()[0]
+    before = SqliteIngest(Database(path))  # today's reads, on the old file as it is
+    expected = everything(before)
+    before.db.close()
+    monkeypatch.setattr(repack, "CHUNK", 7)
+    for name, calls in (("_pack_events", 3), ("_copy_tasks", 2)):
+        with monkeypatch.context() as stopped:
+            stop_after(stopped, name, calls)
+            with pytest.raises(Stop):
+                SqliteStore.open(path)
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == PACKED
+    with sqlite3.connect(path) as conn:  # stopped half-way through copying the tasks
+        copied = conn.execute("SELECT count(*) FROM tasks_packed").fetchone()[0]
+        assert 0 < copied < conn.execute("SELECT count(*) FROM tasks").fetchone()[0]
+    store = SqliteStore.open(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert everything(store.ingest) == expected
+        conn = store.db.reader()
+        assert conn.execute("SELECT count(*) FROM events WHERE typeof(body) = 'text'"
+                            ).fetchone()[0] == 0
+        assert "WITHOUT ROWID" not in conn.execute(
+            "SELECT sql FROM sqlite_schema WHERE name = 'tasks'").fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'tasks_packed'"
+                            ).fetchone()[0] == 0
+        assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0  # vacuumed
+        repack.repack(store.db, len(MIGRATIONS))  # as another process opening it meanwhile
+        assert everything(store.ingest) == expected
+        events = clean(task_events("new-run"))
+        assert store.ingest.ingest("alice", AgentMeta(slug="agent-1"), events).accepted == 2
+        assert store.ingest.ingest("alice", AgentMeta(slug="agent-1"), events).duplicates == 2
+        assert store.ingest.get_task(REF, "new-run") is not None
+    finally:
+        store.close()
+
+
+KILLED_MID_COPY = """
+import os, signal, sys
+from bench_core.store.sqlite import repack
+from bench_core.store.sqlite.store import SqliteStore
+repack.CHUNK = 4
+real, calls = repack._copy_tasks, []
+def copy_then_die(conn):
+    if len(calls) == 2:
+        conn.execute("INSERT INTO tasks_packed (agent_id, task_id, status, sort_ts) "
+                     "VALUES (999, 'half-written', 'running', '')")  # never committed
+        os.kill(os.getpid(), signal.SIGKILL)
+    calls.append(1)
+    return real(conn)
+repack._copy_tasks = copy_then_die
+SqliteStore.open(sys.argv[1])
+"""
+
+
+def test_a_migration_killed_mid_transaction_resumes_from_its_last_commit(tmp_path: Path) -> None:
+    """A hard kill (no rollback, no Python cleanup) inside a chunk's transaction: the next
+    open finds the chunks before it, not the half-written one, and finishes."""
+    path = tmp_path / "bench.db"
+    old_database(path)
+    before = SqliteIngest(Database(path))
+    expected = everything(before)
+    before.db.close()
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_COPY, str(path)],
+                            env={**os.environ}, capture_output=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == PACKED
+        assert conn.execute("SELECT count(*) FROM tasks_packed").fetchone()[0] == 8  # of 15
+    store = SqliteStore.open(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert everything(store.ingest) == expected
+        assert store.db.reader().execute(
+            "SELECT count(*) FROM tasks WHERE task_id = 'half-written'").fetchone()[0] == 0
+    finally:
+        store.close()
