@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -72,3 +73,33 @@ def batch(slug: str, events: list[dict[str, Any]], **meta: Any) -> dict[str, Any
 
 def clean(events: list[dict[str, Any]], limits: Limits | None = None) -> list[CleanEvent]:
     return [clean_event(WireEvent.model_validate(e), limits or Limits()) for e in events]
+
+
+@functools.cache
+def _corpus() -> str:
+    """English prose: the docstrings of some standard library modules, their classes and
+    their classes' methods (about 400 KB)."""
+    import importlib
+
+    texts: list[str] = []
+    for name in ("argparse", "asyncio", "collections", "configparser", "csv", "datetime",
+                 "decimal", "difflib", "email.message", "enum", "fractions", "ftplib",
+                 "http.client", "http.cookiejar", "imaplib", "inspect", "json", "logging",
+                 "mailbox", "pathlib", "pdb", "pickle", "shutil", "smtplib", "socket",
+                 "sqlite3", "ssl", "subprocess", "tarfile", "tempfile", "textwrap",
+                 "threading", "typing", "unittest", "urllib.request", "zipfile"):
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if callable(value) and getattr(value, "__module__", "") == name:
+                members = list(vars(value).values()) if isinstance(value, type) else []
+                texts += [doc for v in (value, *members) if callable(v)
+                          and isinstance(doc := getattr(v, "__doc__", None), str)]
+    return " ".join(" ".join(texts).split())
+
+
+def prose(seed: int, size: int) -> str:
+    """`size` characters of English prose from a place `seed` picks: content that deflates as a
+    model's messages do (about 3 to 1 with zlib), where one letter repeated shrinks to nothing."""
+    corpus = _corpus()
+    start = (seed * 104_729) % (len(corpus) - size)
+    return corpus[start:start + size]

@@ -8,6 +8,7 @@ Sizes are measured on moto's items by DynamoDB's sizing rules (`tests/perf/dynam
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,7 +22,7 @@ from bench_core.store.dynamodb.migration import MARKER, migrate
 from bench_core.store.dynamodb.store import DynamoStore
 
 from tests.aws.moto_table import TABLE_NAME, dynamo_store
-from tests.factories import clean, ev
+from tests.factories import clean, ev, prose
 from tests.perf.dynamodb_cost import Meter, item_size
 
 REF = AgentRef("alice", "long")
@@ -117,3 +118,26 @@ def test_the_migration_brings_an_item_grown_by_the_old_layout_under_the_bound(
                                clean([ev("task.log", "t", id="old-17", data={})])).accepted == 0
     store.table.delete(MARKER)
     assert migrate(store.table).chunked == 0
+
+
+def test_a_task_with_the_most_content_it_may_hold_keeps_a_small_item(store: DynamoStore) -> None:
+    """A task's content is in its events alone (`store/dynamodb/content.py`): input, output and
+    metadata near the field limit (30 KB each) and logs up to theirs, some 200 KB folded, leave
+    its item a few KB, and reads give all of it back as the batches sent it."""
+    big = prose(1, 30_000)
+    start = ev("task.start", "t", name="long", input={"q": big})
+    logs = [ev("task.log", "t", data={"label": "step", "text": prose(n, 4000)})
+            for n in range(40)]
+    end = ev("task.end", "t", status="success", output={"a": prose(2, 30_000)},
+             data={"m": prose(3, 30_000)}, duration_ms=5)
+    for events in ([start], logs[:20], logs[20:], [end]):
+        store.ingest.ingest(REF.login, META, clean(events))
+    item = task_item(store)
+    assert "content" not in item and item_size(item) < 4 * 1024
+    task = store.ingest.get_task(REF, "t")
+    assert task is not None and task.input == {"q": big}
+    assert task.output == {"a": prose(2, 30_000)} and task.metadata == {
+        "m": prose(3, 30_000)}
+    assert [log.get("data", {}).get("text") for log in task.logs if "data" in log][:3] == [
+        prose(n, 4000) for n in range(3)]
+    assert sum(len(json.dumps(log)) for log in task.logs) > 32 * 1024

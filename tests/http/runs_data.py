@@ -4,6 +4,7 @@ format: a research run whose failure hides three levels down, and big and deep r
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,8 @@ def wide_and_deep_events(prefix: str, children: int, depth: int) -> list[dict[st
 
 
 def tree_run_events(run_id: str, spans: int, *, fanout: int = 10, failed_every: int = 1000,
-                    chars: int | None = None) -> list[dict[str, Any]]:
+                    chars: int | None = None, text: Callable[[int, int], str] | None = None
+                    ) -> list[dict[str, Any]]:
     """A run of `spans` spans as an agent that works depth first makes it: each span has up to
     `fanout` children (the tree filled level by level), runs them one after the other and
     ends after its last. Span `{run_id}-{n}` is the n-th to start (the root is `{run_id}`),
@@ -104,11 +106,16 @@ def tree_run_events(run_id: str, spans: int, *, fanout: int = 10, failed_every: 
     and before its next sibling; every `failed_every`-th failed. Each is a start and an end
     with a short input and output (some 600 bytes stored): a hundred thousand spans build in
     seconds through `store.ingest.ingest` in big batches; or with `chars` characters of
-    content, half in its input and half in its output."""
-    context = "c" * (120 if chars is None else chars // 2)
+    content, half in its input and half in its output, repeated letters or `text(seed, size)`
+    (`factories.prose`, which deflates as real text does)."""
+    def filler(letter: str, n: int, size: int) -> str:
+        return letter * size if text is None else text(n, size)
+
+    def context(n: int) -> str:
+        return filler("c", 2 * n, 120 if chars is None else chars // 2)
 
     def answer(n: int) -> str:
-        return f"answer {n} " + "a" * 200 if chars is None else "a" * (chars // 2)
+        return f"answer {n} " + "a" * 200 if chars is None else filler("a", 2 * n + 1, chars // 2)
 
     below = [1] * spans  # the size of each subtree, in level order (children of h: h*f+1..)
     for h in reversed(range(1, spans)):
@@ -128,7 +135,7 @@ def tree_run_events(run_id: str, spans: int, *, fanout: int = 10, failed_every: 
                   f"{run_id}-{parent}" if parent else run_id}
         events += [
             {"id": f"{task_id}-s", "kind": "task.start", "ts": ts(n), **common,
-             "input": {"query": f"question {n}", "context": context}},
+             "input": {"query": f"question {n}", "context": context(n)}},
             {"id": f"{task_id}-e", "kind": "task.end", "ts": ts(n + below[h]), **common,
              "status": "failed" if failed else "success", "duration_ms": below[h],
              "output": ERROR if failed else answer(n)}]

@@ -10,7 +10,6 @@ whose `expires_at` has passed. The same assertions then hold for both.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,6 +21,8 @@ from bench_core.domain.keys import hash_key, new_key
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, EvalResult, iso
 from bench_core.domain.reuse_records import InvocationGrant, UsageRecord
 from bench_core.ports.store import Store
+from bench_core.store.dynamodb.codec.pages import page_events
+from bench_core.store.dynamodb.codec.values import plain
 from bench_core.store.dynamodb.store import DynamoStore
 from bench_core.store.memory.retention import MemoryRetention
 from bench_core.store.memory.store import MemoryStore
@@ -187,7 +188,7 @@ def test_dynamodb_stamps_events_with_their_time_plus_the_retention(retention_day
         items = dynamo_items(store)
         pages = [i for i in items if i["sk"]["S"].startswith("B#")]
         expiring = [i for i in items if "expires_at" in i]
-        assert len(pages) == 2 and all(len(json.loads(p["events"]["S"])) == 2 for p in pages)
+        assert len(pages) == 2 and all(len(page_events(plain(p))) == 2 for p in pages)
         newest = when + timedelta(milliseconds=1)
         assert {i["sk"]["S"][:3] for i in expiring} == {"B#2", "EV#"} and len(expiring) == 3
         assert all(int(i["expires_at"]["N"]) <= math.ceil(

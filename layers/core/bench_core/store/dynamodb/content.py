@@ -33,7 +33,7 @@ from ...domain.folding import fold_task
 from ...domain.models import TASK_CONTENT, CleanEvent, TaskState
 from .client import Table
 from .codec.keys import TASK, AgentKeys
-from .codec.pages import StoredEvent, page_events
+from .codec.pages import StoredEvent, page_events, page_size
 from .codec.tasks import chunk_task_id, page_chunk_keys, task_from_item, task_ledger, task_pages
 
 LEDGER = ("pages", "page_chunks", "content")
@@ -66,7 +66,7 @@ class PageCache:
     def keep(self, pages: list[dict[str, Any]]) -> None:
         with self._lock:
             for page in pages:
-                key, size = (page["pk"], page["sk"]), len(page.get("events", ""))
+                key, size = (page["pk"], page["sk"]), page_size(page)
                 if key not in self._pages and size <= self.limit:
                     self._pages[key] = (page, size)
                     self._bytes += size

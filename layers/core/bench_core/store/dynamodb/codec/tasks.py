@@ -58,10 +58,13 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
     fold from a stale read fails its condition and is redone.
     """
     sort_key = task_sort_key(after.sort_ts, after.task_id)
+    root = after.parent_task_id is None
     fields: dict[str, Any] = {
         **task_fields(after, rewrite=before is not None, content=keeps_content(before)),
         "tlpk": agent.tasks_pk(after.parent_task_id), "tlsk": sort_key,
-        "tspk": agent.status_pk(after.parent_task_id, after.status), "tssk": sort_key,
+        # roots only: a subtask's listing by status is its parent's, filtered (`ingest.py`)
+        "tspk": agent.status_pk(None, after.status) if root else None,
+        "tssk": sort_key if root else None,
         **run_keys(agent, after)}
     update = expiring(set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
                                     fields), agent)
@@ -103,8 +106,8 @@ def task_fields(task: TaskState, *, rewrite: bool, content: bool = True) -> dict
     folded: dict[str, Any] = {}
     for name in TASK_FIELDS:
         value = getattr(task, name)
-        if value is None or name == "logs" and not value:
-            continue
+        if value is None or name in ("logs", "cost_logged_usd") and not value:
+            continue  # read back as their defaults: none, 0
         if name in _TASK_NUMBERS:
             value = float(number(value))
         (folded if name in TASK_CONTENT else own)[name] = value
