@@ -37,6 +37,28 @@ def rows(html: str) -> list[tuple[str, str, str]]:
                       r'data-status="([a-z]+)"', html)
 
 
+WAYS_ON = re.compile(r'<a href="([^"]+)"(?: data-more="[^"]*")?(?: data-rest)? data-rows=|'
+                     r'<a href="([^"]+)" data-next-window>')
+
+
+def reached(server: RunningServer, start: str, most: int = 200) -> set[str]:
+    """Every span drawn on the page at `start` or on a page its collapsed rows and windows
+    lead to (their links without JavaScript), following at most `most` links."""
+    seen: set[str] = set()
+    todo, visited = [start], {start}
+    while todo:
+        assert len(visited) <= most, "too many pages to reach every span"
+        html = fetch(server, todo.pop()).text
+        seen |= {span for span, _, _ in rows(html)}
+        for link in WAYS_ON.finditer(html):
+            href = (link.group(1) or link.group(2)).replace("&amp;", "&").split("#")[0]
+            url = start.split("?")[0] + href
+            if url not in visited:
+                visited.add(url)
+                todo.append(url)
+    return seen
+
+
 def row_html(html: str, span_id: str) -> str:
     """The markup of one span's row, up to the next row."""
     start = html.index(f'<li id="span-{span_id}"')
@@ -249,7 +271,9 @@ def test_runs_list_filters_pages_and_links_each_run(bench_server: RunningServer)
 def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
         bench_server: RunningServer) -> None:
     """5,051 spans: more than one read, so the page draws the tree of the first 1,000 spans by
-    start (950 leaves and the whole chain), and the header counts them all."""
+    start (950 leaves and the whole chain), and the header counts them all. Opened plainly it
+    selects its one failure, 50 levels down, and draws the rows from it on under its
+    ancestors; every collapsed row leads on, and so does the window, to the last span."""
     login = new_login()
     key = bench_server.create_key(login)
     prefix = uuid.uuid4().hex[:6]
@@ -257,18 +281,21 @@ def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
     for i in range(0, len(events), 500):
         assert post(bench_server, batch("big", events[i:i + 500]), key).status_code == 200
     path = f"/u/{login}/big/runs/{prefix}-root"
-    page = fetch(bench_server, path)
-    assert page.status_code == 200
+    plain = fetch(bench_server, path)
+    assert plain.status_code == 200
+    assert rows(plain.text)[0][0] == f"{prefix}-deep49"  # selected and drawn first
+    assert 'class="span-detail"' in plain.text and "Showing the spans from" in plain.text
+    first = re.search(r'href="([^"]+)" data-first-failed>first at ([^<]+)</a>', plain.text)
+    assert first is not None and f"span={prefix}-deep49" in first.group(1)
+    page = fetch(bench_server, f"{path}?span={prefix}-root")  # from the top
     drawn = rows(page.text)
     assert len(drawn) < 700
     shown_leaves = sum(1 for span, _, _ in drawn if re.fullmatch(f"{prefix}-c\\d+", span))
     assert shown_leaves == 49  # 50 children drawn: 49 leaves and the deep chain's first level
     assert "+ 901 more spans under big run" in page.text  # 950 leaves read, 49 drawn
-    assert ("This run has 5,051 spans, more than one read takes: the tree here is drawn from "
-            "the first 1,000 by start") in page.text
-    assert "<b>spans</b> 5,051 · " in page.text and "depth" not in page.text  # not read
-    first = re.search(r'href="([^"]+)" data-first-failed>', page.text)
-    assert first is not None and f"span={prefix}-deep49" in first.group(1)
+    assert ("This run has 5,050 spans below its root, more than one read takes: the tree here "
+            "is drawn from 1,000 of them by start time") in page.text
+    assert "<b>spans</b> 5,051<" in page.text and "· depth" not in page.text  # not read
     failure = fetch(bench_server, path + first.group(1).replace("&amp;", "&").split("#")[0])
     detail = failure.text[failure.text.index('class="span-detail"'):]
     assert "status-failed" in detail and f"{prefix}-deep49" in detail
@@ -276,10 +303,14 @@ def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
                      page.text)
     expanded = fetch(bench_server, f"{path}?expand={prefix}-root")
     assert "more spans under big run" not in expanded.text
-    assert "more spans not drawn" in expanded.text  # the page still draws a bounded number
-    deeper = re.search(r'href="(\?focus=[^"]+)">\+ \d+ deeper', page.text).group(1)
-    focused = fetch(bench_server, path + deeper.replace("&amp;", "&"))
+    assert "· show them" in expanded.text  # the page still draws a bounded number, and goes on
+    deeper = re.search(r'href="(\?[^"]*focus=[^"]+)" data-rows="[^"]+">\+ \d+ deeper', page.text)
+    focused = fetch(bench_server, path + deeper.group(1).replace("&amp;", "&"))
     assert focused.status_code == 200 and "Showing the spans under" in focused.text
+    seen = reached(bench_server, path + f"?span={prefix}-root")
+    every = {f"{prefix}-root", *(f"{prefix}-c{i}" for i in range(5000)),
+             *(f"{prefix}-deep{i}" for i in range(50))}
+    assert seen == every  # every span, by following the page's own links
     answer = httpx.get(f"{bench_server.url}/api/agents/{login}/big/runs/{prefix}-root").json()
     assert len(answer["spans"]) == 1000 and answer["span_count"] == 5051
     assert (answer["span_order"], answer["failed_spans"], answer["first_failed_span"]) == (
