@@ -285,7 +285,7 @@ def test_the_keyboard_walks_the_tree_and_goes_to_the_next_error_in_place(
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_search_box_filters_spans_by_name_and_keeps_their_ancestors(
+def test_the_search_box_filters_spans_by_name_and_finds_them_by_content(
         browser: Any, bench_server: RunningServer, seeded: SeededRun, width: int) -> None:
     watched = Watched(browser, width, "light")
     try:
@@ -300,6 +300,14 @@ def test_the_search_box_filters_spans_by_name_and_keeps_their_ancestors(
         watched.shot(f"run-search-light-{width}")
         page.keyboard.press("Escape")
         assert page.locator("li.span-row[data-span]:visible").count() == 7
+        page.keyboard.press("/")
+        page.keyboard.type("secret-answer")  # in no name: Enter asks the server for content
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        visible = page.locator("li.span-row[data-span]:visible")
+        assert [visible.nth(i).get_attribute("data-span") for i in range(visible.count())] == [
+            seeded.run_id, seeded.ids["answer"]]
+        assert "1 span here holds" in page.locator("[data-search-state]").inner_text()
         assert watched.problems == []
     finally:
         watched.close()

@@ -337,3 +337,25 @@ def test_the_run_json_is_documented_in_the_openapi_schema_as_answered(
     assert set(answer) <= set(schemas["RunAnswer"]["properties"])
     assert set(schemas["RunAnswer"]["required"]) <= set(answer)
     assert set(answer["spans"][0]) == set(schemas["Span"]["properties"])
+
+
+def test_searching_a_run_finds_spans_by_name_and_by_the_content_its_viewer_may_see(
+        bench_server: RunningServer) -> None:
+    """`q` draws the spans holding it with their ancestors; content counts only where the
+    privacy gate shows it: a visitor of an agent that hides its outputs finds an answer's
+    text in no span, its owner finds it in the span that answered."""
+    run = seed_research_run(bench_server)
+    path = f"/u/{run.path}/runs/{run.run_id}"
+    by_name = fetch(bench_server, path + "?q=PARS")
+    assert [span for span, _, _ in rows(by_name.text)] == [
+        run.run_id, run.ids["search"], run.ids["fetch-2"], run.ids["parse"]]
+    assert re.search(r'class="span-row d3 failed match"', by_name.text)
+    assert "1 span here holds “PARS”" in by_name.text
+    by_content = fetch(bench_server, path + "?q=secret-question")  # the root's and plan's input
+    assert [span for span, _, _ in rows(by_content.text)] == [run.run_id, run.ids["plan"]]
+    set_agent(bench_server, run, hide_outputs=True)
+    for key, found in ((None, []), (run.key, [run.run_id, run.ids["answer"]])):
+        answer = fetch(bench_server, path + "?q=secret-answer", key=key)
+        assert [span for span, _, _ in rows(answer.text)] == found
+    hidden = fetch(bench_server, path + "?q=secret-log-value")  # a log value: content
+    assert rows(hidden.text) == [] and "0 spans here hold" in hidden.text

@@ -62,7 +62,8 @@ def _runs_page(request: Request, login: str, slug: str, filters: dict[str, Any],
 class RunView(BaseModel):
     """Which part of a run its page draws: the selected `span`, the subtree at `focus`, the
     children of `expand` in full, the rows from `at` on within `within`'s subtree (where a
-    collapsed row goes on), the window `after` a cursor (a run too big to read whole); `part`
+    collapsed row goes on), the window `after` a cursor (a run too big to read whole), only the
+    spans whose name or visible content holds `q`; `part`
     answers only the rows (`rows`) or the selected span's details (`detail`), which the page's
     script puts in place without a page load."""
 
@@ -72,6 +73,7 @@ class RunView(BaseModel):
     at: str | None = None
     within: str | None = None
     after: str | None = None
+    q: str | None = None
     part: Literal["rows", "detail"] | None = None
 
 
@@ -111,7 +113,8 @@ def _draw_run_page(request: Request, login: str, slug: str, task_id: str, view: 
         raise NotFound("span not found in this run")
     kept = urlencode({k: v for k, v in shown.items() if v and k != "span"})
     return page(request, PARTS[view.part] if view.part else "run.html", viewer=viewer, **model,
-                base=public_base(request, services), href=href, keep="&" + kept if kept else "")
+                base=public_base(request, services), href=href, keep="&" + kept if kept else "",
+                view_params=shown)
 
 
 @api_router.get("/agents/{login}/{slug}/runs")

@@ -37,6 +37,7 @@ from ..domain.privacy import (
     visible_agent,
 )
 from ..domain.runs import (
+    ROWS_SHOWN,
     RUN_STATUSES,
     Node,
     Row,
@@ -400,14 +401,16 @@ class View:
 
 def run_page(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str, *,
              span: str | None = None, focus: str | None = None, expand: str | None = None,
-             at: str | None = None, within: str | None = None,
-             after: str | None = None) -> dict[str, Any] | Elsewhere:
+             at: str | None = None, within: str | None = None, after: str | None = None,
+             q: str | None = None) -> dict[str, Any] | Elsewhere:
     """What the run page draws: the header, the rows of the tree at `focus` (collapsed where
     big; from `at`, within `within`'s subtree, where a collapsed row goes on), each with its
     waterfall bar, and the selected span's details; of a run too big to read whole, the rows
     of one window of it (`View`: its first spans, those `after` a cursor, or those from the
     selected span's start). A run opened plainly with failed spans selects its first one, and
-    the selected span is always drawn: the rows go on from it where it would be collapsed."""
+    the selected span is always drawn: the rows go on from it where it would be collapsed.
+    `q` draws only the spans here whose name, or content the viewer may see, holds it (with
+    their ancestors)."""
     head = store.runs.run_head(ref, task_id)
     agent = visible_agent(head.agent, viewer)
     task, run_id = find_run(store, agent, head.task)
@@ -415,7 +418,8 @@ def run_page(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str, *,
         return Elsewhere(run_id, task_id)
     run = load_run(store, agent, viewer, run_id, head.insights, content=False, root=task)
     header = run_header(run, viewer)
-    if span is None and not (focus or expand or at or within or after):
+    q = (q or "").strip() or None
+    if span is None and not (focus or expand or at or within or after or q):
         span = header["first_failed_span"]
     view = _view(store, run, focus, after, span)
     top, shown = view.top, view.shown
@@ -424,8 +428,11 @@ def run_page(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str, *,
     start = find(scope, at) if scope is not None and at else None
     if scope is None or (at and start is None):
         raise NotFound("span not found in this view of the run")
-    drawn = rows(scope, expand=lambda node: node.task_id == expand, start=start)
-    if selected is not None and at is None and not _drawn(drawn, selected) \
+    sight = Sight.of(agent, viewer)
+    matches = _search(store, shown, scope, q, sight) if q else set()
+    drawn = (_found(scope, matches) if q else
+             rows(scope, expand=lambda node: node.task_id == expand, start=start))
+    if selected is not None and at is None and not q and not _drawn(drawn, selected) \
             and find(scope, selected.task_id):
         start = selected
         drawn = rows(scope, expand=lambda node: node.task_id == expand, start=start)
@@ -443,10 +450,59 @@ def run_page(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str, *,
                                               "position": view.position, "read": view.read,
                                               "next": view.next, "moved": after is not None
                                               or view.position != 0},
-            "selected": (span_view(selected, Sight.of(agent, viewer), full,
+            "search": {"q": q, "matches": matches, "content": sight.inputs or sight.outputs
+                       or sight.content} if q else None,
+            "selected": (span_view(selected, sight, full,
                                    placed=run.whole) if selected else None),
             "span_missing": bool(span) and selected is None,
             "selected_drawn": selected is not None and _drawn(drawn, selected)}
+
+
+def _search(store: RunReads, shown: Run, top: Node, q: str, sight: Sight) -> set[str]:
+    """The spans of `top`'s tree whose name holds `q` (case aside), or what the viewer may see
+    of their content: their content is read `CONTENT_READ` spans at a time, in start order
+    from the first of them, as far as the last (a window's worth at most, as the JSON's)."""
+    needle = q.lower()
+    nodes = {n.task_id: n for n in walk(top)}
+    found = {i for i, n in nodes.items() if needle in (n.task.name or "").lower()}
+    if not (sight.inputs or sight.outputs or sight.content):
+        return found
+    if shown.root.task_id in nodes and needle in _visible_text(shown.root, sight):
+        found.add(shown.root.task_id)
+    keys = sorted(span_key(n.task) for i, n in nodes.items() if i != shown.root.task_id)
+    after: tuple[str, str] | None = (keys[0][0], "") if keys else None
+    while after is not None and after <= keys[-1]:
+        page = store.runs.run_spans(shown.agent.ref, shown.root, limit=CONTENT_READ,
+                                    after=after)
+        found |= {t.task_id for t in page
+                  if t.task_id in nodes and needle in _visible_text(t, sight)}
+        after = span_key(page[-1]) if len(page) == CONTENT_READ else None
+    return found
+
+
+def _visible_text(task: TaskState, sight: Sight) -> str:
+    """A task's name and the content `sight` shows of it, as one lower-case text to search."""
+    parts = [task.name or ""]
+    if sight.inputs:
+        parts.append(dumps(task.input))
+    if sight.outputs:
+        parts.append(dumps(task.output))
+    if sight.content:
+        parts += [dumps(task.metadata), dumps(task.logs)]
+    return "\n".join(parts).lower()
+
+
+def _found(top: Node, matches: set[str]) -> list[Row]:
+    """The rows of a search: the spans found and their ancestors, in drawing order, at most
+    `ROWS_SHOWN` of them."""
+    by_id = {n.task_id: n for n in walk(top)}
+    kept: set[str] = set()
+    for task_id in matches:
+        current: Node | None = by_id.get(task_id)
+        while current is not None and current.task_id not in kept:
+            kept.add(current.task_id)
+            current = by_id.get(current.parent_id or "")
+    return [Row(n) for n in walk(top) if n.task_id in kept][:ROWS_SHOWN]
 
 
 def _drawn(drawn: list[Row], node: Node) -> bool:

@@ -83,9 +83,7 @@
     var list = explorer.querySelector("[data-run-spans]");
     var search = explorer.querySelector("[data-span-search]");
     var state = explorer.querySelector("[data-search-state]");
-    var tools = explorer.querySelector("[data-explorer-tools]");
     if (!list) { return; }
-    if (tools) { tools.hidden = false; }
 
     function rows() {
       return Array.prototype.slice.call(list.querySelectorAll("li.span-row[data-span]"));
@@ -188,8 +186,8 @@
       });
     });
 
-    function filter() {
-      if (!search) { return; }
+    function filter() {  // by name, as one types; a search the server answered stays as it is
+      if (!search || search.value === search.defaultValue && search.defaultValue !== "") { return; }
       var needle = search.value.trim().toLowerCase();
       var all = rows();
       var keep = {};
@@ -211,13 +209,16 @@
         li.classList.toggle("match", !!(needle && id && keep[id] === "match"));
       });
       if (!needle) { rows().filter(function (li) { return li.hasAttribute("data-folded"); }).forEach(function (li) { fold(li, true); }); }
-      if (state) { state.textContent = needle ? matched + " of " + all.length + " drawn spans match" : ""; }
+      if (state) {
+        state.textContent = needle ? matched + " of " + all.length + " drawn spans match by name" +
+          " (Enter searches their content too)" : "";
+      }
     }
     if (search) {
       search.addEventListener("input", filter);
       search.addEventListener("keydown", function (event) {
         if (event.key === "Escape") { search.value = ""; filter(); search.blur(); }
-        if (event.key === "Enter" || event.key === "ArrowDown") {
+        if (event.key === "ArrowDown") {
           event.preventDefault();
           go(shown().filter(function (li) { return li.classList.contains("match"); })[0] || shown()[0]);
         }
