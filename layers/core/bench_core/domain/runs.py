@@ -152,10 +152,11 @@ def start_offset(task: TaskState, origin: TaskState) -> float | None:
     return None if begin is None or start is None else max(0.0, begin - start)
 
 
-def _start_order(task: TaskState) -> tuple[str, str, str]:
+def _start_order(task: TaskState) -> tuple[str, str, str, str]:
     """Siblings by start; times are kept to the millisecond, so siblings that started in the
-    same one go by end (a call that finished before the next began comes first)."""
-    return task.sort_ts, task.ended_at or "~", task.task_id
+    same one go in the order they were recorded (`TaskState.recorded`), then (stored before
+    that was kept) by end: a call that finished before the next began comes first."""
+    return task.sort_ts, task.recorded or "~", task.ended_at or "~", task.task_id
 
 
 def span_key(task: TaskState) -> tuple[str, str]:

@@ -35,6 +35,11 @@ RUN_FAILURES_SCHEMA = """
         WHERE status = 'failed';
 """
 """The migration indexing a run's failed spans, which its header counts and links to."""
+RECORDED_SCHEMA = """
+    ALTER TABLE tasks ADD COLUMN recorded TEXT;
+"""
+"""The migration keeping when each task was first recorded (`TaskState.recorded`), which
+orders siblings that start in the same millisecond; older tasks have none."""
 
 
 def backfill_runs(conn: sqlite3.Connection) -> None:
