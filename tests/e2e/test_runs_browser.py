@@ -6,6 +6,8 @@ grows live runs as a tree. Screenshots go to artifacts/screenshots/."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -182,6 +184,17 @@ def test_the_dashboard_grows_live_runs_as_a_tree(browser: Any, bench_server: Run
                      follow_redirects=False).status_code == 302
 
 
+@contextmanager
+def watching(browser: Any, width: int) -> Iterator[Watched]:
+    """A light page at `width`, closed after: nothing may have gone wrong in it."""
+    watched = Watched(browser, width, "light")
+    try:
+        yield watched
+        assert watched.problems == []
+    finally:
+        watched.close()
+
+
 def send_run(server: RunningServer, events: list[dict[str, Any]], slug: str) -> tuple[str, str]:
     """A new login's run under `slug`, sent in batches of 500; (login, key)."""
     login = new_login()
@@ -200,6 +213,12 @@ def stayed(page: Any) -> bool:
     return bool(page.evaluate("window.benchStayed === true"))
 
 
+def shown_spans(page: Any) -> list[str]:
+    """The ids of the span rows one sees, in order."""
+    visible = page.locator("li.span-row[data-span]:visible")
+    return [visible.nth(i).get_attribute("data-span") for i in range(visible.count())]
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_failed_span_of_a_5000_span_run_is_reached_by_clicking_only(
         browser: Any, bench_server: RunningServer, width: int) -> None:
@@ -207,8 +226,7 @@ def test_the_failed_span_of_a_5000_span_run_is_reached_by_clicking_only(
     levels down, its details shown; and a collapsed row opens in place, leading on again."""
     prefix = uuid.uuid4().hex[:6]
     login, _ = send_run(bench_server, wide_and_deep_events(prefix, children=5000, depth=50), "big")
-    watched = Watched(browser, width, "light")
-    try:
+    with watching(browser, width) as watched:
         page = watched.open(f"{bench_server.url}/u/{login}/big/runs/{prefix}-root"
                             f"?span={prefix}-root")
         failed = page.locator(f'[data-span="{prefix}-deep49"]')
@@ -233,9 +251,6 @@ def test_the_failed_span_of_a_5000_span_run_is_reached_by_clicking_only(
         page.wait_for_load_state("networkidle")
         assert "Spans 1,001–2,000 of 5,050" in page.locator("[data-window-trail]").inner_text()
         assert page.evaluate("document.documentElement.scrollWidth") <= width, "sideways scroll"
-        assert watched.problems == []
-    finally:
-        watched.close()
 
 
 @pytest.fixture(scope="module")
@@ -250,8 +265,7 @@ def failing(bench_server: RunningServer) -> tuple[str, str]:
 def test_the_keyboard_walks_the_tree_and_goes_to_the_next_error_in_place(
         browser: Any, bench_server: RunningServer, failing: tuple[str, str], width: int) -> None:
     login, run = failing
-    watched = Watched(browser, width, "light")
-    try:
+    with watching(browser, width) as watched:
         page = watched.open(f"{bench_server.url}/u/{login}/errs/runs/{run}")
         selected = page.locator("li.span-row.selected[data-span]")
         assert selected.get_attribute("data-span") == f"{run}-10"  # opened on the first failure
@@ -273,51 +287,40 @@ def test_the_keyboard_walks_the_tree_and_goes_to_the_next_error_in_place(
         root = page.locator(f'[data-span="{run}"] a.span-name')
         root.focus()
         page.keyboard.press("ArrowLeft")  # folds the root: only it stays
-        assert page.locator("li.span-row[data-span]:visible").count() == 1
+        assert shown_spans(page) == [run]
         page.keyboard.press("ArrowRight")
-        assert page.locator("li.span-row[data-span]:visible").count() == 40
+        assert len(shown_spans(page)) == 40
         assert stayed(page)
         watched.shot(f"run-keyboard-light-{width}")
         assert page.evaluate("document.documentElement.scrollWidth") <= width, "sideways scroll"
-        assert watched.problems == []
-    finally:
-        watched.close()
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_search_box_filters_spans_by_name_and_finds_them_by_content(
         browser: Any, bench_server: RunningServer, seeded: SeededRun, width: int) -> None:
-    watched = Watched(browser, width, "light")
-    try:
+    with watching(browser, width) as watched:
         page = watched.open(f"{bench_server.url}/u/{seeded.path}/runs/{seeded.run_id}")
         page.keyboard.press("/")
         assert page.evaluate("document.activeElement.matches('[data-span-search]')")
         page.keyboard.type("pars")
-        visible = page.locator("li.span-row[data-span]:visible")
-        assert [visible.nth(i).get_attribute("data-span") for i in range(visible.count())] == [
-            seeded.run_id, seeded.ids["search"], seeded.ids["fetch-2"], seeded.ids["parse"]]
+        assert shown_spans(page) == [seeded.run_id, seeded.ids["search"], seeded.ids["fetch-2"],
+                                     seeded.ids["parse"]]
         assert "1 of 7 drawn spans match" in page.locator("[data-search-state]").inner_text()
         watched.shot(f"run-search-light-{width}")
         page.keyboard.press("Escape")
-        assert page.locator("li.span-row[data-span]:visible").count() == 7
+        assert len(shown_spans(page)) == 7
         page.keyboard.press("/")
         page.keyboard.type("secret-answer")  # in no name: Enter asks the server for content
         with page.expect_navigation():
             page.keyboard.press("Enter")
-        visible = page.locator("li.span-row[data-span]:visible")
-        assert [visible.nth(i).get_attribute("data-span") for i in range(visible.count())] == [
-            seeded.run_id, seeded.ids["answer"]]
+        assert shown_spans(page) == [seeded.run_id, seeded.ids["answer"]]
         assert "1 span here holds" in page.locator("[data-search-state]").inner_text()
-        assert watched.problems == []
-    finally:
-        watched.close()
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_a_span_opens_its_details_without_a_page_load(
         browser: Any, bench_server: RunningServer, seeded: SeededRun, width: int) -> None:
-    watched = Watched(browser, width, "light")
-    try:
+    with watching(browser, width) as watched:
         page = watched.open(f"{bench_server.url}/u/{seeded.path}/runs/{seeded.run_id}")
         unloaded(page)
         page.locator(f'[data-span="{seeded.ids["answer"]}"] a.span-name').click()
@@ -327,9 +330,6 @@ def test_a_span_opens_its_details_without_a_page_load(
         assert page.locator(".span-detail").count() == 1 and stayed(page)
         assert page.url.endswith(f"?span={seeded.ids['answer']}#span-{seeded.ids['answer']}")
         watched.shot(f"run-detail-in-place-light-{width}")
-        assert watched.problems == []
-    finally:
-        watched.close()
 
 
 def test_signed_in_pages_and_try_fit_a_phone(browser: Any, bench_server: RunningServer) -> None:
@@ -337,7 +337,6 @@ def test_signed_in_pages_and_try_fit_a_phone(browser: Any, bench_server: Running
     pages (a new agent's setup, with its key and snippet, among them) and /try's sandbox."""
     login = new_login()
     seed_research_run(bench_server, login=login, slug="phone")
-    watched = Watched(browser, 390, "light")
 
     def fits(page: Any, name: str) -> None:
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, name
@@ -345,7 +344,7 @@ def test_signed_in_pages_and_try_fit_a_phone(browser: Any, bench_server: Running
                               ".getBoundingClientRect().right")
         assert right <= 390, name
 
-    try:
+    with watching(browser, 390) as watched:
         page = watched.open(signin_link(bench_server))
         page.fill("#login", login)
         page.click("form[action='/signin/local'] button")
@@ -359,17 +358,10 @@ def test_signed_in_pages_and_try_fit_a_phone(browser: Any, bench_server: Running
         page.wait_for_load_state("networkidle")
         fits(page, "setup")
         watched.shot("dashboard-setup-light-390")
-        assert watched.problems == []
-    finally:
-        watched.close()
-    watched = Watched(browser, 390, "light")  # a visitor, not signed in
-    try:
+    with watching(browser, 390) as watched:  # a visitor, not signed in
         page = watched.open(bench_server.url + "/try")
         fits(page, "/try")
         page.click("form[action='/try'] button")
         page.wait_for_load_state("networkidle")
         fits(page, "/try, started")
         watched.shot("try-started-light-390")
-        assert watched.problems == []
-    finally:
-        watched.close()
