@@ -8,9 +8,11 @@ times, statuses and numbers); content is read only for what is shown: the select
 page, the spans of one answer in the JSON. A run that fits one page is whole: it is drawn as a
 tree (`domain.runs`), and its JSON lists its spans in the order the tree is drawn, each with its
 depth and what lies below it, if their content fits one answer (`ANSWER_BYTES`). A bigger run
-is a window: its page draws the tree of its first spans, of the subtree it is focused on (read
-from that span's start), the focused span's ancestry and the selected span, and its header
-counts what `RunStore.run_counts` counts without reading the spans; its JSON (and that of a
+is drawn a window at a time: its page draws the tree of 1,000 spans in start order (its
+first, those after a cursor, those from the selected span's start, or a focused span's
+subtree read from its start), each under the ancestors it hangs from (read by key), with the
+cursor of the next window, so that every span is some clicks away; its header counts what
+`RunStore.run_counts` counts without reading the spans; its JSON (and that of a
 run whose spans' content does not fit one answer) pages through every span in start order
 (`next_cursor`), each with its parent's id to rebuild the tree from, an answer ending at
 `SPANS_PAGE` spans or `ANSWER_BYTES` of them, whichever comes first.
