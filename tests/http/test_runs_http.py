@@ -359,3 +359,15 @@ def test_searching_a_run_finds_spans_by_name_and_by_the_content_its_viewer_may_s
         assert [span for span, _, _ in rows(answer.text)] == found
     hidden = fetch(bench_server, path + "?q=secret-log-value")  # a log value: content
     assert rows(hidden.text) == [] and "0 spans here hold" in hidden.text
+
+
+def test_each_row_shows_the_model_its_span_called_and_its_tokens(
+        bench_server: RunningServer, seeded: SeededRun) -> None:
+    """The answer span's evidence record names gpt-4o-mini with 1,200 tokens in and 300 out:
+    its row says so to a visitor (evidence is public), as the root's sums what is below it."""
+    page = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}?span={seeded.run_id}")
+    answer = row_html(page.text, seeded.ids["answer"])
+    assert 'class="meta optional model" title="gpt-4o-mini">gpt-4o-mini<' in answer
+    assert ">1,200/300<" in answer
+    assert ">1,200/300<" in row_html(page.text, seeded.run_id)
+    assert 'model" title=""><' in row_html(page.text, seeded.ids["plan"])

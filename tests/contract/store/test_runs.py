@@ -131,6 +131,7 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     conn.execute("ALTER TABLE agents DROP COLUMN latest_failure")
     conn.execute("ALTER TABLE invocation_usage DROP COLUMN caller_agent")
     conn.execute("ALTER TABLE tasks DROP COLUMN recorded")
+    conn.execute("ALTER TABLE tasks DROP COLUMN called_model")
     conn.commit()
     conn.close()
     upgraded = SqliteStore.open(path)
@@ -649,3 +650,26 @@ def test_siblings_that_start_in_one_millisecond_keep_the_order_they_were_recorde
         spans = store.runs.run_spans(REF, root, limit=WHOLE, content=content)
         tree = build_tree(root, spans)
         assert [child.task_id for child in tree.children] == ["c", "d", "a", "b"], content
+
+
+def test_a_span_keeps_the_model_its_first_evidence_record_names(store: Store) -> None:
+    """What the run page's rows show beside a span, read with its row and whole; a span that
+    proved no usage names none."""
+    if isinstance(store.runs, DynamoRuns) and "model" not in TASK_FIELDS:
+        pytest.xfail("DynamoDB keeps `model` once store/dynamodb/codec/tasks.py's TASK_FIELDS "
+                     "holds it (the lead's file): a span read whole has it from there")
+    evidence = {"label": "evidence", "provider": "openai", "model": "gpt-4o-mini",
+                "input_tokens": 10, "output_tokens": 2}
+    ingest(store, [*task_events("root", "agent")[:1],
+                   ev("task.start", "llm", name="chat", parent_task_id="root"),
+                   ev("task.log", "llm", data=evidence),
+                   ev("task.log", "llm", data={**evidence, "model": "gpt-4o"}),
+                   ev("task.end", "llm", status="success", output="ok", duration_ms=3),
+                   *task_events("tool", "search", parent="root"),
+                   *task_events("root", "agent")[1:]])
+    root = store.ingest.get_task(REF, "root")
+    assert root is not None
+    for content in (False, True):
+        spans = {t.task_id: t.model for t in store.runs.run_spans(REF, root, limit=WHOLE,
+                                                                   content=content)}
+        assert spans == {"llm": "gpt-4o-mini", "tool": None}, content

@@ -25,7 +25,14 @@ from datetime import datetime
 from typing import Any
 
 from .models import CleanEvent, RunDelta, RunRef, TaskState, Usage, add_usage
-from .pricing import TOKEN_FIELDS, cost_amount, is_cost_log, is_evidence, token_count
+from .pricing import (
+    TOKEN_FIELDS,
+    cost_amount,
+    evidence_name,
+    is_cost_log,
+    is_evidence,
+    token_count,
+)
 from .runs import Reassign, append_log, assign_runs
 
 
@@ -93,6 +100,8 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
             append_log(s.logs, e.ts, body.get("data"))
             s.cost_logged_usd += logged_cost(body.get("data"))
             s.evidence = add_usage(s.evidence, evidence_of(body.get("data")))
+            if s.model is None and is_evidence(body.get("data")):
+                s.model = evidence_name(body["data"].get("model"))
         elif e.kind == "task.content":
             s.input = merge_content(s.input, body.get("input"))
             s.output = merge_content(s.output, body.get("output"))

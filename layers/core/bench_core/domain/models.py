@@ -346,6 +346,9 @@ class TaskState:
     recorded: str | None = None
     """When it was first recorded, as sortable text (`folding.recorded_at`): siblings that
     start in the same millisecond are drawn in this order (`runs.build_tree`)."""
+    model: str | None = None
+    """The model its own first evidence record names (public, as evidence is): a run's tree
+    shows it beside the span."""
 
     @property
     def finished(self) -> bool:

@@ -67,7 +67,7 @@ cost."""
 
 TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
              "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
-             "started_at, ended_at, version, eval, evidence, run_id, logs, recorded")
+             "started_at, ended_at, version, eval, evidence, run_id, logs, recorded, called_model")
 def _json_or_null(value: Any) -> str | None:
     return None if value is None else dumps(value)
 
@@ -95,8 +95,8 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
     """A task from a row starting with `TASK_COLS` (read by position: a run reads a thousand
     at once)."""
     (task_id, parent, name, status, input, output, metadata, duration, cost, reported, logged,
-     child, breakdown, started, ended, version, result, evidence, run_id, logs, recorded
-     ) = tuple(row)[:_TASK_WIDTH]
+     child, breakdown, started, ended, version, result, evidence, run_id, logs, recorded,
+     model) = tuple(row)[:_TASK_WIDTH]
     return TaskState(
         task_id=task_id, parent_task_id=parent, name=name, status=status,
         input=load_json(input), output=load_json(output), metadata=load_json(metadata),
@@ -104,7 +104,8 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
         cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load_json(breakdown),
         started_at=started, ended_at=ended, version=version,
         eval=EvalResult.from_dict(load_json(result)) if result else None,
-        evidence=_usage(evidence), run_id=run_id, logs=load_json(logs) or [], recorded=recorded)
+        evidence=_usage(evidence), run_id=run_id, logs=load_json(logs) or [], recorded=recorded,
+        model=model)
 
 
 def _usage(text: str | None) -> Usage | None:
@@ -222,22 +223,22 @@ class SqliteIngest(Concern):
                    _json_or_null(t.output), _json_or_null(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    _json_or_null(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
-                   _usage_json(t.evidence), t.run_id, dumps(t.logs), t.recorded, agent_id,
-                   t.task_id)
+                   _usage_json(t.evidence), t.run_id, dumps(t.logs), t.recorded, t.model,
+                   agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
             "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
             "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
             "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, recorded = ?, "
-            "version = version + 1 "
+            "called_model = ?, version = version + 1 "
             "WHERE agent_id = ? AND task_id = ?", updates)
         conn.executemany(
             "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
             "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
             "cost_breakdown, started_at, ended_at, sort_ts, evidence, run_id, logs, recorded, "
-            "agent_id, task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?)",
+            "called_model, agent_id, task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?)",
             inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,

@@ -35,11 +35,14 @@ RUN_FAILURES_SCHEMA = """
         WHERE status = 'failed';
 """
 """The migration indexing a run's failed spans, which its header counts and links to."""
-RECORDED_SCHEMA = """
+SPAN_ROW_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN recorded TEXT;
+    ALTER TABLE tasks ADD COLUMN called_model TEXT;
 """
 """The migration keeping when each task was first recorded (`TaskState.recorded`), which
-orders siblings that start in the same millisecond; older tasks have none."""
+orders siblings that start in the same millisecond, and the model it called, which its row
+shows (`called_model`: reads join `agents`, which has a `model` of its own); older tasks have
+neither."""
 
 
 def backfill_runs(conn: sqlite3.Connection) -> None:

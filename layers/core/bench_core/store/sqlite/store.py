@@ -26,7 +26,7 @@ from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
-from .runs import RECORDED_SCHEMA, RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SqliteRuns, backfill_runs
+from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 
 MIGRATIONS: list[str] = [
     # 1: the foundation: users and keys, agents, their days, events and tasks
@@ -59,8 +59,9 @@ MIGRATIONS: list[str] = [
     USAGE_CALLER_AGENT_SCHEMA,
     # 15: each run's failed spans, for its header to count and link to
     RUN_FAILURES_SCHEMA,
-    # 16: when each task was first recorded, the order of siblings that start together
-    RECORDED_SCHEMA,
+    # 16: when each task was first recorded (the order of siblings that start together) and
+    # the model it called, which a run's rows show
+    SPAN_ROW_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
