@@ -149,6 +149,10 @@ def test_a_run_in_progress_updates_itself(browser: Any, bench_server: RunningSer
               event("task.end", run, status="success", output="ok", duration_ms=9)])
         page.wait_for_selector(f'[data-span="{run}-child"][data-status="failed"]', timeout=15_000)
         page.wait_for_selector(".run-head .pill.status-success", timeout=15_000)
+        page.keyboard.press("j")  # the keys move over the rows drawn again
+        page.keyboard.press("j")
+        assert page.evaluate("document.activeElement.closest('li').dataset.span") == \
+            f"{run}-child"
         assert watched.problems == []
     finally:
         watched.close()

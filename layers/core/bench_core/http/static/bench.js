@@ -80,13 +80,15 @@
   }
 
   function setUpExplorer(explorer) {
-    var list = explorer.querySelector("[data-run-spans]");
     var search = explorer.querySelector("[data-span-search]");
     var state = explorer.querySelector("[data-search-state]");
-    if (!list) { return; }
+    function spans() {  // looked up each time: a run in progress redraws its rows
+      return explorer.querySelector("[data-run-spans]");
+    }
+    if (!spans()) { return; }
 
     function rows() {
-      return Array.prototype.slice.call(list.querySelectorAll("li.span-row[data-span]"));
+      return Array.prototype.slice.call(spans().querySelectorAll("li.span-row[data-span]"));
     }
     function shown() {
       return rows().filter(function (li) { return !li.hidden; });
@@ -95,7 +97,7 @@
     function current() {
       var active = document.activeElement && document.activeElement.closest
         ? document.activeElement.closest("li.span-row[data-span]") : null;
-      return active && list.contains(active) ? active : list.querySelector("li.span-row.selected[data-span]");
+      return active && spans().contains(active) ? active : spans().querySelector("li.span-row.selected[data-span]");
     }
     function below(li) {  // the rows drawn under `li`, in order
       var out = [], top = depth(li);
@@ -131,7 +133,7 @@
           old.remove();
           if (box && !box.hasAttribute("data-span") && box.classList.contains("span-row")) { box.remove(); }
         });
-        Array.prototype.forEach.call(list.querySelectorAll("li.selected"), function (was) {
+        Array.prototype.forEach.call(spans().querySelectorAll("li.selected"), function (was) {
           was.classList.remove("selected");
           var a = was.querySelector("a.span-name");
           if (a) { a.removeAttribute("aria-current"); }
@@ -156,7 +158,7 @@
       return null;
     }
 
-    list.addEventListener("click", function (event) {
+    explorer.addEventListener("click", function (event) {
       if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) { return; }
       var more = event.target.closest("a[data-rows]");
       if (more) {
@@ -179,7 +181,7 @@
       link.addEventListener("click", function (event) {
         var id = new URL(link.href, window.location.href).searchParams.get("span");
         var target = id && document.getElementById("span-" + id);
-        if (target && list.contains(target) && !target.hidden) {
+        if (target && spans().contains(target) && !target.hidden) {
           event.preventDefault();
           select(target).catch(function () { window.location.href = link.href; });
         }
@@ -203,7 +205,7 @@
           }
         });
       }
-      Array.prototype.forEach.call(list.children, function (li) {
+      Array.prototype.forEach.call(spans().children, function (li) {
         var id = li.getAttribute("data-span");
         li.hidden = needle ? !(id && keep[id]) : false;
         li.classList.toggle("match", !!(needle && id && keep[id] === "match"));
