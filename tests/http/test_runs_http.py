@@ -11,7 +11,13 @@ import pytest
 
 from tests.conftest import RunningServer
 from tests.factories import batch, task_events
-from tests.http.runs_data import ERROR, SeededRun, seed_research_run, wide_and_deep_events
+from tests.http.runs_data import (
+    ERROR,
+    SeededRun,
+    seed_research_run,
+    tree_run_events,
+    wide_and_deep_events,
+)
 from tests.http.surfaces_data import fetch, set_agent, wait_until_judged
 from tests.http.test_ingest_http import new_login, post
 
@@ -371,3 +377,28 @@ def test_each_row_shows_the_model_its_span_called_and_its_tokens(
     assert ">1,200/300<" in answer
     assert ">1,200/300<" in row_html(page.text, seeded.run_id)
     assert 'model" title=""><' in row_html(page.text, seeded.ids["plan"])
+
+
+def test_the_next_error_of_a_big_run_is_a_click_away_whichever_window_it_is_in(
+        bench_server: RunningServer) -> None:
+    """3,000 spans, failed 1,000 and 2,000 (and 3,000 does not exist): opened on the first
+    failure, the page links the next one, which lies in a later window; there the previous
+    links back."""
+    login = new_login()
+    key = bench_server.create_key(login)
+    run = f"errs-{uuid.uuid4().hex[:6]}"
+    events = tree_run_events(run, 3000, failed_every=1000)
+    for i in range(0, len(events), 500):
+        assert post(bench_server, batch("errs", events[i:i + 500]), key).status_code == 200
+    path = f"/u/{login}/errs/runs/{run}"
+    page = fetch(bench_server, path)
+    assert re.search(rf'class="span-row d\d+ failed selected" data-span="{run}-1000"', page.text)
+    following = re.search(r'href="([^"]+)" data-error-next>', page.text)
+    assert following is not None and f"span={run}-2000" in following.group(1)
+    assert "data-error-previous" not in page.text
+    second = fetch(bench_server, path + following.group(1).replace("&amp;", "&").split("#")[0])
+    assert re.search(rf'class="span-row d\d+ failed selected" data-span="{run}-2000"',
+                     second.text)
+    back = re.search(r'href="([^"]+)" data-error-previous>', second.text)
+    assert back is not None and f"span={run}-1000" in back.group(1)
+    assert "data-error-next" not in second.text

@@ -673,3 +673,17 @@ def test_a_span_keeps_the_model_its_first_evidence_record_names(store: Store) ->
         spans = {t.task_id: t.model for t in store.runs.run_spans(REF, root, limit=WHOLE,
                                                                    content=content)}
         assert spans == {"llm": "gpt-4o-mini", "tool": None}, content
+
+
+def test_a_runs_counts_keep_where_its_failed_spans_stand_in_start_order(store: Store) -> None:
+    """What a run too big to read whole goes from error to error by."""
+    events = [*task_events("root", "agent")]
+    for i in (3, 1, 2, 0):
+        events += task_events(f"s{i}", parent="root", status="failed" if i != 2 else "success")
+    ingest(store, events)
+    root = store.ingest.get_task(REF, "root")
+    assert root is not None
+    spans = {t.task_id: t for t in store.runs.run_spans(REF, root, limit=WHOLE)}
+    counts = store.runs.run_counts(REF, root)
+    assert counts.failures == tuple(span_key(spans[f"s{i}"]) for i in (3, 1, 0))
+    assert counts.first_failed == "s3"

@@ -441,7 +441,7 @@ def run_page(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str, *,
     scale = timeline.extent(shown.tree, *([] if run.whole or top is shown.tree else [top]))
     return {"agent": agent_summary(agent, viewer), "run": header,
             "first_failed": _first_failed(store, shown, header["first_failed_span"]),
-            "errors": _errors(shown, selected),
+            "errors": _errors(shown, selected, run.counts),
             "rows": [{"row": r, "bar": timeline.bar(r.node, scale) if r.kind == "span" else None}
                      for r in drawn],
             "axis": timeline.axis(scale), "focus": top if top is not shown.tree else None,
@@ -606,9 +606,16 @@ def _first_failed(store: WithIngest, shown: Run, first: str | None) -> dict[str,
     return {"task_id": first, "name": task.name if task is not None else None}
 
 
-def _errors(shown: Run, selected: Node | None) -> dict[str, str | None]:
-    """The failed spans before and after the selected one (with none selected, the first) in
-    the order the tree here draws them: previous and next error."""
+def _errors(shown: Run, selected: Node | None, counts: RunCounts | None
+            ) -> dict[str, str | None]:
+    """The failed spans before and after the selected one (with none selected, the first):
+    previous and next error, in the order the tree draws them of a run read whole, in start
+    order of a bigger one (as far as its `counts` keep them), whichever window they are in."""
+    if counts is not None:
+        at = span_key(selected.task) if selected is not None and \
+            selected.task_id != shown.root.task_id else ("", "")
+        return {"previous": next((f[1] for f in reversed(counts.failures) if f < at), None),
+                "next": next((f[1] for f in counts.failures if f > at), None)}
     order = {n.task_id: i for i, n in enumerate(shown.spans)}
     here = order.get(selected.task_id, -1) if selected is not None else -1
     failed = [n.task_id for n in shown.spans[1:] if n.task.status == "failed"]
