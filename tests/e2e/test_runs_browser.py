@@ -340,7 +340,7 @@ def test_signed_in_pages_and_try_fit_a_phone(browser: Any, bench_server: Running
     """At 390 px nothing scrolls sideways and the theme button is whole: the dashboard and its
     pages (a new agent's setup, with its key and snippet, among them) and /try's sandbox."""
     login = new_login()
-    seed_research_run(bench_server, login=login, slug="phone")
+    run = seed_research_run(bench_server, login=login, slug="phone")
 
     def fits(page: Any, name: str) -> None:
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, name
@@ -354,7 +354,8 @@ def test_signed_in_pages_and_try_fit_a_phone(browser: Any, bench_server: Running
         page.click("form[action='/signin/local'] button")
         page.wait_for_load_state("networkidle")
         for path in ("/dashboard", "/dashboard/keys", "/dashboard/new", "/dashboard/agents/phone",
-                     f"/u/{login}/phone/runs"):
+                     f"/u/{login}/phone", f"/u/{login}/phone/runs",
+                     f"/u/{login}/phone/runs/{run.run_id}", "/leaderboard", "/"):
             fits(watched.open(bench_server.url + path), path)
         page = watched.open(bench_server.url + "/dashboard/new")
         page.fill("#slug", "an-agent-with-a-long-slug-for-a-phone")
