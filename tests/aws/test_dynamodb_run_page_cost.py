@@ -32,12 +32,15 @@ def test_a_row_gives_back_what_the_page_draws_of_a_span() -> None:
                   duration_ms=1011.0, cost_usd=0.0012),
         TaskState("b#c", parent_task_id="p", started_at="2026-12-02T16:00:00.500Z"),
         TaskState("d", parent_task_id="p", status="failed", ended_at="2026-12-02T16:00:00.5Z"),
-        TaskState("e", parent_task_id="p", started_at="2026-12-02T16:00:00.5001+00:00")]
+        TaskState("e", parent_task_id="p", started_at="2026-12-02T16:00:00.5001+00:00"),
+        TaskState("f", parent_task_id="p", started_at="2026-12-02T16:00:00.500Z",
+                  recorded="2026-12-02T16:00:00.500Z#2026-12-02T16:00:00.900Z#000007")]
     for span in spans:
         row = span_row(span)
         back = task_from_span({"row": row, "ssk": f"{span.sort_ts}#{span.task_id}"}, "r")
         assert back == TaskState(span.task_id, span.parent_task_id, span.name, span.status,
                                  duration_ms=span.duration_ms, cost_usd=span.cost_usd,
                                  started_at=span.started_at, ended_at=span.ended_at,
-                                 run_id="r"), row
+                                 run_id="r", recorded=span.recorded), row
     assert span_row(spans[0]) == '["success","p","search",0,1011,1011.0,0.0012]'
+    assert span_row(spans[-1]).endswith(',[0,400,7]]')

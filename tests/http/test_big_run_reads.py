@@ -89,9 +89,10 @@ def test_a_read_of_a_run_holds_a_page_not_the_run(big: BigRuns) -> None:
         100_000, 99, 1000)
     assert answer["next_cursor"] and answer["spans"][0]["task_id"] == "hundred-k"
     page = httpx.get(big.page("hundred-k")).text
-    assert ("This run has 100,000 spans, more than one read takes: the tree here is drawn "
-            "from the first 1,000 by start") in page
-    assert "<b>spans</b> 100,000 · " in page and "99 failed" in page
+    assert ("This run has 99,999 spans below its root, more than one read takes: the tree "
+            "here is drawn from 1,000 of them by start time") in page
+    assert "<b>spans</b> 100,000<" in page and "99 failed" in page
+    assert re.search(r'class="span-row d\d+ failed selected" data-span="hundred-k-1000"', page)
 
 
 def test_the_first_failure_of_a_big_run_is_one_click_from_its_header(big: BigRuns) -> None:

@@ -11,7 +11,13 @@ import pytest
 
 from tests.conftest import RunningServer
 from tests.factories import batch, task_events
-from tests.http.runs_data import ERROR, SeededRun, seed_research_run, wide_and_deep_events
+from tests.http.runs_data import (
+    ERROR,
+    SeededRun,
+    seed_research_run,
+    tree_run_events,
+    wide_and_deep_events,
+)
 from tests.http.surfaces_data import fetch, set_agent, wait_until_judged
 from tests.http.test_ingest_http import new_login, post
 
@@ -35,6 +41,28 @@ def rows(html: str) -> list[tuple[str, str, str]]:
     """(span id, depth class, status) of every drawn span row, in page order."""
     return re.findall(r'<li id="span-([^"]+)" class="span-row (d\d+)[^"]*" data-span="[^"]+" '
                       r'data-status="([a-z]+)"', html)
+
+
+WAYS_ON = re.compile(r'<a href="([^"]+)"(?: data-more="[^"]*")?(?: data-rest)? data-rows=|'
+                     r'<a href="([^"]+)" data-next-window>')
+
+
+def reached(server: RunningServer, start: str, most: int = 200) -> set[str]:
+    """Every span drawn on the page at `start` or on a page its collapsed rows and windows
+    lead to (their links without JavaScript), following at most `most` links."""
+    seen: set[str] = set()
+    todo, visited = [start], {start}
+    while todo:
+        assert len(visited) <= most, "too many pages to reach every span"
+        html = fetch(server, todo.pop()).text
+        seen |= {span for span, _, _ in rows(html)}
+        for link in WAYS_ON.finditer(html):
+            href = (link.group(1) or link.group(2)).replace("&amp;", "&").split("#")[0]
+            url = start.split("?")[0] + href
+            if url not in visited:
+                visited.add(url)
+                todo.append(url)
+    return seen
 
 
 def row_html(html: str, span_id: str) -> str:
@@ -249,7 +277,9 @@ def test_runs_list_filters_pages_and_links_each_run(bench_server: RunningServer)
 def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
         bench_server: RunningServer) -> None:
     """5,051 spans: more than one read, so the page draws the tree of the first 1,000 spans by
-    start (950 leaves and the whole chain), and the header counts them all."""
+    start (950 leaves and the whole chain), and the header counts them all. Opened plainly it
+    selects its one failure, 50 levels down, and draws the rows from it on under its
+    ancestors; every collapsed row leads on, and so does the window, to the last span."""
     login = new_login()
     key = bench_server.create_key(login)
     prefix = uuid.uuid4().hex[:6]
@@ -257,18 +287,21 @@ def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
     for i in range(0, len(events), 500):
         assert post(bench_server, batch("big", events[i:i + 500]), key).status_code == 200
     path = f"/u/{login}/big/runs/{prefix}-root"
-    page = fetch(bench_server, path)
-    assert page.status_code == 200
+    plain = fetch(bench_server, path)
+    assert plain.status_code == 200
+    assert rows(plain.text)[0][0] == f"{prefix}-deep49"  # selected and drawn first
+    assert 'class="span-detail"' in plain.text and "Showing the spans from" in plain.text
+    first = re.search(r'href="([^"]+)" data-first-failed>first at ([^<]+)</a>', plain.text)
+    assert first is not None and f"span={prefix}-deep49" in first.group(1)
+    page = fetch(bench_server, f"{path}?span={prefix}-root")  # from the top
     drawn = rows(page.text)
     assert len(drawn) < 700
     shown_leaves = sum(1 for span, _, _ in drawn if re.fullmatch(f"{prefix}-c\\d+", span))
     assert shown_leaves == 49  # 50 children drawn: 49 leaves and the deep chain's first level
     assert "+ 901 more spans under big run" in page.text  # 950 leaves read, 49 drawn
-    assert ("This run has 5,051 spans, more than one read takes: the tree here is drawn from "
-            "the first 1,000 by start") in page.text
-    assert "<b>spans</b> 5,051 · " in page.text and "depth" not in page.text  # not read
-    first = re.search(r'href="([^"]+)" data-first-failed>', page.text)
-    assert first is not None and f"span={prefix}-deep49" in first.group(1)
+    assert ("This run has 5,050 spans below its root, more than one read takes: the tree here "
+            "is drawn from 1,000 of them by start time") in page.text
+    assert "<b>spans</b> 5,051<" in page.text and "· depth" not in page.text  # not read
     failure = fetch(bench_server, path + first.group(1).replace("&amp;", "&").split("#")[0])
     detail = failure.text[failure.text.index('class="span-detail"'):]
     assert "status-failed" in detail and f"{prefix}-deep49" in detail
@@ -276,10 +309,14 @@ def test_big_and_deep_runs_collapse_with_counts_and_open_on_demand(
                      page.text)
     expanded = fetch(bench_server, f"{path}?expand={prefix}-root")
     assert "more spans under big run" not in expanded.text
-    assert "more spans not drawn" in expanded.text  # the page still draws a bounded number
-    deeper = re.search(r'href="(\?focus=[^"]+)">\+ \d+ deeper', page.text).group(1)
-    focused = fetch(bench_server, path + deeper.replace("&amp;", "&"))
+    assert "· show them" in expanded.text  # the page still draws a bounded number, and goes on
+    deeper = re.search(r'href="(\?[^"]*focus=[^"]+)" data-rows="[^"]+">\+ \d+ deeper', page.text)
+    focused = fetch(bench_server, path + deeper.group(1).replace("&amp;", "&"))
     assert focused.status_code == 200 and "Showing the spans under" in focused.text
+    seen = reached(bench_server, path + f"?span={prefix}-root")
+    every = {f"{prefix}-root", *(f"{prefix}-c{i}" for i in range(5000)),
+             *(f"{prefix}-deep{i}" for i in range(50))}
+    assert seen == every  # every span, by following the page's own links
     answer = httpx.get(f"{bench_server.url}/api/agents/{login}/big/runs/{prefix}-root").json()
     assert len(answer["spans"]) == 1000 and answer["span_count"] == 5051
     assert (answer["span_order"], answer["failed_spans"], answer["first_failed_span"]) == (
@@ -306,3 +343,62 @@ def test_the_run_json_is_documented_in_the_openapi_schema_as_answered(
     assert set(answer) <= set(schemas["RunAnswer"]["properties"])
     assert set(schemas["RunAnswer"]["required"]) <= set(answer)
     assert set(answer["spans"][0]) == set(schemas["Span"]["properties"])
+
+
+def test_searching_a_run_finds_spans_by_name_and_by_the_content_its_viewer_may_see(
+        bench_server: RunningServer) -> None:
+    """`q` draws the spans holding it with their ancestors; content counts only where the
+    privacy gate shows it: a visitor of an agent that hides its outputs finds an answer's
+    text in no span, its owner finds it in the span that answered."""
+    run = seed_research_run(bench_server)
+    path = f"/u/{run.path}/runs/{run.run_id}"
+    by_name = fetch(bench_server, path + "?q=PARS")
+    assert [span for span, _, _ in rows(by_name.text)] == [
+        run.run_id, run.ids["search"], run.ids["fetch-2"], run.ids["parse"]]
+    assert re.search(r'class="span-row d3 failed match"', by_name.text)
+    assert "1 span here holds “PARS”" in by_name.text
+    by_content = fetch(bench_server, path + "?q=secret-question")  # the root's and plan's input
+    assert [span for span, _, _ in rows(by_content.text)] == [run.run_id, run.ids["plan"]]
+    set_agent(bench_server, run, hide_outputs=True)
+    for key, found in ((None, []), (run.key, [run.run_id, run.ids["answer"]])):
+        answer = fetch(bench_server, path + "?q=secret-answer", key=key)
+        assert [span for span, _, _ in rows(answer.text)] == found
+    hidden = fetch(bench_server, path + "?q=secret-log-value")  # a log value: content
+    assert rows(hidden.text) == [] and "0 spans here hold" in hidden.text
+
+
+def test_each_row_shows_the_model_its_span_called_and_its_tokens(
+        bench_server: RunningServer, seeded: SeededRun) -> None:
+    """The answer span's evidence record names gpt-4o-mini with 1,200 tokens in and 300 out:
+    its row says so to a visitor (evidence is public), as the root's sums what is below it."""
+    page = fetch(bench_server, f"/u/{seeded.path}/runs/{seeded.run_id}?span={seeded.run_id}")
+    answer = row_html(page.text, seeded.ids["answer"])
+    assert 'class="meta optional model" title="gpt-4o-mini">gpt-4o-mini<' in answer
+    assert ">1,200/300<" in answer
+    assert ">1,200/300<" in row_html(page.text, seeded.run_id)
+    assert 'model" title=""><' in row_html(page.text, seeded.ids["plan"])
+
+
+def test_the_next_error_of_a_big_run_is_a_click_away_whichever_window_it_is_in(
+        bench_server: RunningServer) -> None:
+    """3,000 spans, failed 1,000 and 2,000 (and 3,000 does not exist): opened on the first
+    failure, the page links the next one, which lies in a later window; there the previous
+    links back."""
+    login = new_login()
+    key = bench_server.create_key(login)
+    run = f"errs-{uuid.uuid4().hex[:6]}"
+    events = tree_run_events(run, 3000, failed_every=1000)
+    for i in range(0, len(events), 500):
+        assert post(bench_server, batch("errs", events[i:i + 500]), key).status_code == 200
+    path = f"/u/{login}/errs/runs/{run}"
+    page = fetch(bench_server, path)
+    assert re.search(rf'class="span-row d\d+ failed selected" data-span="{run}-1000"', page.text)
+    following = re.search(r'href="([^"]+)" data-error-next>', page.text)
+    assert following is not None and f"span={run}-2000" in following.group(1)
+    assert "data-error-previous" not in page.text
+    second = fetch(bench_server, path + following.group(1).replace("&amp;", "&").split("#")[0])
+    assert re.search(rf'class="span-row d\d+ failed selected" data-span="{run}-2000"',
+                     second.text)
+    back = re.search(r'href="([^"]+)" data-error-previous>', second.text)
+    assert back is not None and f"span={run}-1000" in back.group(1)
+    assert "data-error-next" not in second.text

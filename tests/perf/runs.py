@@ -141,7 +141,7 @@ def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
         model = reads.run_page(store, tree, ANONYMOUS, run_id, span=selected)
         assert isinstance(model, dict)
         return render("run.html", request=None, viewer=ANONYMOUS, base="https://bench.example",
-                      href=lambda **_: "?", keep="", **model)
+                      href=lambda **_: "?", keep="", view_params={"span": selected}, **model)
 
     def runs_list(status: str | None = None) -> Callable[[], str]:
         def draw() -> str:

@@ -85,3 +85,35 @@ def test_logs_are_capped_by_count_and_bytes_and_count_the_rest() -> None:
     for _ in range(10):
         append_log(big, "t", "x" * (MAX_LOG_BYTES // 4))
     assert sum(len(dumps(e)) for e in big) <= MAX_LOG_BYTES + 100 and "omitted" in big[-1]
+
+
+def test_every_collapsed_row_leads_on_until_every_span_is_drawn() -> None:
+    """Following each collapsed row's way on (`Row.resume`, within its span's subtree for
+    "children" and "deeper", the whole tree for "rest") draws every span of a tree too wide,
+    too deep and too big for one page, each once per way it is reached, nothing lost."""
+    tasks = [task(f"w{i}", "root", start=1) for i in range(120)]  # wide
+    tasks += [task(f"d{i}", f"d{i - 1}" if i else "w3", start=2) for i in range(30)]  # deep
+    tree = build_tree(task("root"), tasks)
+    seen: set[str] = set()
+    todo = [(tree, None)]
+    pages = 0
+    while todo:
+        scope, start = todo.pop()
+        pages += 1
+        drawn = rows(scope, start=start, children_shown=10, depth_shown=5, rows_shown=40)
+        assert len(drawn) <= 41
+        for row in drawn:
+            if row.kind == "span":
+                seen.add(row.node.task_id)
+            else:
+                assert row.resume is not None and row.hidden > 0
+                todo.append((tree if row.kind == "rest" else row.node, row.resume))
+    assert seen == {t.task_id for t in walk(tree)} and pages < 60
+
+
+def test_rows_from_a_span_go_on_with_the_later_siblings_of_its_ancestors() -> None:
+    tree = build_tree(task("root"), [task("a", "root", 1), task("a1", "a", 2),
+                                     task("a2", "a", 3), task("b", "root", 4)])
+    start = tree.children[0].children[0]  # a1
+    assert [r.node.task_id for r in rows(tree, start=start)] == ["a1", "a2", "b"]
+    assert [r.node.task_id for r in rows(tree.children[0], start=start)] == ["a1", "a2"]

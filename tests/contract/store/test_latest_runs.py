@@ -132,6 +132,8 @@ def test_an_agent_stored_before_latest_runs_existed_gets_one_from_its_next_run(
     conn.execute("ALTER TABLE agents DROP COLUMN latest_failure")
     conn.execute("ALTER TABLE invocation_usage DROP COLUMN caller_agent")  # later migrations'
     conn.execute("DROP INDEX tasks_failed_by_run")
+    conn.execute("ALTER TABLE tasks DROP COLUMN recorded")
+    conn.execute("ALTER TABLE tasks DROP COLUMN called_model")
     conn.commit()
     conn.close()
     upgraded = SqliteStore.open(path)

@@ -15,7 +15,7 @@ import pytest
 from bench_core.domain.errors import NotFound
 from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef, TaskState
 from bench_core.domain.privacy import ANONYMOUS, Viewer
-from bench_core.domain.runs import RunFilter, span_key
+from bench_core.domain.runs import RunFilter, build_tree, span_key
 from bench_core.http.runs import run_json_body
 from bench_core.ports.store import RunCounts, RunHead, Store
 from bench_core.reads import runs as reads
@@ -129,6 +129,8 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     conn.execute("ALTER TABLE agents DROP COLUMN latest_run")
     conn.execute("ALTER TABLE agents DROP COLUMN latest_failure")
     conn.execute("ALTER TABLE invocation_usage DROP COLUMN caller_agent")
+    conn.execute("ALTER TABLE tasks DROP COLUMN recorded")
+    conn.execute("ALTER TABLE tasks DROP COLUMN called_model")
     conn.commit()
     conn.close()
     upgraded = SqliteStore.open(path)
@@ -528,13 +530,32 @@ def test_a_run_bigger_than_a_read_is_answered_page_by_page_and_drawn_from_a_wind
         assert (answer["span_count"], answer["first_failed_span"]) == (25, "s09")
         seen += [s["task_id"] for s in answer["spans"]]
     assert seen == ["root", *(f"s{i:02d}" for i in range(24))]
-    page = reads.run_page(store, REF, ANONYMOUS, "root", span="s20")
+    page = reads.run_page(store, REF, ANONYMOUS, "root", span="root")
     assert isinstance(page, dict)
-    assert page["window"] == {"page": 10, "of": 25}
     assert [r["row"].node.task_id for r in page["rows"]] == ["root", *(
         f"s{i:02d}" for i in range(10))]
-    assert page["selected"]["task_id"] == "s20" and not page["selected_drawn"]
-    assert page["selected"]["children"] is None
+    window = page["window"]
+    assert {k: window[k] for k in ("page", "of", "position", "read")} == {
+        "page": 10, "of": 24, "position": 0, "read": 10}
+    drawn = [r["row"].node.task_id for r in page["rows"]]
+    while window["next"]:  # window by window, each span under its parent (read by key)
+        page = reads.run_page(store, REF, ANONYMOUS, "root", after=window["next"])
+        assert isinstance(page, dict)
+        window = page["window"]
+        drawn += [r["row"].node.task_id for r in page["rows"] if r["row"].node.task_id
+                  not in drawn]
+    assert sorted(drawn) == ["root", *(f"s{i:02d}" for i in range(24))]
+    assert [r["row"].node.task_id for r in page["rows"]] == ["root", "s18", *(
+        f"s{i:02d}" for i in range(20, 24))]
+    assert (window["position"], window["read"], window["next"]) == (20, 4, None)
+    plain = reads.run_page(store, REF, ANONYMOUS, "root")  # opens on its first failure
+    assert isinstance(plain, dict) and plain["selected"]["task_id"] == "s09"
+    page = reads.run_page(store, REF, ANONYMOUS, "root", span="s20")  # beyond the window
+    assert isinstance(page, dict)
+    assert [r["row"].node.task_id for r in page["rows"]] == ["root", "s18", *(
+        f"s{i:02d}" for i in range(20, 24))]
+    assert page["selected"]["task_id"] == "s20" and page["selected_drawn"]
+    assert page["selected"]["children"] is None and page["window"]["position"] is None
     focused = reads.run_page(store, REF, ANONYMOUS, "root", focus="s18")
     assert isinstance(focused, dict)
     assert [r["row"].node.task_id for r in focused["rows"]] == [f"s{i}" for i in range(18, 24)]
@@ -621,3 +642,66 @@ def test_dynamodb_reads_a_page_of_the_runs_list_by_what_it_shows() -> None:
             assert all(len(p) == 50 for p in pages[:-1]), where
             roots = 300 if where.status is None else len(expected)
             assert sum(by_key) <= roots, (where, sum(by_key))
+
+
+def test_siblings_that_start_in_one_millisecond_keep_the_order_they_were_recorded(
+        store: Store) -> None:
+    """Four calls start (and end) in the same millisecond, recorded c, d, a, b over two
+    batches (d starts in the first and ends in the second, which ends with the run a
+    millisecond later): the tree draws them in that order, not by their ids, from the rows
+    the page reads and from the spans read whole."""
+    at = ts(0)
+
+    def call(kind: str, task_id: str, **fields: Any) -> dict[str, Any]:
+        return {**ev(kind, task_id, name=task_id, parent_task_id="root", **fields), "ts": at}
+
+    def calls(task_id: str) -> list[dict[str, Any]]:
+        return [call("task.start", task_id), call("task.end", task_id, status="success",
+                                                    output="ok", duration_ms=0)]
+
+    ingest(store, [{**ev("task.start", "root", name="agent"), "ts": at}, *calls("c"),
+                   call("task.start", "d")])
+    ingest(store, [call("task.end", "d", status="success", output="ok", duration_ms=0),
+                   *calls("a"), *calls("b"),
+                   {**ev("task.end", "root", status="success", output="ok", duration_ms=1),
+                    "ts": ts(1)}])
+    root = store.ingest.get_task(REF, "root")
+    assert root is not None
+    for content in (False, True):
+        spans = store.runs.run_spans(REF, root, limit=WHOLE, content=content)
+        tree = build_tree(root, spans)
+        assert [child.task_id for child in tree.children] == ["c", "d", "a", "b"], content
+
+
+def test_a_span_keeps_the_model_its_first_evidence_record_names(store: Store) -> None:
+    """What the run page's rows show beside a span, read with its row and whole; a span that
+    proved no usage names none."""
+    evidence = {"label": "evidence", "provider": "openai", "model": "gpt-4o-mini",
+                "input_tokens": 10, "output_tokens": 2}
+    ingest(store, [*task_events("root", "agent")[:1],
+                   ev("task.start", "llm", name="chat", parent_task_id="root"),
+                   ev("task.log", "llm", data=evidence),
+                   ev("task.log", "llm", data={**evidence, "model": "gpt-4o"}),
+                   ev("task.end", "llm", status="success", output="ok", duration_ms=3),
+                   *task_events("tool", "search", parent="root"),
+                   *task_events("root", "agent")[1:]])
+    root = store.ingest.get_task(REF, "root")
+    assert root is not None
+    for content in (False, True):
+        spans = {t.task_id: t.model for t in store.runs.run_spans(REF, root, limit=WHOLE,
+                                                                   content=content)}
+        assert spans == {"llm": "gpt-4o-mini", "tool": None}, content
+
+
+def test_a_runs_counts_keep_where_its_failed_spans_stand_in_start_order(store: Store) -> None:
+    """What a run too big to read whole goes from error to error by."""
+    events = [*task_events("root", "agent")]
+    for i in (3, 1, 2, 0):
+        events += task_events(f"s{i}", parent="root", status="failed" if i != 2 else "success")
+    ingest(store, events)
+    root = store.ingest.get_task(REF, "root")
+    assert root is not None
+    spans = {t.task_id: t for t in store.runs.run_spans(REF, root, limit=WHOLE)}
+    counts = store.runs.run_counts(REF, root)
+    assert counts.failures == tuple(span_key(spans[f"s{i}"]) for i in (3, 1, 0))
+    assert counts.first_failed == "s3"

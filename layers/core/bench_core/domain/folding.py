@@ -25,7 +25,14 @@ from datetime import datetime
 from typing import Any
 
 from .models import CleanEvent, RunDelta, RunRef, TaskState, Usage, add_usage
-from .pricing import TOKEN_FIELDS, cost_amount, is_cost_log, is_evidence, token_count
+from .pricing import (
+    TOKEN_FIELDS,
+    cost_amount,
+    evidence_name,
+    is_cost_log,
+    is_evidence,
+    token_count,
+)
 from .runs import Reassign, append_log, assign_runs
 
 
@@ -59,6 +66,22 @@ def group_by_task(events: Iterable[CleanEvent]) -> dict[str, list[CleanEvent]]:
     return {tid: groups[tid] for tid in sorted(groups, key=last.__getitem__)}
 
 
+def recorded_at(events: list[CleanEvent]) -> dict[str, str]:
+    """When each task of a batch is recorded, as text that sorts in the order tasks were
+    recorded: the batch's earliest and latest times (a sender sends oldest first, so a later
+    batch starts and ends no earlier), then where the task's first event stands in it. Times
+    are kept to the millisecond, so this is what orders siblings that start in the same one;
+    two batches whose events all fall in one millisecond tie on their times."""
+    if not events:
+        return {}
+    batch = f"{min(e.ts for e in events)}#{max(e.ts for e in events)}"
+    places: dict[str, str] = {}
+    for i, event in enumerate(events):
+        if event.task_id is not None and event.task_id not in places:
+            places[event.task_id] = f"{batch}#{i:06d}"
+    return places
+
+
 def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -> TaskState:
     """The task after `events` (all of this task, in order); `state` is not modified."""
     s = replace(state, logs=list(state.logs)) if state is not None else TaskState(task_id=task_id)
@@ -77,6 +100,8 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
             append_log(s.logs, e.ts, body.get("data"))
             s.cost_logged_usd += logged_cost(body.get("data"))
             s.evidence = add_usage(s.evidence, evidence_of(body.get("data")))
+            if s.model is None and is_evidence(body.get("data")):
+                s.model = evidence_name(body["data"].get("model"))
         elif e.kind == "task.content":
             s.input = merge_content(s.input, body.get("input"))
             s.output = merge_content(s.output, body.get("output"))
@@ -114,6 +139,7 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent]) -> BatchF
     """Fold every task of a batch. `states` holds the stored state of the tasks (and parents)
     known so far; children hand their cost to parents in memory when both are here."""
     out = BatchFold(evidence=batch_evidence(events))
+    recorded = recorded_at(events)
     for task_id, task_events in group_by_task(events).items():
         before = states.get(task_id) or out.tasks.get(task_id)
         owed_cost = out.child_costs.pop(task_id, 0.0)
@@ -123,6 +149,7 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent]) -> BatchF
             before = replace(base, child_cost_usd=base.child_cost_usd + owed_cost,
                              evidence=add_usage(base.evidence, owed_evidence))
         after = fold_task(before, task_id, task_events)
+        after.recorded = after.recorded or recorded.get(task_id)
         if after.finished and (before is None or not before.finished):
             close_task(after)
             is_root = after.parent_task_id is None

@@ -351,6 +351,12 @@ class TaskState:
     logs: list[dict[str, Any]] = field(default_factory=list)
     """Its `task.log` entries in order (`{"ts", "data"}`), capped by `runs.MAX_LOG_BYTES`, so a
     run can be read without its events (which expire sooner)."""
+    recorded: str | None = None
+    """When it was first recorded, as sortable text (`folding.recorded_at`): siblings that
+    start in the same millisecond are drawn in this order (`runs.build_tree`)."""
+    model: str | None = None
+    """The model its own first evidence record names (public, as evidence is): a run's tree
+    shows it beside the span."""
 
     @property
     def finished(self) -> bool:

@@ -129,12 +129,15 @@ class Node:
 class Row:
     """A drawn row: a span (`kind` "span") or a collapsed group of `hidden` spans: the children
     of `node` beyond `CHILDREN_SHOWN` ("children"), the levels below `node` ("deeper"), or
-    everything from `node` on once `ROWS_SHOWN` rows are drawn ("rest")."""
+    everything from `node` on once `ROWS_SHOWN` rows are drawn ("rest"). `resume` is the first
+    span a collapsed row hides, where its rows go on from (`rows` with `start`), within `node`'s
+    subtree for "children" and "deeper"."""
 
     node: Node
     kind: str = "span"
     hidden: int = 0
     hidden_failed: int = 0
+    resume: Node | None = None
 
 
 def _ms(ts: str | None) -> float | None:
@@ -149,10 +152,11 @@ def start_offset(task: TaskState, origin: TaskState) -> float | None:
     return None if begin is None or start is None else max(0.0, begin - start)
 
 
-def _start_order(task: TaskState) -> tuple[str, str, str]:
+def _start_order(task: TaskState) -> tuple[str, str, str, str]:
     """Siblings by start; times are kept to the millisecond, so siblings that started in the
-    same one go by end (a call that finished before the next began comes first)."""
-    return task.sort_ts, task.ended_at or "~", task.task_id
+    same one go in the order they were recorded (`TaskState.recorded`), then (stored before
+    that was kept) by end: a call that finished before the next began comes first."""
+    return task.sort_ts, task.recorded or "~", task.ended_at or "~", task.task_id
 
 
 def span_key(task: TaskState) -> tuple[str, str]:
@@ -237,13 +241,17 @@ def walk(node: Node) -> Iterable[Node]:
 
 
 def rows(focus: Node, *, expand: Callable[[Node], bool] = lambda _: False,
-         children_shown: int = CHILDREN_SHOWN, depth_shown: int = DEPTH_SHOWN,
-         rows_shown: int = ROWS_SHOWN) -> list[Row]:
+         start: Node | None = None, children_shown: int = CHILDREN_SHOWN,
+         depth_shown: int = DEPTH_SHOWN, rows_shown: int = ROWS_SHOWN) -> list[Row]:
     """The rows drawn for the subtree at `focus`: children beyond `children_shown` (unless
     `expand` says so), levels beyond `depth_shown` and rows beyond `rows_shown` collapse into
-    rows that count what they hide, so a run of any size draws in bounded time."""
+    rows that count what they hide, so a run of any size draws in bounded time. From `start`
+    (a span under `focus`) the rows go on from it to the end of `focus`'s subtree, as if those
+    before it were drawn (every later sibling of its ancestors in turn): a collapsed row's way
+    on, which leads on again wherever it collapses."""
     out: list[Row] = []
-    stack: list[Node | Row] = [focus]
+    stack: list[Node | Row] = [focus] if start is None else _resumed(focus, start)
+    base = (start or focus).depth
     while stack:
         item = stack.pop()
         if isinstance(item, Row):
@@ -252,22 +260,44 @@ def rows(focus: Node, *, expand: Callable[[Node], bool] = lambda _: False,
         if len(out) >= rows_shown:
             rest = [item, *(i for i in stack if isinstance(i, Node))]
             out.append(Row(item, "rest", hidden=sum(1 + n.descendants for n in rest),
-                           hidden_failed=sum(_failed(n) for n in rest)))
+                           hidden_failed=sum(_failed(n) for n in rest), resume=item))
             break
         out.append(Row(item))
         if not item.children:
             continue
-        if item.depth - focus.depth >= depth_shown:
+        if item.depth - base >= depth_shown:
             out.append(Row(item, "deeper", hidden=item.descendants,
-                           hidden_failed=item.failed_below))
+                           hidden_failed=item.failed_below, resume=item.children[0]))
             continue
         kids = item.children if expand(item) else item.children[:children_shown]
         extra = item.children[len(kids):]
         if extra:
             stack.append(Row(item, "children", hidden=sum(1 + c.descendants for c in extra),
-                             hidden_failed=sum(_failed(c) for c in extra)))
+                             hidden_failed=sum(_failed(c) for c in extra), resume=extra[0]))
         stack.extend(reversed(kids))
     return out
+
+
+def path(top: Node, task_id: str) -> list[Node] | None:
+    """The nodes from `top` down to the span `task_id`, both included; None if it is not under
+    `top`."""
+    stack = [(top, [top])]
+    while stack:
+        node, trail = stack.pop()
+        if node.task_id == task_id:
+            return trail
+        stack.extend((child, [*trail, child]) for child in node.children)
+    return None
+
+
+def _resumed(top: Node, start: Node) -> list[Node | Row]:
+    """The drawing stack at `start` (under `top`): what comes after it, then itself."""
+    found = path(top, start.task_id) or [start]
+    stack: list[Node | Row] = []
+    for above, below in zip(found, found[1:], strict=False):
+        stack.extend(reversed(above.children[above.children.index(below) + 1:]))
+    stack.append(start)
+    return stack
 
 
 def _failed(node: Node) -> int:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel
 
+from ..domain.errors import NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
 from ..reads import runs as reads
@@ -58,42 +59,62 @@ def _runs_page(request: Request, login: str, slug: str, filters: dict[str, Any],
                 if model["next_cursor"] else None, base=public_base(request, services))
 
 
+class RunView(BaseModel):
+    """Which part of a run its page draws: the selected `span`, the subtree at `focus`, the
+    children of `expand` in full, the rows from `at` on within `within`'s subtree (where a
+    collapsed row goes on), the window `after` a cursor (a run too big to read whole), only the
+    spans whose name or visible content holds `q`; `part`
+    answers only the rows (`rows`) or the selected span's details (`detail`), which the page's
+    script puts in place without a page load."""
+
+    span: str | None = None
+    focus: str | None = None
+    expand: str | None = None
+    at: str | None = None
+    within: str | None = None
+    after: str | None = None
+    q: str | None = None
+    part: Literal["rows", "detail"] | None = None
+
+
+PARTS = {"rows": "_span_rows.html", "detail": "_span_detail.html"}
+
+
 @router.get("/u/{login}/{slug}/runs/{task_id}")
 async def run_page(request: Request, login: str, slug: str, task_id: str,
-                   span: str | None = None, focus: str | None = None,
-                   expand: str | None = None, viewer: Viewer = Depends(current_viewer),
+                   view: RunView = Depends(), viewer: Viewer = Depends(current_viewer),
                    services: Services = Depends(services_of)) -> Response:
-    return await heavy_read(services.settings, _run_page, request, login, slug, task_id, span,
-                            focus, expand, viewer, services)
+    return await heavy_read(services.settings, _run_page, request, login, slug, task_id, view,
+                            viewer, services)
 
 
-def _run_page(request: Request, login: str, slug: str, task_id: str, span: str | None,
-              focus: str | None, expand: str | None, viewer: Viewer,
-              services: Services) -> Response:
+def _run_page(request: Request, login: str, slug: str, task_id: str, view: RunView,
+              viewer: Viewer, services: Services) -> Response:
     with collector.paused():  # a thousand spans' tree, built and dropped by `_draw_run_page`
-        return _draw_run_page(request, login, slug, task_id, span, focus, expand, viewer,
-                              services)
+        return _draw_run_page(request, login, slug, task_id, view, viewer, services)
 
 
-def _draw_run_page(request: Request, login: str, slug: str, task_id: str, span: str | None,
-                   focus: str | None, expand: str | None, viewer: Viewer,
-                   services: Services) -> Response:
-    model = reads.run_page(services.store, agent_ref(login, slug), viewer, task_id, span=span,
-                           focus=focus, expand=expand)
+def _draw_run_page(request: Request, login: str, slug: str, task_id: str, view: RunView,
+                   viewer: Viewer, services: Services) -> Response:
+    model = reads.run_page(services.store, agent_ref(login, slug), viewer, task_id,
+                           **view.model_dump(exclude={"part"}))
     if isinstance(model, reads.Elsewhere):
         target = (f"/u/{quote(login)}/{quote(slug)}/runs/{quote(model.run_id, safe='')}"
                   f"?span={quote(model.span_id, safe='')}#span-{quote(model.span_id, safe='')}")
         return RedirectResponse(target, status_code=302)
-    view = {"focus": focus, "expand": expand, "span": span}
+    shown = view.model_dump(exclude={"part"})
 
     def href(**changes: str | None) -> str:
         """This page's address with some of its view parameters changed (None drops one)."""
-        query = {k: v for k, v in {**view, **changes}.items() if v}
+        query = {k: v for k, v in {**shown, **changes}.items() if v}
         return "?" + urlencode(query) if query else request.url.path
 
-    kept = urlencode({k: v for k, v in view.items() if v and k != "span"})
-    return page(request, "run.html", viewer=viewer, **model, base=public_base(request, services),
-                href=href, keep="&" + kept if kept else "")
+    if view.part == "detail" and model["selected"] is None:
+        raise NotFound("span not found in this run")
+    kept = urlencode({k: v for k, v in shown.items() if v and k != "span"})
+    return page(request, PARTS[view.part] if view.part else "run.html", viewer=viewer, **model,
+                base=public_base(request, services), href=href, keep="&" + kept if kept else "",
+                view_params=shown)
 
 
 @api_router.get("/agents/{login}/{slug}/runs")

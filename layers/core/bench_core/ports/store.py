@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import Clock
@@ -64,6 +64,12 @@ class RunCounts:
     failed: int
     first_failed: str | None
     """The id of the first failed span in start order (`domain.runs.span_key`)."""
+    failures: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """Where the failed spans stand in start order (`span_key`), the first `FAILURES_KEPT`
+    of them: a run too big to read whole goes from one to the next (its next error)."""
+
+
+FAILURES_KEPT = 1000
 
 
 class RunStore(Protocol):

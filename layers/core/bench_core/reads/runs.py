@@ -8,9 +8,11 @@ times, statuses and numbers); content is read only for what is shown: the select
 page, the spans of one answer in the JSON. A run that fits one page is whole: it is drawn as a
 tree (`domain.runs`), and its JSON lists its spans in the order the tree is drawn, each with its
 depth and what lies below it, if their content fits one answer (`ANSWER_BYTES`). A bigger run
-is a window: its page draws the tree of its first spans, of the subtree it is focused on (read
-from that span's start), the focused span's ancestry and the selected span, and its header
-counts what `RunStore.run_counts` counts without reading the spans; its JSON (and that of a
+is drawn a window at a time: its page draws the tree of 1,000 spans in start order (its
+first, those after a cursor, those from the selected span's start, or a focused span's
+subtree read from its start), each under the ancestors it hangs from (read by key), with the
+cursor of the next window, so that every span is some clicks away; its header counts what
+`RunStore.run_counts` counts without reading the spans; its JSON (and that of a
 run whose spans' content does not fit one answer) pages through every span in start order
 (`next_cursor`), each with its parent's id to rebuild the tree from, an answer ending at
 `SPANS_PAGE` spans or `ANSWER_BYTES` of them, whichever comes first.
@@ -37,11 +39,14 @@ from ..domain.privacy import (
     visible_agent,
 )
 from ..domain.runs import (
+    ROWS_SHOWN,
     RUN_STATUSES,
     Node,
+    Row,
     RunFilter,
     build_tree,
     find,
+    path,
     rows,
     span_key,
     start_offset,
@@ -381,47 +386,170 @@ class Elsewhere:
     span_id: str
 
 
+@dataclass
+class View:
+    """What a run page draws from: the tree of what was read (`shown`: the whole run, or a
+    window of it in start order with the ancestors its spans hang from), the node it is drawn
+    from, that node's ancestors (the breadcrumbs), and for a run read a window at a time where
+    the window stands: its first span's place in start order (None where unknown), how many it
+    read, and the cursor of the next one (None at the end)."""
+
+    shown: Run
+    top: Node
+    trail: list[Node]
+    position: int | None = 0
+    read: int = 0
+    next: str | None = None
+
+
 def run_page(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str, *,
-             span: str | None = None, focus: str | None = None,
-             expand: str | None = None) -> dict[str, Any] | Elsewhere:
+             span: str | None = None, focus: str | None = None, expand: str | None = None,
+             at: str | None = None, within: str | None = None, after: str | None = None,
+             q: str | None = None) -> dict[str, Any] | Elsewhere:
     """What the run page draws: the header, the rows of the tree at `focus` (collapsed where
-    big), each with its waterfall bar, and the selected span's details; of a run too big to
-    read whole, the rows of what one read of it gives (`Run`)."""
+    big; from `at`, within `within`'s subtree, where a collapsed row goes on), each with its
+    waterfall bar, and the selected span's details; of a run too big to read whole, the rows
+    of one window of it (`View`: its first spans, those `after` a cursor, or those from the
+    selected span's start). A run opened plainly with failed spans selects its first one, and
+    the selected span is always drawn: the rows go on from it where it would be collapsed.
+    `q` draws only the spans here whose name, or content the viewer may see, holds it (with
+    their ancestors)."""
     head = store.runs.run_head(ref, task_id)
     agent = visible_agent(head.agent, viewer)
     task, run_id = find_run(store, agent, head.task)
     if run_id != task_id:
         return Elsewhere(run_id, task_id)
     run = load_run(store, agent, viewer, run_id, head.insights, content=False, root=task)
-    top, trail = _focused(store, run, focus)
-    selected, full = _selected(store, run, top, span)
-    drawn = rows(top, expand=lambda node: node.task_id == expand)
-    scale = timeline.extent(run.tree, *([] if run.whole or top is run.tree else [top]))
     header = run_header(run, viewer)
+    q = (q or "").strip() or None
+    if span is None and not (focus or expand or at or within or after or q):
+        span = header["first_failed_span"]
+    view = _view(store, run, focus, after, span)
+    top, shown = view.top, view.shown
+    selected, full = _selected(store, shown, top, span)
+    scope = find(top, within) if within else top
+    start = find(scope, at) if scope is not None and at else None
+    if scope is None or (at and start is None):
+        raise NotFound("span not found in this view of the run")
+    sight = Sight.of(agent, viewer)
+    matches = _search(store, shown, scope, q, sight) if q else set()
+    drawn = (_found(scope, matches) if q else
+             rows(scope, expand=lambda node: node.task_id == expand, start=start))
+    if selected is not None and at is None and not q and not _drawn(drawn, selected) \
+            and find(scope, selected.task_id):
+        start = selected
+        drawn = rows(scope, expand=lambda node: node.task_id == expand, start=start)
+    scale = timeline.extent(shown.tree, *([] if run.whole or top is shown.tree else [top]))
     return {"agent": agent_summary(agent, viewer), "run": header,
+            "first_failed": _first_failed(store, shown, header["first_failed_span"]),
+            "errors": _errors(shown, selected, run.counts),
             "rows": [{"row": r, "bar": timeline.bar(r.node, scale) if r.kind == "span" else None}
                      for r in drawn],
-            "axis": timeline.axis(scale), "focus": top if top is not run.tree else None,
-            "trail": trail, "trail_cut": _cut(trail),
-            "window": None if run.whole else {"page": SPANS_PAGE, "of": header["span_count"]},
-            "selected": (span_view(selected, Sight.of(agent, viewer), full,
+            "axis": timeline.axis(scale), "focus": top if top is not shown.tree else None,
+            "within": scope.task_id if scope is not top else None, "start": start,
+            "start_trail": (path(scope, start.task_id) or [])[:-1] if start else [],
+            "trail": view.trail, "trail_cut": _cut(view.trail),
+            "window": None if run.whole else {"page": SPANS_PAGE, "of": header["span_count"] - 1,
+                                              "position": view.position, "read": view.read,
+                                              "next": view.next, "moved": after is not None
+                                              or view.position != 0},
+            "search": {"q": q, "matches": matches, "content": sight.inputs or sight.outputs
+                       or sight.content} if q else None,
+            "selected": (span_view(selected, sight, full,
                                    placed=run.whole) if selected else None),
             "span_missing": bool(span) and selected is None,
-            "selected_drawn": selected is not None and any(
-                r.kind == "span" and r.node is selected for r in drawn)}
+            "selected_drawn": selected is not None and _drawn(drawn, selected)}
 
 
-def _focused(store: RunReads, run: Run, focus: str | None) -> tuple[Node, list[Node]]:
-    """The node the page draws from and its ancestors from the root down (the breadcrumbs).
-    In a run read a page at a time, a span other than the root is read with its subtree's
-    first spans (one read from its start on) and its nearest `TRAIL_READ` ancestors."""
-    if not focus or focus == run.root.task_id:
-        return run.tree, []
+def _search(store: RunReads, shown: Run, top: Node, q: str, sight: Sight) -> set[str]:
+    """The spans of `top`'s tree whose name holds `q` (case aside), or what the viewer may see
+    of their content: their content is read `CONTENT_READ` spans at a time, in start order
+    from the first of them, as far as the last (a window's worth at most, as the JSON's)."""
+    needle = q.lower()
+    nodes = {n.task_id: n for n in walk(top)}
+    found = {i for i, n in nodes.items() if needle in (n.task.name or "").lower()}
+    if not (sight.inputs or sight.outputs or sight.content):
+        return found
+    if shown.root.task_id in nodes and needle in _visible_text(shown.root, sight):
+        found.add(shown.root.task_id)
+    keys = sorted(span_key(n.task) for i, n in nodes.items() if i != shown.root.task_id)
+    after: tuple[str, str] | None = (keys[0][0], "") if keys else None
+    while after is not None and after <= keys[-1]:
+        page = store.runs.run_spans(shown.agent.ref, shown.root, limit=CONTENT_READ,
+                                    after=after)
+        found |= {t.task_id for t in page
+                  if t.task_id in nodes and needle in _visible_text(t, sight)}
+        after = span_key(page[-1]) if len(page) == CONTENT_READ else None
+    return found
+
+
+def _visible_text(task: TaskState, sight: Sight) -> str:
+    """A task's name and the content `sight` shows of it, as one lower-case text to search."""
+    parts = [task.name or ""]
+    if sight.inputs:
+        parts.append(dumps(task.input))
+    if sight.outputs:
+        parts.append(dumps(task.output))
+    if sight.content:
+        parts += [dumps(task.metadata), dumps(task.logs)]
+    return "\n".join(parts).lower()
+
+
+def _found(top: Node, matches: set[str]) -> list[Row]:
+    """The rows of a search: the spans found and their ancestors, in drawing order, at most
+    `ROWS_SHOWN` of them."""
+    by_id = {n.task_id: n for n in walk(top)}
+    kept: set[str] = set()
+    for task_id in matches:
+        current: Node | None = by_id.get(task_id)
+        while current is not None and current.task_id not in kept:
+            kept.add(current.task_id)
+            current = by_id.get(current.parent_id or "")
+    return [Row(n) for n in walk(top) if n.task_id in kept][:ROWS_SHOWN]
+
+
+def _drawn(drawn: list[Row], node: Node) -> bool:
+    return any(r.kind == "span" and r.node is node for r in drawn)
+
+
+def _view(store: RunReads, run: Run, focus: str | None, after: str | None,
+          span: str | None) -> View:
+    """Where the page draws from (`View`). A run read whole draws from its root or `focus`.
+    A bigger one draws its first spans, or the window `after` a cursor, or `focus` with the
+    first spans of its subtree, or, when the span asked for is in none of these, the window
+    from that span's start on."""
     if run.whole:
-        node = find(run.tree, focus)
-        if node is None:
-            raise NotFound("span not found in this run")
-        return node, _trail(run, node)
+        top, trail = _focused(store, run, focus)
+        return View(run, top, trail)
+    if after:
+        at, position = _window_position(after)
+        return _window(store, run, at, position)
+    if focus and focus != run.root.task_id:
+        return _focused_window(store, run, focus)
+    if span and find(run.tree, span) is None:
+        task = _member(store, run, span)
+        if task is not None and task is not run.root:
+            return _window(store, run, (task.sort_ts, ""), None)
+    return View(run, run.tree, [], 0, len(run.read),
+                _window_cursor(run.read, 0) if len(run.read) >= SPANS_PAGE else None)
+
+
+def _window(store: RunReads, run: Run, after: tuple[str, str], position: int | None) -> View:
+    """The window of `SPANS_PAGE` spans from `after` on in start order, each hanging from its
+    parent: one read before it in the run is read by key with its own (`_context`)."""
+    read = store.runs.run_spans(run.agent.ref, run.root, limit=SPANS_PAGE, after=after,
+                                content=False)
+    shown = Run(run.agent, run.root, [*_context(store, run, read), *read], run.cluster,
+                run.counts)
+    more = len(read) >= SPANS_PAGE
+    return View(shown, shown.tree, [], position, len(read),
+                _window_cursor(read, position) if more else None)
+
+
+def _focused_window(store: RunReads, run: Run, focus: str) -> View:
+    """`focus` with the first spans of its subtree (one read from its start on) and its
+    nearest `TRAIL_READ` ancestors; the next window goes on from that read at the run's
+    level, where the rest of the subtree hangs from its ancestors."""
     task = _member(store, run, focus)
     if task is None:
         raise NotFound("span not found in this run")
@@ -430,7 +558,81 @@ def _focused(store: RunReads, run: Run, focus: str | None) -> tuple[Node, list[N
                                  after=(task.sort_ts, ""), content=False)
     top = build_tree(task, subtree(task.task_id, after), origin=run.root,
                      depth=len(ancestors))
-    return top, [loose(t, run) for t in ancestors]
+    return View(run, top, [loose(t, run) for t in ancestors], None, len(after),
+                _window_cursor(after, None) if len(after) >= SPANS_PAGE else None)
+
+
+def _context(store: WithIngest, run: Run, read: list[TaskState]) -> list[TaskState]:
+    """The ancestors of `read`'s spans that started before it, read by key (at most
+    `TRAIL_READ` of them: a span whose parent is not found hangs from the root), so that a
+    window of a run draws each span where it belongs."""
+    known = {run.root.task_id} | {t.task_id for t in read}
+    wanted = [t.parent_task_id for t in read if t.parent_task_id not in known]
+    found: list[TaskState] = []
+    tried = 0
+    while wanted and tried < TRAIL_READ:
+        parent = wanted.pop(0)
+        if parent is None or parent in known:
+            continue
+        tried += 1
+        known.add(parent)
+        task = _member(store, run, parent)
+        if task is not None:
+            found.append(task)
+            wanted.append(task.parent_task_id)
+    return found
+
+
+def _window_cursor(read: list[TaskState], position: int | None) -> str:
+    """Where the window after `read` starts, and its place in start order if known."""
+    place = "" if position is None else str(position + len(read))
+    return encode_cursor(*span_key(read[-1]), place)
+
+
+def _window_position(cursor: str) -> tuple[tuple[str, str], int | None]:
+    try:
+        sort_ts, task_id, place = decode_cursor(cursor)
+        return (sort_ts, task_id), int(place) if place else None
+    except ValueError as exc:
+        raise BadRequest("malformed cursor", [{"loc": ["query", "after"],
+                                               "msg": "malformed cursor"}]) from exc
+
+
+def _first_failed(store: WithIngest, shown: Run, first: str | None) -> dict[str, Any] | None:
+    """The run's first failed span, named for the header (read by key if not drawn here)."""
+    if first is None:
+        return None
+    node = find(shown.tree, first)
+    task = node.task if node is not None else _member(store, shown, first)
+    return {"task_id": first, "name": task.name if task is not None else None}
+
+
+def _errors(shown: Run, selected: Node | None, counts: RunCounts | None
+            ) -> dict[str, str | None]:
+    """The failed spans before and after the selected one (with none selected, the first):
+    previous and next error, in the order the tree draws them of a run read whole, in start
+    order of a bigger one (as far as its `counts` keep them), whichever window they are in."""
+    if counts is not None:
+        at = span_key(selected.task) if selected is not None and \
+            selected.task_id != shown.root.task_id else ("", "")
+        return {"previous": next((f[1] for f in reversed(counts.failures) if f < at), None),
+                "next": next((f[1] for f in counts.failures if f > at), None)}
+    order = {n.task_id: i for i, n in enumerate(shown.spans)}
+    here = order.get(selected.task_id, -1) if selected is not None else -1
+    failed = [n.task_id for n in shown.spans[1:] if n.task.status == "failed"]
+    return {"previous": next((f for f in reversed(failed) if order[f] < here), None),
+            "next": next((f for f in failed if order[f] > here), None)}
+
+
+def _focused(store: RunReads, run: Run, focus: str | None) -> tuple[Node, list[Node]]:
+    """The node the page draws from in a run read whole, and its ancestors from the root down
+    (the breadcrumbs)."""
+    if not focus or focus == run.root.task_id:
+        return run.tree, []
+    node = find(run.tree, focus)
+    if node is None:
+        raise NotFound("span not found in this run")
+    return node, _trail(run, node)
 
 
 def _cut(trail: list[Node]) -> bool:

@@ -40,7 +40,7 @@ from typing import Any
 
 from ...domain.models import AgentRef, TaskState, iso
 from ...domain.runs import RunFilter, append_log, span_key
-from ...ports.store import RunCounts, RunHead, decode_cursor, encode_cursor
+from ...ports.store import FAILURES_KEPT, RunCounts, RunHead, decode_cursor, encode_cursor
 from .agents import live_agent
 from .client import Table
 from .codec.keys import META, TASK, AgentKeys, task_sort_key
@@ -138,8 +138,9 @@ class DynamoRuns:
         agent = AgentKeys(ref.login, ref.slug)
         if run.run_id is None:
             tree = self._unmigrated(agent, run)
-            failures = [s.task_id for s in tree if s.status == "failed"]
-            return RunCounts(len(tree), len(failures), failures[0] if failures else None)
+            failures = [span_key(s) for s in tree if s.status == "failed"]
+            return RunCounts(len(tree), len(failures), failures[0][1] if failures else None,
+                             tuple(failures[:FAILURES_KEPT]))
         root = TASK + run.task_id
         spans = 0
         failed: list[tuple[str, str]] = []
@@ -157,7 +158,9 @@ class DynamoRuns:
                         spans -= 1
                     else:
                         failed.append((item[sort], item["sk"][len(TASK):]))
-        return RunCounts(spans, len(failed), min(failed)[1] if failed else None)
+        kept = tuple((key.split("#", 1)[0], task_id)
+                     for key, task_id in sorted(failed)[:FAILURES_KEPT])
+        return RunCounts(spans, len(failed), kept[0][1] if kept else None, kept)
 
     def _stragglers(self, agent: AgentKeys, run_id: str, items: list[dict[str, Any]]
                     ) -> list[dict[str, Any]]:

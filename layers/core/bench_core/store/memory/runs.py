@@ -8,7 +8,7 @@ import dataclasses
 
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.runs import RunFilter, span_key
-from ...ports.store import RunCounts, RunHead
+from ...ports.store import FAILURES_KEPT, RunCounts, RunHead
 from .ingest import newest_first, started
 from .state import Concern, copied, live_agent, read_insights, read_task
 
@@ -40,7 +40,8 @@ class MemoryRuns(Concern):
         with self.memory.locked() as tables:
             spans = self._under(started(tables, ref), run)
         failed = sorted((t for t in spans if t.status == "failed"), key=span_key)
-        return RunCounts(len(spans), len(failed), failed[0].task_id if failed else None)
+        return RunCounts(len(spans), len(failed), failed[0].task_id if failed else None,
+                         tuple(span_key(t) for t in failed[:FAILURES_KEPT]))
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> tuple[list[TaskState], str | None]:

@@ -69,7 +69,7 @@ cost."""
 
 TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
              "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
-             "started_at, ended_at, version, eval, evidence, run_id, logs")
+             "started_at, ended_at, version, eval, evidence, run_id, logs, recorded, called_model")
 _TASK_WIDTH = len(TASK_COLS.split(", "))
 EVENT_COLS = "body, event_id, kind, ts, task_id"
 """What `packing.event_body` makes an event's body of."""
@@ -98,8 +98,8 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
     """A task from a row starting with `TASK_COLS` (read by position: a run reads a thousand
     at once)."""
     (task_id, parent, name, status, input, output, metadata, duration, cost, reported, logged,
-     child, breakdown, started, ended, version, result, evidence, run_id, logs
-     ) = tuple(row)[:_TASK_WIDTH]
+     child, breakdown, started, ended, version, result, evidence, run_id, logs, recorded,
+     model) = tuple(row)[:_TASK_WIDTH]
     return TaskState(
         task_id=task_id, parent_task_id=parent, name=name, status=status,
         input=load(input), output=load(output), metadata=load(metadata),
@@ -107,7 +107,8 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
         cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load(breakdown),
         started_at=started, ended_at=ended, version=version,
         eval=EvalResult.from_dict(load(result)) if result else None,
-        evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [])
+        evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [], recorded=recorded,
+        model=model)
 
 
 def _usage(text: str | None) -> Usage | None:
@@ -226,19 +227,22 @@ class SqliteIngest(Concern):
                    _json_or_null(t.output), pack_json(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    pack_json(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
-                   _usage_json(t.evidence), t.run_id, dumps(t.logs), agent_id, t.task_id)
+                   _usage_json(t.evidence), t.run_id, dumps(t.logs), t.recorded, t.model,
+                   agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
             "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
             "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
-            "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, version = version + 1 "
+            "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, recorded = ?, "
+            "called_model = ?, version = version + 1 "
             "WHERE agent_id = ? AND task_id = ?", updates)
         conn.executemany(
             "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
             "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
-            "cost_breakdown, started_at, ended_at, sort_ts, evidence, run_id, logs, agent_id, "
-            "task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "cost_breakdown, started_at, ended_at, sort_ts, evidence, run_id, logs, recorded, "
+            "called_model, agent_id, task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?)",
             inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,

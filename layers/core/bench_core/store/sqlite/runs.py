@@ -13,7 +13,7 @@ from typing import Any
 from ...domain.field_limits import dumps
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.runs import RunFilter, append_log
-from ...ports.store import RunCounts, RunHead
+from ...ports.store import FAILURES_KEPT, RunCounts, RunHead
 from .agents import find_agent_id, read_agent
 from .connection import Concern
 from .evals import read_insights
@@ -35,6 +35,14 @@ RUN_FAILURES_SCHEMA = """
         WHERE status = 'failed';
 """
 """The migration indexing a run's failed spans, which its header counts and links to."""
+SPAN_ROW_SCHEMA = """
+    ALTER TABLE tasks ADD COLUMN recorded TEXT;
+    ALTER TABLE tasks ADD COLUMN called_model TEXT;
+"""
+"""The migration keeping when each task was first recorded (`TaskState.recorded`), which
+orders siblings that start in the same millisecond, and the model it called, which its row
+shows (`called_model`: reads join `agents`, which has a `model` of its own); older tasks have
+neither."""
 
 
 def backfill_runs(conn: sqlite3.Connection) -> None:
@@ -106,9 +114,10 @@ class SqliteRuns(Concern):
         (spans,) = reader.execute(f"SELECT COUNT(*) FROM tasks {under}", args).fetchone()
         failed = f"FROM tasks INDEXED BY tasks_failed_by_run {under} AND status = 'failed'"
         (count,) = reader.execute(f"SELECT COUNT(*) {failed}", args).fetchone()
-        first = reader.execute(f"SELECT task_id {failed} ORDER BY sort_ts, task_id LIMIT 1",
-                               args).fetchone()
-        return RunCounts(spans, count, first[0] if first else None)
+        failures = tuple(tuple(row) for row in reader.execute(
+            f"SELECT sort_ts, task_id {failed} ORDER BY sort_ts, task_id LIMIT ?",
+            (*args, FAILURES_KEPT)))
+        return RunCounts(spans, count, failures[0][1] if failures else None, failures)
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> tuple[list[TaskState], str | None]:

@@ -27,7 +27,7 @@ from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
-from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SqliteRuns, backfill_runs
+from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 
 MIGRATIONS: list[Migration] = [
     # 1: the foundation: users and keys, agents, their days, events and tasks
@@ -62,6 +62,9 @@ MIGRATIONS: list[Migration] = [
     RUN_FAILURES_SCHEMA,
     # 16: tasks in a rowid table and JSON packed: no mostly empty overflow pages (resumable)
     repack,
+    # 17: when each task was first recorded (the order of siblings that start together) and
+    # the model it called, which a run's rows show
+    SPAN_ROW_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
