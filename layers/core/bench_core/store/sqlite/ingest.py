@@ -53,7 +53,7 @@ TASKS_SCHEMA = """
     CREATE INDEX tasks_by_status ON tasks (agent_id, parent_task_id, status, sort_ts, task_id);
 """
 """The days, events and tasks of the first migration (`store.MIGRATIONS`); `repack.py` has
-the tasks' table since migration 16."""
+the tasks' table since migration 17."""
 
 EVIDENCE_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN evidence TEXT;

@@ -60,11 +60,11 @@ MIGRATIONS: list[Migration] = [
     USAGE_CALLER_AGENT_SCHEMA,
     # 15: each run's failed spans, for its header to count and link to
     RUN_FAILURES_SCHEMA,
-    # 16: tasks in a rowid table and JSON packed: no mostly empty overflow pages (resumable)
-    repack,
-    # 17: when each task was first recorded (the order of siblings that start together) and
+    # 16: when each task was first recorded (the order of siblings that start together) and
     # the model it called, which a run's rows show
     SPAN_ROW_SCHEMA,
+    # 17: tasks in a rowid table and JSON packed: no mostly empty overflow pages (resumable)
+    repack,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

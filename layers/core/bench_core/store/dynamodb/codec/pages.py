@@ -69,7 +69,7 @@ def page_events(item: dict[str, Any]) -> list[StoredEvent]:
 
 def page_size(item: dict[str, Any]) -> int:
     """The bytes a page holds (as stored)."""
-    return len(item["z"]) if "z" in item else len(item.get("events", ""))
+    return len(bytes(item["z"])) if "z" in item else len(item.get("events", ""))
 
 
 def page_max_ts(sk: str) -> str:
