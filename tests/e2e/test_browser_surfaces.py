@@ -30,9 +30,11 @@ SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 WIDTHS = (1280, 390)
 SCHEMES = ("light", "dark")
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(),
-                                 reason=f"{CHROMIUM} is missing (Debian: apt-get install chromium)")]
+BROWSER_TESTS = [pytest.mark.browser,
+                 pytest.mark.skipif(not CHROMIUM.exists(),
+                                    reason=f"{CHROMIUM} is missing (Debian: apt-get install chromium)")]
+"""What marks a module of browser tests (`pytestmark`): skipped where there is no Chromium."""
+pytestmark = BROWSER_TESTS
 
 
 @pytest.fixture(scope="module")

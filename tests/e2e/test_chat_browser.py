@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import RunningServer
 from tests.e2e.test_browser_surfaces import (
-    CHROMIUM,
+    BROWSER_TESTS,
     SCHEMES,
     WIDTHS,
     Watched,
@@ -29,9 +29,7 @@ from tests.http.chat_data import (
     otel_genai_run,
 )
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(),
-                                 reason=f"{CHROMIUM} is missing (Debian: apt-get install chromium)")]
+pytestmark = BROWSER_TESTS
 
 SENDERS: dict[str, Callable[[RunningServer], ChatRun]] = {
     "otel-genai": otel_genai_run, "openinference": openinference_run, "langchain": langchain_run}

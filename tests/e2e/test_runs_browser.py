@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import RunningServer
-from tests.e2e.test_browser_surfaces import CHROMIUM, SCHEMES, WIDTHS, Watched, background_is_dark
+from tests.e2e.test_browser_surfaces import BROWSER_TESTS, CHROMIUM, SCHEMES, WIDTHS, Watched, background_is_dark
 from tests.factories import batch, ts
 from tests.http.accounts_support import signin_link
 from tests.http.runs_data import (
@@ -26,9 +26,7 @@ from tests.http.runs_data import (
 )
 from tests.http.test_ingest_http import new_login, post
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(),
-                                 reason=f"{CHROMIUM} is missing (Debian: apt-get install chromium)")]
+pytestmark = BROWSER_TESTS
 
 
 @pytest.fixture(scope="module")
