@@ -56,22 +56,28 @@ class SqliteEvals(Concern):
     def record_evals(self, ref: AgentRef, results: Mapping[str, EvalResult], *,
                      read: Mapping[str, TaskState] | None = None,
                      queued: Sequence[str] = ()) -> set[str]:
-        """One transaction, each task read again inside it (the lock makes `read` moot)."""
+        """One transaction, each task read again inside it (the lock makes `read` moot); the
+        agent re-ranked once, if any score changed."""
         with self.db.write() as conn:
-            return {task_id for task_id, result in results.items()
-                    if self._record(conn, ref, task_id, result)}
+            rescored = {task_id: self._record(conn, ref, task_id, result)
+                        for task_id, result in results.items()}
+            if any(rescored.values()):
+                refresh_rank(conn, ref.login, ref.slug, self.rules)
+        return {task_id for task_id, scored in rescored.items() if scored is not None}
 
     def _record(self, conn: sqlite3.Connection, ref: AgentRef, task_id: str,
-                result: EvalResult) -> bool:
+                result: EvalResult) -> bool | None:
+        """Whether recording `result` changed the agent's scores; None if it was not
+        recorded (no finished task, or an older result)."""
         row = conn.execute(
             "SELECT agents.id, parent_task_id, status, eval, eval_judge FROM tasks "
             "JOIN agents ON agents.id = tasks.agent_id WHERE login = ? AND slug = ? "
             "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, task_id)).fetchone()
         if row is None:
-            return False
+            return None
         old = EvalResult.from_dict(load(row["eval"])) if row["eval"] else None
         if not evals.replaces(result, old):
-            return False
+            return None
         agent_id, is_run = row["id"], row["parent_task_id"] is None
         conn.execute("UPDATE tasks SET eval_status = ?, eval_score = ?, eval = ? "
                      "WHERE agent_id = ? AND task_id = ?",
@@ -87,15 +93,13 @@ class SqliteEvals(Concern):
             (d.eval_count, d.eval_score_sum, d.eval_unscored, d.eval_skipped, d.judge_tokens,
              d.judge_cost_usd, evals.merged_judge(row["eval_judge"], result) if is_run
              else row["eval_judge"], due, due, agent_id))
-        if d.eval_count or d.eval_score_sum:
-            refresh_rank(conn, ref.login, ref.slug, self.rules)
         if d.judge_tokens or d.judge_cost_usd:
             conn.execute(
                 "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (agent_id, day) DO UPDATE SET tokens = tokens + excluded.tokens, "
                 "cost_usd = cost_usd + excluded.cost_usd",
                 (agent_id, result.at[:10], d.judge_tokens, d.judge_cost_usd))
-        return True
+        return bool(d.eval_count or d.eval_score_sum)
 
     def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
         """Nothing to do: a finished run without a result is pending by definition here, and
