@@ -132,6 +132,23 @@ def test_duplicates_collapse_and_a_full_queue_leaves_work_to_the_sweep(services:
         runner.stop()
 
 
+def test_what_a_full_queue_dropped_is_swept_as_soon_as_it_drains(
+        services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not at the next hour: with the timer's rounds out of the way, only the worker's own
+    sweep once the queue has room brings the dropped runs back."""
+    runs = [f"t{n}" for n in range(6)]
+    ingest(services, *runs)
+    runner = LocalRunner(LocalJobs(services), workers=1, max_queue=2)
+    monkeypatch.setattr(runner, "scheduled_round", lambda startup=False: None)
+    runner.start_evals(REF, runs)
+    assert runner.waiting == 2  # four dropped
+    runner.start()
+    try:
+        wait_until(lambda: judged(services, *runs))
+    finally:
+        runner.stop()
+
+
 class Recorder(logging.Handler):
     def __init__(self) -> None:
         super().__init__()

@@ -5,7 +5,9 @@
 The queue lives in memory, so nothing in it survives a stop; nothing needs to. What it holds is
 found again from the store: at start (and every hour) the sweep re-finds finished runs without
 a result, and agents whose failures are not clustered yet are still marked due. A full queue
-drops work the same way, to be swept later, rather than growing without bound.
+drops work the same way rather than growing without bound, and once it has drained, a worker
+sweeps at once for what it dropped (a burst's runs are judged minutes after it, not at the next
+hour).
 
 The judge stays off ingest's write path. A worker takes an agent's queued runs together (up to
 `EVALS_AT_ONCE`), so their results are one short write, not one write per run queued behind the
@@ -34,7 +36,8 @@ from ..settings import JudgeSettings
 Job = tuple[str, str, str]
 """("eval", "login/slug", task_id), ("cluster", "login/slug", "") or ("benchmark", run_id, "")."""
 Work = tuple[str, str, list[str]]
-"""What a worker takes at once: ("eval", "login/slug", task ids) or one other job."""
+"""What a worker takes at once: ("eval", "login/slug", task ids), one other job, or ("sweep",
+"", []) once the queue has drained after refusing work."""
 HOUR_S = 3600.0
 OVERFLOW_WARN_EVERY_S = 60.0
 EVALS_AT_ONCE = 32
@@ -78,6 +81,8 @@ class LocalRunner:
         """What is queued or being worked on: a job already here is not queued again."""
         self._waiting = 0
         self._refused = 0
+        self._dropped = False
+        """Whether the queue refused work since the last sweep for it."""
         self._warned_at: float | None = None
         self._last_batch_at = float("-inf")
         self._has_work = threading.Condition()
@@ -143,9 +148,10 @@ class LocalRunner:
                 # than the ingest that caused it, while ingest was already outpacing us.
                 now = time.monotonic()
                 if self._warned_at is None or now - self._warned_at >= OVERFLOW_WARN_EVERY_S:
-                    logger.warning("work queue full; the sweep will pick up what does not fit",
+                    logger.warning("work queue full; swept again once it has drained",
                                    extra={"job": job, "refused": self._refused})
                     self._warned_at, self._refused = now, 0
+                self._dropped = True
                 return False
             kind, subject, task_id = job
             if kind == "eval":
@@ -165,6 +171,9 @@ class LocalRunner:
             while not self._waiting:
                 if self._stop.is_set():
                     return None
+                if self._dropped:  # drained: find again what a full queue dropped
+                    self._dropped = False
+                    return "sweep", "", []
                 self._has_work.wait()
             if self._stop.is_set():
                 return None
@@ -235,6 +244,9 @@ class LocalRunner:
 
     def _run(self, work: Work) -> None:
         kind, subject, task_ids = work
+        if kind == "sweep":  # what is queued or in hand already is not queued twice
+            self.start_clusters(self.jobs.sweep(self, startup=True))
+            return
         if kind == "cluster":
             self.jobs.cluster(subject)
             return
