@@ -674,8 +674,9 @@ def test_siblings_that_start_in_one_millisecond_keep_the_order_they_were_recorde
 
 
 def test_a_span_keeps_the_model_its_first_evidence_record_names(store: Store) -> None:
-    """What the run page's rows show beside a span, read with its row and whole; a span that
-    proved no usage names none."""
+    """What the run page's rows show beside a span, read with its row and whole: the model and
+    the tokens (and evidence cost) its records proved; a span that proved no usage names
+    none."""
     evidence = {"label": "evidence", "provider": "openai", "model": "gpt-4o-mini",
                 "input_tokens": 10, "output_tokens": 2}
     ingest(store, [*task_events("root", "agent")[:1],
@@ -688,9 +689,12 @@ def test_a_span_keeps_the_model_its_first_evidence_record_names(store: Store) ->
     root = store.ingest.get_task(REF, "root")
     assert root is not None
     for content in (False, True):
-        spans = {t.task_id: t.model for t in store.runs.run_spans(REF, root, limit=WHOLE,
-                                                                   content=content)}
-        assert spans == {"llm": "gpt-4o-mini", "tool": None}, content
+        read = store.runs.run_spans(REF, root, limit=WHOLE, content=content)
+        assert {t.task_id: t.model for t in read} == {"llm": "gpt-4o-mini", "tool": None}
+        usage = {t.task_id: t.evidence and (t.evidence.input_tokens, t.evidence.output_tokens,
+                                            t.evidence.calls, t.evidence.cost_usd is not None)
+                 for t in read}  # the tokens and evidence cost its tree row shows
+        assert usage == {"llm": (20, 4, 2, True), "tool": None}, content
 
 
 def test_a_runs_counts_keep_where_its_failed_spans_stand_in_start_order(store: Store) -> None:

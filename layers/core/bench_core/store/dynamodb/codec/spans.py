@@ -3,11 +3,12 @@
 Every task below a run's root carries `spk` = `RUN#{A}#{run_id}` and `ssk` =
 `{sort_ts}#{task_id}` (a run's spans in start order, as `domain.runs.span_key` orders them) and
 `row`, one JSON text: `[status, parent_task_id, name, started, ended, duration_ms, cost_usd,
-recorded, model]`, its times in milliseconds after the time in `ssk` (its start, or its end if it has
-none; null where unknown; the ISO text itself for a time not to the millisecond), `recorded`
-what orders siblings that start in the same millisecond (`TaskState.recorded`, its two times
-kept the same way: `[first, last, place]`), `model` the model it called (`TaskState.model`),
-both left out at the end where unknown. The index projects only
+recorded, model, evidence]`, its times in milliseconds after the time in `ssk` (its start, or
+its end if it has none; null where unknown; the ISO text itself for a time not to the
+millisecond), `recorded` what orders siblings that start in the same millisecond
+(`TaskState.recorded`, its two times kept the same way: `[first, last, place]`), `model` the
+model it called (`TaskState.model`), `evidence` its evidence's cost, tokens in and out and
+calls (what its tree row shows), each left out at the end where unknown. The index projects only
 `row` (and `moved_at`, which a run holder keeps for a while after a move, `runs._stragglers`),
 so a Query of a run's spans reads some 250 bytes a span (its keys, its row and DynamoDB's 100
 bytes an entry), whatever its content: DynamoDB bills a Query by the entries it reads (4 KB a
@@ -35,7 +36,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from ....domain.field_limits import dumps
-from ....domain.models import TaskState, iso
+from ....domain.models import TaskState, Usage, iso
 from .keys import AgentKeys, task_sort_key
 from .values import number
 
@@ -62,10 +63,27 @@ def span_row(task: TaskState) -> str:
     row = [task.status, task.parent_task_id, task.name, _after(task.started_at, origin),
            _after(task.ended_at, origin), _rounded(task.duration_ms), _rounded(task.cost_usd)]
     extra = [None if task.recorded is None else _recorded_after(task.recorded, origin),
-             task.model]
+             task.model, _evidence_row(task.evidence)]
     while extra and extra[-1] is None:
         extra.pop()
     return dumps([*row, *extra])
+
+
+def _evidence_row(usage: Usage | None) -> list[Any] | None:
+    """What a span's row keeps of its evidence, what its tree row shows: cost, tokens in and
+    out, calls (some 20 bytes)."""
+    if usage is None:
+        return None
+    cost = None if usage.cost_usd is None else _rounded(usage.cost_usd)
+    return [cost, usage.input_tokens, usage.output_tokens, usage.calls]
+
+
+def _evidence_of(kept: list[Any] | None) -> Usage | None:
+    if not kept:
+        return None
+    cost, input_tokens, output_tokens, calls = kept
+    return Usage(cost_usd=cost, input_tokens=input_tokens, output_tokens=output_tokens,
+                 calls=calls)
 
 
 def _recorded_after(recorded: str, origin: datetime | None) -> list[Any] | str:
@@ -102,17 +120,17 @@ def _rounded(value: float | None) -> float | None:
 
 
 def task_from_span(item: dict[str, Any], run_id: str) -> TaskState:
-    """The task of a `spans` entry, with what its row holds: no content, no eval, no
-    evidence."""
+    """The task of a `spans` entry, with what its row holds: no content, no eval, of its
+    evidence what its tree row shows."""
     status, parent, name, started, ended, duration, cost, *extra = from_json(item["row"])
-    recorded, model = [*extra, None, None][:2]
+    recorded, model, evidence = [*extra, None, None, None][:3]
     sort_ts, task_id = item["ssk"].split("#", 1)
     origin = _moment(sort_ts)
     return TaskState(task_id=task_id, parent_task_id=parent, name=name, status=status,
                      started_at=_at(started, origin), ended_at=_at(ended, origin),
                      duration_ms=duration, cost_usd=cost, run_id=run_id,
                      recorded=None if recorded is None else _recorded_at(recorded, origin),
-                     model=model)
+                     model=model, evidence=_evidence_of(evidence))
 
 
 def _at(after: int | str | None, origin: datetime | None) -> str | None:
