@@ -89,12 +89,12 @@ def prefill(path: Path, login: str, target: int) -> None:
     store.close()
 
 
-def sender(url: str, key: str, batches: int, queue: mp.Queue) -> None:
-    """One sender process on a keep-alive connection; the stdlib client, because a heavier one
-    would eat the CPU the server is being measured on."""
+def sender(url: str, key: str, batches: int, queue: mp.Queue, batch: int = BATCH) -> None:
+    """One sender process on a keep-alive connection, `batches` batches of `batch` events; the
+    stdlib client, because a heavier one would eat the CPU the server is being measured on."""
     bodies = []
     for _ in range(batches):
-        events = task_batch(uuid.uuid4().hex[:10], 17)[:BATCH]
+        events = task_batch(uuid.uuid4().hex[:10], -(-batch // 3))[:batch]
         bodies.append(json.dumps({"agent_slug": SLUG, "events": events}).encode())
     headers = {"X-Bench-Key": key, "Content-Type": "application/json"}
     conn = http.client.HTTPConnection(url.removeprefix("http://"), timeout=60)
@@ -109,9 +109,11 @@ def sender(url: str, key: str, batches: int, queue: mp.Queue) -> None:
     queue.put(time.perf_counter() - start)
 
 
-def measure(url: str, key: str, senders: int, batches: int) -> float:
+def measure(url: str, key: str, senders: int, batches: int, batch: int = BATCH) -> float:
+    """Events/s of `senders` processes sending `batches` batches of `batch` events each."""
     queue: mp.Queue = mp.Queue()
-    procs = [mp.Process(target=sender, args=(url, key, batches, queue)) for _ in range(senders)]
+    procs = [mp.Process(target=sender, args=(url, key, batches, queue, batch))
+             for _ in range(senders)]
     for p in procs:
         p.start()
     for _ in procs:
@@ -122,7 +124,7 @@ def measure(url: str, key: str, senders: int, batches: int) -> float:
     elapsed = time.perf_counter() - t0
     for p in procs:
         p.join()
-    return senders * batches * BATCH / elapsed
+    return senders * batches * batch / elapsed
 
 
 def free_port() -> int:
@@ -166,11 +168,21 @@ def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
     return full, alone
 
 
+def on_path(checkout: Path | None) -> dict[str, str]:
+    """The environment that makes a child process import `checkout`'s `bench_core` (none: this
+    checkout's, as installed)."""
+    if checkout is None:
+        return {}
+    return {"PYTHONPATH": os.pathsep.join(
+        [str(checkout / "layers" / "core"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
 @contextmanager
-def serving(data_dir: Path, workers: int) -> Iterator[tuple[str, int]]:
-    """`bench-server serve` over `data_dir` with `workers` eval workers: its URL and pid. Its
-    log goes to `server.log` there (with no workers, a full eval queue warns), shown if it
-    does not come up."""
+def serving(data_dir: Path, workers: int, checkout: Path | None = None
+            ) -> Iterator[tuple[str, int]]:
+    """`bench-server serve` over `data_dir` with `workers` eval workers, from `checkout` (by
+    default, this one): its URL and pid. Its log goes to `server.log` there (with no workers,
+    a full eval queue warns), shown if it does not come up."""
     port = free_port()
     log = data_dir / "server.log"
     with log.open("wb") as log_file:
@@ -178,8 +190,8 @@ def serving(data_dir: Path, workers: int) -> Iterator[tuple[str, int]]:
             [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
              "--data-dir", str(data_dir)],
             # One key sends it all: the server's throughput is measured, not a key's share.
-            env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_WORKERS": str(workers),
-                 "BENCH_INGEST_KEY_RATE": "0"},
+            env={**os.environ, **on_path(checkout), "POWERTOOLS_LOG_LEVEL": "WARNING",
+                 "BENCH_WORKERS": str(workers), "BENCH_INGEST_KEY_RATE": "0"},
             stdout=subprocess.DEVNULL, stderr=log_file)
     url = f"http://127.0.0.1:{port}"
     try:
