@@ -164,7 +164,9 @@ def iso(value: datetime) -> str:
     every event's time."""
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
-    return value.isoformat(timespec="milliseconds")[:-6] + "Z"
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # isoformat's, at two thirds of its time
+        value.year, value.month, value.day, value.hour, value.minute, value.second,
+        value.microsecond // 1000)
 
 
 @dataclass(frozen=True)

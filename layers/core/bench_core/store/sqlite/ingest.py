@@ -297,7 +297,7 @@ class SqliteIngest(Concern):
         row = conn.execute("SELECT latency_hist, first_event_at, last_event_at, "
                            f"{', '.join(LATEST_RUNS)} FROM agents WHERE id = ?",
                            (agent_id,)).fetchone()
-        hist = json.loads(row["latency_hist"]) or stats.empty_histogram()
+        hist = load(row["latency_hist"]) or stats.empty_histogram()
         for run in runs:
             if run.duration_ms is not None:
                 hist[stats.bucket_index(run.duration_ms)] += 1
@@ -316,7 +316,7 @@ class SqliteIngest(Concern):
             "failures = failures + ?, cost_usd_total = cost_usd_total + ?, latency_hist = ?, "
             "first_event_at = ?, last_event_at = ?, dropped_events = dropped_events + ?, "
             f"{', '.join(f'{name} = ?' for name in LATEST_RUNS)} WHERE id = ?",
-            (len(runs), ok, len(runs) - ok, sum(r.cost_usd for r in runs), json.dumps(hist),
+            (len(runs), ok, len(runs) - ok, sum(r.cost_usd for r in runs), dumps(hist),
              first, last, dropped, *latest, agent_id))
         days: dict[str, list[float]] = {}
         for run in runs:
