@@ -3,7 +3,7 @@ batches of 50 from 4 concurrent sender processes, measured with 10k and with 1M 
 stored, to show that the cost per event does not grow with history.
 
     python tests/perf/ingest.py [--stored 10000 1000000] [--batches-per-sender 200]
-                                     [--workers N] [--in-process]
+                                     [--workers N] [--rounds N] [--in-process]
 
 Not a test: the numbers depend on the machine. Goal: >= 20,000 events/s on 2 cores. Besides the
 rate it prints the server's CPU time per batch (user + system, all threads), which moves far
@@ -34,7 +34,9 @@ import http.client
 import json
 import multiprocessing as mp
 import os
+import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -221,15 +223,25 @@ def prepared(data_dir: Path, stored: int) -> str:
     return raw
 
 
-def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
+def run_at(data_dir: Path, raw: str, senders: int, batches: int, workers: int
            ) -> tuple[float, float]:
-    """Events/s through the server, and its CPU milliseconds per batch."""
-    raw = prepared(data_dir, stored)
+    """Events/s through a server over the database in `data_dir`, and its CPU milliseconds
+    per batch."""
     with serving(data_dir, workers) as (url, pid):
         measure(url, raw, senders, 10)  # warm up
         cpu = server_cpu_s(pid)
         rate = measure(url, raw, senders, batches)
         return rate, (server_cpu_s(pid) - cpu) / (senders * batches) * 1000
+
+
+def copied(prepared_dir: Path, into: Path) -> Path:
+    """A copy of the prepared database in `prepared_dir` (closed, so its file is whole)."""
+    shutil.copy2(prepared_dir / "bench.db", into / "bench.db")
+    return into
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
 
 
 def main() -> None:
@@ -239,26 +251,40 @@ def main() -> None:
     parser.add_argument("--batches-per-sender", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2, help="the server's eval workers")
     parser.add_argument("--in-process", action="store_true", help="also measure without HTTP")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds, each measuring every size in turn (alternating order)")
     args = parser.parse_args()
     if args.in_process:
         with tempfile.TemporaryDirectory() as tmp:
             full, alone = in_process(Path(tmp), 400)
         print(f"in process: {full:,.0f} events/s parse + clean + store; "
               f"{alone:,.0f} events/s store.ingest.ingest alone", flush=True)
-    results = {}
-    for stored in args.stored:
-        with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.perf_counter()
-            rate, cpu_ms = run_at(stored, Path(tmp), args.senders, args.batches_per_sender,
-                                  args.workers)
-            results[stored] = rate
-            print(f"{stored:>9,} events stored: {rate:>9,.0f} events/s "
-                  f"({1e6 / rate:.1f} µs/event; server CPU {cpu_ms:.2f} ms/batch; "
-                  f"run took {time.perf_counter() - t0:.0f} s)", flush=True)
-    if len(results) > 1:
-        lo, hi = min(results), max(results)
-        print(f"cost per event at {hi:,} vs {lo:,} stored: {results[lo] / results[hi]:.2f}x")
-
+    with tempfile.TemporaryDirectory() as keep:
+        keys = {}
+        for stored in args.stored:  # each size's database written once, copied for each round
+            (Path(keep) / str(stored)).mkdir()
+            keys[stored] = prepared(Path(keep) / str(stored), stored)
+        rates: dict[int, list[float]] = {stored: [] for stored in args.stored}
+        cpus: dict[int, list[float]] = {stored: [] for stored in args.stored}
+        for round_ in range(args.rounds):
+            for stored in args.stored if round_ % 2 == 0 else args.stored[::-1]:
+                with tempfile.TemporaryDirectory() as tmp:
+                    t0 = time.perf_counter()
+                    rate, cpu_ms = run_at(copied(Path(keep) / str(stored), Path(tmp)),
+                                          keys[stored], args.senders, args.batches_per_sender,
+                                          args.workers)
+                rates[stored].append(rate)
+                cpus[stored].append(cpu_ms)
+                print(f"{stored:>9,} events stored: {rate:>9,.0f} events/s "
+                      f"({1e6 / rate:.1f} µs/event; server CPU {cpu_ms:.2f} ms/batch; "
+                      f"run took {time.perf_counter() - t0:.0f} s)", flush=True)
+    if len(args.stored) > 1:
+        lo, hi = min(args.stored), max(args.stored)
+        print(f"cost per event at {hi:,} vs {lo:,} stored (min / median / max of "
+              f"{args.rounds}): server CPU "
+              f"{spread([big / small for big, small in zip(cpus[hi], cpus[lo], strict=True)])}x, "
+              f"wall clock "
+              f"{spread([small / big for big, small in zip(rates[hi], rates[lo], strict=True)])}x")
 
 if __name__ == "__main__":
     main()

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from ingest import measure, on_path, server_cpu_s, serving
+from ingest import measure, on_path, server_cpu_s, serving, spread
 
 HERE = Path(__file__).resolve().parent
 PREFILL = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
@@ -46,10 +45,6 @@ def one_side(checkout: Path | None, stored: int, senders: int, batch: int, event
             rate = measure(url, raw, senders, batches, batch)
             cpu_s = server_cpu_s(pid) - cpu
     return senders * batches * batch / cpu_s, rate
-
-
-def spread(values: list[float]) -> str:
-    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
 
 
 def main() -> None:
