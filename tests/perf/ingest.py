@@ -3,7 +3,7 @@ batches of 50 from 4 concurrent sender processes, measured with 10k and with 1M 
 stored, to show that the cost per event does not grow with history.
 
     python tests/perf/ingest.py [--stored 10000 1000000] [--batches-per-sender 200]
-                                     [--workers N] [--in-process]
+                                     [--workers N] [--rounds N] [--in-process]
 
 Not a test: the numbers depend on the machine. Goal: >= 20,000 events/s on 2 cores. Besides the
 rate it prints the server's CPU time per batch (user + system, all threads), which moves far
@@ -34,7 +34,9 @@ import http.client
 import json
 import multiprocessing as mp
 import os
+import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,12 +91,12 @@ def prefill(path: Path, login: str, target: int) -> None:
     store.close()
 
 
-def sender(url: str, key: str, batches: int, queue: mp.Queue) -> None:
-    """One sender process on a keep-alive connection; the stdlib client, because a heavier one
-    would eat the CPU the server is being measured on."""
+def sender(url: str, key: str, batches: int, queue: mp.Queue, batch: int = BATCH) -> None:
+    """One sender process on a keep-alive connection, `batches` batches of `batch` events; the
+    stdlib client, because a heavier one would eat the CPU the server is being measured on."""
     bodies = []
     for _ in range(batches):
-        events = task_batch(uuid.uuid4().hex[:10], 17)[:BATCH]
+        events = task_batch(uuid.uuid4().hex[:10], -(-batch // 3))[:batch]
         bodies.append(json.dumps({"agent_slug": SLUG, "events": events}).encode())
     headers = {"X-Bench-Key": key, "Content-Type": "application/json"}
     conn = http.client.HTTPConnection(url.removeprefix("http://"), timeout=60)
@@ -109,9 +111,11 @@ def sender(url: str, key: str, batches: int, queue: mp.Queue) -> None:
     queue.put(time.perf_counter() - start)
 
 
-def measure(url: str, key: str, senders: int, batches: int) -> float:
+def measure(url: str, key: str, senders: int, batches: int, batch: int = BATCH) -> float:
+    """Events/s of `senders` processes sending `batches` batches of `batch` events each."""
     queue: mp.Queue = mp.Queue()
-    procs = [mp.Process(target=sender, args=(url, key, batches, queue)) for _ in range(senders)]
+    procs = [mp.Process(target=sender, args=(url, key, batches, queue, batch))
+             for _ in range(senders)]
     for p in procs:
         p.start()
     for _ in procs:
@@ -122,7 +126,7 @@ def measure(url: str, key: str, senders: int, batches: int) -> float:
     elapsed = time.perf_counter() - t0
     for p in procs:
         p.join()
-    return senders * batches * BATCH / elapsed
+    return senders * batches * batch / elapsed
 
 
 def free_port() -> int:
@@ -166,11 +170,21 @@ def in_process(data_dir: Path, batches: int) -> tuple[float, float]:
     return full, alone
 
 
+def on_path(checkout: Path | None) -> dict[str, str]:
+    """The environment that makes a child process import `checkout`'s `bench_core` (none: this
+    checkout's, as installed)."""
+    if checkout is None:
+        return {}
+    return {"PYTHONPATH": os.pathsep.join(
+        [str(checkout / "layers" / "core"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
 @contextmanager
-def serving(data_dir: Path, workers: int) -> Iterator[tuple[str, int]]:
-    """`bench-server serve` over `data_dir` with `workers` eval workers: its URL and pid. Its
-    log goes to `server.log` there (with no workers, a full eval queue warns), shown if it
-    does not come up."""
+def serving(data_dir: Path, workers: int, checkout: Path | None = None
+            ) -> Iterator[tuple[str, int]]:
+    """`bench-server serve` over `data_dir` with `workers` eval workers, from `checkout` (by
+    default, this one): its URL and pid. Its log goes to `server.log` there (with no workers,
+    a full eval queue warns), shown if it does not come up."""
     port = free_port()
     log = data_dir / "server.log"
     with log.open("wb") as log_file:
@@ -178,8 +192,8 @@ def serving(data_dir: Path, workers: int) -> Iterator[tuple[str, int]]:
             [sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
              "--data-dir", str(data_dir)],
             # One key sends it all: the server's throughput is measured, not a key's share.
-            env={**os.environ, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_WORKERS": str(workers),
-                 "BENCH_INGEST_KEY_RATE": "0"},
+            env={**os.environ, **on_path(checkout), "POWERTOOLS_LOG_LEVEL": "WARNING",
+                 "BENCH_WORKERS": str(workers), "BENCH_INGEST_KEY_RATE": "0"},
             stdout=subprocess.DEVNULL, stderr=log_file)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -209,15 +223,25 @@ def prepared(data_dir: Path, stored: int) -> str:
     return raw
 
 
-def run_at(stored: int, data_dir: Path, senders: int, batches: int, workers: int
+def run_at(data_dir: Path, raw: str, senders: int, batches: int, workers: int
            ) -> tuple[float, float]:
-    """Events/s through the server, and its CPU milliseconds per batch."""
-    raw = prepared(data_dir, stored)
+    """Events/s through a server over the database in `data_dir`, and its CPU milliseconds
+    per batch."""
     with serving(data_dir, workers) as (url, pid):
         measure(url, raw, senders, 10)  # warm up
         cpu = server_cpu_s(pid)
         rate = measure(url, raw, senders, batches)
         return rate, (server_cpu_s(pid) - cpu) / (senders * batches) * 1000
+
+
+def copied(prepared_dir: Path, into: Path) -> Path:
+    """A copy of the prepared database in `prepared_dir` (closed, so its file is whole)."""
+    shutil.copy2(prepared_dir / "bench.db", into / "bench.db")
+    return into
+
+
+def spread(values: list[float]) -> str:
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
 
 
 def main() -> None:
@@ -227,26 +251,40 @@ def main() -> None:
     parser.add_argument("--batches-per-sender", type=int, default=200)
     parser.add_argument("--workers", type=int, default=2, help="the server's eval workers")
     parser.add_argument("--in-process", action="store_true", help="also measure without HTTP")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds, each measuring every size in turn (alternating order)")
     args = parser.parse_args()
     if args.in_process:
         with tempfile.TemporaryDirectory() as tmp:
             full, alone = in_process(Path(tmp), 400)
         print(f"in process: {full:,.0f} events/s parse + clean + store; "
               f"{alone:,.0f} events/s store.ingest.ingest alone", flush=True)
-    results = {}
-    for stored in args.stored:
-        with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.perf_counter()
-            rate, cpu_ms = run_at(stored, Path(tmp), args.senders, args.batches_per_sender,
-                                  args.workers)
-            results[stored] = rate
-            print(f"{stored:>9,} events stored: {rate:>9,.0f} events/s "
-                  f"({1e6 / rate:.1f} µs/event; server CPU {cpu_ms:.2f} ms/batch; "
-                  f"run took {time.perf_counter() - t0:.0f} s)", flush=True)
-    if len(results) > 1:
-        lo, hi = min(results), max(results)
-        print(f"cost per event at {hi:,} vs {lo:,} stored: {results[lo] / results[hi]:.2f}x")
-
+    with tempfile.TemporaryDirectory() as keep:
+        keys = {}
+        for stored in args.stored:  # each size's database written once, copied for each round
+            (Path(keep) / str(stored)).mkdir()
+            keys[stored] = prepared(Path(keep) / str(stored), stored)
+        rates: dict[int, list[float]] = {stored: [] for stored in args.stored}
+        cpus: dict[int, list[float]] = {stored: [] for stored in args.stored}
+        for round_ in range(args.rounds):
+            for stored in args.stored if round_ % 2 == 0 else args.stored[::-1]:
+                with tempfile.TemporaryDirectory() as tmp:
+                    t0 = time.perf_counter()
+                    rate, cpu_ms = run_at(copied(Path(keep) / str(stored), Path(tmp)),
+                                          keys[stored], args.senders, args.batches_per_sender,
+                                          args.workers)
+                rates[stored].append(rate)
+                cpus[stored].append(cpu_ms)
+                print(f"{stored:>9,} events stored: {rate:>9,.0f} events/s "
+                      f"({1e6 / rate:.1f} µs/event; server CPU {cpu_ms:.2f} ms/batch; "
+                      f"run took {time.perf_counter() - t0:.0f} s)", flush=True)
+    if len(args.stored) > 1:
+        lo, hi = min(args.stored), max(args.stored)
+        print(f"cost per event at {hi:,} vs {lo:,} stored (min / median / max of "
+              f"{args.rounds}): server CPU "
+              f"{spread([big / small for big, small in zip(cpus[hi], cpus[lo], strict=True)])}x, "
+              f"wall clock "
+              f"{spread([small / big for big, small in zip(rates[hi], rates[lo], strict=True)])}x")
 
 if __name__ == "__main__":
     main()

@@ -218,9 +218,10 @@ class Started:
 def test_runs_the_budget_leaves_out_are_recorded_skipped_at_ingest_and_start_nothing(
         services: Services) -> None:
     starter = Started()
+    services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(task_events("t0")[:1]))
+    services.store.agents.update_agent(REF, {"judge_sample_rate": 0.5, "hide_outputs": True})
     outcome = services.store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(
         [e for t in [f"t{i}" for i in range(20)] for e in task_events(t)]))
-    services.store.agents.update_agent(REF, {"judge_sample_rate": 0.5, "hide_outputs": True})
     queue_evals(services.provide(workflows=starter), REF, outcome)
     (judged, private), = starter.started
     skipped = {t.task_id for t in (services.store.ingest.get_task(REF, f"t{i}") for i in range(20))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from bench_core.domain import stats
-from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.models import Agent, AgentMeta, AgentRef
 from bench_core.ports.store import Store
 
 from tests.concurrency import in_parallel
@@ -34,6 +34,20 @@ def test_start_and_end_make_a_finished_run_with_counters(store: Store) -> None:
     assert (s.runs, s.successes, s.failures) == (1, 1, 0)
     assert abs(s.cost_usd_total - 0.004) < 1e-12
     assert s.latency_hist[stats.bucket_index(412)] == 1 and sum(s.latency_hist) == 1
+
+
+def test_a_batch_hands_back_its_agent_whose_settings_decide_its_evals(store: Store) -> None:
+    ingest(store, task_events("t0"))
+    store.agents.update_agent(REF, {"judge_sample_rate": 0.25, "hide_inputs": True})
+    agent = ingest(store, task_events("t1")).agent
+    assert agent is not None and (agent.login, agent.slug) == (REF.login, REF.slug)
+    assert (agent.judge_sample_rate, agent.hide_inputs) == (0.25, True)
+
+
+def test_a_temporary_agent_past_its_expiry_is_not_handed_back(store: Store) -> None:
+    assert store.agents.create_agent(Agent(login="alice", slug="agent-1", visibility="private",
+                                           created_at=ts(0), expires_at=ts(1)))
+    assert ingest(store, task_events("t1")).agent is None
 
 
 def test_a_start_alone_is_a_running_task_and_not_a_run(store: Store) -> None:

@@ -33,6 +33,7 @@ from .state import (
     User,
     admit_agent,
     copied,
+    live_agent,
     load,
     new_row,
     read_task,
@@ -109,8 +110,9 @@ class MemoryIngest(Concern):
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(row, fold.evidence)
             refresh_rank(row, self.rules)
+            agent = live_agent(tables, ref, self.rules.now())
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
-                             finished=fold.finished)
+                             finished=fold.finished, agent=agent)
 
     def _ensure_agent(self, tables: Tables, ref: AgentRef, meta: AgentMeta) -> AgentRow:
         now = self.rules.now()

@@ -85,18 +85,20 @@ def admit_agent(conn: sqlite3.Connection, login: str, most: int) -> None:
         raise TooManyAgents(login, most)
 
 
-def refresh_rank(conn: sqlite3.Connection, login: str, slug: str, rules: Rules) -> None:
+def refresh_rank(conn: sqlite3.Connection, login: str, slug: str, rules: Rules) -> Agent | None:
     """Recompute the agent's leaderboard columns, now; called by every write that changes what
-    they derive from (counters, visibility, names)."""
+    they derive from (counters, visibility, names). The agent as read for it (None if there is
+    none), which ingest hands on instead of reading it again."""
     row = conn.execute(f"SELECT {AGENT_COLS} FROM agents WHERE login = ? AND slug = ?",
                        (login, slug)).fetchone()
     if row is None:
-        return
+        return None
     agent = agent_from_row(row)
     values = rank_values(agent, rules.qualification, rules.clock.now())
     conn.execute(f"UPDATE agents SET lb_text = ?, {', '.join(f'lb_{s} = ?' for s in SORTS)} "
                  "WHERE login = ? AND slug = ?",
                  (search_text(agent), *values.values(), login, slug))
+    return agent
 
 
 def read_agent(reader: sqlite3.Connection, ref: AgentRef, now: str) -> Agent | None:

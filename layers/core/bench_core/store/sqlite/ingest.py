@@ -136,17 +136,25 @@ def read_task(reader: sqlite3.Connection, ref: AgentRef, task_id: str) -> TaskSt
 
 
 def _held(conn: sqlite3.Connection, agent_id: int, fresh: list[CleanEvent]) -> dict[str, int]:
-    """How many events each task of `fresh` holds, `fresh` stored (one indexed count each)."""
-    task_ids = sorted({e.task_id for e in fresh if e.task_id is not None})
-    return {task_id: conn.execute("SELECT COUNT(*) FROM events WHERE agent_id = ? AND task_id = ?",
-                                  (agent_id, task_id)).fetchone()[0] for task_id in task_ids}
+    """How many events each task of `fresh` holds, `fresh` stored: one statement for the
+    batch, counting each task's stretch of `events_task` (a statement per task cost a batch
+    of 500 events 4% of its time)."""
+    task_ids = list({e.task_id for e in fresh if e.task_id is not None})
+    counts: dict[str, int] = {}
+    for i in range(0, len(task_ids), 500):
+        chunk = task_ids[i:i + 500]
+        counts.update(conn.execute(
+            "SELECT task_id, COUNT(*) FROM events WHERE agent_id = ? AND task_id IN "
+            f"({', '.join('?' * len(chunk))}) GROUP BY task_id", (agent_id, *chunk)).fetchall())
+    return counts
 
 
 class SqliteIngest(Concern):
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
+        now = self.rules.now()
         with self.db.write() as conn:
-            agent_id = self._ensure_agent(conn, login, meta)
+            agent_id = self._ensure_agent(conn, login, meta, now)
             fresh = self._insert_new_events(conn, agent_id, events)
             within_task_limit(_held(conn, agent_id, fresh))
             task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
@@ -160,9 +168,10 @@ class SqliteIngest(Concern):
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
-            refresh_rank(conn, login, meta.slug, self.rules)
+            agent = refresh_rank(conn, login, meta.slug, self.rules)
+        live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
-                             finished=fold.finished)
+                             finished=fold.finished, agent=agent if live else None)
 
     def _insert_new_events(self, conn: sqlite3.Connection, agent_id: int,
                            events: list[CleanEvent]) -> list[CleanEvent]:
@@ -185,13 +194,16 @@ class SqliteIngest(Concern):
                 fresh.append(event)
         return fresh
 
-    def _ensure_agent(self, conn: sqlite3.Connection, login: str, meta: AgentMeta) -> int:
-        now = self.rules.now()
-        conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)", (login, now))
+    def _ensure_agent(self, conn: sqlite3.Connection, login: str, meta: AgentMeta,
+                      now: str) -> int:
+        """The agent's id, the agent made (and its user, whom only its last agent's purge
+        removes) if it is new, its details updated with what the batch sent."""
         updates = {k: (dumps(v) if k == "tools" else v) for k, v in meta.updates().items()}
         row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
                            (login, meta.slug)).fetchone()
         if row is None:
+            conn.execute("INSERT OR IGNORE INTO users (login, created_at) VALUES (?, ?)",
+                         (login, now))
             admit_agent(conn, login, self.rules.max_agents_per_account)
             settings = settings_of(new_agent(login, meta.slug, now))
             cols = ["login", "slug", "created_at", "latency_hist", *settings, *updates]
@@ -285,7 +297,7 @@ class SqliteIngest(Concern):
         row = conn.execute("SELECT latency_hist, first_event_at, last_event_at, "
                            f"{', '.join(LATEST_RUNS)} FROM agents WHERE id = ?",
                            (agent_id,)).fetchone()
-        hist = json.loads(row["latency_hist"]) or stats.empty_histogram()
+        hist = load(row["latency_hist"]) or stats.empty_histogram()
         for run in runs:
             if run.duration_ms is not None:
                 hist[stats.bucket_index(run.duration_ms)] += 1
@@ -304,7 +316,7 @@ class SqliteIngest(Concern):
             "failures = failures + ?, cost_usd_total = cost_usd_total + ?, latency_hist = ?, "
             "first_event_at = ?, last_event_at = ?, dropped_events = dropped_events + ?, "
             f"{', '.join(f'{name} = ?' for name in LATEST_RUNS)} WHERE id = ?",
-            (len(runs), ok, len(runs) - ok, sum(r.cost_usd for r in runs), json.dumps(hist),
+            (len(runs), ok, len(runs) - ok, sum(r.cost_usd for r in runs), dumps(hist),
              first, last, dropped, *latest, agent_id))
         days: dict[str, list[float]] = {}
         for run in runs:
