@@ -1,0 +1,176 @@
+"""The runs list on SQLite (`domain/run_list.py` `RunFilter`): one query, its root filters on
+the root's columns, its span filters over the run's spans, its search in an FTS5 index of every
+span's name, input and output (`tasks_text`), in the filter's order with a keyset cursor.
+
+`tasks_text` is an external-content FTS5 table over `tasks` (it stores only its index, keyed by
+the task's rowid, which VACUUM keeps) with the trigram tokenizer, so a search matches anywhere
+inside a word as the other stores' does (`Portugal` in `"Portugal's capital"`); triggers keep it
+as `tasks` changes, and an update that leaves the three columns as they were writes nothing to
+it. A search shorter than a trigram reads the run's spans instead.
+
+What SQL cannot say is asked of the domain's own functions, registered on the reader:
+a root's packed metadata (`run_list.metadata_holds`) and a model's provider (`provider_of`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ...domain.field_limits import dumps
+from ...domain.run_list import RunFilter, metadata_holds, provider_of
+from ...ports.store import RunsPage, decode_cursor, encode_cursor
+from .connection import Database
+from .ingest import TASK_COLS, task_from_row
+from .packing import load
+
+_DELETE_OLD = """
+    INSERT INTO tasks_text (tasks_text, rowid, name, input, output, called_model)
+    VALUES ('delete', old.rowid, old.name, old.input, old.output, old.called_model);"""
+_INSERT_NEW = """
+    INSERT INTO tasks_text (rowid, name, input, output, called_model)
+    VALUES (new.rowid, new.name, new.input, new.output, new.called_model);"""
+RUN_TEXT_SCHEMA = (
+    "CREATE VIRTUAL TABLE tasks_text USING fts5(name, input, output, called_model, "
+    "content='tasks', content_rowid='rowid', tokenize='trigram')",
+    f"CREATE TRIGGER tasks_text_insert AFTER INSERT ON tasks BEGIN {_INSERT_NEW} END",
+    f"CREATE TRIGGER tasks_text_delete AFTER DELETE ON tasks BEGIN {_DELETE_OLD} END",
+    "CREATE TRIGGER tasks_text_update AFTER UPDATE OF name, input, output, called_model "
+    "ON tasks WHEN old.name IS NOT new.name OR old.input IS NOT new.input "
+    "OR old.output IS NOT new.output OR old.called_model IS NOT new.called_model "
+    f"BEGIN {_DELETE_OLD} {_INSERT_NEW} END",
+    "INSERT INTO tasks_text (tasks_text) VALUES ('rebuild')",
+)
+"""The search index and the triggers that keep it, built from the stored tasks."""
+
+
+def add_run_text(db: Database, number: int) -> None:
+    """The migration adding the search index (`store.MIGRATIONS`): a step, as its triggers
+    hold semicolons that a migration script would split on."""
+    with db.write() as conn:
+        if conn.execute("PRAGMA user_version").fetchone()[0] >= number:
+            return
+        for statement in RUN_TEXT_SCHEMA:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+
+
+TRIGRAM = 3
+"""The shortest text the trigram index finds."""
+
+COST = ("COALESCE(NULLIF(r.cost_usd, 0), NULLIF(json_extract(r.evidence, '$.cost_usd'), 0), "
+        "0.0)")
+"""`run_list.headline_cost` in SQL (`pricing.cost_rule`)."""
+TOKENS = ("CASE WHEN json_extract(r.evidence, '$.input_tokens') IS NULL "
+          "AND json_extract(r.evidence, '$.output_tokens') IS NULL THEN NULL "
+          "ELSE COALESCE(json_extract(r.evidence, '$.input_tokens'), 0) "
+          "+ COALESCE(json_extract(r.evidence, '$.output_tokens'), 0) END")
+"""`run_list.tokens` in SQL."""
+SORTED = {"duration": "r.duration_ms", "cost": COST, "tokens": TOKENS, "score": "r.eval_score"}
+_COLUMNS = ", ".join(f"r.{c}" for c in TASK_COLS.split(", "))
+
+
+def _phrase(text: str) -> str:
+    """`text` as one FTS5 string: a substring to find, whatever its characters."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _metadata_holds(stored: str | bytes | None, rule: str) -> bool:
+    meta, tag, content = load(rule)
+    return metadata_holds(load(stored), tuple(tuple(p) for p in meta), tag, content=content)
+
+
+def _register(reader: sqlite3.Connection) -> None:
+    """The domain's functions the query calls (cheap to register again on each read)."""
+    reader.create_function("bench_metadata_holds", 2, _metadata_holds, deterministic=True)
+    reader.create_function("bench_provider", 1, provider_of, deterministic=True)
+
+
+class _Query:
+    """A WHERE clause and its arguments, built a filter at a time."""
+
+    def __init__(self) -> None:
+        self.where: list[str] = []
+        self.args: list[Any] = []
+
+    def add(self, clause: str, *args: Any) -> None:
+        self.where.append(clause)
+        self.args.extend(args)
+
+    def range(self, expression: str, low: float | None, high: float | None) -> None:
+        if low is not None:
+            self.add(f"{expression} >= ?", low)
+        if high is not None:
+            self.add(f"{expression} <= ?", high)
+
+
+def _span_clause(where: RunFilter, agent_id: int) -> tuple[str, list[Any]]:
+    """The runs some span of which holds every span filter: from the search index where it can
+    answer (a text or a model a trigram long), else from each run's spans (`tasks_by_run`)."""
+    spans = _Query()
+    match = []
+    if where.text and len(where.text) >= TRIGRAM:
+        searched = "{name input output}" if where.content else "name"
+        match.append(f"{searched} : {_phrase(where.text)}")
+    elif where.text:
+        columns = ("s.name", "s.input", "s.output") if where.content else ("s.name",)
+        spans.add("(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
+                  *[where.text.lower()] * len(columns))
+    if where.model is not None:
+        spans.add("s.called_model = ?", where.model)
+        if len(where.model) >= TRIGRAM:
+            match.append(f"called_model : {_phrase(where.model)}")
+    if where.provider is not None:
+        spans.add("bench_provider(s.called_model) = ?", where.provider)
+    if match:
+        spans.add("tasks_text MATCH ?", " AND ".join(match))
+        return (f"r.task_id IN (SELECT s.run_id FROM tasks_text JOIN tasks s "
+                f"ON s.rowid = tasks_text.rowid WHERE s.agent_id = ? "
+                f"AND {' AND '.join(spans.where)})", [agent_id, *spans.args])
+    return (f"EXISTS (SELECT 1 FROM tasks s WHERE s.agent_id = r.agent_id "
+            f"AND s.run_id = r.task_id AND {' AND '.join(spans.where)})", spans.args)
+
+
+def _filtered(where: RunFilter, agent_id: int) -> _Query:
+    query = _Query()
+    query.add("r.agent_id = ?", agent_id)
+    query.add("r.parent_task_id IS NULL")
+    query.add("r.sort_ts != ''")
+    for clause, value in (("r.status = ?", where.status), ("r.name = ?", where.name),
+                          ("r.sort_ts >= ?", where.since), ("r.sort_ts < ?", where.until)):
+        if value is not None:
+            query.add(clause, value)
+    query.range("r.duration_ms", where.duration.low, where.duration.high)
+    query.range(COST, where.cost.low, where.cost.high)
+    query.range(TOKENS, where.tokens.low, where.tokens.high)
+    query.range("r.eval_score", where.score.low, where.score.high)
+    if where.by_metadata:
+        query.add("bench_metadata_holds(r.metadata, ?)",
+                  dumps([list(where.meta), where.tag, where.content]))
+    if where.by_spans:
+        clause, args = _span_clause(where, agent_id)
+        query.add(clause, *args)
+    return query
+
+
+def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit: int,
+              cursor: str | None) -> RunsPage:
+    """One page of the agent's runs that `where` keeps, in its order, and the next cursor."""
+    _register(reader)
+    query = _filtered(where, agent_id)
+    way = "DESC" if where.descending else "ASC"
+    if where.sort == "started":
+        key = ["r.sort_ts", "r.task_id"]
+    else:
+        key = [f"COALESCE({SORTED[where.sort]}, {where.sentinel!r})", "r.sort_ts", "r.task_id"]
+    if cursor:
+        position = where.position(decode_cursor(cursor))
+        query.add(f"({', '.join(key)}) {'<' if where.descending else '>'} "
+                  f"({', '.join('?' * len(key))})", *position)
+    rows = reader.execute(
+        f"SELECT {_COLUMNS} FROM tasks r WHERE {' AND '.join(query.where)} "
+        f"ORDER BY {', '.join(f'{k} {way}' for k in key)} LIMIT ?",
+        (*query.args, limit + 1)).fetchall()
+    runs = [task_from_row(r) for r in rows[:limit]]
+    more = len(rows) > limit
+    return RunsPage(runs, encode_cursor(*where.cursor_parts(runs[-1])) if more else None)
