@@ -1,6 +1,7 @@
 """The runs list on SQLite (`domain/run_list.py` `RunFilter`): one query, its root filters on
 the root's columns, its span filters over the run's spans, its search in an FTS5 index of every
-span's name, input and output (`tasks_text`), in the filter's order with a keyset cursor.
+span's name, input, output and model (`tasks_text`) where it finds few, in the filter's order
+with a keyset cursor.
 
 `tasks_text` is an external-content FTS5 table over `tasks` (it stores only its index, keyed by
 the task's rowid, which VACUUM keeps) with the trigram tokenizer, so a search matches anywhere
@@ -57,6 +58,8 @@ def add_run_text(db: Database, number: int) -> None:
 
 TRIGRAM = 3
 """The shortest text the trigram index finds."""
+PROBE = 2000
+"""Spans the index may find for a span filter to be answered from it (see `_span_clause`)."""
 
 COST = ("COALESCE(NULLIF(r.cost_usd, 0), NULLIF(json_extract(r.evidence, '$.cost_usd'), 0), "
         "0.0)")
@@ -104,34 +107,45 @@ class _Query:
             self.add(f"{expression} <= ?", high)
 
 
-def _span_clause(where: RunFilter, agent_id: int) -> tuple[str, list[Any]]:
-    """The runs some span of which holds every span filter: from the search index where it can
-    answer (a text or a model a trigram long), else from each run's spans (`tasks_by_run`)."""
-    spans = _Query()
+def _span_clause(reader: sqlite3.Connection, where: RunFilter, agent_id: int
+                 ) -> tuple[str, list[Any]]:
+    """The runs some span of which holds every span filter. Where the search index finds few
+    spans (`PROBE`: a rare word or model), the runs of those spans; else the runs in the list's
+    order whose spans hold it, read run by run (`tasks_by_run`), which stops at the page's
+    end: a common word fills a page from the newest runs."""
+    exact = _Query()
+    if where.model is not None:
+        exact.add("s.called_model = ?", where.model)
+    if where.provider is not None:
+        exact.add("bench_provider(s.called_model) = ?", where.provider)
     match = []
     if where.text and len(where.text) >= TRIGRAM:
         searched = "{name input output}" if where.content else "name"
         match.append(f"{searched} : {_phrase(where.text)}")
-    elif where.text:
+    if where.model is not None and len(where.model) >= TRIGRAM:
+        match.append(f"called_model : {_phrase(where.model)}")
+    if match and _rare(reader, expression := " AND ".join(match)):
+        found = " AND ".join(["tasks_text MATCH ?", "s.agent_id = ?", *exact.where])
+        return (f"r.task_id IN (SELECT s.run_id FROM tasks_text CROSS JOIN tasks s "
+                f"ON s.rowid = tasks_text.rowid WHERE {found})",
+                [expression, agent_id, *exact.args])
+    if where.text:
         columns = ("s.name", "s.input", "s.output") if where.content else ("s.name",)
-        spans.add("(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
+        exact.add("(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
                   *[where.text.lower()] * len(columns))
-    if where.model is not None:
-        spans.add("s.called_model = ?", where.model)
-        if len(where.model) >= TRIGRAM:
-            match.append(f"called_model : {_phrase(where.model)}")
-    if where.provider is not None:
-        spans.add("bench_provider(s.called_model) = ?", where.provider)
-    if match:
-        spans.add("tasks_text MATCH ?", " AND ".join(match))
-        return (f"r.task_id IN (SELECT s.run_id FROM tasks_text JOIN tasks s "
-                f"ON s.rowid = tasks_text.rowid WHERE s.agent_id = ? "
-                f"AND {' AND '.join(spans.where)})", [agent_id, *spans.args])
     return (f"EXISTS (SELECT 1 FROM tasks s WHERE s.agent_id = r.agent_id "
-            f"AND s.run_id = r.task_id AND {' AND '.join(spans.where)})", spans.args)
+            f"AND s.run_id = r.task_id AND {' AND '.join(exact.where)})", exact.args)
 
 
-def _filtered(where: RunFilter, agent_id: int) -> _Query:
+def _rare(reader: sqlite3.Connection, expression: str) -> bool:
+    """Whether the index finds at most `PROBE` spans for `expression` (of every agent)."""
+    (found,) = reader.execute(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM tasks_text WHERE tasks_text MATCH ? LIMIT ?)",
+        (expression, PROBE + 1)).fetchone()
+    return bool(found <= PROBE)
+
+
+def _filtered(reader: sqlite3.Connection, where: RunFilter, agent_id: int) -> _Query:
     query = _Query()
     query.add("r.agent_id = ?", agent_id)
     query.add("r.parent_task_id IS NULL")
@@ -148,7 +162,7 @@ def _filtered(where: RunFilter, agent_id: int) -> _Query:
         query.add("bench_metadata_holds(r.metadata, ?)",
                   dumps([list(where.meta), where.tag, where.content]))
     if where.by_spans:
-        clause, args = _span_clause(where, agent_id)
+        clause, args = _span_clause(reader, where, agent_id)
         query.add(clause, *args)
     return query
 
@@ -157,7 +171,7 @@ def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit
               cursor: str | None) -> RunsPage:
     """One page of the agent's runs that `where` keeps, in its order, and the next cursor."""
     _register(reader)
-    query = _filtered(where, agent_id)
+    query = _filtered(reader, where, agent_id)
     way = "DESC" if where.descending else "ASC"
     if where.sort == "started":
         key = ["r.sort_ts", "r.task_id"]
