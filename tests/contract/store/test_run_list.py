@@ -5,14 +5,17 @@ content (metadata, inputs, outputs)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.run_list import Range, RunFilter
 from bench_core.ports.store import Store
+from bench_core.store.sqlite import run_list as sqlite_run_list
+from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
-from tests.factories import clean, ev, ts
+from tests.factories import clean, ev, task_events, ts
 
 REF = AgentRef("alice", "agent-1")
 HOUR = 3_600_000
@@ -40,6 +43,10 @@ def _run(run_id: str, name: str, *, status: str = "success", duration_ms: int, c
 
 @pytest.fixture
 def runs(store: Store) -> Store:
+    return seed(store)
+
+
+def seed(store: Store) -> Store:
     """r1 (day one, 00:00), r2 (an hour later), r3 (the next day): see each line."""
     store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
         *_at(_run("r1", "plan", duration_ms=50, cost=0.5,
@@ -70,7 +77,7 @@ def all_pages(store: Store, where: RunFilter) -> list[list[str]]:
             return pages
 
 
-@pytest.mark.parametrize(("where", "expected"), [
+CASES = [
     (RunFilter(), ["r3", "r2", "r1"]),
     (RunFilter(model="gpt-4o-mini"), ["r1"]),
     (RunFilter(model="gpt-4o"), []),
@@ -97,7 +104,10 @@ def all_pages(store: Store, where: RunFilter) -> list[list[str]]:
     (RunFilter(meta=(("env", "prod"),), content=True), ["r1"]),
     (RunFilter(meta=(("env", "dev"), ("attempt", "2")), content=True), []),
     (RunFilter(meta=(("attempt", "2"),), tag="eu", content=True), ["r1"]),
-])
+]
+
+
+@pytest.mark.parametrize(("where", "expected"), CASES)
 def test_each_filter_keeps_the_same_runs_on_every_store(runs: Store, where: RunFilter,
                                                         expected: list[str]) -> None:
     assert ids(runs, where) == expected
@@ -136,3 +146,83 @@ def test_a_cursor_of_another_order_is_refused(runs: Store) -> None:
     assert cursor
     with pytest.raises(ValueError):
         runs.runs.list_runs(REF, RunFilter(sort="cost"), limit=1, cursor=cursor)
+
+
+def test_content_that_arrives_later_is_found_and_a_changed_name_is_found_by_its_new_one(
+        store: Store) -> None:
+    """SQLite's index follows each task's changes (its triggers): a span stored without
+    output, then given one."""
+    meta = AgentMeta(slug="agent-1")
+    store.ingest.ingest("alice", meta, clean([
+        ev("task.start", "late", name="draft"),
+        ev("task.start", "late-c", name="call", parent_task_id="late")]))
+    assert ids(store, RunFilter(text="Lisbon", content=True)) == []
+    store.ingest.ingest("alice", meta, clean([
+        ev("task.end", "late-c", status="success", output="Lisbon", duration_ms=1),
+        ev("task.end", "late", status="success", output="ok", duration_ms=2)]))
+    assert ids(store, RunFilter(text="lisbon", content=True)) == ["late"]
+    assert ids(store, RunFilter(text="lisbon")) == []
+
+
+def test_sqlite_answers_alike_from_the_index_and_from_each_runs_spans(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A span filter the index finds many spans for is answered run by run (`PROBE`): both
+    ways keep the same runs."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        indexed = seed(store)
+        monkeypatch.setattr(sqlite_run_list, "PROBE", 0)
+        for where, expected in CASES:
+            assert ids(indexed, where) == expected, where
+    finally:
+        store.close()
+
+
+def test_sqlite_builds_the_index_of_tasks_stored_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "bench.db"
+    store = SqliteStore.open(path)
+    store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
+        *task_events("old", "before the index", output="stored long ago")]))
+    with store.db.write() as conn:  # back to the file as it was before the index
+        for trigger in ("insert", "update", "delete"):
+            conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
+        conn.execute("DROP TABLE tasks_text")
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    store.close()
+    store = SqliteStore.open(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert ids(store, RunFilter(text="long ago", content=True)) == ["old"]
+        assert ids(store, RunFilter(text="INDEX")) == ["old"]
+    finally:
+        store.close()
+
+
+def test_dynamodb_search_of_spans_is_bounded_and_says_how_far_it_looked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page reads at most `SEARCH_SPANS` spans: it stops with a cursor, saying how many runs
+    it looked at and back to when, and the pages that follow find the rest."""
+    from bench_core.store.dynamodb import runs as dynamo_runs
+
+    from tests.aws.moto_table import dynamo_store
+
+    monkeypatch.setattr(dynamo_runs, "SEARCH_SPANS", 1)
+    with dynamo_store() as store:
+        seed(store)
+        where = RunFilter(text="portugal", content=True)
+        found: list[str] = []
+        pages = []
+        cursor = None
+        while True:
+            page = store.runs.list_runs(REF, where, limit=50, cursor=cursor)
+            found += [t.task_id for t in page.runs]
+            pages.append(page)
+            if (cursor := page.next_cursor) is None:
+                break
+        assert found == ["r3", "r1"]
+        assert len(pages) > 1
+        assert all(p.examined is not None and p.examined >= 1 for p in pages)
+        assert all(p.looked_back_to is not None for p in pages[:-1])
+        assert pages[-1].looked_back_to is None
+        unbounded = store.runs.list_runs(REF, RunFilter(status="failed"))
+        assert unbounded.examined is None
