@@ -147,8 +147,8 @@ def draw(store: SqliteStore, viewer: Viewer, filters: dict[str, Any]) -> Callabl
 
     def page() -> str:
         model = reads.runs_page(store, ref, viewer, filters, None)
-        return render("runs.html", request=None, viewer=viewer, next_query=None, query="",
-                      sort_query=lambda column: "", base="https://bench.example", **model)
+        return render("runs.html", request=None, viewer=viewer, next_query=None,
+                      base="https://bench.example", **model)
     return page
 
 

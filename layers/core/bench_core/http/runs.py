@@ -5,7 +5,6 @@ taking its turn in a worker thread (`heavy_reads`)."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
@@ -51,15 +50,7 @@ def _runs_page(request: Request, login: str, slug: str, filters: dict[str, Any],
     model = reads.runs_page(services.store, agent_ref(login, slug), viewer, filters, cursor)
     return page(request, "runs.html", viewer=viewer, **model,
                 next_query=urlencode({**filters, "cursor": model["next_cursor"]}, doseq=True)
-                if model["next_cursor"] else None, base=public_base(request, services),
-                query=urlencode(filters, doseq=True), sort_query=partial(_sort_query, filters))
-
-
-def _sort_query(filters: dict[str, Any], column: str) -> str:
-    """The list's query sorted by `column`: down first, up when it is already sorted down."""
-    down = filters.get("sort", "started") != column or filters.get("order", "desc") != "desc"
-    return urlencode({**filters, "sort": column, "order": "desc" if down else "asc"},
-                     doseq=True)
+                if model["next_cursor"] else None, base=public_base(request, services))
 
 
 class RunView(BaseModel):

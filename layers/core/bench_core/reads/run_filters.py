@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from ..domain.errors import BadRequest
 from ..domain.models import Agent, iso
@@ -113,3 +114,12 @@ def query_filters(get: Callable[[str], str | None], get_list: Callable[[str], li
     found: dict[str, Any] = {name: get(name) or None for name in (*TEXTS, *NUMBERS)}
     found |= {name: [v for v in get_list(name) if v] or None for name in LISTS}
     return {name: value for name, value in found.items() if value is not None}
+
+
+def sort_queries(filters: dict[str, Any]) -> dict[str, str]:
+    """The list's query sorted by each column: down first, up where it is sorted down."""
+    sorted_down = (filters.get("sort", "started"), filters.get("order", "desc"))
+    return {column: urlencode({**filters, "sort": column,
+                               "order": "asc" if sorted_down == (column, "desc") else "desc"},
+                              doseq=True)
+            for column in SORTS}

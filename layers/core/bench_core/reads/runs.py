@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
+from urllib.parse import urlencode
 
 from ..domain.errors import BadRequest, NotFound
 from ..domain.field_limits import dumps
@@ -56,7 +57,7 @@ from ..ports.services import WithAgents, WithIngest, WithRuns
 from ..ports.store import RunCounts, decode_cursor, encode_cursor
 from ..render import timeline
 from .agents import agent_summary, visible
-from .run_filters import run_filter
+from .run_filters import run_filter, sort_queries
 
 SPANS_PAGE = 1000
 """Spans per answer of the JSON twin at most, and per read of a run: a run of up to this many
@@ -685,6 +686,7 @@ def runs_page(store: RunListReads, ref: AgentRef, viewer: Viewer, filters: dict[
     agent = visible(store, ref, viewer)
     where = run_filter(agent, viewer, filters)
     return {"agent": agent_summary(agent, viewer), "filters": filters,
+            "query": urlencode(filters, doseq=True), "sort_queries": sort_queries(filters),
             **runs_list(store, agent, viewer, where, cursor)}
 
 
