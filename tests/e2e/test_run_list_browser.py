@@ -5,28 +5,15 @@ scrolls sideways. Screenshots go to artifacts/screenshots/run-list-*."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import RunningServer
-from tests.e2e.test_browser_surfaces import ARGS, CHROMIUM, WIDTHS, Watched
+from tests.e2e.test_browser_surfaces import WIDTHS, Watched
+from tests.e2e.test_browser_surfaces import browser as browser  # the fixture, shared
+from tests.e2e.test_browser_surfaces import pytestmark as pytestmark  # Chromium or a skip
 from tests.http.test_run_list_http import Seeded
-
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(),
-                                 reason=f"{CHROMIUM} is missing (Debian: apt-get install chromium)")]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

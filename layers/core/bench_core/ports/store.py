@@ -375,3 +375,12 @@ def decode_cursor(cursor: str) -> list[str]:
     if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
         raise ValueError("malformed cursor")
     return parts
+
+
+def sorted_page(where: RunFilter, runs: list[TaskState], cursor: str | None, limit: int
+                ) -> RunsPage:
+    """The page of `runs` (kept by `where` already) after `cursor`, in `where`'s order, for
+    a store that sorts what it read (`RunFilter.page`); ValueError for a malformed cursor."""
+    page, after = where.page(runs, decode_cursor(cursor) if cursor else None, limit)
+    return RunsPage(page, encode_cursor(*after) if after else None)
+

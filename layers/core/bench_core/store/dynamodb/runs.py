@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -52,6 +52,7 @@ from ...ports.store import (
     RunsPage,
     decode_cursor,
     encode_cursor,
+    sorted_page,
 )
 from .agents import live_agent
 from .client import Table
@@ -214,24 +215,16 @@ class DynamoRuns:
             return self._sorted(agent, where, limit, cursor)
         keys = self._root_keys(agent, where, cursor, min(SCAN_LIMIT, limit) + 1)
         search = _Search(SEARCH_SPANS)
-        kept: list[TaskState] = []
-        last: TaskState | None = None
-        while len(kept) < limit and search.examined < SCAN_LIMIT and not search.stopped:
+        while len(search.kept) < limit and search.examined < SCAN_LIMIT and not search.stopped:
             wanted = list(itertools.islice(
-                keys, min(limit - len(kept), SCAN_LIMIT - search.examined)))
+                keys, min(limit - len(search.kept), SCAN_LIMIT - search.examined)))
             if not wanted:
-                return search.page(where, kept, None, last)
-            for root in self._roots(agent, wanted, where):
-                held = self._keeps(agent, root, where, search)
-                if held is None:
-                    break
-                search.examined += 1
-                last = root
-                if held:
-                    kept.append(root)
+                return search.page(where, search.kept, None)
+            self._examine(agent, wanted, where, search)
+        last = search.last
         if last is None or (not search.stopped and next(keys, None) is None):
-            return search.page(where, kept, None, last)
-        return search.page(where, kept, encode_cursor(last.sort_ts, last.task_id), last)
+            return search.page(where, search.kept, None)
+        return search.page(where, search.kept, encode_cursor(last.sort_ts, last.task_id))
 
     def _root_keys(self, agent: AgentKeys, where: RunFilter, cursor: str | None,
                    page: int) -> Iterator[dict[str, Any]]:
@@ -292,19 +285,23 @@ class DynamoRuns:
         keys = list(itertools.islice(self._root_keys(agent, newest, None, SCAN_LIMIT + 1),
                                      SCAN_LIMIT + 1))
         search = _Search(SEARCH_SPANS)
-        kept: list[TaskState] = []
-        last: TaskState | None = None
-        for root in self._roots(agent, keys[:SCAN_LIMIT], where):
+        self._examine(agent, keys[:SCAN_LIMIT], where, search)
+        found = sorted_page(where, search.kept, cursor, limit)
+        search.stopped = search.stopped or len(keys) > SCAN_LIMIT
+        return search.page(where, found.runs, found.next_cursor)
+
+    def _examine(self, agent: AgentKeys, keys: list[dict[str, Any]], where: RunFilter,
+                 search: _Search) -> None:
+        """The roots of `keys` in order, those `where` keeps added to `search`'s, until its
+        spans run out."""
+        for root in self._roots(agent, keys, where):
             held = self._keeps(agent, root, where, search)
             if held is None:
-                break
+                return
             search.examined += 1
-            last = root
+            search.last = root
             if held:
-                kept.append(root)
-        page, after = where.page(kept, decode_cursor(cursor) if cursor else None, limit)
-        search.stopped = search.stopped or len(keys) > SCAN_LIMIT
-        return search.page(where, page, encode_cursor(*after) if after else None, last)
+                search.kept.append(root)
 
 
 @dataclass
@@ -315,14 +312,19 @@ class _Search:
     spans_left: int
     examined: int = 0
     stopped: bool = False
+    kept: list[TaskState] = field(default_factory=list)
+    last: TaskState | None = None
+    """The last root examined."""
 
-    def page(self, where: RunFilter, runs: list[TaskState], cursor: str | None,
-             last: TaskState | None) -> RunsPage:
-        """The page, saying how far it looked where it searched spans or sorted."""
+    def page(self, where: RunFilter, runs: list[TaskState], cursor: str | None) -> RunsPage:
+        """The page, saying how far it looked where it searched spans or sorted: how many
+        roots, and the start of the last one where older ones are left (by the start, for
+        the next page; else for good)."""
         if not where.by_spans and where.sort == "started":
             return RunsPage(runs, cursor)
+        left = self.stopped or (where.sort == "started" and cursor is not None)
         return RunsPage(runs, cursor, self.examined,
-                        last.sort_ts if last is not None and (cursor or self.stopped) else None)
+                        self.last.sort_ts if left and self.last is not None else None)
 
 
 _ENTRIES = (("spans", SPAN_ATTRIBUTES),

@@ -10,14 +10,7 @@ from collections import defaultdict
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.run_list import RunFilter
 from ...domain.runs import span_key
-from ...ports.store import (
-    FAILURES_KEPT,
-    RunCounts,
-    RunHead,
-    RunsPage,
-    decode_cursor,
-    encode_cursor,
-)
+from ...ports.store import FAILURES_KEPT, RunCounts, RunHead, RunsPage, sorted_page
 from .ingest import started
 from .state import Concern, copied, live_agent, read_insights, read_task
 
@@ -62,8 +55,8 @@ class MemoryRuns(Concern):
                     spans[task.run_id].append(task)
             kept = [t for t in tasks
                     if t.parent_task_id is None and where.keeps(t, spans[t.task_id])]
-            page, after = where.page(kept, decode_cursor(cursor) if cursor else None, limit)
-            return RunsPage([copied(t) for t in page], encode_cursor(*after) if after else None)
+            found = sorted_page(where, kept, cursor, limit)
+            return RunsPage([copied(t) for t in found.runs], found.next_cursor)
 
     @staticmethod
     def _under(tasks: list[TaskState], run: TaskState) -> list[TaskState]:
