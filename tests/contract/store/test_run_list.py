@@ -226,3 +226,30 @@ def test_dynamodb_search_of_spans_is_bounded_and_says_how_far_it_looked(
         assert pages[-1].looked_back_to is None
         unbounded = store.runs.list_runs(REF, RunFilter(status="failed"))
         assert unbounded.examined is None
+
+
+def test_sqlite_metadata_filter_looks_a_bounded_way_per_page_and_pages_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packed metadata is read run by run: a page looks at `METADATA_SCAN` runs at most, says
+    how far it looked, and the pages that follow find the rest, in any order."""
+    monkeypatch.setattr(sqlite_run_list, "METADATA_SCAN", 1)
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        seed(store)
+        for where, expected in ((RunFilter(tag="beta", content=True), ["r1"]),
+                                (RunFilter(meta=(("env", "dev"),), content=True,
+                                           sort="duration", descending=False), ["r2"]),
+                                (RunFilter(tag="beta"), [])):
+            found: list[str] = []
+            cursor = None
+            looked = []
+            while True:
+                page = store.runs.list_runs(REF, where, limit=50, cursor=cursor)
+                found += [t.task_id for t in page.runs]
+                looked.append(page.looked_back_to)
+                if (cursor := page.next_cursor) is None:
+                    break
+            assert found == expected, where
+            assert len(looked) >= 3 and all(looked[:3]), where
+    finally:
+        store.close()

@@ -10,7 +10,8 @@ as `tasks` changes, and an update that leaves the three columns as they were wri
 it. A search shorter than a trigram reads the run's spans instead.
 
 What SQL cannot say is asked of the domain's own functions, registered on the reader:
-a root's packed metadata (`run_list.metadata_holds`) and a model's provider (`provider_of`).
+a root's packed metadata (`run_list.metadata_holds`, over a bounded number of runs a page:
+`METADATA_SCAN`) and a model's provider (`provider_of`).
 """
 
 from __future__ import annotations
@@ -90,11 +91,13 @@ def _register(reader: sqlite3.Connection) -> None:
 
 
 class _Query:
-    """A WHERE clause and its arguments, built a filter at a time."""
+    """A WHERE clause and its arguments, built a filter at a time, and the table it reads:
+    `tasks` by the list's order, or by key (`tasks_key`) for the few runs the index found."""
 
     def __init__(self) -> None:
         self.where: list[str] = []
         self.args: list[Any] = []
+        self.table = "tasks r"
 
     def add(self, clause: str, *args: Any) -> None:
         self.where.append(clause)
@@ -108,11 +111,11 @@ class _Query:
 
 
 def _span_clause(reader: sqlite3.Connection, where: RunFilter, agent_id: int
-                 ) -> tuple[str, list[Any]]:
+                 ) -> tuple[str, list[Any], bool]:
     """The runs some span of which holds every span filter. Where the search index finds few
     spans (`PROBE`: a rare word or model), the runs of those spans; else the runs in the list's
     order whose spans hold it, read run by run (`tasks_by_run`), which stops at the page's
-    end: a common word fills a page from the newest runs."""
+    end: a common word fills a page from the newest runs. True where the index answered."""
     exact = _Query()
     if where.model is not None:
         exact.add("s.called_model = ?", where.model)
@@ -128,13 +131,13 @@ def _span_clause(reader: sqlite3.Connection, where: RunFilter, agent_id: int
         found = " AND ".join(["tasks_text MATCH ?", "s.agent_id = ?", *exact.where])
         return (f"r.task_id IN (SELECT s.run_id FROM tasks_text CROSS JOIN tasks s "
                 f"ON s.rowid = tasks_text.rowid WHERE {found})",
-                [expression, agent_id, *exact.args])
+                [expression, agent_id, *exact.args], True)
     if where.text:
         columns = ("s.name", "s.input", "s.output") if where.content else ("s.name",)
         exact.add("(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
                   *[where.text.lower()] * len(columns))
     return (f"EXISTS (SELECT 1 FROM tasks s WHERE s.agent_id = r.agent_id "
-            f"AND s.run_id = r.task_id AND {' AND '.join(exact.where)})", exact.args)
+            f"AND s.run_id = r.task_id AND {' AND '.join(exact.where)})", exact.args, False)
 
 
 def _rare(reader: sqlite3.Connection, expression: str) -> bool:
@@ -158,18 +161,18 @@ def _filtered(reader: sqlite3.Connection, where: RunFilter, agent_id: int) -> _Q
     query.range(COST, where.cost.low, where.cost.high)
     query.range(TOKENS, where.tokens.low, where.tokens.high)
     query.range("r.eval_score", where.score.low, where.score.high)
-    if where.by_metadata:
-        query.add("bench_metadata_holds(r.metadata, ?)",
-                  dumps([list(where.meta), where.tag, where.content]))
     if where.by_spans:
-        clause, args = _span_clause(reader, where, agent_id)
+        clause, args, found = _span_clause(reader, where, agent_id)
         query.add(clause, *args)
+        if found:  # a few runs, read by key and sorted, not the list read for them
+            query.table = "tasks r INDEXED BY tasks_key"
     return query
 
 
 def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit: int,
               cursor: str | None) -> RunsPage:
-    """One page of the agent's runs that `where` keeps, in its order, and the next cursor."""
+    """One page of the agent's runs that `where` keeps, in its order, and the next cursor; a
+    metadata filter looks at `METADATA_SCAN` runs a page at most (`_by_metadata`)."""
     _register(reader)
     query = _filtered(reader, where, agent_id)
     way = "DESC" if where.descending else "ASC"
@@ -181,10 +184,43 @@ def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit
         position = where.position(decode_cursor(cursor))
         query.add(f"({', '.join(key)}) {'<' if where.descending else '>'} "
                   f"({', '.join('?' * len(key))})", *position)
-    rows = reader.execute(
-        f"SELECT {_COLUMNS} FROM tasks r WHERE {' AND '.join(query.where)} "
-        f"ORDER BY {', '.join(f'{k} {way}' for k in key)} LIMIT ?",
-        (*query.args, limit + 1)).fetchall()
+    order = f"ORDER BY {', '.join(f'{k} {way}' for k in key)}"
+    selected = f"FROM {query.table} WHERE {' AND '.join(query.where)} {order}"
+    if where.by_metadata:
+        return _by_metadata(reader, where, selected, query.args, key, order, limit)
+    rows = reader.execute(f"SELECT {_COLUMNS} {selected} LIMIT ?",
+                          (*query.args, limit + 1)).fetchall()
+    return _page(where, rows, limit)
+
+
+def _page(where: RunFilter, rows: list[Any], limit: int) -> RunsPage:
     runs = [task_from_row(r) for r in rows[:limit]]
     more = len(rows) > limit
     return RunsPage(runs, encode_cursor(*where.cursor_parts(runs[-1])) if more else None)
+
+
+METADATA_SCAN = 5000
+"""Runs a page of the list looks at for a metadata filter at most: the metadata is packed
+(`packing.py`), read run by run (`run_list.metadata_holds`, some 5 µs each), so a filter that
+keeps few runs looks this far, then says how far it looked and where the next page goes on."""
+
+
+def _by_metadata(reader: sqlite3.Connection, where: RunFilter, selected: str,
+                 args: list[Any], key: list[str], order: str, limit: int) -> RunsPage:
+    """The page of the first `METADATA_SCAN` runs the other filters keep whose metadata holds
+    the filter; where it looked at them all and the page is not full, how far it looked and
+    the cursor after the last (the next page looks further)."""
+    rule = dumps([list(where.meta), where.tag, where.content])
+    rows = reader.execute(
+        f"SELECT {_COLUMNS} FROM (SELECT * {selected} LIMIT ?) r "
+        f"WHERE bench_metadata_holds(r.metadata, ?) {order} LIMIT ?",
+        (*args, METADATA_SCAN, rule, limit + 1)).fetchall()
+    if len(rows) > limit:
+        return _page(where, rows, limit)
+    last = reader.execute(f"SELECT {', '.join(key)} {selected} LIMIT 1 OFFSET ?",
+                          (*args, METADATA_SCAN - 1)).fetchone()
+    if last is None:  # the runs end before the bound: the page is the list's last
+        return _page(where, rows, limit)
+    parts = tuple(repr(float(v)) if isinstance(v, int | float) else v for v in last)
+    return RunsPage([task_from_row(r) for r in rows], encode_cursor(*parts), METADATA_SCAN,
+                    last[-2])
