@@ -120,6 +120,9 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
                  *task_events("grandkid", parent="kid")])
     old.close()
     conn = sqlite3.connect(path)  # back to the schema before the runs migration
+    for trigger in ("insert", "update", "delete"):  # and the migrations after it
+        conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
+    conn.execute("DROP TABLE tasks_text")
     conn.execute("DROP INDEX tasks_by_run")
     conn.execute("DROP INDEX tasks_failed_by_run")  # and the migrations after it
     conn.execute(f"PRAGMA user_version = {RUNS_SINCE - 1}")
