@@ -125,11 +125,11 @@ def test_a_visitors_filter_reads_no_hidden_metadata(runs: Store, where: RunFilte
     ("duration", False, ["r1", "r2", "r3"]),
     ("cost", True, ["r1", "r2", "r3"]),
     ("tokens", True, ["r2", "r1", "r3"]),
-    ("tokens", False, ["r1", "r2", "r3"]),
+    ("tokens", False, ["r3", "r1", "r2"]),
     ("score", True, ["r1", "r2", "r3"]),
-    ("score", False, ["r2", "r1", "r3"]),
+    ("score", False, ["r3", "r2", "r1"]),
 ])
-def test_every_sort_orders_and_pages_alike_runs_without_the_value_last(
+def test_every_sort_orders_and_pages_alike_runs_without_the_value_lowest(
         runs: Store, sort: str, descending: bool, expected: list[str]) -> None:
     where = RunFilter(sort=sort, descending=descending)
     assert ids(runs, where) == expected
@@ -138,7 +138,7 @@ def test_every_sort_orders_and_pages_alike_runs_without_the_value_last(
 
 def test_a_sorted_and_filtered_list_pages_through_what_it_keeps(runs: Store) -> None:
     where = RunFilter(sort="tokens", descending=False, text="l", content=True)
-    assert all_pages(runs, where) == [["r1"], ["r2"], ["r3"]]
+    assert all_pages(runs, where) == [["r3"], ["r1"], ["r2"]]
 
 
 def test_a_cursor_of_another_order_is_refused(runs: Store) -> None:
@@ -178,7 +178,7 @@ def test_sqlite_answers_alike_from_the_index_and_from_each_runs_spans(
         store.close()
 
 
-def test_sqlite_builds_the_index_of_tasks_stored_before_it(tmp_path: Path) -> None:
+def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -> None:
     path = tmp_path / "bench.db"
     store = SqliteStore.open(path)
     store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
@@ -187,6 +187,8 @@ def test_sqlite_builds_the_index_of_tasks_stored_before_it(tmp_path: Path) -> No
         for trigger in ("insert", "update", "delete"):
             conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
         conn.execute("DROP TABLE tasks_text")
+        for column in ("duration", "cost", "tokens", "score"):
+            conn.execute(f"DROP INDEX tasks_roots_by_{column}")
         conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
     store.close()
     store = SqliteStore.open(path)
@@ -194,6 +196,7 @@ def test_sqlite_builds_the_index_of_tasks_stored_before_it(tmp_path: Path) -> No
         assert store.schema_version == len(MIGRATIONS)
         assert ids(store, RunFilter(text="long ago", content=True)) == ["old"]
         assert ids(store, RunFilter(text="INDEX")) == ["old"]
+        assert ids(store, RunFilter(sort="cost")) == ["old"]
     finally:
         store.close()
 

@@ -123,6 +123,8 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     for trigger in ("insert", "update", "delete"):  # and the migrations after it
         conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
     conn.execute("DROP TABLE tasks_text")
+    for column in ("duration", "cost", "tokens", "score"):
+        conn.execute(f"DROP INDEX tasks_roots_by_{column}")
     conn.execute("DROP INDEX tasks_by_run")
     conn.execute("DROP INDEX tasks_failed_by_run")  # and the migrations after it
     conn.execute(f"PRAGMA user_version = {RUNS_SINCE - 1}")

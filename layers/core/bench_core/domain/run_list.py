@@ -29,10 +29,9 @@ from .privacy import metadata_view
 RUN_STATUSES = ("running", "success", "failed")
 SORTS = ("started", "duration", "cost", "tokens", "score")
 """The columns the list sorts by; `started` (newest first) is its natural order."""
-LAST_DOWN = -1.0
-"""Where a run without the sorted value goes when sorting down: every sorted value is >= 0."""
-LAST_UP = 1e308
-"""... and sorting up."""
+MISSING = -1.0
+"""The sorted value of a run without one: below every real one (all are >= 0), so it comes
+last sorting down and first sorting up, as an index orders it (`store/sqlite/run_list.py`)."""
 
 
 @dataclass(frozen=True)
@@ -185,16 +184,12 @@ class RunFilter:
         return self.keeps_root(root) and (
             not self.by_spans or any(self.keeps_span(s) for s in [root, *spans]))
 
-    @property
-    def sentinel(self) -> float:
-        return LAST_DOWN if self.descending else LAST_UP
-
     def order_key(self, task: TaskState) -> tuple[Any, ...]:
         """Where a run stands in the list's order (ascending; reversed when `descending`)."""
         if self.sort == "started":
             return (task.sort_ts, task.task_id)
         value = SORTED_VALUE[self.sort](task)
-        return (self.sentinel if value is None else float(value), task.sort_ts, task.task_id)
+        return (MISSING if value is None else float(value), task.sort_ts, task.task_id)
 
     def cursor_parts(self, task: TaskState) -> tuple[str, ...]:
         """The cursor's parts after `task` (`started`: the time and id, as before sorting)."""

@@ -9,9 +9,10 @@ inside a word as the other stores' does (`Portugal` in `"Portugal's capital"`); 
 as `tasks` changes, and an update that leaves the three columns as they were writes nothing to
 it. A search shorter than a trigram reads the run's spans instead.
 
-What SQL cannot say is asked of the domain's own functions, registered on the reader:
-a root's packed metadata (`run_list.metadata_holds`, over a bounded number of runs a page:
-`METADATA_SCAN`) and a model's provider (`provider_of`).
+What SQL cannot say is asked of the domain's own functions: a model's provider
+(`provider_of`, registered on the reader), and a root's packed metadata
+(`run_list.metadata_holds`, read here over a bounded number of runs a page: `METADATA_SCAN`).
+Each sort has an index of the roots in its order (`SORT_INDEXES`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,33 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ...domain.field_limits import dumps
-from ...domain.run_list import RunFilter, metadata_holds, provider_of
+from ...domain.run_list import MISSING, RunFilter, metadata_holds, provider_of
 from ...ports.store import RunsPage, decode_cursor, encode_cursor
 from .connection import Database
 from .ingest import TASK_COLS, task_from_row
 from .packing import load
+
+TRIGRAM = 3
+"""The shortest text the trigram index finds."""
+PROBE = 2000
+"""Spans the index may find for a span filter to be answered from it (see `_span_clause`)."""
+
+COST = ("COALESCE(NULLIF(cost_usd, 0), NULLIF(json_extract(evidence, '$.cost_usd'), 0), 0.0)")
+"""`run_list.headline_cost` in SQL (`pricing.cost_rule`)."""
+TOKENS = ("CASE WHEN json_extract(evidence, '$.input_tokens') IS NULL "
+          "AND json_extract(evidence, '$.output_tokens') IS NULL THEN NULL "
+          "ELSE COALESCE(json_extract(evidence, '$.input_tokens'), 0) "
+          "+ COALESCE(json_extract(evidence, '$.output_tokens'), 0) END")
+"""`run_list.tokens` in SQL."""
+SORTED = {column: f"COALESCE({expression}, {MISSING!r})" for column, expression in
+          {"duration": "duration_ms", "cost": COST, "tokens": TOKENS,
+           "score": "eval_score"}.items()}
+"""Each sort's value as its index (`SORT_INDEXES`) holds it: the query names it alike."""
+SORT_INDEXES = tuple(
+    f"CREATE INDEX tasks_roots_by_{column} ON tasks (agent_id, {expression}, sort_ts, task_id) "
+    "WHERE parent_task_id IS NULL" for column, expression in SORTED.items())
+"""The roots in each sort's order: a sorted page reads its runs in order and stops, however
+many runs the agent has (one entry per run in each, rewritten when its value changes)."""
 
 _DELETE_OLD = """
     INSERT INTO tasks_text (tasks_text, rowid, name, input, output, called_model)
@@ -42,8 +64,10 @@ RUN_TEXT_SCHEMA = (
     "OR old.output IS NOT new.output OR old.called_model IS NOT new.called_model "
     f"BEGIN {_DELETE_OLD} {_INSERT_NEW} END",
     "INSERT INTO tasks_text (tasks_text) VALUES ('rebuild')",
+    *SORT_INDEXES,
 )
-"""The search index and the triggers that keep it, built from the stored tasks."""
+"""The search index and the triggers that keep it, built from the stored tasks, and the
+sorts' indexes."""
 
 
 def add_run_text(db: Database, number: int) -> None:
@@ -56,21 +80,6 @@ def add_run_text(db: Database, number: int) -> None:
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {number}")
 
-
-TRIGRAM = 3
-"""The shortest text the trigram index finds."""
-PROBE = 2000
-"""Spans the index may find for a span filter to be answered from it (see `_span_clause`)."""
-
-COST = ("COALESCE(NULLIF(r.cost_usd, 0), NULLIF(json_extract(r.evidence, '$.cost_usd'), 0), "
-        "0.0)")
-"""`run_list.headline_cost` in SQL (`pricing.cost_rule`)."""
-TOKENS = ("CASE WHEN json_extract(r.evidence, '$.input_tokens') IS NULL "
-          "AND json_extract(r.evidence, '$.output_tokens') IS NULL THEN NULL "
-          "ELSE COALESCE(json_extract(r.evidence, '$.input_tokens'), 0) "
-          "+ COALESCE(json_extract(r.evidence, '$.output_tokens'), 0) END")
-"""`run_list.tokens` in SQL."""
-SORTED = {"duration": "r.duration_ms", "cost": COST, "tokens": TOKENS, "score": "r.eval_score"}
 _COLUMNS = ", ".join(f"r.{c}" for c in TASK_COLS.split(", "))
 
 
@@ -79,14 +88,8 @@ def _phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def _metadata_holds(stored: str | bytes | None, rule: str) -> bool:
-    meta, tag, content = load(rule)
-    return metadata_holds(load(stored), tuple(tuple(p) for p in meta), tag, content=content)
-
-
 def _register(reader: sqlite3.Connection) -> None:
-    """The domain's functions the query calls (cheap to register again on each read)."""
-    reader.create_function("bench_metadata_holds", 2, _metadata_holds, deterministic=True)
+    """The domain's function the query calls (cheap to register again on each read)."""
     reader.create_function("bench_provider", 1, provider_of, deterministic=True)
 
 
@@ -176,10 +179,7 @@ def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit
     _register(reader)
     query = _filtered(reader, where, agent_id)
     way = "DESC" if where.descending else "ASC"
-    if where.sort == "started":
-        key = ["r.sort_ts", "r.task_id"]
-    else:
-        key = [f"COALESCE({SORTED[where.sort]}, {where.sentinel!r})", "r.sort_ts", "r.task_id"]
+    key = [*([SORTED[where.sort]] if where.sort != "started" else []), "r.sort_ts", "r.task_id"]
     if cursor:
         position = where.position(decode_cursor(cursor))
         query.add(f"({', '.join(key)}) {'<' if where.descending else '>'} "
@@ -187,7 +187,7 @@ def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit
     order = f"ORDER BY {', '.join(f'{k} {way}' for k in key)}"
     selected = f"FROM {query.table} WHERE {' AND '.join(query.where)} {order}"
     if where.by_metadata:
-        return _by_metadata(reader, where, selected, query.args, key, order, limit)
+        return _by_metadata(reader, where, selected, query.args, key, limit)
     rows = reader.execute(f"SELECT {_COLUMNS} {selected} LIMIT ?",
                           (*query.args, limit + 1)).fetchall()
     return _page(where, rows, limit)
@@ -206,21 +206,32 @@ keeps few runs looks this far, then says how far it looked and where the next pa
 
 
 def _by_metadata(reader: sqlite3.Connection, where: RunFilter, selected: str,
-                 args: list[Any], key: list[str], order: str, limit: int) -> RunsPage:
-    """The page of the first `METADATA_SCAN` runs the other filters keep whose metadata holds
-    the filter; where it looked at them all and the page is not full, how far it looked and
-    the cursor after the last (the next page looks further)."""
-    rule = dumps([list(where.meta), where.tag, where.content])
-    rows = reader.execute(
-        f"SELECT {_COLUMNS} FROM (SELECT * {selected} LIMIT ?) r "
-        f"WHERE bench_metadata_holds(r.metadata, ?) {order} LIMIT ?",
-        (*args, METADATA_SCAN, rule, limit + 1)).fetchall()
-    if len(rows) > limit:
-        return _page(where, rows, limit)
-    last = reader.execute(f"SELECT {', '.join(key)} {selected} LIMIT 1 OFFSET ?",
-                          (*args, METADATA_SCAN - 1)).fetchone()
-    if last is None:  # the runs end before the bound: the page is the list's last
-        return _page(where, rows, limit)
+                 args: list[Any], key: list[str], limit: int) -> RunsPage:
+    """The runs the other filters keep, read in order (their metadata and place, no more) and
+    kept here while their metadata holds the filter, up to a page or `METADATA_SCAN` runs;
+    then the page's runs read whole by rowid. Where it looked at them all and the page is not
+    full, it says how far it looked and the cursor goes on after the last."""
+    cursor = reader.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute(f"SELECT r.rowid, r.metadata, {', '.join(key)} {selected} LIMIT ?",
+                          (*args, METADATA_SCAN))
+    kept: list[int] = []
+    examined = 0
+    last: tuple[Any, ...] = ()
+    for rowid, metadata, *place in rows:
+        examined += 1
+        last = tuple(place)
+        if metadata_holds(load(metadata), where.meta, where.tag, content=where.content):
+            kept.append(rowid)
+            if len(kept) > limit:
+                break
+    cursor.close()
+    found = {row[0]: row[1:] for row in reader.execute(
+        f"SELECT r.rowid, {_COLUMNS} FROM tasks r WHERE r.rowid IN "
+        f"({', '.join('?' * len(kept))})", kept)} if kept else {}
+    whole = [found[rowid] for rowid in kept if rowid in found]
+    if len(kept) > limit or examined < METADATA_SCAN:
+        return _page(where, whole, limit)
     parts = tuple(repr(float(v)) if isinstance(v, int | float) else v for v in last)
-    return RunsPage([task_from_row(r) for r in rows], encode_cursor(*parts), METADATA_SCAN,
+    return RunsPage([task_from_row(r) for r in whole], encode_cursor(*parts), examined,
                     last[-2])
