@@ -4,7 +4,8 @@ follows, calling the same functions where SQL cannot say it.
 
 - A run is kept when its root holds every root filter (status, name, tag, metadata, date,
   cost, tokens, duration, score) and, for each span filter (model, provider, text), some span
-  of the run (the root included) holds it.
+  of the run (the root included) holds it: `model=gpt-4o&q=Lisbon` keeps a run that called
+  gpt-4o and mentions Lisbon, in the same span or not.
 - Content is the owner's: `content` (set only for the owner) lets the text search read inputs
   and outputs and the metadata filters read the whole metadata; anyone else's filters see
   names, models and what `privacy.metadata_view` shows, so a filter's answer says no more than
@@ -18,6 +19,7 @@ follows, calling the same functions where SQL cannot say it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,7 +149,7 @@ class RunFilter:
         return bool(self.meta) or self.tag is not None
 
     def keeps_root(self, task: TaskState) -> bool:
-        """The root filters (the span filters are `keeps_span`'s)."""
+        """The root filters (the span filters are `span_tests`)."""
         return (
             (self.status is None or task.status == self.status)
             and (self.name is None or task.name == self.name)
@@ -160,16 +162,17 @@ class RunFilter:
             and (not self.by_metadata
                  or metadata_holds(task.metadata, self.meta, self.tag, content=self.content)))
 
-    def keeps_span(self, task: TaskState) -> bool:
-        """Whether one span holds every span filter; `text` reads its name, and its input and
-        output where `content`."""
-        if self.model is not None and task.model != self.model:
-            return False
-        if self.provider is not None and provider_of(task.model) != self.provider:
-            return False
+    def span_tests(self) -> list[Callable[[TaskState], bool]]:
+        """One test a span may pass per span filter (`text` reads its name, and its input and
+        output where `content`)."""
+        tests: list[Callable[[TaskState], bool]] = []
+        if self.model is not None:
+            tests.append(lambda task: task.model == self.model)
+        if self.provider is not None:
+            tests.append(lambda task: provider_of(task.model) == self.provider)
         if self.text:
-            return self.matches_text(task.name, task.input, task.output)
-        return True
+            tests.append(lambda task: self.matches_text(task.name, task.input, task.output))
+        return tests
 
     def matches_text(self, name: str | None, input: Any, output: Any) -> bool:
         needle = self.text.lower() if self.text else ""
@@ -181,8 +184,9 @@ class RunFilter:
     def keeps(self, root: TaskState, spans: list[TaskState]) -> bool:
         """The whole rule, for a store that has the run's spans at hand (root not among
         them)."""
-        return self.keeps_root(root) and (
-            not self.by_spans or any(self.keeps_span(s) for s in [root, *spans]))
+        run = [root, *spans]
+        return self.keeps_root(root) and all(any(test(s) for s in run)
+                                             for test in self.span_tests())
 
     def order_key(self, task: TaskState) -> tuple[Any, ...]:
         """Where a run stands in the list's order (ascending; reversed when `descending`)."""

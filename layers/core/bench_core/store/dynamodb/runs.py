@@ -260,19 +260,19 @@ class DynamoRuns:
         this is the page's first root (judged on the spans it read: the page moves on)."""
         if not where.keeps_root(root):
             return False
-        if not where.by_spans or where.keeps_span(root):
-            return True
+        pending = [test for test in where.span_tests() if not test(root)]
         ref = AgentRef(agent.login, agent.slug)
         after: tuple[str, str] | None = None
-        while (asked := min(100, search.spans_left)) > 0:
+        while pending and (asked := min(100, search.spans_left)) > 0:
             spans = self.run_spans(ref, root, limit=asked, after=after,
                                    content=where.content and bool(where.text))
             search.spans_left -= len(spans)
-            if any(where.keeps_span(s) for s in spans):
-                return True
-            if len(spans) < asked:
+            pending = [test for test in pending if not any(test(s) for s in spans)]
+            if pending and len(spans) < asked:
                 return False
             after = span_key(spans[-1])
+        if not pending:
+            return True
         if not search.examined:  # a run bigger than the search: judged on what it read
             return False
         search.stopped = True

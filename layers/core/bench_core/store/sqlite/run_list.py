@@ -29,7 +29,7 @@ from .packing import load
 TRIGRAM = 3
 """The shortest text the trigram index finds."""
 PROBE = 2000
-"""Spans the index may find for a span filter to be answered from it (see `_span_clause`)."""
+"""Spans the index may find for a span filter to be answered from it (`_span_clauses`)."""
 
 COST = ("COALESCE(NULLIF(cost_usd, 0), NULLIF(json_extract(evidence, '$.cost_usd'), 0), 0.0)")
 """`run_list.headline_cost` in SQL (`pricing.cost_rule`)."""
@@ -113,34 +113,33 @@ class _Query:
             self.add(f"{expression} <= ?", high)
 
 
-def _span_clause(reader: sqlite3.Connection, where: RunFilter, agent_id: int
-                 ) -> tuple[str, list[Any], bool]:
-    """The runs some span of which holds every span filter. Where the search index finds few
-    spans (`PROBE`: a rare word or model), the runs of those spans; else the runs in the list's
-    order whose spans hold it, read run by run (`tasks_by_run`), which stops at the page's
-    end: a common word fills a page from the newest runs. True where the index answered."""
-    exact = _Query()
-    if where.model is not None:
-        exact.add("s.called_model = ?", where.model)
-    if where.provider is not None:
-        exact.add("bench_provider(s.called_model) = ?", where.provider)
-    match = []
-    if where.text and len(where.text) >= TRIGRAM:
-        searched = "{name input output}" if where.content else "name"
-        match.append(f"{searched} : {_phrase(where.text)}")
-    if where.model is not None and len(where.model) >= TRIGRAM:
-        match.append(f"called_model : {_phrase(where.model)}")
-    if match and _rare(reader, expression := " AND ".join(match)):
-        found = " AND ".join(["tasks_text MATCH ?", "s.agent_id = ?", *exact.where])
-        return (f"r.task_id IN (SELECT s.run_id FROM tasks_text CROSS JOIN tasks s "
-                f"ON s.rowid = tasks_text.rowid WHERE {found})",
-                [expression, agent_id, *exact.args], True)
-    if where.text:
-        columns = ("s.name", "s.input", "s.output") if where.content else ("s.name",)
-        exact.add("(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
-                  *[where.text.lower()] * len(columns))
-    return (f"EXISTS (SELECT 1 FROM tasks s WHERE s.agent_id = r.agent_id "
-            f"AND s.run_id = r.task_id AND {' AND '.join(exact.where)})", exact.args, False)
+def _span_clauses(reader: sqlite3.Connection, where: RunFilter, agent_id: int, query: _Query
+                  ) -> None:
+    """For each span filter, the runs some span of which holds it. Where the search index
+    finds few spans (`PROBE`: a rare word or model), the runs of those spans, read by key;
+    else the runs in the list's order whose spans hold it, read run by run (`tasks_by_run`),
+    which stops at the page's end: a common word fills a page from the newest runs."""
+    searched = "{name input output}" if where.content else "name"
+    columns = ("s.name", "s.input", "s.output") if where.content else ("s.name",)
+    text = (where.text or "").lower()
+    filters: list[tuple[str | None, str, list[Any], str | None]] = [
+        (where.model, "s.called_model = ?", [where.model],
+         f"called_model : {_phrase(where.model or '')}"),
+        (where.provider, "bench_provider(s.called_model) = ?", [where.provider], None),
+        (where.text, "(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
+         [text] * len(columns), f"{searched} : {_phrase(where.text or '')}"),
+    ]
+    for value, exact, args, match in filters:
+        if value is None:
+            continue
+        if match is not None and len(value) >= TRIGRAM and _rare(reader, match):
+            query.add("r.task_id IN (SELECT s.run_id FROM tasks_text CROSS JOIN tasks s "
+                      "ON s.rowid = tasks_text.rowid WHERE tasks_text MATCH ? "
+                      f"AND s.agent_id = ? AND {exact})", match, agent_id, *args)
+            query.table = "tasks r INDEXED BY tasks_key"  # a few runs, read by key, sorted
+        else:
+            query.add("EXISTS (SELECT 1 FROM tasks s WHERE s.agent_id = r.agent_id "
+                      f"AND s.run_id = r.task_id AND {exact})", *args)
 
 
 def _rare(reader: sqlite3.Connection, expression: str) -> bool:
@@ -164,11 +163,7 @@ def _filtered(reader: sqlite3.Connection, where: RunFilter, agent_id: int) -> _Q
     query.range(COST, where.cost.low, where.cost.high)
     query.range(TOKENS, where.tokens.low, where.tokens.high)
     query.range("r.eval_score", where.score.low, where.score.high)
-    if where.by_spans:
-        clause, args, found = _span_clause(reader, where, agent_id)
-        query.add(clause, *args)
-        if found:  # a few runs, read by key and sorted, not the list read for them
-            query.table = "tasks r INDEXED BY tasks_key"
+    _span_clauses(reader, where, agent_id, query)
     return query
 
 
