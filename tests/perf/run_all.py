@@ -51,6 +51,9 @@ BENCHMARKS = (
     Benchmark("cold_start", "each Lambda handler's import against `import fastapi`",
               ("--runs", "3"), r"^\w+\s+\d+ms\s+\d+ms|import fastapi alone",
               missed="a handler imports slower than its goal"),
+    Benchmark("run_list", "ingest with the runs list's search and sort indexes against without",
+              ("--events", "70000", "--repeats", "10", "--ingest-events", "35000"),
+              r"^\s+(neither|sort indexes only|search index only|both)"),
 )
 
 

@@ -145,8 +145,7 @@ def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
 
     def runs_list(status: str | None = None) -> Callable[[], str]:
         def draw() -> str:
-            filters = {"status": status, "name": None, "q": None, "min_ms": None,
-                       "score_below": None}
+            filters = {"status": status} if status else {}
             model = reads.runs_page(store, agents, ANONYMOUS, filters, None)
             return render("runs.html", request=None, viewer=ANONYMOUS, next_query=None,
                           base="https://bench.example", **model)

@@ -14,6 +14,7 @@ from bench_core.store.sqlite.agents import LATEST_RUNS_SCHEMA
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.concurrency import in_parallel
+from tests.contract.store.test_run_list import without_run_text
 from tests.factories import clean, ev, ts
 
 REF = AgentRef("alice", "agent-1")
@@ -132,6 +133,7 @@ def test_an_agent_stored_before_latest_runs_existed_gets_one_from_its_next_run(
     conn.execute("ALTER TABLE agents DROP COLUMN latest_failure")
     conn.execute("ALTER TABLE invocation_usage DROP COLUMN caller_agent")  # later migrations'
     conn.execute("DROP INDEX tasks_failed_by_run")
+    without_run_text(conn)
     conn.execute("ALTER TABLE tasks DROP COLUMN recorded")
     conn.execute("ALTER TABLE tasks DROP COLUMN called_model")
     conn.commit()

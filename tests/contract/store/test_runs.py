@@ -15,7 +15,8 @@ import pytest
 from bench_core.domain.errors import NotFound
 from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef, TaskState
 from bench_core.domain.privacy import ANONYMOUS, Viewer
-from bench_core.domain.runs import RunFilter, build_tree, span_key
+from bench_core.domain.run_list import Range, RunFilter
+from bench_core.domain.runs import build_tree, span_key
 from bench_core.http.runs import run_json_body
 from bench_core.ports.store import RunCounts, RunHead, Store
 from bench_core.reads import runs as reads
@@ -25,6 +26,7 @@ from bench_core.store.dynamodb.codec.keys import AgentKeys
 from bench_core.store.dynamodb.codec.tasks import ADDED
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 
+from tests.contract.store.test_run_list import without_run_text
 from tests.factories import clean, ev, task_events, ts
 
 REF = AgentRef("alice", "agent-1")
@@ -95,19 +97,19 @@ def test_runs_list_filters_newest_first_and_pages(store: Store) -> None:
                    *task_events("r3", "search", duration_ms=2000, input={"q": "needle"})])
 
     def ids(where: RunFilter = RunFilter(), **kw) -> list[str]:
-        return [t.task_id for t in store.runs.list_runs(REF, where, **kw)[0]]
+        return [t.task_id for t in store.runs.list_runs(REF, where, **kw).runs]
 
     assert ids() == ["r3", "r2", "r1"]
     assert ids(RunFilter(status="failed")) == ["r2"]
     assert ids(RunFilter(name="search")) == ["r3", "r1"]
-    assert ids(RunFilter(min_duration_ms=800)) == ["r3", "r2"]
+    assert ids(RunFilter(duration=Range(low=800))) == ["r3", "r2"]
     assert ids(RunFilter(text="FET")) == ["r2"]
     assert ids(RunFilter(text="needle")) == []
     assert ids(RunFilter(text="needle", content=True)) == ["r3"]
-    first, cursor = store.runs.list_runs(REF, RunFilter(), limit=2)
-    assert [t.task_id for t in first] == ["r3", "r2"] and cursor
-    rest, end = store.runs.list_runs(REF, RunFilter(), limit=2, cursor=cursor)
-    assert [t.task_id for t in rest] == ["r1"] and end is None
+    first = store.runs.list_runs(REF, RunFilter(), limit=2)
+    assert [t.task_id for t in first.runs] == ["r3", "r2"] and first.next_cursor
+    rest = store.runs.list_runs(REF, RunFilter(), limit=2, cursor=first.next_cursor)
+    assert [t.task_id for t in rest.runs] == ["r1"] and rest.next_cursor is None
 
 
 def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) -> None:
@@ -119,6 +121,7 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
                  *task_events("grandkid", parent="kid")])
     old.close()
     conn = sqlite3.connect(path)  # back to the schema before the runs migration
+    without_run_text(conn)  # and the migrations after it
     conn.execute("DROP INDEX tasks_by_run")
     conn.execute("DROP INDEX tasks_failed_by_run")  # and the migrations after it
     conn.execute(f"PRAGMA user_version = {RUNS_SINCE - 1}")
@@ -620,20 +623,21 @@ def test_dynamodb_reads_a_page_of_the_runs_list_by_what_it_shows() -> None:
         def paged(where: RunFilter) -> list[list[str]]:
             pages, cursor = [], None
             while True:
-                runs, cursor = store.runs.list_runs(REF, where, limit=50, cursor=cursor)
-                pages.append([t.task_id for t in runs])
+                found = store.runs.list_runs(REF, where, limit=50, cursor=cursor)
+                cursor = found.next_cursor
+                pages.append([t.task_id for t in found.runs])
                 if cursor is None:
                     return pages
 
         meter.reset()
-        page, cursor = store.runs.list_runs(REF, RunFilter(), limit=50)
-        assert len(page) == 50 and cursor
+        found = store.runs.list_runs(REF, RunFilter(), limit=50)
+        assert len(found.runs) == 50 and found.next_cursor
         assert (sum(by_key), sum(scanned)) == (50, 51)
         assert meter.rru <= 27, f"{meter.rru:.1f} RRU for a page of 50"
         newest_first = [f"r{n:03d}" for n in reversed(range(300))]
         filters = {RunFilter(): lambda n: True, RunFilter(status="failed"): lambda n: n % 3 == 0,
                    RunFilter(name="search"): lambda n: n % 2 == 1,
-                   RunFilter(min_duration_ms=800): lambda n: n % 10 >= 8}
+                   RunFilter(duration=Range(low=800)): lambda n: n % 10 >= 8}
         for where, keeps in filters.items():
             del by_key[:]
             pages = paged(where)

@@ -305,45 +305,6 @@ def _failed(node: Node) -> int:
     return (node.task.status == "failed") + node.failed_below
 
 
-# ---- the runs list --------------------------------------------------------------------------
-
-RUN_STATUSES = ("running", "success", "failed")
-
-
-@dataclass(frozen=True)
-class RunFilter:
-    """What the runs list keeps: every set field must hold. `text` matches names, and inputs
-    and outputs too when `content` (the owner's search: content is private to the owner)."""
-
-    status: str | None = None
-    name: str | None = None
-    text: str | None = None
-    content: bool = False
-    min_duration_ms: float | None = None
-    score_below: float | None = None
-
-    def keeps(self, task: TaskState) -> bool:
-        """The same rule as the stores' queries, for stores that filter what they read."""
-        if self.status is not None and task.status != self.status:
-            return False
-        if self.name is not None and task.name != self.name:
-            return False
-        if self.min_duration_ms is not None and (task.duration_ms is None
-                                                 or task.duration_ms < self.min_duration_ms):
-            return False
-        if self.score_below is not None and not (
-                task.eval is not None and task.eval.score is not None
-                and task.eval.score < self.score_below):
-            return False
-        if self.text:
-            needle = self.text.lower()
-            haystack = [task.name or ""]
-            if self.content:
-                haystack += [dumps(task.input), dumps(task.output)]
-            return any(needle in h.lower() for h in haystack)
-        return True
-
-
 def parent_ids(events: Iterable[Any]) -> set[str]:
     """The parents that `CleanEvent`s name, whose stored runs their tasks take."""
     return {e.body["parent_task_id"] for e in events if e.body.get("parent_task_id")}

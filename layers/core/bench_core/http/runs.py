@@ -16,6 +16,7 @@ from ..domain.errors import NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
 from ..reads import runs as reads
+from ..reads.run_filters import query_filters
 from ..runtime import collector
 from ..runtime.adapters import Services
 from . import public_base, services_of
@@ -29,33 +30,26 @@ router = APIRouter(route_class=PageRoute)
 api_router = APIRouter(prefix="/api")
 
 
-def _filters(status: str | None, name: str | None, q: str | None, min_ms: float | None,
-             score_below: float | None) -> dict[str, Any]:
-    return {"status": status or None, "name": name or None, "q": q or None, "min_ms": min_ms,
-            "score_below": score_below}
-
-
-MinMs = Query(None, ge=0, description="only runs that took at least this long (ms)")
-ScoreBelow = Query(None, ge=0, le=1, description="only runs the judge scored below this")
+def _filters(request: Request) -> dict[str, Any]:
+    """The list's filters the query string sets (`reads.run_filters`: parsed and checked
+    there, a bad value a 400 naming its parameter)."""
+    return query_filters(request.query_params.get, request.query_params.getlist)
 
 
 @router.get("/u/{login}/{slug}/runs")
-async def runs_page(request: Request, login: str, slug: str, status: str | None = None,
-                    name: str | None = None, q: str | None = None,
-                    min_ms: float | None = MinMs, score_below: float | None = ScoreBelow,
-                    cursor: str | None = None, viewer: Viewer = Depends(current_viewer),
+async def runs_page(request: Request, login: str, slug: str, cursor: str | None = None,
+                    viewer: Viewer = Depends(current_viewer),
                     services: Services = Depends(services_of)) -> Response:
+    """The runs list, filtered and sorted by its query string (`reads.run_filters.FILTERS`)."""
     return await heavy_read(services.settings, _runs_page, request, login, slug,
-                            _filters(status, name, q, min_ms, score_below), cursor, viewer,
-                            services)
+                            _filters(request), cursor, viewer, services)
 
 
 def _runs_page(request: Request, login: str, slug: str, filters: dict[str, Any],
                cursor: str | None, viewer: Viewer, services: Services) -> Response:
     model = reads.runs_page(services.store, agent_ref(login, slug), viewer, filters, cursor)
-    shown = {k: v for k, v in filters.items() if v is not None}
     return page(request, "runs.html", viewer=viewer, **model,
-                next_query=urlencode({**shown, "cursor": model["next_cursor"]})
+                next_query=urlencode({**filters, "cursor": model["next_cursor"]}, doseq=True)
                 if model["next_cursor"] else None, base=public_base(request, services))
 
 
@@ -118,17 +112,17 @@ def _draw_run_page(request: Request, login: str, slug: str, task_id: str, view: 
 
 
 @api_router.get("/agents/{login}/{slug}/runs")
-async def runs_json(login: str, slug: str, status: str | None = None, name: str | None = None,
-                    q: str | None = None, min_ms: float | None = MinMs,
-                    score_below: float | None = ScoreBelow, cursor: str | None = None,
+async def runs_json(request: Request, login: str, slug: str, cursor: str | None = None,
                     limit: int = Query(50, ge=1, le=200),
                     viewer: Viewer = Depends(current_viewer),
                     services: Services = Depends(services_of)) -> dict[str, Any]:
-    """Runs newest first, filtered; `next_cursor` reads on (a page may hold fewer than
-    `limit` runs where the store bounds what one page examines)."""
+    """Runs filtered and sorted by the page's own parameters (`reads.run_filters.FILTERS`:
+    status, name, q, model, provider, tag, meta=key=value (repeatable), since, until,
+    min_/max_cost, min_/max_tokens, min_/max_ms, min_/max_score, score_below, sort, order);
+    `next_cursor` reads on (a page may hold fewer than `limit` runs where the store bounds
+    what one page examines: `searched` then says how far it looked)."""
     return await heavy_read(services.settings, reads.runs_json, services.store,
-                            agent_ref(login, slug), viewer,
-                            _filters(status, name, q, min_ms, score_below), cursor, limit)
+                            agent_ref(login, slug), viewer, _filters(request), cursor, limit)
 
 
 class Span(BaseModel):

@@ -38,7 +38,7 @@ from ..domain.models import (
     KeyRecord,
     TaskState,
 )
-from ..domain.runs import RunFilter
+from ..domain.run_list import RunFilter
 
 if TYPE_CHECKING:
     from ..domain.benchmark_records import RunRecord
@@ -67,6 +67,18 @@ class RunCounts:
     failures: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     """Where the failed spans stand in start order (`span_key`), the first `FAILURES_KEPT`
     of them: a run too big to read whole goes from one to the next (its next error)."""
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    """A page of the runs list: its runs, the cursor of the next page (None on the last), and
+    where a store searches a bounded number of runs per page (DynamoDB's search of spans), how
+    many runs it looked at and the start of the oldest (None where an index answered)."""
+
+    runs: list[TaskState]
+    next_cursor: str | None
+    examined: int | None = None
+    looked_back_to: str | None = None
 
 
 FAILURES_KEPT = 1000
@@ -100,9 +112,10 @@ class RunStore(Protocol):
         ...
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
-                  cursor: str | None = None) -> tuple[list[TaskState], str | None]:
-        """Root tasks that `where` keeps, newest first, and the cursor of the next page (a page
-        may hold fewer than `limit` where the adapter bounds what it examines)."""
+                  cursor: str | None = None) -> RunsPage:
+        """Root tasks that `where` keeps, in its order (`RunFilter.page`), and the cursor of
+        the next page (a page may hold fewer than `limit` where the adapter bounds what it
+        examines: then it says how far it looked)."""
         ...
 
 
@@ -362,3 +375,12 @@ def decode_cursor(cursor: str) -> list[str]:
     if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
         raise ValueError("malformed cursor")
     return parts
+
+
+def sorted_page(where: RunFilter, runs: list[TaskState], cursor: str | None, limit: int
+                ) -> RunsPage:
+    """The page of `runs` (kept by `where` already) after `cursor`, in `where`'s order, for
+    a store that sorts what it read (`RunFilter.page`); ValueError for a malformed cursor."""
+    page, after = where.page(runs, decode_cursor(cursor) if cursor else None, limit)
+    return RunsPage(page, encode_cursor(*after) if after else None)
+

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
+from urllib.parse import urlencode
 
 from ..domain.errors import BadRequest, NotFound
 from ..domain.field_limits import dumps
@@ -38,12 +39,11 @@ from ..domain.privacy import (
     task_view,
     visible_agent,
 )
+from ..domain.run_list import RunFilter, tokens
 from ..domain.runs import (
     ROWS_SHOWN,
-    RUN_STATUSES,
     Node,
     Row,
-    RunFilter,
     build_tree,
     find,
     path,
@@ -57,6 +57,7 @@ from ..ports.services import WithAgents, WithIngest, WithRuns
 from ..ports.store import RunCounts, decode_cursor, encode_cursor
 from ..render import timeline
 from .agents import agent_summary, visible
+from .run_filters import run_filter, sort_queries
 
 SPANS_PAGE = 1000
 """Spans per answer of the JSON twin at most, and per read of a run: a run of up to this many
@@ -342,37 +343,28 @@ def _position(cursor: str) -> tuple[tuple[str, str], RunCounts]:
 # ---- the runs list --------------------------------------------------------------------------
 
 
-def run_filter(agent: Agent, viewer: Viewer, *, status: str | None, name: str | None,
-               q: str | None, min_ms: float | None, score_below: float | None) -> RunFilter:
-    """The list's filters from the query string; bad values are 400s naming the parameter."""
-    if status is not None and status not in RUN_STATUSES:
-        raise BadRequest(f"unknown status {status!r}: use one of {', '.join(RUN_STATUSES)}",
-                         [{"loc": ["query", "status"], "msg": "unknown status"}])
-    if score_below is not None and not 0 <= score_below <= 1:
-        raise BadRequest("score_below must be from 0 to 1",
-                         [{"loc": ["query", "score_below"], "msg": "out of range"}])
-    content = viewer.owns(agent)
-    return RunFilter(status=status, name=name or None, text=(q or "").strip() or None,
-                     content=content, min_duration_ms=min_ms, score_below=score_below)
-
-
 def run_summary(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     view = task_view(task, agent, viewer)
     return {"run_id": task.task_id, "name": task.name, "status": task.status,
             "started_at": task.started_at, "duration_ms": task.duration_ms,
             "cost_usd": task.cost_usd, **task.cost_headline(), "eval": view["eval"],
-            "evidence_cost_usd": task.evidence.cost_usd if task.evidence else None}
+            "evidence_cost_usd": task.evidence.cost_usd if task.evidence else None,
+            "tokens": tokens(task)}
 
 
 def runs_list(store: WithRuns, agent: Agent, viewer: Viewer, where: RunFilter,
               cursor: str | None = None, limit: int = RUNS_PAGE) -> dict[str, Any]:
+    """A page of the list; `searched` says how far a store that bounds its search looked
+    (`RunsPage`): null where the page is the whole answer's."""
     try:
-        tasks, next_cursor = store.runs.list_runs(agent.ref, where, limit=limit, cursor=cursor)
+        found = store.runs.list_runs(agent.ref, where, limit=limit, cursor=cursor)
     except ValueError as exc:
         raise BadRequest(str(exc), [{"loc": ["query", "cursor"], "msg": str(exc)}]) from exc
-    return {"runs": [run_summary(t, agent, viewer) for t in tasks], "next_cursor": next_cursor,
-            "content_searched": where.content}
-
+    searched = None if found.examined is None else {
+        "runs_examined": found.examined, "looked_back_to": found.looked_back_to}
+    return {"runs": [run_summary(t, agent, viewer) for t in found.runs],
+            "next_cursor": found.next_cursor, "content_searched": where.content,
+            "searched": searched}
 
 
 # ---- the pages ------------------------------------------------------------------------------
@@ -692,15 +684,16 @@ def _trail(run: Run, node: Node) -> list[Node]:
 def runs_page(store: RunListReads, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
               cursor: str | None) -> dict[str, Any]:
     agent = visible(store, ref, viewer)
-    where = run_filter(agent, viewer, **filters)
+    where = run_filter(agent, viewer, filters)
     return {"agent": agent_summary(agent, viewer), "filters": filters,
+            "query": urlencode(filters, doseq=True), "sort_queries": sort_queries(filters),
             **runs_list(store, agent, viewer, where, cursor)}
 
 
 def runs_json(store: RunListReads, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
               cursor: str | None, limit: int) -> dict[str, Any]:
     agent = visible(store, ref, viewer)
-    return runs_list(store, agent, viewer, run_filter(agent, viewer, **filters), cursor, limit)
+    return runs_list(store, agent, viewer, run_filter(agent, viewer, filters), cursor, limit)
 
 
 def run_answer(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str,
@@ -719,7 +712,7 @@ EXAMPLES = 3
 
 def example_runs(store: WithRuns, agent: Agent, viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
     """A few runs to open from another page (compare): the newest, and the newest failures."""
-    newest, _ = store.runs.list_runs(agent.ref, RunFilter(), limit=EXAMPLES)
-    failed, _ = store.runs.list_runs(agent.ref, RunFilter(status="failed"), limit=EXAMPLES)
+    newest = store.runs.list_runs(agent.ref, RunFilter(), limit=EXAMPLES).runs
+    failed = store.runs.list_runs(agent.ref, RunFilter(status="failed"), limit=EXAMPLES).runs
     return {"newest": [run_summary(t, agent, viewer) for t in newest],
             "failed": [run_summary(t, agent, viewer) for t in failed]}

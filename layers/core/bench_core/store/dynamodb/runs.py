@@ -29,18 +29,31 @@
   many roots as the page still lacks (a page of N unfiltered runs reads N items; a filter
   reads on, what it skips included) and one index key more to know whether the list goes on;
   it looks at no more than `SCAN_LIMIT` roots per page: a page may hold fewer runs than asked,
-  with a cursor to read on.
+  with a cursor to read on. A span filter (model, provider, the text search) reads each root's
+  spans, no more than `SEARCH_SPANS` a page, and a sort by another column than the start sorts
+  the newest `SCAN_LIMIT` roots: such a page says how far it looked (`RunsPage`).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from ...domain.models import AgentRef, TaskState, iso
-from ...domain.runs import RunFilter, append_log, span_key
-from ...ports.store import FAILURES_KEPT, RunCounts, RunHead, decode_cursor, encode_cursor
+from ...domain.run_list import RunFilter
+from ...domain.runs import append_log, span_key
+from ...ports.store import (
+    FAILURES_KEPT,
+    RunCounts,
+    RunHead,
+    RunsPage,
+    decode_cursor,
+    encode_cursor,
+    sorted_page,
+)
 from .agents import live_agent
 from .client import Table
 from .codec.keys import META, TASK, AgentKeys, task_sort_key
@@ -53,6 +66,8 @@ from .ingest import read_task_events, started_task
 
 SCAN_LIMIT = 1000
 """Roots the runs list examines per page at most."""
+SEARCH_SPANS = 5000
+"""Spans a page of the runs list reads at most to search runs by their spans."""
 SETTLED = timedelta(minutes=15)
 """How long after a move its index entries may still show tasks under the old run: far beyond
 DynamoDB's index lag, which is normally under a second. Reads look for stragglers that long."""
@@ -189,36 +204,127 @@ class DynamoRuns:
         return sorted(unmigrated_run(self.table, agent, root), key=span_key)
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
-                  cursor: str | None = None) -> tuple[list[TaskState], str | None]:
+                  cursor: str | None = None) -> RunsPage:
+        """The roots by start, read by key `limit` at a time and kept by `where`; a span
+        filter reads each kept root's spans (rows; with content only for the owner's search)
+        up to `SEARCH_SPANS` a page. Another order than newest first sorts the newest
+        `SCAN_LIMIT` roots (a page of them at a time). Where a page searched spans or sorted,
+        it says how many roots it looked at and back to when."""
         agent = AgentKeys(ref.login, ref.slug)
+        if where.sort != "started":
+            return self._sorted(agent, where, limit, cursor)
+        keys = self._root_keys(agent, where, cursor, min(SCAN_LIMIT, limit) + 1)
+        search = _Search(SEARCH_SPANS)
+        while len(search.kept) < limit and search.examined < SCAN_LIMIT and not search.stopped:
+            wanted = list(itertools.islice(
+                keys, min(limit - len(search.kept), SCAN_LIMIT - search.examined)))
+            if not wanted:
+                return search.page(where, search.kept, None)
+            self._examine(agent, wanted, where, search)
+        last = search.last
+        if last is None or (not search.stopped and next(keys, None) is None):
+            return search.page(where, search.kept, None)
+        return search.page(where, search.kept, encode_cursor(last.sort_ts, last.task_id))
+
+    def _root_keys(self, agent: AgentKeys, where: RunFilter, cursor: str | None,
+                   page: int) -> Iterator[dict[str, Any]]:
+        """The roots' index keys by start (`tasks`, or `tstatus` for one status), newest first
+        unless `where` sorts up, after `cursor`."""
         index, pk, sort = (("tasks", agent.tasks_pk(None), "tlsk") if where.status is None
                            else ("tstatus", agent.status_pk(None, where.status), "tssk"))
-        page = min(SCAN_LIMIT, limit) + 1
-        if cursor:
-            after = task_sort_key(*decode_cursor(cursor))
-            keys = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index,
-                                    forward=False, page=page, low=_LOWEST, after=after)
-            keys = (item for item in keys if item[sort] != after)
-        else:
-            keys = self.table.query(pk, "#sk >= :low", index=index, forward=False, page=page,
-                                    low=_LOWEST)
-        kept: list[TaskState] = []
-        last: TaskState | None = None
-        examined = 0
-        while len(kept) < limit and examined < SCAN_LIMIT:
-            wanted = list(itertools.islice(keys, min(limit - len(kept), SCAN_LIMIT - examined)))
-            if not wanted:
-                return kept, None
-            examined += len(wanted)
-            items = self.table.get_all([agent.key(k["sk"]) for k in wanted], consistent=False)
-            searched = (self.content.with_content(agent, items) if where.content and where.text
-                        else map(task_from_item, items))  # content only for a search of it
-            for last in searched:
-                if where.keeps(last):
-                    kept.append(last)
-        if last is None or next(keys, None) is None:
-            return kept, None
-        return kept, encode_cursor(last.sort_ts, last.task_id)
+        down = where.descending
+        if not cursor:
+            return iter(self.table.query(pk, "#sk >= :low", index=index, forward=not down,
+                                         page=page, low=_LOWEST))
+        after = task_sort_key(*where.position(decode_cursor(cursor)))
+        if not down:
+            return iter(self.table.query(pk, "#sk > :after", index=index, page=page,
+                                         after=after))
+        keys = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index,
+                                forward=False, page=page, low=_LOWEST, after=after)
+        return (item for item in keys if item[sort] != after)
+
+    def _roots(self, agent: AgentKeys, keys: list[dict[str, Any]], where: RunFilter
+               ) -> Iterable[TaskState]:
+        """The roots of `keys` read by key; with content where a filter reads it (the owner's
+        search, a metadata filter)."""
+        items = self.table.get_all([agent.key(k["sk"]) for k in keys], consistent=False)
+        if (where.content and where.text) or where.by_metadata:
+            return self.content.with_content(agent, items)
+        return map(task_from_item, items)
+
+    def _keeps(self, agent: AgentKeys, root: TaskState, where: RunFilter,
+               search: _Search) -> bool | None:
+        """Whether `where` keeps the run of `root`, reading its spans a page at a time while
+        `search` has spans left; None (and `search` stopped) where it ran out first, unless
+        this is the page's first root (judged on the spans it read: the page moves on)."""
+        if not where.keeps_root(root):
+            return False
+        pending = [test for test in where.span_tests() if not test(root)]
+        ref = AgentRef(agent.login, agent.slug)
+        after: tuple[str, str] | None = None
+        while pending and (asked := min(100, search.spans_left)) > 0:
+            spans = self.run_spans(ref, root, limit=asked, after=after,
+                                   content=where.content and bool(where.text))
+            search.spans_left -= len(spans)
+            pending = [test for test in pending if not any(test(s) for s in spans)]
+            if pending and len(spans) < asked:
+                return False
+            after = span_key(spans[-1])
+        if not pending:
+            return True
+        if not search.examined:  # a run bigger than the search: judged on what it read
+            return False
+        search.stopped = True
+        return None
+
+    def _sorted(self, agent: AgentKeys, where: RunFilter, limit: int, cursor: str | None
+                ) -> RunsPage:
+        """A page of the newest `SCAN_LIMIT` roots that `where` keeps, in its order."""
+        newest = replace(where, sort="started", descending=True)
+        keys = list(itertools.islice(self._root_keys(agent, newest, None, SCAN_LIMIT + 1),
+                                     SCAN_LIMIT + 1))
+        search = _Search(SEARCH_SPANS)
+        self._examine(agent, keys[:SCAN_LIMIT], where, search)
+        found = sorted_page(where, search.kept, cursor, limit)
+        search.stopped = search.stopped or len(keys) > SCAN_LIMIT
+        return search.page(where, found.runs, found.next_cursor)
+
+    def _examine(self, agent: AgentKeys, keys: list[dict[str, Any]], where: RunFilter,
+                 search: _Search) -> None:
+        """The roots of `keys` in order, those `where` keeps added to `search`'s, until its
+        spans run out."""
+        for root in self._roots(agent, keys, where):
+            held = self._keeps(agent, root, where, search)
+            if held is None:
+                return
+            search.examined += 1
+            search.last = root
+            if held:
+                search.kept.append(root)
+
+
+@dataclass
+class _Search:
+    """How far a page of the runs list looked: roots examined, spans it may still read, and
+    whether it stopped before the list's end."""
+
+    spans_left: int
+    examined: int = 0
+    stopped: bool = False
+    kept: list[TaskState] = field(default_factory=list)
+    last: TaskState | None = None
+    """The last root examined."""
+
+    def page(self, where: RunFilter, runs: list[TaskState], cursor: str | None) -> RunsPage:
+        """The page, saying how far it looked where it searched spans or sorted: how many
+        roots, and the start of the last one where older ones are left (by the start, for
+        the next page; else for good)."""
+        if not where.by_spans and where.sort == "started":
+            return RunsPage(runs, cursor)
+        left = self.stopped or (where.sort == "started" and cursor is not None)
+        return RunsPage(runs, cursor, self.examined,
+                        self.last.sort_ts if left and self.last is not None else None)
 
 
 _ENTRIES = (("spans", SPAN_ATTRIBUTES),

@@ -1,15 +1,17 @@
 """Runs in memory (`bench_core.domain.runs`): a run's spans are the agent's tasks carrying its
 run id, read in start order a page at a time; the runs list filters the roots by the domain's
-own rule (`RunFilter.keeps`)."""
+own rule (`RunFilter.keeps`, each root with its run's spans)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
 
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
-from ...domain.runs import RunFilter, span_key
-from ...ports.store import FAILURES_KEPT, RunCounts, RunHead
-from .ingest import newest_first, started
+from ...domain.run_list import RunFilter
+from ...domain.runs import span_key
+from ...ports.store import FAILURES_KEPT, RunCounts, RunHead, RunsPage, sorted_page
+from .ingest import started
 from .state import Concern, copied, live_agent, read_insights, read_task
 
 
@@ -44,10 +46,17 @@ class MemoryRuns(Concern):
                          tuple(span_key(t) for t in failed[:FAILURES_KEPT]))
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
-                  cursor: str | None = None) -> tuple[list[TaskState], str | None]:
+                  cursor: str | None = None) -> RunsPage:
         with self.memory.locked() as tables:
-            return newest_first([t for t in started(tables, ref)
-                                 if t.parent_task_id is None and where.keeps(t)], cursor, limit)
+            tasks = started(tables, ref)
+            spans: dict[str, list[TaskState]] = defaultdict(list)
+            for task in tasks if where.by_spans else ():
+                if task.run_id is not None and task.run_id != task.task_id:
+                    spans[task.run_id].append(task)
+            kept = [t for t in tasks
+                    if t.parent_task_id is None and where.keeps(t, spans[t.task_id])]
+            found = sorted_page(where, kept, cursor, limit)
+            return RunsPage([copied(t) for t in found.runs], found.next_cursor)
 
     @staticmethod
     def _under(tasks: list[TaskState], run: TaskState) -> list[TaskState]:

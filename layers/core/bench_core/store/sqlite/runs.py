@@ -1,7 +1,7 @@
 """Runs on SQLite (`bench_core.domain.runs`): every task's run id, indexed with its start, so a
 page of a run is one indexed range read however big the run, and its counts come from indexes
-alone; the runs list with its filters; the migration that gives tasks stored before runs
-existed their run id and their log entries.
+alone; the runs list (its query: `run_list.py`); the migration that gives tasks stored before
+runs existed their run id and their log entries.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
-from ...domain.runs import RunFilter, append_log
-from ...ports.store import FAILURES_KEPT, RunCounts, RunHead
+from ...domain.run_list import RunFilter
+from ...domain.runs import append_log
+from ...ports.store import FAILURES_KEPT, RunCounts, RunHead, RunsPage
 from .agents import find_agent_id, read_agent
 from .connection import Concern
 from .evals import read_insights
-from .ingest import EVENT_COLS, TASK_COLS, newest_first, read_task, task_from_row
+from .ingest import EVENT_COLS, TASK_COLS, read_task, task_from_row
 from .packing import event_body
+from .run_list import list_runs
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
@@ -120,20 +122,10 @@ class SqliteRuns(Concern):
         return RunCounts(spans, count, failures[0][1] if failures else None, failures)
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
-                  cursor: str | None = None) -> tuple[list[TaskState], str | None]:
-        agent_id = find_agent_id(self.db.reader(), ref)
+                  cursor: str | None = None) -> RunsPage:
+        """One query (`run_list.list_runs`)."""
+        reader = self.db.reader()
+        agent_id = find_agent_id(reader, ref)
         if agent_id is None:
-            return [], None
-        sql = ["agent_id = ?", "parent_task_id IS NULL", "sort_ts != ''"]
-        args: list[Any] = [agent_id]
-        for clause, value in (("status = ?", where.status), ("name = ?", where.name),
-                              ("duration_ms >= ?", where.min_duration_ms),
-                              ("eval_score < ?", where.score_below)):
-            if value is not None:
-                sql.append(clause)
-                args.append(value)
-        if where.text:
-            columns = ("name", "input", "output") if where.content else ("name",)
-            sql.append("(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")")
-            args += [where.text.lower()] * len(columns)
-        return newest_first(self.db.reader(), sql, args, cursor, limit)
+            return RunsPage([], None)
+        return list_runs(reader, agent_id, where, limit, cursor)

@@ -27,6 +27,7 @@ from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
+from .run_list import add_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 
 MIGRATIONS: list[Migration] = [
@@ -65,6 +66,9 @@ MIGRATIONS: list[Migration] = [
     SPAN_ROW_SCHEMA,
     # 17: tasks in a rowid table and JSON packed: no mostly empty overflow pages (resumable)
     repack,
+    # 18: every span's name, input, output and model in an FTS5 index, which the runs list
+    # searches
+    add_run_text,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

@@ -1,0 +1,268 @@
+"""The runs list's contract (`Store.list_runs` with `domain/run_list.py` `RunFilter`): every
+adapter keeps the same runs in the same order for every filter and sort, a span filter or search
+looks at every span of a run (not the root alone), and a filter that is not the owner's sees no
+content (metadata, inputs, outputs)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
+from bench_core.domain.run_list import Range, RunFilter
+from bench_core.ports.store import Store
+from bench_core.store.sqlite import run_list as sqlite_run_list
+from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+
+from tests.factories import clean, ev, task_events, ts
+
+REF = AgentRef("alice", "agent-1")
+HOUR = 3_600_000
+
+
+def _at(events: list[dict[str, Any]], start_ms: int) -> list[dict[str, Any]]:
+    """`events` a millisecond apart from `start_ms` on."""
+    return [{**e, "ts": ts(start_ms + i)} for i, e in enumerate(events)]
+
+
+def _run(run_id: str, name: str, *, status: str = "success", duration_ms: int, cost: float = 0.0,
+         metadata: Any = None, child: str, model: str | None = None, tokens: tuple[int, int] = (0, 0),
+         provider: str = "openai", output: str = "ok") -> list[dict[str, Any]]:
+    events = [ev("task.start", run_id, name=name, input={"q": run_id}),
+              ev("task.start", f"{run_id}-c", name=child, parent_task_id=run_id)]
+    if model:
+        events.append(ev("task.log", f"{run_id}-c", data={
+            "label": "evidence", "provider": provider, "model": model,
+            "input_tokens": tokens[0], "output_tokens": tokens[1]}))
+    events += [ev("task.end", f"{run_id}-c", status="success", output=output, duration_ms=5),
+               ev("task.end", run_id, status=status, output="done", duration_ms=duration_ms,
+                  cost_usd=cost, data=metadata)]
+    return events
+
+
+@pytest.fixture
+def runs(store: Store) -> Store:
+    return seed(store)
+
+
+def seed(store: Store) -> Store:
+    """r1 (day one, 00:00), r2 (an hour later), r3 (the next day): see each line."""
+    store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
+        *_at(_run("r1", "plan", duration_ms=50, cost=0.5,
+                  metadata={"env": "prod", "tags": ["beta", "eu"], "attempt": 2},
+                  child="llm", model="gpt-4o-mini", tokens=(100, 20),
+                  output="Lisbon is the capital of Portugal"), 0),
+        *_at(_run("r2", "fetch", status="failed", duration_ms=900, metadata={"env": "dev"},
+                  child="llm", model="claude-3-5-sonnet", tokens=(1000, 500),
+                  provider="anthropic"), HOUR),
+        *_at(_run("r3", "search", duration_ms=2000, child="Portugal lookup"), 25 * HOUR)]))
+    for run_id, score in (("r1", 0.9), ("r2", 0.3)):
+        store.evals.record_eval(REF, run_id, EvalResult(status="scored", judge="test",
+                                                        at=ts(30 * HOUR), score=score))
+    return store
+
+
+def ids(store: Store, where: RunFilter, **kw: Any) -> list[str]:
+    return [t.task_id for t in store.runs.list_runs(REF, where, **kw).runs]
+
+
+def all_pages(store: Store, where: RunFilter) -> list[list[str]]:
+    pages: list[list[str]] = []
+    cursor = None
+    while True:
+        found = store.runs.list_runs(REF, where, limit=1, cursor=cursor)
+        pages.append([t.task_id for t in found.runs])
+        if (cursor := found.next_cursor) is None:
+            return pages
+
+
+CASES = [
+    (RunFilter(), ["r3", "r2", "r1"]),
+    (RunFilter(model="gpt-4o-mini"), ["r1"]),
+    (RunFilter(model="gpt-4o"), []),
+    (RunFilter(provider="anthropic"), ["r2"]),
+    (RunFilter(provider="openai", status="failed"), []),
+    (RunFilter(since=ts(30 * 60_000)), ["r3", "r2"]),
+    (RunFilter(until=ts(2 * HOUR)), ["r2", "r1"]),
+    (RunFilter(since=ts(0), until=ts(HOUR)), ["r1"]),
+    (RunFilter(cost=Range(low=0.1)), ["r1"]),
+    (RunFilter(cost=Range(high=0.0)), ["r3"]),
+    (RunFilter(tokens=Range(low=1000)), ["r2"]),
+    (RunFilter(tokens=Range(high=200)), ["r1"]),
+    (RunFilter(duration=Range(100, 1000)), ["r2"]),
+    (RunFilter(score=Range(low=0.5)), ["r1"]),
+    (RunFilter(score=Range(high=0.5)), ["r2"]),
+    (RunFilter(text="portugal"), ["r3"]),
+    (RunFilter(text="portugal", content=True), ["r3", "r1"]),
+    (RunFilter(text="LOOK"), ["r3"]),
+    (RunFilter(text="ug"), ["r3"]),
+    (RunFilter(text="ug", content=True), ["r3", "r1"]),
+    (RunFilter(text="portugal", content=True, status="success", model="gpt-4o-mini"), ["r1"]),
+    (RunFilter(text="plan", model="gpt-4o-mini"), ["r1"]),
+    (RunFilter(text="lookup", model="gpt-4o-mini"), []),
+    (RunFilter(text="ll", provider="anthropic"), ["r2"]),
+    (RunFilter(tag="beta", content=True), ["r1"]),
+    (RunFilter(tag="nope", content=True), []),
+    (RunFilter(meta=(("env", "prod"),), content=True), ["r1"]),
+    (RunFilter(meta=(("env", "dev"), ("attempt", "2")), content=True), []),
+    (RunFilter(meta=(("attempt", "2"),), tag="eu", content=True), ["r1"]),
+]
+
+
+@pytest.mark.parametrize(("where", "expected"), CASES)
+def test_each_filter_keeps_the_same_runs_on_every_store(runs: Store, where: RunFilter,
+                                                        expected: list[str]) -> None:
+    assert ids(runs, where) == expected
+
+
+@pytest.mark.parametrize("where", [RunFilter(tag="beta"), RunFilter(meta=(("env", "prod"),))])
+def test_a_visitors_filter_reads_no_hidden_metadata(runs: Store, where: RunFilter) -> None:
+    """The SDK's metadata is content: a filter that is not the owner's cannot tell it."""
+    assert ids(runs, where) == []
+
+
+@pytest.mark.parametrize(("sort", "descending", "expected"), [
+    ("started", False, ["r1", "r2", "r3"]),
+    ("duration", True, ["r3", "r2", "r1"]),
+    ("duration", False, ["r1", "r2", "r3"]),
+    ("cost", True, ["r1", "r2", "r3"]),
+    ("tokens", True, ["r2", "r1", "r3"]),
+    ("tokens", False, ["r3", "r1", "r2"]),
+    ("score", True, ["r1", "r2", "r3"]),
+    ("score", False, ["r3", "r2", "r1"]),
+])
+def test_every_sort_orders_and_pages_alike_runs_without_the_value_lowest(
+        runs: Store, sort: str, descending: bool, expected: list[str]) -> None:
+    where = RunFilter(sort=sort, descending=descending)
+    assert ids(runs, where) == expected
+    assert all_pages(runs, where) == [[i] for i in expected]
+
+
+def test_a_sorted_and_filtered_list_pages_through_what_it_keeps(runs: Store) -> None:
+    where = RunFilter(sort="tokens", descending=False, text="l", content=True)
+    assert all_pages(runs, where) == [["r3"], ["r1"], ["r2"]]
+
+
+def test_a_cursor_of_another_order_is_refused(runs: Store) -> None:
+    cursor = runs.runs.list_runs(REF, RunFilter(), limit=1).next_cursor
+    assert cursor
+    with pytest.raises(ValueError):
+        runs.runs.list_runs(REF, RunFilter(sort="cost"), limit=1, cursor=cursor)
+
+
+def test_content_that_arrives_later_is_found_and_a_changed_name_is_found_by_its_new_one(
+        store: Store) -> None:
+    """SQLite's index follows each task's changes (its triggers): a span stored without
+    output, then given one."""
+    meta = AgentMeta(slug="agent-1")
+    store.ingest.ingest("alice", meta, clean([
+        ev("task.start", "late", name="draft"),
+        ev("task.start", "late-c", name="call", parent_task_id="late")]))
+    assert ids(store, RunFilter(text="Lisbon", content=True)) == []
+    store.ingest.ingest("alice", meta, clean([
+        ev("task.end", "late-c", status="success", output="Lisbon", duration_ms=1),
+        ev("task.end", "late", status="success", output="ok", duration_ms=2)]))
+    assert ids(store, RunFilter(text="lisbon", content=True)) == ["late"]
+    assert ids(store, RunFilter(text="lisbon")) == []
+
+
+def test_sqlite_answers_alike_from_the_index_and_from_each_runs_spans(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A span filter the index finds many spans for is answered run by run (`PROBE`): both
+    ways keep the same runs."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        indexed = seed(store)
+        monkeypatch.setattr(sqlite_run_list, "PROBE", 0)
+        for where, expected in CASES:
+            assert ids(indexed, where) == expected, where
+    finally:
+        store.close()
+
+
+def without_run_text(conn: sqlite3.Connection) -> None:
+    """A SQLite file taken back to before the runs list's migration (`add_run_text`): its
+    search index and triggers, and the roots' indexes by sortable column, gone."""
+    for trigger in ("insert", "update", "delete"):
+        conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
+    conn.execute("DROP TABLE tasks_text")
+    for column in ("duration", "cost", "tokens", "score"):
+        conn.execute(f"DROP INDEX tasks_roots_by_{column}")
+
+
+def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -> None:
+    path = tmp_path / "bench.db"
+    store = SqliteStore.open(path)
+    store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
+        *task_events("old", "before the index", output="stored long ago")]))
+    with store.db.write() as conn:  # back to the file as it was before the index
+        without_run_text(conn)
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    store.close()
+    store = SqliteStore.open(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert ids(store, RunFilter(text="long ago", content=True)) == ["old"]
+        assert ids(store, RunFilter(text="INDEX")) == ["old"]
+        assert ids(store, RunFilter(sort="cost")) == ["old"]
+    finally:
+        store.close()
+
+
+def test_dynamodb_search_of_spans_is_bounded_and_says_how_far_it_looked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page reads at most `SEARCH_SPANS` spans: it stops with a cursor, saying how many runs
+    it looked at and back to when, and the pages that follow find the rest."""
+    from bench_core.store.dynamodb import runs as dynamo_runs
+
+    from tests.aws.moto_table import dynamo_store
+
+    monkeypatch.setattr(dynamo_runs, "SEARCH_SPANS", 1)
+    with dynamo_store() as store:
+        seed(store)
+        where = RunFilter(text="portugal", content=True)
+        found: list[str] = []
+        pages = []
+        cursor = None
+        while True:
+            page = store.runs.list_runs(REF, where, limit=50, cursor=cursor)
+            found += [t.task_id for t in page.runs]
+            pages.append(page)
+            if (cursor := page.next_cursor) is None:
+                break
+        assert found == ["r3", "r1"]
+        assert len(pages) > 1
+        assert all(p.examined is not None and p.examined >= 1 for p in pages)
+        assert all(p.looked_back_to is not None for p in pages[:-1])
+        assert pages[-1].looked_back_to is None
+        unbounded = store.runs.list_runs(REF, RunFilter(status="failed"))
+        assert unbounded.examined is None
+
+
+def test_sqlite_metadata_filter_looks_a_bounded_way_per_page_and_pages_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packed metadata is read run by run: a page looks at `METADATA_SCAN` runs at most, says
+    how far it looked, and the pages that follow find the rest, in any order."""
+    monkeypatch.setattr(sqlite_run_list, "METADATA_SCAN", 1)
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        seed(store)
+        for where, expected in ((RunFilter(tag="beta", content=True), ["r1"]),
+                                (RunFilter(meta=(("env", "dev"),), content=True,
+                                           sort="duration", descending=False), ["r2"]),
+                                (RunFilter(tag="beta"), [])):
+            found: list[str] = []
+            cursor = None
+            looked = []
+            while True:
+                page = store.runs.list_runs(REF, where, limit=50, cursor=cursor)
+                found += [t.task_id for t in page.runs]
+                looked.append(page.looked_back_to)
+                if (cursor := page.next_cursor) is None:
+                    break
+            assert found == expected, where
+            assert len(looked) >= 3 and all(looked[:3]), where
+    finally:
+        store.close()
