@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from ..domain.errors import NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
+from ..reads import run_diff
 from ..reads import runs as reads
 from ..runtime import collector
 from ..runtime.adapters import Services
@@ -219,3 +220,25 @@ def run_json_body(services: Services, ref: AgentRef, viewer: Viewer, task_id: st
     answer is dropped as soon as it is encoded, before the collector resumes."""
     with collector.paused():
         return json_bytes(reads.run_answer(services.store, ref, viewer, task_id, cursor))
+
+
+@router.get("/u/{login}/{slug}/runs/{a}/vs/{b}")
+async def run_diff_page(request: Request, login: str, slug: str, a: str, b: str,
+                        viewer: Viewer = Depends(current_viewer),
+                        services: Services = Depends(services_of)) -> Response:
+    """Run `a` and run `b` side by side (`reads.run_diff`)."""
+    model = await heavy_read(services.settings, run_diff.run_diff, services.store,
+                             agent_ref(login, slug), viewer, a, b)
+    return page(request, "run_diff.html", viewer=viewer, **model)
+
+
+@api_router.get("/agents/{login}/{slug}/runs/{a}/vs/{b}")
+async def run_diff_json(login: str, slug: str, a: str, b: str,
+                        viewer: Viewer = Depends(current_viewer),
+                        services: Services = Depends(services_of)) -> dict[str, Any]:
+    """The diff of run `a` and run `b`: both headers, B minus A of their numbers, and every
+    span of each (their first `limit` in start order; `cut` when a run has more) matched by
+    its path of names, in drawing order, with what changed."""
+    model = await heavy_read(services.settings, run_diff.run_diff, services.store,
+                             agent_ref(login, slug), viewer, a, b)
+    return {k: v for k, v in model.items() if k != "agent"}
