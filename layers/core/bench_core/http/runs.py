@@ -9,20 +9,21 @@ from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from ..domain.errors import NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
-from ..reads import run_diff
+from ..reads import export, run_diff
 from ..reads import runs as reads
 from ..runtime import collector
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .api import agent_ref
 from .deps import current_viewer
-from .heavy_reads import heavy_read
+from .heavy_reads import TurnStream, heavy_read, take_turn
 from .json_body import json_bytes
 from .templating import PageRoute, page
 
@@ -242,3 +243,34 @@ async def run_diff_json(login: str, slug: str, a: str, b: str,
     model = await heavy_read(services.settings, run_diff.run_diff, services.store,
                              agent_ref(login, slug), viewer, a, b)
     return {k: v for k, v in model.items() if k != "agent"}
+
+
+EXPORT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
+
+
+@api_router.get("/agents/{login}/{slug}/runs.{form}", response_class=StreamingResponse,
+                responses={200: {"content": {t: {} for t in EXPORT_TYPES.values()}}})
+async def runs_export(login: str, slug: str, form: export.Format, status: str | None = None,
+                      name: str | None = None, q: str | None = None,
+                      min_ms: float | None = MinMs, score_below: float | None = ScoreBelow,
+                      spans: bool = Query(False, description="each run's spans after it"),
+                      limit: int = Query(export.MAX_RUNS, ge=1, le=export.MAX_RUNS),
+                      viewer: Viewer = Depends(current_viewer),
+                      services: Services = Depends(services_of)) -> Response:
+    """The runs list with its filters (newest first, at most `limit` runs), as JSON Lines
+    (`jsonl`: a record a line, `{"record": "run" | "span" | "end"}`) or CSV (`csv`: a row
+    a run or span), streamed as it is read, through the privacy gate; `spans=1` adds every
+    span of each run after it."""
+    ref = agent_ref(login, slug)
+    release = await take_turn(services.settings)
+    try:
+        records = await run_in_threadpool(export.export, services.store, ref, viewer,
+                                          _filters(status, name, q, min_ms, score_below),
+                                          spans=spans, limit=limit)
+    except BaseException:
+        release()
+        raise
+    filename = f"{ref.login}-{ref.slug}-runs.{form}"
+    return TurnStream(export.encoded(records, form), release, media_type=EXPORT_TYPES[form],
+                      headers={"Content-Disposition": f'attachment; filename="{filename}"',
+                               "Cache-Control": "private, no-store"})
