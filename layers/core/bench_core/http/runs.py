@@ -5,6 +5,7 @@ taking its turn in a worker thread (`heavy_reads`)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
@@ -16,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from ..domain.errors import NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
+from ..ports.files import LINK_S, FileDrop
 from ..reads import export, run_diff
 from ..reads import runs as reads
 from ..runtime import collector
@@ -260,17 +262,34 @@ async def runs_export(login: str, slug: str, form: export.Format, status: str | 
     """The runs list with its filters (newest first, at most `limit` runs), as JSON Lines
     (`jsonl`: a record a line, `{"record": "run" | "span" | "end"}`) or CSV (`csv`: a row
     a run or span), streamed as it is read, through the privacy gate; `spans=1` adds every
-    span of each run after it."""
+    span of each run after it. On AWS an export bigger than one answer is written to the
+    export bucket and answered 303 with a link to it (`url`) that lasts a few minutes."""
     ref = agent_ref(login, slug)
+    filters = _filters(status, name, q, min_ms, score_below)
+    media_type, filename = EXPORT_TYPES[form], f"{ref.login}-{ref.slug}-runs.{form}"
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"',
+               "Cache-Control": "private, no-store"}
+    drop = services.files
+    if drop is not None:  # AWS: Lambda returns an answer whole, and at most 6 MB of it
+        made = await heavy_read(services.settings, _dropped, services, ref, viewer, filters,
+                                spans, limit, form, drop, f"{uuid.uuid4().hex}/{filename}")
+        if isinstance(made, str):
+            return JSONResponse({"url": made, "expires_in_s": LINK_S}, status_code=303,
+                                headers={"Location": made, "Cache-Control": "no-store"})
+        return Response(made, media_type=media_type, headers=headers)
     release = await take_turn(services.settings)
     try:
-        records = await run_in_threadpool(export.export, services.store, ref, viewer,
-                                          _filters(status, name, q, min_ms, score_below),
+        records = await run_in_threadpool(export.export, services.store, ref, viewer, filters,
                                           spans=spans, limit=limit)
     except BaseException:
         release()
         raise
-    filename = f"{ref.login}-{ref.slug}-runs.{form}"
-    return TurnStream(export.encoded(records, form), release, media_type=EXPORT_TYPES[form],
-                      headers={"Content-Disposition": f'attachment; filename="{filename}"',
-                               "Cache-Control": "private, no-store"})
+    return TurnStream(export.encoded(records, form), release, media_type=media_type,
+                      headers=headers)
+
+
+def _dropped(services: Services, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
+             spans: bool, limit: int, form: export.Format, drop: FileDrop,
+             name: str) -> bytes | str:
+    records = export.export(services.store, ref, viewer, filters, spans=spans, limit=limit)
+    return export.delivered(export.encoded(records, form), drop, name, EXPORT_TYPES[form])

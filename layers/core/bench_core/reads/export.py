@@ -5,13 +5,16 @@ newest first, each run as the run's JSON shows it (`run_record`) and, with `span
 under it as the run's JSON shows it (`reads.runs.span_view`, in start order). Records are
 yielded one by one, read `RUNS_READ` runs and `CONTENT_READ` spans at a time, so an export
 of any size holds one page in memory; a root's content is read (by key) only when the viewer
-may see some of it.
+may see some of it. Where answers cannot stream (AWS Lambda, which returns at most 6 MB), an
+export that passes `ANSWER_BYTES` goes to a file drop (`ports/files.py`) and is answered with
+a short-lived link (`delivered`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any, Literal, Protocol
@@ -19,8 +22,10 @@ from typing import Any, Literal, Protocol
 from ..domain.models import Agent, AgentRef, TaskState
 from ..domain.privacy import HIDDEN, Sight, Viewer, evidence_view
 from ..domain.runs import span_key
+from ..ports.files import FileDrop
 from .agents import visible
 from .runs import (
+    ANSWER_BYTES,
     CONTENT_READ,
     Run,
     RunListReads,
@@ -110,6 +115,21 @@ def span_records(store: RunReads, agent: Agent, sight: Sight, root: TaskState
         if len(page) < CONTENT_READ:
             return
         after = span_key(page[-1])
+
+
+def delivered(chunks: Iterator[bytes], drop: FileDrop, name: str, media_type: str
+              ) -> bytes | str:
+    """An export where answers cannot stream (AWS Lambda): the whole of it if it fits one
+    answer (`ANSWER_BYTES`), else a link to it, written to `drop` as it is made (what was
+    read before it passed the limit first)."""
+    head: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        head.append(chunk)
+        size += len(chunk)
+        if size > ANSWER_BYTES:
+            return drop.put(name, itertools.chain(head, chunks), media_type)
+    return b"".join(head)
 
 
 def encoded(records: Iterator[dict[str, Any]], form: Format) -> Iterator[bytes]:
