@@ -7,6 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+from bench_core.domain.models import TaskState
+
 from tests.conftest import RunningServer
 from tests.factories import batch
 from tests.http.runs_data import _span
@@ -69,3 +72,17 @@ def seed_two_runs(server: RunningServer, slug: str = "differ") -> TwoRuns:
     response = post(server, batch(slug, events), key)
     assert response.status_code == 200, response.text
     return TwoRuns(login, slug, key, "run-a", "run-b")
+
+
+def span_reads(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The `limit` of every read of a run's spans the server makes from now on (its store is
+    in this process)."""
+    read: list[int] = []
+    spans = server.store.runs.run_spans
+
+    def counting(ref: Any, run: TaskState, *, limit: int, **kw: Any) -> list[TaskState]:
+        read.append(limit)
+        return spans(ref, run, limit=limit, **kw)
+
+    monkeypatch.setattr(server.store.runs, "run_spans", counting)
+    return read

@@ -8,12 +8,12 @@ from typing import Any
 
 import httpx
 import pytest
-from bench_core.domain.models import AgentRef, TaskState
+from bench_core.domain.models import AgentRef
 from bench_core.reads import run_diff
 
 from tests.conftest import RunningServer
 from tests.factories import batch
-from tests.http.run_diff_data import SECRETS, TwoRuns, seed_two_runs
+from tests.http.run_diff_data import SECRETS, TwoRuns, seed_two_runs, span_reads
 from tests.http.runs_data import tree_run_events
 from tests.http.surfaces_data import fetch, show_content
 from tests.http.test_ingest_http import new_login, post
@@ -120,14 +120,7 @@ def test_a_big_run_is_compared_on_its_first_spans_and_the_page_says_so(
     for run_id in ("big-a", "big-b"):
         response = post(server, batch("big", tree_run_events(run_id, 61)), key)
         assert response.status_code == 200, response.text
-    read: list[int] = []
-    spans = server.store.runs.run_spans
-
-    def counting(ref: Any, run: TaskState, *, limit: int, **kw: Any) -> list[TaskState]:
-        read.append(limit)
-        return spans(ref, run, limit=limit, **kw)
-
-    monkeypatch.setattr(server.store.runs, "run_spans", counting)
+    read = span_reads(server, monkeypatch)
     answer = server.get(f"/api/agents/{login}/big/runs/big-a/vs/big-b", key)
     assert answer["cut"] is True and answer["limit"] == 40
     assert answer["a"]["span_count"] == 61 and answer["a"]["compared_spans"] == 41

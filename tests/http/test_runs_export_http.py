@@ -12,13 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
-from bench_core.domain.models import AgentRef, TaskState
+from bench_core.domain.models import AgentRef
 from bench_core.domain.privacy import HIDDEN
 from bench_core.reads import export
 
 from tests.conftest import RunningServer, serving
 from tests.factories import batch, task_events
-from tests.http.run_diff_data import SECRETS, seed_two_runs
+from tests.http.run_diff_data import SECRETS, seed_two_runs, span_reads
 from tests.http.runs_data import tree_run_events
 from tests.http.surfaces_data import seed_agent
 from tests.http.test_ingest_http import new_login, post
@@ -130,14 +130,7 @@ def test_a_big_run_is_exported_a_page_of_spans_at_a_time(
     login = new_login()
     key = server.create_key(login)
     assert post(server, batch("big", tree_run_events("big", 250)), key).status_code == 200
-    read: list[int] = []
-    spans = server.store.runs.run_spans
-
-    def counting(ref: Any, run: TaskState, *, limit: int, **kw: Any) -> list[TaskState]:
-        read.append(limit)
-        return spans(ref, run, limit=limit, **kw)
-
-    monkeypatch.setattr(server.store.runs, "run_spans", counting)
+    read = span_reads(server, monkeypatch)
     with httpx.stream("GET", f"{server.url}/api/agents/{login}/big/runs.jsonl",
                       params={"spans": 1}, headers={"X-Bench-Key": key}) as response:
         assert response.headers.get("transfer-encoding") == "chunked"

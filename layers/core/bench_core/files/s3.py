@@ -6,7 +6,6 @@ name, is the only way in."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,19 +25,13 @@ PREFIX = "exports/"
 
 class S3Drop:
     def __init__(self, bucket: str, client: Any = None) -> None:
+        """Made by the first export that asks for it (`runtime.adapters.Services.files`), so
+        a process that never drops a file never pays for its client."""
         self.bucket = bucket
-        self._client = client
-        self._lock = threading.Lock()
-
-    def client(self) -> Any:
-        """Made on first use: a process that never drops a file never pays for it."""
-        with self._lock:
-            if self._client is None:
-                self._client = boto3.client("s3", config=CLIENT_CONFIG)
-            return self._client
+        self.client = client or boto3.client("s3", config=CLIENT_CONFIG)
 
     def put(self, name: str, chunks: Iterable[bytes], media_type: str) -> str:
-        s3, key = self.client(), PREFIX + name
+        s3, key = self.client, PREFIX + name
         upload = s3.create_multipart_upload(Bucket=self.bucket, Key=key, ContentType=media_type)
         where = {"Bucket": self.bucket, "Key": key, "UploadId": upload["UploadId"]}
         parts: list[dict[str, Any]] = []
