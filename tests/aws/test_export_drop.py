@@ -18,8 +18,12 @@ from bench_core.reads import export
 
 from tests.aws import cfn
 from tests.aws.moto_table import aws_session, dynamo_store
+from tests.aws.test_handlers import Deployment, assert_granted
+from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
 from tests.conftest import RunningServer, serving
-from tests.http.run_diff_data import SECRETS, seed_two_runs
+from tests.factories import batch
+from tests.http.run_diff_data import SECRETS, run_events, seed_two_runs
+from tests.http.test_ingest_http import new_login
 
 BUCKET = "bench-exports-test"
 
@@ -30,6 +34,12 @@ def drop() -> Iterator[tuple[S3Drop, Any]]:
         client = aws_session().client("s3", config=s3.CLIENT_CONFIG)
         client.create_bucket(Bucket=BUCKET)
         yield S3Drop(BUCKET, client=client), client
+
+
+@pytest.fixture
+def site(request: pytest.FixtureRequest) -> Deployment:
+    """The template's deployment on moto (tests/aws/test_handlers.py's `deployment`)."""
+    return request.getfixturevalue("_deployment")
 
 
 def chunks(total: int, size: int = 1 << 20) -> Iterator[bytes]:
@@ -137,3 +147,48 @@ def test_one_machine_streams_and_has_no_drop(bench_server: RunningServer) -> Non
     with httpx.stream("GET", f"{bench_server.url}/api/agents/{runs.path}/runs.csv") as answer:
         assert answer.status_code == 200
         assert answer.headers.get("transfer-encoding") == "chunked"
+
+
+# ---- through the deployed functions (API Gateway's events, Mangum, the template's roles) -----
+
+
+def test_on_lambda_a_big_export_goes_to_the_bucket_with_only_the_granted_calls(
+        transformed: dict[str, Any], site: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    login = new_login()
+    key = site.create_key(login)
+    events = [*run_events("run-a", 100_000, b=False), *run_events("run-b", 200_000, b=True)]
+    assert site.request("POST", "/ingest", headers={"X-Bench-Key": key},
+                        json_body=batch("lambda-export", events)).status == 200
+    path = f"/api/agents/{login}/lambda-export/runs.csv"
+    whole = site.request("GET", path, query="spans=1")
+    assert whole.status == 200, whole.body
+    assert whole.headers["content-type"] == "text/csv; charset=utf-8"
+    assert whole.body.count(b"\r\n") == 1 + 2 + 14  # the header, two runs, their spans
+    monkeypatch.setattr(export, "ANSWER_BYTES", 1000)
+    moved = site.request("GET", path, query="spans=1")
+    assert moved.status == 303, moved.body
+    link = moved.headers["location"]
+    assert moved.json()["url"] == link
+    client = aws_session().client("s3")
+    stored = client.get_object(Bucket=site.refs["ExportBucket"],
+                               Key=urlparse(link).path.lstrip("/"))["Body"].read()
+    assert stored == whole.body and not any(s.encode() in stored for s in SECRETS)
+    assert_granted(transformed, site.aws.calls, ["ApiFunction"])
+    made = {op for who, service, op, _ in site.aws.calls if service == "s3" and who == "ApiFunction"}
+    assert made == {"CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"}
+
+
+def test_on_lambda_the_web_function_draws_the_run_diff(site: Deployment) -> None:
+    login = new_login()
+    key = site.create_key(login)
+    events = [*run_events("run-a", 100_000, b=False), *run_events("run-b", 200_000, b=True)]
+    assert site.request("POST", "/ingest", headers={"X-Bench-Key": key},
+                        json_body=batch("lambda-diff", events)).status == 200
+    page = site.request("GET", f"/u/{login}/lambda-diff/runs/run-a/vs/run-b",
+                        headers={"accept": "text/html"})
+    assert page.status == 200, page.body[:300]
+    assert b'data-first-divergence>parse</a>' in page.body
+    assert site.api.invocations[-1] == "WebFunction"
+    answer = site.request("GET", f"/api/agents/{login}/lambda-diff/runs/run-a/vs/run-b")
+    assert answer.status == 200 and answer.json()["first_divergence"] == 5
+    assert site.api.invocations[-1] == "ApiFunction"
