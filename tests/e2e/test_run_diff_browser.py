@@ -1,7 +1,7 @@
 """The run diff in a real browser (Debian's headless Chromium via Playwright), at desktop and
-phone widths: the two runs' headers and deltas, the spans marked, the first divergence
-followed by its link, a span opened in its run; nothing scrolls sideways. Screenshots go to
-artifacts/screenshots/run-diff-*.png."""
+phone widths: reached from a run's page ("Compare with previous"), the two runs' headers and
+deltas, the spans marked, the first divergence followed by its link, a span opened in its
+run; nothing scrolls sideways. Screenshots go to artifacts/screenshots/run-diff-*.png."""
 
 from __future__ import annotations
 
@@ -28,13 +28,17 @@ def two_runs(bench_server: RunningServer) -> TwoRuns:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_diff_leads_to_the_first_divergence_and_into_each_run(
+def test_the_diff_is_reached_from_a_run_and_leads_to_the_first_divergence_and_back(
         browser: Any, bench_server: RunningServer, two_runs: TwoRuns,  # noqa: F811
         width: int) -> None:
     watched = Watched(browser, width, "light")
     try:
-        page = watched.open(f"{bench_server.url}/u/{two_runs.path}/runs/{two_runs.a}"
-                            f"/vs/{two_runs.b}")
+        page = watched.open(f"{bench_server.url}/u/{two_runs.path}/runs/{two_runs.b}")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, "sideways scroll"
+        watched.shot(f"run-diff-from-run-page-light-{width}")
+        page.locator("a[data-compare-previous]").click()
+        page.wait_for_load_state("networkidle")
+        assert page.url.endswith(f"/runs/{two_runs.a}/vs/{two_runs.b}")
         assert page.locator("li.diff-row").count() == 9
         assert page.locator('li.diff-row[data-kind="added"]').inner_text().count("fetch page 3")
         assert page.locator("[data-delta=duration_ms]").inner_text() == "+1 s"

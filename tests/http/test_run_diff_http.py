@@ -13,7 +13,7 @@ from bench_core.reads import run_diff
 
 from tests.conftest import RunningServer
 from tests.factories import batch
-from tests.http.run_diff_data import SECRETS, TwoRuns, seed_two_runs, span_reads
+from tests.http.run_diff_data import SECRETS, TwoRuns, run_events, seed_two_runs, span_reads
 from tests.http.runs_data import tree_run_events
 from tests.http.surfaces_data import fetch, show_content
 from tests.http.test_ingest_http import new_login, post
@@ -128,3 +128,32 @@ def test_a_big_run_is_compared_on_its_first_spans_and_the_page_says_so(
     assert sum(read) <= 80 and max(read) <= 40  # bounded reads, never the whole run
     page = fetch(server, f"/u/{login}/big/runs/big-a/vs/big-b", key).text
     assert "Compared the first 40 spans of each run in start order: A has 61 spans" in page
+
+
+def test_a_run_is_compared_with_the_previous_run_of_its_name(
+        server_on_each_store: RunningServer) -> None:
+    server = server_on_each_store
+    runs = seed_two_runs(server)
+    later = [*_renamed(run_events("run-other", 300_000, b=True), "other"),
+             *run_events("run-c", 400_000, b=True)]
+    assert post(server, batch(runs.slug, later), runs.key).status_code == 200
+    base = f"{server.url}/u/{runs.path}/runs"
+
+    def previous(run_id: str) -> httpx.Response:
+        return httpx.get(f"{base}/{run_id}/vs-previous", headers={"X-Bench-Key": runs.key},
+                         follow_redirects=False)
+
+    assert previous("run-b").headers["location"] == f"/u/{runs.path}/runs/run-a/vs/run-b"
+    assert previous("run-c").headers["location"] == f"/u/{runs.path}/runs/run-b/vs/run-c"
+    first = previous("run-a")
+    assert first.status_code == 404 and "no earlier run named research" in first.text
+    assert previous("run-other").status_code == 404
+    assert previous("run-b-parse").status_code == 404  # a span is not a run
+    run_page = fetch(server, f"/u/{runs.path}/runs/run-c", runs.key).text
+    assert f'href="/u/{runs.path}/runs/run-c/vs-previous"' in run_page
+
+
+def _renamed(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The events with their root renamed."""
+    root = events[0]["task_id"]
+    return [{**e, "name": name} if e["task_id"] == root else e for e in events]

@@ -235,6 +235,18 @@ async def run_diff_page(request: Request, login: str, slug: str, a: str, b: str,
     return page(request, "run_diff.html", viewer=viewer, **model)
 
 
+@router.get("/u/{login}/{slug}/runs/{task_id}/vs-previous")
+async def previous_run_diff(request: Request, login: str, slug: str, task_id: str,
+                            viewer: Viewer = Depends(current_viewer),
+                            services: Services = Depends(services_of)) -> Response:
+    """The run page's "compare with the previous run": the diff of the newest earlier run
+    of the same name (A) with this one (B)."""
+    earlier = await heavy_read(services.settings, run_diff.previous_run, services.store,
+                               agent_ref(login, slug), viewer, task_id)
+    return RedirectResponse(f"/u/{quote(login)}/{quote(slug)}/runs/{quote(earlier, safe='')}"
+                            f"/vs/{quote(task_id, safe='')}", status_code=302)
+
+
 @api_router.get("/agents/{login}/{slug}/runs/{a}/vs/{b}")
 async def run_diff_json(login: str, slug: str, a: str, b: str,
                         viewer: Viewer = Depends(current_viewer),

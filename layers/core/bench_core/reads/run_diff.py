@@ -18,10 +18,14 @@ from ..domain.field_limits import dumps
 from ..domain.models import Agent, AgentRef, TaskState
 from ..domain.privacy import Sight, Viewer, visible_agent
 from ..domain.run_diff import DiffRow, Facts, Shown, diff
-from ..domain.runs import Node, build_tree, span_key
+from ..domain.runs import Node, RunFilter, build_tree, span_key
+from ..ports.store import encode_cursor
 from .agents import agent_summary
 from .runs import CONTENT_READ, Run, RunReads, run_header
 
+PREVIOUS_PAGES = 5
+"""Pages of the runs list looked through for a run's previous one (a DynamoDB page examines a
+bounded number of runs, so a name run rarely may not be found in a busy agent's list)."""
 DIFF_SPANS = 1000
 """Spans of each run compared at most (below its root), the first in start order."""
 PREVIEW_CHARS = 240
@@ -45,6 +49,25 @@ def run_diff(store: RunReads, ref: AgentRef, viewer: Viewer, a: str, b: str) -> 
             "first_divergence": first, "counts": found.counts,
             "limit": DIFF_SPANS, "cut": left["cut"] or right["cut"],
             "content_compared": {"inputs": sight.inputs, "outputs": sight.outputs}}
+
+
+def previous_run(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str) -> str:
+    """The id of the newest run that started before run `task_id` under the same name (what
+    its page compares it with); 404 if the runs list holds none as far as it looks."""
+    head = store.runs.run_head(ref, task_id)
+    agent = visible_agent(head.agent, viewer)
+    root = head.task
+    if root is None or root.parent_task_id is not None:
+        raise NotFound("run not found")
+    where = RunFilter(name=root.name)
+    cursor: str | None = encode_cursor(root.sort_ts, root.task_id)
+    for _ in range(PREVIOUS_PAGES):
+        found, cursor = store.runs.list_runs(agent.ref, where, limit=1, cursor=cursor)
+        if found:
+            return found[0].task_id
+        if cursor is None:
+            break
+    raise NotFound(f"no earlier run named {root.name or 'run'}")
 
 
 def _side(store: RunReads, agent: Agent, viewer: Viewer, sight: Sight,
