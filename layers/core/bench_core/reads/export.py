@@ -120,16 +120,29 @@ def span_records(store: RunReads, agent: Agent, sight: Sight, root: TaskState
 def delivered(chunks: Iterator[bytes], drop: FileDrop, name: str, media_type: str
               ) -> bytes | str:
     """An export where answers cannot stream (AWS Lambda): the whole of it if it fits one
-    answer (`ANSWER_BYTES`), else a link to it, written to `drop` as it is made (what was
+    answer (`ANSWER_BYTES`, as `answer_size` counts), else a link to it, written to `drop` as it is made (what was
     read before it passed the limit first)."""
     head: list[bytes] = []
     size = 0
     for chunk in chunks:
         head.append(chunk)
-        size += len(chunk)
+        size += answer_size(chunk)
         if size > ANSWER_BYTES:
             return drop.put(name, itertools.chain(head, chunks), media_type)
     return b"".join(head)
+
+
+ESCAPED = b'"\\\n\r\t'
+"""What the JSON of a Lambda answer writes as two characters."""
+NON_ASCII = bytes(range(128, 256))
+
+
+def answer_size(chunk: bytes) -> int:
+    """What `chunk` takes in a Lambda answer, whose body travels as a JSON string: its bytes,
+    one more for each that JSON escapes, and two more for each byte of a character beyond
+    ASCII (`\\uXXXX` where a character took two or three), at most."""
+    escaped = sum(chunk.count(bytes([c])) for c in ESCAPED)
+    return len(chunk) + escaped + 2 * (len(chunk) - len(chunk.translate(None, NON_ASCII)))
 
 
 def encoded(records: Iterator[dict[str, Any]], form: Format) -> Iterator[bytes]:
