@@ -67,7 +67,8 @@ class Facts:
 
 @dataclass
 class DiffRow:
-    """One line of the diff: a span of run A, of run B, or of both (`kind`), at its depth."""
+    """One line of the diff: a span of run A, of run B, or of both (`kind`), at its depth,
+    with what is compared of each (`facts_a`, `facts_b`)."""
 
     kind: Kind
     depth: int
@@ -76,19 +77,13 @@ class DiffRow:
     changes: tuple[str, ...] = ()
     shown_a: Shown = field(default_factory=Shown)
     shown_b: Shown = field(default_factory=Shown)
+    facts_a: Facts | None = None
+    facts_b: Facts | None = None
 
     @property
     def name(self) -> str | None:
         node = self.b if self.a is None else self.a
         return node.task.name if node is not None else None
-
-    @property
-    def facts_a(self) -> Facts | None:
-        return Facts.of(self.a) if self.a is not None else None
-
-    @property
-    def facts_b(self) -> Facts | None:
-        return Facts.of(self.b) if self.b is not None else None
 
     @property
     def duration_delta_ms(self) -> float | None:
@@ -107,10 +102,9 @@ class RunDiff:
     counts: dict[str, int]
 
 
-def changes(a: Node, b: Node, shown_a: Shown, shown_b: Shown, *, root: bool = False
+def changes(fa: Facts, fb: Facts, shown_a: Shown, shown_b: Shown, *, root: bool = False
             ) -> tuple[str, ...]:
     """What differs between two matched spans, by the names the page shows."""
-    fa, fb = Facts.of(a), Facts.of(b)
     found: list[str] = []
     if root and fa.name != fb.name:
         found.append("name")
@@ -185,16 +179,21 @@ def diff(a: Node, b: Node, shown_a: Mapping[str, Shown], shown_b: Mapping[str, S
         left, right, depth = stack.pop()
         sa = shown_a.get(left.task_id, none) if left else none
         sb = shown_b.get(right.task_id, none) if right else none
+        fa: Facts | None
+        fb: Facts | None
         if left is not None and right is not None:
-            found = changes(left, right, sa, sb, root=depth == 0)
+            fa, fb = Facts.of(left), Facts.of(right)
+            found = changes(fa, fb, sa, sb, root=depth == 0)
             kind: Kind = "changed" if found else "same"
             pairs = merged(left.children, right.children)
         elif left is not None:
+            fa, fb = Facts.of(left), None
             kind, found, pairs = "removed", (), [(c, None) for c in left.children]
         else:
             assert right is not None
+            fa, fb = None, Facts.of(right)
             kind, found, pairs = "added", (), [(None, c) for c in right.children]
-        rows.append(DiffRow(kind, depth, left, right, found, sa, sb))
+        rows.append(DiffRow(kind, depth, left, right, found, sa, sb, fa, fb))
         stack.extend((x, y, depth + 1) for x, y in reversed(pairs))
     first = first_divergence(rows)
     counts = {kind: sum(r.kind == kind for r in rows)

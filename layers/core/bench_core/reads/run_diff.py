@@ -18,7 +18,7 @@ from ..domain.field_limits import dumps
 from ..domain.models import Agent, AgentRef, TaskState
 from ..domain.privacy import Sight, Viewer, visible_agent
 from ..domain.run_diff import DiffRow, Facts, Shown, diff
-from ..domain.runs import Node, RunFilter, build_tree, span_key
+from ..domain.runs import Node, RunFilter, span_key
 from ..ports.store import encode_cursor
 from .agents import agent_summary
 from .runs import CONTENT_READ, Run, RunReads, run_header
@@ -92,7 +92,7 @@ def _side(store: RunReads, agent: Agent, viewer: Viewer, sight: Sight,
     counts = store.runs.run_counts(agent.ref, root) if full else None
     run = Run(agent, _bare(root), kept, None, counts)
     header = {**run_header(run, viewer), "compared_spans": len(kept) + 1}
-    return {"tree": build_tree(run.root, kept), "shown": shown, "header": header,
+    return {"tree": run.tree, "shown": shown, "header": header,
             "cut": counts is not None and counts.spans > len(kept)}
 
 
