@@ -15,7 +15,7 @@ from tests.conftest import RunningServer
 from tests.factories import batch
 from tests.http.run_diff_data import SECRETS, TwoRuns, run_events, seed_two_runs, span_reads
 from tests.http.runs_data import tree_run_events
-from tests.http.surfaces_data import fetch, show_content
+from tests.http.surfaces_data import HOSTILE, fetch, show_content
 from tests.http.test_ingest_http import new_login, post
 
 
@@ -157,3 +157,14 @@ def _renamed(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     """The events with their root renamed."""
     root = events[0]["task_id"]
     return [{**e, "name": name} if e["task_id"] == root else e for e in events]
+
+
+def test_names_that_are_markup_are_drawn_as_text(server_on_each_store: RunningServer) -> None:
+    server = server_on_each_store
+    runs = seed_two_runs(server)
+    later = [{**e, "name": HOSTILE} if e["task_id"] == "run-c-review" else e
+             for e in run_events("run-c", 400_000, b=False)]
+    assert post(server, batch(runs.slug, later), runs.key).status_code == 200
+    html = fetch(server, f"/u/{runs.path}/runs/{runs.b}/vs/run-c").text
+    assert HOSTILE not in html and "<script>alert(1)" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
