@@ -211,8 +211,8 @@ class DeployedHttpApi:
 
 def stand_ins(transformed: dict[str, Any], table_name: str) -> dict[str, str]:
     """Values for the template's `Ref`s, made in moto (whose mock must be active): the table
-    the test created, an empty state machine and an empty queue (its URL) for each of the
-    template's, pseudo parameters, and a placeholder name for any other resource."""
+    the test created, an empty state machine, an empty queue (its URL) and an empty bucket for
+    each of the template's, pseudo parameters, and a placeholder name for any other resource."""
     import boto3
 
     refs = {name: f"{name.lower()}-stand-in" for name in transformed["Resources"]}
@@ -230,6 +230,10 @@ def stand_ins(transformed: dict[str, Any], table_name: str) -> dict[str, str]:
     sqs = boto3.client("sqs", region_name=REGION)
     for name in cfn.resources_of_type(transformed, "AWS::SQS::Queue"):
         refs[name] = sqs.create_queue(QueueName=f"{name}-{uuid.uuid4().hex[:6]}")["QueueUrl"]
+    s3 = boto3.client("s3", region_name=REGION)
+    for name in cfn.resources_of_type(transformed, "AWS::S3::Bucket"):
+        refs[name] = f"{name.lower()}-{uuid.uuid4().hex[:6]}"
+        s3.create_bucket(Bucket=refs[name])
     return refs
 
 

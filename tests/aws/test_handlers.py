@@ -287,6 +287,10 @@ _IAM_ACTIONS = {
     ("lambda", "Invoke"): "lambda:InvokeFunction",
     ("sqs", "SendMessage"): "sqs:SendMessage",
     ("sqs", "ChangeMessageVisibility"): "sqs:ChangeMessageVisibility",
+    ("s3", "CreateMultipartUpload"): "s3:PutObject",
+    ("s3", "UploadPart"): "s3:PutObject",
+    ("s3", "CompleteMultipartUpload"): "s3:PutObject",
+    ("s3", "AbortMultipartUpload"): "s3:AbortMultipartUpload",
 }
 
 

@@ -26,6 +26,7 @@ IO_LIBRARIES = {"sqlite3", "boto3", "botocore", "httpx", "starlette", "fastapi"}
 ADAPTERS = ("store.sqlite", "store.dynamodb", "live.local", "live.apigw", "live.lambda_push",
             "llm.openai_compat",
             "llm.bedrock", "embed.bedrock", "workflows.stepfunctions", "workflows.eval_queue",
+            "files.s3",
             # adapters to outside services that have no second implementation, so no port:
             "accounts.github",  # GitHub's OAuth endpoints
             "reuse.outbound")  # a published agent's own endpoint
@@ -185,7 +186,7 @@ FLOORS: dict[int, tuple[set[str], set[int]]] = {
     8: ({"reads/"}, {1, 2, 3, 4, 6, 7}),
     7: ({"benchmarks/", "clustering/", "reuse/", "trial/"}, {1, 2, 3, 4, 6}),
     6: ({"accounts/", "evals/", "ingest/"}, {1, 2, 3, 4}),
-    5: ({"store/", "live/", "llm/", "embed/", "workflows/"}, {1, 2, 3}),
+    5: ({"store/", "live/", "llm/", "embed/", "workflows/", "files/"}, {1, 2, 3}),
     4: ({"render/"}, {1}),
     3: ({"ports/"}, {1, 2}),
     2: ({"settings.py"}, {1}),

@@ -250,6 +250,9 @@ class Settings:
     once (`http.heavy_reads`); the others wait for a turn..."""
     heavy_read_wait_s: float = 5.0
     """...this long at most, then get 503 with Retry-After."""
+    export_bucket: str | None = None
+    """Set on AWS: the bucket an export too big for one Lambda answer is written to, answered
+    with a short-lived link (`files/s3.py`); unset, exports stream."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -283,6 +286,7 @@ class Settings:
                 "BENCH_SDK_DIST") else SDK_DIST,
             "heavy_reads": _int("BENCH_HEAVY_READS", 4),
             "heavy_read_wait_s": _float("BENCH_HEAVY_READ_WAIT_S", 5.0),
+            "export_bucket": os.environ.get("BENCH_EXPORT_BUCKET") or None,
         }
         values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})

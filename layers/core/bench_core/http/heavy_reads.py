@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from ..domain.errors import BenchError
 from ..settings import Settings
@@ -40,6 +42,17 @@ async def heavy_read(settings: Settings, read: Callable[P, T], *args: P.args,
                      **kwargs: P.kwargs) -> T:
     """`read(*args, **kwargs)` in the threadpool once a turn is free (`Busy` if none is
     within `settings.heavy_read_wait_s`)."""
+    release = await take_turn(settings)
+    try:
+        return await run_in_threadpool(read, *args, **kwargs)
+    finally:
+        release()
+
+
+async def take_turn(settings: Settings) -> Callable[[], None]:
+    """Wait for a turn (`Busy` if none is free within `settings.heavy_read_wait_s`) and
+    return what gives it back: for a read that goes on past its handler (a streamed export,
+    `TurnStream`), which gives it back when the stream ends."""
     loop = asyncio.get_running_loop()
     turns = _turns.get(loop)
     if turns is None:
@@ -51,7 +64,20 @@ async def heavy_read(settings: Settings, read: Callable[P, T], *args: P.args,
         raise Busy("the server is busy with other big reads; try again in a moment",
                    [{"msg": f"more than {settings.heavy_reads} at once"}],
                    headers={"Retry-After": str(RETRY_AFTER_S)}) from None
-    try:
-        return await run_in_threadpool(read, *args, **kwargs)
-    finally:
-        turns.release()
+    return turns.release
+
+
+class TurnStream(StreamingResponse):
+    """A streamed answer read during a turn (`take_turn`), given back once the answer is
+    sent or abandoned, whether or not the stream was ever started."""
+
+    def __init__(self, content: Iterator[bytes], release: Callable[[], None],
+                 **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()

@@ -5,16 +5,20 @@ taking its turn in a worker thread (`heavy_reads`)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from ..domain.errors import NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
+from ..ports.files import LINK_S, FileDrop
+from ..reads import export, run_diff
 from ..reads import runs as reads
 from ..reads.run_filters import query_filters
 from ..runtime import collector
@@ -22,7 +26,7 @@ from ..runtime.adapters import Services
 from . import public_base, services_of
 from .api import agent_ref
 from .deps import current_viewer
-from .heavy_reads import heavy_read
+from .heavy_reads import TurnStream, heavy_read, take_turn
 from .json_body import json_bytes
 from .templating import PageRoute, page
 
@@ -213,3 +217,84 @@ def run_json_body(services: Services, ref: AgentRef, viewer: Viewer, task_id: st
     answer is dropped as soon as it is encoded, before the collector resumes."""
     with collector.paused():
         return json_bytes(reads.run_answer(services.store, ref, viewer, task_id, cursor))
+
+
+@router.get("/u/{login}/{slug}/runs/{a}/vs/{b}")
+async def run_diff_page(request: Request, login: str, slug: str, a: str, b: str,
+                        viewer: Viewer = Depends(current_viewer),
+                        services: Services = Depends(services_of)) -> Response:
+    """Run `a` and run `b` side by side (`reads.run_diff`)."""
+    model = await heavy_read(services.settings, run_diff.run_diff, services.store,
+                             agent_ref(login, slug), viewer, a, b)
+    return page(request, "run_diff.html", viewer=viewer, **model)
+
+
+@router.get("/u/{login}/{slug}/runs/{task_id}/vs-previous")
+async def previous_run_diff(request: Request, login: str, slug: str, task_id: str,
+                            viewer: Viewer = Depends(current_viewer),
+                            services: Services = Depends(services_of)) -> Response:
+    """The run page's "compare with the previous run": the diff of the newest earlier run
+    of the same name (A) with this one (B)."""
+    earlier = await heavy_read(services.settings, run_diff.previous_run, services.store,
+                               agent_ref(login, slug), viewer, task_id)
+    return RedirectResponse(f"/u/{quote(login)}/{quote(slug)}/runs/{quote(earlier, safe='')}"
+                            f"/vs/{quote(task_id, safe='')}", status_code=302)
+
+
+@api_router.get("/agents/{login}/{slug}/runs/{a}/vs/{b}")
+async def run_diff_json(login: str, slug: str, a: str, b: str,
+                        viewer: Viewer = Depends(current_viewer),
+                        services: Services = Depends(services_of)) -> dict[str, Any]:
+    """The diff of run `a` and run `b`: both headers, B minus A of their numbers, and every
+    span of each (their first `limit` in start order; `cut` when a run has more) matched by
+    its path of names, in drawing order, with what changed."""
+    model = await heavy_read(services.settings, run_diff.run_diff, services.store,
+                             agent_ref(login, slug), viewer, a, b)
+    return {k: v for k, v in model.items() if k != "agent"}
+
+
+EXPORT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
+
+
+@api_router.get("/agents/{login}/{slug}/runs.{form}", response_class=StreamingResponse,
+                responses={200: {"content": {t: {} for t in EXPORT_TYPES.values()}}})
+async def runs_export(request: Request, login: str, slug: str, form: export.Format,
+                      spans: bool = Query(False, description="each run's spans after it"),
+                      limit: int = Query(export.MAX_RUNS, ge=1, le=export.MAX_RUNS),
+                      viewer: Viewer = Depends(current_viewer),
+                      services: Services = Depends(services_of)) -> Response:
+    """The runs list with its filters and order (`reads.run_filters.FILTERS`, at most `limit`
+    runs), as JSON Lines
+    (`jsonl`: a record a line, `{"record": "run" | "span" | "end"}`) or CSV (`csv`: a row
+    a run or span), streamed as it is read, through the privacy gate; `spans=1` adds every
+    span of each run after it. On AWS an export bigger than one answer is written to the
+    export bucket and answered 303 with a link to it (`url`) that lasts a few minutes."""
+    ref = agent_ref(login, slug)
+    filters = _filters(request)
+    media_type, filename = EXPORT_TYPES[form], f"{ref.login}-{ref.slug}-runs.{form}"
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"',
+               "Cache-Control": "private, no-store"}
+    drop = services.files
+    if drop is not None:  # AWS: Lambda returns an answer whole, and at most 6 MB of it
+        made = await heavy_read(services.settings, _dropped, services, ref, viewer, filters,
+                                spans, limit, form, drop, f"{uuid.uuid4().hex}/{filename}")
+        if isinstance(made, str):
+            return JSONResponse({"url": made, "expires_in_s": LINK_S}, status_code=303,
+                                headers={"Location": made, "Cache-Control": "no-store"})
+        return Response(made, media_type=media_type, headers=headers)
+    release = await take_turn(services.settings)
+    try:
+        records = await run_in_threadpool(export.export, services.store, ref, viewer, filters,
+                                          spans=spans, limit=limit)
+    except BaseException:
+        release()
+        raise
+    return TurnStream(export.encoded(records, form), release, media_type=media_type,
+                      headers=headers)
+
+
+def _dropped(services: Services, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
+             spans: bool, limit: int, form: export.Format, drop: FileDrop,
+             name: str) -> bytes | str:
+    records = export.export(services.store, ref, viewer, filters, spans=spans, limit=limit)
+    return export.delivered(export.encoded(records, form), drop, name, EXPORT_TYPES[form])

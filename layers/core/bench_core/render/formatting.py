@@ -93,5 +93,18 @@ def day(value: str | None) -> str:
     return MISSING if not value else value[:10]
 
 
-FILTERS = {"pct": pct, "pct_range": pct_range, "score": score, "count": count,
+def delta(value: float | None, unit: str = "count") -> str:
+    """A difference, signed, in a number's own format (`unit`: "ms", "usd", "count", "score"):
+    "+412 ms", "−$0.0021", "±0" where none."""
+    if value is None:
+        return MISSING
+    if value == 0:
+        return "±0"
+    size = abs(value)
+    shown = (ms(size) if unit == "ms" else usd(size) if unit == "usd" else
+             score(size) if unit == "score" else count(round(size)))
+    return ("+" if value > 0 else "−") + shown
+
+
+FILTERS = {"delta": delta, "pct": pct, "pct_range": pct_range, "score": score, "count": count,
            "compact": compact, "usd": usd, "ms": ms, "day": day, "p_value": p_value}

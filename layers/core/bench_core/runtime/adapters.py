@@ -21,6 +21,7 @@ from ..settings import LLMSettings, Settings
 if TYPE_CHECKING:
     from ..accounts.secrets import Secrets
     from ..ports.embed import Embedder
+    from ..ports.files import FileDrop
     from ..ports.judge import Judge
     from ..ports.live import LiveTransport
     from ..ports.llm import LLM
@@ -42,8 +43,8 @@ class Services:
         return cls(settings=settings, store=open_store(settings, clock))
 
     def provide(self, **adapters: Any) -> Services:
-        """Use these adapters (`llm`, `judge`, `embedder`, `workflows`, `live`) instead of building
-        them from settings: tests, and hosts wiring their own."""
+        """Use these adapters (`llm`, `judge`, `embedder`, `workflows`, `live`, `files`)
+        instead of building them from settings: tests, and hosts wiring their own."""
         with self._lock:
             self._built.update(adapters)
         return self
@@ -79,6 +80,11 @@ class Services:
     @property
     def workflows(self) -> Workflows:
         return self._once("workflows", lambda: open_workflows(self))
+
+    @property
+    def files(self) -> FileDrop | None:
+        """Where an answer too big to return goes (AWS); None where answers stream."""
+        return self._once("files", lambda: open_file_drop(self.settings))
 
     @property
     def live(self) -> LiveFeed[Any]:
@@ -147,6 +153,15 @@ def migrate_store(settings: Settings, *, deadline: float | None = None) -> dict[
             table.close()
     open_store(settings).close()
     return {"done": True}
+
+
+def open_file_drop(settings: Settings) -> FileDrop | None:
+    """The export bucket where the settings name one (AWS), else none."""
+    if not settings.export_bucket:
+        return None
+    from ..files.s3 import S3Drop
+
+    return S3Drop(settings.export_bucket)
 
 
 def open_live_transport(settings: Settings, store: Store) -> LiveTransport[Any]:

@@ -1,0 +1,1 @@
+"""Adapters of `ports/files.py`: where answers too big to return are dropped."""
