@@ -28,6 +28,7 @@ from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .versions import VERSIONS_SCHEMA
 
 MIGRATIONS: list[Migration] = [
     # 1: the foundation: users and keys, agents, their days, events and tasks
@@ -65,6 +66,8 @@ MIGRATIONS: list[Migration] = [
     # 17: when each task was first recorded (the order of siblings that start together) and
     # the model it called, which a run's rows show
     SPAN_ROW_SCHEMA,
+    # 18: each run's agent version, and each version's counters
+    VERSIONS_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
