@@ -7,9 +7,14 @@ from __future__ import annotations
 import pytest
 from bench_core.domain import stats
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
+from bench_core.evals import workflow
 from bench_core.ports.store import Store
+from bench_core.ports.workflows import eval_start
+from bench_core.runtime.adapters import Services
+from bench_core.settings import Settings
 
 from tests.factories import clean, ev, task_events
+from tests.unit.test_eval_workflow import ScriptedLLM, verdict
 
 REF = AgentRef("alice", "agent-1")
 WHEN = "2026-12-03T10:00:00.000Z"
@@ -68,3 +73,17 @@ def test_an_agent_without_versions_has_none(store: Store) -> None:
     ingest(store, task_events("r1"), None)
     assert store.agents.agent_versions(REF) == []
     assert store.agents.agent_versions(AgentRef("alice", "nobody")) == []
+
+
+def test_the_eval_workflow_scores_count_for_each_runs_version(store: Store) -> None:
+    """Judged as the deployment judges (`evals.workflow`: results recorded against the tasks as
+    the judge step read them, carried in the state)."""
+    ingest(store, task_events("a1"), "v1")
+    ingest(store, task_events("b1") + task_events("b2"), "v2")
+    services = Services(Settings(store="memory"), store).provide(
+        llm=ScriptedLLM(verdict(0.4), verdict(0.8), verdict(0.6)))
+    final = workflow.run_eval(services, eval_start(REF.path, ["a1", "b1", "b2"]))
+    assert set(final["outcomes"].values()) == {"scored"}
+    scored = {v.version: (v.eval_count, v.eval_score_sum) for v in store.agents.agent_versions(REF)}
+    assert scored["v1"][0] == 1 and scored["v2"][0] == 2
+    assert scored["v1"][1] + scored["v2"][1] == pytest.approx(1.8)
