@@ -19,14 +19,6 @@ SHA = "3f1c2a9be0d4c5f67a8b9c0d1e2f3a4b5c6d7e8f"
 OTHER = "a" * 40
 
 
-@pytest.fixture
-def server(request: pytest.FixtureRequest) -> Any:
-    try:
-        return request.getfixturevalue("bench_server")
-    except pytest.FixtureLookupError:
-        pytest.skip("the real server fixture `bench_server` (tests/conftest.py) is not available")
-
-
 def checkout(root: Path, *, packed: bool = False) -> Path:
     """A repository's ``.git`` as git writes it, with ``main`` at ``SHA`` (loose or packed)."""
     git = root / ".git"
