@@ -714,8 +714,9 @@ def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies
 def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:
     """The events in transactions DynamoDB accepts: whole tasks together where they fit, one
     task's events split in order where it alone is too big. Costs are counted generously: a
-    task's item can be as large as its events, and it may add a parent and a day; an event no
-    task folds may add a placeholder for its task."""
+    task's item can be as large as its events, and it may add a parent and a day (a run: a day
+    and its version's item, `codec.versions`, but no parent); an event no task folds may add a
+    placeholder for its task."""
     pieces = [piece for group in group_by_task(events).values()
               for piece in _pieces(group, bodies, fixed=3, each=0, most=SEEN_INLINE)]
     pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1,
