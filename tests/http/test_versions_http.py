@@ -59,6 +59,21 @@ def test_each_version_has_its_numbers_and_the_newest_is_compared_with_the_one_be
     assert server.get(f"/api/agents/{path}")["runs"] == 60, "the agent counts both"
 
 
+def test_a_runs_json_and_its_tasks_carry_its_version(server_on_each_store: RunningServer
+                                                      ) -> None:
+    server = server_on_each_store
+    login = new_login()
+    key = server.create_key(login)
+    start, *rest = task_events("r1")
+    assert post(server, batch("agent", [start], version="1.0.0"), key).status_code == 200
+    assert post(server, batch("agent", rest + task_events("c1", parent="r1"), version="2.0.0"),
+                key).status_code == 200
+    assert server.get(f"/api/agents/{login}/agent/runs/r1")["version"] == "1.0.0"
+    assert server.get(f"/api/agents/{login}/agent/tasks/r1")["version"] == "1.0.0"
+    (only,) = server.get(f"/api/agents/{login}/agent/versions")["versions"]
+    assert (only["version"], only["runs"]) == ("1.0.0", 1)
+
+
 def test_the_profile_shows_the_versions_section(server_on_each_store: RunningServer) -> None:
     server = server_on_each_store
     path = two_releases(server)
