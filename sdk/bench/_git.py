@@ -22,7 +22,7 @@ def head_commit(start: Optional[Path] = None) -> Optional[str]:
         if git_dir is None:
             return None
         sha = _resolve(git_dir, (git_dir / "HEAD").read_text(encoding="utf-8").strip())
-    except (OSError, UnicodeDecodeError, ValueError):
+    except Exception:  # a symlink loop, a directory gone: no version, never an error
         return None
     return sha[:SHORT] if sha else None
 
