@@ -54,6 +54,7 @@ def observe(
     framework: Optional[str] = None,
     architecture: Optional[str] = None,
     tools: Optional[list[str]] = None,
+    version: Optional[str] = None,
     max_queue_size: int = 10_000,
     sample_rate: float = 1.0,
     capture_input: bool = True,
@@ -69,6 +70,11 @@ def observe(
         api_key: ``bk_…`` or ``bka_…`` key; default ``BENCH_KEY``, then the key ``bench login`` saved.
         agent: the agent's slug; default ``BENCH_AGENT``, then ``bench.agent.json``.
         display_name, model, framework, architecture, tools: shown on the profile.
+        version: the agent's version (a tag, a release, a commit), on every run this process
+            records: the profile compares each version's numbers with the one before. Default
+            ``BENCH_AGENT_VERSION``, else the short hash of the git commit checked out in the
+            working directory, else none. Letters, digits and ``._+-``, at most 64 characters
+            (others become ``-``).
         endpoint: server base URL or its ``/ingest`` URL; default ``BENCH_ENDPOINT``, else
             (when no key is given) the server ``bench login`` signed in to last, else the local
             server ``http://127.0.0.1:8000``. Nothing is sent anywhere else.
@@ -101,6 +107,7 @@ def observe(
         framework=framework,
         architecture=architecture,
         tools=tools,
+        version=version,
         max_queue_size=max_queue_size,
         sample_rate=sample_rate,
         capture_input=capture_input,

@@ -286,6 +286,7 @@ class BenchAgent:
         framework: Optional[str] = None,
         architecture: Optional[str] = None,
         tools: Optional[list[str]] = None,
+        version: Optional[str] = None,
         endpoint: Optional[str] = None,
         flush_interval_ms: Optional[int] = None,
         max_batch_size: Optional[int] = None,
@@ -327,6 +328,9 @@ class BenchAgent:
             "agent_slug": slug, "display_name": display_name, "model": model, "framework": framework,
             "architecture": architecture, "tools": tools, "sdk": {"name": SDK_NAME, "version": __version__},
         }
+        agent_version = _config.agent_version(version)
+        if agent_version is not None:
+            meta["version"] = agent_version
         scrubber = Scrubber(capture_input=capture_input, capture_output=capture_output, redact=redact)
         self._sender = Sender(url=server + "/ingest", api_key=key, meta=meta, scrubber=scrubber, config=config)
         self._enqueue = self._sender.push

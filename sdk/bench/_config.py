@@ -7,14 +7,20 @@ Each install is self-hosted: without ``endpoint`` or ``BENCH_ENDPOINT`` events g
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
 from bench._credentials import last_server, stored_key
+from bench._git import head_commit
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:8000"
 MANIFEST = "bench.agent.json"
+MAX_VERSION_CHARS = 64
+"""The server's limit on a version (``bench_core.domain.field_limits.VERSION_RULE``)."""
+_NOT_IN_VERSIONS = re.compile(r"[^A-Za-z0-9._+-]")
 
 
 def base_url(endpoint: Optional[str] = None, key: Optional[str] = None) -> str:
@@ -52,3 +58,19 @@ def manifest_slug(cwd: Optional[Path] = None) -> Optional[str]:
 
 def agent_slug(explicit: Optional[str]) -> Optional[str]:
     return explicit or os.environ.get("BENCH_AGENT") or manifest_slug()
+
+
+def agent_version(explicit: Optional[str], cwd: Optional[Path] = None) -> Optional[str]:
+    """The agent's version: ``explicit``, else ``BENCH_AGENT_VERSION``, else the short hash of
+    the git commit checked out in the working directory, else None. Made to fit the server's
+    rule (letters, digits, ``._+-``, at most 64, starting with a letter or digit: other
+    characters become ``-``) rather than have every batch refused."""
+    given = explicit if explicit is not None else os.environ.get("BENCH_AGENT_VERSION")
+    if given is None or not str(given).strip():
+        return head_commit(cwd)
+    fitted = _NOT_IN_VERSIONS.sub("-", str(given).strip())[:MAX_VERSION_CHARS].lstrip("._+-")
+    if fitted != given:
+        logging.getLogger("bench").warning(
+            "bench: version %r sent as %r (letters, digits, '._+-', at most %d)",
+            given, fitted or None, MAX_VERSION_CHARS)
+    return fitted or None

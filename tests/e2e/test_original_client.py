@@ -84,6 +84,8 @@ def test_the_original_client_runs_unchanged_against_our_server(
     assert len(tasks["search"]["subtask_ids"]) == 1
     assert tasks["explode"]["status"] == "failed"
     assert tasks["explode"]["output"] == "upstream timed out"
+    assert tasks["search"]["version"] is None, "0.1.3 sends no version"
+    assert bench_server.get(f"/api/agents/{login}/legacy-agent/versions")["versions"] == []
     sub = bench_server.get(f"/api/agents/{login}/legacy-agent/tasks/"
                            f"{tasks['search']['subtask_ids'][0]}", key)
     assert sub["name"] == "fetch" and sub["input"] == {"url": "https://example.org"}

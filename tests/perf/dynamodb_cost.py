@@ -66,6 +66,9 @@ RUNS_PER_BATCH = 10
 DELIVERY = 10
 """Messages the eval queue's event source hands the eval function at most (`BatchSize`)."""
 LOGIN, SLUG = "alice", "research-agent"
+VERSION = "3f1c2a9"
+"""The agent's version the steady batch is sent by (the SDK sends the git commit by default):
+each batch adds to the version's counters (`store/dynamodb/codec/versions.py`)."""
 OTHER_AGENTS = 40
 KB = 1024
 READ_UNIT = 4 * KB
@@ -418,9 +421,11 @@ class Pipeline:
 
     services: Any
     sends: RecordedSends
+    version: str | None = VERSION
 
     @classmethod
-    def over(cls, store: Any, sample_rate: float = 1.0) -> Pipeline:
+    def over(cls, store: Any, sample_rate: float = 1.0, version: str | None = VERSION
+             ) -> Pipeline:
         from bench_core.runtime.adapters import Services
         from bench_core.settings import JudgeSettings, Settings
         from bench_core.workflows.eval_queue import EvalQueue
@@ -432,7 +437,7 @@ class Pipeline:
                           client=sends, clock=store.clock)
         services = Services(settings, store).provide(
             llm=VerdictLLM(), workflows=StepFunctionsStarter(evals, None, clock=store.clock))
-        return cls(services, sends)
+        return cls(services, sends, version)
 
     def send(self, slug: str, events: list[dict[str, Any]]) -> IngestOutcome:
         from bench_core.ingest.pipeline import accept
@@ -440,7 +445,8 @@ class Pipeline:
         wire = [WireEvent.model_validate(e) for e in events]
         store = self.services.store
         key_rate.take_request(store, SENDER, self.services.settings.limits.key_requests_per_s)
-        outcome = accept(self.services, LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b"), wire,
+        outcome = accept(self.services, LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b",
+                                                         version=self.version), wire,
                          later=lambda *_: None)
         store.accounts.live_connections(LOGIN, iso(store.clock.now()))  # anyone watching?
         if len(self.sends.bodies) >= DELIVERY:
@@ -573,7 +579,8 @@ class Costs:
 
 
 def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = RUNS_PER_BATCH,
-            sample_rate: float = 1.0, gathered: bool = False, otlp: bool = False) -> Costs:
+            sample_rate: float = 1.0, gathered: bool = False, otlp: bool = False,
+            version: str | None = VERSION) -> Costs:
     """Units per event all in (ingest, the admission and eval of every run it finishes, the look
     for watchers) over `batches` batches of `runs` runs each; then one hourly round and the
     views."""
@@ -582,7 +589,7 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
     with dynamo_store() as store:
         meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
         meter.attach(store.client)
-        pipeline = Pipeline.over(store)
+        pipeline = Pipeline.over(store, version=version)
         for slug in (SLUG, *(f"agent-{n:02d}" for n in range(OTHER_AGENTS))):
             store.agents.create_agent(day_old(LOGIN, slug))  # a day old, so their runs rank them
         for b in range(warm):  # the agent already ranks everywhere (>= 10 runs)
@@ -590,7 +597,7 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
         for n in range(OTHER_AGENTS):  # others on the leaderboard, all at the same rate
             ingest(pipeline, f"other{n}", slug=f"agent-{n:02d}")
         if sample_rate < 1:
-            pipeline = Pipeline.over(store, sample_rate)
+            pipeline = Pipeline.over(store, sample_rate, version)
         meter.reset()
         if otlp:  # per span, not per event
             events = sum(pipeline.export(SLUG, otlp_body(b)) for b in range(batches))
@@ -740,13 +747,16 @@ def main() -> None:
     parser.add_argument("--otlp", action="store_true",
                         help=f"OTLP exports of {OTLP_SPANS} spans with {OTLP_CONTENT} bytes of "
                              "content each (units per span)")
+    parser.add_argument("--no-version", action="store_true",
+                        help="batches sent with no agent version (the original client's)")
     parser.add_argument("--gathered", action="store_true",
                         help=f"the eval queue delivers {DELIVERY} requests' runs at once (an "
                              "agent sending faster than EvalBatchingSeconds)")
     args = parser.parse_args()
     with quiet():
         costs = measure(args.batches, nested=args.nested, runs=args.runs,
-                        sample_rate=args.sample_rate, gathered=args.gathered, otlp=args.otlp)
+                        sample_rate=args.sample_rate, gathered=args.gathered, otlp=args.otlp,
+                        version=None if args.no_version else VERSION)
     print(f"DynamoDB on-demand, us-east-1: ${PRICE_PER_MILLION_WRU}/M WRU, "
           f"${PRICE_PER_MILLION_RRU}/M RRU; steady batches of {EVENTS_PER_BATCH} events "
           f"({args.runs // 2 if args.nested else args.runs} runs"

@@ -66,7 +66,7 @@ from bench_core.store.dynamodb.codec.keys import PARTITIONS  # noqa: E402
 
 from tests.factories import batch as wire_batch  # noqa: E402
 from tests.factories import day_old  # noqa: E402
-from tests.perf.dynamodb_cost import EVENTS_PER_BATCH, Meter, Tally, batch, quiet  # noqa: E402
+from tests.perf.dynamodb_cost import EVENTS_PER_BATCH, VERSION, Meter, Tally, batch, quiet  # noqa: E402
 
 WCU_LIMIT = 1000.0
 RCU_LIMIT = 3000.0
@@ -254,7 +254,8 @@ class Harness:
         from bench_core.ingest.pipeline import accept_batch
 
         key = authenticate_sender(self.services, sample.raw_key)
-        body = json.dumps(wire_batch(sample.ref.slug, events, model="llama-3.3-70b")).encode()
+        body = json.dumps(wire_batch(sample.ref.slug, events, model="llama-3.3-70b",
+                                     version=VERSION)).encode()
         _, outcome = accept_batch(self.services, key, body, later=self._later)
         assert outcome.accepted == len(events), outcome
 
@@ -303,11 +304,13 @@ class Harness:
 
 
 SPREAD = ((re.compile(r"(META#C)\d+$"), COUNTER_SHARDS),
+          (re.compile(r"(VER#[^#]+#)\d+$"), COUNTER_SHARDS),
           (re.compile(r"(DAY#\d{4}-\d\d-\d\d#)\d+$"), DAY_SHARDS),
           (re.compile(r"^(PART#.*#)\d+$"), PARTITIONS))
-"""Items one of which an operation picks at random (an agent's counter and day shards), and
-partition keys one of which a hash of a task's or page's id picks (an agent's partitions,
-`codec.keys`): written as one template `{n}`, whose load is spread evenly over them."""
+"""Items one of which an operation picks at random (an agent's counter, version and day
+shards), and partition keys one of which a hash of a task's or page's id picks (an agent's
+partitions, `codec.keys`): written as one template `{n}`, whose load is spread evenly over
+them."""
 SHARD = "{n}"
 RUN_ID = re.compile(r"(run[a-z]\d+x\d+|[0-9a-f]{16,})(-\d+)?")
 """What names one run or one request: the ids of the runs each repetition sends, OTLP's trace

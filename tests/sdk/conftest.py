@@ -313,3 +313,13 @@ def run_python(code: str, env: dict[str, str], cwd: Optional[Path] = None) -> su
     return subprocess.run(
         [sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=HANG_GUARD,
     )
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> Any:
+    """The real Bench server (the session fixture ``bench_server`` in tests/conftest.py); skipped,
+    with the reason, where it is not available (e.g. the SDK tested on its own)."""
+    try:
+        return request.getfixturevalue("bench_server")
+    except pytest.FixtureLookupError:
+        pytest.skip("the real server fixture `bench_server` (tests/conftest.py) is not available")

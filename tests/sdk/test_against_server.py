@@ -18,14 +18,6 @@ from bench.cli import main as cli_main
 from conftest import FAST, HANG_GUARD, run_python
 
 
-@pytest.fixture
-def server(request: pytest.FixtureRequest) -> Any:
-    try:
-        return request.getfixturevalue("bench_server")
-    except pytest.FixtureLookupError:
-        pytest.skip("the real server fixture `bench_server` (tests/conftest.py) is not available")
-
-
 class TwiceTransport(UrllibTransport):
     """Posts every batch twice, as a retry after a lost response would."""
 

@@ -104,8 +104,9 @@ def test_not_found_badge() -> None:
 
 
 def test_badge_params() -> None:
-    assert badge_params(None, None) == ("success", "flat")
-    assert badge_params("cost", "for-the-badge") == ("cost", "for-the-badge")
+    assert badge_params(None, None) == ("success", "flat", None)
+    assert badge_params("cost", "for-the-badge") == ("cost", "for-the-badge", None)
+    assert badge_params(None, None, "1.2.0+build.7") == ("success", "flat", "1.2.0+build.7")
     for metric, style in (("nope", None), (None, "3d")):
         with pytest.raises(BadRequest) as err:
             badge_params(metric, style)

@@ -136,6 +136,8 @@ def test_an_agent_stored_before_latest_runs_existed_gets_one_from_its_next_run(
     without_run_text(conn)
     conn.execute("ALTER TABLE tasks DROP COLUMN recorded")
     conn.execute("ALTER TABLE tasks DROP COLUMN called_model")
+    conn.execute("ALTER TABLE tasks DROP COLUMN agent_version")
+    conn.execute("DROP TABLE agent_versions")
     conn.commit()
     conn.close()
     upgraded = SqliteStore.open(path)

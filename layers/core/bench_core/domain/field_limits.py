@@ -43,6 +43,30 @@ ID_RULE = (f"ids are 1 to {MAX_ID_CHARS} characters, none of them '/' or a contr
 """What event, task and run ids may be: each is a path segment of its pages and JSON (any
 other character is sent percent-encoded), and a browser resolves '.' and '..' away."""
 _NOT_IN_IDS = re.compile(r"[/\x00-\x1f\x7f-\x9f]")
+MAX_VERSION_CHARS = 64
+"""An agent's version (`domain.versions`): a public label, and part of a store key."""
+VERSION_RULE = (f"a version is 1 to {MAX_VERSION_CHARS} characters: letters, digits and "
+                "'.', '_', '-', '+', starting with a letter or digit")
+VERSION_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._+-]{{0,{MAX_VERSION_CHARS - 1}}}$"
+_VERSION = re.compile(VERSION_PATTERN)
+_NOT_IN_VERSIONS = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def version_allowed(value: str) -> bool:
+    return _VERSION.match(value) is not None
+
+
+def version_from_label(value: object) -> str | None:
+    """A version from a label a producer chose freely (OTLP `service.version`): characters a
+    version may not hold become '-', and it is cut to `MAX_VERSION_CHARS`; None when nothing
+    is left. `/ingest` refuses a version that breaks `VERSION_RULE` instead (422): the SDK
+    makes the one it sends fit (`bench._config.agent_version`)."""
+    if not isinstance(value, str):
+        return None
+    cleaned = _NOT_IN_VERSIONS.sub("-", value.strip())[:MAX_VERSION_CHARS].lstrip("._+-")
+    return cleaned or None
+
+
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC)
 """The times an event may have: from the Unix epoch, where OTLP's clock starts, to the last

@@ -135,9 +135,11 @@ def close_task(s: TaskState) -> None:
         s.duration_ms = max(0.0, (_parse(s.ended_at) - _parse(s.started_at)).total_seconds() * 1000)
 
 
-def fold_batch(states: dict[str, TaskState], events: list[CleanEvent]) -> BatchFold:
+def fold_batch(states: dict[str, TaskState], events: list[CleanEvent],
+               version: str | None = None) -> BatchFold:
     """Fold every task of a batch. `states` holds the stored state of the tasks (and parents)
-    known so far; children hand their cost to parents in memory when both are here."""
+    known so far; children hand their cost to parents in memory when both are here. A root
+    task the batch records without a version takes the batch's `version` (`domain.versions`)."""
     out = BatchFold(evidence=batch_evidence(events))
     recorded = recorded_at(events)
     for task_id, task_events in group_by_task(events).items():
@@ -150,6 +152,8 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent]) -> BatchF
                              evidence=add_usage(base.evidence, owed_evidence))
         after = fold_task(before, task_id, task_events)
         after.recorded = after.recorded or recorded.get(task_id)
+        if after.parent_task_id is None and after.agent_version is None:
+            after.agent_version = version
         if after.finished and (before is None or not before.finished):
             close_task(after)
             is_root = after.parent_task_id is None
@@ -179,8 +183,11 @@ def _hand_to_parent(out: BatchFold, child: TaskState) -> None:
 
 
 def run_delta(task: TaskState) -> RunDelta:
+    evidence = task.evidence.cost_usd if task.evidence is not None else None
     return RunDelta(day=(task.ended_at or "")[:10], success=task.status == "success",
-                    duration_ms=task.duration_ms, cost_usd=task.cost_usd or 0.0)
+                    duration_ms=task.duration_ms, cost_usd=task.cost_usd or 0.0,
+                    version=task.agent_version, evidence_cost_usd=evidence or 0.0,
+                    ended_at=task.ended_at or "")
 
 
 def newest_runs(fold: BatchFold) -> dict[str, RunRef]:

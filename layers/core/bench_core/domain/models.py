@@ -24,7 +24,15 @@ from pydantic import (
     model_validator,
 )
 
-from .field_limits import ID_RULE, TIME_RULE, id_allowed, limit_agent_names, time_in_range
+from .field_limits import (
+    ID_RULE,
+    TIME_RULE,
+    VERSION_RULE,
+    id_allowed,
+    limit_agent_names,
+    time_in_range,
+    version_allowed,
+)
 from .pricing import (
     DROPPED,
     evidence_problems,
@@ -137,8 +145,17 @@ class IngestBatch(BaseModel):
     framework: str | None = None
     architecture: str | None = None
     tools: list[str] | None = None
+    version: str | None = None
+    """The sending agent's version (`domain.versions`), from `observe(version=...)`."""
     events: list[WireEvent]
     dropped: Annotated[int, Field(ge=0)] | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _version_fits(cls, value: str | None) -> str | None:
+        if value is not None and not version_allowed(value):
+            raise ValueError(VERSION_RULE)
+        return value
 
 
 class AgentSettingsPatch(BaseModel):
@@ -190,6 +207,9 @@ class AgentMeta:
     framework: str | None = None
     architecture: str | None = None
     tools: list[str] | None = None
+    version: str | None = None
+    """The agent's version the batch was sent by: the runs it first records carry it; not a
+    detail of the agent (`updates` leaves it out)."""
 
     def __post_init__(self) -> None:
         limit_agent_names(self)
@@ -357,6 +377,8 @@ class TaskState:
     model: str | None = None
     """The model its own first evidence record names (public, as evidence is): a run's tree
     shows it beside the span."""
+    agent_version: str | None = None
+    """The agent's version a run (a root task) was first recorded with (`domain.versions`)."""
 
     @property
     def finished(self) -> bool:
@@ -501,6 +523,10 @@ class RunDelta:
     success: bool
     duration_ms: float | None
     cost_usd: float
+    version: str | None = None
+    """The agent's version the run was recorded with (`domain.versions`)."""
+    evidence_cost_usd: float = 0.0
+    ended_at: str = ""
 
 
 @dataclass

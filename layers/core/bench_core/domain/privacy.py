@@ -16,6 +16,9 @@
   off later does not reveal them).
 - Cost evidence (provider, model, token counts, Bench's price) is usage, not content: it stays
   visible under either switch, cut down to `EVIDENCE_FIELDS` so nothing else rides along.
+- An agent's version (`domain.versions`: a run's, and each version's counters) is public like
+  its model: it names the code, not what the code was given, so whoever may see the agent sees
+  it under either switch.
 - Every agent starts with the same settings however it comes to exist (`new_agent`).
 """
 
@@ -239,6 +242,7 @@ def task_view(task: TaskState, agent: Agent, viewer: Viewer,
         "content_hidden": not sight.content,
         "eval": sight.eval(task.eval),
         "evidence": evidence_view(task, events),
+        "version": task.agent_version,
     }
 
 

@@ -56,7 +56,7 @@ LEFT_FOR_LATER = "left for later"
 JUDGES_AT_ONCE = 32
 """Judge calls in flight together: every run of a Step Functions execution at once
 (`workflows.stepfunctions.RUNS_PER_EVAL`), so the Judge step lasts one judgement."""
-_READ = ("parent_task_id", "status", "started_at", "ended_at", "eval_version")
+_READ = ("parent_task_id", "status", "started_at", "ended_at", "eval_version", "agent_version")
 """What `record` needs of a task as `judge` read it (and its eval), carried in the state."""
 
 

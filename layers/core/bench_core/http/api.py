@@ -15,6 +15,7 @@ from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentS
 from ..domain.privacy import Viewer
 from ..reads import tasks
 from ..reads.agents import agent_detail, visible
+from ..reads.versions import agent_versions
 from ..runtime.adapters import Services
 from . import services_of
 from .deps import current_viewer, require_key
@@ -42,6 +43,13 @@ def get_agent(login: str, slug: str, viewer: Viewer = Depends(current_viewer),
               services: Services = Depends(services_of)) -> dict[str, Any]:
     agent = load_visible(services, login, slug, viewer)
     return agent_detail(services.store, agent, viewer)
+
+
+@router.get("/agents/{login}/{slug}/versions")
+def get_versions(login: str, slug: str, viewer: Viewer = Depends(current_viewer),
+                 services: Services = Depends(services_of)) -> dict[str, Any]:
+    """Each version's numbers and the newest against the one before it (`reads.versions`)."""
+    return agent_versions(services.store, load_visible(services, login, slug, viewer))
 
 
 @router.get("/agents/{login}/{slug}/events")

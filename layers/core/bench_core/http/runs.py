@@ -179,6 +179,8 @@ class RunAnswer(BaseModel):
     """Where `headline_cost_usd` comes from; null when nothing priced the run."""
     evidence: dict[str, Any] | None
     eval: dict[str, Any] | None
+    version: str | None = None
+    """The agent's version the run was recorded with (`domain.versions`); null for none."""
     unscored_because: str | None
     cluster: dict[str, Any] | None
     span_count: int

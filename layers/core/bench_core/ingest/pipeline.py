@@ -81,7 +81,7 @@ def accept_batch(ports: IngestPorts, key: KeyRecord, body: bytes, *,
     may_write(key, key.login, batch.agent_slug)
     meta = AgentMeta(slug=batch.agent_slug, display_name=batch.display_name, model=batch.model,
                      framework=batch.framework, architecture=batch.architecture,
-                     tools=batch.tools)
+                     tools=batch.tools, version=batch.version)
     return batch, accept(ports, key.login, meta, batch.events, later=later,
                          dropped=batch.dropped or 0)
 

@@ -39,13 +39,15 @@ _PATH_PATTERN = re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(
 def badge_answer(store: WithAgents, login: str, slug: str, query: Mapping[str, str],
                  if_none_match: str | None) -> Reply:
     """The whole answer to one badge request: the SVG (200, 404 "not found", or 304 when the
-    client's copy is current) or a JSON error (400 for an unknown metric or style)."""
+    client's copy is current) or a JSON error (400 for an unknown metric, style or a version
+    that breaks `VERSION_RULE`). With `?version=`, that version's numbers."""
     try:
-        metric, style = badge_params(query.get("metric"), query.get("style"))
+        metric, style, version = badge_params(query.get("metric"), query.get("style"),
+                                              query.get("version"))
         from ..domain.models import AgentRef
         from ..reads.agents import public_summary
 
-        summary = public_summary(store, AgentRef(login.lower(), slug.lower()))
+        summary = public_summary(store, AgentRef(login.lower(), slug.lower()), version)
     except BenchError as exc:
         return error_reply(exc.status, exc.message, exc.detail, exc.headers)
     return badge_reply(summary, metric, style, if_none_match)

@@ -39,6 +39,7 @@ from ..domain.models import (
     TaskState,
 )
 from ..domain.run_list import RunFilter
+from ..domain.versions import VersionStats
 
 if TYPE_CHECKING:
     from ..domain.benchmark_records import RunRecord
@@ -147,6 +148,10 @@ class AgentStore(Protocol):
     def create_agent(self, agent: Agent) -> bool:
         """Create `agent` (its names and privacy settings; no stats) before its first event,
         so it can start out private; False, changing nothing, if it exists."""
+        ...
+    def agent_versions(self, ref: AgentRef) -> list[VersionStats]:
+        """Each version's counters (`domain.versions`), kept as its runs and their evals are
+        written, the newest version first; none for an agent that sent none."""
         ...
 
 

@@ -21,6 +21,8 @@ from ..ports.services import (
     WithLeaderboard,
     WithReuse,
 )
+from . import versions
+from .versions import agent_versions
 
 RECENT_TASKS = 10
 
@@ -98,8 +100,9 @@ def eval_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
     return summary
 
 
-class AgentReads(WithIngest, WithEvals, WithClock, Protocol):
-    """An agent's numbers: its days (up to today) and recent events, and its failure insights."""
+class AgentReads(WithIngest, WithEvals, WithAgents, WithClock, Protocol):
+    """An agent's numbers: its days (up to today) and recent events, its versions, and its
+    failure insights."""
 
 
 class ProfileReads(AgentReads, WithReuse, WithBenchmarks, Protocol):
@@ -131,9 +134,16 @@ def public_agent(store: WithAgents, ref: AgentRef) -> Agent | None:
         return None
 
 
-def public_summary(store: WithAgents, ref: AgentRef) -> dict[str, Any] | None:
+def public_summary(store: WithAgents, ref: AgentRef, version: str | None = None
+                   ) -> dict[str, Any] | None:
+    """What anyone may see of the agent's numbers; with `version`, that version's
+    (`reads.versions`) in place of the agent's."""
     agent = public_agent(store, ref)
-    return None if agent is None else agent_summary(agent, ANONYMOUS)
+    if agent is None:
+        return None
+    summary = agent_summary(agent, ANONYMOUS)
+    return summary if version is None else {**summary, **versions.version_stats(store, ref,
+                                                                                version)}
 
 
 def day_window(last_day: str | None, today: date, days: int = DAILY_WINDOW) -> list[str]:
@@ -182,7 +192,8 @@ def profile(store: AgentReads, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     window, daily = daily_series(store, agent)
     return {**agent_detail(store, agent, viewer), "latency_hist": list(agent.stats.latency_hist),
             "window": window, "daily": daily, "cost_evidence": cost_evidence(agent, viewer),
-            "insights": failure_insights(store, agent, viewer)}
+            "insights": failure_insights(store, agent, viewer),
+            "versions": agent_versions(store, agent, versions.SHOWN)}
 
 
 def profile_page(store: ProfileReads, agent: Agent, viewer: Viewer) -> dict[str, Any]:

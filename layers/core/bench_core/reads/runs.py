@@ -208,7 +208,7 @@ def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
     return {"run_id": root.task_id, "agent": agent.ref.path, "name": root.name,
             "status": root.status, "started_at": root.started_at, "ended_at": root.ended_at,
             "duration_ms": root.duration_ms, "cost_usd": root.cost_usd, **root.cost_headline(),
-            "evidence": evidence, "eval": verdict,
+            "evidence": evidence, "eval": verdict, "version": root.agent_version,
             "unscored_because": unscored_because(root.status, verdict), "cluster": run.cluster,
             "span_count": counts.spans + 1,
             "failed_spans": counts.failed + (root.status == "failed"),

@@ -201,18 +201,28 @@ def badge_reply(summary: Mapping[str, Any] | None, metric: str, style: str,
         svg = render_badge("bench", "not found", "lightgrey", style)
         return cacheable(Reply(404, svg.encode(), SVG_TYPE, SVG_HEADERS), if_none_match)
     label, message, color = METRICS[metric](summary)
+    if summary.get("version"):
+        label = f"{label} {summary['version']}"
     title = f"{summary['display_name']} ({summary['login']}/{summary['slug']}) {label}: {message}"
     svg = render_badge(label, message, color, style, title=title)
     return cacheable(Reply(200, svg.encode(), SVG_TYPE, SVG_HEADERS), if_none_match)
 
 
-def badge_params(metric: str | None, style: str | None) -> tuple[str, str]:
-    """The (metric, style) a request asks for, defaults filled in; 400 for unknown names."""
+def badge_params(metric: str | None, style: str | None, version: str | None = None
+                 ) -> tuple[str, str, str | None]:
+    """The (metric, style, version) a request asks for, defaults filled in; 400 for unknown
+    names and for a version no run could have (`field_limits.VERSION_RULE`)."""
     metric, style = metric or "success", style or "flat"
+    if version:
+        from ..domain.field_limits import VERSION_RULE, version_allowed  # only when asked: cold start
+
+        if not version_allowed(version):
+            raise BadRequest(f"bad version {version[:80]!r}: {VERSION_RULE}",
+                             [{"loc": ["query", "version"], "msg": VERSION_RULE}])
     if metric not in METRICS:
         raise BadRequest(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}",
                          [{"loc": ["query", "metric"], "msg": "unknown metric"}])
     if style not in STYLES:
         raise BadRequest(f"unknown style {style!r}: use one of {', '.join(STYLES)}",
                          [{"loc": ["query", "style"], "msg": "unknown style"}])
-    return metric, style
+    return metric, style, version or None

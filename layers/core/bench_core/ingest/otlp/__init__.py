@@ -8,7 +8,9 @@ is not an export request at all is a `DecodeError` (400).
 
 The agent is the `X-Bench-Agent` header, else the resource's `service.name` (the SDK default
 `unknown_service…` does not count), else its `gen_ai.agent.name`, else the `gen_ai.agent.name`
-of a span of the same resource in the request; names are turned into slugs.
+of a span of the same resource in the request; names are turned into slugs. The agent's
+version is the resource's `service.version` (`field_limits.version_from_label`): spans of one
+agent under two versions are accepted as two groups.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ...domain.errors import BadRequest, BenchError, PayloadTooLarge, TooManyAgents
+from ...domain.field_limits import version_from_label
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
 from ...domain.pricing import evidence_problems
@@ -90,8 +93,8 @@ def export_traces(ports: parked.OtlpPorts, key: KeyRecord, body: bytes, encoding
     check_count(len(spans), limits, "spans", "resourceSpans")
     header_slug = _header_slug(agent_header)
     result = ExportResult()
-    by_agent: dict[str, list[CleanEvent]] = defaultdict(list)
-    task_ids: dict[str, list[str]] = defaultdict(list)
+    by_agent: dict[tuple[str, str | None], list[CleanEvent]] = defaultdict(list)
+    task_ids: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     names = _ResourceAgents(spans)
     for span in spans:
         problem = span_problem(span)
@@ -102,21 +105,24 @@ def export_traces(ports: parked.OtlpPorts, key: KeyRecord, body: bytes, encoding
             result.reject(problem)
             continue
         assert slug is not None
-        by_agent[slug] += span_events(span, limits)
-        task_ids[slug].append(task_id(span.trace_id, span.span_id))
+        group = (slug, version_from_label(span.resource.get("service.version")))
+        by_agent[group] += span_events(span, limits)
+        task_ids[group].append(task_id(span.trace_id, span.span_id))
         result.warn_dropped(span)
         result.spans += 1
-    for slug in by_agent:
+    for slug, _ in by_agent:
         may_write(key, key.login, slug)
-    for slug, events in by_agent.items():
+    for (slug, version), events in by_agent.items():
         ref = AgentRef(key.login, slug)
-        content = parked.waiting(ports.store, ref, task_ids[slug])
+        spans_of = task_ids[(slug, version)]
+        content = parked.waiting(ports.store, ref, spans_of)
         events += [event for waiting in content.values() for event in waiting]
         try:
-            outcome = accept(ports, key.login, AgentMeta(slug=slug), events, later=later)
+            outcome = accept(ports, key.login, AgentMeta(slug=slug, version=version), events,
+                             later=later)
         except TooManyAgents as exc:  # this agent's spans are refused, the others' stored
-            result.spans -= len(task_ids[slug])
-            result.reject(f"agent {slug}: {exc.message}", len(task_ids[slug]))
+            result.spans -= len(spans_of)
+            result.reject(f"agent {slug}: {exc.message}", len(spans_of))
             continue
         result.outcomes.append((ref, outcome))
         parked.release(ports.store, ref, list(content))

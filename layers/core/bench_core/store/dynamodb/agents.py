@@ -4,6 +4,7 @@ Item (pk, sk [gsi1pk, gsi1sk]; `A` is `{login}#{slug}`):
 
 - agent:            AGENT#{A}, META  [OWNER#{login}, AGENT#{slug}]
 - counter shards:   AGENT#{A}, META#C{n}  (`codec.agents`: why)
+- versions:         AGENT#{A}, VER#{version}#{n}  (`codec.versions`)
 
 The counters are ADDed to the shards by ingest (`ingest.py`) and evals (`evals.py`); an owner's
 settings are written here. One agent is read whole, `META` and its shards, by one Query
@@ -27,12 +28,14 @@ from botocore.exceptions import ClientError
 
 from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, iso
+from ...domain.versions import VersionStats
 from ...ports.store import SETTABLE
 from .client import ConditionFailed, Table, cancellation_reasons, code
 from .codec.agents import agent_from_item, listed_item, merged
 from .codec.keys import META, AgentKeys
 from .codec.users import user_key, user_upsert
 from .codec.values import Update, to_item, ttl
+from .codec.versions import VER, versions_from_items
 from .leaderboard import DynamoLeaderboard, read_agent
 
 
@@ -104,6 +107,15 @@ class DynamoAgents:
     def get_agent(self, ref: AgentRef) -> Agent | None:
         item, shards = read_agent(self.table, AgentKeys(ref.login, ref.slug))
         return live_agent(item, iso(self.table.clock.now()), shards)
+
+    def agent_versions(self, ref: AgentRef) -> list[VersionStats]:
+        """One Query of the agent's version items (`codec.versions`), eventually consistent
+        (half the read units: a page that is a second behind is as good): some 3 KB, one RRU,
+        a version with all its shards."""
+        params = self.table.query_params(AgentKeys(ref.login, ref.slug).pk,
+                                         "begins_with(#sk, :ver)", ver=VER)
+        params["ConsistentRead"] = False
+        return versions_from_items(self.table.pages(params))
 
     def list_agents(self, login: str) -> list[Agent]:
         """The owner's agents (`gsi1`), each read whole: a listing's numbers are the profile's,

@@ -41,6 +41,7 @@ from .codec.agents import DAY_SHARDS, JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
+from .codec.versions import version_eval_updates
 from .content import ContentReader
 from .leaderboard import DynamoLeaderboard, read_agent
 from .rehome import at_home
@@ -156,6 +157,7 @@ class DynamoEvals:
         total: dict[str, float] = {}
         spend: dict[str, dict[str, float]] = {}
         judges: set[str] = set()
+        by_version: dict[str, tuple[int, float]] = {}
         markers: list[dict[str, Any]] = []
         due_at = ""
         for task, result in writes:
@@ -171,6 +173,10 @@ class DynamoEvals:
                 day["cost_usd"] += delta.judge_cost_usd
                 total["judge_tokens"] = total.get("judge_tokens", 0) + delta.judge_tokens
                 total["judge_cost_usd"] = total.get("judge_cost_usd", 0) + delta.judge_cost_usd
+            if is_run and task.agent_version is not None:
+                count, score_sum = by_version.get(task.agent_version, (0, 0.0))
+                by_version[task.agent_version] = (count + delta.eval_count,
+                                                  score_sum + delta.eval_score_sum)
             if is_run:
                 if result.status == "scored" and result.judge:
                     judges.add(result.judge)
@@ -179,12 +185,14 @@ class DynamoEvals:
                     due_at = max(due_at, result.at)
         if not updates:
             return [], {}, None
-        on_agent = expiring(Update(counter_key(agent, pick_shard()),
+        shard = pick_shard()
+        on_agent = expiring(Update(counter_key(agent, shard),
                                    add={k: v for k, v in total.items() if v}), agent)
         if judges:
             on_agent.add[JUDGES] = judges
         if on_agent.add:
             updates.append(on_agent)
+        updates += version_eval_updates(agent, by_version, shard)
         updates += [expiring(Update(agent.key(f"{JDAY}{day}#{pick_shard() % DAY_SHARDS}"), add={
             "tokens": int(spent["tokens"]), "cost_usd": number(spent["cost_usd"])}), agent)
             for day, spent in spend.items()]

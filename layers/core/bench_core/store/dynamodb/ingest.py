@@ -127,6 +127,7 @@ from .codec.tasks import (
     task_update,
 )
 from .codec.values import Update, to_item
+from .codec.versions import version_run_updates
 from .content import ContentReader
 from .leaderboard import DynamoLeaderboard, read_agent
 from .rehome import at_home
@@ -182,7 +183,7 @@ class DynamoIngest:
         write = _BatchWrite(self, agent, states, seen, ledgers, bodies, seqs,
                             self.retention_days, dropped if fresh else 0, shard,
                             next((s for s in shards if s["sk"] == f"{COUNTERS}{shard}"), {}),
-                            [e.ts for e in [*fresh, *claimed]])
+                            [e.ts for e in [*fresh, *claimed]], version=meta.version)
         # `dropped` counts once, with the first write that stores an event (a replay reported
         # them already): the first transaction, or here when no task has anything new
         if not fresh:
@@ -495,6 +496,8 @@ class _BatchWrite:
     finished: list[tuple[str, bool]] = field(default_factory=list)
     added: list[dict[str, Any]] = field(default_factory=list)
     """What each write added to the shard, as a shard of its own (for the rank refresh)."""
+    version: str | None = None
+    """The agent's version the batch was sent by: the runs it first records carry it."""
 
     def touch(self, dropped: int) -> None:
         """A batch with nothing new for a task: its `dropped` and event window on the shard, by
@@ -546,7 +549,7 @@ class _BatchWrite:
 
     def _plan(self, unit: list[CleanEvent], pages: dict[str, str]) -> _Plan:
         agent = self.agent
-        fold = fold_batch(self.states, unit)
+        fold = fold_batch(self.states, unit, self.version)
         new_seen: dict[str, set[bytes]] = {}
         on_pages: dict[str, set[str]] = {}
         for event in unit:
@@ -564,6 +567,7 @@ class _BatchWrite:
                     for task_id in owed]
         updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence,
                                self.shard)
+        updates += version_run_updates(agent, [delta for _, delta in fold.runs], self.shard)
         key = counter_key(agent, self.shard)
         on_shard = next((u for u in updates if u.key == key), None) or expiring(Update(key), agent)
         if self.dropped:
@@ -710,8 +714,9 @@ def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies
 def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:
     """The events in transactions DynamoDB accepts: whole tasks together where they fit, one
     task's events split in order where it alone is too big. Costs are counted generously: a
-    task's item can be as large as its events, and it may add a parent and a day; an event no
-    task folds may add a placeholder for its task."""
+    task's item can be as large as its events, and it may add a parent and a day (a run: a day
+    and its version's item, `codec.versions`, but no parent); an event no task folds may add a
+    placeholder for its task."""
     pieces = [piece for group in group_by_task(events).values()
               for piece in _pieces(group, bodies, fixed=3, each=0, most=SEEN_INLINE)]
     pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1,

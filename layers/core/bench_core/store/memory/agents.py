@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...domain.models import Agent, AgentRef
+from ...domain.versions import VersionStats, newest_first
 from ...ports.store import SETTABLE
 from .state import Concern, User, admit_agent, copied, live_agent, new_row, refresh_rank
 
@@ -32,6 +33,10 @@ class MemoryAgents(Concern):
                     setattr(row.agent, name, value)
                 refresh_rank(row, self.rules)
             return live_agent(tables, ref, self.rules.now())
+
+    def agent_versions(self, ref: AgentRef) -> list[VersionStats]:
+        with self.memory.locked() as tables:
+            return newest_first(copied(list(tables.versions.get(ref, {}).values())))
 
     def create_agent(self, agent: Agent) -> bool:
         """Only its names and privacy settings are kept, as SQLite keeps them."""

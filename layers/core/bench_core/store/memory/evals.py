@@ -10,6 +10,7 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState
+from ...domain.versions import VersionStats
 from .state import AgentRow, Concern, Tables, copied, read_insights, refresh_rank
 
 
@@ -37,6 +38,11 @@ class MemoryEvals(Concern):
         is_run = task.parent_task_id is None
         d = evals.eval_delta(result, old, is_run=is_run)
         self._apply(row, d)
+        if is_run and task.agent_version is not None and (d.eval_count or d.eval_score_sum):
+            kept = tables.versions.setdefault(ref, {})
+            scored = kept.setdefault(task.agent_version, VersionStats(task.agent_version))
+            scored.eval_count += d.eval_count
+            scored.eval_score_sum += d.eval_score_sum
         if is_run:
             row.agent.stats.eval_judge = evals.merged_judge(row.agent.stats.eval_judge,
                                                             result)

@@ -24,6 +24,7 @@ from ...domain.models import (
 from ...domain.privacy import new_agent
 from ...domain.runs import parent_ids
 from ...domain.stats import bucket_index
+from ...domain.versions import VersionStats, runs_by_version
 from ...ports.store import decode_cursor, encode_cursor
 from .state import (
     AgentRow,
@@ -57,6 +58,13 @@ def newest_first(tasks: list[TaskState], cursor: str | None, limit: int
 def started(tables: Tables, ref: AgentRef) -> list[TaskState]:
     """The agent's tasks that started or ended (no placeholder parents)."""
     return [t for t in tables.tasks.get(ref, {}).values() if t.sort_ts]
+
+
+def add_version_runs(tables: Tables, ref: AgentRef, runs: list[RunDelta]) -> None:
+    """What a batch's runs add to their versions' counters (`domain.versions`)."""
+    kept = tables.versions.setdefault(ref, {})
+    for version, added in runs_by_version(runs).items():
+        kept.setdefault(version, VersionStats(version)).add(added)
 
 
 def _new_events(stored: dict[str, StoredEvent], events: list[CleanEvent]) -> list[CleanEvent]:
@@ -95,7 +103,7 @@ class MemoryIngest(Concern):
             wanted = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
             states = {tid: copied(tasks[tid]) for tid in wanted | parent_ids(fresh)
                       if tid in tasks}
-            fold = fold_batch(states, fresh)
+            fold = fold_batch(states, fresh, meta.version)
             row = self._ensure_agent(tables, ref, meta)
             self._store_events(tables, ref, fresh)
             self._save_tasks(tables.tasks.setdefault(ref, {}), fold.tasks.values())
@@ -109,6 +117,7 @@ class MemoryIngest(Concern):
             self._apply_runs(tables, row, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(row, fold.evidence)
+            add_version_runs(tables, ref, [delta for _, delta in fold.runs])
             refresh_rank(row, self.rules)
             agent = live_agent(tables, ref, self.rules.now())
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),

@@ -22,6 +22,7 @@ from ...domain import stats
 from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, KeyRecord, TaskState
 from ...domain.ranking import rank_values, search_text
+from ...domain.versions import VersionStats
 from ..rules import Rules
 
 if TYPE_CHECKING:
@@ -101,6 +102,8 @@ class Tables:
     """By agent, then task id; a parent known only from its subtasks is a placeholder with no
     start or end (`sort_ts` empty) until its own events come."""
     days: dict[AgentRef, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    versions: dict[AgentRef, dict[str, VersionStats]] = field(default_factory=dict)
+    """By agent, then version (`domain.versions`)."""
     judge_days: dict[AgentRef, dict[str, list[float]]] = field(default_factory=dict)
     """By agent and day: [tokens, cost]."""
     insights: dict[AgentRef, str] = field(default_factory=dict)

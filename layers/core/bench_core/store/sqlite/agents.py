@@ -12,10 +12,12 @@ from ...domain import stats
 from ...domain.errors import TooManyAgents
 from ...domain.models import LATEST_RUNS, Agent, AgentRef, AgentStats, RunRef
 from ...domain.ranking import SORTS, rank_values, search_text
+from ...domain.versions import VersionStats
 from ...ports.store import SETTABLE
 from ..rules import Rules
 from .connection import Concern
 from .packing import load
+from .versions import read_versions
 
 AGENTS_SCHEMA = """
     CREATE TABLE agents (
@@ -113,6 +115,9 @@ def read_agent(reader: sqlite3.Connection, ref: AgentRef, now: str) -> Agent | N
 class SqliteAgents(Concern):
     def get_agent(self, ref: AgentRef) -> Agent | None:
         return read_agent(self.db.reader(), ref, self.rules.now())
+
+    def agent_versions(self, ref: AgentRef) -> list[VersionStats]:
+        return read_versions(self.db.reader(), ref)
 
     def list_agents(self, login: str) -> list[Agent]:
         rows = self.db.reader().execute(

@@ -16,6 +16,7 @@ from .agents import find_agent_id, refresh_rank
 from .connection import Concern
 from .ingest import TASK_COLS, task_from_row
 from .packing import load, pack_json
+from .versions import add_version_evals
 
 EVALS_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN eval_status TEXT;
@@ -70,7 +71,7 @@ class SqliteEvals(Concern):
         """Whether recording `result` changed the agent's scores; None if it was not
         recorded (no finished task, or an older result)."""
         row = conn.execute(
-            "SELECT agents.id, parent_task_id, status, eval, eval_judge FROM tasks "
+            "SELECT agents.id, parent_task_id, status, eval, eval_judge, agent_version FROM tasks "
             "JOIN agents ON agents.id = tasks.agent_id WHERE login = ? AND slug = ? "
             "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, task_id)).fetchone()
         if row is None:
@@ -93,6 +94,9 @@ class SqliteEvals(Concern):
             (d.eval_count, d.eval_score_sum, d.eval_unscored, d.eval_skipped, d.judge_tokens,
              d.judge_cost_usd, evals.merged_judge(row["eval_judge"], result) if is_run
              else row["eval_judge"], due, due, agent_id))
+        if is_run and row["agent_version"] is not None and (d.eval_count or d.eval_score_sum):
+            add_version_evals(conn, agent_id, row["agent_version"], d.eval_count,
+                              d.eval_score_sum)
         if d.judge_tokens or d.judge_cost_usd:
             conn.execute(
                 "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "

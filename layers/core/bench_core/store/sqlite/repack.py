@@ -1,4 +1,4 @@
-"""The migration that packs a database (`store.MIGRATIONS` 17), a chunk per transaction so that
+"""The migration that packs a database (`store.MIGRATIONS` 18), a chunk per transaction so that
 a big file is not one long write, and so that a migration stopped anywhere (killed, out of
 disk) picks up where it stopped when the store opens again.
 
@@ -31,7 +31,7 @@ TASK_COLUMNS = (
     "agent_id, task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
     "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, started_at, "
     "ended_at, sort_ts, version, eval_status, eval_score, eval, evidence, run_id, logs, "
-    "recorded, called_model")
+    "recorded, called_model, agent_version")
 PACKED_COLUMNS = frozenset({"metadata", "cost_breakdown", "eval"})
 """The JSON columns stored packed (`ingest.SqliteIngest._save_tasks`, `evals.SqliteEvals`): the
 big ones few spans have. A task's input and output stay text, searched in SQL by the runs
@@ -46,7 +46,7 @@ PACKED_TASKS = """
         child_cost_usd REAL NOT NULL DEFAULT 0, cost_breakdown TEXT, started_at TEXT,
         ended_at TEXT, sort_ts TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0,
         eval_status TEXT, eval_score REAL, eval TEXT, evidence TEXT, run_id TEXT, logs TEXT,
-        recorded TEXT, called_model TEXT)
+        recorded TEXT, called_model TEXT, agent_version TEXT)
 """
 TASK_INDEXES = """
     CREATE UNIQUE INDEX tasks_key ON tasks (agent_id, task_id);

@@ -29,6 +29,7 @@ from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .run_list import add_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .versions import VERSIONS_SCHEMA
 
 MIGRATIONS: list[Migration] = [
     # 1: the foundation: users and keys, agents, their days, events and tasks
@@ -64,10 +65,13 @@ MIGRATIONS: list[Migration] = [
     # 16: when each task was first recorded (the order of siblings that start together) and
     # the model it called, which a run's rows show
     SPAN_ROW_SCHEMA,
-    # 17: tasks in a rowid table and JSON packed: no mostly empty overflow pages (resumable)
+    # 17: each run's agent version, and each version's counters
+    VERSIONS_SCHEMA,
+    # 18: tasks in a rowid table and JSON packed: no mostly empty overflow pages (resumable);
+    # after every column of `tasks` before it, which it copies
     repack,
-    # 18: every span's name, input, output and model in an FTS5 index, which the runs list
-    # searches
+    # 19: every span's name, input, output and model in an FTS5 index, which the runs list
+    # searches (triggers on `tasks`: after the repack, which replaces the table)
     add_run_text,
 ]
 RANKED_SINCE = 3
