@@ -6,11 +6,11 @@ partition of the run's root task, `codec.keys.AgentKeys.pk_of`):
 
 The run id's length leads its sort key, so no run's prefix is another's (ids may hold `#`).
 No index: the run page reads its feedback with one Query of that prefix, strongly consistent
-so that a page drawn after a feedback shows it (a few hundred bytes an item:
-`RUN_FEEDBACK_SHOWN` of them take some 8 read units).
+so that a page drawn after a feedback shows it (a few hundred bytes an item: 100 with
+300-character comments take 13 read units, `tests/aws/test_dynamodb_feedback_cost.py`).
 A feedback is one conditional PutItem (`attribute_not_exists`): one write unit for an item of
 up to 1 KB, nothing else touched (neither the run's task item nor the agent), off the ingest
-path; a resend costs that failed write and one read of the item kept. A temporary agent's
+path; a resend costs that failed write (1 unit) and one read of the item kept (1 unit). A temporary agent's
 feedback expires with it (TTL, `retention.py`).
 """
 
