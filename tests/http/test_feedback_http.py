@@ -157,7 +157,7 @@ def test_the_owner_annotates_on_the_run_page_without_javascript(bench_server: Ru
     scored = owner.post(action, {"score": "0.7", "comment": ""}, token_from=page_path)
     assert scored.status_code == 303
     shown = owner.get(page_path).text
-    assert str(escape(COMMENT)) in shown and "👎 down" in shown and "0.70" in shown
+    assert str(escape(COMMENT)) in shown and "thumbs down" in shown and "0.70" in shown
     answer = run_json(bench_server, f"{login}/annotated", run, key).json()["feedback"]
     assert [(f["kind"], f["score"], f["comment"]) for f in answer["items"]] \
         in ([("thumbs", 0.0, COMMENT), ("score", 0.7, None)],
@@ -169,7 +169,7 @@ def test_the_owner_annotates_on_the_run_page_without_javascript(bench_server: Ru
     assert bad.status_code == 400 and "score" in bad.text
     visitor = httpx.get(bench_server.url + page_path, timeout=30).text
     assert 'data-feedback-form' not in visitor and "address" not in visitor
-    assert "👎 down" in visitor
+    assert "thumbs down" in visitor
     assert run_json(bench_server, f"{login}/annotated", run, key).json()["feedback"]["count"] == 2
 
 
