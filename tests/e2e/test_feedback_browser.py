@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import RunningServer
-from tests.e2e.test_browser_surfaces import BROWSER_TESTS, CHROMIUM, WIDTHS, Watched
+from tests.e2e.test_browser_surfaces import (
+    BROWSER_TESTS,
+    WIDTHS,
+    Watched,
+    browser,  # noqa: F401 - the fixture
+)
 from tests.http.accounts_support import signin_link
 from tests.http.runs_data import seed_research_run
 from tests.http.test_ingest_http import new_login
@@ -18,20 +23,8 @@ from tests.http.test_ingest_http import new_login
 pytestmark = BROWSER_TESTS
 
 
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    from playwright.sync_api import sync_playwright
-
-    from tests.e2e.test_browser_surfaces import ARGS
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_owner_annotates_a_run_on_its_page(browser: Any, bench_server: RunningServer,
+def test_the_owner_annotates_a_run_on_its_page(browser: Any, bench_server: RunningServer,  # noqa: F811
                                               width: int) -> None:
     login = new_login()
     seeded = seed_research_run(bench_server, login=login, slug="annotated")

@@ -19,22 +19,15 @@ from typing import Any
 import bench
 import pytest
 from conftest import FAST, HANG_GUARD, run_python
+from test_against_server import server  # noqa: F401 - the real server, or a skip
 
 
-@pytest.fixture
-def server(request: pytest.FixtureRequest) -> Any:
-    try:
-        return request.getfixturevalue("bench_server")
-    except pytest.FixtureLookupError:
-        pytest.skip("the real server fixture `bench_server` (tests/conftest.py) is not available")
+def run_feedback(running: Any, login: str, slug: str, run: str) -> dict[str, Any]:
+    owner = running.create_key(login)
+    return running.get(f"/api/agents/{login}/{slug}/runs/{run}", owner)["feedback"]
 
 
-def run_feedback(server: Any, login: str, slug: str, run: str) -> dict[str, Any]:
-    owner = server.create_key(login)
-    return server.get(f"/api/agents/{login}/{slug}/runs/{run}", owner)["feedback"]
-
-
-def test_feedback_from_the_agent_reaches_its_run(server: Any,
+def test_feedback_from_the_agent_reaches_its_run(server: Any,  # noqa: F811
                                                  caplog: pytest.LogCaptureFixture) -> None:
     login, slug = "u" + uuid.uuid4().hex[:10], "sdk-feedback"
     agent = bench.BenchAgent(server.create_key(login, slug), slug, endpoint=server.url,
@@ -89,7 +82,7 @@ def port_opened_later(upstream: str) -> Iterator[tuple[str, Any]]:
 
 
 def test_feedback_given_while_the_server_is_down_is_sent_by_the_next_process(
-        server: Any, tmp_path: Path) -> None:
+        server: Any, tmp_path: Path) -> None:  # noqa: F811
     login, slug = "u" + uuid.uuid4().hex[:10], "sdk-feedback-spool"
     key = server.create_key(login, slug)
     spool = tmp_path / "spool"
