@@ -1,12 +1,22 @@
-"""Lambda entry point for the JSON read API (`/api/...`, failure insights, runs with their spans, benchmark runs,
-capability cards, grants and usage included) and `GET /healthz` (HTTP API, 2.0)."""
+"""Lambda entry point for the JSON read API (`/api/...`, failure insights, runs with their spans,
+feedback on runs, benchmark runs, capability cards, grants and usage included) and
+`GET /healthz` (HTTP API, 2.0)."""
 
 from bench_core.runtime.lambda_instrumentation import instrument, loading
 
 with loading():
-    from bench_core.http import api, benchmarks, create_app, health, insights, reuse, runs
+    from bench_core.http import (
+        api,
+        benchmarks,
+        create_app,
+        feedback,
+        health,
+        insights,
+        reuse,
+        runs,
+    )
     from mangum import Mangum
 
     app = create_app(api.router, insights.router, benchmarks.api_router, reuse.router,
-                     runs.api_router, health.router)
+                     runs.api_router, feedback.api_router, health.router)
 handler = instrument(Mangum(app, lifespan="off"))

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import inspect
 import logging
+import re
 import threading
 import time
 import zlib
@@ -22,6 +23,7 @@ from typing import Any, Awaitable, Callable, Optional, TypeVar, Union, cast
 
 from bench import _config
 from bench._context import current
+from bench._feedback import FeedbackSender
 from bench._privacy import Redactor, Scrubber
 from bench._sender import Sender, SenderConfig
 from bench._serialize import format_ts
@@ -83,6 +85,29 @@ def _discard(event: dict[str, Any]) -> None:
 
 def _error_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+FEEDBACK_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:-]{0,63}")
+"""What the server takes as a label: a short name."""
+
+
+def _feedback_problem(run: Optional[str], score: Any, thumbs: Any, label: Any, comment: Any
+                      ) -> Optional[str]:
+    """What is wrong with a feedback's values (the server's rules, checked before sending)."""
+    if not isinstance(run, str) or not run:
+        return "no run_id given and no task running here"
+    if (score is None) == (thumbs is None):
+        return "give either score (0 to 1) or thumbs (\"up\" or \"down\")"
+    if thumbs is not None and thumbs not in ("up", "down"):
+        return "thumbs must be \"up\" or \"down\""
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
+                              or not 0 <= score <= 1):
+        return "score must be a number from 0 to 1"
+    if label is not None and not (isinstance(label, str) and FEEDBACK_LABEL.fullmatch(label)):
+        return "label must be a short name (letters, digits, ' ._:-', up to 64)"
+    if comment is not None and not (isinstance(comment, str) and len(comment) <= 4000):
+        return "comment must be text of up to 4,000 characters"
+    return None
 
 
 class BenchTask:
@@ -306,6 +331,9 @@ class BenchAgent:
         self._sample_rate = min(max(float(sample_rate), 0.0), 1.0)
         self._capture_input = capture_input
         self._sender: Optional[Sender] = None
+        self._feedback: Optional[FeedbackSender] = None
+        self._feedback_lock = threading.Lock()
+        self._redact = redact
         self._enqueue: Callable[[dict[str, Any]], None] = _discard
         if _config.disabled():
             return
@@ -334,6 +362,7 @@ class BenchAgent:
         scrubber = Scrubber(capture_input=capture_input, capture_output=capture_output, redact=redact)
         self._sender = Sender(url=server + "/ingest", api_key=key, meta=meta, scrubber=scrubber, config=config)
         self._enqueue = self._sender.push
+        self._feedback_to = (server, key, slug, config.spool_dir, config.spool_max_mb)
 
     def __repr__(self) -> str:
         state = "enabled" if self._sender is not None else "disabled"
@@ -386,6 +415,68 @@ class BenchAgent:
         except Exception as exc:  # noqa: BLE001 - never raise into the agent
             _warn_once("event", f"bench: could not record event: {exc!r}")
 
+    # ── feedback from people ─────────────────────────────────────────────────────────────
+
+    def feedback(
+        self,
+        run_id: Optional[str] = None,
+        score: Optional[float] = None,
+        *,
+        thumbs: Optional[str] = None,
+        comment: Optional[str] = None,
+        label: Optional[str] = None,
+        feedback_id: Optional[str] = None,
+    ) -> Optional[str]:
+        """Pass on what a person said of a run: a ``score`` from 0 to 1 or ``thumbs`` ("up" or
+        "down"), with a short ``label`` and a ``comment`` if they like. ``run_id`` defaults to
+        the run of the task running here. Sent in the background (after the run's own
+        events); returns the feedback's id (``feedback_id`` if given: sending one id twice
+        keeps one), or None when nothing is sent (bad values are warned about, never raised).
+
+        ::
+
+            with agent.span("answer", question) as t:
+                ...
+            agent.feedback(t.task_id, thumbs="up", comment="solved it")   # later
+        """
+        try:
+            if self._sender is None:
+                return None
+            run = run_id if run_id is not None else self._current_run()
+            problem = _feedback_problem(run, score, thumbs, label, comment)
+            if problem:
+                _warn_once("feedback", f"bench: feedback not sent: {problem}")
+                return None
+            fid = feedback_id or _uid()
+            body: dict[str, Any] = {"feedback_id": fid}
+            body.update({"thumbs": thumbs} if thumbs is not None else {"score": float(score)})  # type: ignore[arg-type]
+            if label is not None:
+                body["label"] = label
+            if comment is not None:
+                body["comment"] = self._redact(comment) if self._redact is not None else comment
+            self._feedback_sender().put(cast(str, run), body)
+            return fid
+        except Exception as exc:  # noqa: BLE001 - never raise into the agent
+            _warn_once("feedback-error", f"bench: could not send feedback: {exc!r}")
+            return None
+
+    def _current_run(self) -> Optional[str]:
+        """The root of the task running here, if it is recorded (sampled)."""
+        task = current.get()
+        while task is not None and task._parent is not None:
+            task = task._parent
+        return task._task_id if task is not None and task._sampled else None
+
+    def _feedback_sender(self) -> FeedbackSender:
+        with self._feedback_lock:
+            if self._feedback is None:
+                server, key, slug, spool_dir, spool_max_mb = self._feedback_to
+                sender = self._sender
+                assert sender is not None
+                self._feedback = FeedbackSender(server, key, slug, settle_events=sender.flush,
+                                                spool_dir=spool_dir, spool_max_mb=spool_max_mb)
+            return self._feedback
+
     # ── delivery ─────────────────────────────────────────────────────────────────────────
 
     async def flush(self, timeout: Optional[float] = DEFAULT_FLUSH_TIMEOUT) -> bool:
@@ -400,9 +491,15 @@ class BenchAgent:
         return await asyncio.get_running_loop().run_in_executor(None, self.flush_sync, timeout)
 
     def flush_sync(self, timeout: Optional[float] = DEFAULT_FLUSH_TIMEOUT) -> bool:
-        """Block until queued events are delivered or ``timeout`` passes; False on timeout."""
+        """Block until queued events (and feedback) are delivered or ``timeout`` passes; False
+        on timeout."""
         try:
-            return self._sender is None or self._sender.flush(timeout)
+            deadline = None if timeout is None else time.monotonic() + timeout
+            delivered = self._sender is None or self._sender.flush(timeout)
+            if self._feedback is not None:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                delivered = self._feedback.flush(left) and delivered
+            return delivered
         except Exception as exc:  # noqa: BLE001
             _warn_once("flush", f"bench: flush failed: {exc!r}")
             return False
@@ -418,6 +515,8 @@ class BenchAgent:
     def shutdown_sync(self, timeout: Optional[float] = DEFAULT_FLUSH_TIMEOUT) -> bool:
         """Flush, then stop the sender thread. Interpreter exit does this on its own."""
         try:
+            if self._feedback is not None:
+                self._feedback.shutdown(timeout)
             return self._sender is None or self._sender.shutdown(timeout)
         except Exception as exc:  # noqa: BLE001
             _warn_once("shutdown", f"bench: shutdown failed: {exc!r}")

@@ -19,6 +19,7 @@ from .http import (
     dashboard,
     device,
     embed,
+    feedback,
     health,
     ingest,
     insights,
@@ -44,7 +45,8 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            leaderboard.router, pages.router, badge.router, embed.router, og.router, static.router,
            auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
-           benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router)
+           benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router,
+           feedback.api_router, feedback.form_router)
 
 
 def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.benchmark_records import Attempt, RunRecord
+from bench_core.domain.feedback import Feedback
 from bench_core.domain.keys import hash_key, new_key
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, EvalResult, iso
 from bench_core.domain.reuse_records import InvocationGrant, UsageRecord
@@ -149,10 +150,14 @@ def test_a_temporary_agent_goes_whole_at_its_expiry(store: Store) -> None:
     assert store.evals.record_eval(TEMP, "p1", result)
     store.evals.save_insights(TEMP, {"computed_at": at(NOW - timedelta(seconds=1)), "clusters": []})
     assert store.agents.get_agent(TEMP).expires_at == at(expires)
+    said = Feedback(feedback_id="f1", run_id="p1", kind="thumbs", score=0.0, source="owner",
+                    created_at=at(NOW))
+    store.feedback.add_feedback(TEMP, said, expires_at=at(expires))
 
     expire(store, expires - timedelta(seconds=1))
     assert store.agents.get_agent(TEMP).stats.runs == 1
     assert store.ingest.get_task(TEMP, "c1") is not None and store.evals.get_insights(TEMP) is not None
+    assert store.feedback.run_feedback(TEMP, "p1", 10) == [said]
     assert TEMP in store.evals.clusters_due(100)
 
     expire(store, expires + timedelta(seconds=1))
@@ -162,6 +167,7 @@ def test_a_temporary_agent_goes_whole_at_its_expiry(store: Store) -> None:
     assert store.ingest.recent_events(TEMP, 10) == [] and store.ingest.task_events(TEMP, "p1") == []
     assert store.ingest.daily(TEMP, "2000-01-01") == [] and store.evals.get_insights(TEMP) is None
     assert store.accounts.key_by_hash(key_hash) is None
+    assert store.feedback.run_feedback(TEMP, "p1", 10) == []
     assert TEMP not in store.evals.clusters_due(100)
     assert store.agents.get_agent(REF).stats.runs == 1 and len(store.ingest.task_events(REF, "kept")) == 2
     if isinstance(store, DynamoStore):

@@ -14,6 +14,7 @@ from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.run_list import Range, RunFilter
 from bench_core.ports.store import Store
 from bench_core.store.sqlite import run_list as sqlite_run_list
+from bench_core.store.sqlite.run_list import add_run_text
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events, ts
@@ -183,13 +184,15 @@ def test_sqlite_answers_alike_from_the_index_and_from_each_runs_spans(
 
 
 def without_run_text(conn: sqlite3.Connection) -> None:
-    """A SQLite file taken back to before the runs list's migration (`add_run_text`): its
-    search index and triggers, and the roots' indexes by sortable column, gone."""
+    """A SQLite file taken back to before the runs list's migration (`add_run_text`) and the
+    ones after it: its search index and triggers, the roots' indexes by sortable column and
+    the feedback table, gone."""
     for trigger in ("insert", "update", "delete"):
         conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
     conn.execute("DROP TABLE tasks_text")
     for column in ("duration", "cost", "tokens", "score"):
         conn.execute(f"DROP INDEX tasks_roots_by_{column}")
+    conn.execute("DROP TABLE feedback")
 
 
 def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -> None:
@@ -199,7 +202,7 @@ def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -
         *task_events("old", "before the index", output="stored long ago")]))
     with store.db.write() as conn:  # back to the file as it was before the index
         without_run_text(conn)
-        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(add_run_text)}")
     store.close()
     store = SqliteStore.open(path)
     try:

@@ -14,6 +14,8 @@
 - Either switch also hides what was derived from inputs and outputs: the judge's reasoning and
   the labels of failure clusters (stored as private when written under a switch, so turning it
   off later does not reveal them).
+- Feedback from people on a run: its score, kind and label are shown like the judge's score;
+  its comment is content (`feedback_view`).
 - Cost evidence (provider, model, token counts, Bench's price) is usage, not content: it stays
   visible under either switch, cut down to `EVIDENCE_FIELDS` so nothing else rides along.
 - An agent's version (`domain.versions`: a run's, and each version's counters) is public like
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import Forbidden, NotFound
+from .feedback import Feedback
 from .models import Agent, EvalResult, KeyRecord, TaskState
 from .pricing import (
     EVIDENCE_LABEL,
@@ -211,6 +214,18 @@ class Sight:
             evidence = task.evidence.to_dict()
             evidence["records"] = records
         return evidence, task.logs if content else shown
+
+
+def feedback_view(feedback: Feedback, sight: Sight) -> dict[str, Any]:
+    """One feedback on a run as `sight` lets its viewer see it: who gave it, when, its score
+    (thumbs as 1 and 0) and label for everyone who sees the run; its comment, which people
+    write about what the run said, only where content is shown."""
+    return {"feedback_id": feedback.feedback_id, "kind": feedback.kind,
+            "score": feedback.score, "thumbs": feedback.thumbs, "label": feedback.label,
+            "comment": feedback.comment if sight.content or feedback.comment is None
+            else HIDDEN,
+            "comment_hidden": not sight.content and feedback.comment is not None,
+            "source": feedback.source, "created_at": feedback.created_at}
 
 
 def shows_invocation_url(agent: Agent, viewer: Viewer) -> bool:

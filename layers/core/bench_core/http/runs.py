@@ -26,6 +26,7 @@ from ..runtime.adapters import Services
 from . import public_base, services_of
 from .api import agent_ref
 from .deps import current_viewer
+from .feedback import RunFeedback, annotation_form
 from .heavy_reads import TurnStream, heavy_read, take_turn
 from .json_body import json_bytes
 from .templating import PageRoute, page
@@ -112,7 +113,8 @@ def _draw_run_page(request: Request, login: str, slug: str, task_id: str, view: 
     kept = urlencode({k: v for k, v in shown.items() if v and k != "span"})
     return page(request, PARTS[view.part] if view.part else "run.html", viewer=viewer, **model,
                 base=public_base(request, services), href=href, keep="&" + kept if kept else "",
-                view_params=shown)
+                view_params=shown, feedback_form=None if view.part else annotation_form(
+                    request, services, viewer, model["agent"]["login"]))
 
 
 @api_router.get("/agents/{login}/{slug}/runs")
@@ -195,6 +197,9 @@ class RunAnswer(BaseModel):
     them), by start time, page by page."""
     spans: list[Span]
     next_cursor: str | None
+    feedback: RunFeedback
+    """What people said of the run: scores and labels as the judge's score is shown, comments
+    as content."""
     requested_span: str | None = None
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         AgentStore,
         BenchmarkStore,
         EvalStore,
+        FeedbackStore,
         IngestStore,
         LeaderboardStore,
         RetentionStore,
@@ -118,3 +119,8 @@ class WithBenchmarks(Protocol):
 class WithRetention(Protocol):
     @property
     def retention(self) -> RetentionStore: ...
+
+
+class WithFeedback(Protocol):
+    @property
+    def feedback(self) -> FeedbackStore: ...

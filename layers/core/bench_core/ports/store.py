@@ -2,7 +2,7 @@
 
 A `Store` is one object per concern (`store.ingest`, `store.runs`, `store.agents`,
 `store.accounts`, `store.evals`, `store.leaderboard`, `store.reuse`, `store.benchmarks`,
-`store.retention`), each typed by its protocol here, so a use case names the concerns it uses
+`store.retention`, `store.feedback`), each typed by its protocol here, so a use case names the concerns it uses
 (`ports.services.WithRuns`, ...) and sees nothing else. Each adapter keeps one class per concern,
 in a file of the concern's name, over what its concerns share, and assembles them into a `Store`:
 
@@ -43,6 +43,7 @@ from ..domain.versions import VersionStats
 
 if TYPE_CHECKING:
     from ..domain.benchmark_records import RunRecord
+    from ..domain.feedback import Feedback
     from ..domain.live import LiveConnection
     from ..domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
 
@@ -340,6 +341,23 @@ class RetentionStore(Protocol):
         ...
 
 
+class FeedbackStore(Protocol):
+    """Feedback from people on runs (`bench_core.domain.feedback`): each kept under its run by
+    the id its sender chose, read a run at a time (DynamoDB: one Query of the run's task
+    partition)."""
+
+    def add_feedback(self, ref: AgentRef, feedback: Feedback, *,
+                     expires_at: str | None = None) -> Feedback | None:
+        """Keep `feedback` unless the run has one with its id: then that one, unchanged (a
+        resend keeps one); None when kept now. `expires_at`: a temporary agent's, which its
+        feedback shares."""
+        ...
+
+    def run_feedback(self, ref: AgentRef, run_id: str, limit: int) -> list[Feedback]:
+        """The run's first `limit` feedback by id, oldest first (`in_shown_order`)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Store:
     """Everything Bench keeps, one concern per attribute. An adapter makes one object per
@@ -356,6 +374,7 @@ class Store:
     reuse: ReuseStore
     benchmarks: BenchmarkStore
     retention: RetentionStore
+    feedback: FeedbackStore
     clock: Clock
 
     def close(self) -> None:

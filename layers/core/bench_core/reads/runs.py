@@ -53,10 +53,11 @@ from ..domain.runs import (
     subtree,
     walk,
 )
-from ..ports.services import WithAgents, WithIngest, WithRuns
+from ..ports.services import WithAgents, WithFeedback, WithIngest, WithRuns
 from ..ports.store import RunCounts, decode_cursor, encode_cursor
 from ..render import timeline
 from .agents import agent_summary, visible
+from .feedback import run_feedback
 from .run_filters import run_filter, sort_queries
 
 SPANS_PAGE = 1000
@@ -107,8 +108,8 @@ class Run:
         return list(walk(self.tree))
 
 
-class RunReads(WithRuns, WithIngest, Protocol):
-    """A run: its head and spans a page at a time, and single tasks of it."""
+class RunReads(WithRuns, WithIngest, WithFeedback, Protocol):
+    """A run: its head and spans a page at a time, single tasks of it, and its feedback."""
 
 
 class RunListReads(WithRuns, WithAgents, Protocol):
@@ -450,7 +451,8 @@ def run_page(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str, *,
             "selected": (span_view(selected, sight, full,
                                    placed=run.whole) if selected else None),
             "span_missing": bool(span) and selected is None,
-            "selected_drawn": selected is not None and _drawn(drawn, selected)}
+            "selected_drawn": selected is not None and _drawn(drawn, selected),
+            "feedback": run_feedback(store, agent, viewer, run_id)}
 
 
 def _search(store: RunReads, shown: Run, top: Node, q: str, sight: Sight) -> set[str]:
@@ -704,6 +706,7 @@ def run_answer(store: RunReads, ref: AgentRef, viewer: Viewer, task_id: str,
     task, run_id = find_run(store, agent, head.task)
     answer = run_json(store, agent, viewer, run_id, head.insights, cursor,
                       root=task if run_id == task_id else None)
+    answer["feedback"] = run_feedback(store, agent, viewer, run_id)
     return answer if run_id == task_id else {**answer, "requested_span": task_id}
 
 

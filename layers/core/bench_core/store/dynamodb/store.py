@@ -12,6 +12,7 @@ Each concern keeps its items and writes in a class and file of its own, all on o
 - `benchmarks.py`   the suite registry, runs and their rankings
 - `retention.py`    what expires when (DynamoDB's TTL)
 - `runs.py`         every task's run (`runs` index), a run in one Query, the runs list
+- `feedback.py`     feedback from people, beside the run it is about
 
 `content.py` folds a task's content from its events where a read shows it (ingest, runs and
 evals share one, and the pages it keeps). `codec/` lays out the items several concerns share
@@ -35,6 +36,7 @@ from .benchmarks import DynamoBenchmarks
 from .client import Table
 from .content import ContentReader
 from .evals import DynamoEvals
+from .feedback import DynamoFeedback
 from .ingest import DynamoIngest
 from .leaderboard import DynamoLeaderboard
 from .retention import DynamoRetention
@@ -67,7 +69,8 @@ class DynamoStore(Store):
                    agents=DynamoAgents(table, ranks, max_agents_per_account),
                    accounts=DynamoAccounts(table), evals=DynamoEvals(table, ranks, content),
                    leaderboard=ranks, reuse=DynamoReuse(table), benchmarks=DynamoBenchmarks(table),
-                   retention=DynamoRetention(), clock=clock, table=table)
+                   retention=DynamoRetention(), feedback=DynamoFeedback(table), clock=clock,
+                   table=table)
 
     @property
     def table_name(self) -> str:

@@ -26,6 +26,7 @@ from ...domain.versions import VersionStats
 from ..rules import Rules
 
 if TYPE_CHECKING:
+    from ...domain.feedback import Feedback
     from ...domain.live import LiveConnection
     from ...domain.reuse_records import InvocationGrant, PublishedCapability, UsageRecord
 
@@ -121,6 +122,8 @@ class Tables:
     benchmark_runs: dict[str, StoredRun] = field(default_factory=dict)
     benchmark_ranks: dict[tuple[str, AgentRef], Rank] = field(default_factory=dict)
     """(suite, agent) -> the agent's ranked run of the suite."""
+    feedback: dict[AgentRef, dict[str, dict[str, Feedback]]] = field(default_factory=dict)
+    """By agent, run id, then feedback id (frozen: shared safely)."""
 
 
 class Memory:

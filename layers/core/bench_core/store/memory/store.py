@@ -17,6 +17,7 @@ from .accounts import MemoryAccounts
 from .agents import MemoryAgents
 from .benchmarks import MemoryBenchmarks
 from .evals import MemoryEvals
+from .feedback import MemoryFeedback
 from .ingest import MemoryIngest
 from .leaderboard import MemoryLeaderboard
 from .retention import MemoryRetention
@@ -28,6 +29,7 @@ CONCERNS: dict[str, type[Concern]] = {
     "ingest": MemoryIngest, "runs": MemoryRuns, "agents": MemoryAgents,
     "accounts": MemoryAccounts, "evals": MemoryEvals, "leaderboard": MemoryLeaderboard,
     "reuse": MemoryReuse, "benchmarks": MemoryBenchmarks, "retention": MemoryRetention,
+    "feedback": MemoryFeedback,
 }
 """Each field of `Store` and the class serving it (the contract suite checks each against its
 protocol: `tests/contract/store/test_concerns.py`)."""

@@ -5,8 +5,8 @@ deletes when the local server's hourly round runs it.
   each agent's newest `Limits.recent_events` (SPEC section 4's ring buffer): a quiet agent still
   shows its last events.
 - A temporary agent (the /try sandbox's) past its `expires_at`, with all it holds: events,
-  tasks, days, judge spend, insights, its capability card, grants, quota counters and
-  benchmark runs, its expired keys and, once it has no agent left, its user.
+  tasks, days, judge spend, insights, its capability card, grants, quota counters,
+  benchmark runs and feedback, its expired keys and, once it has no agent left, its user.
 - Usage records of calls through Bench past their `expires_at` (`invoke.usage_expiry`: the
   event retention, or a sandbox caller's expiry), and quota counters past their window.
 
@@ -32,7 +32,7 @@ RETENTION_SCHEMA = """
 _AGENT_TABLES = ("events", "tasks", "agent_days", "judge_days", "insights", "agent_versions")
 """Every table whose rows belong to one agent by `agent_id`."""
 _NAMED_AGENT_TABLES = ("capabilities", "invocation_grants", "invocation_quota",
-                       "benchmark_ranks", "benchmark_runs")
+                       "benchmark_ranks", "benchmark_runs", "feedback")
 """Tables whose rows belong to one agent by (`login`, `slug`); a run's attempts go with it."""
 _EXPIRING_TABLES = ("invocation_usage", "invocation_quota")
 """Tables whose rows carry their own `expires_at`."""

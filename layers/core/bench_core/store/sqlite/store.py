@@ -1,7 +1,7 @@
 """The SQLite adapter: the embedded default. One file, WAL, versioned migrations.
 
 `SqliteStore` is the concerns of the Store port (one class and file each: ingest, agents,
-accounts, evals, leaderboard, reuse, benchmarks, retention, runs) over one shared
+accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback) over one shared
 `connection.Database`. Each concern keeps its part of the schema; `MIGRATIONS` puts them in the
 order they were first applied.
 """
@@ -22,6 +22,7 @@ from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_ran
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
+from .feedback import FEEDBACK_SCHEMA, SqliteFeedback
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .repack import repack
@@ -73,6 +74,8 @@ MIGRATIONS: list[Migration] = [
     # 19: every span's name, input, output and model in an FTS5 index, which the runs list
     # searches (triggers on `tasks`: after the repack, which replaces the table)
     add_run_text,
+    # 20: feedback from people on runs
+    FEEDBACK_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
@@ -110,7 +113,8 @@ class SqliteStore(Store):
                    agents=SqliteAgents(db, rules), accounts=SqliteAccounts(db, rules),
                    evals=SqliteEvals(db, rules), leaderboard=SqliteLeaderboard(db, rules),
                    reuse=SqliteReuse(db, rules), benchmarks=SqliteBenchmarks(db, rules),
-                   retention=SqliteRetention(db, rules), clock=clock, db=db)
+                   retention=SqliteRetention(db, rules), feedback=SqliteFeedback(db, rules),
+                   clock=clock, db=db)
 
     @property
     def path(self) -> Path:

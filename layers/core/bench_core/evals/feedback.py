@@ -1,0 +1,42 @@
+"""`record_feedback`: a person's verdict on a run, from its owner (the run page, an owner key)
+or from the agent itself (its key, passing on what its users said).
+
+Only who owns the agent may give it: for anyone else the agent is not found, as every owner
+action answers (`domain.privacy`), so a key of another account learns nothing. Feedback goes
+on a run, its root task: an unknown run, or a span's id, is not found."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Protocol
+
+from ..domain.errors import NotFound
+from ..domain.feedback import THUMBS, Feedback, Kind
+from ..domain.models import AgentRef, iso
+from ..domain.privacy import Viewer
+from ..ports.services import WithAgents, WithClock, WithFeedback, WithIngest
+
+
+class FeedbackPorts(WithAgents, WithIngest, WithFeedback, WithClock, Protocol):
+    """The agent and its run to check, and where feedback is kept."""
+
+
+def record_feedback(store: FeedbackPorts, ref: AgentRef, viewer: Viewer, run_id: str, *,
+                    feedback_id: str | None, score: float | None, thumbs: str | None,
+                    label: str | None, comment: str | None) -> tuple[Feedback, bool]:
+    """Keep the feedback (a thumbs, else a score) on the run; the feedback kept and whether it
+    is new (False: one with its id was kept before, and is answered unchanged)."""
+    agent = store.agents.get_agent(ref)
+    if agent is None or not viewer.owns(agent):
+        raise NotFound("agent not found")
+    run = store.ingest.get_task(ref, run_id)
+    if run is None or run.parent_task_id is not None:
+        raise NotFound("run not found: feedback goes on a run (its root task's id)")
+    kind: Kind = "thumbs" if thumbs is not None else "score"
+    given = Feedback(feedback_id=feedback_id or uuid.uuid4().hex, run_id=run.task_id, kind=kind,
+                     score=THUMBS[thumbs] if thumbs is not None else float(score or 0.0),
+                     label=label, comment=comment or None,
+                     source="agent" if viewer.agent_slug is not None else "owner",
+                     created_at=iso(store.clock.now()))
+    kept = store.feedback.add_feedback(ref, given, expires_at=agent.expires_at)
+    return (given, True) if kept is None else (kept, False)

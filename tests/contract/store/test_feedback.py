@@ -1,0 +1,55 @@
+"""Feedback from people in the store: kept under its run by the id its sender chose (a resend
+keeps the first), read a run at a time, oldest first. The same suite runs on SQLite, DynamoDB
+(moto) and the in-memory store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench_core.domain.feedback import Feedback
+from bench_core.domain.models import AgentRef
+from bench_core.ports.store import Store
+
+REF = AgentRef("owner", "helper")
+
+
+def feedback(feedback_id: str, run_id: str = "run-1", **fields: Any) -> Feedback:
+    base: dict[str, Any] = {"feedback_id": feedback_id, "run_id": run_id, "kind": "score",
+                            "score": 0.5, "source": "owner",
+                            "created_at": "2026-12-03T10:00:00.000Z"}
+    return Feedback(**{**base, **fields})
+
+
+def test_a_runs_feedback_comes_back_oldest_first(store: Store) -> None:
+    later = feedback("a", score=0.25, label="wrong-tool", comment="used the calculator",
+                     created_at="2026-12-03T11:00:00.000Z")
+    earlier = feedback("b", kind="thumbs", score=1.0, source="agent")
+    assert store.feedback.add_feedback(REF, later) is None
+    assert store.feedback.add_feedback(REF, earlier) is None
+    assert store.feedback.run_feedback(REF, "run-1", 100) == [earlier, later]
+
+
+def test_a_resend_keeps_the_first_under_its_id(store: Store) -> None:
+    first = feedback("same", score=0.9, comment="good")
+    assert store.feedback.add_feedback(REF, first) is None
+    assert store.feedback.add_feedback(REF, feedback("same", score=0.1)) == first
+    assert store.feedback.run_feedback(REF, "run-1", 100) == [first]
+
+
+def test_runs_and_agents_keep_their_own_feedback_even_when_ids_share_a_prefix(
+        store: Store) -> None:
+    # "run#1" + "x" and "run" + "1#x" would make the same key if ids were simply joined
+    store.feedback.add_feedback(REF, feedback("x", run_id="run#1"))
+    store.feedback.add_feedback(REF, feedback("1#x", run_id="run"))
+    store.feedback.add_feedback(AgentRef("owner", "other"), feedback("x", run_id="run#1"))
+    assert [f.feedback_id for f in store.feedback.run_feedback(REF, "run#1", 100)] == ["x"]
+    assert [f.feedback_id for f in store.feedback.run_feedback(REF, "run", 100)] == ["1#x"]
+    assert store.feedback.run_feedback(REF, "run#", 100) == []
+    assert store.feedback.run_feedback(AgentRef("owner", "helper2"), "run#1", 100) == []
+
+
+def test_a_read_takes_the_first_feedback_by_id_up_to_its_limit(store: Store) -> None:
+    for n in range(5):
+        store.feedback.add_feedback(REF, feedback(f"f{n}", created_at=f"2026-12-03T1{4 - n}:00:00.000Z"))
+    assert [f.feedback_id for f in store.feedback.run_feedback(REF, "run-1", 3)] == \
+        ["f2", "f1", "f0"]
