@@ -57,15 +57,15 @@ def test_filter_search_and_sort_the_runs_list_by_clicking(
         assert names(page) == ["search"]
 
         page.goto(f"{bench_server.url}/u/{seeded.path}/runs")
-        page.locator('.run-head a[data-sort="duration"]').click()
+        page.locator('.runs-head a[data-sort="duration"]').click()
         page.wait_for_load_state("networkidle")
         assert "sort=duration" in page.url and "order=desc" in page.url
         assert names(page) == ["search", "fetch", "plan"]
-        page.locator('.run-head a[data-sort="duration"]').click()
+        page.locator('.runs-head a[data-sort="duration"]').click()
         page.wait_for_load_state("networkidle")
         assert "order=asc" in page.url
         assert names(page) == ["plan", "fetch", "search"]
-        assert page.locator('.run-head a[aria-current]').inner_text().strip() == "Duration ↑"
+        assert page.locator('.runs-head a[aria-current]').inner_text().strip() == "Duration ↑"
         fits(page, width)
         watched.shot(f"run-list-sorted-{width}")
 

@@ -60,6 +60,8 @@ def test_open_a_run_from_the_profile_and_read_the_error_three_levels_down(
         assert page.locator("svg.wf").count() == 7 and page.locator("svg.wf").first.is_visible()
         root = page.locator(f'[data-span="{seeded.run_id}"]')
         assert "failed below" in root.locator(".span-line").inner_text()
+        started = page.locator("[data-run-head] .chips .chip").first.bounding_box()
+        assert started is not None and started["height"] < 40, "the header's chips are squeezed"
         watched.shot(f"run-tree-light-{width}")
         failed = page.locator(f'[data-span="{seeded.ids["parse"]}"] a.span-name')
         assert failed.is_visible()
