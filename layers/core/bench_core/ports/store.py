@@ -102,9 +102,10 @@ class RunStore(Protocol):
         """At most `limit` of the started or finished tasks recorded under the run whose root
         is `run` (as `get_task` read it), the root left out, in start order
         (`domain.runs.span_key`), after the one keyed `after`. `content=False` may leave out
-        all but what a tree's rows draw (parent, name, status, times, duration, own cost):
-        inputs, outputs, metadata, logs, evals, evidence (DynamoDB reads only the rows of its
-        `spans` index); an adapter that cannot leave them out cheaply returns them anyway."""
+        all but what a tree's rows draw (parent, name, status, times, duration, own cost, the
+        model called, the evidence's cost, tokens and calls): inputs, outputs, metadata, logs,
+        evals (DynamoDB reads only the rows of its `spans` index); an adapter that cannot leave
+        them out cheaply returns them anyway."""
         ...
 
     def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:
