@@ -140,7 +140,7 @@ NON_ASCII = bytes(range(128, 256))
 def answer_size(chunk: bytes) -> int:
     """What `chunk` takes in a Lambda answer, whose body travels as a JSON string: its bytes,
     one more for each that JSON escapes, and two more for each byte of a character beyond
-    ASCII (`\\uXXXX` where a character took two or three), at most."""
+    ASCII (a six-character `\\u` escape where a character took two or three), at most."""
     escaped = sum(chunk.count(bytes([c])) for c in ESCAPED)
     return len(chunk) + escaped + 2 * (len(chunk) - len(chunk.translate(None, NON_ASCII)))
 

@@ -202,7 +202,8 @@ class Table:
                 pause(attempt)
             else:
                 raise busy()
-        if any(legacy_key(key) is not None for key in keys) and self.layout.moving(self):
+        if (not self.layout.settled and any(legacy_key(key) is not None for key in keys)
+                and self.layout.moving(self)):
             return found + self._moved_out(keys, found, consistent, projection)
         return found
 

@@ -117,20 +117,17 @@ class ContentReader:
 
     def _pages(self, agent: AgentKeys, sks: list[str]) -> list[dict[str, Any]]:
         """Pages by key: those kept, the rest eventually consistent, and any a lagging answer
-        missed strongly."""
-        keys = [(agent.pk_of(sk), sk) for sk in sks]
-        found = self.cache.take(keys)
-        missing = [key for key in keys if key not in found]
+        missed strongly (one an older layout kept under the agent's key is found by its sort
+        key, as `client.Table` reads it from there)."""
+        kept = self.cache.take([(agent.pk_of(sk), sk) for sk in sks])
+        found = {sk: page for (_, sk), page in kept.items()}
         for consistent in (False, True):
+            missing = [sk for sk in sks if sk not in found]
             if not missing:
                 break
-            read = self.table.batch_get([agent.key(sk) for _, sk in missing],
-                                        consistent=consistent)
+            read = self.table.batch_get([agent.key(sk) for sk in missing], consistent=consistent)
             self.cache.keep(read)
-            found |= {(page["pk"], page["sk"]): page for page in read}
-            found |= {key: page for page in read  # an older layout's, under the agent's key
-                      for key in missing if key[1] == page["sk"]}
-            missing = [key for key in missing if key not in found]
+            found |= {page["sk"]: page for page in read}
         return list(found.values())
 
 

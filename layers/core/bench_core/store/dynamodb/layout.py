@@ -44,6 +44,11 @@ class Layout:
         self._moving = False
         self._checked = float("-inf")
 
+    @property
+    def settled(self) -> bool:
+        """Known to be through (no read of `MARKER` needed to say so)."""
+        return self._settled
+
     def settle(self) -> None:
         """The migration got through: nothing is left where older code put it."""
         self._settled = True
