@@ -27,8 +27,8 @@ REF = AgentRef("alice", "crashy")
 @pytest.mark.parametrize("nested", [False, True], ids=["flat runs", "runs three levels deep"])
 def test_a_steady_batch_costs_at_most_two_and_a_half_write_units_and_half_a_read_unit_per_event(
         nested: bool) -> None:
-    """All in: every run the batch finishes is judged and recorded. Also with subtasks, which
-    enter the `runs` index whole (projected ALL)."""
+    """All in: every run the batch finishes is judged and recorded. Also with subtasks, each a
+    row in its run's `spans` (and no listing: see below)."""
     wru, rru = measure(batches=3, nested=nested).ingest
     assert wru <= MAX_WRITE_UNITS_PER_EVENT, f"{wru:.2f} WRU per event"
     assert rru <= MAX_READ_UNITS_PER_EVENT, f"{rru:.2f} RRU per event"
@@ -40,6 +40,24 @@ def test_a_run_per_request_costs_at_most_five_write_units_per_event_when_the_que
     delivery): its runs share the agent's write."""
     wru, rru = measure(batches=10, runs=1, gathered=True).ingest
     assert wru <= 5.0, f"{wru:.2f} WRU per event"
+
+
+def test_a_task_below_a_root_enters_one_index_its_runs_spans() -> None:
+    """A subtask's write makes one index entry, its row in `spans`: the listings (`tasks`,
+    `tstatus`) hold roots only, and a task's subtasks are listed from its run's spans."""
+    with dynamo_store() as store:
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean([
+            *task_events("root"), *task_events("kid", parent="root"),
+            *task_events("grandkid", parent="kid", status="failed")]))
+        items = store.client.scan(TableName=store.table_name)["Items"]
+        indexed = {i["sk"]["S"]: {k for k in ("tlpk", "tspk", "spk") if k in i}
+                   for i in items if i["sk"]["S"].startswith("TASK#")}
+        assert indexed == {"TASK#root": {"tlpk", "tspk"}, "TASK#kid": {"spk"},
+                           "TASK#grandkid": {"spk"}}
+        assert store.ingest.subtask_ids(REF, ["root", "kid"]) == {"root": ["kid"],
+                                                                   "kid": ["grandkid"]}
+        failed, _ = store.ingest.list_tasks(REF, parent="kid", status="failed")
+        assert [t.task_id for t in failed] == ["grandkid"]
 
 
 def test_runs_the_budget_skips_start_no_eval_and_each_is_written_once() -> None:

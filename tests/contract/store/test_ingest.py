@@ -324,6 +324,23 @@ def test_subtasks_list_under_their_parent_and_filter_by_status(store: Store) -> 
     assert store.ingest.subtask_ids(REF, ["p1", "c1"]) == {"p1": ["c1", "c2"], "c1": []}
 
 
+def test_subtasks_of_any_depth_page_under_their_own_parent_only(store: Store) -> None:
+    """A run's spans (every depth) list a task's own subtasks, newest first, a page at a time;
+    one whose parent came in a later batch is listed under it too."""
+    ingest(store, [*task_events("kid0", parent="mid"), *task_events("other", parent="root")])
+    ingest(store, [*task_events("root"), *task_events("mid", parent="root"),
+                   *(e for i in range(1, 5) for e in task_events(f"kid{i}", parent="mid"))])
+    seen, cursor = [], None
+    while True:
+        page, cursor = store.ingest.list_tasks(REF, parent="mid", limit=2, cursor=cursor)
+        seen += [t.task_id for t in page]
+        if cursor is None:
+            break
+    assert seen == ["kid4", "kid3", "kid2", "kid1", "kid0"]
+    assert store.ingest.subtask_ids(REF, ["root", "mid", "kid1"]) == {
+        "root": ["other", "mid"], "mid": ["kid0", "kid1", "kid2", "kid3", "kid4"], "kid1": []}
+
+
 @pytest.mark.parametrize("parent", ["ROOT", "P#ROOT", "root", "x#failed", "#", " "])
 def test_a_parent_id_that_looks_like_a_listing_key_is_only_a_parent(store: Store,
                                                                     parent: str) -> None:

@@ -22,7 +22,7 @@ from bench_core.ports.store import RunCounts, RunHead, Store
 from bench_core.reads import runs as reads
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
-from bench_core.store.dynamodb.codec.keys import AgentKeys
+from bench_core.store.dynamodb.codec.keys import AgentKeys, task_sort_key
 from bench_core.store.dynamodb.codec.tasks import ADDED
 from bench_core.store.sqlite.store import MIGRATIONS, RUNS_SINCE, SqliteStore
 
@@ -149,8 +149,9 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
 def where_it_was(store: Any, sk: str) -> dict[str, Any]:
     """Agent-1's item `sk` (as DynamoDB sends it) moved where Bench kept it before an agent's
     tasks and events were spread over partitions (`codec.keys`): under the agent's own key, the
-    table's migration marked as not through that step yet (`layout.py`), as a deployment of the
-    code that spreads them finds an older table."""
+    table's migration marked as not through that step yet (`layout.py`; nor through any it was
+    marked as not through), as a deployment of the code that spreads them finds an older
+    table."""
     from bench_core.store.dynamodb.layout import MARKER, SPREAD, Layout
 
     keys, table = AgentKeys("alice", "agent-1"), store.table_name
@@ -159,10 +160,25 @@ def where_it_was(store: Any, sk: str) -> dict[str, Any]:
     if item is not None:
         store.client.delete_item(TableName=table, Key=home)
         item["pk"] = {"S": keys.pk}
+        item |= listed_subtask(keys, item)
         store.client.put_item(TableName=table, Item=item)
-    store.client.put_item(TableName=table, Item={**MARKER, "done": {"N": str(SPREAD - 1)}})
+    marker = store.client.get_item(TableName=table, Key=MARKER).get("Item", {})
+    done = min(int(marker.get("done", {"N": str(SPREAD - 1)})["N"]), SPREAD - 1)
+    store.client.put_item(TableName=table, Item={**MARKER, "done": {"N": str(done)}})
     store.table.layout = Layout()
     return item or store.client.get_item(TableName=table, Key={**home, "pk": {"S": keys.pk}})["Item"]
+
+
+def listed_subtask(keys: AgentKeys, item: dict[str, Any]) -> dict[str, Any]:
+    """A subtask's entry in its parent's listing of the `tasks` index, as Bench wrote it before
+    a run's spans listed them (layout version 5)."""
+    task = json.loads(item["task"]["S"]) if "task" in item else {}
+    parent = task.get("parent_task_id")
+    if parent is None or "tlpk" in item:
+        return {}
+    sort_ts = task.get("started_at") or task.get("ended_at") or ""
+    return {"tlpk": {"S": keys.tasks_pk(parent)},
+            "tlsk": {"S": task_sort_key(sort_ts, item["sk"]["S"][len("TASK#"):])}}
 
 
 def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str, Any]:
@@ -191,11 +207,17 @@ def old_layout(store: Any, task: str, *, before_runs: bool = False) -> dict[str,
 
 def runs_layout(store: Any, task: str) -> dict[str, Any]:
     """Rewrite a stored span's item as Bench wrote them before the `spans` index: in the `runs`
-    index (ALL), under `gsi3pk`/`gsi3sk`, without a row."""
+    index (ALL), under `gsi3pk`/`gsi3sk`, without a row; the table's migration marked as not
+    through that step yet (`layout.SPANS`)."""
+    from bench_core.store.dynamodb.layout import MARKER, SPANS, Layout
+
     item = where_it_was(store, f"TASK#{task}")
     item |= {"gsi3pk": item.pop("spk"), "gsi3sk": item.pop("ssk")}
     del item["row"]
     store.client.put_item(TableName=store.table_name, Item=item)
+    store.client.put_item(TableName=store.table_name,
+                          Item={**MARKER, "done": {"N": str(SPANS - 1)}})
+    store.table.layout = Layout()
     return item
 
 

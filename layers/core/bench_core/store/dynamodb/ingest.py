@@ -6,9 +6,9 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`, `P` one of the agent's part
 `PART#{A}#{n}`, picked by a hash of the task's id, the page's key or the event's id:
 `codec.keys`, which says why):
 
-- task:           P, TASK#{task_id}  [tasks: TASKS#{A}#{L}, {sort_ts}#{task_id}]
-                  [tstatus: TSTATUS#{A}#{L}#{status}, {sort_ts}#{task_id}]
-                  where `L` is ROOT for a root task, else P#{parent_task_id}; `task` and
+- task:           P, TASK#{task_id}  [a root: tasks: TASKS#{A}#ROOT, {sort_ts}#{task_id};
+                  tstatus: TSTATUS#{A}#ROOT#{status}, {sort_ts}#{task_id}; below a root:
+                  spans: RUN#{A}#{run_id}, {sort_ts}#{task_id} (`codec.spans`)]; `task` and
                   `content` hold its folded fields as JSON (`codec.tasks.task_fields`);
                   `seen` holds a `codec.tasks.digest` of its newest events, `pages` the pages
                   they are on (`codec.tasks.TaskLedger`)
@@ -66,7 +66,7 @@ duplicates are found by the tasks' own conditional writes, not by reading every 
 
 Reads use the base table for one item, one agent's days and pages (strongly consistent) and
 the task indexes for listings (eventually consistent, like every GSI; KEYS_ONLY, the page's
-tasks are then read by key). Nothing scans.
+tasks are then read by key; a task's subtasks from its run's `spans`). Nothing scans.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ import heapq
 import itertools
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -112,6 +112,7 @@ from .codec.agents import (
 )
 from .codec.keys import DAY, EVENT, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
 from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, page_item, page_max_ts
+from .codec.spans import SPAN_ATTRIBUTES, task_from_span
 from .codec.tasks import (
     SEEN_INLINE,
     TaskLedger,
@@ -129,6 +130,7 @@ from .codec.tasks import (
 from .codec.values import Update, to_item
 from .codec.versions import version_run_updates
 from .content import ContentReader
+from .layout import SPANS
 from .leaderboard import DynamoLeaderboard, read_agent
 from .rehome import at_home
 
@@ -328,42 +330,63 @@ class DynamoIngest:
                    limit: int = 50, cursor: str | None = None
                    ) -> tuple[list[TaskState], str | None]:
         agent = AgentKeys(ref.login, ref.slug)
-        filtered = status is not None and parent is not None  # subtasks: no listing by status
-        index, pk = (("tstatus", agent.status_pk(None, status)) if status and not filtered
-                     else ("tasks", agent.tasks_pk(parent)))
-        sort = {"tasks": "tlsk", "tstatus": "tssk"}[index]
-        page = 100 if filtered else limit + 2
-        if cursor:
-            sort_ts, task_id = decode_cursor(cursor)
-            after = task_sort_key(sort_ts, task_id)
-            items = self.table.query(pk, "#sk BETWEEN :low AND :after", index=index,
-                                     forward=False, page=page, low=_LOWEST_SORT_TS,
-                                     after=after)
-            items = (item for item in items if item[sort] != after)
+        after = None if cursor is None else task_sort_key(*decode_cursor(cursor))
+        if parent is None:
+            index, pk = (("tstatus", agent.status_pk(None, status)) if status
+                         else ("tasks", agent.tasks_pk(None)))
+            entries = self._listing(pk, index, after, page=limit + 2)
         else:
-            items = self.table.query(pk, "#sk >= :low", index=index, forward=False,
-                                     page=page, low=_LOWEST_SORT_TS)
-        if filtered:
-            tasks, more = self._with_status(agent, items, str(status), limit)
-        else:
-            keys = list(itertools.islice(items, limit + 1))
-            tasks, more = self._tasks(agent, [item["sk"] for item in keys[:limit]]), len(keys) > limit
+            entries = (entry for entry in self._subtask_entries(agent, parent, after)
+                       if status is None or entry.status == status)
+        keys = list(itertools.islice(entries, limit + 1))
+        tasks = self._tasks(agent, [entry.sk for entry in keys[:limit]])
         return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id)
-                       if more and tasks else None)
+                       if len(keys) > limit and tasks else None)
 
-    def _with_status(self, agent: AgentKeys, entries: Iterator[dict[str, Any]], status: str,
-                     limit: int) -> tuple[list[TaskState], bool]:
-        """The first `limit` subtasks of a listing with `status` (and whether there are more):
-        read by key a hundred at a time and filtered, as subtasks are not in `tstatus` (one
-        index entry less on every write of a span: `codec.tasks.task_update`)."""
-        kept: list[dict[str, Any]] = []
-        while len(kept) <= limit:
-            chunk = list(itertools.islice(entries, 100))
-            if not chunk:
-                break
-            items = self.table.get_all([agent.key(e["sk"]) for e in chunk], consistent=False)
-            kept += [item for item in items if task_from_item(item).status == status]
-        return self.content.with_content(agent, kept[:limit]), len(kept) > limit
+    def _listing(self, pk: str, index: str, after: str | None, page: int | None = None
+                 ) -> Iterator[_Entry]:
+        """A listing of `index` (`tasks` or `tstatus`), newest first, below `after`."""
+        sort = {"tasks": "tlsk", "tstatus": "tssk"}[index]
+        items = self._newest(pk, index, after, page=page)
+        return (_Entry(item[sort], item["sk"]) for item in items if item[sort] != after)
+
+    def _newest(self, pk: str, index: str, after: str | None, *, page: int | None = None,
+                projection: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+        """A partition of `index` newest first, up to `after` (which the caller drops), above
+        the keys of tasks seen only in logs."""
+        if after is None:
+            return self.table.query(pk, "#sk >= :low", index=index, forward=False, page=page,
+                                    projection=projection, low=_LOWEST_SORT_TS)
+        return self.table.query(pk, "#sk BETWEEN :low AND :after", index=index, forward=False,
+                                page=page, projection=projection, low=_LOWEST_SORT_TS,
+                                after=after)
+
+    def _subtask_entries(self, agent: AgentKeys, parent: str, after: str | None
+                         ) -> Iterator[_Entry]:
+        """`parent`'s subtasks newest first, below `after`: the spans of its run whose rows
+        name it as their parent (a subtask shares its parent's run, or is recorded under its
+        parent's id while the parent is unknown), and, while the table's migration may not
+        have given every subtask its row (`layout.SPANS`) or where `parent` was stored before
+        runs existed, those older code listed under it in `tasks`. (Subtasks older code
+        wrote keep that entry, which nothing else reads, until their next write takes it
+        out.)"""
+        item = self.table.get(agent.key(TASK + parent), consistent=False)
+        run = (item or {}).get("run_id") or parent
+        rows = self._newest(agent.run_pk(run), "spans", after, projection=SPAN_ATTRIBUTES)
+        entries = (_Entry(row["ssk"], row["sk"], span.status) for row in rows
+                   if row["ssk"] != after
+                   and (span := task_from_span(row, run)).parent_task_id == parent)
+        unmigrated = item is not None and item.get("run_id") is None  # stored before runs
+        if not unmigrated and not self.table.layout.before(self.table, SPANS):
+            return entries
+        listed = (_Entry(entry.sort, entry.sk, None) for entry in
+                  self._listing(agent.tasks_pk(parent), "tasks", after))
+        return _newest_once(entries, listed, self._status_of(agent))
+
+    def _status_of(self, agent: AgentKeys) -> Callable[[str], str]:
+        def status(sk: str) -> str:
+            return task_from_item(self.table.get(agent.key(sk), consistent=False) or {}).status
+        return status
 
     def _tasks(self, agent: AgentKeys, sks: list[str]) -> list[TaskState]:
         """The tasks of an index page, in its order, read by key (eventually consistent, as
@@ -372,17 +395,39 @@ class DynamoIngest:
         return self.content.with_content(agent, items)
 
     def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
-        """One query per parent, run side by side: a page asks for all of its tasks at once."""
+        """Each task's subtasks, oldest first: one Query of each task's run's spans, run side
+        by side (a page asks for all of its tasks at once)."""
         agent = AgentKeys(ref.login, ref.slug)
 
         def children(parent: str) -> list[str]:
-            items = self.table.query(agent.tasks_pk(parent), index="tasks")
-            return [item["sk"][len(TASK):] for item in items]
+            entries = sorted(self._subtask_entries(agent, parent, None), key=lambda e: e.sort)
+            return [entry.sk[len(TASK):] for entry in entries]
 
         if not task_ids:
             return {}
         with ThreadPoolExecutor(max_workers=min(8, len(task_ids))) as pool:
             return dict(zip(task_ids, pool.map(children, task_ids), strict=True))
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A listed task: its sort key (`{sort_ts}#{task_id}`), item key, and status if known."""
+
+    sort: str
+    sk: str
+    status: str | None = None
+
+
+def _newest_once(spans: Iterator[_Entry], listed: Iterator[_Entry],
+                 status_of: Callable[[str], str]) -> Iterator[_Entry]:
+    """Two listings of one task's subtasks, newest first, merged, each subtask once; one
+    found only in the older listing gets its status from its item."""
+    seen: set[str] = set()
+    for entry in heapq.merge(spans, listed, key=lambda e: e.sort, reverse=True):
+        if entry.sk in seen:
+            continue
+        seen.add(entry.sk)
+        yield entry if entry.status is not None else replace(entry, status=status_of(entry.sk))
 
 
 def started_task(item: dict[str, Any] | None) -> TaskState | None:

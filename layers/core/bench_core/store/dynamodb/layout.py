@@ -5,8 +5,11 @@ it got through. Until one has got through version 4, an agent's tasks, chunks, p
 may still be under the agent's own partition key, where older code put them, instead of the
 partition `codec.keys` now gives them. While that may be so, a read that misses such an item
 where it now lives looks where it was (`client.Table`), and a write of a task moves it first
-(`rehome.py`), so nothing is read or written twice. Once the migration is through, a process
-learns so within `RECHECK_SECONDS`; from then on a miss is a miss.
+(`rehome.py`), so nothing is read or written twice. Until one has got through version 3,
+subtasks may have no row in `spans` yet, and a listing of a task's subtasks reads its listing
+in the `tasks` index (where older code put subtasks) as well as its run's spans (`ingest.py`).
+Once the migration is through, a process learns so within `RECHECK_SECONDS`; from then on a
+miss is a miss.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ VERSION = 4
 """The layout this code writes, as far as a migration is concerned: raised with each new step
 (2: task items chunked; 3: spans move from the `runs` index to `spans`; 4: tasks and events
 spread over the agent's partitions)."""
+SPANS = 3
+"""The version from which every subtask has its row in `spans`."""
 SPREAD = 4
 """The version from which nothing is left under an agent's own partition key but its own."""
 MARKER = to_item({"pk": "MIGRATION", "sk": "META"})
@@ -35,13 +40,13 @@ RECHECK_SECONDS = 60.0
 
 class Layout:
     """Whether items may still be where an older layout put them: read from `MARKER` on the
-    first miss, again at most every `RECHECK_SECONDS` while they may, never again once the
+    first look, again at most every `RECHECK_SECONDS` while they may, never again once the
     migration is through."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._settled = False
-        self._moving = False
+        self._done = 0
         self._checked = float("-inf")
 
     @property
@@ -54,12 +59,17 @@ class Layout:
         self._settled = True
 
     def moving(self, table: Table) -> bool:
+        """Items may still be under the agent's own partition key (before `SPREAD`)."""
+        return self.before(table, SPREAD)
+
+    def before(self, table: Table, version: int) -> bool:
+        """No pass of the migration is known to have got through `version` yet."""
         if self._settled:
             return False
         with self._lock:
             if time.monotonic() - self._checked >= RECHECK_SECONDS:
-                marker = table.get(MARKER)
-                self._moving = marker is not None and int(marker.get("done", 0)) < SPREAD
-                self._settled = not self._moving
+                marker = table.get(MARKER)  # none: a new table, which no older code wrote
+                self._done = VERSION if marker is None else int(marker.get("done", 0))
+                self._settled = self._done >= VERSION
                 self._checked = time.monotonic()
-            return self._moving
+            return self._done < version

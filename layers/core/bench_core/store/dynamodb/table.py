@@ -12,10 +12,10 @@ every batch):
 
 - `gsi1`, `gsi2` (ALL): the cold listings that read whole items: API keys, an owner's agents,
   live connections, benchmark suites, benchmark runs and their rankings.
-- `tasks` (`tlpk`, `tlsk`) and `tstatus` (`tspk`, `tssk`), KEYS_ONLY: an agent's task listings
-  (all, and its runs by status), newest first; the page's tasks are then read by key. A
-  subtask is listed by status through its parent's listing, filtered: one entry less on every
-  write of a span, and two less when its status moves. Updating a task
+- `tasks` (`tlpk`, `tlsk`) and `tstatus` (`tspk`, `tssk`), KEYS_ONLY: an agent's runs (its
+  root tasks), all and by status, newest first; the page's tasks are then read by key. A
+  subtask is in neither: a task's subtasks are read from its run's `spans` (each row names
+  its parent), so the write of a span makes one index entry, not three. Updating a task
   (its cost, its eval) touches no index unless its listing keys move.
 - `lb_runs`, `lb_success`, `lb_score`, `lb_cost`, `lb_latency`: the leaderboard, sparse (the
   sort key exists only while an agent qualifies) and spread over `leaderboard.SHARDS`

@@ -58,15 +58,9 @@ def task_update(agent: AgentKeys, before: TaskState | None, after: TaskState,
     Subtasks ADD to a task without reading it (`ADDED`), and every write bumps `version`, so a
     fold from a stale read fails its condition and is redone.
     """
-    sort_key = task_sort_key(after.sort_ts, after.task_id)
-    root = after.parent_task_id is None
     fields: dict[str, Any] = {
         **task_fields(after, rewrite=before is not None, content=keeps_content(before)),
-        "tlpk": agent.tasks_pk(after.parent_task_id), "tlsk": sort_key,
-        # roots only: a subtask's listing by status is its parent's, filtered (`ingest.py`)
-        "tspk": agent.status_pk(None, after.status) if root else None,
-        "tssk": sort_key if root else None,
-        **run_keys(agent, after)}
+        **listing_keys(agent, after), **run_keys(agent, after)}
     update = expiring(set_or_remove(Update(agent.key(TASK + after.task_id), add={"version": 1}),
                                     fields), agent)
     add_events(update, seen, pages)
@@ -135,7 +129,19 @@ def task_rewrite(agent: AgentKeys, task: TaskState) -> Update:
     update = Update(agent.key(TASK + task.task_id), add={"version": 1},
                     condition="#version = :expected", condition_values={":expected": task.version})
     return expiring(set_or_remove(update, {**task_fields(task, rewrite=True),
+                                           **listing_keys(agent, task),
                                            **run_keys(agent, task)}), agent)
+
+
+def listing_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
+    """A root's entries in the `tasks` and `tstatus` listings; None (no entry) for a subtask,
+    which its run's `spans` entries list (`ingest.py`), so a span's write costs one index
+    entry (its row), not two."""
+    if task.parent_task_id is not None:
+        return {"tlpk": None, "tlsk": None, "tspk": None, "tssk": None}
+    sort_key = task_sort_key(task.sort_ts, task.task_id)
+    return {"tlpk": agent.tasks_pk(None), "tlsk": sort_key,
+            "tspk": agent.status_pk(None, task.status), "tssk": sort_key}
 
 
 def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
