@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import botocore.client
 import httpx
 import pytest
+from bench_core.domain.errors import NotFound
 from bench_core.files import s3
 from bench_core.files.s3 import S3Drop
-from bench_core.reads import export
+from bench_core.lambdas.export import ExportJobs
+from bench_core.reads import export, export_jobs
 
 from tests.aws import cfn
 from tests.aws.moto_table import aws_session, dynamo_store
@@ -101,6 +105,66 @@ def test_a_big_export_is_answered_with_a_link_and_a_small_one_whole(
         assert json.loads(body.splitlines()[-1])["record"] == "end"
 
 
+@dataclass
+class Jobs:
+    """The export function's queue: the jobs handed off, as Lambda would queue them."""
+
+    payloads: list[dict[str, Any]] = field(default_factory=list)
+
+    def hand_off(self, job: dict[str, Any]) -> None:
+        self.payloads.append(json.loads(json.dumps(job)))  # what travels is JSON
+
+
+def test_an_export_that_outlasts_the_answer_is_handed_off_and_found_by_who_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its time in the API (`INLINE_S`), the export stops (its upload abandoned), and the
+    answer is 202 with where to look; the look says "preparing" until the export function has
+    made it whole, then 303 to the same export an answer would have held. Only who asked may
+    look; a job that fails says so."""
+    with dynamo_store() as store, serving(tmp_path, over=store, store="dynamodb") as server:
+        client = aws_session().client("s3", config=s3.CLIENT_CONFIG)
+        client.create_bucket(Bucket=BUCKET)
+        jobs = Jobs()
+        server.services.provide(files=S3Drop(BUCKET, client=client), exports=jobs)
+        runs = seed_two_runs(server)
+        path = f"/api/agents/{runs.path}/runs.jsonl"
+        whole = httpx.get(server.url + path, params={"spans": 1, "model": "gpt-4o-mini"})
+        assert whole.status_code == 200
+        monkeypatch.setattr(export_jobs, "INLINE_S", -1.0)  # the server runs in this process
+        handed = httpx.get(server.url + path, params={"spans": 1, "model": "gpt-4o-mini"})
+        assert handed.status_code == 202, handed.text
+        poll = handed.headers["location"]
+        assert handed.json() == {"status": "preparing", "poll": poll, "retry_after_s": 5}
+        assert handed.headers["retry-after"] == "5"
+        assert client.list_multipart_uploads(Bucket=BUCKET).get("Uploads", []) == []
+        assert httpx.get(server.url + poll).status_code == 202
+        owner = {"X-Bench-Key": runs.key}
+        assert httpx.get(server.url + poll, headers=owner).status_code == 404  # not theirs
+        (job,) = jobs.payloads
+        assert job["filters"] == {"model": "gpt-4o-mini"}
+        ExportJobs(server.services)(job, None)
+        ready = httpx.get(server.url + poll)
+        assert ready.status_code == 303, ready.text
+        link = ready.headers["location"]
+        body = client.get_object(Bucket=BUCKET, Key=urlparse(link).path.lstrip("/"))["Body"].read()
+        assert body == whole.content and b'"run_id": "run-a"' in body
+        assert b'"run_id": "run-b"' not in body  # the filter travelled with the job
+        assert not any(secret.encode() in body for secret in SECRETS)
+        assert httpx.get(server.url + poll.replace(job["id"], "0" * 32)).status_code == 404
+        bad = httpx.get(server.url + poll.replace(job["id"], "..%2F..%2Fx"))
+        assert bad.status_code in (400, 404, 422)
+        broken = {**job, "id": "f" * 32, "agent": f"{runs.login}/no-such-agent"}
+        with pytest.raises(NotFound):
+            ExportJobs(server.services)(broken, None)
+        failed = httpx.get(server.url + poll.replace(job["id"], broken["id"]))
+        assert failed.status_code == 500 and failed.json()["error"] == "the export failed"
+
+
+def test_one_machine_has_no_jobs_to_look_at(bench_server: RunningServer) -> None:
+    answer = httpx.get(f"{bench_server.url}/api/agents/a/b/exports/{'a' * 32}.csv")
+    assert answer.status_code == 404 and "no such export" in answer.json()["error"]
+
+
 def _template() -> dict[str, Any]:
     return cfn.load_template()
 
@@ -121,24 +185,30 @@ def test_the_export_bucket_is_private_encrypted_tls_only_and_forgets_in_a_day() 
         "Bool": {"aws:SecureTransport": "false"}}
 
 
-def test_only_the_api_function_may_write_and_read_exports_and_nothing_more() -> None:
+def test_only_the_api_and_export_functions_may_write_and_read_exports_and_nothing_more() -> None:
     template = _template()
     granted = {role: [s for s in cfn.role_statements(template, role)
                       if "ExportBucket" in json.dumps(s.get("Resource"))]
                for role in cfn.resources_of_type(template, "AWS::IAM::Role")}
-    assert {role for role, found in granted.items() if found} == {"ApiRole"}
-    (statement,) = granted["ApiRole"]
-    assert statement["Effect"] == "Allow"
-    assert sorted(cfn.as_list(statement["Action"])) == [
-        "s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"]
-    assert statement["Resource"] == {"Fn::Sub": "${ExportBucket.Arn}/" + s3.PREFIX + "*"}
-    variables = template["Resources"]["ApiFunction"]["Properties"]["Environment"]["Variables"]
-    assert cfn.resolve(variables["BENCH_EXPORT_BUCKET"], template,
-                       {"ExportBucket": "the-bucket"}) == "the-bucket"
+    assert {role for role, found in granted.items() if found} == {"ApiRole", "ExportRole"}
+    for role in ("ApiRole", "ExportRole"):
+        (statement,) = granted[role]
+        assert statement["Effect"] == "Allow"
+        assert sorted(cfn.as_list(statement["Action"])) == [
+            "s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"]
+        assert statement["Resource"] == {"Fn::Sub": "${ExportBucket.Arn}/" + s3.PREFIX + "*"}
+    for function in ("ApiFunction", "ExportFunction"):
+        variables = template["Resources"][function]["Properties"]["Environment"]["Variables"]
+        assert cfn.resolve(variables["BENCH_EXPORT_BUCKET"], template,
+                           {"ExportBucket": "the-bucket"}) == "the-bucket"
     others = [f for f in cfn.resources_of_type(template, "AWS::Serverless::Function")
-              if f != "ApiFunction"
+              if f not in ("ApiFunction", "ExportFunction")
               and "BENCH_EXPORT_BUCKET" in json.dumps(template["Resources"][f])]
     assert others == []
+    invokers = [role for role in cfn.resources_of_type(template, "AWS::IAM::Role")
+                if any("ExportFunction" in json.dumps(s.get("Resource"))
+                       for s in cfn.role_statements(template, role))]
+    assert invokers == ["ApiRole"]  # the export function trusts its payload: only the API hands off
 
 
 def test_one_machine_streams_and_has_no_drop(bench_server: RunningServer) -> None:
@@ -192,3 +262,46 @@ def test_on_lambda_the_web_function_draws_the_run_diff(site: Deployment) -> None
     answer = site.request("GET", f"/api/agents/{login}/lambda-diff/runs/run-a/vs/run-b")
     assert answer.status == 200 and answer.json()["first_divergence"] == 5
     assert site.api.invocations[-1] == "ApiFunction"
+
+
+def test_on_lambda_a_long_export_is_handed_to_the_export_function_with_only_the_granted_calls(
+        transformed: dict[str, Any], site: Deployment, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API function stops at its time, marks the job and invokes ExportFunction (an
+    asynchronous invoke, as the template names it); ExportFunction, loaded as Lambda loads it in
+    the environment the template gives it, makes the export; the API's look links it."""
+    from unittest import mock
+
+    from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
+    from tests.aws.test_live_handlers import HandedOff
+
+    handed_off = HandedOff(site)
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call",
+                        handed_off.wrap(botocore.client.BaseClient._make_api_call))
+    login = new_login()
+    key = site.create_key(login)
+    events = [*run_events("run-a", 100_000, b=False), *run_events("run-b", 200_000, b=True)]
+    assert site.request("POST", "/ingest", headers={"X-Bench-Key": key},
+                        json_body=batch("lambda-job", events)).status == 200
+    path = f"/api/agents/{login}/lambda-job/runs.csv"
+    whole = site.request("GET", path, query="spans=1", headers={"X-Bench-Key": key})
+    monkeypatch.setattr(export_jobs, "INLINE_S", -1.0)
+    handed = site.request("GET", path, query="spans=1", headers={"X-Bench-Key": key})
+    assert handed.status == 202, handed.body
+    (params,) = handed_off.queued
+    assert params["FunctionName"] == site.refs["ExportFunction"]
+    assert_granted(transformed, site.aws.calls, ["ApiFunction"])
+    poll = handed.headers["location"]
+    assert site.request("GET", poll, headers={"X-Bench-Key": key}).status == 202
+    site.aws.current = "ExportFunction"
+    environment = cfn.environment(transformed, "ExportFunction", site.refs)
+    with mock.patch.dict("os.environ", environment):
+        function = fresh_function_module(cfn.functions(transformed)["ExportFunction"].code_dir)
+        function.handler(json.loads(params["Payload"]), LambdaContext("ExportFunction"))
+    site.aws.current = "test"
+    assert_granted(transformed, site.aws.calls, ["ExportFunction"])
+    ready = site.request("GET", poll, headers={"X-Bench-Key": key})
+    assert ready.status == 303, ready.body
+    stored = aws_session().client("s3").get_object(
+        Bucket=site.refs["ExportBucket"],
+        Key=urlparse(ready.headers["location"]).path.lstrip("/"))["Body"].read()
+    assert stored == whole.body and b"secret-final-run-a" in stored  # the owner's export

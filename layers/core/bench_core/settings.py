@@ -253,6 +253,9 @@ class Settings:
     export_bucket: str | None = None
     """Set on AWS: the bucket an export too big for one Lambda answer is written to, answered
     with a short-lived link (`files/s3.py`); unset, exports stream."""
+    export_function: str | None = None
+    """Set on AWS: the function an export that outlasts an API answer is handed to
+    (`reads/export_jobs.py`); unset, an export is made within the answer."""
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -287,6 +290,7 @@ class Settings:
             "heavy_reads": _int("BENCH_HEAVY_READS", 4),
             "heavy_read_wait_s": _float("BENCH_HEAVY_READ_WAIT_S", 5.0),
             "export_bucket": os.environ.get("BENCH_EXPORT_BUCKET") or None,
+            "export_function": os.environ.get("BENCH_EXPORT_FUNCTION") or None,
         }
         values["llm"] = LLMSettings.from_env(str(overrides.get("store") or values["store"]))
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from ..ports.files import LINK_S
 
@@ -48,8 +49,20 @@ class S3Drop:
         except BaseException:
             s3.abort_multipart_upload(**where)
             raise
-        filename = name.rsplit("/", 1)[-1]
-        return str(s3.generate_presigned_url(
+        return self._signed(key)
+
+    def link(self, name: str) -> str | None:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=PREFIX + name)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return self._signed(PREFIX + name)
+
+    def _signed(self, key: str) -> str:
+        filename = key.rsplit("/", 1)[-1]
+        return str(self.client.generate_presigned_url(
             "get_object", ExpiresIn=LINK_S,
             Params={"Bucket": self.bucket, "Key": key,
                     "ResponseContentDisposition": f'attachment; filename="{filename}"'}))

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
@@ -18,8 +19,9 @@ from ..domain.errors import NotFound
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
 from ..ports.files import LINK_S, FileDrop
-from ..reads import export, run_diff
+from ..reads import export, export_jobs, run_diff
 from ..reads import runs as reads
+from ..reads.export_jobs import ExportJob, file_name
 from ..reads.run_filters import query_filters
 from ..runtime import collector
 from ..runtime.adapters import Services
@@ -260,11 +262,8 @@ async def run_diff_json(login: str, slug: str, a: str, b: str,
     return {k: v for k, v in model.items() if k != "agent"}
 
 
-EXPORT_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
-
-
 @api_router.get("/agents/{login}/{slug}/runs.{form}", response_class=StreamingResponse,
-                responses={200: {"content": {t: {} for t in EXPORT_TYPES.values()}}})
+                responses={200: {"content": {t: {} for t in export.MEDIA_TYPES.values()}}})
 async def runs_export(request: Request, login: str, slug: str, form: export.Format,
                       spans: bool = Query(False, description="each run's spans after it"),
                       limit: int = Query(export.MAX_RUNS, ge=1, le=export.MAX_RUNS),
@@ -275,24 +274,31 @@ async def runs_export(request: Request, login: str, slug: str, form: export.Form
     (`jsonl`: a record a line, `{"record": "run" | "span" | "end"}`) or CSV (`csv`: a row
     a run or span), streamed as it is read, through the privacy gate; `spans=1` adds every
     span of each run after it. On AWS an export bigger than one answer is written to the
-    export bucket and answered 303 with a link to it (`url`) that lasts a few minutes."""
+    export bucket and answered 303 with a link to it (`url`) that lasts a few minutes, and
+    one that outlasts an answer (`reads/export_jobs.py`) is answered 202 with where to look
+    for it (`poll`, `Location`), which answers 303 with the link once it is made."""
     ref = agent_ref(login, slug)
-    filters = _filters(request)
-    media_type, filename = EXPORT_TYPES[form], f"{ref.login}-{ref.slug}-runs.{form}"
-    headers = {"Content-Disposition": f'attachment; filename="{filename}"',
+    job = ExportJob(ref.path, form, _filters(request), spans, limit, viewer.login,
+                    viewer.agent_slug)
+    media_type = export.MEDIA_TYPES[form]
+    headers = {"Content-Disposition": f'attachment; filename="{file_name(ref, form)}"',
                "Cache-Control": "private, no-store"}
     drop = services.files
     if drop is not None:  # AWS: Lambda returns an answer whole, and at most 6 MB of it
-        made = await heavy_read(services.settings, _dropped, services, ref, viewer, filters,
-                                spans, limit, form, drop, f"{uuid.uuid4().hex}/{filename}")
+        made = await heavy_read(services.settings, _dropped, services, drop, job)
+        if made is None:
+            where = export_jobs.poll_path(job)
+            return JSONResponse({"status": "preparing", "poll": where,
+                                 "retry_after_s": export_jobs.POLL_AFTER_S}, status_code=202,
+                                headers={"Location": where, "Cache-Control": "no-store",
+                                         "Retry-After": str(export_jobs.POLL_AFTER_S)})
         if isinstance(made, str):
-            return JSONResponse({"url": made, "expires_in_s": LINK_S}, status_code=303,
-                                headers={"Location": made, "Cache-Control": "no-store"})
+            return _link(made)
         return Response(made, media_type=media_type, headers=headers)
     release = await take_turn(services.settings)
     try:
-        records = await run_in_threadpool(export.export, services.store, ref, viewer, filters,
-                                          spans=spans, limit=limit)
+        records = await run_in_threadpool(export.export, services.store, ref, viewer,
+                                          job.filters, spans=spans, limit=limit)
     except BaseException:
         release()
         raise
@@ -300,8 +306,47 @@ async def runs_export(request: Request, login: str, slug: str, form: export.Form
                       headers=headers)
 
 
-def _dropped(services: Services, ref: AgentRef, viewer: Viewer, filters: dict[str, Any],
-             spans: bool, limit: int, form: export.Format, drop: FileDrop,
-             name: str) -> bytes | str:
-    records = export.export(services.store, ref, viewer, filters, spans=spans, limit=limit)
-    return export.delivered(export.encoded(records, form), drop, name, EXPORT_TYPES[form])
+def _link(url: str) -> JSONResponse:
+    return JSONResponse({"url": url, "expires_in_s": LINK_S}, status_code=303,
+                        headers={"Location": url, "Cache-Control": "no-store"})
+
+
+def _dropped(services: Services, drop: FileDrop, job: ExportJob) -> bytes | str | None:
+    """The export whole, or a link to it on the drop; None once it is handed off."""
+    records = export.export(services.store, job.ref, job.viewer, job.filters, spans=job.spans,
+                            limit=job.limit)
+    chunks = export.encoded(records, job.form)
+    name, media_type = f"{uuid.uuid4().hex}/{file_name(job.ref, job.form)}", export.MEDIA_TYPES[job.form]
+    hand_off = services.exports
+    if hand_off is None:
+        return export.delivered(chunks, drop, name, media_type)
+    try:
+        return export.delivered(export_jobs.within(chunks, export_jobs.INLINE_S), drop, name,
+                                media_type)
+    except export_jobs.Overrun:
+        export_jobs.mark_started(drop, job)
+        hand_off.hand_off(job.payload())
+        return None
+
+
+@api_router.get("/agents/{login}/{slug}/exports/{job_id}.{form}")
+async def export_job(login: str, slug: str, form: export.Format,
+                     job_id: str = PathParam(pattern="^[0-9a-f]{32}$"),
+                     viewer: Viewer = Depends(current_viewer),
+                     services: Services = Depends(services_of)) -> Response:
+    """An export handed off (`runs_export`'s 202): 303 to a link to it once it is made, 202
+    while it is being made, 500 if it failed; 404 for no such export of this viewer's."""
+    drop = services.files
+    found = None if drop is None else await run_in_threadpool(
+        export_jobs.job_state, drop, viewer, agent_ref(login, slug), job_id, form)
+    if found is None:
+        raise NotFound("no such export: it was never asked for by you, or it is a day old")
+    state, link = found
+    if link is not None:
+        return _link(link)
+    if state == "failed":
+        return JSONResponse({"error": "the export failed", "detail": ["ask for it again"]},
+                            status_code=500, headers={"Cache-Control": "no-store"})
+    return JSONResponse({"status": "preparing", "retry_after_s": export_jobs.POLL_AFTER_S},
+                        status_code=202, headers={"Retry-After": str(export_jobs.POLL_AFTER_S),
+                                                  "Cache-Control": "no-store"})

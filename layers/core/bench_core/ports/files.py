@@ -5,7 +5,7 @@ short-lived link to it (`files/s3.py` `S3Drop`). One machine has no drop: it str
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 LINK_S = 300
 """How long a link to a dropped file reads it."""
@@ -16,3 +16,14 @@ class FileDrop(Protocol):
         """Write `chunks` as the file `name` (a path under the drop, the last part the name
         a download is saved as) and return a link that reads it for a short while."""
         ...
+
+    def link(self, name: str) -> str | None:
+        """A link that reads the file `name` for a short while, or None if there is none."""
+        ...
+
+
+class ExportHandOff(Protocol):
+    """Where an export that outlasts an API answer is made (`reads/export_jobs.py`): on AWS
+    the export function, by an asynchronous invoke."""
+
+    def hand_off(self, job: dict[str, Any]) -> None: ...

@@ -37,6 +37,7 @@ from .runs import (
 )
 
 Format = Literal["jsonl", "csv"]
+MEDIA_TYPES: dict[str, str] = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 RUNS_READ = 100
 """Runs read from the list at once."""
 MAX_RUNS = 100_000

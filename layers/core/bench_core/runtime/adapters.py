@@ -21,7 +21,7 @@ from ..settings import LLMSettings, Settings
 if TYPE_CHECKING:
     from ..accounts.secrets import Secrets
     from ..ports.embed import Embedder
-    from ..ports.files import FileDrop
+    from ..ports.files import ExportHandOff, FileDrop
     from ..ports.judge import Judge
     from ..ports.live import LiveTransport
     from ..ports.llm import LLM
@@ -43,7 +43,8 @@ class Services:
         return cls(settings=settings, store=open_store(settings, clock))
 
     def provide(self, **adapters: Any) -> Services:
-        """Use these adapters (`llm`, `judge`, `embedder`, `workflows`, `live`, `files`)
+        """Use these adapters (`llm`, `judge`, `embedder`, `workflows`, `live`, `files`,
+        `exports`)
         instead of building them from settings: tests, and hosts wiring their own."""
         with self._lock:
             self._built.update(adapters)
@@ -85,6 +86,11 @@ class Services:
     def files(self) -> FileDrop | None:
         """Where an answer too big to return goes (AWS); None where answers stream."""
         return self._once("files", lambda: open_file_drop(self.settings))
+
+    @property
+    def exports(self) -> ExportHandOff | None:
+        """Where an export that outlasts an API answer is made (AWS); None: within it."""
+        return self._once("exports", lambda: open_export_hand_off(self.settings))
 
     @property
     def live(self) -> LiveFeed[Any]:
@@ -162,6 +168,15 @@ def open_file_drop(settings: Settings) -> FileDrop | None:
     from ..files.s3 import S3Drop
 
     return S3Drop(settings.export_bucket)
+
+
+def open_export_hand_off(settings: Settings) -> ExportHandOff | None:
+    """The export function where the settings name one (AWS), else none."""
+    if not settings.export_function:
+        return None
+    from ..files.lambda_export import LambdaExport
+
+    return LambdaExport(settings.export_function)
 
 
 def open_live_transport(settings: Settings, store: Store) -> LiveTransport[Any]:

@@ -1,0 +1,17 @@
+"""The export function (`functions/export`): an export the API function handed off because it
+outlasts an API answer (`reads/export_jobs.py`), made whole to the export bucket."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..reads import export_jobs
+from .handler import ServicesHandler
+
+
+class ExportJobs(ServicesHandler):
+    def __call__(self, event: dict[str, Any], context: Any) -> None:
+        drop = self.services.files
+        if drop is None:
+            raise RuntimeError("BENCH_EXPORT_BUCKET is not set: there is nowhere to write")
+        export_jobs.run_job(self.services.store, drop, export_jobs.ExportJob.of(event))
