@@ -1,0 +1,121 @@
+"""Alerts: what a regression monitor (`domain.monitors`) found, kept until it is over.
+
+An alert is about one monitor of one agent (its `key`: the metric, and for a version's monitor
+the version too), and at most one of an agent's alerts per key is unresolved: a regression
+that goes on updates its alert (the numbers, `updated_at`) and opens no other, so nobody is
+told twice. It says what changed (`metric`), by how much (`baseline` to `current`, `change`),
+with what confidence (`p_value` under the `level` it was held to), since when (`since`) and
+where to look (`links`). It resolves by itself when the monitor finds the metric recovered, or
+by its owner's hand; an owner may acknowledge it meanwhile (it stays open: "seen, on it").
+
+Each delivery attempt of an alert to a webhook is kept (`Delivery`): what was sent where, the
+answer, and when the next try is due.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .monitors import HIGHER_IS_WORSE, RELATIVE, Finding, Metric
+
+State = Literal["open", "acknowledged", "resolved"]
+UNRESOLVED: tuple[State, ...] = ("open", "acknowledged")
+ALERTS_SHOWN = 50
+TITLES = {Metric.SUCCESS: "Success rate", Metric.SCORE: "Judge score",
+          Metric.COST: "Cost per successful run", Metric.P95: "p95 latency"}
+
+
+class Alert(BaseModel):
+    """One alert, as stored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    alert_id: str
+    key: str
+    """The monitor: `metric`, or `metric@version` for a version against its predecessor."""
+    metric: Metric
+    version: str | None = None
+    state: State = "open"
+    mode: str = "significant"
+    baseline: float | None = None
+    current: float | None = None
+    p_value: float | None = None
+    level: float | None = None
+    runs: int = 0
+    baseline_runs: int = 0
+    since: str
+    """When the worse stretch began (the firing window's start)."""
+    opened_at: str
+    updated_at: str
+    acknowledged_at: str | None = None
+    resolved_at: str | None = None
+    resolved_by: Literal["recovery", "owner"] | None = None
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.metric] + (f" of version {self.version}" if self.version else "")
+
+    @property
+    def change(self) -> float | None:
+        if self.baseline is None or self.current is None:
+            return None
+        return self.current - self.baseline
+
+    @property
+    def relative(self) -> bool:
+        return self.metric in RELATIVE
+
+    @property
+    def worse_when_higher(self) -> bool:
+        return self.metric in HIGHER_IS_WORSE
+
+
+def alert_key(metric: Metric, version: str | None = None) -> str:
+    return metric.value if version is None else f"{metric.value}@{version}"
+
+
+def from_finding(finding: Finding, *, alert_id: str, since: str, now: str,
+                 version: str | None = None) -> Alert:
+    """The alert a firing finding opens (or, for one already open, its new numbers)."""
+    test = finding.test
+    return Alert(alert_id=alert_id, key=alert_key(finding.metric, version),
+                 metric=finding.metric, version=version, mode=finding.mode,
+                 baseline=test.baseline if test else None,
+                 current=test.current if test else None,
+                 p_value=test.p_value if test else None, level=finding.level,
+                 runs=test.runs if test else 0, baseline_runs=test.baseline_runs if test else 0,
+                 since=since, opened_at=now, updated_at=now)
+
+
+def updated(kept: Alert, fresh: Alert) -> Alert:
+    """`kept` (an unresolved alert of the same key) with `fresh`'s numbers: it keeps its id,
+    its state, when it opened and since when."""
+    return kept.model_copy(update={
+        "baseline": fresh.baseline, "current": fresh.current, "p_value": fresh.p_value,
+        "level": fresh.level, "runs": fresh.runs, "baseline_runs": fresh.baseline_runs,
+        "updated_at": fresh.updated_at})
+
+
+def newest_first(alerts: list[Alert]) -> list[Alert]:
+    return sorted(alerts, key=lambda a: (a.opened_at, a.alert_id), reverse=True)
+
+
+class Delivery(BaseModel):
+    """One attempt to deliver an alert's news to a webhook."""
+
+    model_config = ConfigDict(frozen=True)
+
+    alert_id: str
+    attempt: int
+    event: Literal["opened", "resolved"]
+    target: Literal["webhook", "slack"]
+    url_host: str
+    """Only the host: a Slack webhook's path is its secret."""
+    at: str
+    status: int | None = None
+    """The receiver's HTTP status; None when it could not be reached."""
+    error: str | None = None
+    delivered: bool = False
+    next_try_at: str | None = None
