@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench_core.domain.alerts import Alert, Delivery
+from bench_core.domain.alerts import Alert, AlertSettings, Delivery, RuleSetting
 from bench_core.domain.models import AgentRef
 from bench_core.domain.monitors import Metric
 from bench_core.ports.store import Store
@@ -79,3 +79,16 @@ def test_each_delivery_attempt_is_kept(store: Store) -> None:
     store.alerts.record_delivery(OTHER, attempt(1, status=200, delivered=True))
     assert store.alerts.alert_deliveries(REF, "a1") == tries
     assert store.alerts.alert_deliveries(REF, "a2") == []
+
+
+def test_an_agents_alert_settings_are_kept_and_default_to_every_metric(store: Store) -> None:
+    assert store.alerts.alert_settings(REF) == AlertSettings()
+    assert len(AlertSettings().rules_for()) == len(Metric)
+    chosen = AlertSettings(webhook_url="https://hooks.example.com/bench",
+                           rules=(RuleSetting(metric=Metric.COST, mode="off"),
+                                  RuleSetting(metric=Metric.SUCCESS, min_effect=0.1)))
+    store.alerts.set_alert_settings(REF, chosen)
+    assert store.alerts.alert_settings(REF) == chosen
+    assert store.alerts.alert_settings(OTHER) == AlertSettings()
+    rules = {rule.metric: rule for rule in chosen.rules_for()}
+    assert Metric.COST not in rules and rules[Metric.SUCCESS].effect == 0.1

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from .monitors import HIGHER_IS_WORSE, RELATIVE, Finding, Metric
+from .monitors import HIGHER_IS_WORSE, RELATIVE, Finding, Metric, Rule
 
 State = Literal["open", "acknowledged", "resolved"]
 UNRESOLVED: tuple[State, ...] = ("open", "acknowledged")
@@ -119,3 +119,40 @@ class Delivery(BaseModel):
     error: str | None = None
     delivered: bool = False
     next_try_at: str | None = None
+
+
+class RuleSetting(BaseModel):
+    """An owner's choice for one metric (`domain.monitors.Rule`): off, a minimum effect for
+    the significance mode, or a threshold."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: Metric
+    mode: Literal["significant", "threshold", "off"] = "significant"
+    min_effect: float | None = Field(default=None, ge=0, le=10)
+    threshold: float | None = Field(default=None, ge=0)
+
+
+class AlertSettings(BaseModel):
+    """Where an agent's alerts go and what its monitors watch for. URLs are the owner's (only
+    the owner sees them); a Slack incoming webhook's URL is its secret."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    webhook_url: str | None = Field(default=None, max_length=2000)
+    slack_webhook_url: str | None = Field(default=None, max_length=2000)
+    rules: tuple[RuleSetting, ...] = ()
+
+    def rules_for(self) -> list[Rule]:
+        """Every metric's rule: the owner's where set (none for a metric turned off), else the
+        default."""
+        chosen = {r.metric: r for r in self.rules}
+        out = []
+        for metric in Metric:
+            setting = chosen.get(metric)
+            if setting is None:
+                out.append(Rule(metric))
+            elif setting.mode != "off" and not (setting.mode == "threshold"
+                                                and setting.threshold is None):
+                out.append(Rule(metric, setting.mode, setting.min_effect, setting.threshold))
+        return out

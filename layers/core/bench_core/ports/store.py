@@ -43,7 +43,7 @@ from ..domain.run_list import RunFilter
 from ..domain.versions import VersionStats
 
 if TYPE_CHECKING:
-    from ..domain.alerts import Alert, Delivery
+    from ..domain.alerts import Alert, AlertSettings, Delivery
     from ..domain.benchmark_records import RunRecord
     from ..domain.feedback import Feedback
     from ..domain.live import LiveConnection
@@ -395,6 +395,15 @@ class AlertStore(Protocol):
 
     def alert_deliveries(self, ref: AgentRef, alert_id: str, limit: int = 100) -> list[Delivery]:
         """An alert's delivery attempts, oldest first."""
+        ...
+
+    def set_alert_settings(self, ref: AgentRef, settings: AlertSettings) -> None:
+        """Where the agent's alerts go and what its monitors watch for (replacing any)."""
+        ...
+
+    def alert_settings(self, ref: AgentRef) -> AlertSettings:
+        """The agent's alert settings; the defaults (every metric, nowhere but the dashboard)
+        if its owner set none."""
         ...
 
 

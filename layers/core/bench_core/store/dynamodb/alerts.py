@@ -4,6 +4,7 @@ partition of the agent's own (`A` is `{login}#{slug}`):
 - an unresolved alert:  ALERTS#{A}, OPEN#{key}                          body (JSON text)
 - a resolved alert:     ALERTS#{A}, DONE#{opened_at}#{alert id}         body
 - a delivery attempt:   ALERTS#{A}, DLV#{alert id}#{event}#{target}#{attempt:04}   body
+- the owner's settings: ALERTS#{A}, SETTINGS                             body
 
 One unresolved alert per key is the layout itself: its sort key is the key, so a second
 monitor raising it finds the first (a conditional PutItem that fails) and updates it.
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...domain.alerts import Alert, Delivery, newest_first, updated
+from ...domain.alerts import Alert, AlertSettings, Delivery, newest_first, updated
 from ...domain.models import AgentRef
 from .client import Table
 from .codec.values import to_item
 
-OPEN, DONE, DELIVERY = "OPEN#", "DONE#", "DLV#"
+OPEN, DONE, DELIVERY, SETTINGS = "OPEN#", "DONE#", "DLV#", "SETTINGS"
 MAX_ATTEMPTS = 3
 """Tries of a raise or a change that lost a race with another (each re-reads the item)."""
 
@@ -110,3 +111,10 @@ class DynamoAlerts:
         kept = [Delivery.model_validate_json(item["body"])
                 for _, item in zip(range(limit), items, strict=False)]
         return sorted(kept, key=lambda d: (d.at, d.attempt))
+
+    def set_alert_settings(self, ref: AgentRef, settings: AlertSettings) -> None:
+        self.table.put(_item(ref, SETTINGS, settings.model_dump_json()))
+
+    def alert_settings(self, ref: AgentRef) -> AlertSettings:
+        item = self.table.get(to_item({"pk": _pk(ref), "sk": SETTINGS}))
+        return AlertSettings() if item is None else AlertSettings.model_validate_json(item["body"])

@@ -3,7 +3,7 @@ unresolved per key as SQLite's partial unique index keeps it, and delivery attem
 
 from __future__ import annotations
 
-from ...domain.alerts import Alert, Delivery, newest_first, updated
+from ...domain.alerts import Alert, AlertSettings, Delivery, newest_first, updated
 from ...domain.models import AgentRef
 from .state import Concern
 
@@ -53,3 +53,11 @@ class MemoryAlerts(Concern):
         with self.memory.locked() as tables:
             kept = tables.deliveries.get(ref, {}).get(alert_id, {})
             return sorted(kept.values(), key=lambda d: (d.at, d.attempt))[:limit]
+
+    def set_alert_settings(self, ref: AgentRef, settings: AlertSettings) -> None:
+        with self.memory.locked() as tables:
+            tables.alert_settings[ref] = settings
+
+    def alert_settings(self, ref: AgentRef) -> AlertSettings:
+        with self.memory.locked() as tables:
+            return tables.alert_settings.get(ref) or AlertSettings()

@@ -26,7 +26,7 @@ from ...domain.versions import VersionStats
 from ..rules import Rules
 
 if TYPE_CHECKING:
-    from ...domain.alerts import Alert, Delivery
+    from ...domain.alerts import Alert, AlertSettings, Delivery
     from ...domain.feedback import Feedback
     from ...domain.live import LiveConnection
     from ...domain.reuse_records import InvocationGrant, PublishedCapability, UsageRecord
@@ -130,6 +130,7 @@ class Tables:
     deliveries: dict[AgentRef, dict[str, dict[tuple[str, str, int], Delivery]]] = field(
         default_factory=dict)
     """By agent, alert id, then (event, target, attempt) (frozen)."""
+    alert_settings: dict[AgentRef, AlertSettings] = field(default_factory=dict)
 
 
 class Memory:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ...domain.alerts import Alert, Delivery, updated
+from ...domain.alerts import Alert, AlertSettings, Delivery, updated
 from ...domain.models import AgentRef
 from .connection import Concern
 
@@ -21,6 +21,9 @@ ALERTS_SCHEMA = """
         login TEXT NOT NULL, slug TEXT NOT NULL, alert_id TEXT NOT NULL, event TEXT NOT NULL,
         target TEXT NOT NULL, attempt INTEGER NOT NULL, at TEXT NOT NULL, body TEXT NOT NULL,
         PRIMARY KEY (login, slug, alert_id, event, target, attempt)) WITHOUT ROWID;
+    CREATE TABLE alert_settings (
+        login TEXT NOT NULL, slug TEXT NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (login, slug)) WITHOUT ROWID;
 """
 """The migration adding the tables (in `store.MIGRATIONS`)."""
 
@@ -84,3 +87,14 @@ class SqliteAlerts(Concern):
             "SELECT body FROM alert_deliveries WHERE login = ? AND slug = ? AND alert_id = ? "
             "ORDER BY at, attempt LIMIT ?", (ref.login, ref.slug, alert_id, limit)).fetchall()
         return [Delivery.model_validate_json(row["body"]) for row in rows]
+
+    def set_alert_settings(self, ref: AgentRef, settings: AlertSettings) -> None:
+        with self.db.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO alert_settings (login, slug, body) VALUES (?, ?, ?)",
+                         (ref.login, ref.slug, settings.model_dump_json()))
+
+    def alert_settings(self, ref: AgentRef) -> AlertSettings:
+        row = self.db.reader().execute(
+            "SELECT body FROM alert_settings WHERE login = ? AND slug = ?",
+            (ref.login, ref.slug)).fetchone()
+        return AlertSettings() if row is None else AlertSettings.model_validate_json(row["body"])
