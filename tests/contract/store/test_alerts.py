@@ -92,3 +92,14 @@ def test_an_agents_alert_settings_are_kept_and_default_to_every_metric(store: St
     assert store.alerts.alert_settings(OTHER) == AlertSettings()
     rules = {rule.metric: rule for rule in chosen.rules_for()}
     assert Metric.COST not in rules and rules[Metric.SUCCESS].effect == 0.1
+
+
+def test_one_look_an_hour_whoever_asks(store: Store) -> None:
+    assert store.alerts.claim_look(REF, "2026-12-03T10")
+    assert not store.alerts.claim_look(REF, "2026-12-03T10"), "the same hour again"
+    assert store.alerts.claim_look(OTHER, "2026-12-03T10"), "each agent its own"
+    assert not store.alerts.claim_look(REF, "2026-12-03T09"), "an hour before"
+    store.alerts.set_alert_settings(REF, AlertSettings(webhook_url="https://x.example/h"))
+    assert store.alerts.claim_look(REF, "2026-12-03T11")
+    assert store.alerts.alert_settings(REF).webhook_url == "https://x.example/h", \
+        "a look keeps the settings"

@@ -15,12 +15,14 @@ answer, and when the next try is due.
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .monitors import HIGHER_IS_WORSE, RELATIVE, Finding, Metric, Rule
 
 State = Literal["open", "acknowledged", "resolved"]
+Target = Literal["webhook", "slack"]
 UNRESOLVED: tuple[State, ...] = ("open", "acknowledged")
 ALERTS_SHOWN = 50
 TITLES = {Metric.SUCCESS: "Success rate", Metric.SCORE: "Judge score",
@@ -37,6 +39,8 @@ class Alert(BaseModel):
     """The monitor: `metric`, or `metric@version` for a version against its predecessor."""
     metric: Metric
     version: str | None = None
+    against: str | None = None
+    """For a version's alert: the version it was compared with."""
     state: State = "open"
     mode: str = "significant"
     baseline: float | None = None
@@ -51,7 +55,8 @@ class Alert(BaseModel):
     updated_at: str
     acknowledged_at: str | None = None
     resolved_at: str | None = None
-    resolved_by: Literal["recovery", "owner"] | None = None
+    resolved_by: Literal["recovery", "owner", "superseded"] | None = None
+    """What ended it: the metric recovered, its owner, or (a version's) a newer version."""
 
     @property
     def title(self) -> str:
@@ -77,11 +82,11 @@ def alert_key(metric: Metric, version: str | None = None) -> str:
 
 
 def from_finding(finding: Finding, *, alert_id: str, since: str, now: str,
-                 version: str | None = None) -> Alert:
+                 version: str | None = None, against: str | None = None) -> Alert:
     """The alert a firing finding opens (or, for one already open, its new numbers)."""
     test = finding.test
     return Alert(alert_id=alert_id, key=alert_key(finding.metric, version),
-                 metric=finding.metric, version=version, mode=finding.mode,
+                 metric=finding.metric, version=version, against=against, mode=finding.mode,
                  baseline=test.baseline if test else None,
                  current=test.current if test else None,
                  p_value=test.p_value if test else None, level=finding.level,
@@ -98,6 +103,50 @@ def updated(kept: Alert, fresh: Alert) -> Alert:
         "updated_at": fresh.updated_at})
 
 
+def links(alert: Alert, base_url: str, login: str, slug: str) -> dict[str, str]:
+    """Where to look: the profile, the failed runs, the owner's list of alerts, and for a
+    version's alert the two versions compared (`bench check`'s answer)."""
+    agent = f"{base_url}/u/{login}/{slug}"
+    out = {"agent": agent, "failed_runs": f"{agent}/runs?status=failed",
+           "alerts": f"{base_url}/dashboard/agents/{slug}/alerts"}
+    if alert.version is not None and alert.against is not None:
+        out["versions"] = (f"{base_url}/api/agents/{login}/{slug}/versions/check"
+                           f"?version={quote(alert.version)}&against={quote(alert.against)}")
+    return out
+
+
+def says(alert: Alert) -> str:
+    """One sentence: what changed, by how much, with what confidence, since when."""
+    what = alert.title
+    if alert.mode == "threshold":
+        return (f"{what} is {show(alert.metric, alert.current)}, past the threshold of "
+                f"{show(alert.metric, alert.baseline)} (since {alert.since})")
+    by = ""
+    if alert.change is not None and alert.baseline:
+        by = (f" ({alert.change / alert.baseline:+.0%})" if alert.relative
+              else f" ({alert.change * 100:+.1f} points)" if alert.metric in POINTS else "")
+    against = f"version {alert.against}" if alert.against else "the four weeks before"
+    p = "" if alert.p_value is None else f", p = {alert.p_value:.2g}"
+    return (f"{what} went from {show(alert.metric, alert.baseline)} ({against}) to "
+            f"{show(alert.metric, alert.current)}{by} over {alert.runs} runs{p}, since "
+            f"{alert.since}")
+
+
+POINTS = {Metric.SUCCESS, Metric.SCORE}
+
+
+def show(metric: Metric, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if metric is Metric.SUCCESS:
+        return f"{value:.1%}"
+    if metric is Metric.SCORE:
+        return f"{value:.2f}"
+    if metric is Metric.COST:
+        return f"${value:.4g}"
+    return f"{value:,.0f} ms"
+
+
 def newest_first(alerts: list[Alert]) -> list[Alert]:
     return sorted(alerts, key=lambda a: (a.opened_at, a.alert_id), reverse=True)
 
@@ -110,7 +159,7 @@ class Delivery(BaseModel):
     alert_id: str
     attempt: int
     event: Literal["opened", "resolved"]
-    target: Literal["webhook", "slack"]
+    target: Target
     url_host: str
     """Only the host: a Slack webhook's path is its secret."""
     at: str

@@ -378,8 +378,14 @@ class AlertStore(Protocol):
         ...
 
     def resolve_alert(self, ref: AgentRef, key: str, at: str, by: str) -> Alert | None:
-        """The unresolved alert of `key`, resolved (`by`: "recovery" or "owner"); None if there
-        is none."""
+        """The unresolved alert of `key`, resolved (`by`: "recovery", "owner" or
+        "superseded"); None if there is none."""
+        ...
+
+    def claim_look(self, ref: AgentRef, hour: str) -> bool:
+        """Whether the monitors may look at the agent in `hour` (`YYYY-MM-DDTHH`): True for
+        the first to ask in that hour, False for every later ask (and for an hour before the
+        last claimed)."""
         ...
 
     def agent_alerts(self, ref: AgentRef, *, unresolved: bool = False,

@@ -5,6 +5,7 @@ partition of the agent's own (`A` is `{login}#{slug}`):
 - a resolved alert:     ALERTS#{A}, DONE#{opened_at}#{alert id}         body
 - a delivery attempt:   ALERTS#{A}, DLV#{alert id}#{event}#{target}#{attempt:04}   body
 - the owner's settings: ALERTS#{A}, SETTINGS                             body
+- the monitors' look:   ALERTS#{A}, LOOK                                 hour (conditional)
 
 One unresolved alert per key is the layout itself: its sort key is the key, so a second
 monitor raising it finds the first (a conditional PutItem that fails) and updates it.
@@ -23,7 +24,7 @@ from ...domain.models import AgentRef
 from .client import Table
 from .codec.values import to_item
 
-OPEN, DONE, DELIVERY, SETTINGS = "OPEN#", "DONE#", "DLV#", "SETTINGS"
+OPEN, DONE, DELIVERY, SETTINGS, LOOK = "OPEN#", "DONE#", "DLV#", "SETTINGS", "LOOK"
 MAX_ATTEMPTS = 3
 """Tries of a raise or a change that lost a race with another (each re-reads the item)."""
 
@@ -86,6 +87,11 @@ class DynamoAlerts:
                         "ConditionExpression": "attribute_exists(pk)"}},
             self.table.put_action(_item(ref, _done_sk(done), done.model_dump_json()))])
         return done
+
+    def claim_look(self, ref: AgentRef, hour: str) -> bool:
+        return self.table.put(to_item({"pk": _pk(ref), "sk": LOOK, "hour": hour}),
+                              "attribute_not_exists(pk) OR #h < :hour", values={":hour": hour},
+                              names={"#h": "hour"})
 
     def agent_alerts(self, ref: AgentRef, *, unresolved: bool = False,
                      limit: int = 50) -> list[Alert]:

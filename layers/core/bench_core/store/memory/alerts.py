@@ -36,6 +36,13 @@ class MemoryAlerts(Concern):
     def resolve_alert(self, ref: AgentRef, key: str, at: str, by: str) -> Alert | None:
         return self._change(ref, key, state="resolved", resolved_at=at, resolved_by=by)
 
+    def claim_look(self, ref: AgentRef, hour: str) -> bool:
+        with self.memory.locked() as tables:
+            if tables.alert_looks.get(ref, "") >= hour:
+                return False
+            tables.alert_looks[ref] = hour
+            return True
+
     def agent_alerts(self, ref: AgentRef, *, unresolved: bool = False,
                      limit: int = 50) -> list[Alert]:
         with self.memory.locked() as tables:

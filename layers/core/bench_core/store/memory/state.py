@@ -131,6 +131,8 @@ class Tables:
         default_factory=dict)
     """By agent, alert id, then (event, target, attempt) (frozen)."""
     alert_settings: dict[AgentRef, AlertSettings] = field(default_factory=dict)
+    alert_looks: dict[AgentRef, str] = field(default_factory=dict)
+    """By agent: the hour of the monitors' last look."""
 
 
 class Memory:

@@ -22,7 +22,7 @@ ALERTS_SCHEMA = """
         target TEXT NOT NULL, attempt INTEGER NOT NULL, at TEXT NOT NULL, body TEXT NOT NULL,
         PRIMARY KEY (login, slug, alert_id, event, target, attempt)) WITHOUT ROWID;
     CREATE TABLE alert_settings (
-        login TEXT NOT NULL, slug TEXT NOT NULL, body TEXT NOT NULL,
+        login TEXT NOT NULL, slug TEXT NOT NULL, body TEXT, looked TEXT,
         PRIMARY KEY (login, slug)) WITHOUT ROWID;
 """
 """The migration adding the tables (in `store.MIGRATIONS`)."""
@@ -66,6 +66,14 @@ class SqliteAlerts(Concern):
     def resolve_alert(self, ref: AgentRef, key: str, at: str, by: str) -> Alert | None:
         return self._change(ref, key, state="resolved", resolved_at=at, resolved_by=by)
 
+    def claim_look(self, ref: AgentRef, hour: str) -> bool:
+        with self.db.write() as conn:
+            return bool(conn.execute(
+                "INSERT INTO alert_settings (login, slug, looked) VALUES (?, ?, ?) "
+                "ON CONFLICT (login, slug) DO UPDATE SET looked = excluded.looked "
+                "WHERE looked IS NULL OR looked < excluded.looked",
+                (ref.login, ref.slug, hour)).rowcount)
+
     def agent_alerts(self, ref: AgentRef, *, unresolved: bool = False,
                      limit: int = 50) -> list[Alert]:
         rows = self.db.reader().execute(
@@ -90,11 +98,14 @@ class SqliteAlerts(Concern):
 
     def set_alert_settings(self, ref: AgentRef, settings: AlertSettings) -> None:
         with self.db.write() as conn:
-            conn.execute("INSERT OR REPLACE INTO alert_settings (login, slug, body) VALUES (?, ?, ?)",
+            conn.execute("INSERT INTO alert_settings (login, slug, body) VALUES (?, ?, ?) "
+                         "ON CONFLICT (login, slug) DO UPDATE SET body = excluded.body",
                          (ref.login, ref.slug, settings.model_dump_json()))
 
     def alert_settings(self, ref: AgentRef) -> AlertSettings:
         row = self.db.reader().execute(
             "SELECT body FROM alert_settings WHERE login = ? AND slug = ?",
             (ref.login, ref.slug)).fetchone()
-        return AlertSettings() if row is None else AlertSettings.model_validate_json(row["body"])
+        if row is None or row["body"] is None:
+            return AlertSettings()
+        return AlertSettings.model_validate_json(row["body"])
