@@ -5,10 +5,14 @@ webhook format, and a refused URL tried once."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from bench_core.accounts.secrets import Secrets
 from bench_core.alerts.delivery import deliver, slack_body, webhook_secret
-from bench_core.alerts.monitor import Change, look
+from bench_core.alerts.monitor import Change, watch_versions
 from bench_core.clock import FixedClock
 from bench_core.domain.alerts import Alert, AlertSettings
 from bench_core.domain.models import AgentRef
@@ -16,7 +20,7 @@ from bench_core.domain.monitors import Metric
 from bench_core.settings import ReuseSettings
 from bench_core.store.memory.store import MemoryStore
 
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, serving
 from tests.http.alerts_support import receiver
 from tests.http.surfaces_data import new_login, seed_agent
 
@@ -42,16 +46,16 @@ def test_a_worse_release_opens_one_alert_and_a_newer_one_supersedes_it(
     seed_agent(bench_server, login=login, key=key, runs=60, failures=0, version="1.0")
     seed_agent(bench_server, login=login, key=key, runs=30, failures=15, version="2.0")
     store, ref = bench_server.store, AgentRef(login, "agent")
-    (opened,) = look(store, ref, "2026-12-03T10:30:00.000Z")
+    (opened,) = watch_versions(store, ref, "2026-12-03T10:30:00.000Z")
     assert opened.event == "opened" and opened.alert.key == "success_rate@2.0"
     assert (opened.alert.baseline, opened.alert.current, opened.alert.against) == (1.0, 0.5,
                                                                                    "1.0")
     assert opened.alert.p_value is not None and opened.alert.p_value < 1e-6
-    assert look(store, ref, "2026-12-03T10:59:00.000Z") == [], "one look an hour"
-    assert look(store, ref, "2026-12-03T11:00:00.000Z") == [], "still worse: no second alert"
+    assert watch_versions(store, ref, "2026-12-03T11:00:00.000Z") == [], \
+        "still worse: no second alert"
     assert [a.key for a in store.alerts.agent_alerts(ref)] == ["success_rate@2.0"]
     seed_agent(bench_server, login=login, key=key, runs=30, failures=0, version="2.1")
-    (superseded,) = look(store, ref, "2026-12-03T12:00:00.000Z")
+    (superseded,) = watch_versions(store, ref, "2026-12-03T12:00:00.000Z")
     assert superseded.event == "resolved" and superseded.alert.resolved_by == "superseded"
     assert store.alerts.agent_alerts(ref, unresolved=True) == []
 
@@ -139,3 +143,36 @@ def test_a_client_error_is_not_retried() -> None:
                         sleep=lambda s: None)
     assert [(t.status, t.next_try_at) for t in tries] == [(410, None)]
     assert hook.got[0]["json"]["event"] == "alert.resolved"
+
+
+def test_the_local_worker_looks_after_an_agents_evals_and_the_webhook_hears_of_it(
+        tmp_path: Path) -> None:
+    clock = FixedClock(datetime(2026, 12, 3, 10, 5, tzinfo=UTC))
+    with serving(tmp_path, MemoryStore.open(clock=clock), reuse=LOOPBACK) as server:
+        login = new_login()
+        key = server.create_key(login)
+        ref = AgentRef(login, "agent")
+        secret = webhook_secret(Secrets(server.services.settings).session_key(), ref)
+        with receiver(secret) as hook:
+            seed_agent(server, login=login, key=key, runs=60, failures=0, version="1.0")
+            server.store.alerts.set_alert_settings(ref, AlertSettings(webhook_url=hook.url))
+            wait_for(lambda: not server.store.alerts.claim_look(ref, "2026-12-03T09"),
+                     "the first release's evals")
+            clock.advance(timedelta(hours=1))
+            seed_agent(server, login=login, key=key, runs=30, failures=15, version="2.0")
+            wait_for(lambda: len(hook.got) >= 2, "the webhook")
+        assert {got["json"]["alert"]["key"] for got in hook.got} == {
+            "success_rate@2.0", "judge_score@2.0"}, "half the runs failed: the judge says so too"
+        for got in hook.got:
+            assert got["verified"] and got["json"]["event"] == "alert.opened"
+            assert got["json"]["links"]["agent"].endswith(f"/u/{login}/agent")
+        for alert in server.store.alerts.agent_alerts(ref):
+            (logged,) = server.store.alerts.alert_deliveries(ref, alert.alert_id)
+            assert logged.delivered and logged.at == "2026-12-03T11:05:00.000Z"
+
+
+def wait_for(done: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"{what} did not happen in {timeout_s:g} s"
+        time.sleep(0.05)

@@ -89,6 +89,9 @@ class DynamoAlerts:
         return done
 
     def claim_look(self, ref: AgentRef, hour: str) -> bool:
+        seen = self.table.get(to_item({"pk": _pk(ref), "sk": LOOK}), consistent=False)
+        if seen is not None and seen["hour"] >= hour:
+            return False  # half a read unit rather than a failed write's whole one
         return self.table.put(to_item({"pk": _pk(ref), "sk": LOOK, "hour": hour}),
                               "attribute_not_exists(pk) OR #h < :hour", values={":hour": hour},
                               names={"#h": "hour"})

@@ -67,6 +67,11 @@ class SqliteAlerts(Concern):
         return self._change(ref, key, state="resolved", resolved_at=at, resolved_by=by)
 
     def claim_look(self, ref: AgentRef, hour: str) -> bool:
+        row = self.db.reader().execute(
+            "SELECT looked FROM alert_settings WHERE login = ? AND slug = ?",
+            (ref.login, ref.slug)).fetchone()
+        if row is not None and row["looked"] is not None and row["looked"] >= hour:
+            return False  # taken: no write (the local worker asks after each eval job)
         with self.db.write() as conn:
             return bool(conn.execute(
                 "INSERT INTO alert_settings (login, slug, looked) VALUES (?, ?, ?) "
