@@ -1,6 +1,7 @@
 """``bench check``: gate a CI job on whether a new version of an agent is worse than the one
 before it, by the server's own comparison (``GET /api/agents/<login>/<slug>/versions/check``:
-the compare page's tests, Bonferroni over the lines tested).
+the compare page's tests, Bonferroni over the lines tested), or a benchmark run worse than the
+agent's run before it (``GET /api/benchmarks/runs/<id>/check``: paired by case).
 
 Standard library only. The exit status is the answer, so a workflow step needs no parsing:
 0 better or within noise, 1 worse (the evidence printed), 2 not enough runs yet,
@@ -44,11 +45,24 @@ def agent_path(server: str, agent: str, key: Optional[str]) -> str:
 
 def check(server: str, key: Optional[str], agent: str, version: str, against: Optional[str],
           min_runs: Optional[int]) -> dict[str, Any]:
-    """The server's verdict (a dict with ``status`` among `EXIT`'s keys), or a CheckError."""
+    """The server's verdict on a version (a dict with ``status`` among `EXIT`'s keys), or a
+    CheckError."""
     path = agent_path(server, agent, key)
     query = {"version": version, **({"against": against} if against else {}),
              **({"min_runs": str(min_runs)} if min_runs is not None else {})}
-    url = f"{server}/api/agents/{quote(path)}/versions/check?{urlencode(query)}"
+    return _ask(f"{server}/api/agents/{quote(path)}/versions/check?{urlencode(query)}", key)
+
+
+def check_benchmark(server: str, key: Optional[str], run_id: str, against: Optional[str],
+                    min_cases: Optional[int]) -> dict[str, Any]:
+    """The server's verdict on a benchmark run against the agent's run before it."""
+    query = {**({"against": against} if against else {}),
+             **({"min_cases": str(min_cases)} if min_cases is not None else {})}
+    return _ask(f"{server}/api/benchmarks/runs/{quote(run_id, safe='')}/check?{urlencode(query)}",
+                key)
+
+
+def _ask(url: str, key: Optional[str]) -> dict[str, Any]:
     try:
         reply = _http.request("GET", url, key, timeout=TIMEOUT)
     except ConnectionError as exc:
@@ -65,9 +79,28 @@ def _side(summary: dict[str, Any]) -> str:
     return f"{summary['version']} ({summary['runs']} runs)"
 
 
+def benchmark_lines(answer: dict[str, Any]) -> List[str]:
+    """What ``bench check --benchmark-run`` prints: the verdict, then each paired test."""
+    run, base = answer["run"], answer["against"]
+    heading = {"pass": "no regression (better or within noise)", "worse": "WORSE beyond noise",
+               "insufficient": f"not enough yet (both graded, at least {answer['min_cases']} cases)"}
+    out = [f"{run['agent']} on {run['suite']}: run {run['run_id']} against {base['run_id']} "
+           f"({answer['cases']} cases): {heading[answer['status']]}"]
+    worse = set(answer.get("worse") or ())
+    for line in answer["lines"]:
+        mark = "✗" if line["key"] in worse else " "
+        out.append(f" {mark} {line['title']}: {line['lost']} cases worse, {line['gained']} better "
+                   f"(p = {line['p_value']:.2g}; {line['method']})")
+    if worse:
+        out.append(f"   worse means p < {answer['threshold']:.3g} and more cases lost than gained")
+    return out
+
+
 def report_lines(answer: dict[str, Any]) -> List[str]:
     """What ``bench check`` prints: the verdict, then each line of the comparison, the worse
     ones marked, with their p-value and the threshold they were held to."""
+    if "run" in answer:
+        return benchmark_lines(answer)
     newer, older = answer["newer"], answer["older"]
     heading = {"pass": "no regression (better or within noise)",
                "worse": "WORSE beyond noise",

@@ -20,7 +20,7 @@ from bench import _config
 from bench._benchmark import DEFAULT_WAIT_S, BenchmarkError, run_benchmark, show_run
 from bench._benchmark import list_lines as benchmark_list_lines
 from bench._benchmark import run_lines as benchmark_run_lines
-from bench._check import EXIT, EXIT_ERROR, CheckError, as_json, check, report_lines
+from bench._check import EXIT, EXIT_ERROR, CheckError, as_json, check, check_benchmark, report_lines
 from bench._login import LoginError, device_login
 from bench._project import (
     ProjectError,
@@ -263,12 +263,16 @@ def _add_check(commands: Subparsers) -> None:
         "check", help="CI gate: exit 0 if a version is not worse than the one before it, 1 if worse, "
                       "2 if it has too few runs yet, 3 if the check could not be made")
     parser.error_status = EXIT_ERROR
-    parser.add_argument("--agent", required=True, metavar="[LOGIN/]SLUG",
+    parser.add_argument("--agent", metavar="[LOGIN/]SLUG",
                         help="the agent (a bare slug is the key's owner's)")
-    parser.add_argument("--version", required=True, metavar="NEW", help="the version to check")
-    parser.add_argument("--against", metavar="OLD", help="the version to compare with (default: the one before NEW)")
+    parser.add_argument("--version", metavar="NEW", help="the version to check")
+    parser.add_argument("--benchmark-run", metavar="RUN_ID",
+                        help="instead of a version: a benchmark run, against the agent's run before it")
+    parser.add_argument("--against", metavar="OLD",
+                        help="the version (or benchmark run) to compare with (default: the one before)")
     parser.add_argument("--min-runs", type=int, metavar="N",
-                        help="runs each version needs before a verdict (default and least: the server's, 10)")
+                        help="runs each version (cases each benchmark run) needs before a verdict "
+                             "(default and least: the server's, 10)")
     parser.add_argument("--json", action="store_true", help="print the server's answer as JSON")
     _endpoint_option(parser)
     parser.set_defaults(run=_check)
@@ -276,9 +280,16 @@ def _add_check(commands: Subparsers) -> None:
 
 def _check(args: argparse.Namespace) -> int:
     server = _config.base_url(args.endpoint)
+    key = _config.api_key(None, server)
     try:
-        answer = check(server, _config.api_key(None, server), args.agent, args.version, args.against,
-                       args.min_runs)
+        if args.benchmark_run is not None:
+            if args.agent or args.version:
+                raise CheckError("--benchmark-run takes neither --agent nor --version")
+            answer = check_benchmark(server, key, args.benchmark_run, args.against, args.min_runs)
+        elif not (args.agent and args.version):
+            raise CheckError("pass --agent and --version (or --benchmark-run)")
+        else:
+            answer = check(server, key, args.agent, args.version, args.against, args.min_runs)
     except CheckError as error:
         print(f"bench check: {error}", file=sys.stderr)
         return EXIT_ERROR

@@ -10,8 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
+from tests.benchmark_support import SUITE, graded_run, new_slug, run_body, suite_document, with_output
 from tests.conftest import RunningServer
 from tests.http.surfaces_data import new_login, seed_agent
 
@@ -81,7 +83,9 @@ def test_too_few_runs_yet_exits_2(bench_server: RunningServer, tmp_path: Path) -
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["--version", "1.0.0"], "the following arguments are required: --agent"),
+    (["--version", "1.0.0"], "pass --agent and --version (or --benchmark-run)"),
+    (["--benchmark-run", "r1", "--agent", "a/b"], "--benchmark-run takes neither"),
+    (["--benchmark-run", "no-such-run"], "benchmark run not found"),
     (["--agent", "a/b/c", "--version", "1.0.0"], "--agent must be SLUG or LOGIN/SLUG"),
     (["--agent", "{path}", "--version", "1.0.0", "--min-runs", "3"], "min_runs"),
     (["--agent", "{path}", "--version", "1.0.0", "--against", "0.9"], "version 0.9 has no runs"),
@@ -104,3 +108,57 @@ def test_an_unreachable_server_exits_3(tmp_path: Path) -> None:
                            "--version", "1", "--endpoint", "http://127.0.0.1:9"],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     assert done.returncode == 3 and "cannot reach http://127.0.0.1:9" in done.stderr
+
+
+def perfect_run(slug: str) -> dict[str, object]:
+    body = run_body(slug, repeats=2)
+    for repeat in range(2):
+        for i, case in enumerate(suite_document()["cases"]):
+            answer = " ".join(f"{f['claim']} [{f['sources'][0]}]" for f in case["facts"])
+            body = with_output(body, repeat * len(suite_document()["cases"]) + i, answer)
+    return body
+
+
+def broken_run(slug: str, broken: int) -> dict[str, object]:
+    """The perfect run with its first `broken` cases answering nothing useful."""
+    body = perfect_run(slug)
+    cases = len(suite_document()["cases"])
+    for repeat in range(2):
+        for i in range(broken):
+            body = with_output(body, repeat * cases + i, "I could not find anything.")
+    return body
+
+
+def benchmark_runs(server: RunningServer, *bodies: dict[str, object]) -> list[str]:
+    login = new_login()
+    key = server.create_key(login)
+    ids = []
+    for body in bodies:
+        accepted = httpx.post(f"{server.url}/api/benchmarks/{SUITE}/runs", json=body,
+                              headers={"X-Bench-Key": key}, timeout=30)
+        ids.append(graded_run(server.url, accepted, key)["run_id"])
+    return ids
+
+
+def test_a_benchmark_run_gates_on_the_agents_run_before_it(bench_server: RunningServer,
+                                                         tmp_path: Path) -> None:
+    slug = new_slug()
+    good, same, worse, slightly = benchmark_runs(
+        bench_server, perfect_run(slug), perfect_run(slug), broken_run(slug, 12),
+        broken_run(slug, 13))
+    passed = bench_check(bench_server, tmp_path, "--benchmark-run", same)
+    assert passed.returncode == 0, passed.stderr
+    assert f"run {same} against {good} (22 cases): no regression" in passed.stdout
+    failed = bench_check(bench_server, tmp_path, "--benchmark-run", worse)
+    assert failed.returncode == 1, failed.stderr
+    assert "WORSE beyond noise" in failed.stdout
+    (hat_k,) = [line for line in failed.stdout.splitlines() if "pass^k" in line]
+    assert hat_k.startswith(" ✗") and "12 cases worse, 0 better" in hat_k
+    answer = json.loads(bench_check(bench_server, tmp_path, "--benchmark-run", slightly,
+                                    "--against", worse, "--json").stdout)
+    assert answer["status"] == "pass" and answer["against"]["run_id"] == worse, \
+        "one case more lost is within noise"
+    wait = bench_check(bench_server, tmp_path, "--benchmark-run", same, "--min-runs", "30")
+    assert wait.returncode == 2 and "not enough yet" in wait.stdout
+    first = bench_check(bench_server, tmp_path, "--benchmark-run", good)
+    assert first.returncode == 3 and "no earlier run" in first.stderr
