@@ -1,7 +1,8 @@
-"""Alerts from the version monitors through the real ingest path, and their delivery: a signed
-webhook to a receiver on loopback that checks the signature and fails once (the retry is seen,
-and the delivery log has both tries), a Slack message with the fields of Slack's incoming
-webhook format, and a refused URL tried once."""
+"""Alerts from the version monitors through the real ingest path (on SQLite and DynamoDB), the
+local worker's look after an agent's evals, and their delivery: a signed webhook to a receiver
+on loopback that checks the signature and fails once (the retry is seen, and the delivery log
+has both tries), a Slack message with the fields of Slack's incoming webhook format, and a
+refused URL tried once."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def an_alert(**fields: object) -> Alert:
 
 
 def test_a_worse_release_opens_one_alert_and_a_newer_one_supersedes_it(
-        bench_server: RunningServer) -> None:
+        server_on_each_store: RunningServer) -> None:
+    bench_server = server_on_each_store
     login = new_login()
     key = bench_server.create_key(login)
     seed_agent(bench_server, login=login, key=key, runs=60, failures=0, version="1.0")
