@@ -5,9 +5,13 @@ steady state; each metric, both modes, and a version against its predecessor."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from bench_core.alerts.monitor import watch_series
 from bench_core.domain import stats
+from bench_core.domain.alerts import AlertSettings, RuleSetting
+from bench_core.domain.models import AgentRef, iso
 from bench_core.domain.monitors import (
     LOOK_ALPHA,
     Metric,
@@ -19,6 +23,7 @@ from bench_core.domain.monitors import (
     watch,
 )
 from bench_core.domain.versions import VersionStats
+from bench_core.store.memory.store import MemoryStore
 
 from tests.monitor_support import Regime, alert_events, stream
 
@@ -123,3 +128,28 @@ def test_a_series_totals_any_stretch() -> None:
     totals = Series(periods).totals(3, 6)
     assert (totals.runs, totals.successes, totals.latency_hist[1]) == (12, 5, 12)
     assert Series(periods).totals(-5, 2).runs == 1
+
+
+def test_an_agents_series_keeps_one_alert_in_the_store_from_the_change_to_the_recovery() -> None:
+    """The time series' seam (`alerts.monitor.watch_series`), a look per completed hour,
+    through the store's alerts: one alert, opened after the change, resolved after the
+    recovery, none before."""
+    recover = CHANGE + 10 * DAY
+    periods = stream(7, recover + 6 * DAY, 100, changed(replace(STEADY, success=0.8), recover))
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    starts = [iso(start + timedelta(hours=h)) for h in range(len(periods))]
+    store, ref = MemoryStore.open(), AgentRef("owner", "agent")
+    store.alerts.set_alert_settings(ref, AlertSettings(rules=tuple(
+        RuleSetting(metric=m, mode="off") for m in Metric if m is not Metric.SUCCESS)))
+    series = Series()
+    events = []
+    for h, period in enumerate(periods):
+        series.append(period)
+        now = iso(start + timedelta(hours=h + 1))
+        events += [(h, change.event) for change in watch_series(store, ref, series, starts, now)]
+    assert [event for _, event in events] == ["opened", "resolved"]
+    (opened, _), (resolved, _) = events
+    assert CHANGE <= opened < CHANGE + 7 * DAY and recover <= resolved < recover + 3 * DAY
+    (alert,) = store.alerts.agent_alerts(ref)
+    assert (alert.key, alert.state, alert.resolved_by) == ("success_rate", "resolved", "recovery")
+    assert alert.since >= starts[CHANGE - 7 * DAY] and alert.baseline_runs > 2000

@@ -1,8 +1,8 @@
 """Run an agent's regression monitors and keep its alerts (`domain.monitors`, `domain.alerts`).
 
 What is watched today is each agent's newest version against the one before it, from the
-version counters (`watch_versions`); the time series of an agent's own counters goes through
-the same `keep` once its hourly counters exist (`domain.monitors.watch` over a `Series`).
+version counters (`watch_versions`); the time series of an agent's own counters is
+`watch_series`, ready for its hourly counters to be handed in as a `domain.monitors.Series`.
 
 A look is claimed per agent and hour in the store (`AlertStore.claim_look`) before it is
 taken: the monitors' false-alarm budget counts looks (`domain.monitors.LOOK_ALPHA`), so
@@ -14,13 +14,14 @@ changes nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from ..domain.alerts import Alert, alert_key, from_finding
+from ..domain.alerts import ALERTS_SHOWN, Alert, alert_key, from_finding
 from ..domain.models import AgentRef
-from ..domain.monitors import Finding, period_of, versus
+from ..domain.monitors import Finding, Series, period_of, versus, watch
 from ..ports.services import WithAgents, WithAlerts
 
 Event = Literal["opened", "resolved"]
@@ -90,6 +91,30 @@ def watch_versions(store: MonitorConcerns, ref: AgentRef, now: str) -> list[Chan
         Sighting(versus(period_of(newer), period_of(older), rule), since, newer.version,
                  older.version)
         for rule in rules], now)
+
+
+def watch_series(store: WithAlerts, ref: AgentRef, series: Series, starts: Sequence[str],
+                 now: str) -> list[Change]:
+    """The agent's own monitors over its counters' completed periods (`series`, oldest first;
+    `starts[i]` when period `i` began, ISO text like the alerts' times): each metric's open
+    alert is judged against the baseline before it began, and a metric whose alert resolved
+    is looked at only after that (`domain.monitors.watch`). The seam for the hourly counters:
+    call it once per completed period."""
+    kept = store.alerts.agent_alerts(ref, limit=ALERTS_SHOWN)
+    sightings = []
+    for rule in store.alerts.alert_settings(ref).rules_for():
+        key = alert_key(rule.metric)
+        mine = [a for a in kept if a.key == key]
+        open_ = next((a for a in mine if a.state != "resolved"), None)
+        resolved_at = next((a.resolved_at for a in mine if a.resolved_at is not None), None)
+        finding = watch(series, rule,
+                        None if open_ is None else bisect_left(starts, open_.since),
+                        None if resolved_at is None else bisect_right(starts, resolved_at))
+        since = open_.since if open_ is not None else (
+            starts[finding.since] if finding.since is not None and finding.since < len(starts)
+            else now)
+        sightings.append(Sighting(finding, since))
+    return keep(store, ref, sightings, now)
 
 
 def look(store: MonitorConcerns, ref: AgentRef, now: str) -> list[Change]:
