@@ -162,3 +162,18 @@ def test_a_benchmark_run_gates_on_the_agents_run_before_it(bench_server: Running
     assert wait.returncode == 2 and "not enough yet" in wait.stdout
     first = bench_check(bench_server, tmp_path, "--benchmark-run", good)
     assert first.returncode == 3 and "no earlier run" in first.stderr
+
+
+def test_a_private_agent_is_checked_with_its_owners_key_only(bench_server: RunningServer,
+                                                             tmp_path: Path) -> None:
+    path, key = releases(bench_server, ("1.0.0", 30, 0), ("2.0.0", 30, 12))
+    response = httpx.patch(f"{bench_server.url}/api/agents/{path}", json={"visibility": "private"},
+                           headers={"X-Bench-Key": key}, timeout=10)
+    assert response.status_code == 200
+    hidden = bench_check(bench_server, tmp_path, "--agent", path, "--version", "2.0.0")
+    assert hidden.returncode == 3 and "agent not found" in hidden.stderr
+    owned = bench_check(bench_server, tmp_path, "--agent", path, "--version", "2.0.0", key=key)
+    assert owned.returncode == 1, owned.stderr
+    refused = bench_check(bench_server, tmp_path, "--agent", path, "--version", "2.0.0",
+                          key="bk_not_a_real_key_at_all")
+    assert refused.returncode == 3 and "rejected the key" in refused.stderr
