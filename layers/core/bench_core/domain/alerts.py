@@ -104,14 +104,17 @@ def updated(kept: Alert, fresh: Alert) -> Alert:
 
 
 def links(alert: Alert, base_url: str, login: str, slug: str) -> dict[str, str]:
-    """Where to look: the profile, the failed runs, the owner's list of alerts, and for a
-    version's alert the two versions compared (`bench check`'s answer)."""
+    """Where to look: the profile, the failed runs, the failure clusters, the owner's list of
+    alerts, and for a version's alert the two versions compared (`bench check`'s answer, and
+    the profile's versions)."""
     agent = f"{base_url}/u/{login}/{slug}"
     out = {"agent": agent, "failed_runs": f"{agent}/runs?status=failed",
+           "failure_clusters": f"{agent}#insights-title",
            "alerts": f"{base_url}/dashboard/agents/{slug}/alerts"}
     if alert.version is not None and alert.against is not None:
         out["versions"] = (f"{base_url}/api/agents/{login}/{slug}/versions/check"
                            f"?version={quote(alert.version)}&against={quote(alert.against)}")
+        out["versions_page"] = f"{agent}#versions"
     return out
 
 
