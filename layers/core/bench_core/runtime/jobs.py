@@ -3,6 +3,7 @@ runner (`workflows/local.py`) is handed, so the runner, an adapter, imports no u
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
@@ -55,7 +56,9 @@ class LocalJobs:
         return self.ports.store.retention.purge_expired(now)
 
     def watch(self, agent: str) -> None:
-        watch_agent(self.ports, parse_agent(agent))
+        """In a thread of its own: a webhook's retries (seconds) never hold a judge's worker."""
+        threading.Thread(target=watch_agent, args=(self.ports, parse_agent(agent)),
+                         name="bench-alerts", daemon=True).start()
 
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,
