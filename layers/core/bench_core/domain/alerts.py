@@ -23,7 +23,6 @@ from .monitors import HIGHER_IS_WORSE, RELATIVE, Finding, Metric, Rule
 
 State = Literal["open", "acknowledged", "resolved"]
 Target = Literal["webhook", "slack"]
-UNRESOLVED: tuple[State, ...] = ("open", "acknowledged")
 ALERTS_SHOWN = 50
 TITLES = {Metric.SUCCESS: "Success rate", Metric.SCORE: "Judge score",
           Metric.COST: "Cost per successful run", Metric.P95: "p95 latency"}

@@ -124,10 +124,6 @@ class Rule:
         return DEFAULT_MIN_EFFECT[self.metric] if self.min_effect is None else self.min_effect
 
 
-def default_rules() -> list[Rule]:
-    return [Rule(metric) for metric in Metric]
-
-
 @dataclass
 class Totals:
     """Counts added up over a stretch of periods."""

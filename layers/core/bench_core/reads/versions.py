@@ -88,10 +88,6 @@ def version_stats(store: WithAgents, ref: AgentRef, version: str) -> dict[str, A
     return version_summary(found or VersionStats(version))
 
 
-CHECK_STATUSES = ("pass", "worse", "insufficient")
-"""`bench check`'s answers: better or within noise, worse beyond noise, too few runs to say."""
-
-
 def _predecessor(versions: list[VersionStats], version: str) -> VersionStats:
     """The version seen before `version` (newest first; a version with no run yet is newer
     than every one), or NotFound when there is none to compare with."""
