@@ -50,6 +50,13 @@ SECTION_CHARS = 3000
 """Slack's limit on a section's text."""
 
 
+def longest_s(outbound_settings: ReuseSettings) -> float:
+    """The longest one change's delivery can take: every try of both targets timing out, and
+    the waits between them (what a caller with a deadline keeps in hand)."""
+    waits = sum(BACKOFF_S * 2.0 ** n for n in range(ATTEMPTS - 1))
+    return 2 * (ATTEMPTS * outbound_settings.timeout_s + waits)
+
+
 def webhook_secret(signing_key: bytes, ref: AgentRef) -> str:
     """The agent's webhook secret: its own, and the same on every process of a deployment."""
     return hmac.new(signing_key, f"bench-alert-webhook:{ref.login}/{ref.slug}".encode(),

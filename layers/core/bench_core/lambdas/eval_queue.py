@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..alerts.delivery import longest_s
 from ..alerts.watch import watch_agent
 from ..evals.queue import Queued, judge_messages, queued
 from ..log import logger
@@ -21,9 +22,10 @@ from ..runtime.adapters import Services
 from ..workflows.eval_queue import EvalQueue
 from .handler import ServicesHandler
 
-WATCH_TIME = timedelta(seconds=60)
-"""Kept for a look at an agent's regression monitors, with its webhooks' retries
-(`alerts/watch.py`; once an hour per agent, whichever function instance asks first)."""
+WATCH_MARGIN = timedelta(seconds=10)
+"""Kept for a look at an agent's regression monitors (`alerts/watch.py`; once an hour per
+agent, whichever function instance asks first) besides its webhooks' longest delivery
+(`alerts/delivery.py` `longest_s`)."""
 RECORD_MARGIN = timedelta(seconds=10)
 """Kept back from the invocation's time for the last round's store write and the answer."""
 
@@ -52,8 +54,9 @@ class EvalDeliveries(ServicesHandler):
             return timedelta(milliseconds=context.get_remaining_time_in_millis()) - RECORD_MARGIN
 
         again = judge_messages(self.services, messages, time_left)
+        watch_time = WATCH_MARGIN + timedelta(seconds=longest_s(self.services.settings.reuse))
         for ref in dict.fromkeys(m.agent for m in messages):
-            if time_left() > WATCH_TIME:  # else the next delivery of the agent's runs looks
+            if time_left() > watch_time:  # else the next delivery of the agent's runs looks
                 watch_agent(self.services, ref)
         receipts = {r["messageId"]: r["receiptHandle"] for r in records}
         for message_id, wait in again.items():
