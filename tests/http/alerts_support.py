@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from bench_core.domain.models import AgentRef, iso
+
+from tests.conftest import RunningServer
+
 MAX_AGE_S = 300
 
 
@@ -70,3 +74,18 @@ def receiver(secret: str = "", statuses: list[int] | None = None) -> Iterator[Re
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def quiet_monitors(server: RunningServer, ref: AgentRef, runs: int) -> bool:
+    """Once the server's judge has scored the agent's `runs`, take this hour's look of its
+    monitors (whether or not the worker took it already), so no background look changes the
+    alerts a test is looking at: the worker looks after an agent's evals, once an hour.
+    Whether the server judges at all (one over DynamoDB queues its evals for AWS's function)."""
+    judges = server.services.settings.embedded_store
+    deadline = time.monotonic() + 60
+    while judges and ((agent := server.store.agents.get_agent(ref)) is None
+                      or agent.stats.eval_count < runs):
+        assert time.monotonic() < deadline, "the judge did not score the runs in 60 s"
+        time.sleep(0.05)
+    server.store.alerts.claim_look(ref, iso(server.store.clock.now())[:13])
+    return judges

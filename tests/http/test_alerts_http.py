@@ -12,6 +12,7 @@ from bench_core.domain.monitors import Metric
 
 from tests.conftest import RunningServer
 from tests.http.accounts_support import Browser
+from tests.http.alerts_support import quiet_monitors
 from tests.http.surfaces_data import new_login, seed_agent
 
 
@@ -21,6 +22,7 @@ def regressed(server: RunningServer) -> tuple[str, str]:
     key = server.create_key(login)
     seed_agent(server, login=login, key=key, runs=60, failures=0, version="1.0")
     seed_agent(server, login=login, key=key, runs=30, failures=15, version="2.0")
+    quiet_monitors(server, AgentRef(login, "agent"), 90)
     watch_versions(server.store, AgentRef(login, "agent"), "2026-12-03T10:30:00.000Z")
     return login, key
 
@@ -74,7 +76,7 @@ def test_the_json_twin_lists_the_alerts_and_the_webhook_secret(bench_server: Run
                        headers={"X-Bench-Key": key}, timeout=10)
     assert answer.status_code == 200
     body = answer.json()
-    assert "success_rate@2.0" in {a["key"] for a in body["alerts"]}
+    assert {a["key"] for a in body["alerts"]} == {"success_rate@2.0", "judge_score@2.0"}
     success = next(a for a in body["alerts"] if a["key"] == "success_rate@2.0")
     assert (success["state"], success["baseline"], success["current"]) == ("open", 1.0, 0.5)
     assert success["links"]["versions"].endswith(
