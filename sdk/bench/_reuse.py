@@ -68,7 +68,8 @@ def _key(server: str) -> str:
     return key
 
 
-def _login(server: str, key: str) -> str:
+def key_login(server: str, key: str) -> str:
+    """The login the key acts for."""
     reply = _request("GET", f"{server}/api/usage?limit=1", key)
     if reply.status != 200 or not isinstance(reply.payload.get("login"), str):
         raise _failure(reply)
@@ -117,7 +118,7 @@ def publish(server: str, root: Path) -> dict[str, Any]:
     slug, card = read_card(root)
     privacy = read_privacy(root)
     key = _key(server)
-    login = _login(server, key)
+    login = key_login(server, key)
     if privacy:  # content is hidden until the owner shows it: here, by saying so in the file
         reply = _request("PATCH", f"{server}/api/agents/{login}/{slug}", key, privacy)
         if reply.status == 404:

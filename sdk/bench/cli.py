@@ -1,4 +1,5 @@
-"""The ``bench`` command: ``init``, ``doctor``, ``test``, ``login``, ``publish``, ``call``, ``benchmark``.
+"""The ``bench`` command: ``init``, ``doctor``, ``test``, ``login``, ``publish``, ``call``, ``benchmark``,
+``check``.
 
 Standard library only. Each command is registered by one ``_add_*`` function on the shared
 subparser group, so a new command (or a group such as ``bench benchmark run``) is one more
@@ -13,12 +14,13 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, NoReturn, Optional, Sequence
 
 from bench import _config
 from bench._benchmark import DEFAULT_WAIT_S, BenchmarkError, run_benchmark, show_run
 from bench._benchmark import list_lines as benchmark_list_lines
 from bench._benchmark import run_lines as benchmark_run_lines
+from bench._check import EXIT, EXIT_ERROR, CheckError, as_json, check, check_benchmark, report_lines
 from bench._login import LoginError, device_login
 from bench._project import (
     ProjectError,
@@ -31,9 +33,6 @@ from bench._project import (
 from bench._reuse import ReuseError, call, publish
 from bench._verify import VerifyError, send_verification_task
 from bench._version import __version__
-
-if TYPE_CHECKING:
-    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 class CliError(Exception):
@@ -54,6 +53,21 @@ def _agent_target(endpoint: Optional[str], slug: Optional[str], flag: str) -> tu
     if not key:
         raise CliError(f"no key: set BENCH_KEY or run `bench login --endpoint {server}`")
     return server, slug, key
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors exit ``error_status``: 2 as argparse's, but
+    `EXIT_ERROR` for ``bench check``, where 2 means "not enough runs yet"."""
+
+    error_status = 2
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(self.error_status, f"{self.prog}: error: {message}\n")
+
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[_Parser]
 
 
 # ── init ─────────────────────────────────────────────────────────────────────────────────────
@@ -242,14 +256,55 @@ def _benchmark_show(args: argparse.Namespace) -> int:
     return 0
 
 
+# ── check ────────────────────────────────────────────────────────────────────────────────────
+
+def _add_check(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "check", help="CI gate: exit 0 if a version is not worse than the one before it, 1 if worse, "
+                      "2 if it has too few runs yet, 3 if the check could not be made")
+    parser.error_status = EXIT_ERROR
+    parser.add_argument("--agent", metavar="[LOGIN/]SLUG",
+                        help="the agent (a bare slug is the key's owner's)")
+    parser.add_argument("--version", metavar="NEW", help="the version to check")
+    parser.add_argument("--benchmark-run", metavar="RUN_ID",
+                        help="instead of a version: a benchmark run, against the agent's run before it")
+    parser.add_argument("--against", metavar="OLD",
+                        help="the version (or benchmark run) to compare with (default: the one before)")
+    parser.add_argument("--min-runs", type=int, metavar="N",
+                        help="runs each version (cases each benchmark run) needs before a verdict "
+                             "(default and least: the server's, 10)")
+    parser.add_argument("--json", action="store_true", help="print the server's answer as JSON")
+    _endpoint_option(parser)
+    parser.set_defaults(run=_check)
+
+
+def _check(args: argparse.Namespace) -> int:
+    server = _config.base_url(args.endpoint)
+    key = _config.api_key(None, server)
+    try:
+        if args.benchmark_run is not None:
+            if args.agent or args.version:
+                raise CheckError("--benchmark-run takes neither --agent nor --version")
+            answer = check_benchmark(server, key, args.benchmark_run, args.against, args.min_runs)
+        elif not (args.agent and args.version):
+            raise CheckError("pass --agent and --version (or --benchmark-run)")
+        else:
+            answer = check(server, key, args.agent, args.version, args.against, args.min_runs)
+    except CheckError as error:
+        print(f"bench check: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    print(as_json(answer) if args.json else "\n".join(report_lines(answer)))
+    return EXIT[answer["status"]]
+
+
 # ── entry point ──────────────────────────────────────────────────────────────────────────────
 
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_init, _add_doctor, _add_test, _add_login,
-                                                        _add_publish, _add_call, _add_benchmark)
+                                                        _add_publish, _add_call, _add_benchmark, _add_check)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bench", description="Bench: observability for AI agents.")
+    parser = _Parser(prog="bench", description="Bench: observability for AI agents.")
     parser.add_argument("--version", action="version", version=f"bench-observe {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     for add in COMMANDS:

@@ -13,11 +13,15 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+from bench_core.alerts.monitor import watch_versions
+from bench_core.domain.alerts import AlertSettings
+from bench_core.domain.models import AgentRef
 from mcp import Client
 from mcp.types import CallToolResult
 
 from tests.benchmark_support import graded_run
 from tests.conftest import RunningServer
+from tests.http.alerts_support import quiet_monitors
 from tests.http.surfaces_data import Seeded, seed_agent, set_agent
 
 T = TypeVar("T")
@@ -335,3 +339,30 @@ def test_foreign_hosts_and_origins_are_refused(bench_server: RunningServer) -> N
     own = post_raw(bench_server, INITIALIZE, origin=bench_server.url)
     assert own.status_code == 200, own.text
     assert own.json()["result"]["serverInfo"]["name"] == "bench"
+
+
+def test_get_agent_reports_open_alerts_with_public_numbers_only(
+        bench_server: RunningServer) -> None:
+    login = "mcp" + uuid.uuid4().hex[:8]
+    key = bench_server.create_key(login)
+    seed_agent(bench_server, login=login, key=key, runs=60, failures=0, version="1.0")
+    seed_agent(bench_server, login=login, key=key, runs=30, failures=15, version="2.0")
+    ref = AgentRef(login, "agent")
+    quiet_monitors(bench_server, ref, 90)
+    watch_versions(bench_server.store, ref, "2026-12-03T10:30:00.000Z")
+    bench_server.store.alerts.set_alert_settings(ref, AlertSettings(
+        webhook_url="https://hooks.example.com/secret-path"))
+    result = call(bench_server, "get_agent", {"login": login, "slug": "agent"})
+    assert not result.is_error, result
+    alerts = result.structured_content["owner_telemetry"]["open_alerts"]
+    success = next(a for a in alerts if a["metric"] == "success_rate")
+    assert (success["version"], success["against"], success["baseline"], success["current"]) \
+        == ("2.0", "1.0", 1.0, 0.5)
+    assert success["title"] == "Success rate of version 2.0" and success["p_value"] < 1e-6
+    assert "secret-path" not in json.dumps(result.structured_content)
+    assert "alert_id" not in success and "key" not in success
+    bench_server.store.alerts.resolve_alert(ref, "success_rate@2.0", "2026-12-03T11:00:00.000Z",
+                                            "owner")
+    later = call(bench_server, "get_agent", {"login": login, "slug": "agent"})
+    assert all(a["metric"] != "success_rate"
+               for a in later.structured_content["owner_telemetry"]["open_alerts"])

@@ -19,6 +19,7 @@ WALL_CLOCK_READS = {("datetime", "now"), ("datetime", "utcnow"), ("datetime", "t
                     ("date", "today"), ("time", "time"), ("time", "time_ns")}
 NOT_DATES = {
     ("reuse/invoke.py", "time.time"): "a call's signature: the agent checks it against its own clock",
+    ("alerts/delivery.py", "time.time"): "a webhook's signature: the receiver checks it against its own clock",
     ("store/dynamodb/ingest.py", "time.time_ns"): "arrival sequence numbers: an order, not a date",
     ("workflows/stepfunctions.py", "time.time_ns"): "a unique suffix of execution names",
 }

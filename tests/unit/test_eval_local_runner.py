@@ -292,6 +292,8 @@ class SlowJudge:
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         return []
 
+    def watch(self, agent: str) -> None: ...
+
 
 def test_the_judge_yields_to_a_burst_of_batches_and_catches_up_after_it() -> None:
     jobs = SlowJudge(eval_s=0.05)

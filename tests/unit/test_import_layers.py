@@ -183,7 +183,7 @@ FLOORS: dict[int, tuple[set[str], set[int]]] = {
     11: ({"http/"}, set(range(1, 11))),
     10: ({"lambdas/", "mcp/"}, set(range(1, 10))),
     9: ({"runtime/"}, set(range(1, 9))),
-    8: ({"reads/"}, {1, 2, 3, 4, 6, 7}),
+    8: ({"reads/", "alerts/"}, {1, 2, 3, 4, 6, 7}),
     7: ({"benchmarks/", "clustering/", "reuse/", "trial/"}, {1, 2, 3, 4, 6}),
     6: ({"accounts/", "evals/", "ingest/"}, {1, 2, 3, 4}),
     5: ({"store/", "live/", "llm/", "embed/", "workflows/", "files/"}, {1, 2, 3}),

@@ -11,6 +11,8 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .http import (
+    alerts,
+    alerts_dashboard,
     api,
     auth,
     badge,
@@ -46,7 +48,7 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
            benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router,
-           feedback.api_router, feedback.form_router)
+           feedback.api_router, feedback.form_router, alerts.router, alerts_dashboard.router)
 
 
 def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .alerts import Alert
 from .errors import Forbidden, NotFound
 from .feedback import Feedback
 from .models import Agent, EvalResult, KeyRecord, TaskState
@@ -378,3 +379,15 @@ def _redacted_data(data: Any) -> Any:
     if is_cost_log(data):
         return {"label": "cost", "cost_usd": cost_amount(data.get("cost_usd"))}
     return metadata_view(data)
+
+
+PUBLIC_ALERT_FIELDS = ("metric", "version", "against", "state", "mode", "baseline", "current",
+                       "p_value", "level", "runs", "baseline_runs", "since", "opened_at",
+                       "updated_at")
+"""What everyone who may see an agent may see of its open alerts: the numbers its profile
+shows anyway, compared; never where its owner has them delivered."""
+
+
+def alert_view(alert: Alert) -> dict[str, Any]:
+    fields = alert.model_dump(mode="json", include=set(PUBLIC_ALERT_FIELDS))
+    return fields | {"title": alert.title, "change": alert.change}

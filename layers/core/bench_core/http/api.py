@@ -11,11 +11,13 @@ from starlette.concurrency import run_in_threadpool
 from ..accounts import live_grants
 from ..accounts.agents import change_settings_with_key
 from ..domain.errors import NotFound
+from ..domain.field_limits import VERSION_PATTERN
 from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentSettingsPatch, KeyRecord
 from ..domain.privacy import Viewer
 from ..reads import tasks
 from ..reads.agents import agent_detail, visible
-from ..reads.versions import agent_versions
+from ..reads.compare import MIN_SAMPLE
+from ..reads.versions import agent_versions, check_version
 from ..runtime.adapters import Services
 from . import services_of
 from .deps import current_viewer, require_key
@@ -50,6 +52,19 @@ def get_versions(login: str, slug: str, viewer: Viewer = Depends(current_viewer)
                  services: Services = Depends(services_of)) -> dict[str, Any]:
     """Each version's numbers and the newest against the one before it (`reads.versions`)."""
     return agent_versions(services.store, load_visible(services, login, slug, viewer))
+
+
+@router.get("/agents/{login}/{slug}/versions/check")
+def get_version_check(login: str, slug: str,
+                      version: str = Query(..., pattern=VERSION_PATTERN),
+                      against: str | None = Query(None, pattern=VERSION_PATTERN),
+                      min_runs: int = Query(MIN_SAMPLE, ge=MIN_SAMPLE, le=1_000_000),
+                      viewer: Viewer = Depends(current_viewer),
+                      services: Services = Depends(services_of)) -> dict[str, Any]:
+    """A version against its predecessor (or `against`) as `bench check` gates on it
+    (`reads.versions.check_version`): whoever may see the agent may ask."""
+    return check_version(services.store, load_visible(services, login, slug, viewer), version,
+                         against, min_runs)
 
 
 @router.get("/agents/{login}/{slug}/events")

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..benchmarks import read_models
+from ..benchmarks import gate, read_models
 from ..benchmarks.suites import load_suite
 from ..domain.errors import BadRequest, Invalid
 from ..domain.models import KeyRecord
@@ -85,6 +85,16 @@ def get_suite(suite: str, services: Services = Depends(services_of)) -> JSONResp
     detail = read_models.suite_detail(services.store, suite, RANKING_ON_SUITE)
     return JSONResponse({**detail, "definition": load_suite(suite).document},
                         headers={"Cache-Control": PUBLIC_60})
+
+
+@api_router.get("/runs/{run_id}/check")
+def check_run(run_id: str, against: str | None = Query(None, min_length=1, max_length=64),
+              min_cases: int = Query(gate.MIN_CASES, ge=gate.MIN_CASES, le=100_000),
+              viewer: Viewer = Depends(current_viewer),
+              services: Services = Depends(services_of)) -> dict[str, Any]:
+    """A run against the agent's run before it (or `against`), as `bench check
+    --benchmark-run` gates on it (`benchmarks/gate.py`)."""
+    return gate.check_run(services.store, run_id, against, min_cases, viewer)
 
 
 @api_router.get("/runs/{run_id}")

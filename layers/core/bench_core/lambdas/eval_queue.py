@@ -1,5 +1,6 @@
 """The eval function (`functions/eval`): the messages the eval queue delivers, judged
-(`evals/queue.py`), and the ones to try again put back with their wait.
+(`evals/queue.py`), and the ones to try again put back with their wait; then a look at each
+agent's regression monitors (`alerts/watch.py`).
 
 Its event is SQS's: up to ten records, each with the message's body (an eval state), its id,
 its receipt and its attributes (`SentTimestamp`, `ApproximateReceiveCount`). It answers with
@@ -13,12 +14,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..alerts.delivery import longest_s
+from ..alerts.watch import watch_agent
 from ..evals.queue import Queued, judge_messages, queued
 from ..log import logger
 from ..runtime.adapters import Services
 from ..workflows.eval_queue import EvalQueue
 from .handler import ServicesHandler
 
+WATCH_MARGIN = timedelta(seconds=10)
+"""Kept for a look at an agent's regression monitors (`alerts/watch.py`; once an hour per
+agent, whichever function instance asks first) besides its webhooks' longest delivery
+(`alerts/delivery.py` `longest_s`)."""
 RECORD_MARGIN = timedelta(seconds=10)
 """Kept back from the invocation's time for the last round's store write and the answer."""
 
@@ -47,6 +54,10 @@ class EvalDeliveries(ServicesHandler):
             return timedelta(milliseconds=context.get_remaining_time_in_millis()) - RECORD_MARGIN
 
         again = judge_messages(self.services, messages, time_left)
+        watch_time = WATCH_MARGIN + timedelta(seconds=longest_s(self.services.settings.reuse))
+        for ref in dict.fromkeys(m.agent for m in messages):
+            if time_left() > watch_time:  # else the next delivery of the agent's runs looks
+                watch_agent(self.services, ref)
         receipts = {r["messageId"]: r["receiptHandle"] for r in records}
         for message_id, wait in again.items():
             try:

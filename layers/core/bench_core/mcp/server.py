@@ -83,9 +83,9 @@ def get_agent(
     login: Annotated[str, Field(pattern=LOGIN_PATTERN, description="the owner's login")],
     slug: Annotated[str, Field(pattern=SLUG_PATTERN, description="the agent's slug")],
 ) -> tools.AgentReport:
-    """One public agent: runs, success rate with its 95% interval, judge scores, cost, latency
-    and failure insights (owner telemetry), benchmark results (benchmark evidence) and its
-    capability card. An agent that does not exist or is private is "agent not found"."""
+    """One public agent: runs, success rate with its 95% interval, judge scores, cost, latency,
+    failure insights and open regression alerts (owner telemetry), benchmark results
+    (benchmark evidence) and its capability card. An agent that does not exist or is private is "agent not found"."""
     return _answer(tools.get_agent, login, slug)
 
 

@@ -16,8 +16,15 @@ from ..benchmarks.read_models import BenchmarkReads, agent_benchmark_results, su
 from ..domain import ranking as leaderboard
 from ..domain.errors import NotFound
 from ..domain.models import Agent, AgentRef
-from ..domain.privacy import ANONYMOUS, listed
-from ..ports.services import WithAgents, WithBenchmarks, WithEvals, WithLeaderboard, WithReuse
+from ..domain.privacy import ANONYMOUS, alert_view, listed
+from ..ports.services import (
+    WithAgents,
+    WithAlerts,
+    WithBenchmarks,
+    WithEvals,
+    WithLeaderboard,
+    WithReuse,
+)
 from ..reads import agents as views
 from ..reuse.capability import public_capability
 
@@ -95,6 +102,23 @@ class RunLink(BaseModel):
     url: str = Field(description="the run's page: its tree of subtasks, a path on this server")
 
 
+class OpenAlert(BaseModel):
+    """An unresolved regression alert (`domain.privacy.alert_view`): public numbers only."""
+
+    model_config = ConfigDict(extra="allow")
+
+    metric: str
+    title: str
+    version: str | None = None
+    against: str | None = None
+    baseline: float | None = None
+    current: float | None = None
+    change: float | None = None
+    p_value: float | None = None
+    since: str
+    opened_at: str
+
+
 class OwnerTelemetry(BaseModel):
     """What the owner's agent reported doing on the owner's own work, and what Bench's judge
     made of it."""
@@ -121,6 +145,9 @@ class OwnerTelemetry(BaseModel):
     last_event_at: str | None = None
     latest_run: RunLink | None = Field(None, description="the newest finished run")
     latest_failure: RunLink | None = Field(None, description="the newest failed run")
+    open_alerts: list[OpenAlert] = Field(default_factory=list, description=(
+        "regressions Bench's monitors found and have not seen recover: a metric (of a version "
+        "against the one before it) worse beyond noise"))
     failure_insights: list[FailureCluster] | None = Field(
         None, description="None until failures have been clustered")
 
@@ -188,8 +215,9 @@ def profile_path(agent: Agent) -> str:
     return f"/u/{agent.login}/{agent.slug}"
 
 
-class ToolReads(WithAgents, WithEvals, WithReuse, WithBenchmarks, Protocol):
-    """What `get_agent` reports of an agent: its numbers, insights, card and benchmark runs."""
+class ToolReads(WithAgents, WithEvals, WithReuse, WithBenchmarks, WithAlerts, Protocol):
+    """What `get_agent` reports of an agent: its numbers, insights, open alerts, card and
+    benchmark runs."""
 
 
 def search_agents(store: WithLeaderboard, query: str, sort: SortName, limit: int) -> AgentSearch:
@@ -211,7 +239,9 @@ def get_agent(store: ToolReads, login: str, slug: str) -> AgentReport:
     insights = views.failure_insights(store, agent, ANONYMOUS)
     telemetry = OwnerTelemetry.model_validate({
         **summary, "cost_evidence": views.cost_evidence(agent, ANONYMOUS),
-        "failure_insights": None if insights is None else insights[:MAX_CLUSTERS]})
+        "failure_insights": None if insights is None else insights[:MAX_CLUSTERS],
+        "open_alerts": [alert_view(a) for a in store.alerts.agent_alerts(agent.ref,
+                                                                         unresolved=True)]})
     return AgentReport(
         agent=AgentIdentity.model_validate({**summary, "profile_path": profile_path(agent)}),
         owner_telemetry=telemetry,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .store import (
         AccountStore,
         AgentStore,
+        AlertStore,
         BenchmarkStore,
         EvalStore,
         FeedbackStore,
@@ -124,3 +125,8 @@ class WithRetention(Protocol):
 class WithFeedback(Protocol):
     @property
     def feedback(self) -> FeedbackStore: ...
+
+
+class WithAlerts(Protocol):
+    @property
+    def alerts(self) -> AlertStore: ...

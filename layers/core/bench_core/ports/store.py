@@ -2,7 +2,8 @@
 
 A `Store` is one object per concern (`store.ingest`, `store.runs`, `store.agents`,
 `store.accounts`, `store.evals`, `store.leaderboard`, `store.reuse`, `store.benchmarks`,
-`store.retention`, `store.feedback`), each typed by its protocol here, so a use case names the concerns it uses
+`store.retention`, `store.feedback`, `store.alerts`), each typed by its protocol here, so a use
+case names the concerns it uses
 (`ports.services.WithRuns`, ...) and sees nothing else. Each adapter keeps one class per concern,
 in a file of the concern's name, over what its concerns share, and assembles them into a `Store`:
 
@@ -42,6 +43,7 @@ from ..domain.run_list import RunFilter
 from ..domain.versions import VersionStats
 
 if TYPE_CHECKING:
+    from ..domain.alerts import Alert, AlertSettings, Delivery
     from ..domain.benchmark_records import RunRecord
     from ..domain.feedback import Feedback
     from ..domain.live import LiveConnection
@@ -359,6 +361,58 @@ class FeedbackStore(Protocol):
         ...
 
 
+class AlertStore(Protocol):
+    """Alerts from the regression monitors (`bench_core.domain.alerts`): at most one unresolved
+    alert per agent and monitor key, whatever runs the monitors at once, and each webhook
+    delivery attempt."""
+
+    def raise_alert(self, ref: AgentRef, alert: Alert) -> tuple[Alert, bool]:
+        """Open `alert` unless the agent has an unresolved alert of its key: then that one with
+        `alert`'s numbers (`domain.alerts.updated`). The alert kept, and whether it opened
+        now."""
+        ...
+
+    def acknowledge_alert(self, ref: AgentRef, key: str, at: str) -> Alert | None:
+        """The open alert of `key`, acknowledged (it stays unresolved); None if there is no
+        unresolved alert of that key."""
+        ...
+
+    def resolve_alert(self, ref: AgentRef, key: str, at: str, by: str) -> Alert | None:
+        """The unresolved alert of `key`, resolved (`by`: "recovery", "owner" or
+        "superseded"); None if there is none."""
+        ...
+
+    def claim_look(self, ref: AgentRef, hour: str) -> bool:
+        """Whether the monitors may look at the agent in `hour` (`YYYY-MM-DDTHH`): True for
+        the first to ask in that hour, False for every later ask (and for an hour before the
+        last claimed)."""
+        ...
+
+    def agent_alerts(self, ref: AgentRef, *, unresolved: bool = False,
+                     limit: int = 50) -> list[Alert]:
+        """The agent's alerts (only the unresolved ones if asked), newest opened first; the
+        unresolved always before the resolved."""
+        ...
+
+    def record_delivery(self, ref: AgentRef, delivery: Delivery) -> None:
+        """Keep one delivery attempt (one per alert, event, target and attempt number; a
+        repeat replaces it)."""
+        ...
+
+    def alert_deliveries(self, ref: AgentRef, alert_id: str, limit: int = 100) -> list[Delivery]:
+        """An alert's delivery attempts, oldest first."""
+        ...
+
+    def set_alert_settings(self, ref: AgentRef, settings: AlertSettings) -> None:
+        """Where the agent's alerts go and what its monitors watch for (replacing any)."""
+        ...
+
+    def alert_settings(self, ref: AgentRef) -> AlertSettings:
+        """The agent's alert settings; the defaults (every metric, nowhere but the dashboard)
+        if its owner set none."""
+        ...
+
+
 @dataclass(frozen=True)
 class Store:
     """Everything Bench keeps, one concern per attribute. An adapter makes one object per
@@ -376,6 +430,7 @@ class Store:
     benchmarks: BenchmarkStore
     retention: RetentionStore
     feedback: FeedbackStore
+    alerts: AlertStore
     clock: Clock
 
     def close(self) -> None:

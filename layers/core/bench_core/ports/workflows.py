@@ -68,6 +68,11 @@ class Jobs(Protocol):
         failure clusters are due."""
         ...
 
+    def watch(self, agent: str) -> None:
+        """Look at the regression monitors of the agent "login/slug" (at most once an hour)
+        and deliver the alerts that opened or resolved."""
+        ...
+
 
 def eval_start(agent: str, task_ids: list[str], *, force: bool = False,
                private: bool | None = None, queued_at: str | None = None,

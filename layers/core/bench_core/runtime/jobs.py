@@ -3,24 +3,37 @@ runner (`workflows/local.py`) is handed, so the runner, an adapter, imports no u
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
+from ..alerts.monitor import MonitorConcerns
+from ..alerts.watch import watch_agent
 from ..benchmarks import workflow as benchmark
+from ..clock import Clock
 from ..clustering import workflow as cluster
 from ..domain.models import AgentRef
 from ..evals import workflow as evals
 from ..ports.services import WithBenchmarks, WithRetention
 from ..ports.workflows import State, Workflows, parse_agent
+from ..settings import Settings
 
 
-class JobConcerns(evals.EvalConcerns, cluster.ClusterConcerns, WithBenchmarks, WithRetention, Protocol):
-    """The eval, cluster and grading steps' concerns, and what expires."""
+class JobConcerns(evals.EvalConcerns, cluster.ClusterConcerns, WithBenchmarks, WithRetention,
+                  MonitorConcerns, Protocol):
+    """The eval, cluster and grading steps' concerns, what expires, and the monitors'."""
 
 
 class JobPorts(evals.EvalPorts, cluster.ClusterPorts, benchmark.GradePorts, Protocol):
-    """What the jobs use: the eval, cluster and grading steps' ports (the store also purges)."""
+    """What the jobs use: the eval, cluster and grading steps' ports (the store also purges
+    and keeps alerts), the settings (where alerts go out) and the clock."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def clock(self) -> Clock: ...
 
     @property
     def store(self) -> JobConcerns: ...
@@ -41,6 +54,11 @@ class LocalJobs:
 
     def purge_expired(self, now: str) -> int:
         return self.ports.store.retention.purge_expired(now)
+
+    def watch(self, agent: str) -> None:
+        """In a thread of its own: a webhook's retries (seconds) never hold a judge's worker."""
+        threading.Thread(target=watch_agent, args=(self.ports, parse_agent(agent)),
+                         name="bench-alerts", daemon=True).start()
 
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,

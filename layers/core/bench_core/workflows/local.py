@@ -262,6 +262,7 @@ class LocalRunner:
             except LLMUnavailable as exc:
                 error = str(exc)
             if not task_ids:
+                self.jobs.watch(subject)  # the agent's runs are counted and judged: a look
                 return
             if attempt == self._retry.attempts or self._stop.is_set():
                 logger.warning("judge unavailable; the sweep will retry",

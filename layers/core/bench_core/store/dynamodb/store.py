@@ -13,6 +13,7 @@ Each concern keeps its items and writes in a class and file of its own, all on o
 - `retention.py`    what expires when (DynamoDB's TTL)
 - `runs.py`         every task's run (`runs` index), a run in one Query, the runs list
 - `feedback.py`     feedback from people, beside the run it is about
+- `alerts.py`       alerts from the regression monitors and their deliveries
 
 `content.py` folds a task's content from its events where a read shows it (ingest, runs and
 evals share one, and the pages it keeps). `codec/` lays out the items several concerns share
@@ -32,6 +33,7 @@ from ...ports.store import Store
 from ...settings import Limits
 from .accounts import DynamoAccounts
 from .agents import DynamoAgents
+from .alerts import DynamoAlerts
 from .benchmarks import DynamoBenchmarks
 from .client import Table
 from .content import ContentReader
@@ -69,7 +71,8 @@ class DynamoStore(Store):
                    agents=DynamoAgents(table, ranks, max_agents_per_account),
                    accounts=DynamoAccounts(table), evals=DynamoEvals(table, ranks, content),
                    leaderboard=ranks, reuse=DynamoReuse(table), benchmarks=DynamoBenchmarks(table),
-                   retention=DynamoRetention(), feedback=DynamoFeedback(table), clock=clock,
+                   retention=DynamoRetention(), feedback=DynamoFeedback(table),
+                   alerts=DynamoAlerts(table), clock=clock,
                    table=table)
 
     @property

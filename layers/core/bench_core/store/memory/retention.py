@@ -80,6 +80,10 @@ def _delete_agent(tables: Tables, ref: AgentRef) -> int:
     deleted += (tables.insights.pop(ref, None) is not None)
     deleted += (tables.capabilities.pop(ref, None) is not None)
     deleted += sum(len(run) for run in tables.feedback.pop(ref, {}).values())
+    deleted += len(tables.alerts.pop(ref, {}))
+    deleted += (tables.alert_settings.pop(ref, None) is not None)
+    deleted += (tables.alert_looks.pop(ref, None) is not None)
+    deleted += sum(len(tries) for tries in tables.deliveries.pop(ref, {}).values())
     del tables.agents[ref]
     grants = [key for key in tables.invocation_grants if key[0] == ref]
     for grant in grants:

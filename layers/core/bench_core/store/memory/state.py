@@ -26,6 +26,7 @@ from ...domain.versions import VersionStats
 from ..rules import Rules
 
 if TYPE_CHECKING:
+    from ...domain.alerts import Alert, AlertSettings, Delivery
     from ...domain.feedback import Feedback
     from ...domain.live import LiveConnection
     from ...domain.reuse_records import InvocationGrant, PublishedCapability, UsageRecord
@@ -124,6 +125,14 @@ class Tables:
     """(suite, agent) -> the agent's ranked run of the suite."""
     feedback: dict[AgentRef, dict[str, dict[str, Feedback]]] = field(default_factory=dict)
     """By agent, run id, then feedback id (frozen: shared safely)."""
+    alerts: dict[AgentRef, dict[str, Alert]] = field(default_factory=dict)
+    """By agent, then alert id (frozen)."""
+    deliveries: dict[AgentRef, dict[str, dict[tuple[str, str, int], Delivery]]] = field(
+        default_factory=dict)
+    """By agent, alert id, then (event, target, attempt) (frozen)."""
+    alert_settings: dict[AgentRef, AlertSettings] = field(default_factory=dict)
+    alert_looks: dict[AgentRef, str] = field(default_factory=dict)
+    """By agent: the hour of the monitors' last look."""
 
 
 class Memory:

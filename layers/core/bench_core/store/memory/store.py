@@ -15,6 +15,7 @@ from ...settings import Limits
 from ..rules import Rules
 from .accounts import MemoryAccounts
 from .agents import MemoryAgents
+from .alerts import MemoryAlerts
 from .benchmarks import MemoryBenchmarks
 from .evals import MemoryEvals
 from .feedback import MemoryFeedback
@@ -29,7 +30,7 @@ CONCERNS: dict[str, type[Concern]] = {
     "ingest": MemoryIngest, "runs": MemoryRuns, "agents": MemoryAgents,
     "accounts": MemoryAccounts, "evals": MemoryEvals, "leaderboard": MemoryLeaderboard,
     "reuse": MemoryReuse, "benchmarks": MemoryBenchmarks, "retention": MemoryRetention,
-    "feedback": MemoryFeedback,
+    "feedback": MemoryFeedback, "alerts": MemoryAlerts,
 }
 """Each field of `Store` and the class serving it (the contract suite checks each against its
 protocol: `tests/contract/store/test_concerns.py`)."""

@@ -1,7 +1,7 @@
 """The SQLite adapter: the embedded default. One file, WAL, versioned migrations.
 
 `SqliteStore` is the concerns of the Store port (one class and file each: ingest, agents,
-accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback) over one shared
+accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback, alerts) over one shared
 `connection.Database`. Each concern keeps its part of the schema; `MIGRATIONS` puts them in the
 order they were first applied.
 """
@@ -19,6 +19,7 @@ from ...settings import Limits
 from ..rules import Rules
 from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAccounts
 from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_rank
+from .alerts import ALERTS_SCHEMA, SqliteAlerts
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
@@ -76,6 +77,8 @@ MIGRATIONS: list[Migration] = [
     add_run_text,
     # 20: feedback from people on runs
     FEEDBACK_SCHEMA,
+    # 21: alerts from the regression monitors, and their webhook deliveries
+    ALERTS_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
@@ -114,7 +117,7 @@ class SqliteStore(Store):
                    evals=SqliteEvals(db, rules), leaderboard=SqliteLeaderboard(db, rules),
                    reuse=SqliteReuse(db, rules), benchmarks=SqliteBenchmarks(db, rules),
                    retention=SqliteRetention(db, rules), feedback=SqliteFeedback(db, rules),
-                   clock=clock, db=db)
+                   alerts=SqliteAlerts(db, rules), clock=clock, db=db)
 
     @property
     def path(self) -> Path:
