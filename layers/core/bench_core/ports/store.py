@@ -42,6 +42,7 @@ from ..domain.run_list import RunFilter
 from ..domain.versions import VersionStats
 
 if TYPE_CHECKING:
+    from ..domain.agreement import AgreementTable, Cell
     from ..domain.benchmark_records import RunRecord
     from ..domain.feedback import Feedback
     from ..domain.live import LiveConnection
@@ -356,6 +357,18 @@ class FeedbackStore(Protocol):
 
     def run_feedback(self, ref: AgentRef, run_id: str, limit: int) -> list[Feedback]:
         """The run's first `limit` feedback by id, oldest first (`in_shown_order`)."""
+        ...
+
+    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell, *,
+                      expires_at: str | None = None) -> None:
+        """Count the run in `cell` of the agent's agreement table (`domain.agreement`), out of
+        the cell it was counted in before if another, atomically: a run counts once, where its
+        verdicts are now. `expires_at`: a temporary agent's."""
+        ...
+
+    def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
+        """Each agent's agreement table (empty for one without labelled runs), from counters
+        kept by `set_agreement`: no scan (DynamoDB: one item per agent, read in a batch)."""
         ...
 
 

@@ -3,6 +3,9 @@ they are about so that a run's feedback is one Query. Item (`A` is `{login}#{slu
 partition of the run's root task, `codec.keys.AgentKeys.pk_of`):
 
 - feedback:  PART#{A}#{n}, FB#{len(run id):03}#{run id}#{feedback id}   body (JSON text)
+- a labelled and judged run's cell (`domain.agreement`):
+             PART#{A}#{n}, FBCELL#{len(run id):03}#{run id}               cell
+- the agent's agreement table: AGENT#{A}, AGREE                          pp pf fp ff (numbers)
 
 The run id's length leads its sort key, so no run's prefix is another's (ids may hold `#`).
 No index: the run page reads its feedback with one Query of that prefix, strongly consistent
@@ -12,19 +15,29 @@ A feedback is one conditional PutItem (`attribute_not_exists`): one write unit f
 up to 1 KB, nothing else touched (neither the run's task item nor the agent), off the ingest
 path; a resend costs that failed write (1 unit) and one read of the item kept (1 unit). A temporary agent's
 feedback expires with it (TTL, `retention.py`).
+
+A run moving into a cell of the agreement table is one transaction: its cell item put on
+condition that it still holds the cell just read, and the agent's `AGREE` item ADDed to (+1
+the new cell, -1 the old): 4 write units and a read of the cell item, only when a feedback or a
+judge's result changes a labelled run's verdicts. The profile reads `AGREE` (half a read unit),
+the leaderboard a page's worth in one BatchGetItem.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from ...domain.agreement import AgreementTable, Cell
 from ...domain.feedback import Feedback, in_shown_order
 from ...domain.models import AgentRef
-from .client import Table
+from .client import MAX_ATTEMPTS, Table, busy, pause
 from .codec.keys import TASK, AgentKeys
-from .codec.values import to_item, ttl
+from .codec.values import Update, to_item, ttl
 
 FEEDBACK = "FB#"
+CELL = "FBCELL#"
+AGREEMENT = "AGREE"
 
 
 def run_prefix(run_id: str) -> str:
@@ -59,6 +72,39 @@ class DynamoFeedback:
                                  prefix=key["sk"])
         first = [_decoded(item) for _, item in zip(range(limit), items, strict=False)]
         return in_shown_order(first)
+
+    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell, *,
+                      expires_at: str | None = None) -> None:
+        agent = AgentKeys(ref.login, ref.slug)
+        marker = {"pk": agent.pk_of(TASK + run_id), "sk": f"{CELL}{len(run_id):03d}#{run_id}"}
+        expiry = ttl(expires_at) if expires_at else {}
+        for attempt in range(MAX_ATTEMPTS):
+            held = self.table.get(to_item(marker))
+            old = None if held is None else str(held["cell"])
+            if old == cell:
+                return
+            put: dict[str, Any] = {"TableName": self.table.name,
+                                   "Item": to_item({**marker, "cell": cell, **expiry})}
+            if old is None:
+                put["ConditionExpression"] = "attribute_not_exists(pk)"
+            else:
+                put |= {"ConditionExpression": "#cell = :old",
+                        "ExpressionAttributeNames": {"#cell": "cell"},
+                        "ExpressionAttributeValues": to_item({":old": old})}
+            count = Update(key=agent.key(AGREEMENT), set=expiry,
+                           add={cell: 1, **({old: -1} if old is not None else {})})
+            try:
+                self.table.transact([{"Put": put}, self.table.update_action(count)])
+                return
+            except self.table.client.exceptions.TransactionCanceledException:
+                pause(attempt)  # another verdict moved the run first: read its cell again
+        raise busy()
+
+    def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
+        keys = {AgentKeys(ref.login, ref.slug).pk: ref for ref in refs}
+        found = {item["pk"]: item for item in self.table.batch_get(
+            [to_item({"pk": pk, "sk": AGREEMENT}) for pk in keys], consistent=False)}
+        return {ref: AgreementTable.of(found.get(pk, {})) for pk, ref in keys.items()}
 
 
 def _decoded(item: dict[str, Any]) -> Feedback:

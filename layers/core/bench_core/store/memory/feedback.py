@@ -1,8 +1,13 @@
 """Feedback from people in memory (`bench_core.domain.feedback`): by agent, run and feedback id,
-as SQLite's primary key; the first sent under an id is kept."""
+as SQLite's primary key; the first sent under an id is kept. The judge's agreement with people:
+each labelled run's cell, counted as read (memory holds no history worth counters)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+
+from ...domain.agreement import AgreementTable, Cell
 from ...domain.feedback import Feedback, in_shown_order
 from ...domain.models import AgentRef
 from .state import Concern
@@ -23,3 +28,13 @@ class MemoryFeedback(Concern):
             kept = tables.feedback.get(ref, {}).get(run_id, {})
             first = [kept[i] for i in sorted(kept)[:limit]]
         return in_shown_order(first)
+
+    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell, *,
+                      expires_at: str | None = None) -> None:
+        with self.memory.locked() as tables:
+            tables.agreement.setdefault(ref, {})[run_id] = cell
+
+    def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
+        with self.memory.locked() as tables:
+            return {ref: AgreementTable.of(Counter(tables.agreement.get(ref, {}).values()))
+                    for ref in refs}

@@ -124,6 +124,8 @@ class Tables:
     """(suite, agent) -> the agent's ranked run of the suite."""
     feedback: dict[AgentRef, dict[str, dict[str, Feedback]]] = field(default_factory=dict)
     """By agent, run id, then feedback id (frozen: shared safely)."""
+    agreement: dict[AgentRef, dict[str, str]] = field(default_factory=dict)
+    """By agent, each labelled and judged run's cell (`domain.agreement.Cell`)."""
 
 
 class Memory:

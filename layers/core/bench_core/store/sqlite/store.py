@@ -22,7 +22,7 @@ from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_ran
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
-from .feedback import FEEDBACK_SCHEMA, SqliteFeedback
+from .feedback import AGREEMENT_SCHEMA, FEEDBACK_SCHEMA, SqliteFeedback
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .repack import repack
@@ -76,6 +76,8 @@ MIGRATIONS: list[Migration] = [
     add_run_text,
     # 20: feedback from people on runs
     FEEDBACK_SCHEMA,
+    # 21: the judge's agreement with people, counted per agent as runs are labelled and judged
+    AGREEMENT_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
