@@ -3,7 +3,8 @@ or from the agent itself (its key, passing on what its users said).
 
 Only who owns the agent may give it: for anyone else the agent is not found, as every owner
 action answers (`domain.privacy`), so a key of another account learns nothing. Feedback goes
-on a run, its root task: an unknown run, or a span's id, is not found."""
+on a run, its root task: an unknown run, or a span's id, is not found. Feedback on a judged run
+counts in the judge's agreement with people (`agreement.py`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ..domain.feedback import THUMBS, Feedback, Kind
 from ..domain.models import AgentRef, iso
 from ..domain.privacy import Viewer
 from ..ports.services import WithAgents, WithClock, WithFeedback, WithIngest
+from .agreement import pair_verdicts
 
 
 class FeedbackPorts(WithAgents, WithIngest, WithFeedback, WithClock, Protocol):
@@ -39,4 +41,7 @@ def record_feedback(store: FeedbackPorts, ref: AgentRef, viewer: Viewer, run_id:
                      source="agent" if viewer.agent_slug is not None else "owner",
                      created_at=iso(store.clock.now()))
     kept = store.feedback.add_feedback(ref, given, expires_at=agent.expires_at)
-    return (given, True) if kept is None else (kept, False)
+    if kept is not None:
+        return kept, False
+    pair_verdicts(store, ref, run.task_id, agent=agent)
+    return given, True
