@@ -72,3 +72,12 @@ def test_a_run_counts_once_in_the_cell_of_its_current_verdicts(store: Store) -> 
 def test_a_temporary_agents_agreement_expires_with_it(store: Store) -> None:
     store.feedback.set_agreement(REF, "run-1", "pf", expires_at="2099-01-01T00:00:00.000Z")
     assert store.feedback.agreement_tables([REF])[REF] == AgreementTable(pf=1)
+
+
+def test_an_agent_has_feedback_once_it_was_given_any(store: Store) -> None:
+    assert not store.feedback.has_feedback(REF)
+    store.feedback.set_agreement(REF, "run-1", "pp")  # counting agreement gives no feedback
+    assert not store.feedback.has_feedback(REF)
+    store.feedback.add_feedback(REF, feedback("a"))
+    assert store.feedback.has_feedback(REF)
+    assert not store.feedback.has_feedback(AgentRef("owner", "other"))

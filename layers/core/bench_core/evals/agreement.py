@@ -3,12 +3,13 @@
 Whichever of a run's verdicts lands second pairs them: a feedback kept on a judged run, or a
 judge's score recorded on a run with feedback. Each side writes first and reads the other
 after, so at least one of two that race sees both, and the store counts a run once, in the
-cell of its verdicts now (`FeedbackStore.set_agreement`). A run without feedback costs the
-eval one read of its (empty) feedback; nothing is written.
+cell of its verdicts now (`FeedbackStore.set_agreement`). An eval of an agent never given
+feedback costs one read (`FeedbackStore.has_feedback`) for all its runs; nothing is written.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from ..domain.agreement import cell_of, passes, people_pass
@@ -40,3 +41,13 @@ def pair_verdicts(store: AgreementPorts, ref: AgentRef, run_id: str, *,
         return
     store.feedback.set_agreement(ref, run_id, cell_of(passes(judged.score), human),
                                  expires_at=agent.expires_at)
+
+
+def pair_judged(store: AgreementPorts, ref: AgentRef, recorded: Mapping[str, EvalResult]) -> None:
+    """After an eval recorded these results (by run id): pair each scored run that people have
+    given feedback on, if the agent has any."""
+    scored = {run_id: result for run_id, result in recorded.items() if result.status == "scored"}
+    if not scored or not store.feedback.has_feedback(ref):
+        return
+    for run_id, result in scored.items():
+        pair_verdicts(store, ref, run_id, judged=result)

@@ -23,7 +23,8 @@ hides its content (`private`), so the workflow reads neither the agent nor the s
   so in the outcomes, and whoever ran the steps asks again later (the eval queue delivers the
   message again: `queue.py`). Reasoning written while the agent hides inputs or outputs is
   stored as private. A scored run that people have given feedback on is then counted in the
-  judge's agreement with them (`agreement.py`: one read of the run's feedback per scored run).
+  judge's agreement with them (`agreement.py`: one read for the batch when the agent was never
+  given feedback).
 
 Each step returns the state with `next` naming the following step; `run_eval` runs them all
 in this process (the local worker pool, and EvalFunction on AWS).
@@ -50,7 +51,7 @@ from ..ports.services import (
     WithSettings,
 )
 from ..ports.workflows import State, parse_agent
-from .agreement import pair_verdicts
+from .agreement import pair_judged
 from .conversation import NOTE, run_conversation
 
 DONE = "done"
@@ -176,9 +177,7 @@ def record(ports: EvalPorts, state: State) -> State:
     read = {task_id: _task(task_id, facts) for task_id, facts in state.get("read", {}).items()}
     stored = ports.store.evals.record_evals(ref, results, read=read,
                                             queued=task_ids if state.get("marked") else ())
-    for task_id in stored:
-        if results[task_id].status == "scored":
-            pair_verdicts(ports.store, ref, task_id, judged=results[task_id])
+    pair_judged(ports.store, ref, {task_id: results[task_id] for task_id in stored})
     outcomes = {**state.get("outcomes", {}),
                 **{task_id: result.status if task_id in stored else "kept the earlier result"
                    for task_id, result in results.items()}}

@@ -366,6 +366,12 @@ class FeedbackStore(Protocol):
         verdicts are now. `expires_at`: a temporary agent's."""
         ...
 
+    def has_feedback(self, ref: AgentRef) -> bool:
+        """Whether the agent was ever given feedback (perhaps a little early, never late:
+        DynamoDB marks its `AGREE` item before it keeps the first), so that judging runs of an
+        agent without any reads no run's feedback: one read per eval of a batch's runs."""
+        ...
+
     def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
         """Each agent's agreement table (empty for one without labelled runs), from counters
         kept by `set_agreement`: no scan (DynamoDB: one item per agent, read in a batch)."""

@@ -5,15 +5,18 @@ partition of the run's root task, `codec.keys.AgentKeys.pk_of`):
 - feedback:  PART#{A}#{n}, FB#{len(run id):03}#{run id}#{feedback id}   body (JSON text)
 - a labelled and judged run's cell (`domain.agreement`):
              PART#{A}#{n}, FBCELL#{len(run id):03}#{run id}               cell
-- the agent's agreement table: AGENT#{A}, AGREE                          pp pf fp ff (numbers)
+- the agent's agreement table: AGENT#{A}, AGREE                          pp pf fp ff (numbers),
+             labelled (1 once the agent was given feedback: `has_feedback`)
 
 The run id's length leads its sort key, so no run's prefix is another's (ids may hold `#`).
 No index: the run page reads its feedback with one Query of that prefix, strongly consistent
 so that a page drawn after a feedback shows it (a few hundred bytes an item: 100 with
 300-character comments take 13 read units, `tests/aws/test_dynamodb_feedback_cost.py`).
 A feedback is one conditional PutItem (`attribute_not_exists`): one write unit for an item of
-up to 1 KB, nothing else touched (neither the run's task item nor the agent), off the ingest
-path; a resend costs that failed write (1 unit) and one read of the item kept (1 unit). A temporary agent's
+up to 1 KB, after one write unit marking the agent's `AGREE` item `labelled` (first, so a
+feedback is never kept unmarked), nothing else touched (neither the run's task item nor the
+agent), off the ingest path; a resend costs those writes (2 units) and one read of the item kept
+(1 unit). An eval reads `AGREE` once for its runs (1 unit) and a run's feedback only if marked. A temporary agent's
 feedback expires with it (TTL, `retention.py`).
 
 A run moving into a cell of the agreement table is one transaction: its cell item put on
@@ -59,6 +62,9 @@ class DynamoFeedback:
     def add_feedback(self, ref: AgentRef, feedback: Feedback, *,
                      expires_at: str | None = None) -> Feedback | None:
         key = feedback_key(ref, feedback.run_id, feedback.feedback_id)
+        expiry = ttl(expires_at) if expires_at else {}
+        self.table.update(Update(key=AgentKeys(ref.login, ref.slug).key(AGREEMENT),
+                                 set={"labelled": 1, **expiry}))
         item = to_item({**key, "body": feedback.model_dump_json(),
                         **(ttl(expires_at) if expires_at else {})})
         if self.table.put(item, "attribute_not_exists(pk)"):
@@ -99,6 +105,10 @@ class DynamoFeedback:
             except self.table.client.exceptions.TransactionCanceledException:
                 pause(attempt)  # another verdict moved the run first: read its cell again
         raise busy()
+
+    def has_feedback(self, ref: AgentRef) -> bool:
+        held = self.table.get(AgentKeys(ref.login, ref.slug).key(AGREEMENT))
+        return held is not None and bool(held.get("labelled"))
 
     def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
         keys = {AgentKeys(ref.login, ref.slug).pk: ref for ref in refs}

@@ -34,6 +34,10 @@ class MemoryFeedback(Concern):
         with self.memory.locked() as tables:
             tables.agreement.setdefault(ref, {})[run_id] = cell
 
+    def has_feedback(self, ref: AgentRef) -> bool:
+        with self.memory.locked() as tables:
+            return any(tables.feedback.get(ref, {}).values())
+
     def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
         with self.memory.locked() as tables:
             return {ref: AgreementTable.of(Counter(tables.agreement.get(ref, {}).values()))

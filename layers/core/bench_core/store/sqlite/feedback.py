@@ -71,6 +71,11 @@ class SqliteFeedback(Concern):
                              "VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
                              [(*key, moved, by) for moved, by in moves])
 
+    def has_feedback(self, ref: AgentRef) -> bool:
+        return self.db.reader().execute(
+            "SELECT 1 FROM feedback WHERE login = ? AND slug = ? LIMIT 1",
+            (ref.login, ref.slug)).fetchone() is not None
+
     def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
         reader = self.db.reader()
         return {ref: AgreementTable.of({row["cell"]: row["n"] for row in reader.execute(
