@@ -81,3 +81,16 @@ def test_an_agent_has_feedback_once_it_was_given_any(store: Store) -> None:
     store.feedback.add_feedback(REF, feedback("a"))
     assert store.feedback.has_feedback(REF)
     assert not store.feedback.has_feedback(AgentRef("owner", "other"))
+
+
+def test_a_labelled_run_is_marked_until_judged_and_counted_once_judged(store: Store) -> None:
+    store.feedback.set_agreement(REF, "run#1", None)  # people's verdict, no judge's yet
+    store.feedback.set_agreement(REF, "run-2", "fp")
+    store.feedback.set_agreement(REF, "run-2", None)  # a judged run stays in its cell
+    assert store.feedback.agreement_tables([REF])[REF] == AgreementTable(fp=1)
+    assert store.feedback.run_marks(REF, ["run#1", "run-2", "run", "run-3"]) == \
+        {"run#1": None, "run-2": "fp"}
+    store.feedback.set_agreement(REF, "run#1", "pp")
+    assert store.feedback.agreement_tables([REF])[REF] == AgreementTable(pp=1, fp=1)
+    assert store.feedback.run_marks(REF, ["run#1"]) == {"run#1": "pp"}
+    assert store.feedback.run_marks(AgentRef("owner", "other"), ["run#1"]) == {}

@@ -31,6 +31,8 @@ LOW_KAPPA = 0.4
 Cell = Literal["pp", "pf", "fp", "ff"]
 """A run's pair of verdicts: the judge's letter, then people's (p pass, f fail)."""
 CELLS: tuple[Cell, ...] = ("pp", "pf", "fp", "ff")
+UNJUDGED = "-"
+"""How a store writes the cell of a run people labelled and the judge has not scored."""
 Level = Literal["unknown", "low", "ok"]
 
 
@@ -46,6 +48,11 @@ def people_pass(scores: list[float]) -> bool | None:
 def cell_of(judge_pass: bool, human_pass: bool) -> Cell:
     cell: Cell = ("p" if judge_pass else "f") + ("p" if human_pass else "f")  # type: ignore[assignment]
     return cell
+
+
+def as_cell(stored: str) -> Cell | None:
+    """A stored cell back: one of `CELLS`, else None (`UNJUDGED`)."""
+    return next((cell for cell in CELLS if cell == stored), None)
 
 
 @dataclass(frozen=True)

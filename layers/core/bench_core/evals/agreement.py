@@ -25,8 +25,9 @@ class AgreementPorts(WithAgents, WithIngest, WithFeedback, Protocol):
 def pair_verdicts(store: AgreementPorts, ref: AgentRef, run_id: str, *,
                   judged: EvalResult | None = None, agent: Agent | None = None) -> None:
     """Count the run in the agent's agreement table if both the judge and people have given
-    it a verdict. `judged`: the result just recorded (else the run's is read); `agent`: the
-    agent when the caller has it (its expiry goes on what is written)."""
+    it a verdict; mark it labelled (for the annotation queue) if only people have. `judged`:
+    the result just recorded (else the run's is read); `agent`: the agent when the caller has
+    it (its expiry goes on what is written)."""
     scores = [f.score for f in store.feedback.run_feedback(ref, run_id, RUN_FEEDBACK_SHOWN)]
     human = people_pass(scores)
     if human is None:
@@ -34,13 +35,12 @@ def pair_verdicts(store: AgreementPorts, ref: AgentRef, run_id: str, *,
     if judged is None:
         run = store.ingest.get_task(ref, run_id)
         judged = None if run is None else run.eval
-    if judged is None or judged.status != "scored" or judged.score is None:
-        return
     agent = agent or store.agents.get_agent(ref)
     if agent is None:
         return
-    store.feedback.set_agreement(ref, run_id, cell_of(passes(judged.score), human),
-                                 expires_at=agent.expires_at)
+    score = judged.score if judged is not None and judged.status == "scored" else None
+    cell = None if score is None else cell_of(passes(score), human)
+    store.feedback.set_agreement(ref, run_id, cell, expires_at=agent.expires_at)
 
 
 def pair_judged(store: AgreementPorts, ref: AgentRef, recorded: Mapping[str, EvalResult]) -> None:

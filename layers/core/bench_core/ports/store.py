@@ -359,17 +359,25 @@ class FeedbackStore(Protocol):
         """The run's first `limit` feedback by id, oldest first (`in_shown_order`)."""
         ...
 
-    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell, *,
+    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell | None, *,
                       expires_at: str | None = None) -> None:
         """Count the run in `cell` of the agent's agreement table (`domain.agreement`), out of
         the cell it was counted in before if another, atomically: a run counts once, where its
-        verdicts are now. `expires_at`: a temporary agent's."""
+        verdicts are now. None: people gave it a verdict, the judge none yet (marked for
+        `run_marks`, counted nowhere; a run already in a cell stays there). `expires_at`: a
+        temporary agent's."""
+        ...
+
+    def run_marks(self, ref: AgentRef, run_ids: Sequence[str]) -> dict[str, Cell | None]:
+        """Of `run_ids`, those people gave a verdict on, each with its cell (None: not judged):
+        one batch read (what the annotation queue asks of a page of runs)."""
         ...
 
     def has_feedback(self, ref: AgentRef) -> bool:
         """Whether the agent was ever given feedback (perhaps a little early, never late:
-        DynamoDB marks its `AGREE` item before it keeps the first), so that judging runs of an
-        agent without any reads no run's feedback: one read per eval of a batch's runs."""
+        DynamoDB marks its `AGREE` item before it keeps the first, and reads it eventually
+        consistent), so that judging runs of an agent without any reads no run's feedback: one
+        read per eval of a batch's runs."""
         ...
 
     def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:

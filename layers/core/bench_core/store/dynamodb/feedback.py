@@ -3,7 +3,7 @@ they are about so that a run's feedback is one Query. Item (`A` is `{login}#{slu
 partition of the run's root task, `codec.keys.AgentKeys.pk_of`):
 
 - feedback:  PART#{A}#{n}, FB#{len(run id):03}#{run id}#{feedback id}   body (JSON text)
-- a labelled and judged run's cell (`domain.agreement`):
+- a labelled run's cell (`domain.agreement`; `-` until the judge scores it):
              PART#{A}#{n}, FBCELL#{len(run id):03}#{run id}               cell
 - the agent's agreement table: AGENT#{A}, AGREE                          pp pf fp ff (numbers),
              labelled (1 once the agent was given feedback: `has_feedback`)
@@ -16,7 +16,9 @@ A feedback is one conditional PutItem (`attribute_not_exists`): one write unit f
 up to 1 KB, after one write unit marking the agent's `AGREE` item `labelled` (first, so a
 feedback is never kept unmarked), nothing else touched (neither the run's task item nor the
 agent), off the ingest path; a resend costs those writes (2 units) and one read of the item kept
-(1 unit). An eval reads `AGREE` once for its runs (1 unit) and a run's feedback only if marked. A temporary agent's
+(1 unit). An eval reads `AGREE` once for its runs (half a unit, eventually consistent: the
+mark is set once in an agent's life, so only a first feedback racing a judge within a second
+could go unpaired) and a run's feedback only if marked. A temporary agent's
 feedback expires with it (TTL, `retention.py`).
 
 A run moving into a cell of the agreement table is one transaction: its cell item put on
@@ -31,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...domain.agreement import AgreementTable, Cell
+from ...domain.agreement import UNJUDGED, AgreementTable, Cell, as_cell
 from ...domain.feedback import Feedback, in_shown_order
 from ...domain.models import AgentRef
 from .client import MAX_ATTEMPTS, Table, busy, pause
@@ -45,6 +47,12 @@ AGREEMENT = "AGREE"
 
 def run_prefix(run_id: str) -> str:
     return f"{FEEDBACK}{len(run_id):03d}#{run_id}#"
+
+
+def cell_key(ref: AgentRef, run_id: str) -> dict[str, str]:
+    """A labelled run's cell, beside its feedback."""
+    return {"pk": AgentKeys(ref.login, ref.slug).pk_of(TASK + run_id),
+            "sk": f"{CELL}{len(run_id):03d}#{run_id}"}
 
 
 def feedback_key(ref: AgentRef, run_id: str, feedback_id: str) -> dict[str, str]:
@@ -79,35 +87,45 @@ class DynamoFeedback:
         first = [_decoded(item) for _, item in zip(range(limit), items, strict=False)]
         return in_shown_order(first)
 
-    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell, *,
+    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell | None, *,
                       expires_at: str | None = None) -> None:
         agent = AgentKeys(ref.login, ref.slug)
-        marker = {"pk": agent.pk_of(TASK + run_id), "sk": f"{CELL}{len(run_id):03d}#{run_id}"}
+        marker = cell_key(ref, run_id)
         expiry = ttl(expires_at) if expires_at else {}
         for attempt in range(MAX_ATTEMPTS):
             held = self.table.get(to_item(marker))
-            old = None if held is None else str(held["cell"])
-            if old == cell:
+            old = None if held is None else as_cell(str(held["cell"]))
+            if held is not None and (cell is None or old == cell):
                 return
-            put: dict[str, Any] = {"TableName": self.table.name,
-                                   "Item": to_item({**marker, "cell": cell, **expiry})}
-            if old is None:
+            put: dict[str, Any] = {"TableName": self.table.name, "Item": to_item(
+                {**marker, "cell": cell or UNJUDGED, **expiry})}
+            if held is None:
                 put["ConditionExpression"] = "attribute_not_exists(pk)"
             else:
                 put |= {"ConditionExpression": "#cell = :old",
                         "ExpressionAttributeNames": {"#cell": "cell"},
-                        "ExpressionAttributeValues": to_item({":old": old})}
-            count = Update(key=agent.key(AGREEMENT), set=expiry,
-                           add={cell: 1, **({old: -1} if old is not None else {})})
+                        "ExpressionAttributeValues": to_item({":old": held["cell"]})}
+            moves: dict[str, int] = {moved: by for moved, by in ((cell, 1), (old, -1))
+                                     if moved is not None}
+            count = Update(key=agent.key(AGREEMENT), set=expiry, add=moves)
             try:
-                self.table.transact([{"Put": put}, self.table.update_action(count)])
+                if moves:
+                    self.table.transact([{"Put": put}, self.table.update_action(count)])
+                else:
+                    self.table.client.put_item(**put)
                 return
-            except self.table.client.exceptions.TransactionCanceledException:
+            except (self.table.client.exceptions.TransactionCanceledException,
+                    self.table.client.exceptions.ConditionalCheckFailedException):
                 pause(attempt)  # another verdict moved the run first: read its cell again
         raise busy()
 
+    def run_marks(self, ref: AgentRef, run_ids: Sequence[str]) -> dict[str, Cell | None]:
+        found = self.table.batch_get([to_item(cell_key(ref, run_id)) for run_id in run_ids],
+                                     consistent=False)
+        return {str(item["sk"])[len(CELL) + 4:]: as_cell(str(item["cell"])) for item in found}
+
     def has_feedback(self, ref: AgentRef) -> bool:
-        held = self.table.get(AgentKeys(ref.login, ref.slug).key(AGREEMENT))
+        held = self.table.get(AgentKeys(ref.login, ref.slug).key(AGREEMENT), consistent=False)
         return held is not None and bool(held.get("labelled"))
 
     def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:

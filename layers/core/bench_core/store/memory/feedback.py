@@ -29,10 +29,17 @@ class MemoryFeedback(Concern):
             first = [kept[i] for i in sorted(kept)[:limit]]
         return in_shown_order(first)
 
-    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell, *,
+    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell | None, *,
                       expires_at: str | None = None) -> None:
         with self.memory.locked() as tables:
-            tables.agreement.setdefault(ref, {})[run_id] = cell
+            runs = tables.agreement.setdefault(ref, {})
+            if cell is not None or run_id not in runs:
+                runs[run_id] = cell
+
+    def run_marks(self, ref: AgentRef, run_ids: Sequence[str]) -> dict[str, Cell | None]:
+        with self.memory.locked() as tables:
+            runs = tables.agreement.get(ref, {})
+            return {run_id: runs[run_id] for run_id in run_ids if run_id in runs}
 
     def has_feedback(self, ref: AgentRef) -> bool:
         with self.memory.locked() as tables:
@@ -40,5 +47,6 @@ class MemoryFeedback(Concern):
 
     def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
         with self.memory.locked() as tables:
-            return {ref: AgreementTable.of(Counter(tables.agreement.get(ref, {}).values()))
+            return {ref: AgreementTable.of(Counter(
+                        cell for cell in tables.agreement.get(ref, {}).values() if cell))
                     for ref in refs}

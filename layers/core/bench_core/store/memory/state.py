@@ -26,6 +26,7 @@ from ...domain.versions import VersionStats
 from ..rules import Rules
 
 if TYPE_CHECKING:
+    from ...domain.agreement import Cell
     from ...domain.feedback import Feedback
     from ...domain.live import LiveConnection
     from ...domain.reuse_records import InvocationGrant, PublishedCapability, UsageRecord
@@ -124,8 +125,8 @@ class Tables:
     """(suite, agent) -> the agent's ranked run of the suite."""
     feedback: dict[AgentRef, dict[str, dict[str, Feedback]]] = field(default_factory=dict)
     """By agent, run id, then feedback id (frozen: shared safely)."""
-    agreement: dict[AgentRef, dict[str, str]] = field(default_factory=dict)
-    """By agent, each labelled and judged run's cell (`domain.agreement.Cell`)."""
+    agreement: dict[AgentRef, dict[str, Cell | None]] = field(default_factory=dict)
+    """By agent, each labelled run's cell (`domain.agreement.Cell`; None: not judged)."""
 
 
 class Memory:

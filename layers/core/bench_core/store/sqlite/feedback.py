@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...domain.agreement import AgreementTable, Cell
+from ...domain.agreement import CELLS, UNJUDGED, AgreementTable, Cell, as_cell
 from ...domain.feedback import Feedback, in_shown_order
 from ...domain.models import AgentRef
 from .connection import Concern
@@ -54,22 +54,33 @@ class SqliteFeedback(Concern):
             "ORDER BY feedback_id LIMIT ?", (ref.login, ref.slug, run_id, limit)).fetchall()
         return in_shown_order([Feedback.model_validate_json(row["body"]) for row in rows])
 
-    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell, *,
+    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell | None, *,
                       expires_at: str | None = None) -> None:
         key = (ref.login, ref.slug)
         with self.db.write() as conn:
             row = conn.execute(
                 "SELECT cell FROM agreement_runs WHERE login = ? AND slug = ? AND run_id = ?",
                 (*key, run_id)).fetchone()
-            if row is not None and row["cell"] == cell:
+            if row is not None and (cell is None or row["cell"] == cell):
                 return
             conn.execute("INSERT INTO agreement_runs (login, slug, run_id, cell) "
                          "VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET cell = excluded.cell",
-                         (*key, run_id, cell))
-            moves = [(cell, 1)] + ([(row["cell"], -1)] if row is not None else [])
+                         (*key, run_id, cell or UNJUDGED))
+            moves = [(moved, by) for moved, by in ((cell, 1), (row and row["cell"], -1))
+                     if moved in CELLS]
             conn.executemany("INSERT INTO agreement_counts (login, slug, cell, n) "
                              "VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET n = n + excluded.n",
                              [(*key, moved, by) for moved, by in moves])
+
+    def run_marks(self, ref: AgentRef, run_ids: Sequence[str]) -> dict[str, Cell | None]:
+        marks: dict[str, Cell | None] = {}
+        reader = self.db.reader()
+        for i in range(0, len(run_ids), 500):
+            chunk = list(run_ids[i:i + 500])
+            marks |= {row["run_id"]: as_cell(row["cell"]) for row in reader.execute(
+                "SELECT run_id, cell FROM agreement_runs WHERE login = ? AND slug = ? AND "
+                f"run_id IN ({', '.join('?' * len(chunk))})", (ref.login, ref.slug, *chunk))}
+        return marks
 
     def has_feedback(self, ref: AgentRef) -> bool:
         return self.db.reader().execute(
