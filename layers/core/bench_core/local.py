@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .http import (
+    annotation_queue,
     api,
     auth,
     badge,
@@ -46,7 +47,7 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
            benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router,
-           feedback.api_router, feedback.form_router)
+           feedback.api_router, feedback.form_router, annotation_queue.router)
 
 
 def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:
