@@ -1,7 +1,8 @@
 """The annotation queue in a real browser (Debian's headless Chromium via Playwright), at
 desktop and phone widths, over SQLite: the signed-in owner works through the queue with the
 keyboard alone (j/k to move, y/n for thumbs up/down, s to skip), each verdict lands as feedback
-on its run (read back from the store) and the selection moves on. Screenshots go to
+on its run (read back from the store) and the selection moves on; the profile then shows the
+judge's (low) agreement with people beside its score. Screenshots go to
 artifacts/screenshots/."""
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ def test_the_owner_gives_verdicts_with_one_keystroke_each(browser: Any,  # noqa:
         assert current(page) == "sure-pass"
         assert page.evaluate("document.documentElement.scrollWidth") <= width, "sideways scroll"
         watched.shot(f"annotation-queue-verdicts-{width}")
+
+        page = watched.open(f"{server.url}/u/{login}/queued")  # the judge measured, beside its score
+        shown = page.locator("[data-agreement-level]")
+        assert "agree 50%" in shown.inner_text() and ", 4 runs" in shown.inner_text()
+        assert page.locator(".agreement-low").is_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, "sideways scroll"
+        shown.scroll_into_view_if_needed()
+        watched.shot(f"judge-agreement-profile-{width}")
         assert watched.problems == []
     finally:
         watched.close()

@@ -63,11 +63,12 @@ def test_feedback_on_judged_runs_shows_the_judges_agreement(
     assert shown["level"] == "ok" and board_mark(server, tag) is None
     page = httpx.get(f"{server.url}/u/{path}", timeout=30).text
     assert 'data-metric="judge_agreement.n" data-value="4"' in page
-    assert "κ 0.50" in page and "agrees <span" in page and ">75%</span>" in page
+    assert 'data-metric="judge_agreement.kappa" data-value="0.5">0.50<' in page
+    assert 'data-metric="judge_agreement.accuracy" data-value="0.75">75%<' in page
 
     assert give(server, path, passed[2], {"thumbs": "down"}, owner_key).status_code == 201
     shown = agreement(server, path, 5)  # po .6, pe .8·.4 + .2·.6 = .44: kappa .16/.56
     assert shown["kappa"] == pytest.approx(0.16 / 0.56) and shown["level"] == "low"
     assert board_row(server, tag)["judge_agreement"]["level"] == "low"
     assert board_mark(server, tag) == "low"
-    assert "Low: κ under 0.4" in httpx.get(f"{server.url}/u/{path}", timeout=30).text
+    assert "agreement-low" in httpx.get(f"{server.url}/u/{path}", timeout=30).text

@@ -42,7 +42,11 @@
         headers: { "Content-Type": "application/json", "X-CSRF-Token": list.getAttribute("data-csrf") },
         body: JSON.stringify({ feedback_id: feedbackId(item), thumbs: thumbs })
       }).then(function (response) {
-        if (!response.ok) throw new Error("HTTP " + response.status);
+        // read the answer whole: a body left unread is cut off when the page is left
+        return response.text().then(function () {
+          if (!response.ok) throw new Error("HTTP " + response.status);
+        });
+      }).then(function () {
         shown.textContent = thumbs === "up" ? "thumbs up saved" : "thumbs down saved";
         item.setAttribute("data-queue-saved", thumbs);
       }).catch(function (error) {
