@@ -1,6 +1,7 @@
 """The annotation queue in a real browser (Debian's headless Chromium via Playwright), at
 desktop and phone widths, over SQLite: the signed-in owner works through the queue with the
-keyboard alone (j/k to move, y/n for thumbs up/down, s to skip), each verdict lands as feedback
+keyboard alone (j/k to move, 0-9 a label from the agent's set, y/n for thumbs up/down, s to
+skip), each verdict lands as feedback
 on its run (read back from the store) and the selection moves on; the profile then shows the
 judge's (low) agreement with people beside its score. Screenshots go to
 artifacts/screenshots/."""
@@ -45,6 +46,7 @@ def test_the_owner_gives_verdicts_with_one_keystroke_each(browser: Any,  # noqa:
                                                          server: RunningServer,
                                                          width: int) -> None:
     login, _ = seeded(server)
+    server.store.feedback.set_label_set(AgentRef(login, "queued"), ["correct", "wrong-tool"])
     watched = Watched(browser, width, "light")
     try:
         page = watched.open(signin_link(server))
@@ -59,11 +61,14 @@ def test_the_owner_gives_verdicts_with_one_keystroke_each(browser: Any,  # noqa:
         page.keyboard.press("k")
         assert current(page) == "closest"
 
+        page.keyboard.press("2")  # the label the next verdicts carry: the set's second
+        assert page.locator("[data-queue-label]").input_value() == "wrong-tool"
         page.keyboard.press("y")  # thumbs up on "closest", on to the next
         page.wait_for_selector("[data-run=closest][data-queue-saved=up]")
         assert current(page) == "close-above"
         page.keyboard.press("s")
         assert current(page) == "clear-fail"
+        page.keyboard.press("0")  # no label
         page.keyboard.press("n")
         page.wait_for_selector("[data-run=clear-fail][data-queue-saved=down]")
         assert current(page) == "sure-pass"
@@ -82,10 +87,11 @@ def test_the_owner_gives_verdicts_with_one_keystroke_each(browser: Any,  # noqa:
         watched.close()
 
     ref = AgentRef(login, "queued")
-    landed = {run: [(f.thumbs, f.source) for f in server.store.feedback.run_feedback(ref, run, 10)]
+    landed = {run: [(f.thumbs, f.label, f.source)
+                    for f in server.store.feedback.run_feedback(ref, run, 10)]
               for run in ("closest", "close-above", "clear-fail")}
-    assert landed == {"closest": [("up", "owner")], "close-above": [],
-                      "clear-fail": [("down", "owner")]}
+    assert landed == {"closest": [("up", "wrong-tool", "owner")], "close-above": [],
+                      "clear-fail": [("down", None, "owner")]}
     # the judge failed "closest" (0.48), people passed it; both failed "clear-fail" and
     # "agreed"; the judge passed "disputed", people failed it
     assert server.store.feedback.agreement_tables([ref])[ref] == AgreementTable(pf=1, fp=1, ff=2)

@@ -94,3 +94,14 @@ def test_a_labelled_run_is_marked_until_judged_and_counted_once_judged(store: St
     assert store.feedback.agreement_tables([REF])[REF] == AgreementTable(pp=1, fp=1)
     assert store.feedback.run_marks(REF, ["run#1"]) == {"run#1": "pp"}
     assert store.feedback.run_marks(AgentRef("owner", "other"), ["run#1"]) == {}
+
+
+def test_an_agents_label_set_is_kept_in_its_order_and_cleared(store: Store) -> None:
+    assert store.feedback.label_set(REF) is None
+    store.feedback.set_label_set(REF, ["wrong-tool", "correct", "off topic"])
+    assert store.feedback.label_set(REF) == ["wrong-tool", "correct", "off topic"]
+    store.feedback.set_label_set(REF, ["correct"], expires_at="2099-01-01T00:00:00.000Z")
+    assert store.feedback.label_set(REF) == ["correct"]
+    assert store.feedback.label_set(AgentRef("owner", "other")) is None
+    store.feedback.set_label_set(REF, [])
+    assert store.feedback.label_set(REF) is None

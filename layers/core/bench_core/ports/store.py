@@ -373,6 +373,15 @@ class FeedbackStore(Protocol):
         one batch read (what the annotation queue asks of a page of runs)."""
         ...
 
+    def label_set(self, ref: AgentRef) -> list[str] | None:
+        """The agent's label set, in the owner's order; None when it has none."""
+        ...
+
+    def set_label_set(self, ref: AgentRef, labels: list[str] | None, *,
+                      expires_at: str | None = None) -> None:
+        """Replace the agent's label set (None or empty: no set, any label goes)."""
+        ...
+
     def has_feedback(self, ref: AgentRef) -> bool:
         """Whether the agent was ever given feedback (perhaps a little early, never late:
         DynamoDB marks its `AGREE` item before it keeps the first, and reads it eventually

@@ -9,7 +9,8 @@ marks, `FeedbackStore.run_marks`: bounded whatever the agent's history), in this
 2. `disagreed`: the judge and people gave opposite verdicts: worth a second look;
 3. `unlooked`: not judged (yet, or unscored), nobody has looked yet, newest first.
 
-Runs where the judge and people agree are done and left out. Only the owner's session or owner
+Runs where the judge and people agree are done and left out. The agent's label set comes
+with it, for a verdict to carry one. Only the owner's session or owner
 key sees it: anyone else, an agent key included, is told the agent is not found.
 """
 
@@ -23,6 +24,7 @@ from ..domain.errors import NotFound
 from ..domain.models import AgentRef, TaskState
 from ..domain.privacy import Viewer
 from ..ports.services import WithAgents, WithFeedback, WithIngest
+from .feedback import label_set
 
 QUEUE_WINDOW = 100
 """The newest runs the queue looks through."""
@@ -68,4 +70,4 @@ def annotation_queue(store: QueueReads, ref: AgentRef, viewer: Viewer) -> dict[s
              for reason, run in queued(runs, marks)]
     return {"login": ref.login, "slug": ref.slug,
             "display_name": agent.display_name or agent.slug, "window": len(runs),
-            "pass_mark": PASS_MARK, "runs": items}
+            "pass_mark": PASS_MARK, "labels": label_set(store, ref), "runs": items}

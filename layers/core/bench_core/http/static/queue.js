@@ -1,6 +1,7 @@
 // The annotation queue (/dashboard/agents/{slug}/queue): one keystroke a verdict. j/k move,
 // y/n send a thumbs up/down to the run's feedback route (the page's CSRF token, a feedback id
-// per run so a retry keeps one), s skips; each verdict moves to the next run.
+// per run so a retry keeps one), s skips; each verdict moves to the next run. 0-9 choose the
+// label the next verdicts carry, from the agent's label set.
 (function () {
   "use strict";
   function start() {
@@ -9,6 +10,7 @@
     var items = Array.prototype.slice.call(list.querySelectorAll("[data-queue-item]"));
     var at = 0;
     var ids = {};
+    var label = document.querySelector("[data-queue-label]");
 
     function select(i) {
       if (i >= items.length) {
@@ -40,7 +42,9 @@
         method: "POST",
         credentials: "same-origin",
         headers: { "Content-Type": "application/json", "X-CSRF-Token": list.getAttribute("data-csrf") },
-        body: JSON.stringify({ feedback_id: feedbackId(item), thumbs: thumbs })
+        body: JSON.stringify(label && label.value
+          ? { feedback_id: feedbackId(item), thumbs: thumbs, label: label.value }
+          : { feedback_id: feedbackId(item), thumbs: thumbs })
       }).then(function (response) {
         // read the answer whole: a body left unread is cut off when the page is left
         return response.text().then(function () {
@@ -81,7 +85,9 @@
         case "n": if (item) act(item, "down"); break;
         case "s": if (item) act(item, "skip"); break;
         case "o": if (item) window.location.href = item.querySelector("[data-queue-open]").href; break;
-        default: return;
+        default:
+          if (!label || !/^[0-9]$/.test(event.key) || Number(event.key) >= label.options.length) return;
+          label.selectedIndex = Number(event.key);
       }
       event.preventDefault();
     });

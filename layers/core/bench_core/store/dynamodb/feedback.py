@@ -5,6 +5,7 @@ partition of the run's root task, `codec.keys.AgentKeys.pk_of`):
 - feedback:  PART#{A}#{n}, FB#{len(run id):03}#{run id}#{feedback id}   body (JSON text)
 - a labelled run's cell (`domain.agreement`; `-` until the judge scores it):
              PART#{A}#{n}, FBCELL#{len(run id):03}#{run id}               cell
+- the agent's label set:       AGENT#{A}, LABELS                         labels (JSON text)
 - the agent's agreement table: AGENT#{A}, AGREE                          pp pf fp ff (numbers),
              labelled (1 once the agent was given feedback: `has_feedback`)
 
@@ -30,6 +31,7 @@ the leaderboard a page's worth in one BatchGetItem.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +45,7 @@ from .codec.values import Update, to_item, ttl
 FEEDBACK = "FB#"
 CELL = "FBCELL#"
 AGREEMENT = "AGREE"
+LABELS = "LABELS"
 
 
 def run_prefix(run_id: str) -> str:
@@ -123,6 +126,19 @@ class DynamoFeedback:
         found = self.table.batch_get([to_item(cell_key(ref, run_id)) for run_id in run_ids],
                                      consistent=False)
         return {str(item["sk"])[len(CELL) + 4:]: as_cell(str(item["cell"])) for item in found}
+
+    def label_set(self, ref: AgentRef) -> list[str] | None:
+        held = self.table.get(AgentKeys(ref.login, ref.slug).key(LABELS), consistent=False)
+        return None if held is None else list(json.loads(held["labels"]))
+
+    def set_label_set(self, ref: AgentRef, labels: list[str] | None, *,
+                      expires_at: str | None = None) -> None:
+        key = {"pk": AgentKeys(ref.login, ref.slug).pk, "sk": LABELS}
+        if not labels:
+            self.table.delete(to_item(key))
+            return
+        expiry = ttl(expires_at) if expires_at else {}
+        self.table.put(to_item({**key, "labels": json.dumps(labels), **expiry}))
 
     def has_feedback(self, ref: AgentRef) -> bool:
         held = self.table.get(AgentKeys(ref.login, ref.slug).key(AGREEMENT), consistent=False)

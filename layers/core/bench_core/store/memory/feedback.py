@@ -41,6 +41,19 @@ class MemoryFeedback(Concern):
             runs = tables.agreement.get(ref, {})
             return {run_id: runs[run_id] for run_id in run_ids if run_id in runs}
 
+    def label_set(self, ref: AgentRef) -> list[str] | None:
+        with self.memory.locked() as tables:
+            labels = tables.label_sets.get(ref)
+        return None if labels is None else list(labels)
+
+    def set_label_set(self, ref: AgentRef, labels: list[str] | None, *,
+                      expires_at: str | None = None) -> None:
+        with self.memory.locked() as tables:
+            if labels:
+                tables.label_sets[ref] = tuple(labels)
+            else:
+                tables.label_sets.pop(ref, None)
+
     def has_feedback(self, ref: AgentRef) -> bool:
         with self.memory.locked() as tables:
             return any(tables.feedback.get(ref, {}).values())

@@ -81,6 +81,7 @@ def _delete_agent(tables: Tables, ref: AgentRef) -> int:
     deleted += (tables.capabilities.pop(ref, None) is not None)
     deleted += sum(len(run) for run in tables.feedback.pop(ref, {}).values())
     deleted += len(tables.agreement.pop(ref, {}))
+    deleted += (tables.label_sets.pop(ref, None) is not None)
     del tables.agents[ref]
     grants = [key for key in tables.invocation_grants if key[0] == ref]
     for grant in grants:

@@ -127,6 +127,7 @@ class Tables:
     """By agent, run id, then feedback id (frozen: shared safely)."""
     agreement: dict[AgentRef, dict[str, Cell | None]] = field(default_factory=dict)
     """By agent, each labelled run's cell (`domain.agreement.Cell`; None: not judged)."""
+    label_sets: dict[AgentRef, tuple[str, ...]] = field(default_factory=dict)
 
 
 class Memory:

@@ -5,6 +5,7 @@ run's cell, and per agent a count per cell, changed together in one transaction.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from ...domain.agreement import CELLS, UNJUDGED, AgreementTable, Cell, as_cell
@@ -29,6 +30,13 @@ AGREEMENT_SCHEMA = """
         PRIMARY KEY (login, slug, cell)) WITHOUT ROWID;
 """
 """The migration adding the judge's agreement with people (in `store.MIGRATIONS`)."""
+
+LABEL_SET_SCHEMA = """
+    CREATE TABLE label_sets (
+        login TEXT NOT NULL, slug TEXT NOT NULL, labels TEXT NOT NULL,
+        PRIMARY KEY (login, slug)) WITHOUT ROWID;
+"""
+"""The migration adding agents' label sets (in `store.MIGRATIONS`)."""
 
 
 class SqliteFeedback(Concern):
@@ -81,6 +89,23 @@ class SqliteFeedback(Concern):
                 "SELECT run_id, cell FROM agreement_runs WHERE login = ? AND slug = ? AND "
                 f"run_id IN ({', '.join('?' * len(chunk))})", (ref.login, ref.slug, *chunk))}
         return marks
+
+    def label_set(self, ref: AgentRef) -> list[str] | None:
+        row = self.db.reader().execute(
+            "SELECT labels FROM label_sets WHERE login = ? AND slug = ?",
+            (ref.login, ref.slug)).fetchone()
+        return None if row is None else list(json.loads(row["labels"]))
+
+    def set_label_set(self, ref: AgentRef, labels: list[str] | None, *,
+                      expires_at: str | None = None) -> None:
+        with self.db.write() as conn:
+            if not labels:
+                conn.execute("DELETE FROM label_sets WHERE login = ? AND slug = ?",
+                             (ref.login, ref.slug))
+                return
+            conn.execute("INSERT INTO label_sets (login, slug, labels) VALUES (?, ?, ?) "
+                         "ON CONFLICT DO UPDATE SET labels = excluded.labels",
+                         (ref.login, ref.slug, json.dumps(labels)))
 
     def has_feedback(self, ref: AgentRef) -> bool:
         return self.db.reader().execute(
