@@ -10,6 +10,7 @@ The score, its kind and the label are shown like the judge's score; the comment 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,3 +63,17 @@ def unknown_label(label: str | None, label_set: list[str] | None) -> str | None:
     if label is None or not label_set or label in label_set:
         return None
     return f"label: {label!r} is not in the agent's label set ({', '.join(label_set)})"
+
+
+@dataclass(frozen=True)
+class SpanVerdict:
+    """A verdict on a span from telemetry (an OTLP `gen_ai.evaluation.result` event,
+    `ingest.otlp.evaluations`), to keep as feedback on the span's run: `thumbs` or `score`,
+    with the id that makes a resent export keep one."""
+
+    task_id: str
+    feedback_id: str
+    score: float | None
+    thumbs: str | None
+    label: str | None
+    comment: str | None

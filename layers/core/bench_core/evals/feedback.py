@@ -13,7 +13,7 @@ import uuid
 from typing import Protocol
 
 from ..domain.errors import BadRequest, NotFound
-from ..domain.feedback import MAX_LABELS, THUMBS, Feedback, Kind, unknown_label
+from ..domain.feedback import MAX_LABELS, THUMBS, Feedback, Kind, SpanVerdict, unknown_label
 from ..domain.models import AgentRef, iso
 from ..domain.privacy import Viewer
 from ..ports.services import WithAgents, WithClock, WithFeedback, WithIngest
@@ -64,3 +64,27 @@ def set_label_set(store: FeedbackPorts, ref: AgentRef, viewer: Viewer, labels: l
         raise BadRequest(f"a label set holds at most {MAX_LABELS} labels, not {len(kept)}")
     store.feedback.set_label_set(ref, kept or None, expires_at=agent.expires_at)
     return kept
+
+
+NOT_SEEN = "gen_ai.evaluation.result on a span Bench has not stored: export the trace first"
+
+
+def record_span_verdicts(store: FeedbackPorts, ref: AgentRef, viewer: Viewer,
+                         verdicts: list[SpanVerdict]) -> tuple[int, dict[str, int]]:
+    """Keep verdicts on spans (OTLP evaluation events) as feedback on each span's run; how many
+    were kept (new or resent) and why the others were not: reason → count. A label the agent's
+    label set does not hold is dropped, the verdict kept."""
+    labels = store.feedback.label_set(ref) if any(v.label for v in verdicts) else None
+    refused: dict[str, int]
+    kept, refused = 0, {}
+    for verdict in verdicts:
+        span = store.ingest.get_task(ref, verdict.task_id)
+        if span is None:
+            refused[NOT_SEEN] = refused.get(NOT_SEEN, 0) + 1
+            continue
+        label = None if unknown_label(verdict.label, labels) else verdict.label
+        record_feedback(store, ref, viewer, span.run_id or span.task_id,
+                        feedback_id=verdict.feedback_id, score=verdict.score,
+                        thumbs=verdict.thumbs, label=label, comment=verdict.comment)
+        kept += 1
+    return kept, refused
