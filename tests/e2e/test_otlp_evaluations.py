@@ -63,3 +63,22 @@ def test_evaluation_events_become_feedback_on_the_run_once(bench_server: Running
     assert partial.rejected_log_records == 1
     assert "neither scores from 0 to 1 nor labels a pass or fail" in partial.error_message
     assert bench_server.get(path, key)["feedback"]["count"] == 2  # sent again: kept once
+
+
+def test_evaluation_span_events_become_feedback_too(bench_server: RunningServer) -> None:
+    """Older instrumentations add the evaluation to the judged span as a span event."""
+    login, slug = new_login(), "span-evaluated"
+    key = bench_server.create_key(login)
+    tracer_provider, spans, _, _ = providers("evaluated")
+    with tracer_provider.get_tracer("agent").start_as_current_span("invoke_agent helper") as span:
+        for attributes in EVALUATIONS:
+            span.add_event("gen_ai.evaluation.result", attributes=attributes)
+    finished = spans.get_finished_spans()
+    for _ in range(2):  # sent again: kept once
+        export(bench_server, key, slug, finished)
+    root = finished[0]
+    path = f"/api/agents/{login}/{slug}/runs/{root.context.trace_id:032x}-{root.context.span_id:016x}"
+    feedback = poll(lambda: bench_server.get(path, key)["feedback"],
+                    lambda shown: shown["count"] >= 2)
+    assert sorted((f["label"], f["score"]) for f in feedback["items"]) == \
+        [("Relevance", 0.9), ("correctness", 0.0)]

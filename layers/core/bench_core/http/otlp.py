@@ -7,6 +7,7 @@ Every answer, errors included, is in the request's encoding with its Content-Typ
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -14,6 +15,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..domain.errors import BenchError, Unauthorized
+from ..domain.feedback import SpanVerdict
 from ..domain.models import AgentRef, KeyRecord
 from ..domain.privacy import Viewer
 from ..evals.feedback import record_span_verdicts
@@ -69,20 +71,37 @@ async def _export(request: Request, background: BackgroundTasks, services: Servi
 @router.post("/v1/traces")
 async def post_traces(request: Request, background: BackgroundTasks,
                       services: Services = Depends(services_of)) -> Response:
-    return await _export(request, background, services, export_traces, _traces_answer)
+    return await _export(request, background, services, _traces_and_verdicts, _traces_answer)
+
+
+def _keep_verdicts(services: Services, key: KeyRecord,
+                   evaluations: dict[str, list[SpanVerdict]]) -> tuple[int, dict[str, int]]:
+    """An export's evaluation events' verdicts kept as feedback on their spans' runs
+    (`evals.feedback.record_span_verdicts`): how many, and why the others were not."""
+    kept, refused = 0, Counter[str]()
+    for slug, verdicts in evaluations.items():
+        count, why = record_span_verdicts(services.store, AgentRef(key.login, slug),
+                                          Viewer.of_key(key), verdicts)
+        kept += count
+        refused.update(why)
+    return kept, dict(refused)
+
+
+def _traces_and_verdicts(services: Services, key: KeyRecord, body: bytes, encoding: str,
+                         agent_header: str | None, *, later: Later) -> ExportResult:
+    result = export_traces(services, key, body, encoding, agent_header, later=later)
+    result.feedback, refused = _keep_verdicts(services, key, result.evaluations)
+    for reason, count in refused.items():
+        result.warn(reason, count)
+    return result
 
 
 def _logs_and_verdicts(services: Services, key: KeyRecord, body: bytes, encoding: str,
                        agent_header: str | None, *, later: Later) -> LogsResult:
-    """A logs export (`ingest.otlp.logs`), then its evaluation events' verdicts kept as
-    feedback on their spans' runs (`evals.feedback.record_span_verdicts`)."""
     result = export_logs(services, key, body, encoding, agent_header, later=later)
-    for slug, verdicts in result.evaluations.items():
-        kept, refused = record_span_verdicts(services.store, AgentRef(key.login, slug),
-                                             Viewer.of_key(key), verdicts)
-        result.feedback += kept
-        for reason, count in refused.items():
-            result.reject(reason, count)
+    result.feedback, refused = _keep_verdicts(services, key, result.evaluations)
+    for reason, count in refused.items():
+        result.reject(reason, count)
     return result
 
 

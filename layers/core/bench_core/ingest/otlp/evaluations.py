@@ -1,7 +1,8 @@
-"""OTLP log events that judge a span → people's verdicts on its run (`domain.feedback`).
+"""OTLP events that judge a span → people's verdicts on its run (`domain.feedback`).
 
 The OpenTelemetry GenAI semantic conventions define one such event, `gen_ai.evaluation.result`
-(a log event parented to the span it judges): `gen_ai.evaluation.name` (required, the metric:
+(a log event parented to the span it judges; older instrumentations add it to the span as a
+span event, read alike): `gen_ai.evaluation.name` (required, the metric:
 `Relevance`), `gen_ai.evaluation.score.value`, `gen_ai.evaluation.score.label` (`pass`,
 `incorrect`, ...) and `gen_ai.evaluation.explanation`. There is no convention for `feedback.*`
 or `user_feedback` attributes, so Bench reads none.
@@ -20,9 +21,11 @@ import hashlib
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
 
 from ...domain.feedback import LABEL_PATTERN, MAX_COMMENT_CHARS, SpanVerdict
-from .decode import INVALID_ID
+from .decode import INVALID_ID, Span
 from .log_decode import LogRecord
 from .mapping import task_id
 
@@ -42,12 +45,20 @@ OFF_SCALE = ("gen_ai.evaluation.result neither scores from 0 to 1 nor labels a p
 def evaluation_verdicts(records: list[LogRecord]) -> tuple[list[SpanVerdict], dict[str, int]]:
     """The verdicts of the evaluation events among `records` (others are skipped), and why
     events were refused: reason → count."""
+    return _sorted(_verdict(r.trace_id, r.span_id, r.attributes, r.time_ns) for r in records
+                   if r.event_name == EVALUATION_EVENT)
+
+
+def span_verdicts(span: Span) -> tuple[list[SpanVerdict], dict[str, int]]:
+    """The verdicts of the span's own evaluation events, as `evaluation_verdicts`."""
+    return _sorted(_verdict(span.trace_id, span.span_id, e.attributes, e.time_ns)
+                   for e in span.events if e.name == EVALUATION_EVENT)
+
+
+def _sorted(found: Iterable[SpanVerdict | str]) -> tuple[list[SpanVerdict], dict[str, int]]:
     verdicts: list[SpanVerdict] = []
     refused: dict[str, int] = defaultdict(int)
-    for record in records:
-        if record.event_name != EVALUATION_EVENT:
-            continue
-        verdict = _verdict(record)
+    for verdict in found:
         if isinstance(verdict, str):
             refused[verdict] += 1
         else:
@@ -55,10 +66,9 @@ def evaluation_verdicts(records: list[LogRecord]) -> tuple[list[SpanVerdict], di
     return verdicts, dict(refused)
 
 
-def _verdict(record: LogRecord) -> SpanVerdict | str:
-    attrs = record.attributes
-    if not record.trace_id or not record.span_id or INVALID_ID in (record.trace_id,
-                                                                     record.span_id):
+def _verdict(trace_id: str, span_id: str, attrs: dict[str, Any], time_ns: int
+             ) -> SpanVerdict | str:
+    if not trace_id or not span_id or INVALID_ID in (trace_id, span_id):
         return NO_SPAN
     name = attrs.get("gen_ai.evaluation.name")
     if not isinstance(name, str) or not name.strip():
@@ -73,9 +83,9 @@ def _verdict(record: LogRecord) -> SpanVerdict | str:
     if score is None and thumbs is None:
         return OFF_SCALE
     explanation = attrs.get("gen_ai.evaluation.explanation")
-    digest = hashlib.sha256("\x1f".join((record.trace_id, record.span_id, name,
-                                         str(record.time_ns))).encode()).hexdigest()
-    return SpanVerdict(task_id=task_id(record.trace_id, record.span_id),
+    digest = hashlib.sha256("\x1f".join((trace_id, span_id, name, str(time_ns))).encode()
+                            ).hexdigest()
+    return SpanVerdict(task_id=task_id(trace_id, span_id),
                        feedback_id="otlp-" + digest[:32], score=score, thumbs=thumbs,
                        label=name.strip() if _LABEL.match(name.strip()) else None,
                        comment=explanation[:MAX_COMMENT_CHARS] if isinstance(
