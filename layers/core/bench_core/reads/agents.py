@@ -23,7 +23,7 @@ from ..ports.services import (
     WithReuse,
 )
 from . import versions
-from .agreement import judge_agreement
+from .agreement import UNLABELLED, judge_agreement
 from .versions import agent_versions
 
 RECENT_TASKS = 10
@@ -218,19 +218,21 @@ def profile_page(store: ProfileReads, agent: Agent, viewer: Viewer) -> dict[str,
 
 def leaderboard_page(store: BoardReads, sort: str, query: str | None, page: int,
                      qualification: leaderboard.Qualification) -> dict[str, Any]:
-    """One page of the leaderboard: public agents only, as the read API shows them, and when
-    a new agent first ranks (`qualification`: the store's, from the same settings)."""
+    """One page of the leaderboard: public agents only, as the read API shows them (with their
+    judges' agreement with people, read for the agents with a judge's score), and when a new
+    agent first ranks (`qualification`: the store's, from the same settings)."""
     offset = (page - 1) * leaderboard.PAGE_SIZE
     agents = store.leaderboard.leaderboard(sort, query=query, offset=offset,
                                            limit=leaderboard.PAGE_SIZE + 1)
     shown = [a for a in agents[:leaderboard.PAGE_SIZE] if listed(a)]
-    agreement = judge_agreement(store, [a.ref for a in shown])
+    agreement = judge_agreement(store, [a.ref for a in shown if a.stats.eval_count])
     return {
         "sort": sort, "q": query, "page": page, "page_size": leaderboard.PAGE_SIZE,
         "min_runs": leaderboard.MIN_RUNS, "rule": leaderboard.SORTS[sort].rule,
         "entry": qualification.rule,
         "agents": [{"rank": offset + i + 1, **agent_summary(a, ANONYMOUS),
-                    "judge_agreement": agreement[a.ref]} for i, a in enumerate(shown)],
+                    "judge_agreement": agreement.get(a.ref, UNLABELLED)}
+                   for i, a in enumerate(shown)],
         "prev_page": page - 1 if page > 1 else None,
         "next_page": page + 1 if len(agents) > leaderboard.PAGE_SIZE else None,
     }

@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..domain.agreement import agreement_view
+from ..domain.agreement import AgreementTable, agreement_view
 from ..domain.models import AgentRef
 from ..ports.services import WithFeedback
+
+UNLABELLED = agreement_view(AgreementTable())
+"""What an agent without labelled runs shows (`level` unknown)."""
 
 
 def judge_agreement(store: WithFeedback, refs: Sequence[AgentRef]
