@@ -4,17 +4,20 @@ with a scripted judge)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from bench_core.domain.agreement import AgreementTable
+from bench_core.domain.errors import TooManyRequests
 from bench_core.domain.privacy import Viewer
 from bench_core.evals import workflow
 from bench_core.evals.feedback import record_feedback
 from bench_core.ports.workflows import eval_start
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
+from bench_core.store.memory.feedback import MemoryFeedback
 
 from tests.unit.test_eval_workflow import REF, ScriptedLLM, ingest, verdict, with_llm
 
@@ -69,3 +72,26 @@ def test_a_run_moves_when_people_change_their_verdict_and_a_resend_changes_nothi
     assert not feedback(services, "run", "down", thumbs="up")  # resent: kept as it was
     assert feedback(services, "run", "low", score=0.1)  # mean 0.37: fails again
     assert table(services) == AgreementTable(ff=1)
+
+
+class BusyFeedback(MemoryFeedback):
+    """The in-memory feedback store, its agreement counter too contended to write."""
+
+    def set_agreement(self, *args: object, **kwargs: object) -> None:
+        raise TooManyRequests("too many concurrent writes to this agent")
+
+
+def test_a_busy_counter_never_fails_the_eval(services: Services) -> None:
+    """A failed eval is delivered again and judged (and paid for) twice: the agreement
+    gives way instead, and the run's next verdict counts it."""
+    ingest(services, "run")
+    assert feedback(services, "run", "down", thumbs="down")
+    memory = services.store.feedback
+    assert isinstance(memory, MemoryFeedback)
+    busy = Services(services.settings, dataclasses.replace(
+        services.store, feedback=BusyFeedback(memory.memory, memory.rules)))
+    judge(busy, "run", 0.9)
+    assert services.store.ingest.get_task(REF, "run").eval.score == 0.9
+    assert table(services) == AgreementTable()
+    assert feedback(services, "run", "again", thumbs="down")
+    assert table(services) == AgreementTable(pf=1)

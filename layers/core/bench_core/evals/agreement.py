@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from ..domain.agreement import cell_of, passes, people_pass
+from ..domain.errors import TooManyRequests
 from ..domain.feedback import RUN_FEEDBACK_SHOWN
 from ..domain.models import Agent, AgentRef, EvalResult
+from ..log import logger
 from ..ports.services import WithAgents, WithFeedback, WithIngest
 
 
@@ -45,9 +47,16 @@ def pair_verdicts(store: AgreementPorts, ref: AgentRef, run_id: str, *,
 
 def pair_judged(store: AgreementPorts, ref: AgentRef, recorded: Mapping[str, EvalResult]) -> None:
     """After an eval recorded these results (by run id): pair each scored run that people have
-    given feedback on, if the agent has any."""
+    given feedback on, if the agent has any. A run its verdicts could not be counted for
+    (the store too busy) is logged and left: failing here would have the eval's message
+    delivered again and the runs judged (and paid for) twice; the next verdict on the run
+    counts it."""
     scored = {run_id: result for run_id, result in recorded.items() if result.status == "scored"}
     if not scored or not store.feedback.has_feedback(ref):
         return
     for run_id, result in scored.items():
-        pair_verdicts(store, ref, run_id, judged=result)
+        try:
+            pair_verdicts(store, ref, run_id, judged=result)
+        except TooManyRequests:
+            logger.warning("judge agreement not counted", extra={"agent": ref.path,
+                                                                 "run": run_id})
