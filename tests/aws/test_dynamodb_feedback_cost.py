@@ -27,7 +27,7 @@ def feedback(n: int) -> Feedback:
                     created_at="2026-12-03T10:00:00.000Z")
 
 
-def test_feedback_is_one_write_unit_beside_its_run_and_a_run_reads_it_in_one_query() -> None:
+def test_feedback_is_two_write_units_and_a_run_reads_it_in_one_query() -> None:
     with dynamo_store() as store:
         meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
         meter.attach(store.client)
