@@ -1,6 +1,6 @@
 """Lambda entry point for the JSON read API (`/api/...`, failure insights, runs with their spans,
-feedback on runs, benchmark runs, capability cards, grants and usage, an agent's alerts
-included) and
+feedback on runs and the owner's annotation queue, benchmark runs, capability cards, grants
+and usage, an agent's alerts included) and
 `GET /healthz` (HTTP API, 2.0)."""
 
 from bench_core.runtime.lambda_instrumentation import instrument, loading
@@ -8,6 +8,7 @@ from bench_core.runtime.lambda_instrumentation import instrument, loading
 with loading():
     from bench_core.http import (
         alerts,
+        annotation_queue,
         api,
         benchmarks,
         create_app,
@@ -20,5 +21,6 @@ with loading():
     from mangum import Mangum
 
     app = create_app(api.router, insights.router, benchmarks.api_router, reuse.router,
-                     runs.api_router, feedback.api_router, alerts.router, health.router)
+                     runs.api_router, feedback.api_router, alerts.router,
+                     annotation_queue.router, health.router)
 handler = instrument(Mangum(app, lifespan="off"))

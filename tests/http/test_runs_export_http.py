@@ -18,6 +18,7 @@ from bench_core.reads import export
 
 from tests.conftest import RunningServer, serving
 from tests.factories import batch, task_events
+from tests.http.feedback_support import a_run, give
 from tests.http.run_diff_data import SECRETS, seed_two_runs, span_reads
 from tests.http.runs_data import tree_run_events
 from tests.http.surfaces_data import seed_agent
@@ -159,3 +160,34 @@ def test_the_runs_list_links_the_export_with_its_filters(
     href = f"/api/agents/{agent.path}/runs.csv?status=failed"
     assert f'href="{href}" data-export="csv"' in html
     assert [r["status"] for r in rows(httpx.get(server.url + href))] == ["failed"]
+
+
+def test_feedback_and_labels_export_with_their_runs(server_on_each_store: RunningServer) -> None:
+    """JSON Lines: each run's feedback as the run's JSON shows it (a comment is content,
+    hidden from a visitor while the agent hides content); CSV: its count, mean and labels."""
+    server = server_on_each_store
+    login, slug = new_login(), "exported"
+    owner_key = server.create_key(login)
+    labelled, quiet = a_run(server, owner_key, slug), a_run(server, owner_key, slug)
+    path = f"{login}/{slug}"
+    for body in ({"thumbs": "up", "label": "correct", "comment": "secret-praise"},
+                 {"score": 0.25, "label": "wrong-tool"}, {"score": 0.5, "label": "correct"}):
+        assert give(server, path, labelled, body, owner_key).status_code == 201
+
+    owned = {r["run_id"]: r for r in lines(exported(server, path, "jsonl", owner_key))
+             if r["record"] == "run"}
+    shown = owned[labelled]["feedback"]
+    assert (shown["count"], shown["up"], shown["down"]) == (3, 1, 0)
+    assert shown["mean_score"] == pytest.approx((1 + 0.25 + 0.5) / 3)
+    assert "secret-praise" in [f["comment"] for f in shown["items"]]
+    assert owned[quiet]["feedback"] == {"count": 0, "mean_score": None, "up": 0, "down": 0,
+                                        "items": []}
+    visitor = exported(server, path, "jsonl").text
+    assert "secret-praise" not in visitor and HIDDEN in visitor
+
+    table = {r["run_id"]: r for r in rows(exported(server, path, "csv", owner_key))}
+    assert table[labelled]["feedback_count"] == "3"
+    assert float(table[labelled]["feedback_mean_score"]) == pytest.approx(0.5833, abs=1e-4)
+    assert set(table[labelled]["feedback_labels"].split(";")) == {"correct", "wrong-tool"}
+    assert (table[quiet]["feedback_count"], table[quiet]["feedback_labels"]) == ("0", "")
+    assert "secret-praise" not in exported(server, path, "csv", owner_key).text

@@ -13,6 +13,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from .http import (
     alerts,
     alerts_dashboard,
+    annotation_queue,
     api,
     auth,
     badge,
@@ -48,7 +49,8 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
            benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router,
-           feedback.api_router, feedback.form_router, alerts.router, alerts_dashboard.router)
+           feedback.api_router, feedback.form_router, alerts.router, alerts_dashboard.router,
+           annotation_queue.router)
 
 
 def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench_core.domain.agreement import AgreementTable
 from bench_core.domain.feedback import Feedback
 from bench_core.domain.models import AgentRef
 from bench_core.ports.store import Store
@@ -53,3 +54,54 @@ def test_a_read_takes_the_first_feedback_by_id_up_to_its_limit(store: Store) -> 
         store.feedback.add_feedback(REF, feedback(f"f{n}", created_at=f"2026-12-03T1{4 - n}:00:00.000Z"))
     assert [f.feedback_id for f in store.feedback.run_feedback(REF, "run-1", 3)] == \
         ["f2", "f1", "f0"]
+
+
+def test_a_run_counts_once_in_the_cell_of_its_current_verdicts(store: Store) -> None:
+    other = AgentRef("owner", "other")
+    store.feedback.set_agreement(REF, "run-1", "pp")
+    store.feedback.set_agreement(REF, "run-1", "pp")  # the same verdicts again: no change
+    store.feedback.set_agreement(REF, "run#2", "pf")
+    store.feedback.set_agreement(REF, "run", "ff")
+    store.feedback.set_agreement(REF, "run#2", "ff")  # people changed their mind: moved
+    store.feedback.set_agreement(other, "run-1", "fp")
+    tables = store.feedback.agreement_tables([REF, other, AgentRef("owner", "unlabelled")])
+    assert tables == {REF: AgreementTable(pp=1, ff=2), other: AgreementTable(fp=1),
+                      AgentRef("owner", "unlabelled"): AgreementTable()}
+
+
+def test_a_temporary_agents_agreement_expires_with_it(store: Store) -> None:
+    store.feedback.set_agreement(REF, "run-1", "pf", expires_at="2099-01-01T00:00:00.000Z")
+    assert store.feedback.agreement_tables([REF])[REF] == AgreementTable(pf=1)
+
+
+def test_an_agent_has_feedback_once_it_was_given_any(store: Store) -> None:
+    assert not store.feedback.has_feedback(REF)
+    store.feedback.set_agreement(REF, "run-1", "pp")  # counting agreement gives no feedback
+    assert not store.feedback.has_feedback(REF)
+    store.feedback.add_feedback(REF, feedback("a"))
+    assert store.feedback.has_feedback(REF)
+    assert not store.feedback.has_feedback(AgentRef("owner", "other"))
+
+
+def test_a_labelled_run_is_marked_until_judged_and_counted_once_judged(store: Store) -> None:
+    store.feedback.set_agreement(REF, "run#1", None)  # people's verdict, no judge's yet
+    store.feedback.set_agreement(REF, "run-2", "fp")
+    store.feedback.set_agreement(REF, "run-2", None)  # a judged run stays in its cell
+    assert store.feedback.agreement_tables([REF])[REF] == AgreementTable(fp=1)
+    assert store.feedback.run_marks(REF, ["run#1", "run-2", "run", "run-3"]) == \
+        {"run#1": None, "run-2": "fp"}
+    store.feedback.set_agreement(REF, "run#1", "pp")
+    assert store.feedback.agreement_tables([REF])[REF] == AgreementTable(pp=1, fp=1)
+    assert store.feedback.run_marks(REF, ["run#1"]) == {"run#1": "pp"}
+    assert store.feedback.run_marks(AgentRef("owner", "other"), ["run#1"]) == {}
+
+
+def test_an_agents_label_set_is_kept_in_its_order_and_cleared(store: Store) -> None:
+    assert store.feedback.label_set(REF) is None
+    store.feedback.set_label_set(REF, ["wrong-tool", "correct", "off topic"])
+    assert store.feedback.label_set(REF) == ["wrong-tool", "correct", "off topic"]
+    store.feedback.set_label_set(REF, ["correct"], expires_at="2099-01-01T00:00:00.000Z")
+    assert store.feedback.label_set(REF) == ["correct"]
+    assert store.feedback.label_set(AgentRef("owner", "other")) is None
+    store.feedback.set_label_set(REF, [])
+    assert store.feedback.label_set(REF) is None

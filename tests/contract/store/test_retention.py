@@ -153,6 +153,8 @@ def test_a_temporary_agent_goes_whole_at_its_expiry(store: Store) -> None:
     said = Feedback(feedback_id="f1", run_id="p1", kind="thumbs", score=0.0, source="owner",
                     created_at=at(NOW))
     store.feedback.add_feedback(TEMP, said, expires_at=at(expires))
+    store.feedback.set_agreement(TEMP, "p1", "ff", expires_at=at(expires))
+    store.feedback.set_label_set(TEMP, ["wrong-tool"], expires_at=at(expires))
 
     expire(store, expires - timedelta(seconds=1))
     assert store.agents.get_agent(TEMP).stats.runs == 1
@@ -168,6 +170,8 @@ def test_a_temporary_agent_goes_whole_at_its_expiry(store: Store) -> None:
     assert store.ingest.daily(TEMP, "2000-01-01") == [] and store.evals.get_insights(TEMP) is None
     assert store.accounts.key_by_hash(key_hash) is None
     assert store.feedback.run_feedback(TEMP, "p1", 10) == []
+    assert store.feedback.run_marks(TEMP, ["p1"]) == {} and store.feedback.label_set(TEMP) is None
+    assert store.feedback.agreement_tables([TEMP])[TEMP].n == 0
     assert TEMP not in store.evals.clusters_due(100)
     assert store.agents.get_agent(REF).stats.runs == 1 and len(store.ingest.task_events(REF, "kept")) == 2
     if isinstance(store, DynamoStore):

@@ -22,7 +22,9 @@ hides its content (`private`), so the workflow reads neither the agent nor the s
   batch's pending mark if it has one (`marked`: the sweep queued it again); the runs left `later` say
   so in the outcomes, and whoever ran the steps asks again later (the eval queue delivers the
   message again: `queue.py`). Reasoning written while the agent hides inputs or outputs is
-  stored as private.
+  stored as private. A scored run that people have given feedback on is then counted in the
+  judge's agreement with them (`agreement.py`: one read for the batch when the agent was never
+  given feedback).
 
 Each step returns the state with `next` naming the following step; `run_eval` runs them all
 in this process (the local worker pool, and EvalFunction on AWS).
@@ -42,12 +44,14 @@ from ..ports.services import (
     WithAgents,
     WithClock,
     WithEvals,
+    WithFeedback,
     WithIngest,
     WithJudge,
     WithRuns,
     WithSettings,
 )
 from ..ports.workflows import State, parse_agent
+from .agreement import pair_judged
 from .conversation import NOTE, run_conversation
 
 DONE = "done"
@@ -60,9 +64,9 @@ _READ = ("parent_task_id", "status", "started_at", "ended_at", "eval_version", "
 """What `record` needs of a task as `judge` read it (and its eval), carried in the state."""
 
 
-class EvalConcerns(WithAgents, WithIngest, WithRuns, WithEvals, Protocol):
+class EvalConcerns(WithAgents, WithIngest, WithRuns, WithEvals, WithFeedback, Protocol):
     """The agent and its task judged (and its run's spans, where the root holds no content),
-    and where the result and the day's spend go."""
+    where the result and the day's spend go, and the run's feedback to pair it with."""
 
 
 class EvalPorts(WithJudge, WithSettings, WithClock, Protocol):
@@ -173,6 +177,7 @@ def record(ports: EvalPorts, state: State) -> State:
     read = {task_id: _task(task_id, facts) for task_id, facts in state.get("read", {}).items()}
     stored = ports.store.evals.record_evals(ref, results, read=read,
                                             queued=task_ids if state.get("marked") else ())
+    pair_judged(ports.store, ref, {task_id: results[task_id] for task_id in stored})
     outcomes = {**state.get("outcomes", {}),
                 **{task_id: result.status if task_id in stored else "kept the earlier result"
                    for task_id, result in results.items()}}

@@ -1,6 +1,6 @@
 """The owner's dashboard (`/dashboard`): agents with live numbers, setting up a new agent
 (install command, a key shown once, a first-task template; then waiting for the first event),
-each agent's live feed and privacy settings, and API keys.
+each agent's live feed and privacy settings, its annotation queue, and API keys.
 
 Every page needs a signed-in account (sandbox sessions have none); every form is CSRF-checked
 and answers with a redirect, except the two that show a new key, which is on that page only.
@@ -22,6 +22,7 @@ from ..domain.errors import NotFound, TooManyAgents
 from ..domain.models import SLUG_PATTERN, Agent, AgentSettingsPatch, KeyRecord, iso
 from ..domain.privacy import IMPLICIT_AGENT, Viewer
 from ..reads import dashboard as owner_reads
+from ..reads.annotation_queue import annotation_queue
 from ..runtime.adapters import Services
 from . import public_base, services_of
 from .api import agent_ref
@@ -121,6 +122,17 @@ async def agent_settings(request: Request, slug: str,
     await live_grants.settings_changed(services.live, updated)
     return RedirectResponse(f"/dashboard/agents/{ref.slug}?saved=1", status_code=303,
                             headers=NO_STORE)
+
+
+@router.get("/agents/{slug}/queue")
+async def queue_page(request: Request, slug: str,
+                     services: Services = Depends(services_of)) -> Response:
+    """The annotation queue: the runs to give a verdict on next, one keystroke each
+    (`queue.js`, through the feedback API with this page's CSRF token)."""
+    session = await account_session(request, services)
+    queue = await run_in_threadpool(annotation_queue, services.store,
+                                    agent_ref(session.login, slug), Viewer(session.login))
+    return await _page(request, services, session.login, "dashboard_queue.html", q=queue)
 
 
 # ---- keys --------------------------------------------------------------------------------------

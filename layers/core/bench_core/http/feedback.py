@@ -11,7 +11,7 @@ request that changes something does (`browser.check_csrf`); a key needs none. Ba
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Request
@@ -21,16 +21,18 @@ from starlette.concurrency import run_in_threadpool
 
 from ..accounts import csrf
 from ..domain.errors import BadRequest, Unauthorized
-from ..domain.feedback import LABEL_PATTERN, MAX_COMMENT_CHARS, Feedback
+from ..domain.feedback import LABEL_PATTERN, MAX_COMMENT_CHARS, MAX_LABELS, Feedback
 from ..domain.field_limits import MAX_ID_CHARS, id_allowed
 from ..domain.privacy import Sight, Viewer, feedback_view
-from ..evals.feedback import record_feedback
+from ..evals.feedback import record_feedback, set_label_set
 from ..ingest.wire import validation_detail
+from ..reads.agents import visible
+from ..reads.feedback import label_set
 from ..runtime.adapters import Services
 from . import services_of
 from .api import agent_ref
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, form_fields
-from .deps import MISSING_KEY, authenticate_sender, presented_key, read_body
+from .deps import MISSING_KEY, authenticate_sender, current_viewer, presented_key, read_body
 from .session_cookie import session_of
 
 api_router = APIRouter(prefix="/api")
@@ -39,6 +41,7 @@ form_router = APIRouter(prefix="/dashboard", route_class=AccountRoute)
 BODY_LIMIT = 16 * 1024
 """A comment of `MAX_COMMENT_CHARS` and the rest, with room to spare."""
 OWN_SIGHT = Sight(owner=True, inputs=True, outputs=True)
+Body = TypeVar("Body", bound=BaseModel)
 
 
 class FeedbackBody(BaseModel):
@@ -63,6 +66,15 @@ class FeedbackBody(BaseModel):
             raise ValueError("feedback_id: ids are 1 to 128 characters, none of them '/' or a "
                              "control character")
         return self
+
+
+class LabelSetBody(BaseModel):
+    """The agent's label set: up to 50 short names (as a feedback's `label`), in the order the
+    run page and the annotation queue offer them; `[]` clears it (any label goes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    labels: list[Annotated[str, Field(pattern=LABEL_PATTERN)]] = Field(max_length=MAX_LABELS)
 
 
 class FeedbackView(BaseModel):
@@ -98,19 +110,23 @@ class FeedbackAnswer(BaseModel):
     created: bool
 
 
-def parse_body(raw: bytes | dict[str, Any]) -> FeedbackBody:
-    """The request's body as a `FeedbackBody`; a 400 naming what is wrong otherwise."""
+def _parsed(model: type[Body], raw: bytes | dict[str, Any], what: str) -> Body:
+    """The request's body as `model`; a 400 naming what is wrong otherwise."""
     try:
         if isinstance(raw, bytes):
-            return FeedbackBody.model_validate_json(raw)
-        return FeedbackBody.model_validate(raw)
+            return model.model_validate_json(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         detail = [{**d, "loc": ["body", *d["loc"]]} for d in validation_detail(exc)]
         if any(d["type"] == "json_invalid" for d in detail):
             raise BadRequest("body is not valid JSON", detail) from exc
-        raise BadRequest("invalid feedback: " + "; ".join(
+        raise BadRequest(f"invalid {what}: " + "; ".join(
             f"{'.'.join(str(p) for p in d['loc'][1:]) or 'body'}: {d['msg']}" for d in detail),
             detail) from exc
+
+
+def parse_body(raw: bytes | dict[str, Any]) -> FeedbackBody:
+    return _parsed(FeedbackBody, raw, "feedback")
 
 
 def _record(services: Services, login: str, slug: str, viewer: Viewer, run: str,
@@ -169,15 +185,52 @@ async def post_feedback_form(request: Request, slug: str, run: str,
     return RedirectResponse(target, status_code=303, headers=NO_STORE)
 
 
-def annotation_form(request: Request, services: Services, viewer: Viewer, login: str
-                    ) -> dict[str, str] | None:
+@api_router.get("/agents/{login}/{slug}/labels")
+def get_labels(login: str, slug: str, viewer: Viewer = Depends(current_viewer),
+               services: Services = Depends(services_of)) -> dict[str, list[str]]:
+    """The agent's label set (`[]`: none, any label goes), for whoever may see the agent."""
+    agent = visible(services.store, agent_ref(login, slug), viewer)
+    return {"labels": label_set(services.store, agent.ref)}
+
+
+@api_router.put("/agents/{login}/{slug}/labels")
+async def put_labels(request: Request, login: str, slug: str,
+                     services: Services = Depends(services_of)) -> dict[str, list[str]]:
+    """Replace the agent's label set (the owner's session with the page's CSRF token, or an
+    owner key; 404 for anyone else, an agent key included); feedback labels are then checked
+    against it (a 400 naming the label)."""
+    viewer = await _sender(request, services)
+    body = _parsed(LabelSetBody, await read_body(request, BODY_LIMIT), "label set")
+    kept = await run_in_threadpool(set_label_set, services.store, agent_ref(login, slug),
+                                   viewer, body.labels)
+    return {"labels": kept}
+
+
+@form_router.post("/agents/{slug}/labels")
+async def post_labels_form(request: Request, slug: str,
+                           services: Services = Depends(services_of)) -> Response:
+    """The agent's dashboard page's form: labels one a line or comma-separated."""
+    session = await account_session(request, services)
+    fields = await form_fields(request)
+    await check_csrf(request, services, fields)
+    given = [part.strip() for part in fields.get("labels", "").replace("\n", ",").split(",")]
+    body = _parsed(LabelSetBody, {"labels": [label for label in given if label]}, "label set")
+    await run_in_threadpool(set_label_set, services.store, agent_ref(session.login, slug),
+                            Viewer(session.login), body.labels)
+    return RedirectResponse(f"/dashboard/agents/{quote(slug)}?saved=1#labels", status_code=303,
+                            headers=NO_STORE)
+
+
+def annotation_form(request: Request, services: Services, viewer: Viewer, login: str,
+                    slug: str) -> dict[str, Any] | None:
     """The run page's feedback form, for the owner of the agent's account signed in (a
     sandbox session or a key has no form): its CSRF token, and a fresh feedback id, so a form
-    sent twice keeps one. None for everyone else. Sync: the page is drawn in a worker thread,
-    after `current_viewer` looked the session up."""
+    sent twice keeps one; the agent's `labels` to choose from. None for everyone else. Sync:
+    the page is drawn in a worker thread, after `current_viewer` looked the session up."""
     session = getattr(request.state, "session", None)
     if not viewer.owns_account(login) or session is None or session.sandbox \
             or session.login != login:
         return None
     return {"csrf": csrf.token(services.secrets.session_key(), session.session_id),
-            "feedback_id": uuid.uuid4().hex}
+            "feedback_id": uuid.uuid4().hex,
+            "labels": label_set(services.store, agent_ref(login, slug))}

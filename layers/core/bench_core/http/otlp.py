@@ -7,6 +7,7 @@ Every answer, errors included, is in the request's encoding with its Content-Typ
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -14,9 +15,14 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..domain.errors import BenchError, Unauthorized
+from ..domain.feedback import SpanVerdict
+from ..domain.models import AgentRef, KeyRecord
+from ..domain.privacy import Viewer
+from ..evals.feedback import record_span_verdicts
 from ..ingest.otlp import ExportResult, UnsupportedMediaType, encoding_of, export_traces
 from ..ingest.otlp.encode import export_response, logs_response, status_body
 from ..ingest.otlp.logs import LogsResult, export_logs
+from ..ingest.pipeline import Later
 from ..ingest.wire import decode_body
 from ..log import logger
 from ..runtime import lambda_instrumentation
@@ -65,13 +71,44 @@ async def _export(request: Request, background: BackgroundTasks, services: Servi
 @router.post("/v1/traces")
 async def post_traces(request: Request, background: BackgroundTasks,
                       services: Services = Depends(services_of)) -> Response:
-    return await _export(request, background, services, export_traces, _traces_answer)
+    return await _export(request, background, services, _traces_and_verdicts, _traces_answer)
+
+
+def _keep_verdicts(services: Services, key: KeyRecord,
+                   evaluations: dict[str, list[SpanVerdict]]) -> tuple[int, dict[str, int]]:
+    """An export's evaluation events' verdicts kept as feedback on their spans' runs
+    (`evals.feedback.record_span_verdicts`): how many, and why the others were not."""
+    kept, refused = 0, Counter[str]()
+    for slug, verdicts in evaluations.items():
+        count, why = record_span_verdicts(services.store, AgentRef(key.login, slug),
+                                          Viewer.of_key(key), verdicts)
+        kept += count
+        refused.update(why)
+    return kept, dict(refused)
+
+
+def _traces_and_verdicts(services: Services, key: KeyRecord, body: bytes, encoding: str,
+                         agent_header: str | None, *, later: Later) -> ExportResult:
+    result = export_traces(services, key, body, encoding, agent_header, later=later)
+    result.feedback, refused = _keep_verdicts(services, key, result.evaluations)
+    for reason, count in refused.items():
+        result.warn(reason, count)
+    return result
+
+
+def _logs_and_verdicts(services: Services, key: KeyRecord, body: bytes, encoding: str,
+                       agent_header: str | None, *, later: Later) -> LogsResult:
+    result = export_logs(services, key, body, encoding, agent_header, later=later)
+    result.feedback, refused = _keep_verdicts(services, key, result.evaluations)
+    for reason, count in refused.items():
+        result.reject(reason, count)
+    return result
 
 
 @router.post("/v1/logs")
 async def post_logs(request: Request, background: BackgroundTasks,
                     services: Services = Depends(services_of)) -> Response:
-    return await _export(request, background, services, export_logs, _logs_answer)
+    return await _export(request, background, services, _logs_and_verdicts, _logs_answer)
 
 
 def _traces_answer(result: ExportResult, encoding: str) -> bytes:
@@ -88,5 +125,5 @@ def _logs_answer(result: LogsResult, encoding: str) -> bytes:
     lambda_instrumentation.count("LogRecordsIngested", result.records)
     logger.info("log records ingested", extra={
         "records": result.records, "rejected": result.rejected, "attached": result.attached,
-        "parked": result.parked, "agents": [ref.path for ref, _ in result.outcomes]})
+        "parked": result.parked, "feedback": result.feedback, "agents": [ref.path for ref, _ in result.outcomes]})
     return logs_response(result, encoding)

@@ -116,7 +116,7 @@ def _draw_run_page(request: Request, login: str, slug: str, task_id: str, view: 
     return page(request, PARTS[view.part] if view.part else "run.html", viewer=viewer, **model,
                 base=public_base(request, services), href=href, keep="&" + kept if kept else "",
                 view_params=shown, feedback_form=None if view.part else annotation_form(
-                    request, services, viewer, model["agent"]["login"]))
+                    request, services, viewer, model["agent"]["login"], model["agent"]["slug"]))
 
 
 @api_router.get("/agents/{login}/{slug}/runs")

@@ -43,6 +43,7 @@ from ..domain.run_list import RunFilter
 from ..domain.versions import VersionStats
 
 if TYPE_CHECKING:
+    from ..domain.agreement import AgreementTable, Cell
     from ..domain.alerts import Alert, AlertSettings, Delivery
     from ..domain.benchmark_records import RunRecord
     from ..domain.feedback import Feedback
@@ -358,6 +359,41 @@ class FeedbackStore(Protocol):
 
     def run_feedback(self, ref: AgentRef, run_id: str, limit: int) -> list[Feedback]:
         """The run's first `limit` feedback by id, oldest first (`in_shown_order`)."""
+        ...
+
+    def set_agreement(self, ref: AgentRef, run_id: str, cell: Cell | None, *,
+                      expires_at: str | None = None) -> None:
+        """Count the run in `cell` of the agent's agreement table (`domain.agreement`), out of
+        the cell it was counted in before if another, atomically: a run counts once, where its
+        verdicts are now. None: people gave it a verdict, the judge none yet (marked for
+        `run_marks`, counted nowhere; a run already in a cell stays there). `expires_at`: a
+        temporary agent's."""
+        ...
+
+    def run_marks(self, ref: AgentRef, run_ids: Sequence[str]) -> dict[str, Cell | None]:
+        """Of `run_ids`, those people gave a verdict on, each with its cell (None: not judged):
+        one batch read (what the annotation queue asks of a page of runs)."""
+        ...
+
+    def label_set(self, ref: AgentRef) -> list[str] | None:
+        """The agent's label set, in the owner's order; None when it has none."""
+        ...
+
+    def set_label_set(self, ref: AgentRef, labels: list[str] | None, *,
+                      expires_at: str | None = None) -> None:
+        """Replace the agent's label set (None or empty: no set, any label goes)."""
+        ...
+
+    def has_feedback(self, ref: AgentRef) -> bool:
+        """Whether the agent was ever given feedback (perhaps a little early, never late:
+        DynamoDB marks its `AGREE` item before it keeps the first, and reads it eventually
+        consistent), so that judging runs of an agent without any reads no run's feedback: one
+        read per eval of a batch's runs."""
+        ...
+
+    def agreement_tables(self, refs: Sequence[AgentRef]) -> dict[AgentRef, AgreementTable]:
+        """Each agent's agreement table (empty for one without labelled runs), from counters
+        kept by `set_agreement`: no scan (DynamoDB: one item per agent, read in a batch)."""
         ...
 
 

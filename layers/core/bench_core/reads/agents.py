@@ -17,11 +17,13 @@ from ..ports.services import (
     WithBenchmarks,
     WithClock,
     WithEvals,
+    WithFeedback,
     WithIngest,
     WithLeaderboard,
     WithReuse,
 )
 from . import versions
+from .agreement import UNLABELLED, judge_agreement
 from .versions import agent_versions
 
 RECENT_TASKS = 10
@@ -100,7 +102,15 @@ def eval_summary(agent: Agent, viewer: Viewer) -> dict[str, Any]:
     return summary
 
 
-class AgentReads(WithIngest, WithEvals, WithAgents, WithClock, Protocol):
+class DetailReads(WithIngest, WithFeedback, Protocol):
+    """An agent's newest runs and its judge's agreement with people."""
+
+
+class BoardReads(WithLeaderboard, WithFeedback, Protocol):
+    """A page of ranked agents and their judges' agreement with people."""
+
+
+class AgentReads(WithIngest, WithEvals, WithAgents, WithClock, WithFeedback, Protocol):
     """An agent's numbers: its days (up to today) and recent events, its versions, and its
     failure insights."""
 
@@ -114,9 +124,10 @@ def visible(store: WithAgents, ref: AgentRef, viewer: Viewer) -> Agent:
     return visible_agent(store.agents.get_agent(ref), viewer)
 
 
-def agent_detail(store: WithIngest, agent: Agent, viewer: Viewer) -> dict[str, Any]:
+def agent_detail(store: DetailReads, agent: Agent, viewer: Viewer) -> dict[str, Any]:
     tasks, _ = store.ingest.list_tasks(agent.ref, limit=RECENT_TASKS)
     return {**agent_summary(agent, viewer),
+            "judge_agreement": judge_agreement(store, [agent.ref])[agent.ref],
             "recent_tasks": [task_view(t, agent, viewer) for t in tasks]}
 
 
@@ -205,19 +216,22 @@ def profile_page(store: ProfileReads, agent: Agent, viewer: Viewer) -> dict[str,
             "benchmarks": visible_runs(store, agent, viewer)}
 
 
-def leaderboard_page(store: WithLeaderboard, sort: str, query: str | None, page: int,
+def leaderboard_page(store: BoardReads, sort: str, query: str | None, page: int,
                      qualification: leaderboard.Qualification) -> dict[str, Any]:
-    """One page of the leaderboard: public agents only, as the read API shows them, and when
-    a new agent first ranks (`qualification`: the store's, from the same settings)."""
+    """One page of the leaderboard: public agents only, as the read API shows them (with their
+    judges' agreement with people, read for the agents with a judge's score), and when a new
+    agent first ranks (`qualification`: the store's, from the same settings)."""
     offset = (page - 1) * leaderboard.PAGE_SIZE
     agents = store.leaderboard.leaderboard(sort, query=query, offset=offset,
                                            limit=leaderboard.PAGE_SIZE + 1)
     shown = [a for a in agents[:leaderboard.PAGE_SIZE] if listed(a)]
+    agreement = judge_agreement(store, [a.ref for a in shown if a.stats.eval_count])
     return {
         "sort": sort, "q": query, "page": page, "page_size": leaderboard.PAGE_SIZE,
         "min_runs": leaderboard.MIN_RUNS, "rule": leaderboard.SORTS[sort].rule,
         "entry": qualification.rule,
-        "agents": [{"rank": offset + i + 1, **agent_summary(a, ANONYMOUS)}
+        "agents": [{"rank": offset + i + 1, **agent_summary(a, ANONYMOUS),
+                    "judge_agreement": agreement.get(a.ref, UNLABELLED)}
                    for i, a in enumerate(shown)],
         "prev_page": page - 1 if page > 1 else None,
         "next_page": page + 1 if len(agents) > leaderboard.PAGE_SIZE else None,

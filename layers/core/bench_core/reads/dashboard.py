@@ -9,16 +9,18 @@ from ..accounts.agents import AgentsAndKeys, own_agent
 from ..accounts.api_keys import keys_of
 from ..domain.models import AgentRef
 from ..domain.privacy import Viewer
-from ..ports.services import WithAccounts, WithAgents, WithIngest
+from ..ports.services import WithAccounts, WithAgents, WithFeedback, WithIngest
 from .agents import agent_summary
+from .feedback import label_set
 from .live_events import headline, summary
 
 FEED_EVENTS = 25
 """Events an agent's page shows before live ones arrive."""
 
 
-class OwnerReads(WithAgents, WithAccounts, WithIngest, Protocol):
-    """One of the owner's agents on the dashboard: its settings, keys and recent events."""
+class OwnerReads(WithAgents, WithAccounts, WithIngest, WithFeedback, Protocol):
+    """One of the owner's agents on the dashboard: its settings, label set, keys and recent
+    events."""
 
 
 def owner_agents(store: WithAgents, login: str) -> list[dict[str, Any]]:
@@ -36,6 +38,7 @@ def owner_agent(store: OwnerReads, ref: AgentRef) -> dict[str, Any]:
     keys = [k for k in store.accounts.list_keys(ref.login) if k.agent_slug == agent.slug]
     return {"a": agent_summary(agent, viewer), "headline": headline(agent),
             "events": [summary(e, agent, viewer) for e in events], "keys": keys,
+            "labels": label_set(store, ref),
             "channel": f"{agent.login}/{agent.slug}"}
 
 

@@ -1,7 +1,8 @@
 """The runs list exported (JSON Lines or CSV), through the privacy gate, a page at a time.
 
 What is exported is what the runs list finds with the same filters (`reads.runs.run_filter`),
-newest first, each run as the run's JSON shows it (`run_record`) and, with `spans`, every span
+newest first, each run as the run's JSON shows it (`run_record`, its feedback from people
+included: `reads.feedback.run_feedback`, comments through the privacy gate) and, with `spans`, every span
 under it as the run's JSON shows it (`reads.runs.span_view`, in start order). Records are
 yielded one by one, read `RUNS_READ` runs and `CONTENT_READ` spans at a time, so an export
 of any size holds one page in memory; a root's content is read (by key) only when the viewer
@@ -23,7 +24,9 @@ from ..domain.models import Agent, AgentRef, TaskState
 from ..domain.privacy import HIDDEN, Sight, Viewer, evidence_view
 from ..domain.runs import span_key
 from ..ports.files import FileDrop
+from ..ports.services import WithFeedback
 from .agents import visible
+from .feedback import run_feedback
 from .run_filters import run_filter
 from .runs import (
     ANSWER_BYTES,
@@ -45,15 +48,16 @@ MAX_RUNS = 100_000
 COLUMNS = ("record", "run_id", "task_id", "parent_id", "name", "status", "started_at",
            "ended_at", "duration_ms", "cost_usd", "headline_cost_usd", "headline_cost_source",
            "evidence_cost_usd", "model", "input_tokens", "output_tokens", "score", "input",
-           "output")
+           "output", "feedback_count", "feedback_mean_score", "feedback_labels")
 """A CSV export's columns: a run's row and its spans' rows alike (`record` says which);
-inputs and outputs as JSON text, or the hidden marker."""
+inputs and outputs as JSON text, or the hidden marker; a run's feedback from people as its
+count, mean score and labels (`;`-separated, first seen first), never its comments."""
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 """What makes a spreadsheet read a cell as a formula: a text cell starting so gets a `'`."""
 
 
-class ExportReads(RunReads, RunListReads, Protocol):
-    """The runs list, each run's spans, and a run's root read whole."""
+class ExportReads(RunReads, RunListReads, WithFeedback, Protocol):
+    """The runs list, each run's spans and feedback, and a run's root read whole."""
 
 
 def export(store: ExportReads, ref: AgentRef, viewer: Viewer, filters: dict[str, Any], *,
@@ -74,7 +78,8 @@ def export(store: ExportReads, ref: AgentRef, viewer: Viewer, filters: dict[str,
             tasks, cursor = found.runs, found.next_cursor
             for task in tasks:
                 root = _whole(store, agent, sight, task)
-                yield run_record(root, agent, viewer, sight)
+                yield {**run_record(root, agent, viewer, sight),
+                       "feedback": run_feedback(store, agent, viewer, root.task_id)}
                 if spans:
                     yield from span_records(store, agent, sight, root)
             count += len(tasks)
@@ -162,6 +167,8 @@ def encoded(records: Iterator[dict[str, Any]], form: Format) -> Iterator[bytes]:
 def _columns(record: dict[str, Any]) -> list[Any]:
     evidence = record.get("evidence") or {}
     verdict = record.get("eval") or {}
+    people = record.get("feedback") or {}
+    labels = dict.fromkeys(f["label"] for f in people.get("items", ()) if f["label"])
     run_id = record["run_id"]
     return [record["record"], run_id, record.get("task_id", run_id), record.get("parent_id"),
             record.get("name"), record.get("status"), record.get("started_at"),
@@ -170,7 +177,8 @@ def _columns(record: dict[str, Any]) -> list[Any]:
             evidence.get("cost_usd"), record.get("model", evidence.get("model")),
             evidence.get("input_tokens"), evidence.get("output_tokens"),
             verdict.get("score") if verdict.get("status") == "scored" else None,
-            _text(record.get("input")), _text(record.get("output"))]
+            _text(record.get("input")), _text(record.get("output")), people.get("count"),
+            people.get("mean_score"), ";".join(labels) or None]
 
 
 def _text(value: Any) -> str | None:

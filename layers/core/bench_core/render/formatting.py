@@ -35,6 +35,13 @@ def score(value: float | None) -> str:
     return MISSING if value is None else f"{value:.2f}"
 
 
+def score_range(bounds: tuple[float, float] | list[float] | None) -> str:
+    """An interval of scores or kappas, which may be negative: "0.15 to 0.65"."""
+    if not bounds:
+        return MISSING
+    return f"{score(bounds[0])} to {score(bounds[1])}"
+
+
 def count(value: int | None) -> str:
     """An exact count with thousands separators (profile, leaderboard)."""
     return MISSING if value is None else f"{value:,}"
@@ -106,5 +113,6 @@ def delta(value: float | None, unit: str = "count") -> str:
     return ("+" if value > 0 else "−") + shown
 
 
-FILTERS = {"delta": delta, "pct": pct, "pct_range": pct_range, "score": score, "count": count,
+FILTERS = {"delta": delta, "pct": pct, "pct_range": pct_range, "score": score,
+           "score_range": score_range, "count": count,
            "compact": compact, "usd": usd, "ms": ms, "day": day, "p_value": p_value}

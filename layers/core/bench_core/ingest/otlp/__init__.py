@@ -2,9 +2,11 @@
 `pipeline.accept` as `POST /ingest`.
 
 `export_traces` decodes a request (`decode`), maps each span to task events (`mapping`), groups
-them by agent and accepts each group (one atomic store write each). Spans that cannot be stored are counted and
-named in the `ExportResult`, which the HTTP edge turns into OTLP's `partialSuccess`; a body that
-is not an export request at all is a `DecodeError` (400).
+them by agent and accepts each group (one atomic store write each); the verdicts of spans'
+evaluation events (`evaluations`) are handed back for the caller to keep as feedback. Spans
+that cannot be stored are counted and named in the `ExportResult`, which the HTTP edge turns
+into OTLP's `partialSuccess`; a body that is not an export request at all is a `DecodeError`
+(400).
 
 The agent is the `X-Bench-Agent` header, else the resource's `service.name` (the SDK default
 `unknown_service…` does not count), else its `gen_ai.agent.name`, else the `gen_ai.agent.name`
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ...domain.errors import BadRequest, BenchError, PayloadTooLarge, TooManyAgents
+from ...domain.feedback import SpanVerdict
 from ...domain.field_limits import version_from_label
 from ...domain.keys import may_write
 from ...domain.models import SLUG_PATTERN, AgentMeta, AgentRef, CleanEvent, IngestOutcome, KeyRecord
@@ -30,6 +33,7 @@ from ...settings import Limits
 from ..pipeline import Later, accept
 from . import parked
 from .decode import DecodeError, decode
+from .evaluations import span_verdicts
 from .mapping import raw_evidence, span_events, span_problem, task_id
 
 ENCODINGS = {"application/json": "json", "application/x-protobuf": "protobuf",
@@ -56,6 +60,10 @@ class ExportResult:
     """What was dropped from spans that were stored (evidence fields that are not names or
     counts): what → count."""
     outcomes: list[tuple[AgentRef, IngestOutcome]] = field(default_factory=list)
+    evaluations: dict[str, list[SpanVerdict]] = field(default_factory=dict)
+    """Verdicts of the stored spans' evaluation events (`evaluations`), by agent slug, for
+    the caller to keep as feedback; a refused one is a warning (its span is stored)."""
+    feedback: int = 0
 
     @property
     def error_message(self) -> str:
@@ -65,12 +73,14 @@ class ExportResult:
     def warn_dropped(self, span: Any) -> None:
         raw = raw_evidence(span.attributes)
         for name, reason in evidence_problems(raw) if raw else ():
-            warning = f"evidence {name} dropped: {reason}"
-            self.warnings[warning] = self.warnings.get(warning, 0) + 1
+            self.warn(f"evidence {name} dropped: {reason}")
 
     def reject(self, reason: str, count: int = 1) -> None:
         self.rejected += count
         self.reasons[reason] = self.reasons.get(reason, 0) + count
+
+    def warn(self, warning: str, count: int = 1) -> None:
+        self.warnings[warning] = self.warnings.get(warning, 0) + count
 
 
 def encoding_of(content_type: str | None) -> str | None:
@@ -95,6 +105,7 @@ def export_traces(ports: parked.OtlpPorts, key: KeyRecord, body: bytes, encoding
     result = ExportResult()
     by_agent: dict[tuple[str, str | None], list[CleanEvent]] = defaultdict(list)
     task_ids: dict[tuple[str, str | None], list[str]] = defaultdict(list)
+    verdicts: dict[str, list[SpanVerdict]] = defaultdict(list)
     names = _ResourceAgents(spans)
     for span in spans:
         problem = span_problem(span)
@@ -108,6 +119,10 @@ def export_traces(ports: parked.OtlpPorts, key: KeyRecord, body: bytes, encoding
         group = (slug, version_from_label(span.resource.get("service.version")))
         by_agent[group] += span_events(span, limits)
         task_ids[group].append(task_id(span.trace_id, span.span_id))
+        judged, refused = span_verdicts(span)
+        verdicts[slug] += judged
+        for reason, count in refused.items():
+            result.warn(reason, count)
         result.warn_dropped(span)
         result.spans += 1
     for slug, _ in by_agent:
@@ -126,6 +141,8 @@ def export_traces(ports: parked.OtlpPorts, key: KeyRecord, body: bytes, encoding
             continue
         result.outcomes.append((ref, outcome))
         parked.release(ports.store, ref, list(content))
+        if verdicts.get(slug):
+            result.evaluations[slug] = verdicts.pop(slug)
     return result
 
 

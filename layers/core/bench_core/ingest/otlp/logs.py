@@ -1,4 +1,5 @@
-"""`POST /v1/logs`: GenAI content log events → the input and output of their spans' tasks.
+"""`POST /v1/logs`: GenAI content log events → the input and output of their spans' tasks;
+evaluation events → verdicts on their spans' runs (`evaluations`).
 
 Keys and agents are those of `export_traces` (`X-Bench-Agent`, else the resource's
 `service.name` or `gen_ai.agent.name`). A span Bench has stored gets its content at once, through
@@ -19,12 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...domain.errors import BadRequest
+from ...domain.feedback import SpanVerdict
 from ...domain.keys import may_write
 from ...domain.models import NO_CONTENT, AgentMeta, AgentRef, IngestOutcome, KeyRecord, TaskState
 from ..pipeline import Later, accept, queue_evals
 from . import NO_AGENT, _header_slug, _ResourceAgents, check_count
 from .content import SpanContent, group_content
 from .decode import DecodeError
+from .evaluations import evaluation_verdicts
 from .log_decode import decode_logs
 from .parked import OtlpPorts, park, release
 
@@ -38,6 +41,10 @@ class LogsResult:
     """Spans whose task got content now."""
     parked: int = 0
     """Spans whose content waits for the span."""
+    evaluations: dict[str, list[SpanVerdict]] = field(default_factory=dict)
+    """Verdicts on spans (`evaluations`), by agent slug, for the caller to keep as feedback."""
+    feedback: int = 0
+    """Verdicts kept as feedback (counted by whoever keeps them)."""
     outcomes: list[tuple[AgentRef, IngestOutcome]] = field(default_factory=list)
 
     @property
@@ -53,8 +60,9 @@ def export_logs(ports: OtlpPorts, key: KeyRecord, body: bytes, encoding: str,
                 agent_header: str | None, *, later: Later) -> LogsResult:
     """Attach or park the content of one logs export request written with `key`; nothing is
     stored when an agent it names may not be written with the key (403), the body is not a
-    request (400) or holds more records than a batch may events (413). Log records that are
-    not GenAI content events are accepted and dropped."""
+    request (400) or holds more records than a batch may events (413). Evaluation events'
+    verdicts are handed back in `evaluations` (feedback is another use case's: `evals.feedback`
+    `record_span_verdicts`). Other log records are accepted and dropped."""
     try:
         records = decode_logs(body, encoding)
     except DecodeError as exc:
@@ -69,13 +77,17 @@ def export_logs(ports: OtlpPorts, key: KeyRecord, body: bytes, encoding: str,
     contents: dict[str, list[SpanContent]] = {}
     for slug, agent_records in by_agent.items():
         spans, refused = group_content(agent_records)
-        for reason, count in refused.items():
+        verdicts, unjudged = evaluation_verdicts(agent_records)
+        for reason, count in (*refused.items(), *unjudged.items()):
             result.reject(reason, count)
-        if spans and not slug:
-            result.reject(NO_AGENT, sum(len(s.records) for s in spans))
-        elif spans:
+        if (spans or verdicts) and not slug:
+            result.reject(NO_AGENT, sum(len(s.records) for s in spans) + len(verdicts))
+            continue
+        if spans:
             contents[slug] = spans
-    for slug in contents:
+        if verdicts:
+            result.evaluations[slug] = verdicts
+    for slug in {*contents, *result.evaluations}:
         may_write(key, key.login, slug)
     for slug, spans in contents.items():
         _attach(ports, AgentRef(key.login, slug), spans, result, later)

@@ -84,6 +84,8 @@ def _delete_agent(tables: Tables, ref: AgentRef) -> int:
     deleted += (tables.alert_settings.pop(ref, None) is not None)
     deleted += (tables.alert_looks.pop(ref, None) is not None)
     deleted += sum(len(tries) for tries in tables.deliveries.pop(ref, {}).values())
+    deleted += len(tables.agreement.pop(ref, {}))
+    deleted += (tables.label_sets.pop(ref, None) is not None)
     del tables.agents[ref]
     grants = [key for key in tables.invocation_grants if key[0] == ref]
     for grant in grants:

@@ -26,6 +26,7 @@ from ...domain.versions import VersionStats
 from ..rules import Rules
 
 if TYPE_CHECKING:
+    from ...domain.agreement import Cell
     from ...domain.alerts import Alert, AlertSettings, Delivery
     from ...domain.feedback import Feedback
     from ...domain.live import LiveConnection
@@ -133,6 +134,9 @@ class Tables:
     alert_settings: dict[AgentRef, AlertSettings] = field(default_factory=dict)
     alert_looks: dict[AgentRef, str] = field(default_factory=dict)
     """By agent: the hour of the monitors' last look."""
+    agreement: dict[AgentRef, dict[str, Cell | None]] = field(default_factory=dict)
+    """By agent, each labelled run's cell (`domain.agreement.Cell`; None: not judged)."""
+    label_sets: dict[AgentRef, tuple[str, ...]] = field(default_factory=dict)
 
 
 class Memory:

@@ -33,7 +33,8 @@ _AGENT_TABLES = ("events", "tasks", "agent_days", "judge_days", "insights", "age
 """Every table whose rows belong to one agent by `agent_id`."""
 _NAMED_AGENT_TABLES = ("capabilities", "invocation_grants", "invocation_quota",
                        "benchmark_ranks", "benchmark_runs", "feedback", "alerts",
-                       "alert_deliveries", "alert_settings")
+                       "alert_deliveries", "alert_settings", "agreement_runs",
+                       "agreement_counts", "label_sets")
 """Tables whose rows belong to one agent by (`login`, `slug`); a run's attempts go with it."""
 _EXPIRING_TABLES = ("invocation_usage", "invocation_quota")
 """Tables whose rows carry their own `expires_at`."""

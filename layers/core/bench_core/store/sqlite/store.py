@@ -23,7 +23,7 @@ from .alerts import ALERTS_SCHEMA, SqliteAlerts
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
-from .feedback import FEEDBACK_SCHEMA, SqliteFeedback
+from .feedback import AGREEMENT_SCHEMA, FEEDBACK_SCHEMA, LABEL_SET_SCHEMA, SqliteFeedback
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .repack import repack
@@ -79,6 +79,10 @@ MIGRATIONS: list[Migration] = [
     FEEDBACK_SCHEMA,
     # 21: alerts from the regression monitors, and their webhook deliveries
     ALERTS_SCHEMA,
+    # 22: the judge's agreement with people, counted per agent as runs are labelled and judged
+    AGREEMENT_SCHEMA,
+    # 23: each agent's label set, which feedback labels are checked against
+    LABEL_SET_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
