@@ -26,7 +26,7 @@ IO_LIBRARIES = {"sqlite3", "boto3", "botocore", "httpx", "starlette", "fastapi"}
 ADAPTERS = ("store.sqlite", "store.dynamodb", "live.local", "live.apigw", "live.lambda_push",
             "llm.openai_compat",
             "llm.bedrock", "embed.bedrock", "workflows.stepfunctions", "workflows.eval_queue",
-            "files.s3",
+            "files.s3", "files.lambda_export",
             # adapters to outside services that have no second implementation, so no port:
             "accounts.github",  # GitHub's OAuth endpoints
             "reuse.outbound")  # a published agent's own endpoint

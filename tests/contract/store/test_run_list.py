@@ -5,6 +5,7 @@ content (metadata, inputs, outputs)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -185,14 +186,17 @@ def test_sqlite_answers_alike_from_the_index_and_from_each_runs_spans(
 
 def without_run_text(conn: sqlite3.Connection) -> None:
     """A SQLite file taken back to before the runs list's migration (`add_run_text`) and the
-    ones after it: its search index and triggers, the roots' indexes by sortable column and
-    the feedback table, gone."""
+    ones after it: its search index and triggers, the roots' indexes by sortable column, and
+    the tables each later migration's schema creates, gone."""
     for trigger in ("insert", "update", "delete"):
         conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
     conn.execute("DROP TABLE tasks_text")
     for column in ("duration", "cost", "tokens", "score"):
         conn.execute(f"DROP INDEX tasks_roots_by_{column}")
-    conn.execute("DROP TABLE feedback")
+    for later in MIGRATIONS[MIGRATIONS.index(add_run_text) + 1:]:
+        assert isinstance(later, str), f"take {later} back here too"
+        for table in re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", later):
+            conn.execute(f"DROP TABLE {table}")
 
 
 def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -> None:
