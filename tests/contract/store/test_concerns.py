@@ -19,7 +19,7 @@ CONCERNS: dict[str, type] = {
     "ingest": port.IngestStore, "agents": port.AgentStore, "accounts": port.AccountStore,
     "evals": port.EvalStore, "leaderboard": port.LeaderboardStore, "reuse": port.ReuseStore,
     "benchmarks": port.BenchmarkStore, "retention": port.RetentionStore, "runs": port.RunStore,
-    "feedback": port.FeedbackStore,
+    "feedback": port.FeedbackStore, "timeseries": port.TimeSeriesStore,
 }
 """Each concern's name (the `Store`'s attribute, its file in `store/sqlite/`, `store/dynamodb/`,
 `store/memory/` and here) and protocol."""

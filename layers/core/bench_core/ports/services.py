@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         RetentionStore,
         ReuseStore,
         RunStore,
+        TimeSeriesStore,
     )
     from .workflows import Workflows
 
@@ -124,3 +125,8 @@ class WithRetention(Protocol):
 class WithFeedback(Protocol):
     @property
     def feedback(self) -> FeedbackStore: ...
+
+
+class WithTimeSeries(Protocol):
+    @property
+    def timeseries(self) -> TimeSeriesStore: ...

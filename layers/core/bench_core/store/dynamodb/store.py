@@ -13,6 +13,7 @@ Each concern keeps its items and writes in a class and file of its own, all on o
 - `retention.py`    what expires when (DynamoDB's TTL)
 - `runs.py`         every task's run (`runs` index), a run in one Query, the runs list
 - `feedback.py`     feedback from people, beside the run it is about
+- `timeseries.py`   an agent's counters over time, ADDed to by ingest and evals
 
 `content.py` folds a task's content from its events where a read shows it (ingest, runs and
 evals share one, and the pages it keeps). `codec/` lays out the items several concerns share
@@ -42,6 +43,7 @@ from .leaderboard import DynamoLeaderboard
 from .retention import DynamoRetention
 from .reuse import DynamoReuse
 from .runs import DynamoRuns
+from .timeseries import DynamoTimeSeries
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,8 @@ class DynamoStore(Store):
                    agents=DynamoAgents(table, ranks, max_agents_per_account),
                    accounts=DynamoAccounts(table), evals=DynamoEvals(table, ranks, content),
                    leaderboard=ranks, reuse=DynamoReuse(table), benchmarks=DynamoBenchmarks(table),
-                   retention=DynamoRetention(), feedback=DynamoFeedback(table), clock=clock,
-                   table=table)
+                   retention=DynamoRetention(), feedback=DynamoFeedback(table),
+                   timeseries=DynamoTimeSeries(table), clock=clock, table=table)
 
     @property
     def table_name(self) -> str:

@@ -1,7 +1,8 @@
 """The SQLite adapter: the embedded default. One file, WAL, versioned migrations.
 
 `SqliteStore` is the concerns of the Store port (one class and file each: ingest, agents,
-accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback) over one shared
+accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback,
+timeseries) over one shared
 `connection.Database`. Each concern keeps its part of the schema; `MIGRATIONS` puts them in the
 order they were first applied.
 """
@@ -30,6 +31,7 @@ from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .run_list import add_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .timeseries import TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
 MIGRATIONS: list[Migration] = [
@@ -76,6 +78,8 @@ MIGRATIONS: list[Migration] = [
     add_run_text,
     # 20: feedback from people on runs
     FEEDBACK_SCHEMA,
+    # 21: each agent's counters over time (hours and days)
+    TIMESERIES_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
@@ -114,7 +118,7 @@ class SqliteStore(Store):
                    evals=SqliteEvals(db, rules), leaderboard=SqliteLeaderboard(db, rules),
                    reuse=SqliteReuse(db, rules), benchmarks=SqliteBenchmarks(db, rules),
                    retention=SqliteRetention(db, rules), feedback=SqliteFeedback(db, rules),
-                   clock=clock, db=db)
+                   timeseries=SqliteTimeSeries(db, rules), clock=clock, db=db)
 
     @property
     def path(self) -> Path:
