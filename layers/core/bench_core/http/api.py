@@ -15,6 +15,7 @@ from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentS
 from ..domain.privacy import Viewer
 from ..reads import tasks
 from ..reads.agents import agent_detail, visible
+from ..reads.analytics import analytics, selection
 from ..reads.versions import agent_versions
 from ..runtime.adapters import Services
 from . import services_of
@@ -50,6 +51,16 @@ def get_versions(login: str, slug: str, viewer: Viewer = Depends(current_viewer)
                  services: Services = Depends(services_of)) -> dict[str, Any]:
     """Each version's numbers and the newest against the one before it (`reads.versions`)."""
     return agent_versions(services.store, load_visible(services, login, slug, viewer))
+
+
+@router.get("/agents/{login}/{slug}/analytics")
+def get_analytics(login: str, slug: str, span: str | None = Query(None, alias="range"),
+                  version: str | None = None, tag: str | None = None,
+                  viewer: Viewer = Depends(current_viewer),
+                  services: Services = Depends(services_of)) -> dict[str, Any]:
+    """Each period's numbers for a range, by version or tag (`reads.analytics`)."""
+    agent = load_visible(services, login, slug, viewer)
+    return analytics(services.store, agent, selection(agent, viewer, span, version, tag))
 
 
 @router.get("/agents/{login}/{slug}/events")
