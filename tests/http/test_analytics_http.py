@@ -78,6 +78,7 @@ def test_runs_sent_land_in_their_period_on_each_store(server_on_each_store: Runn
     assert server.get(f"/api/agents/{path}/analytics", version="1.0.0")["total"]["runs"] == 10
     assert server.get(f"/api/agents/{path}/analytics", version="2.0.0")["total"]["runs"] == 0
     assert server.get(f"/api/agents/{path}/analytics", key, tag=tag)["total"]["runs"] == 10
+    assert server.get(f"/api/agents/{path}/analytics", key, tag="other")["total"]["runs"] == 0
 
 
 def test_a_visitor_sees_numbers_and_no_content(bench_server: RunningServer) -> None:
@@ -108,7 +109,7 @@ def test_a_private_agents_analytics_are_its_owners_alone(bench_server: RunningSe
 
 @pytest.mark.parametrize(("params", "named"), [
     ({"range": "7x"}, "range"), ({"version": "not a version!"}, "version"),
-    ({"version": "1.0.0", "tag": "x"}, "tag")])
+    ({"version": "1.0.0", "tag": "x"}, "tag"), ({"range": "24h", "tag": "x"}, "range")])
 def test_a_bad_parameter_is_a_400_naming_it(bench_server: RunningServer, params: dict[str, str],
                                             named: str) -> None:
     path, key, _ = seeded(bench_server)

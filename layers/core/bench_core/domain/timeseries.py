@@ -8,9 +8,12 @@ What is kept, and why so:
   2,160 records (and on DynamoDB as many items, times their shards); the second write per
   batch costs a fraction of that.
 - A run counts where it ended, in its agent's series and in the scopes it carries: its version
-  (`domain.versions`: one) and its first `MAX_TAGS` tags (root metadata `tags`,
-  `run_list.tags_of`), so the writes per run stay bounded whatever it lists. A tag's scope is
-  named by a digest of the tag (`scope_of`): keys stay short and safe on every store.
+  (`domain.versions`: one), and by day only its first `MAX_TAGS` tags (root metadata `tags`,
+  `run_list.tags_of`), so the writes per batch stay bounded whatever its runs list: on
+  DynamoDB each bucket a batch touches is an item in its transaction (2 write units), and the
+  agent's and its version's hours and days with two tags' days keep a batch within 2 write
+  units an event all in (`tests/perf/dynamodb_cost.py`). A tag's scope is named by a digest of
+  the tag (`scope_of`): keys stay short and safe on every store.
 - A run's judge score counts where the run ended, for the agent and its version, when its eval
   is written (`eval_buckets`); not for its tags, which are content, kept with the run's events
   and not where DynamoDB's eval reads the run (a tag's series has no score).
@@ -43,8 +46,8 @@ DAY = "day"
 GRAINS = (HOUR, DAY)
 ALL = ""
 """The scope of every run of the agent."""
-MAX_TAGS = 3
-"""The tags of a run that get a series of their own: its first three distinct ones."""
+MAX_TAGS = 2
+"""The tags of a run that get a series of their own (by day): its first two distinct ones."""
 
 
 @dataclass
@@ -140,19 +143,25 @@ def period_of(ts: str, grain: str) -> str:
     return ts[:13] if grain == HOUR else ts[:10]
 
 
-def keys_at(ts: str, scopes: Iterable[str]) -> Iterator[BucketKey]:
+def keys_at(ts: str, scopes: Iterable[str], grains: Iterable[str] = GRAINS
+            ) -> Iterator[BucketKey]:
     for scope in scopes:
-        for grain in GRAINS:
+        for grain in grains:
             yield BucketKey(scope, grain, period_of(ts, grain))
 
 
-def run_scopes(task: TaskState) -> list[str]:
-    """The scopes a run counts in: the agent's, its version's, its first `MAX_TAGS` tags'."""
-    scopes = [ALL]
-    if task.agent_version is not None:
-        scopes.append(scope_of(version=task.agent_version))
-    tags = list(dict.fromkeys(tags_of(task.metadata)))[:MAX_TAGS]
-    return scopes + [scope_of(tag=tag) for tag in tags]
+def first_tags(metadata: Any) -> list[str]:
+    """The tags of a root's metadata that get a series: its first `MAX_TAGS` distinct ones."""
+    return list(dict.fromkeys(tags_of(metadata)))[:MAX_TAGS]
+
+
+def run_keys(task: TaskState) -> list[BucketKey]:
+    """The buckets a run counts in, where it ended: the agent's and its version's hour and day,
+    its first tags' days."""
+    ended = task.ended_at or ""
+    scopes = [ALL] if task.agent_version is None else [ALL, scope_of(version=task.agent_version)]
+    return [*keys_at(ended, scopes),
+            *keys_at(ended, [scope_of(tag=tag) for tag in first_tags(task.metadata)], [DAY])]
 
 
 def batch_buckets(runs: Iterable[TaskState], events: Iterable[CleanEvent]
@@ -161,7 +170,7 @@ def batch_buckets(runs: Iterable[TaskState], events: Iterable[CleanEvent]
     each of its scopes; each evidence record among its new `events` where it was stamped."""
     out: dict[BucketKey, Bucket] = {}
     for task in runs:
-        for key in keys_at(task.ended_at or "", run_scopes(task)):
+        for key in run_keys(task):
             out.setdefault(key, Bucket()).add_run(task)
     for event in events:
         data = event.body.get("data") if event.kind == "task.log" else None

@@ -3,10 +3,11 @@ write (`domain.timeseries`, `ports.store.TimeSeriesStore`), so a year reads 365 
 and no run.
 
 Ranges: the last 24 hours by hour, 30 or 90 days by day, a year by week (its days added up
-by ISO week). Every period of the range is listed, empty ones with zero runs, so a chart's
-x axis is time. Filters: a version (public, like the agent's model) or a tag (metadata, which
-is content: the owner's alone, `privacy.Viewer.owns`). The numbers are public: whoever may see
-the agent sees them (`privacy.visible_agent`; a private agent is a 404 to anyone else).
+by ISO week); a tag's by day only (`domain.timeseries`). Every period of the range is
+listed, empty ones with zero runs, so a chart's x axis is time. Filters: a version (public,
+like the agent's model) or a tag (metadata, which is content: the owner's alone,
+`privacy.Viewer.owns`). The numbers are public: whoever may see the agent sees them
+(`privacy.visible_agent`; a private agent is a 404 to anyone else).
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def selection(agent: Agent, viewer: Viewer, span: str | None, version: str | Non
             raise _bad("tag", f"at most {MAX_TAG_CHARS} characters")
     if version is not None and tag is not None:
         raise _bad("tag", "filter by a version or by a tag, not both")
+    if tag is not None and RANGES[span][0] != DAY:
+        raise _bad("range", "a tag's numbers are kept by day: choose 30d, 90d or 1y")
     return Selection(span, version, tag)
 
 

@@ -13,9 +13,11 @@ from html import escape
 from typing import Any
 
 from . import formatting as fmt
-from .charts import HEIGHT, WIDTH, _axis_label, _svg
+from .charts import HEIGHT, WIDTH, _svg
 
-LEFT, RIGHT, TOP, BOTTOM = 8, 8, 16, 26
+LEFT, RIGHT, TOP, BOTTOM = 8, 8, 18, 26
+FONT = 13
+"""Larger than the profile's other charts: these are drawn two abreast, or at a phone's width."""
 PLOT_W, PLOT_H = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
 
@@ -38,9 +40,14 @@ def _y(value: float, peak: float) -> float:
 
 def _frame(starts: Sequence[str], top: str) -> list[str]:
     return [f'<line class="c-axis-line" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + PLOT_H}" '
-            f'y2="{TOP + PLOT_H}"/>',
-            f'<text class="c-axis" x="{LEFT}" y="{TOP - 4}" font-size="11">{escape(top)}</text>',
-            _axis_label(LEFT, starts[0], "start"), _axis_label(WIDTH - RIGHT, starts[-1], "end")]
+            f'y2="{TOP + PLOT_H}"/>', _text(LEFT, TOP - 5, top, "start"),
+            _text(LEFT, HEIGHT - 6, starts[0], "start"),
+            _text(WIDTH - RIGHT, HEIGHT - 6, starts[-1], "end")]
+
+
+def _text(x: float, y: float, text: str, anchor: str) -> str:
+    return (f'<text class="c-axis" x="{x:.1f}" y="{y}" text-anchor="{anchor}" '
+            f'font-size="{FONT}">{escape(text)}</text>')
 
 
 def runs_chart(buckets: Sequence[dict[str, Any]]) -> str | None:

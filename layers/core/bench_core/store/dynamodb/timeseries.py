@@ -27,14 +27,14 @@ from typing import Any
 from ...domain import stats
 from ...domain.models import AgentRef, CleanEvent
 from ...domain.pricing import is_evidence
-from ...domain.run_list import tags_of
 from ...domain.timeseries import (
     ALL,
-    MAX_TAGS,
+    DAY,
     NUMBERS,
     Bucket,
     BucketKey,
     ModelUse,
+    first_tags,
     keys_at,
     scope_of,
 )
@@ -101,14 +101,13 @@ _MODEL_ATTRS = dict(zip(_MODEL_FIELDS, ("calls", "input_tokens", "output_tokens"
 def series_keys(events: Iterable[CleanEvent]) -> set[BucketKey]:
     """The bucket items `events` may add to, counted generously before they are folded (for
     the size of a transaction): each task's end in the agent's, a version's and its tags'
-    scopes, each evidence record in the agent's."""
+    scopes (`timeseries.run_keys`), each evidence record in the agent's."""
     keys: set[BucketKey] = set()
     for event in events:
         data = event.body.get("data")
         if event.kind == "task.end":
-            tags = list(dict.fromkeys(tags_of(data)))[:MAX_TAGS]
-            keys.update(keys_at(event.ts, [ALL, scope_of(version=""),
-                                           *(scope_of(tag=t) for t in tags)]))
+            keys.update(keys_at(event.ts, [ALL, scope_of(version="")]))
+            keys.update(keys_at(event.ts, [scope_of(tag=t) for t in first_tags(data)], [DAY]))
         elif event.kind == "task.log" and is_evidence(data):
             keys.update(keys_at(event.ts, [ALL]))
     return keys
