@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from bench_core.domain.models import iso
 from tests.conftest import RunningServer
 from tests.e2e.test_browser_surfaces import (
     BROWSER_TESTS,
+    SHOTS,
     WIDTHS,
     Watched,
     browser,  # noqa: F401 - the fixture
@@ -64,6 +66,11 @@ def no_sideways_scroll(page: Any, width: int) -> None:
     assert page.evaluate("document.documentElement.scrollWidth") <= width, "sideways scroll"
 
 
+def every_chart_drawn(section: Any) -> None:
+    for chart in CHARTS:
+        assert section.locator(f'[data-chart="{chart}"] svg').count() == 1, chart
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_a_visitor_reads_the_profiles_charts_and_picks_a_range_and_version(
         browser: Any, bench_server: RunningServer, charted: tuple[str, str],  # noqa: F811
@@ -74,13 +81,12 @@ def test_a_visitor_reads_the_profiles_charts_and_picks_a_range_and_version(
         page = watched.open(f"{bench_server.url}/u/{login}/{slug}")
         section = page.locator("#analytics")
         assert section.get_attribute("data-analytics") == "30d"
-        for chart in CHARTS:
-            assert section.locator(f'[data-chart="{chart}"] svg').count() == 1, chart
+        every_chart_drawn(section)
         assert section.locator('input[name="tag"]').count() == 0, "tags are the owner's"
         assert section.locator('tr[data-model="gpt-4o"]').count() == 1
         no_sideways_scroll(page, width)
         section.scroll_into_view_if_needed()
-        section.screenshot(path=str(watched_path(f"analytics-profile-{width}")))
+        section.screenshot(path=str(shot_path(f"analytics-profile-{width}")))
 
         section.locator('nav a:has-text("90 days")').click()
         page.wait_for_load_state("networkidle")
@@ -112,22 +118,19 @@ def test_the_owner_reads_them_on_the_dashboard_and_filters_by_tag(
         page.wait_for_load_state("networkidle")
         page = watched.open(f"{bench_server.url}/dashboard/agents/{slug}")
         section = page.locator("#analytics")
-        for chart in CHARTS:
-            assert section.locator(f'[data-chart="{chart}"] svg').count() == 1, chart
+        every_chart_drawn(section)
         section.locator("input[name=tag]").fill("nightly")
         section.locator("form button").click()
         page.wait_for_load_state("networkidle")
         assert "tag=nightly" in page.url
         assert "tagged nightly" in page.locator("#analytics .analytics-summary").inner_text()
         no_sideways_scroll(page, width)
-        page.locator("#analytics").screenshot(path=str(watched_path(f"analytics-owner-{width}")))
+        page.locator("#analytics").screenshot(path=str(shot_path(f"analytics-owner-{width}")))
         assert watched.problems == []
     finally:
         watched.close()
 
 
-def watched_path(name: str) -> Any:
-    from tests.e2e.test_browser_surfaces import SHOTS
-
+def shot_path(name: str) -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
     return SHOTS / f"{name}.png"
