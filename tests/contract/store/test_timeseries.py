@@ -127,3 +127,18 @@ def test_buckets_added_whole_add_up_and_read_by_range(store: Store) -> None:
     assert twice.models == {("anthropic", "claude"): ModelUse(4, 20, 40, pytest.approx(0.02))}
     assert store.timeseries.read_buckets(AgentRef("alice", "nobody"), ALL, DAY, "2026-11-01",
                                          "2026-11-30") == []
+
+
+def test_runs_far_apart_in_time_are_written_and_scored_whole(store: Store) -> None:
+    """One batch and one round of evals over 40 runs, each in an hour of its own: on DynamoDB
+    more bucket items than one transaction holds, so the batch and the round are split."""
+    events = [e for i in range(40) for e in at(f"2026-12-0{1 + i // 24}T{i % 24:02d}:00:00",
+                                                run(f"r{i}", tags=[f"t{i}", f"u{i}"]))]
+    ingest(store, events)
+    assert store.evals.record_evals(REF, {f"r{i}": scored(0.5) for i in range(40)}) == \
+        {f"r{i}" for i in range(40)}
+    hours = store.timeseries.read_buckets(REF, ALL, HOUR, "2026-12-01T00", "2026-12-02T23")
+    assert len(hours) == 40
+    assert all((b.runs, b.eval_count) == (1, 1) for _, b in hours)
+    assert sum(b.runs for _, b in store.timeseries.read_buckets(
+        REF, scope_of(tag="u39"), DAY, "2026-12-01", "2026-12-02")) == 1

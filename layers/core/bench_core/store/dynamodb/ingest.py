@@ -731,7 +731,7 @@ def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[Cl
     buckets: set[BucketKey] = set()
     for piece, piece_items, piece_size in pieces:
         keys = series_keys(piece)
-        if unit and (items + piece_items + len(keys - buckets) > MAX_TRANSACTION_ITEMS - 1
+        if unit and (items + piece_items + len(buckets | keys) > MAX_TRANSACTION_ITEMS - 1
                      or size + piece_size > MAX_TRANSACTION_BYTES):
             yield unit
             unit, items, size, buckets = [], 0, 0, set()
