@@ -6,7 +6,7 @@ Ranges: the last 24 hours by hour, 30 or 90 days by day, a year by week (its day
 by ISO week); a tag's by day only (`domain.timeseries`). Every period of the range is
 listed, empty ones with zero runs, so a chart's x axis is time. Filters: a version (public,
 like the agent's model) or a tag (metadata, which is content: the owner's alone,
-`privacy.Viewer.owns`). The numbers are public: whoever may see the agent sees them
+`privacy.filters_by_tag`). The numbers are public: whoever may see the agent sees them
 (`privacy.visible_agent`; a private agent is a 404 to anyone else).
 """
 
@@ -22,7 +22,7 @@ from ..domain.errors import BadRequest
 from ..domain.field_limits import VERSION_RULE, version_allowed
 from ..domain.models import Agent
 from ..domain.pricing import cost_rule
-from ..domain.privacy import Viewer
+from ..domain.privacy import Viewer, filters_by_tag
 from ..domain.timeseries import DAY, HOUR, Bucket, fold_weeks, scope_of
 from ..ports.services import WithAgents, WithClock, WithTimeSeries
 from ..render.analytics_charts import analytics_charts
@@ -68,7 +68,7 @@ def selection(agent: Agent, viewer: Viewer, span: str | None, version: str | Non
     if version is not None and not version_allowed(version):
         raise _bad("version", VERSION_RULE)
     if tag is not None:
-        if not viewer.owns(agent):
+        if not filters_by_tag(agent, viewer):
             raise _bad("tag", "tags are the owner's metadata: only the owner filters by one")
         if len(tag) > MAX_TAG_CHARS:
             raise _bad("tag", f"at most {MAX_TAG_CHARS} characters")
@@ -144,4 +144,4 @@ def analytics_section(store: AnalyticsPageReads, agent: Agent, viewer: Viewer,
     return {"read": read, "charts": analytics_charts(read), "chosen": chosen,
             "ranges": [(name, urlencode(chosen.query(range=name))) for name in RANGES],
             "versions": [v.version for v in store.agents.agent_versions(agent.ref)],
-            "tags": viewer.owns(agent)}
+            "tags": filters_by_tag(agent, viewer)}
