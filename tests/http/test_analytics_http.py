@@ -65,7 +65,8 @@ def test_runs_sent_land_in_their_period_on_each_store(server_on_each_store: Runn
     low, high = hour["success_rate_ci95"]
     assert low < 0.8 < high
     assert hour["cost_usd_per_run"] == pytest.approx(0.01)
-    assert hour["cost_usd_per_success"] == pytest.approx(0.01)
+    assert hour["cost_usd_per_success"] == pytest.approx(0.1 / 8), "what a success costs"
+    assert hour["cost_usd_per_successful_run"] == pytest.approx(0.01)
     assert hour["cost_source"] == "owner-reported"
     assert (hour["input_tokens"], hour["output_tokens"]) == (1000, 500)
     assert hour["latency_ms"]["p50"] is not None and hour["latency_ms"]["p95"] is not None

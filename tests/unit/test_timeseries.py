@@ -32,11 +32,12 @@ def test_a_periods_cost_follows_the_headline_rule() -> None:
                                    success_evidence_cost_usd=0.1))
     assert evidence_only["cost_source"] == "provider evidence"
     assert evidence_only["cost_usd_per_run"] == pytest.approx(0.1)
-    assert evidence_only["cost_usd_per_success"] == pytest.approx(0.05)
+    assert evidence_only["cost_usd_per_success"] == pytest.approx(0.2), "all runs' cost"
+    assert evidence_only["cost_usd_per_successful_run"] == pytest.approx(0.05)
     owner = numbers(Bucket(runs=4, successes=2, cost_usd=0.8, evidence_cost_usd=0.4,
                            success_cost_usd=0.6, success_evidence_cost_usd=0.1))
-    assert (owner["cost_source"], owner["cost_usd_per_success"]) == ("owner-reported",
-                                                                     pytest.approx(0.3))
+    assert (owner["cost_source"], owner["cost_usd_per_successful_run"]) == (
+        "owner-reported", pytest.approx(0.3))
     empty = numbers(Bucket())
     assert (empty["success_rate"], empty["success_rate_ci95"], empty["cost_usd_per_run"],
             empty["latency_ms"]["p95"]) == (None, None, None, None)

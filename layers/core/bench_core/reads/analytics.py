@@ -107,7 +107,9 @@ def analytics(store: AnalyticsReads, agent: Agent, chosen: Selection) -> dict[st
 
 
 def numbers(b: Bucket) -> dict[str, Any]:
-    """A bucket's public numbers: rates with their interval, cost by the headline rule."""
+    """A bucket's public numbers: rates with their interval, cost by the headline rule (per
+    success: all runs' cost over the successes, what a success costs, as `reads.versions`
+    says it; per successful run: what the successful runs cost, each)."""
     interval = stats.wilson_interval(b.successes, b.runs)
     cost, source = cost_rule(b.cost_usd, b.evidence_cost_usd)
     success_cost, _ = cost_rule(b.success_cost_usd, b.success_evidence_cost_usd)
@@ -120,7 +122,9 @@ def numbers(b: Bucket) -> dict[str, Any]:
         "avg_eval_score": b.eval_score_sum / b.eval_count if b.eval_count else None,
         "eval_count": b.eval_count,
         "cost_usd_per_run": round(cost / b.runs, 10) if b.runs else None,
-        "cost_usd_per_success": round(success_cost / b.successes, 10) if b.successes else None,
+        "cost_usd_per_success": round(cost / b.successes, 10) if b.successes else None,
+        "cost_usd_per_successful_run": (round(success_cost / b.successes, 10) if b.successes
+                                        else None),
         "cost_source": source if b.runs else None,
         "input_tokens": b.input_tokens, "output_tokens": b.output_tokens,
         "latency_ms": {"p50": latency["p50"], "p95": latency["p95"]},
