@@ -1,10 +1,9 @@
 """The SQLite adapter: the embedded default. One file, WAL, versioned migrations.
 
 `SqliteStore` is the concerns of the Store port (one class and file each: ingest, agents,
-accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback,
-timeseries) over one shared
-`connection.Database`. Each concern keeps its part of the schema; `MIGRATIONS` puts them in the
-order they were first applied.
+accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback, timeseries) over
+one shared `connection.Database`. Each concern keeps its part of the schema; `MIGRATIONS` puts
+them in the order they were first applied.
 """
 
 from __future__ import annotations
