@@ -306,11 +306,12 @@ class Harness:
 SPREAD = ((re.compile(r"(META#C)\d+$"), COUNTER_SHARDS),
           (re.compile(r"(VER#[^#]+#)\d+$"), COUNTER_SHARDS),
           (re.compile(r"(DAY#\d{4}-\d\d-\d\d#)\d+$"), DAY_SHARDS),
+          (re.compile(r"^(TS#[HD]#[^#]*#[^#]+#)\d+$"), COUNTER_SHARDS),
           (re.compile(r"^(PART#.*#)\d+$"), PARTITIONS))
 """Items one of which an operation picks at random (an agent's counter, version and day
-shards), and partition keys one of which a hash of a task's or page's id picks (an agent's
-partitions, `codec.keys`): written as one template `{n}`, whose load is spread evenly over
-them."""
+shards, its buckets over time on the counter shard's `n`), and partition keys one of which a
+hash of a task's or page's id picks (an agent's partitions, `codec.keys`): written as one
+template `{n}`, whose load is spread evenly over them."""
 SHARD = "{n}"
 RUN_ID = re.compile(r"(run[a-z]\d+x\d+|[0-9a-f]{16,})(-\d+)?")
 """What names one run or one request: the ids of the runs each repetition sends, OTLP's trace

@@ -20,6 +20,7 @@ from bench_core.store.sqlite.connection import Database
 from bench_core.store.sqlite.ingest import EVENT_COLS, SqliteIngest
 from bench_core.store.sqlite.packing import event_body, load, pack_body
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+from bench_core.store.sqlite.timeseries import TIMESERIES_SCHEMA
 
 from tests.factories import clean, ev, task_events
 
@@ -97,6 +98,8 @@ def old_database(path: Path) -> None:
     JSON value text."""
     db = Database(path)
     db.migrate(MIGRATIONS[:PACKED], lambda conn, version: None)
+    with db.write() as conn:  # today's ingest writes counters over time: dropped below
+        conn.execute(TIMESERIES_SCHEMA)
     writer = SqliteIngest(db)
     for i in range(4):
         writer.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(10)))
@@ -113,6 +116,7 @@ def old_database(path: Path) -> None:
                              (None if value is None else dumps(load(value)), agent_id, task_id))
         assert conn.execute("SELECT count(*) FROM events WHERE typeof(body) != 'text'"
                             ).fetchone()[0] == 0
+        conn.execute("DROP TABLE agent_series")
     db.close()
 
 

@@ -125,6 +125,13 @@ def listed(agent: Agent) -> bool:
     return agent.is_public
 
 
+def filters_by_tag(agent: Agent, viewer: Viewer) -> bool:
+    """Whether the viewer may ask for an agent's numbers by tag (its analytics over time): a
+    run's tags are its metadata, which is content, so its owner alone; a visitor's answer
+    would say which tags exist and how their runs went."""
+    return viewer.owns(agent)
+
+
 def shows_inputs(agent: Agent, viewer: Viewer) -> bool:
     return viewer.owns(agent) or not agent.hide_inputs
 

@@ -110,10 +110,18 @@ def metadata_holds(metadata: Any, meta: tuple[tuple[str, str], ...], tag: str | 
         if _scalar_text(fields.get(key)) != value:
             return False
     if tag is not None:
-        tags = fields.get("tags")
-        listed = tags if isinstance(tags, list) else [tags]
-        return tag in (_scalar_text(t) for t in listed)
+        return tag in _listed_tags(fields)
     return True
+
+
+def tags_of(metadata: Any) -> list[str]:
+    """The tags a root's metadata lists (all of it: the owner's view), in order."""
+    return [t for t in _listed_tags(_fields(metadata)) if t is not None]
+
+
+def _listed_tags(fields: dict[str, Any]) -> list[str | None]:
+    tags = fields.get("tags")
+    return [_scalar_text(t) for t in (tags if isinstance(tags, list) else [tags])]
 
 
 @dataclass(frozen=True)

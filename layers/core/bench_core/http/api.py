@@ -16,6 +16,7 @@ from ..domain.models import LOGIN_PATTERN, SLUG_PATTERN, Agent, AgentRef, AgentS
 from ..domain.privacy import Viewer
 from ..reads import tasks
 from ..reads.agents import agent_detail, visible
+from ..reads.analytics import analytics, selection
 from ..reads.compare import MIN_SAMPLE
 from ..reads.versions import agent_versions, check_version
 from ..runtime.adapters import Services
@@ -65,6 +66,16 @@ def get_version_check(login: str, slug: str,
     (`reads.versions.check_version`): whoever may see the agent may ask."""
     return check_version(services.store, load_visible(services, login, slug, viewer), version,
                          against, min_runs)
+
+
+@router.get("/agents/{login}/{slug}/analytics")
+def get_analytics(login: str, slug: str, span: str | None = Query(None, alias="range"),
+                  version: str | None = None, tag: str | None = None,
+                  viewer: Viewer = Depends(current_viewer),
+                  services: Services = Depends(services_of)) -> dict[str, Any]:
+    """Each period's numbers for a range, by version or tag (`reads.analytics`)."""
+    agent = load_visible(services, login, slug, viewer)
+    return analytics(services.store, agent, selection(agent, viewer, span, version, tag))
 
 
 @router.get("/agents/{login}/{slug}/events")

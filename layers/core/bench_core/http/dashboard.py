@@ -25,6 +25,7 @@ from ..reads import dashboard as owner_reads
 from ..reads.annotation_queue import annotation_queue
 from ..runtime.adapters import Services
 from . import public_base, services_of
+from .analytics_section import analytics_context
 from .api import agent_ref
 from .browser import NO_STORE, AccountRoute, account_session, check_csrf, csrf_for, form_fields
 from .templating import page
@@ -98,10 +99,12 @@ async def new_agent(request: Request, services: Services = Depends(services_of))
 async def agent_page(request: Request, slug: str, saved: bool = False,
                      services: Services = Depends(services_of)) -> Response:
     session = await account_session(request, services)
-    context = await run_in_threadpool(owner_reads.owner_agent, services.store,
-                                      agent_ref(session.login, slug))
+    ref = agent_ref(session.login, slug)
+    context = await run_in_threadpool(owner_reads.owner_agent, services.store, ref)
+    analytics = await run_in_threadpool(analytics_context, services, ref, Viewer(session.login),
+                                        request, f"/dashboard/agents/{ref.slug}")
     return await _page(request, services, session.login, "dashboard_agent.html", saved=saved,
-                       **context)
+                       analytics=analytics, **context)
 
 
 @router.post("/agents/{slug}/settings")

@@ -22,6 +22,7 @@ from ..render import charts
 from ..render import formatting as fmt
 from ..runtime.adapters import Services
 from . import error_response, public_base, services_of
+from .analytics_section import analytics_context
 from .api import agent_ref, load_visible
 from .deps import current_viewer
 from .templating import PageRoute, error_page, page
@@ -61,7 +62,8 @@ def snippets(base: str, s: dict[str, Any]) -> dict[str, str]:
 def profile(request: Request, login: str, slug: str, viewer: Viewer = Depends(current_viewer),
             services: Services = Depends(services_of)) -> Response:
     agent = load_visible(services, login, slug, viewer)
-    return page(request, "profile.html", viewer=viewer,
+    return page(request, "profile.html", viewer=viewer, analytics=analytics_context(
+                    services, agent.ref, viewer, request, f"/u/{agent.login}/{agent.slug}"),
                 **profile_context(views.profile_page(services.store, agent, viewer),
                                   public_base(request, services)))
 

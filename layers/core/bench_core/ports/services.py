@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         RetentionStore,
         ReuseStore,
         RunStore,
+        TimeSeriesStore,
     )
     from .workflows import Workflows
 
@@ -130,3 +131,8 @@ class WithFeedback(Protocol):
 class WithAlerts(Protocol):
     @property
     def alerts(self) -> AlertStore: ...
+
+
+class WithTimeSeries(Protocol):
+    @property
+    def timeseries(self) -> TimeSeriesStore: ...

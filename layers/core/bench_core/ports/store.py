@@ -2,10 +2,10 @@
 
 A `Store` is one object per concern (`store.ingest`, `store.runs`, `store.agents`,
 `store.accounts`, `store.evals`, `store.leaderboard`, `store.reuse`, `store.benchmarks`,
-`store.retention`, `store.feedback`, `store.alerts`), each typed by its protocol here, so a use
-case names the concerns it uses
-(`ports.services.WithRuns`, ...) and sees nothing else. Each adapter keeps one class per concern,
-in a file of the concern's name, over what its concerns share, and assembles them into a `Store`:
+`store.retention`, `store.feedback`, `store.alerts`, `store.timeseries`), each typed by its
+protocol here, so a use case names the concerns it uses (`ports.services.WithRuns`, ...) and
+sees nothing else. Each adapter keeps one class per concern, in a file of the concern's name,
+over what its concerns share, and assembles them into a `Store`:
 
 - `store/sqlite/store.py` `SqliteStore`: the embedded default, one file in WAL mode (`Database`).
 - `store/dynamodb/store.py` `DynamoStore`: one DynamoDB table for AWS (`Table`).
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ..domain.feedback import Feedback
     from ..domain.live import LiveConnection
     from ..domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
+    from ..domain.timeseries import Bucket, BucketKey
 
 
 @dataclass(frozen=True)
@@ -449,6 +450,23 @@ class AlertStore(Protocol):
         ...
 
 
+class TimeSeriesStore(Protocol):
+    """An agent's counters over time (`bench_core.domain.timeseries`): kept by ingest and evals
+    in the writes that already count runs and scores (so exactly once), read a scope and grain
+    at a time by period (SQLite: one indexed range; DynamoDB: one Query of the agent's key)."""
+
+    def add_buckets(self, ref: AgentRef, buckets: Mapping[BucketKey, Bucket]) -> None:
+        """Add `buckets` to what is kept, outside ingest: counters written whole (the read
+        benchmark seeds a year this way)."""
+        ...
+
+    def read_buckets(self, ref: AgentRef, scope: str, grain: str, first: str, last: str
+                     ) -> list[tuple[str, Bucket]]:
+        """The kept periods of `scope` and `grain` from `first` to `last` (periods as
+        `timeseries.period_of` writes them, both included), in order; none kept, none listed."""
+        ...
+
+
 @dataclass(frozen=True)
 class Store:
     """Everything Bench keeps, one concern per attribute. An adapter makes one object per
@@ -467,6 +485,7 @@ class Store:
     retention: RetentionStore
     feedback: FeedbackStore
     alerts: AlertStore
+    timeseries: TimeSeriesStore
     clock: Clock
 
     def close(self) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
+from ...domain.timeseries import Bucket, BucketKey, eval_buckets
 from .client import MAX_ATTEMPTS, Table, pause
 from .codec.agents import DAY_SHARDS, JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
@@ -43,8 +44,10 @@ from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
 from .codec.versions import version_eval_updates
 from .content import ContentReader
+from .ingest import MAX_TRANSACTION_ITEMS
 from .leaderboard import DynamoLeaderboard, read_agent
 from .rehome import at_home
+from .timeseries import series_updates
 
 SHARDS = 8
 JDAY = "JDAY#"
@@ -122,6 +125,12 @@ class DynamoEvals:
                           if task_id in known and known[task_id].ended_at
                           and evals.replaces(results[task_id], known[task_id].eval)]
                 actions, added, due = self._result_actions(temporary(agent, owner), writes)
+                if len(actions) >= MAX_TRANSACTION_ITEMS and len(chunk) > 1:
+                    # runs far apart in time add to many buckets: half now, half next
+                    chunks.insert(n + 1, chunk[len(chunk) // 2:])
+                    del chunk[len(chunk) // 2:]
+                    last = False
+                    continue
                 if last and queued:
                     actions.append({"Delete": {"TableName": self.table.name,
                                                "Key": pending_key(agent, list(queued))}})
@@ -158,6 +167,7 @@ class DynamoEvals:
         spend: dict[str, dict[str, float]] = {}
         judges: set[str] = set()
         by_version: dict[str, tuple[int, float]] = {}
+        series: dict[BucketKey, Bucket] = {}
         markers: list[dict[str, Any]] = []
         due_at = ""
         for task, result in writes:
@@ -177,6 +187,8 @@ class DynamoEvals:
                 count, score_sum = by_version.get(task.agent_version, (0, 0.0))
                 by_version[task.agent_version] = (count + delta.eval_count,
                                                   score_sum + delta.eval_score_sum)
+            for key, bucket in eval_buckets(task, delta.eval_count, delta.eval_score_sum).items():
+                series.setdefault(key, Bucket()).add(bucket)
             if is_run:
                 if result.status == "scored" and result.judge:
                     judges.add(result.judge)
@@ -193,6 +205,7 @@ class DynamoEvals:
         if on_agent.add:
             updates.append(on_agent)
         updates += version_eval_updates(agent, by_version, shard)
+        updates += series_updates(agent, series, shard)
         updates += [expiring(Update(agent.key(f"{JDAY}{day}#{pick_shard() % DAY_SHARDS}"), add={
             "tokens": int(spent["tokens"]), "cost_usd": number(spent["cost_usd"])}), agent)
             for day, spent in spend.items()]

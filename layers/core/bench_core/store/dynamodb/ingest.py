@@ -96,6 +96,7 @@ from ...domain.models import (
     iso,
 )
 from ...domain.runs import Reassign, parent_ids
+from ...domain.timeseries import BucketKey, batch_buckets
 from ...ports.store import decode_cursor, encode_cursor
 from .agents import counting_user, live_agent, raise_unless_agent_exists
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
@@ -133,6 +134,7 @@ from .content import ContentReader
 from .layout import SPANS
 from .leaderboard import DynamoLeaderboard, read_agent
 from .rehome import at_home
+from .timeseries import series_keys, series_updates
 
 MAX_TRANSACTION_ITEMS = 100
 MAX_TRANSACTION_BYTES = 3_000_000
@@ -613,6 +615,8 @@ class _BatchWrite:
         updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence,
                                self.shard)
         updates += version_run_updates(agent, [delta for _, delta in fold.runs], self.shard)
+        updates += series_updates(agent, batch_buckets(
+            [fold.tasks[task_id] for task_id, _ in fold.runs], unit), self.shard)
         key = counter_key(agent, self.shard)
         on_shard = next((u for u in updates if u.key == key), None) or expiring(Update(key), agent)
         if self.dropped:
@@ -761,21 +765,25 @@ def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[Cl
     task's events split in order where it alone is too big. Costs are counted generously: a
     task's item can be as large as its events, and it may add a parent and a day (a run: a day
     and its version's item, `codec.versions`, but no parent); an event no task folds may add a
-    placeholder for its task."""
+    placeholder for its task; the buckets over time the unit adds to are counted apart, once
+    each (`timeseries.series_keys`)."""
     pieces = [piece for group in group_by_task(events).values()
               for piece in _pieces(group, bodies, fixed=3, each=0, most=SEEN_INLINE)]
     pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1,
                       most=MAX_TRANSACTION_ITEMS)
     unit: list[CleanEvent] = []
     items = size = 0
+    buckets: set[BucketKey] = set()
     for piece, piece_items, piece_size in pieces:
-        if unit and (items + piece_items > MAX_TRANSACTION_ITEMS - 1
+        keys = series_keys(piece)
+        if unit and (items + piece_items + len(buckets | keys) > MAX_TRANSACTION_ITEMS - 1
                      or size + piece_size > MAX_TRANSACTION_BYTES):
             yield unit
-            unit, items, size = [], 0, 0
+            unit, items, size, buckets = [], 0, 0, set()
         unit += piece
         items += piece_items
         size += piece_size
+        buckets |= keys
     if unit:
         yield unit
 

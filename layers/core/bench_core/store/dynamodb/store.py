@@ -14,6 +14,7 @@ Each concern keeps its items and writes in a class and file of its own, all on o
 - `runs.py`         every task's run (`runs` index), a run in one Query, the runs list
 - `feedback.py`     feedback from people, beside the run it is about
 - `alerts.py`       alerts from the regression monitors and their deliveries
+- `timeseries.py`   an agent's counters over time, ADDed to by ingest and evals
 
 `content.py` folds a task's content from its events where a read shows it (ingest, runs and
 evals share one, and the pages it keeps). `codec/` lays out the items several concerns share
@@ -44,6 +45,7 @@ from .leaderboard import DynamoLeaderboard
 from .retention import DynamoRetention
 from .reuse import DynamoReuse
 from .runs import DynamoRuns
+from .timeseries import DynamoTimeSeries
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,8 @@ class DynamoStore(Store):
                    accounts=DynamoAccounts(table), evals=DynamoEvals(table, ranks, content),
                    leaderboard=ranks, reuse=DynamoReuse(table), benchmarks=DynamoBenchmarks(table),
                    retention=DynamoRetention(), feedback=DynamoFeedback(table),
-                   alerts=DynamoAlerts(table), clock=clock,
-                   table=table)
+                   alerts=DynamoAlerts(table), timeseries=DynamoTimeSeries(table),
+                   clock=clock, table=table)
 
     @property
     def table_name(self) -> str:

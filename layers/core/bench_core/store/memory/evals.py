@@ -10,8 +10,10 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState
+from ...domain.timeseries import eval_buckets
 from ...domain.versions import VersionStats
 from .state import AgentRow, Concern, Tables, copied, read_insights, refresh_rank
+from .timeseries import add_series
 
 
 class MemoryEvals(Concern):
@@ -43,6 +45,8 @@ class MemoryEvals(Concern):
             scored = kept.setdefault(task.agent_version, VersionStats(task.agent_version))
             scored.eval_count += d.eval_count
             scored.eval_score_sum += d.eval_score_sum
+        if is_run:
+            add_series(tables, ref, eval_buckets(task, d.eval_count, d.eval_score_sum))
         if is_run:
             row.agent.stats.eval_judge = evals.merged_judge(row.agent.stats.eval_judge,
                                                             result)

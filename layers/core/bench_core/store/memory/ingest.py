@@ -24,6 +24,7 @@ from ...domain.models import (
 from ...domain.privacy import new_agent
 from ...domain.runs import parent_ids
 from ...domain.stats import bucket_index
+from ...domain.timeseries import batch_buckets
 from ...domain.versions import VersionStats, runs_by_version
 from ...ports.store import decode_cursor, encode_cursor
 from .state import (
@@ -40,6 +41,7 @@ from .state import (
     read_task,
     refresh_rank,
 )
+from .timeseries import add_series
 
 
 def newest_first(tasks: list[TaskState], cursor: str | None, limit: int
@@ -118,6 +120,8 @@ class MemoryIngest(Concern):
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(row, fold.evidence)
             add_version_runs(tables, ref, [delta for _, delta in fold.runs])
+            add_series(tables, ref, batch_buckets(
+                [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
             refresh_rank(row, self.rules)
             agent = live_agent(tables, ref, self.rules.now())
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),

@@ -25,12 +25,13 @@ from .retention import MemoryRetention
 from .reuse import MemoryReuse
 from .runs import MemoryRuns
 from .state import Concern, Memory
+from .timeseries import MemoryTimeSeries
 
 CONCERNS: dict[str, type[Concern]] = {
     "ingest": MemoryIngest, "runs": MemoryRuns, "agents": MemoryAgents,
     "accounts": MemoryAccounts, "evals": MemoryEvals, "leaderboard": MemoryLeaderboard,
     "reuse": MemoryReuse, "benchmarks": MemoryBenchmarks, "retention": MemoryRetention,
-    "feedback": MemoryFeedback, "alerts": MemoryAlerts,
+    "feedback": MemoryFeedback, "alerts": MemoryAlerts, "timeseries": MemoryTimeSeries,
 }
 """Each field of `Store` and the class serving it (the contract suite checks each against its
 protocol: `tests/contract/store/test_concerns.py`)."""

@@ -12,10 +12,12 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState
+from ...domain.timeseries import eval_buckets
 from .agents import find_agent_id, refresh_rank
 from .connection import Concern
 from .ingest import TASK_COLS, task_from_row
 from .packing import load, pack_json
+from .timeseries import add_series
 from .versions import add_version_evals
 
 EVALS_SCHEMA = """
@@ -71,7 +73,8 @@ class SqliteEvals(Concern):
         """Whether recording `result` changed the agent's scores; None if it was not
         recorded (no finished task, or an older result)."""
         row = conn.execute(
-            "SELECT agents.id, parent_task_id, status, eval, eval_judge, agent_version FROM tasks "
+            "SELECT agents.id, parent_task_id, status, eval, eval_judge, agent_version, ended_at "
+            "FROM tasks "
             "JOIN agents ON agents.id = tasks.agent_id WHERE login = ? AND slug = ? "
             "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, task_id)).fetchone()
         if row is None:
@@ -97,6 +100,9 @@ class SqliteEvals(Concern):
         if is_run and row["agent_version"] is not None and (d.eval_count or d.eval_score_sum):
             add_version_evals(conn, agent_id, row["agent_version"], d.eval_count,
                               d.eval_score_sum)
+        if is_run and (d.eval_count or d.eval_score_sum):
+            run = TaskState(task_id, ended_at=row["ended_at"], agent_version=row["agent_version"])
+            add_series(conn, agent_id, eval_buckets(run, d.eval_count, d.eval_score_sum))
         if d.judge_tokens or d.judge_cost_usd:
             conn.execute(
                 "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "

@@ -26,10 +26,12 @@ from ...domain.models import (
 )
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
+from ...domain.timeseries import batch_buckets
 from ...ports.store import decode_cursor, encode_cursor
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .packing import event_body, load, pack_body, pack_json
+from .timeseries import add_series
 from .versions import add_version_runs
 
 TASKS_SCHEMA = """
@@ -171,6 +173,8 @@ class SqliteIngest(Concern):
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
             add_version_runs(conn, agent_id, [delta for _, delta in fold.runs])
+            add_series(conn, agent_id, batch_buckets(
+                [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
             agent = refresh_rank(conn, login, meta.slug, self.rules)
         live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),

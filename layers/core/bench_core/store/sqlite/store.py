@@ -1,9 +1,9 @@
 """The SQLite adapter: the embedded default. One file, WAL, versioned migrations.
 
 `SqliteStore` is the concerns of the Store port (one class and file each: ingest, agents,
-accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback, alerts) over one shared
-`connection.Database`. Each concern keeps its part of the schema; `MIGRATIONS` puts them in the
-order they were first applied.
+accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback, alerts,
+timeseries) over one shared `connection.Database`. Each concern keeps its part of the schema;
+`MIGRATIONS` puts them in the order they were first applied.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .run_list import add_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .timeseries import TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
 MIGRATIONS: list[Migration] = [
@@ -83,6 +84,8 @@ MIGRATIONS: list[Migration] = [
     AGREEMENT_SCHEMA,
     # 23: each agent's label set, which feedback labels are checked against
     LABEL_SET_SCHEMA,
+    # 24: each agent's counters over time (hours and days)
+    TIMESERIES_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
@@ -121,7 +124,8 @@ class SqliteStore(Store):
                    evals=SqliteEvals(db, rules), leaderboard=SqliteLeaderboard(db, rules),
                    reuse=SqliteReuse(db, rules), benchmarks=SqliteBenchmarks(db, rules),
                    retention=SqliteRetention(db, rules), feedback=SqliteFeedback(db, rules),
-                   alerts=SqliteAlerts(db, rules), clock=clock, db=db)
+                   alerts=SqliteAlerts(db, rules), timeseries=SqliteTimeSeries(db, rules),
+                   clock=clock, db=db)
 
     @property
     def path(self) -> Path:

@@ -1,0 +1,77 @@
+"""An agent's counters over time on SQLite (`domain.timeseries`): one row per agent, scope,
+grain and period, added to in the transaction of the batch that finishes its runs (and of the
+eval that scores them), so a chart reads one range of the primary key. The histogram and the
+models are JSON, read and written back under the write lock (a batch touches a few rows)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...domain import stats
+from ...domain.models import AgentRef
+from ...domain.timeseries import NUMBERS, Bucket, BucketKey, ModelUse
+from .connection import Concern
+
+TIMESERIES_SCHEMA = """
+    CREATE TABLE agent_series (
+        agent_id INTEGER NOT NULL, scope TEXT NOT NULL, grain TEXT NOT NULL, period TEXT NOT NULL,
+        runs INTEGER NOT NULL DEFAULT 0, successes INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0, evidence_cost_usd REAL NOT NULL DEFAULT 0,
+        success_cost_usd REAL NOT NULL DEFAULT 0,
+        success_evidence_cost_usd REAL NOT NULL DEFAULT 0,
+        input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+        eval_count INTEGER NOT NULL DEFAULT 0, eval_score_sum REAL NOT NULL DEFAULT 0,
+        latency_hist TEXT NOT NULL DEFAULT '[]', models TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (agent_id, scope, grain, period)) WITHOUT ROWID;
+"""
+"""The migration adding the table (in `store.MIGRATIONS`); an agent's rows go with it
+(`retention.py`)."""
+
+_KEY = "agent_id = ? AND scope = ? AND grain = ? AND period = ?"
+_COLS = ", ".join((*NUMBERS, "latency_hist", "models"))
+
+
+def add_series(conn: sqlite3.Connection, agent_id: int, buckets: Mapping[BucketKey, Bucket]
+               ) -> None:
+    """Add `buckets` to their rows (the write lock is held: each row is read and written
+    back whole)."""
+    for key, added in buckets.items():
+        row = conn.execute(f"SELECT {_COLS} FROM agent_series WHERE {_KEY}",
+                           (agent_id, key.scope, key.grain, key.period)).fetchone()
+        bucket = _bucket(row) if row else Bucket()
+        bucket.add(added)
+        conn.execute(
+            f"INSERT OR REPLACE INTO agent_series (agent_id, scope, grain, period, {_COLS}) "
+            f"VALUES ({', '.join('?' * (len(NUMBERS) + 6))})",
+            (agent_id, key.scope, key.grain, key.period,
+             *(getattr(bucket, name) for name in NUMBERS), json.dumps(bucket.latency_hist),
+             json.dumps([[p, m, u.calls, u.input_tokens, u.output_tokens, u.cost_usd]
+                         for (p, m), u in sorted(bucket.models.items())])))
+
+
+def _bucket(row: Sequence[Any]) -> Bucket:
+    hist, models = row[len(NUMBERS)], row[len(NUMBERS) + 1]
+    return Bucket(**dict(zip(NUMBERS, row, strict=False)),
+                  latency_hist=stats.merge(json.loads(hist), []),
+                  models={(p, m): ModelUse(c, i, o, u) for p, m, c, i, o, u in json.loads(models)})
+
+
+class SqliteTimeSeries(Concern):
+    def add_buckets(self, ref: AgentRef, buckets: Mapping[BucketKey, Bucket]) -> None:
+        with self.db.write() as conn:
+            row = conn.execute("SELECT id FROM agents WHERE login = ? AND slug = ?",
+                               (ref.login, ref.slug)).fetchone()
+            if row is not None:
+                add_series(conn, row[0], buckets)
+
+    def read_buckets(self, ref: AgentRef, scope: str, grain: str, first: str, last: str
+                     ) -> list[tuple[str, Bucket]]:
+        rows = self.db.reader().execute(
+            f"SELECT period, {_COLS} FROM agent_series WHERE agent_id = "
+            "(SELECT id FROM agents WHERE login = ? AND slug = ?) AND scope = ? AND grain = ? "
+            "AND period BETWEEN ? AND ? ORDER BY period",
+            (ref.login, ref.slug, scope, grain, first, last)).fetchall()
+        return [(row[0], _bucket(row[1:])) for row in rows]

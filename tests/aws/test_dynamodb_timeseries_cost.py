@@ -1,0 +1,78 @@
+"""DynamoDB: an agent's counters over time cost what `store/dynamodb/timeseries.py` says, by
+DynamoDB's sizing rules (`tests/perf/dynamodb_cost.py`'s `Meter`, deterministic): a steady
+batch (ten runs of one version in one hour) adds to four bucket items in its own transaction,
+2 write units each, and its round of evals to the same four; a 90-day chart is one Query of
+the day partition, eventually consistent, whatever else the agent keeps: 90 days of 10 shards
+of ~650 bytes, 29.5 read units."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from bench_core.clock import FixedClock
+from bench_core.domain import stats
+from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
+from bench_core.domain.timeseries import ALL, DAY, HOUR, Bucket, BucketKey, ModelUse
+from bench_core.reads.analytics import Selection, analytics, periods
+from bench_core.store.dynamodb.codec.agents import COUNTER_SHARDS
+from bench_core.store.dynamodb.codec.keys import AgentKeys
+from bench_core.store.dynamodb.codec.values import to_item
+from bench_core.store.dynamodb.timeseries import series_updates
+
+from tests.aws.moto_table import TABLE_NAME, dynamo_store
+from tests.factories import clean, task_events
+from tests.perf.dynamodb_cost import Meter
+
+REF = AgentRef("owner", "busy")
+NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+
+
+def test_a_batch_and_its_evals_add_to_four_bucket_items_each() -> None:
+    with dynamo_store(clock=FixedClock(NOW)) as store:
+        meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
+        meter.attach(store.client)
+        events: list[dict[str, Any]] = []
+        for i in range(10):
+            events += task_events(f"r{i}", status="failed" if i % 7 == 0 else "success")
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug, version="v1"), clean(events))
+        assert meter.by_kind["SERIES"][0] == 8.0, "4 items, 2 units each in a transaction"
+        meter.reset()
+        results = {f"r{i}": EvalResult(status="scored", judge="heuristic-v1", at=NOW.isoformat(),
+                                       score=0.5, reasoning="", prompt_version="p", attempts=1)
+                   for i in range(10)}
+        assert store.evals.record_evals(REF, results) == set(results)
+        assert meter.by_kind["SERIES"][0] == 8.0
+
+
+def test_a_90_day_read_is_one_query_of_the_days_whatever_else_is_kept() -> None:
+    with dynamo_store(clock=FixedClock(NOW)) as store:
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(task_events("seed")))
+        hist = stats.empty_histogram()
+        for i in range(30, 46):
+            hist[i] = 5
+        full = Bucket(runs=80, successes=70, cost_usd=0.3, evidence_cost_usd=0.2,
+                      success_cost_usd=0.25, success_evidence_cost_usd=0.15,
+                      input_tokens=70_000, output_tokens=20_000, latency_hist=hist,
+                      eval_count=40, eval_score_sum=30.0,
+                      models={("openai", "gpt-4o"): ModelUse(80, 60_000, 18_000, 0.2)})
+        agent = AgentKeys(REF.login, REF.slug)
+        days = periods("1y", NOW)[-100:]  # the 90 read, and 10 before them
+        for shard in range(COUNTER_SHARDS):
+            updates = series_updates(agent, {BucketKey(ALL, DAY, d): full for d in days}, shard)
+            updates += series_updates(agent, {BucketKey(ALL, HOUR, h): full
+                                              for h in periods("24h", NOW)}, shard)
+            # the items as their ADDs leave them, put 25 at a time (moto is slow per update)
+            store.table.write_all([{**u.key, **to_item(u.add)} for u in updates])
+        seen = store.agents.get_agent(REF)
+        meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
+        meter.attach(store.client)
+        calls: list[str] = []
+        store.client.meta.events.register(
+            "after-call.dynamodb", lambda event_name, **_: calls.append(event_name))
+        assert seen is not None
+        read = analytics(store, seen, Selection("90d"))
+        assert read["total"]["runs"] == 90 * COUNTER_SHARDS * 80
+        assert calls == ["after-call.dynamodb.Query"], "one Query, not one per shard"
+        assert meter.rru <= 40, meter.rru
