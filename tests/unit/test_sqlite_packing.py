@@ -97,6 +97,9 @@ def old_database(path: Path) -> None:
     JSON value text."""
     db = Database(path)
     db.migrate(MIGRATIONS[:PACKED], lambda conn, version: None)
+    with db.write() as conn:  # the task columns today's ingest writes that came after packing
+        conn.execute("ALTER TABLE tasks ADD COLUMN session_id TEXT")
+        conn.execute("ALTER TABLE tasks ADD COLUMN user_id TEXT")
     writer = SqliteIngest(db)
     for i in range(4):
         writer.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(10)))

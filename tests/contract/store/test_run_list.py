@@ -185,14 +185,18 @@ def test_sqlite_answers_alike_from_the_index_and_from_each_runs_spans(
 
 def without_run_text(conn: sqlite3.Connection) -> None:
     """A SQLite file taken back to before the runs list's migration (`add_run_text`) and the
-    ones after it: its search index and triggers, the roots' indexes by sortable column and
-    the feedback table, gone."""
+    ones after it: its search index and triggers, the roots' indexes by sortable column, the
+    feedback table and the sessions' columns and table, gone."""
     for trigger in ("insert", "update", "delete"):
         conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
     conn.execute("DROP TABLE tasks_text")
     for column in ("duration", "cost", "tokens", "score"):
         conn.execute(f"DROP INDEX tasks_roots_by_{column}")
     conn.execute("DROP TABLE feedback")
+    conn.execute("DROP INDEX tasks_by_session")  # sessions
+    conn.execute("ALTER TABLE tasks DROP COLUMN session_id")
+    conn.execute("ALTER TABLE tasks DROP COLUMN user_id")
+    conn.execute("DROP TABLE agent_sessions")
 
 
 def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from .field_limits import session_from_label
 from .models import CleanEvent, RunDelta, RunRef, TaskState, Usage, add_usage
 from .pricing import (
     TOKEN_FIELDS,
@@ -34,6 +35,9 @@ from .pricing import (
     token_count,
 )
 from .runs import Reassign, append_log, assign_runs
+
+SESSION_KEYS = ("session_id", "sessionId")
+USER_KEYS = ("user_id", "userId")
 
 
 @dataclass
@@ -90,6 +94,8 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
         s.name = s.name or body.get("name")
         if body.get("parent_task_id") and not s.parent_task_id:
             s.parent_task_id = body["parent_task_id"]
+        s.session_id = s.session_id or body.get("session_id")
+        s.user_id = s.user_id or body.get("user_id")
         if e.kind == "task.start":
             if body.get("name"):
                 s.name = body["name"]
@@ -110,6 +116,7 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
             if body.get("output") is not None:
                 s.output = body["output"]
             s.metadata = body.get("data")
+            session_from_metadata(s)
             s.duration_ms = body.get("duration_ms")
             s.reported_cost_usd = body.get("cost_usd")
             s.cost_breakdown = body.get("cost_breakdown")
@@ -182,12 +189,27 @@ def _hand_to_parent(out: BatchFold, child: TaskState) -> None:
         out.child_evidence[parent] = child.evidence if owed is None else owed + child.evidence
 
 
+def session_from_metadata(s: TaskState) -> None:
+    """The session and user the original client's metadata names (`t.metadata({"session_id":
+    ...})`, or `sessionId`/`userId` as JavaScript writes them), where the task has none yet."""
+    if not isinstance(s.metadata, dict):
+        return
+    for name in SESSION_KEYS:
+        s.session_id = s.session_id or session_from_label(s.metadata.get(name))
+    for name in USER_KEYS:
+        s.user_id = s.user_id or session_from_label(s.metadata.get(name))
+
+
 def run_delta(task: TaskState) -> RunDelta:
-    evidence = task.evidence.cost_usd if task.evidence is not None else None
+    usage = task.evidence
+    evidence = usage.cost_usd if usage is not None else None
+    tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0) if usage is not None else 0
     return RunDelta(day=(task.ended_at or "")[:10], success=task.status == "success",
                     duration_ms=task.duration_ms, cost_usd=task.cost_usd or 0.0,
                     version=task.agent_version, evidence_cost_usd=evidence or 0.0,
-                    ended_at=task.ended_at or "")
+                    ended_at=task.ended_at or "", session_id=task.session_id,
+                    user_id=task.user_id, run_id=task.task_id, name=task.name,
+                    started_at=task.started_at or task.ended_at or "", tokens=tokens)
 
 
 def newest_runs(fold: BatchFold) -> dict[str, RunRef]:

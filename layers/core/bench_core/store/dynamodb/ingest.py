@@ -112,6 +112,7 @@ from .codec.agents import (
 )
 from .codec.keys import DAY, EVENT, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
 from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, page_item, page_max_ts
+from .codec.sessions import session_run_updates
 from .codec.tasks import (
     SEEN_INLINE,
     TaskLedger,
@@ -568,6 +569,7 @@ class _BatchWrite:
         updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence,
                                self.shard)
         updates += version_run_updates(agent, [delta for _, delta in fold.runs], self.shard)
+        updates += session_run_updates(agent, [delta for _, delta in fold.runs])
         key = counter_key(agent, self.shard)
         on_shard = next((u for u in updates if u.key == key), None) or expiring(Update(key), agent)
         if self.dropped:
@@ -715,10 +717,11 @@ def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[Cl
     """The events in transactions DynamoDB accepts: whole tasks together where they fit, one
     task's events split in order where it alone is too big. Costs are counted generously: a
     task's item can be as large as its events, and it may add a parent and a day (a run: a day
-    and its version's item, `codec.versions`, but no parent); an event no task folds may add a
-    placeholder for its task."""
+    and its version's item, `codec.versions`, and its session's two, `codec.sessions`, but no
+    parent); an event no task folds may add a placeholder for its task."""
     pieces = [piece for group in group_by_task(events).values()
-              for piece in _pieces(group, bodies, fixed=3, each=0, most=SEEN_INLINE)]
+              for piece in _pieces(group, bodies, fixed=3 + 2 * _may_be_root(group), each=0,
+                                   most=SEEN_INLINE)]
     pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1,
                       most=MAX_TRANSACTION_ITEMS)
     unit: list[CleanEvent] = []
@@ -748,6 +751,11 @@ def _paged(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[Cl
         size += event_size
     if page:
         yield page
+
+
+def _may_be_root(group: list[CleanEvent]) -> bool:
+    """Whether a task's events may finish a run (none names a parent)."""
+    return not any(event.body.get("parent_task_id") for event in group)
 
 
 def _is_task_event(event: CleanEvent) -> bool:

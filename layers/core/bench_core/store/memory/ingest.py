@@ -23,6 +23,7 @@ from ...domain.models import (
 )
 from ...domain.privacy import new_agent
 from ...domain.runs import parent_ids
+from ...domain.sessions import SessionStats, merged, runs_by_session
 from ...domain.stats import bucket_index
 from ...domain.versions import VersionStats, runs_by_version
 from ...ports.store import decode_cursor, encode_cursor
@@ -65,6 +66,13 @@ def add_version_runs(tables: Tables, ref: AgentRef, runs: list[RunDelta]) -> Non
     kept = tables.versions.setdefault(ref, {})
     for version, added in runs_by_version(runs).items():
         kept.setdefault(version, VersionStats(version)).add(added)
+
+
+def add_session_runs(tables: Tables, ref: AgentRef, runs: list[RunDelta]) -> None:
+    """What a batch's runs add to their sessions' counters (`domain.sessions`)."""
+    kept = tables.sessions.setdefault(ref, {})
+    for session_id, added in runs_by_session(runs).items():
+        kept[session_id] = merged(kept.get(session_id, SessionStats(session_id)), added)
 
 
 def _new_events(stored: dict[str, StoredEvent], events: list[CleanEvent]) -> list[CleanEvent]:
@@ -118,6 +126,7 @@ class MemoryIngest(Concern):
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(row, fold.evidence)
             add_version_runs(tables, ref, [delta for _, delta in fold.runs])
+            add_session_runs(tables, ref, [delta for _, delta in fold.runs])
             refresh_rank(row, self.rules)
             agent = live_agent(tables, ref, self.rules.now())
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),

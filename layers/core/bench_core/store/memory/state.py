@@ -22,6 +22,7 @@ from ...domain import stats
 from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, KeyRecord, TaskState
 from ...domain.ranking import rank_values, search_text
+from ...domain.sessions import SessionStats
 from ...domain.versions import VersionStats
 from ..rules import Rules
 
@@ -105,6 +106,8 @@ class Tables:
     days: dict[AgentRef, dict[str, dict[str, Any]]] = field(default_factory=dict)
     versions: dict[AgentRef, dict[str, VersionStats]] = field(default_factory=dict)
     """By agent, then version (`domain.versions`)."""
+    sessions: dict[AgentRef, dict[str, SessionStats]] = field(default_factory=dict)
+    """By agent, then session id (`domain.sessions`)."""
     judge_days: dict[AgentRef, dict[str, list[float]]] = field(default_factory=dict)
     """By agent and day: [tokens, cost]."""
     insights: dict[AgentRef, str] = field(default_factory=dict)

@@ -30,6 +30,7 @@ from ...ports.store import decode_cursor, encode_cursor
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .packing import event_body, load, pack_body, pack_json
+from .sessions import add_session_runs
 from .versions import add_version_runs
 
 TASKS_SCHEMA = """
@@ -71,7 +72,7 @@ cost."""
 TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
              "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
              "started_at, ended_at, version, eval, evidence, run_id, logs, recorded, called_model, "
-             "agent_version")
+             "agent_version, session_id, user_id")
 _TASK_WIDTH = len(TASK_COLS.split(", "))
 EVENT_COLS = "body, event_id, kind, ts, task_id"
 """What `packing.event_body` makes an event's body of."""
@@ -101,7 +102,7 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
     at once)."""
     (task_id, parent, name, status, input, output, metadata, duration, cost, reported, logged,
      child, breakdown, started, ended, version, result, evidence, run_id, logs, recorded,
-     model, agent_version) = tuple(row)[:_TASK_WIDTH]
+     model, agent_version, session_id, user_id) = tuple(row)[:_TASK_WIDTH]
     return TaskState(
         task_id=task_id, parent_task_id=parent, name=name, status=status,
         input=load(input), output=load(output), metadata=load(metadata),
@@ -110,7 +111,7 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
         started_at=started, ended_at=ended, version=version,
         eval=EvalResult.from_dict(load(result)) if result else None,
         evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [], recorded=recorded,
-        model=model, agent_version=agent_version)
+        model=model, agent_version=agent_version, session_id=session_id, user_id=user_id)
 
 
 def _usage(text: str | None) -> Usage | None:
@@ -171,6 +172,7 @@ class SqliteIngest(Concern):
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
             add_version_runs(conn, agent_id, [delta for _, delta in fold.runs])
+            add_session_runs(conn, agent_id, [delta for _, delta in fold.runs])
             agent = refresh_rank(conn, login, meta.slug, self.rules)
         live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
@@ -243,21 +245,21 @@ class SqliteIngest(Concern):
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    pack_json(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
                    _usage_json(t.evidence), t.run_id, dumps(t.logs), t.recorded, t.model,
-                   t.agent_version, agent_id, t.task_id)
+                   t.agent_version, t.session_id, t.user_id, agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
             "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
             "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
             "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, recorded = ?, "
-            "called_model = ?, agent_version = ?, version = version + 1 "
+            "called_model = ?, agent_version = ?, session_id = ?, user_id = ?, version = version + 1 "
             "WHERE agent_id = ? AND task_id = ?", updates)
         conn.executemany(
             "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
             "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
             "cost_breakdown, started_at, ended_at, sort_ts, evidence, run_id, logs, recorded, "
-            "called_model, agent_version, agent_id, task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "called_model, agent_version, session_id, user_id, agent_id, task_id) VALUES "
+            f"({', '.join('?' * 25)})",
             inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,

@@ -22,7 +22,7 @@ from .spans import span_keys
 from .values import Update, number, set_or_remove, to_item
 
 _TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at", "recorded", "model",
-              "agent_version")
+              "agent_version", "session_id", "user_id")
 _TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
 _TASK_JSON = ("input", "output", "metadata", "cost_breakdown", "logs")
 TASK_FIELDS = (*_TASK_TEXT, *_TASK_NUMBERS, *_TASK_JSON)
