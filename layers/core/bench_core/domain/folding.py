@@ -35,9 +35,9 @@ from .pricing import (
     token_count,
 )
 from .runs import Reassign, append_log, assign_runs
+from .sessions import USER_FIELDS
 
 SESSION_KEYS = ("session_id", "sessionId")
-USER_KEYS = ("user_id", "userId")
 
 
 @dataclass
@@ -196,7 +196,7 @@ def session_from_metadata(s: TaskState) -> None:
         return
     for name in SESSION_KEYS:
         s.session_id = s.session_id or session_from_label(s.metadata.get(name))
-    for name in USER_KEYS:
+    for name in USER_FIELDS:
         s.user_id = s.user_id or session_from_label(s.metadata.get(name))
 
 

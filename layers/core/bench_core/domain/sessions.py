@@ -18,6 +18,12 @@ from dataclasses import dataclass
 
 from .models import RunDelta, TaskState
 
+USER_FIELDS = ("user_id", "userId")
+"""Where the original client's metadata names the run's user (`folding.session_from_metadata`)."""
+USER_ATTRIBUTES = ("user.id", "enduser.id", "langfuse.user.id", "ai.telemetry.metadata.userId",
+                   "ai.telemetry.metadata.user_id")
+"""The span attributes that name the run's user (`ingest.otlp.conventions.USER`): OTel's,
+OpenInference's (`user.id`), Langfuse's and the Vercel AI SDK's telemetry metadata."""
 SESSION_PAGE = 50
 """Sessions a page of the list holds."""
 SESSION_RUNS = 200
