@@ -14,9 +14,10 @@ with loading():
         insights,
         reuse,
         runs,
+        sessions,
     )
     from mangum import Mangum
 
     app = create_app(api.router, insights.router, benchmarks.api_router, reuse.router,
-                     runs.api_router, feedback.api_router, health.router)
+                     runs.api_router, feedback.api_router, sessions.api_router, health.router)
 handler = instrument(Mangum(app, lifespan="off"))

@@ -32,6 +32,7 @@ from .http import (
     reuse,
     reuse_dashboard,
     runs,
+    sessions,
     simple,
     static,
     trial,
@@ -46,7 +47,7 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            auth.router, device.api_router, device.router, dashboard.router, trial.router, live.router,
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
            benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router,
-           feedback.api_router, feedback.form_router)
+           feedback.api_router, feedback.form_router, sessions.router, sessions.api_router)
 
 
 def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:
