@@ -209,7 +209,8 @@ def run_delta(task: TaskState) -> RunDelta:
                     version=task.agent_version, evidence_cost_usd=evidence or 0.0,
                     ended_at=task.ended_at or "", session_id=task.session_id,
                     user_id=task.user_id, run_id=task.task_id, name=task.name,
-                    started_at=task.started_at or task.ended_at or "", tokens=tokens)
+                    started_at=task.started_at or task.ended_at or "",
+                    recorded=task.recorded or "", tokens=tokens)
 
 
 def newest_runs(fold: BatchFold) -> dict[str, RunRef]:

@@ -552,6 +552,9 @@ class RunDelta:
     run_id: str = ""
     name: str | None = None
     started_at: str = ""
+    recorded: str = ""
+    """When the run was first recorded (`TaskState.recorded`): the order of a session's runs
+    that start in the same millisecond."""
     tokens: int = 0
 
 

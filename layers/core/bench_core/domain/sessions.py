@@ -26,8 +26,8 @@ USER_ATTRIBUTES = ("user.id", "enduser.id", "langfuse.user.id", "ai.telemetry.me
 OpenInference's (`user.id`), Langfuse's and the Vercel AI SDK's telemetry metadata."""
 SESSION_PAGE = 50
 """Sessions a page of the list holds."""
-SESSION_RUNS = 200
-"""Runs a session's page shows (its first ones, in order)."""
+SESSION_RUNS = 100
+"""Runs a session's page shows (its first ones, in order): each is read for its turn."""
 
 
 @dataclass
@@ -86,6 +86,12 @@ class SessionRun:
                    evidence_cost_usd=(usage.cost_usd or 0.0) if usage is not None else 0.0,
                    tokens=((usage.input_tokens or 0) + (usage.output_tokens or 0))
                    if usage is not None else 0)
+
+
+def turn_order(task: TaskState) -> tuple[str, str, str]:
+    """Where a run comes in its session: by start, then when it was recorded (turns sent in
+    the same millisecond keep the order they were sent in), then id."""
+    return task.sort_ts, task.recorded or "", task.task_id
 
 
 @dataclass(frozen=True)

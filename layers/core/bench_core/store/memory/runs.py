@@ -10,7 +10,7 @@ from collections import defaultdict
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.run_list import RunFilter
 from ...domain.runs import span_key
-from ...domain.sessions import SessionFilter, SessionRun, SessionStats, list_key
+from ...domain.sessions import SessionFilter, SessionRun, SessionStats, list_key, turn_order
 from ...ports.store import (
     FAILURES_KEPT,
     RunCounts,
@@ -73,7 +73,7 @@ class MemoryRuns(Concern):
         with self.memory.locked() as tables:
             kept = copied(tables.sessions.get(ref, {}).get(session_id))
             runs = sorted((t for t in started(tables, ref) if t.parent_task_id is None
-                           and t.session_id == session_id and t.finished), key=span_key)
+                           and t.session_id == session_id and t.finished), key=turn_order)
             return kept, [SessionRun.of_task(t) for t in runs[:limit]]
 
     def list_sessions(self, ref: AgentRef, where: SessionFilter, *, limit: int,

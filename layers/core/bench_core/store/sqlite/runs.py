@@ -142,7 +142,7 @@ class SqliteRuns(Concern):
         rows = reader.execute(
             f"SELECT {LIGHT_TASK_COLS} FROM tasks INDEXED BY tasks_by_session WHERE agent_id = ? "
             "AND session_id = ? AND parent_task_id IS NULL AND ended_at IS NOT NULL "
-            "ORDER BY sort_ts, task_id LIMIT ?", (agent_id, session_id, limit)).fetchall()
+            "ORDER BY sort_ts, recorded, task_id LIMIT ?", (agent_id, session_id, limit)).fetchall()
         return (read_session(reader, agent_id, session_id),
                 [SessionRun.of_task(task_from_row(r)) for r in rows])
 

@@ -4,7 +4,8 @@
   (exactly once, as the agent's counters are), with when it began and last ended, and its
   user; its `gsi1` entry (`SESSIONS#{A}`, `{first_at}#{session}`) lists the agent's sessions
   newest first in one Query, a page at a time.
-- SESSION#{session}#{started_at}#{run}: a finished run as its session lists it, written in the
+- SESSION#{session}#{started_at}#{recorded}#{run}: a finished run as its session lists it (in
+  the order `sessions.turn_order` says), written in the
   same transaction. The counters' key is the prefix of its runs', so it sorts first: a session
   with its runs, in the order they started, is one Query of `begins_with(sk,
   "SESSION#{session}#")`, with no task item read.
@@ -60,7 +61,8 @@ def session_run_updates(agent: AgentKeys, runs: list[RunDelta]) -> list[Update]:
         if run.session_id is None:
             continue
         updates.append(expiring(Update(
-            agent.key(f"{session_prefix(run.session_id)}{run.started_at}#{run.run_id}"),
+            agent.key(f"{session_prefix(run.session_id)}{run.started_at}#{run.recorded}#"
+                      f"{run.run_id}"),
             set={"run_id": run.run_id, "status": "success" if run.success else "failed",
                  "started_at": run.started_at, "ended_at": run.ended_at,
                  "cost_usd": number(run.cost_usd),
