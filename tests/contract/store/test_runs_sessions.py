@@ -92,3 +92,17 @@ def test_the_original_clients_metadata_names_the_session(store: Store) -> None:
     root = store.ingest.get_task(REF, "r1")
     assert root is not None and (root.session_id, root.user_id) == ("chat-7", "42")
     assert [r.run_id for r in store.runs.session_runs(REF, "chat-7", limit=5)[1]] == ["r1"]
+
+
+def test_a_session_named_on_a_subtask_climbs_to_its_runs_root(store: Store) -> None:
+    """As OTLP exporters send a trace span by span, each ending before its parent: the model
+    call names the conversation, the root (sent last) names none."""
+    ingest(store, turn("call", "conv-9", "u-9", parent="step"))
+    ingest(store, turn("step", None, None, parent="root"))
+    ingest(store, turn("root", None, None))
+    ingest(store, turn("call-2", "conv-9", None, parent="root-2") + turn("root-2", None, None))
+    root = store.ingest.get_task(REF, "root")
+    assert root is not None and (root.session_id, root.user_id) == ("conv-9", "u-9")
+    stats, runs = store.runs.session_runs(REF, "conv-9", limit=10)
+    assert [r.run_id for r in runs] == ["root", "root-2"]
+    assert stats is not None and stats.runs == 2

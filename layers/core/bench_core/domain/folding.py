@@ -55,6 +55,28 @@ class BatchFold:
     """Runs of tasks stored earlier that this batch shows to be part of another run."""
     unknown_parents: set[str] = field(default_factory=set)
     """Parents not stored yet that tasks of this batch now record as their run."""
+    child_sessions: dict[str, Owed] = field(default_factory=dict)
+    """The session and user finished subtasks name, owed to parents not in this batch that
+    name none (`owe_session`)."""
+
+
+Owed = tuple[str | None, str | None]
+"""A session id and a user id a subtask hands up."""
+
+
+def owe_session(task: TaskState, owed: Owed | None) -> TaskState:
+    """`task` with the session and user a finished subtask named, where it names none: an
+    instrumentation may name the conversation on a model call alone (`gen_ai.conversation.id`),
+    and as each span ends before its parent, the names climb to the run's root, whose they
+    are (`domain.sessions`)."""
+    if owed is None or (task.session_id is not None and task.user_id is not None):
+        return task
+    return replace(task, session_id=task.session_id or owed[0], user_id=task.user_id or owed[1])
+
+
+def owing_parents(fold: BatchFold) -> set[str]:
+    """The parents not in the batch that its finished subtasks owe cost, evidence or a session."""
+    return fold.child_costs.keys() | fold.child_evidence.keys() | fold.child_sessions.keys()
 
 
 def group_by_task(events: Iterable[CleanEvent]) -> dict[str, list[CleanEvent]]:
@@ -153,10 +175,12 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent],
         before = states.get(task_id) or out.tasks.get(task_id)
         owed_cost = out.child_costs.pop(task_id, 0.0)
         owed_evidence = out.child_evidence.pop(task_id, None)
-        if owed_cost or owed_evidence is not None:
+        owed_session = out.child_sessions.pop(task_id, None)
+        if owed_cost or owed_evidence is not None or owed_session is not None:
             base = before or TaskState(task_id=task_id)
-            before = replace(base, child_cost_usd=base.child_cost_usd + owed_cost,
-                             evidence=add_usage(base.evidence, owed_evidence))
+            before = owe_session(replace(base, child_cost_usd=base.child_cost_usd + owed_cost,
+                                         evidence=add_usage(base.evidence, owed_evidence)),
+                                 owed_session)
         after = fold_task(before, task_id, task_events)
         after.recorded = after.recorded or recorded.get(task_id)
         if after.parent_task_id is None and after.agent_version is None:
@@ -175,6 +199,8 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent],
     for parent in [p for p in out.child_evidence if p in out.tasks]:
         task = out.tasks[parent]
         task.evidence = add_usage(task.evidence, out.child_evidence.pop(parent))
+    for parent in [p for p in out.child_sessions if p in out.tasks]:
+        out.tasks[parent] = owe_session(out.tasks[parent], out.child_sessions.pop(parent))
     out.reassign, out.unknown_parents = assign_runs(out.tasks, states)
     return out
 
@@ -187,6 +213,8 @@ def _hand_to_parent(out: BatchFold, child: TaskState) -> None:
     if child.evidence is not None:
         owed = out.child_evidence.get(parent)
         out.child_evidence[parent] = child.evidence if owed is None else owed + child.evidence
+    if child.session_id is not None or child.user_id is not None:
+        out.child_sessions.setdefault(parent, (child.session_id, child.user_id))
 
 
 def session_from_metadata(s: TaskState) -> None:

@@ -30,11 +30,12 @@ from ..domain.sessions import (
     SessionStats,
 )
 from ..domain.task_text import is_empty
-from ..evals.conversation import run_conversation
 from ..ports.services import WithAgents, WithIngest, WithRuns
 from .agents import visible
 from .run_filters import bad_parameter, moment
 
+SPAN_READS = 20
+"""Spans of a run read whole for its turn where its root recorded no content."""
 PREVIEW_CHARS = 4000
 """A turn's input or output that is not a conversation is shown as text up to this long."""
 
@@ -128,15 +129,18 @@ def _turn(store: SessionReads, ref: AgentRef, run: SessionRun, sight: Sight) -> 
 
 
 def turn_messages(store: SessionReads, ref: AgentRef, root: TaskState) -> list[Message]:
-    """A run as a turn of its conversation: its root's input and output as messages
-    (`domain.messages`), or the model calls' below a root that recorded none
-    (`evals.conversation`); what reads as no conversation is shown as text."""
-    if is_empty(root.input) and is_empty(root.output):
-        root = run_conversation(store, ref, root) or root
-    output = root.output if root.status == "success" else None
-    messages = conversation(root.input, output)
+    """A run as a turn of its conversation (`latest_exchange`): its root's input and output as
+    messages (`domain.messages`), else those of the last model call among its first
+    `SPAN_READS` spans (an OTLP root often records nothing); what reads as no conversation is
+    shown as text."""
+    messages = _messages(root)
+    if messages is None and is_empty(root.input) and is_empty(root.output):
+        calls = [m for m in map(_messages, store.runs.run_spans(ref, root, limit=SPAN_READS))
+                 if m]
+        answered = [m for m in calls if any(msg.side == "output" for msg in m)]
+        messages = (answered or calls)[-1] if calls else None
     if messages is not None:
-        return messages
+        return latest_exchange(messages)
     shown = []
     if not is_empty(root.input):
         shown.append(Message(role="user", side="input", label="input",
@@ -145,6 +149,18 @@ def turn_messages(store: SessionReads, ref: AgentRef, root: TaskState) -> list[M
         shown.append(Message(role="assistant", side="output", label="agent",
                              parts=(Part("text", _text(root.output)),)))
     return shown
+
+
+def _messages(task: TaskState) -> list[Message] | None:
+    return conversation(task.input, task.output if task.status == "success" else None)
+
+
+def latest_exchange(messages: list[Message]) -> list[Message]:
+    """What a turn adds to the conversation: its input from the last user message on (a model
+    call is sent the history, which the session's earlier turns show already) and its answer."""
+    asked = [m for m in messages if m.side == "input"]
+    last_user = max((i for i, m in enumerate(asked) if m.role == "user"), default=0)
+    return [*asked[last_user:], *(m for m in messages if m.side == "output")]
 
 
 def _text(value: Any) -> str:

@@ -85,7 +85,14 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ...domain.field_limits import dumps, within_task_limit
-from ...domain.folding import BatchFold, fold_batch, group_by_task, newest_runs
+from ...domain.folding import (
+    BatchFold,
+    fold_batch,
+    group_by_task,
+    newest_runs,
+    owe_session,
+    owing_parents,
+)
 from ...domain.models import (
     AgentMeta,
     AgentRef,
@@ -564,7 +571,8 @@ class _BatchWrite:
         updates += [child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
                                       fold.child_evidence.get(task_id),
                                       on_pages.get(task_id), new_seen.get(task_id),
-                                      run_holder=task_id in fold.unknown_parents)
+                                      run_holder=task_id in fold.unknown_parents,
+                                      session=fold.child_sessions.get(task_id))
                     for task_id in owed]
         updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence,
                                self.shard)
@@ -657,7 +665,8 @@ class _BatchWrite:
         for task_id in touched:
             before = self.states.get(task_id) or TaskState(task_id=task_id)
             self.states[task_id] = replace(
-                before, child_cost_usd=before.child_cost_usd + fold.child_costs.get(task_id, 0.0),
+                owe_session(before, fold.child_sessions.get(task_id)),
+                child_cost_usd=before.child_cost_usd + fold.child_costs.get(task_id, 0.0),
                 evidence=add_usage(before.evidence, fold.child_evidence.get(task_id)),
                 run_id=task_id if task_id in fold.unknown_parents else before.run_id,
                 version=before.version + 1)
@@ -694,7 +703,7 @@ def _within_limit(fresh: list[CleanEvent], seen: dict[str, set[bytes]]) -> None:
 
 def _untouched_parents(fold: BatchFold) -> set[str]:
     """Parents the batch writes without folding: owed cost or evidence, or holding a run."""
-    return fold.child_costs.keys() | fold.child_evidence.keys() | fold.unknown_parents
+    return owing_parents(fold) | fold.unknown_parents
 
 
 def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies: dict[str, str],

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...domain.field_limits import dumps, within_task_limit
-from ...domain.folding import fold_batch, newest_runs
+from ...domain.folding import Owed, fold_batch, newest_runs, owe_session, owing_parents
 from ...domain.models import (
     LATEST_RUNS,
     AgentMeta,
@@ -119,9 +119,10 @@ class MemoryIngest(Concern):
                 for task in tables.tasks[ref].values():
                     if task.run_id == moved.old:
                         task.run_id = moved.new
-            for parent in fold.child_costs.keys() | fold.child_evidence.keys():
+            for parent in owing_parents(fold):
                 self._add_child_cost(tables.tasks[ref], parent, fold.child_costs.get(parent, 0.0),
-                                     fold.child_evidence.get(parent))
+                                     fold.child_evidence.get(parent),
+                                     fold.child_sessions.get(parent))
             self._apply_runs(tables, row, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(row, fold.evidence)
@@ -157,11 +158,10 @@ class MemoryIngest(Concern):
             tasks[task.task_id] = kept
 
     def _add_child_cost(self, tasks: dict[str, TaskState], parent: str, amount: float,
-                        evidence: Usage | None) -> None:
+                        evidence: Usage | None, session: Owed | None) -> None:
         """A parent not seen yet gets a placeholder; its start and end fill it in later."""
-        task = tasks.get(parent)
-        if task is None:
-            task = tasks[parent] = TaskState(task_id=parent)
+        task = tasks[parent] = owe_session(tasks.get(parent) or TaskState(task_id=parent),
+                                           session)
         task.child_cost_usd += amount
         task.evidence = add_usage(task.evidence, copied(evidence))
 

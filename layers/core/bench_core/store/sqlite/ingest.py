@@ -11,7 +11,7 @@ from typing import Any
 
 from ...domain import stats
 from ...domain.field_limits import dumps, within_task_limit
-from ...domain.folding import fold_batch, newest_runs
+from ...domain.folding import Owed, fold_batch, newest_runs, owing_parents
 from ...domain.models import (
     LATEST_RUNS,
     AgentMeta,
@@ -165,9 +165,10 @@ class SqliteIngest(Concern):
             fold = fold_batch(states, fresh, meta.version)
             self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
             reassign_runs(conn, agent_id, fold.reassign)
-            for parent in fold.child_costs.keys() | fold.child_evidence.keys():
+            for parent in owing_parents(fold):
                 self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
-                                     fold.child_evidence.get(parent))
+                                     fold.child_evidence.get(parent),
+                                     fold.child_sessions.get(parent))
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
@@ -263,7 +264,7 @@ class SqliteIngest(Concern):
             inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,
-                        amount: float, evidence: Usage | None) -> None:
+                        amount: float, evidence: Usage | None, session: Owed | None) -> None:
         """A parent not seen yet gets a placeholder row; its start/end fill it in later. The
         write lock is held, so adding to the parent's evidence may read it first."""
         conn.execute(
@@ -271,6 +272,10 @@ class SqliteIngest(Concern):
             "VALUES (?, ?, 'running', ?, '') ON CONFLICT (agent_id, task_id) "
             "DO UPDATE SET child_cost_usd = child_cost_usd + excluded.child_cost_usd",
             (agent_id, parent, amount))
+        if session is not None:  # `folding.owe_session`
+            conn.execute("UPDATE tasks SET session_id = coalesce(session_id, ?), "
+                         "user_id = coalesce(user_id, ?) WHERE agent_id = ? AND task_id = ?",
+                         (*session, agent_id, parent))
         if evidence is not None:
             row = conn.execute("SELECT evidence FROM tasks WHERE agent_id = ? AND task_id = ?",
                                (agent_id, parent)).fetchone()
