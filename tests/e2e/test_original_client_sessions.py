@@ -4,11 +4,7 @@ the only place that client can) makes one session on our server, its turns in or
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-import uuid
 from pathlib import Path
 
 import httpx
@@ -16,6 +12,7 @@ from bench_core.domain.models import AgentRef
 from bench_core.domain.privacy import pseudonym
 
 from tests.conftest import RunningServer
+from tests.e2e.test_original_client import run_original_client
 
 AGENT_SCRIPT = textwrap.dedent('''
     import asyncio, os
@@ -40,16 +37,8 @@ AGENT_SCRIPT = textwrap.dedent('''
 
 def test_the_original_clients_metadata_makes_a_session(
         bench_server: RunningServer, original_client_dir: Path, tmp_path: Path) -> None:
-    login = "legacy" + uuid.uuid4().hex[:6]
-    key = bench_server.create_key(login)
-    bench_server.showing_content(login, "legacy-chat")
-    script = tmp_path / "agent.py"
-    script.write_text(AGENT_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(original_client_dir), "BENCH_KEY": key,
-           "BENCH_ENDPOINT": bench_server.url + "/ingest"}
-    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                            text=True, timeout=120, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    login, key = run_original_client(bench_server, original_client_dir, tmp_path, AGENT_SCRIPT,
+                                     "legacy-chat")
 
     path = f"/api/agents/{login}/legacy-chat/sessions/legacy-conv-1"
     answer = bench_server.get(path)
