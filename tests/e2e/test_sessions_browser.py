@@ -64,3 +64,25 @@ def test_the_session_page_reads_as_one_conversation_at_every_width(
         listing.wait_for_url(f"**/sessions/{SESSION}")
     finally:
         watched.close()
+
+
+def test_the_session_page_grows_while_the_conversation_goes_on(
+        browser: Any, bench_server: RunningServer) -> None:  # noqa: F811
+    login = new_login()
+    key = bench_server.create_key(login)
+    bench_server.showing_content(login, "live-bot")
+    assert post(bench_server, batch("live-bot", turn("live-0", 0, "live-chat", "who")),
+                key).status_code == 200
+    watched = Watched(browser, 1280, "light")
+    try:
+        page = watched.open(f"{bench_server.url}/u/{login}/live-bot/sessions/live-chat")
+        page.wait_for_selector("[data-live-state][data-state='live']", timeout=10_000)
+        assert page.locator("[data-turn]").count() == 1
+        assert post(bench_server, batch("live-bot", turn("live-1", 1, "live-chat", "who")),
+                    key).status_code == 200
+        page.wait_for_selector("[data-turn='live-1']", timeout=10_000)
+        assert "The Tagus." in page.locator("[data-turn='live-1']").inner_text()
+        assert page.locator("[data-session-runs]").inner_text().endswith("2")
+        assert watched.problems == []
+    finally:
+        watched.close()
