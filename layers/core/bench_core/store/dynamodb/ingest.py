@@ -119,7 +119,7 @@ from .codec.agents import (
 )
 from .codec.keys import DAY, EVENT, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
 from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, page_item, page_max_ts
-from .codec.sessions import session_run_updates
+from .codec.sessions import session_run_items, session_updates
 from .codec.tasks import (
     SEEN_INLINE,
     TaskLedger,
@@ -538,6 +538,9 @@ class _BatchWrite:
                     return
                 continue
             plan = self._plan(unit, pages)
+            # before the transaction, as the pages: a failed one is sent again (`codec.sessions`)
+            self.store.table.write_all(session_run_items(self.agent,
+                                                         [delta for _, delta in plan.fold.runs]))
             try:
                 if plan.actions:
                     self.store.table.transact(plan.actions)
@@ -577,7 +580,7 @@ class _BatchWrite:
         updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence,
                                self.shard)
         updates += version_run_updates(agent, [delta for _, delta in fold.runs], self.shard)
-        updates += session_run_updates(agent, [delta for _, delta in fold.runs])
+        updates += session_updates(agent, [delta for _, delta in fold.runs])
         key = counter_key(agent, self.shard)
         on_shard = next((u for u in updates if u.key == key), None) or expiring(Update(key), agent)
         if self.dropped:
@@ -725,11 +728,11 @@ def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies
 def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:
     """The events in transactions DynamoDB accepts: whole tasks together where they fit, one
     task's events split in order where it alone is too big. Costs are counted generously: a
-    task's item can be as large as its events, and it may add a parent and a day (a run: a day
-    and its version's item, `codec.versions`, and its session's two, `codec.sessions`, but no
+    task's item can be as large as its events, and it may add a parent and a day (a run: a day,
+    its version's item, `codec.versions`, and its session's counters, `codec.sessions`, but no
     parent); an event no task folds may add a placeholder for its task."""
     pieces = [piece for group in group_by_task(events).values()
-              for piece in _pieces(group, bodies, fixed=3 + 2 * _may_be_root(group), each=0,
+              for piece in _pieces(group, bodies, fixed=3 + _may_be_root(group), each=0,
                                    most=SEEN_INLINE)]
     pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1,
                       most=MAX_TRANSACTION_ITEMS)

@@ -5,14 +5,18 @@
   user; its `gsi1` entry (`SESSIONS#{A}`, `{first_at}#{session}`) lists the agent's sessions
   newest first in one Query, a page at a time.
 - SESSION#{session}#{started_at}#{recorded}#{run}: a finished run as its session lists it (in
-  the order `sessions.turn_order` says), written in the
-  same transaction. The counters' key is the prefix of its runs', so it sorts first: a session
+  the order `sessions.turn_order` says), put before the transaction that finishes the run, as
+  the event pages are (`ingest.write_pages`): one write unit, not two, and never lost, since a
+  transaction that fails leaves its events to be sent again, which put the same item again. A
+  session's page may list a run a moment before its counters count it. Written in the
+  batch's unit. The counters' key is the prefix of its runs', so it sorts first: a session
   with its runs, in the order they started, is one Query of `begins_with(sk,
   "SESSION#{session}#")`, with no task item read.
 
 A session id never holds '#' (`field_limits.SESSION_RULE`), so one session's prefix is no other's.
-Each finished run in a session writes two small items (some 2 WRU each in a transaction) and
-the session's `gsi1` entry; a run without a session writes neither.
+Each finished run in a session puts its item (1 WRU), and each session a batch finishes runs of
+updates its counters in the transaction (2 WRU) and their `gsi1` entry (1); a run without a
+session writes neither (`tests/perf/dynamodb_cost.py --sessions`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Any
 
 from ....domain.models import RunDelta
 from ....domain.sessions import SessionRun, SessionStats, runs_by_session
-from .keys import AgentKeys, expiring
-from .values import Update, number
+from .keys import AgentKeys, expiring, expiry
+from .values import Update, number, to_item
 
 SESSION = "SESSION#"
 
@@ -38,9 +42,8 @@ def session_prefix(session_id: str) -> str:
     return f"{SESSION}{session_id}#"
 
 
-def session_run_updates(agent: AgentKeys, runs: list[RunDelta]) -> list[Update]:
-    """What a batch's finished runs write to their sessions: each session's counters once, and
-    an item per run."""
+def session_updates(agent: AgentKeys, runs: list[RunDelta]) -> list[Update]:
+    """What a batch's finished runs add to their sessions' counters, one update per session."""
     updates = []
     for session_id, added in runs_by_session(runs).items():
         update = Update(agent.key(session_prefix(session_id)), add={
@@ -57,20 +60,22 @@ def session_run_updates(agent: AgentKeys, runs: list[RunDelta]) -> list[Update]:
         if added.user_id:
             update.set_if_absent["user_id"] = added.user_id
         updates.append(expiring(update, agent))
-    for run in runs:
-        if run.session_id is None:
-            continue
-        updates.append(expiring(Update(
-            agent.key(f"{session_prefix(run.session_id)}{run.started_at}#{run.recorded}#"
-                      f"{run.run_id}"),
-            set={"run_id": run.run_id, "status": "success" if run.success else "failed",
-                 "started_at": run.started_at, "ended_at": run.ended_at,
-                 "cost_usd": number(run.cost_usd),
-                 "evidence_cost_usd": number(run.evidence_cost_usd), "tokens": run.tokens,
-                 **({"name": run.name} if run.name else {}),
-                 **({"duration_ms": number(run.duration_ms)}
-                    if run.duration_ms is not None else {})}), agent))
     return updates
+
+
+def session_run_items(agent: AgentKeys, runs: list[RunDelta]) -> list[dict[str, Any]]:
+    """The item of each finished run in a session, as its session lists it."""
+    return [{**agent.key(f"{session_prefix(run.session_id)}{run.started_at}#{run.recorded}#"
+                         f"{run.run_id}"),
+             **to_item({"run_id": run.run_id, "status": "success" if run.success else "failed",
+                        "started_at": run.started_at, "ended_at": run.ended_at,
+                        "cost_usd": number(run.cost_usd),
+                        "evidence_cost_usd": number(run.evidence_cost_usd),
+                        "tokens": run.tokens, **expiry(agent),
+                        **({"name": run.name} if run.name else {}),
+                        **({"duration_ms": number(run.duration_ms)}
+                           if run.duration_ms is not None else {})})}
+            for run in runs if run.session_id is not None]
 
 
 def session_from_item(item: dict[str, Any]) -> SessionStats:
