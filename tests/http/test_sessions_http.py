@@ -62,6 +62,8 @@ def test_a_sessions_runs_are_one_conversation_in_order(server_on_each_store: Run
     first = answer["runs"][0]["messages"]
     assert [(m["role"], m["parts"][0]["text"]) for m in first] == [
         ("user", QUESTIONS[0]), ("assistant", ANSWERS[0])]
+    failed = answer["runs"][2]["messages"]
+    assert [(m["label"], m["parts"][0]["text"]) for m in failed][-1] == ("error", "tool failed")
     assert answer["user"] == pseudonym(AgentRef(login, slug), "alice@example.com")
     assert "alice" not in httpx.get(f"{server.url}/u/{login}/{slug}/sessions/chat-1").text
     owner = server.get(f"/api/agents/{login}/{slug}/sessions/chat-1", key)

@@ -140,7 +140,10 @@ def turn_messages(store: SessionReads, ref: AgentRef, root: TaskState) -> list[M
         answered = [m for m in calls if any(msg.side == "output" for msg in m)]
         messages = (answered or calls)[-1] if calls else None
     if messages is not None:
-        return latest_exchange(messages)
+        failed = root.status == "failed" and not is_empty(root.output)
+        return latest_exchange(messages) + ([Message(
+            role="assistant", side="output", label="error",
+            parts=(Part("text", _text(root.output)),))] if failed else [])
     shown = []
     if not is_empty(root.input):
         shown.append(Message(role="user", side="input", label="input",
