@@ -1,7 +1,8 @@
 // Two AI SDK runs with the real `ai` package, telemetry on, exported with the real
 // OpenTelemetry Node SDK to Bench: generateText with a tool (its mock model answers a tool call,
-// then text) and streamText, both turns of one session (telemetry metadata sessionId and userId). Usage: node agent.mjs <proto|json> (endpoint and headers from the
-// standard OTEL_EXPORTER_OTLP_* environment variables).
+// then text) and streamText, both turns of one session (the telemetry metadata's sessionId and
+// userId). Usage: node agent.mjs <proto|json> (endpoint and headers from the standard
+// OTEL_EXPORTER_OTLP_* environment variables).
 import { generateText, simulateReadableStream, stepCountIs, streamText, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { usage, weatherModel } from "../weather_model.mjs";
