@@ -17,10 +17,11 @@ with loading():
         insights,
         reuse,
         runs,
+        sessions,
     )
     from mangum import Mangum
 
     app = create_app(api.router, insights.router, benchmarks.api_router, reuse.router,
                      runs.api_router, feedback.api_router, alerts.router,
-                     annotation_queue.router, health.router)
+                     annotation_queue.router, sessions.api_router, health.router)
 handler = instrument(Mangum(app, lifespan="off"))

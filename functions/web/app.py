@@ -15,12 +15,14 @@ with loading():
         og,
         pages,
         runs,
+        sessions,
         simple,
         static,
     )
     from mangum import Mangum
 
     app = create_app(pages.router, leaderboard.router, leaderboard.api_router, embed.router,
-                     og.router, static.router, benchmarks.router, runs.router, simple.router)
+                     og.router, static.router, benchmarks.router, runs.router, simple.router,
+                     sessions.router)
     pages.install_error_pages(app)
 handler = instrument(Mangum(app, lifespan="off"))

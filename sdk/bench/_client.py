@@ -27,6 +27,7 @@ from bench._feedback import FeedbackSender
 from bench._privacy import Redactor, Scrubber
 from bench._sender import Sender, SenderConfig
 from bench._serialize import format_ts
+from bench._session import SessionScope, root_session
 from bench._version import SDK_NAME, __version__
 
 MAX_TASK_COST_USD = 1_000_000.0
@@ -49,6 +50,33 @@ _FROM_CONTEXT: Any = object()
 _UNSET: Any = object()
 
 _rollup_lock = threading.Lock()
+
+
+class Details:
+    """What a task is opened with besides its name and input: the session and user of its run
+    (sent by a root task only: ``bench._session``), and tags and metadata it starts with."""
+
+    __slots__ = ("session_id", "user_id", "tags", "metadata")
+
+    def __init__(self, session_id: Any = None, user_id: Any = None, tags: Any = None,
+                 metadata: Any = None) -> None:
+        self.session_id = session_id
+        self.user_id = user_id
+        self.tags = tags
+        self.metadata = metadata
+
+    @classmethod
+    def of(cls, session_id: Any, user_id: Any, tags: Any, metadata: Any) -> Optional[Details]:
+        given = (session_id, user_id, tags, metadata)
+        return None if all(v is None for v in given) else cls(*given)
+
+    def apply(self, task: BenchTask) -> None:
+        if isinstance(self.metadata, dict):
+            task.metadata(self.metadata)
+        if isinstance(self.tags, (list, tuple, set, frozenset)):
+            task.metadata({"tags": [str(tag) for tag in self.tags]})
+        elif isinstance(self.tags, str):
+            task.metadata({"tags": [self.tags]})
 _warned: set[str] = set()
 
 
@@ -221,16 +249,18 @@ class Span:
     own task, and exit finds it through the context.
     """
 
-    __slots__ = ("_agent", "_name", "_input", "_parent")
+    __slots__ = ("_agent", "_name", "_input", "_parent", "_details")
 
-    def __init__(self, agent: BenchAgent, name: Optional[str], input: Any, parent: Any = _FROM_CONTEXT):
+    def __init__(self, agent: BenchAgent, name: Optional[str], input: Any, parent: Any = _FROM_CONTEXT,
+                 details: Optional[Details] = None):
         self._agent = agent
         self._name = name
         self._input = input
         self._parent = parent
+        self._details = details
 
     def __enter__(self) -> BenchTask:
-        return self._agent._begin(self._name or "task", self._input, self._parent, self)
+        return self._agent._begin(self._name or "task", self._input, self._parent, self, self._details)
 
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> None:
         self._agent._exit(self, exc)
@@ -245,11 +275,13 @@ class Span:
         agent = self._agent
         name = self._name or getattr(fn, "__qualname__", None) or "task"
         describe = _describe_call(fn) if self._input is None else (lambda args, kwargs: self._input)
+        details = self._details
 
         if inspect.iscoroutinefunction(fn):
             @functools.wraps(fn)
             async def traced_async(*args: Any, **kwargs: Any) -> Any:
-                task = agent._begin(name, describe(args, kwargs) if agent._capture_input else None)
+                task = agent._begin(name, describe(args, kwargs) if agent._capture_input else None,
+                                    details=details)
                 try:
                     result = await fn(*args, **kwargs)
                 except BaseException as exc:
@@ -262,7 +294,8 @@ class Span:
 
         @functools.wraps(fn)
         def traced(*args: Any, **kwargs: Any) -> Any:
-            task = agent._begin(name, describe(args, kwargs) if agent._capture_input else None)
+            task = agent._begin(name, describe(args, kwargs) if agent._capture_input else None,
+                                    details=details)
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
@@ -370,16 +403,42 @@ class BenchAgent:
 
     # ── tasks ────────────────────────────────────────────────────────────────────────────
 
-    async def task(self, name: str, input: Any, fn: TaskFn[T]) -> T:
+    async def task(self, name: str, input: Any, fn: TaskFn[T], *, session_id: Optional[str] = None,
+                   user_id: Optional[str] = None, tags: Optional[list[str]] = None,
+                   metadata: Optional[dict[str, Any]] = None) -> T:
         """Run ``fn(task)`` as a task and return its result; exceptions mark it ``failed`` and
-        propagate unchanged. Nested inside another task it becomes that task's child."""
-        return await self._run(name, input, fn, _FROM_CONTEXT)
+        propagate unchanged. Nested inside another task it becomes that task's child. The
+        keywords are ``span``'s."""
+        return await self._run(name, input, fn, _FROM_CONTEXT,
+                               Details.of(session_id, user_id, tags, metadata))
 
-    def task_ctx(self, name: str, input: Any = None) -> Span:
+    def task_ctx(self, name: str, input: Any = None, *, session_id: Optional[str] = None,
+                 user_id: Optional[str] = None, tags: Optional[list[str]] = None,
+                 metadata: Optional[dict[str, Any]] = None) -> Span:
         """``async with agent.task_ctx(name, input) as t:`` (0.1.3 form; same object as ``span``)."""
-        return Span(self, name, input)
+        return Span(self, name, input, details=Details.of(session_id, user_id, tags, metadata))
 
-    def span(self, name: Optional[str] = None, input: Any = None) -> Span:
+    def session(self, session_id: Any, user_id: Any = None) -> SessionScope:
+        """The conversation the runs begun inside belong to, and the person having it: a sync
+        or async context manager, or a decorator. Nested tasks are part of their run's
+        session; a run's own ``session_id=`` wins over the one around it.
+
+        ::
+
+            with agent.session(conversation_id, user_id=user.id):
+                answer(question)          # every run begun here is a turn of the conversation
+
+            @agent.session("nightly-batch")
+            async def nightly(): ...
+
+        The server shows the session's runs in order as one conversation; a user id is shown
+        to visitors only as a pseudonym. Never raises: an id the server would refuse is made
+        to fit."""
+        return SessionScope(session_id, user_id)
+
+    def span(self, name: Optional[str] = None, input: Any = None, *, session_id: Optional[str] = None,
+             user_id: Optional[str] = None, tags: Optional[list[str]] = None,
+             metadata: Optional[dict[str, Any]] = None) -> Span:
         """A task for sync or async code: a context manager or a decorator.
 
         ::
@@ -395,9 +454,11 @@ class BenchAgent:
 
         The parent is found through ``contextvars``: across ``await``, ``asyncio.gather`` and
         threads started with a copied context (``asyncio.to_thread``, ``copy_context().run``).
-        Without ``name`` a decorated function's qualified name is used.
+        Without ``name`` a decorated function's qualified name is used. ``session_id`` and
+        ``user_id`` put a run in a conversation (see ``session``; a root task sends them),
+        ``tags`` and ``metadata`` start the task's metadata (``t.metadata(tags=[...])``).
         """
-        return Span(self, name, input)
+        return Span(self, name, input, details=Details.of(session_id, user_id, tags, metadata))
 
     def event(self, kind: str, data: Any = None) -> None:
         """Record a custom event (e.g. ``"tool.use"``), linked to the current task if any."""
@@ -535,8 +596,9 @@ class BenchAgent:
         rate = self._sample_rate
         return rate >= 1.0 or zlib.crc32(root_id.encode()) < rate * 2**32
 
-    async def _run(self, name: str, input: Any, fn: TaskFn[T], parent: Any) -> T:
-        task = self._begin(name, input, parent)
+    async def _run(self, name: str, input: Any, fn: TaskFn[T], parent: Any,
+                   details: Optional[Details] = None) -> T:
+        task = self._begin(name, input, parent, details=details)
         try:
             result = fn(task)
             if inspect.isawaitable(result):
@@ -547,7 +609,8 @@ class BenchAgent:
         self._end(task, None, result)
         return result
 
-    def _begin(self, name: str, input: Any, parent: Any = _FROM_CONTEXT, opener: Optional[Span] = None) -> BenchTask:
+    def _begin(self, name: str, input: Any, parent: Any = _FROM_CONTEXT, opener: Optional[Span] = None,
+               details: Optional[Details] = None) -> BenchTask:
         try:
             if parent is _FROM_CONTEXT:
                 parent = current.get()
@@ -556,11 +619,21 @@ class BenchAgent:
             task = BenchTask(self, name, task_id, parent, sampled)
             task._opener = opener
             task._token = current.set(task)
+            if details is not None:
+                details.apply(task)
             if sampled:
-                self._enqueue({
+                event = {
                     "id": _uid(), "kind": "task.start", "ts": _time(), "task_id": task_id,
                     "parent_task_id": task._parent_id, "name": name, "input": _snapshot(input),
-                })
+                }
+                if parent is None:
+                    session_id, user_id = root_session(details and details.session_id,
+                                                       details and details.user_id)
+                    if session_id is not None:
+                        event["session_id"] = session_id
+                    if user_id is not None:
+                        event["user_id"] = user_id
+                self._enqueue(event)
             return task
         except Exception as exc:  # noqa: BLE001 - the agent's work runs even if recording cannot
             _warn_once("begin", f"bench: could not start task: {exc!r}")

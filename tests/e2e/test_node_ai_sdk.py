@@ -80,6 +80,9 @@ def test_ai_sdk_runs_become_tasks_with_evidence(
     chat = page[page.index("data-chat"):page.index("data-raw-json")]
     assert re.findall(r'data-role="(\w+)"', chat) == ["user", "assistant"], "a step as a chat"
     assert "data-tool-call" in chat and "weather" in chat and "&#34;city&#34;: &#34;Lisbon&#34;" in chat
+    session = bench_server.get(f"/api/agents/{login}/weather-agent/sessions/weather-chat")
+    assert [r["run_id"] for r in session["runs"]] == [generated["task_id"], streamed["task_id"]]
+    assert session["user"] != "traveller-7", "the telemetry metadata's user, as a pseudonym"
     profile = bench_server.get(f"/api/agents/{login}/weather-agent")
     assert profile["runs"] == 2 and profile["model"] == "gpt-4.1-mini"
     assert profile["evidence_cost_usd_total"] == pytest.approx(

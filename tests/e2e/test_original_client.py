@@ -55,19 +55,28 @@ AGENT_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def test_the_original_client_runs_unchanged_against_our_server(
-        bench_server: RunningServer, original_client_dir: Path, tmp_path: Path) -> None:
+def run_original_client(server: RunningServer, client_dir: Path, tmp_path: Path, source: str,
+                        slug: str) -> tuple[str, str]:
+    """Run `source` with the original client against `server`, for a new login whose agent
+    `slug` shows its content; (login, key)."""
     login = "legacy" + uuid.uuid4().hex[:6]
-    key = bench_server.create_key(login)
-    bench_server.showing_content(login, "legacy-agent")
+    key = server.create_key(login)
+    server.showing_content(login, slug)
     script = tmp_path / "agent.py"
-    script.write_text(AGENT_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(original_client_dir), "BENCH_KEY": key,
-           "BENCH_ENDPOINT": bench_server.url + "/ingest"}
+    script.write_text(source)
+    env = {**os.environ, "PYTHONPATH": str(client_dir), "BENCH_KEY": key,
+           "BENCH_ENDPOINT": server.url + "/ingest"}
     result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                             text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "[bench]" not in result.stderr, result.stderr
+    return login, key
+
+
+def test_the_original_client_runs_unchanged_against_our_server(
+        bench_server: RunningServer, original_client_dir: Path, tmp_path: Path) -> None:
+    login, key = run_original_client(bench_server, original_client_dir, tmp_path, AGENT_SCRIPT,
+                                     "legacy-agent")
 
     profile = bench_server.get(f"/api/agents/{login}/legacy-agent")
     assert profile["display_name"] == "Legacy Agent" and profile["model"] == "llama-3.3-70b"

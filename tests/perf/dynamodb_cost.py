@@ -351,11 +351,13 @@ def item_kind(key: dict[str, Any]) -> str:
 # ---- the workload -----------------------------------------------------------------------------
 
 
-def batch(prefix: str, day: str = "2026-12-02", nested: bool = False) -> list[dict[str, Any]]:
+def batch(prefix: str, day: str = "2026-12-02", nested: bool = False, sessions: int = 0
+          ) -> list[dict[str, Any]]:
     """The steady batch: `RUNS_PER_BATCH` runs of start, three logs and end; `nested`, half as
     many runs of ten events each: the root's start and end around a subtask and its own
     subtask (a step and its model call), each of start, two logs and end, as a traced agent
-    sends them."""
+    sends them. `sessions`: its runs are turns of that many conversations, each with its user
+    (`agent.session`), taking turns."""
     events: list[dict[str, Any]] = []
     for i in range(RUNS_PER_BATCH // 2 if nested else RUNS_PER_BATCH):
         tid, ts = f"{prefix}-{i}", f"{day}T16:{i:02d}:00.000Z"
@@ -364,7 +366,9 @@ def batch(prefix: str, day: str = "2026-12-02", nested: bool = False) -> list[di
         steps = [(f"{tid}-agent", tid), (f"{tid}-llm", f"{tid}-agent")] if nested else []
         events.append({"id": f"{tid}-s", "kind": "task.start", "ts": ts, "task_id": tid,
                        "name": "research",
-                       "input": {"question": "what changed in the release notes", "k": 5}})
+                       "input": {"question": "what changed in the release notes", "k": 5},
+                       **({"session_id": f"conversation-{i % sessions}",
+                           "user_id": f"user-{i % sessions}"} if sessions else {})})
         for task_id, parent in steps or [(tid, None)]:
             if parent:
                 events.append({"id": f"{task_id}-s", "kind": "task.start", "ts": ts,
@@ -515,12 +519,13 @@ def otlp_body(seed: int, spans: int = OTLP_SPANS, content: int = OTLP_CONTENT) -
 
 
 def ingest(pipeline: Pipeline, prefix: str, slug: str = SLUG, nested: bool = False,
-           runs: int = RUNS_PER_BATCH, n: int = 0, deliver_later: bool = False) -> None:
+           runs: int = RUNS_PER_BATCH, n: int = 0, deliver_later: bool = False,
+           sessions: int = 0) -> None:
     """One batch through the whole pipeline: `runs` of the steady batch's runs, the `n`-th
     such slice (so that a run per request fails as often as in the steady batch); its evals
     delivered at once, or with the next full delivery (`deliver_later`: an agent sending
     requests faster than the queue gathers them)."""
-    events = batch(prefix, nested=nested)
+    events = batch(prefix, nested=nested, sessions=sessions)
     per_run = len(events) // RUNS_PER_BATCH
     first = (n * runs) % RUNS_PER_BATCH * per_run
     events = events[first:first + runs * per_run]
@@ -580,7 +585,7 @@ class Costs:
 
 def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = RUNS_PER_BATCH,
             sample_rate: float = 1.0, gathered: bool = False, otlp: bool = False,
-            version: str | None = VERSION) -> Costs:
+            version: str | None = VERSION, sessions: int = 0) -> Costs:
     """Units per event all in (ingest, the admission and eval of every run it finishes, the look
     for watchers) over `batches` batches of `runs` runs each; then one hourly round and the
     views."""
@@ -604,7 +609,7 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
         else:
             for b in range(batches):
                 ingest(pipeline, f"b{b:04d}", nested=nested, runs=runs, n=b,
-                       deliver_later=gathered)
+                       deliver_later=gathered, sessions=sessions)
             pipeline.deliver()
             events = batches * len(batch("x", nested=nested)) * runs // RUNS_PER_BATCH
         per_event = (meter.wru / events, meter.rru / events)
@@ -749,6 +754,9 @@ def main() -> None:
                              "content each (units per span)")
     parser.add_argument("--no-version", action="store_true",
                         help="batches sent with no agent version (the original client's)")
+    parser.add_argument("--sessions", type=int, default=0,
+                        help="the runs are turns of this many conversations, each turn of each "
+                             "in a later batch (`agent.session`)")
     parser.add_argument("--gathered", action="store_true",
                         help=f"the eval queue delivers {DELIVERY} requests' runs at once (an "
                              "agent sending faster than EvalBatchingSeconds)")
@@ -756,7 +764,7 @@ def main() -> None:
     with quiet():
         costs = measure(args.batches, nested=args.nested, runs=args.runs,
                         sample_rate=args.sample_rate, gathered=args.gathered, otlp=args.otlp,
-                        version=None if args.no_version else VERSION)
+                        version=None if args.no_version else VERSION, sessions=args.sessions)
     print(f"DynamoDB on-demand, us-east-1: ${PRICE_PER_MILLION_WRU}/M WRU, "
           f"${PRICE_PER_MILLION_RRU}/M RRU; steady batches of {EVENTS_PER_BATCH} events "
           f"({args.runs // 2 if args.nested else args.runs} runs"

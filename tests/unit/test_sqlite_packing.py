@@ -98,8 +98,11 @@ def old_database(path: Path) -> None:
     JSON value text."""
     db = Database(path)
     db.migrate(MIGRATIONS[:PACKED], lambda conn, version: None)
-    with db.write() as conn:  # today's ingest writes counters over time: dropped below
+    with db.write() as conn:  # what today's ingest writes that came after packing (counters
+        # over time: dropped below)
         conn.execute(TIMESERIES_SCHEMA)
+        conn.execute("ALTER TABLE tasks ADD COLUMN session_id TEXT")
+        conn.execute("ALTER TABLE tasks ADD COLUMN user_id TEXT")
     writer = SqliteIngest(db)
     for i in range(4):
         writer.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(10)))

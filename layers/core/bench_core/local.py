@@ -35,6 +35,7 @@ from .http import (
     reuse,
     reuse_dashboard,
     runs,
+    sessions,
     simple,
     static,
     trial,
@@ -50,7 +51,7 @@ ROUTERS = (ingest.router, otlp.router, api.router, insights.router, health.route
            mcp.router, reuse.router, reuse.invoke_router, reuse_dashboard.router,
            benchmarks.api_router, benchmarks.router, runs.router, runs.api_router, simple.router,
            feedback.api_router, feedback.form_router, alerts.router, alerts_dashboard.router,
-           annotation_queue.router)
+           annotation_queue.router, sessions.router, sessions.api_router)
 
 
 def create_local_app(settings: Settings | None = None, *, store: Store | None = None) -> FastAPI:

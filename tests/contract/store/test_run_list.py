@@ -187,7 +187,7 @@ def test_sqlite_answers_alike_from_the_index_and_from_each_runs_spans(
 def without_run_text(conn: sqlite3.Connection) -> None:
     """A SQLite file taken back to before the runs list's migration (`add_run_text`) and the
     ones after it: its search index and triggers, the roots' indexes by sortable column, and
-    the tables each later migration's schema creates, gone."""
+    what each later migration's schema creates (tables, indexes, columns), gone."""
     for trigger in ("insert", "update", "delete"):
         conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
     conn.execute("DROP TABLE tasks_text")
@@ -195,6 +195,10 @@ def without_run_text(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP INDEX tasks_roots_by_{column}")
     for later in MIGRATIONS[MIGRATIONS.index(add_run_text) + 1:]:
         assert isinstance(later, str), f"take {later} back here too"
+        for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):
+            conn.execute(f"DROP INDEX IF EXISTS {index}")
+        for table, column in re.findall(r"ALTER TABLE (\w+) ADD COLUMN (\w+)", later):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         for table in re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", later):
             conn.execute(f"DROP TABLE {table}")
 

@@ -1,7 +1,8 @@
 // Two AI SDK runs with the real `ai` package, telemetry on, exported with the real
 // OpenTelemetry Node SDK to Bench: generateText with a tool (its mock model answers a tool call,
-// then text) and streamText. Usage: node agent.mjs <proto|json> (endpoint and headers from the
-// standard OTEL_EXPORTER_OTLP_* environment variables).
+// then text) and streamText, both turns of one session (the telemetry metadata's sessionId and
+// userId). Usage: node agent.mjs <proto|json> (endpoint and headers from the standard
+// OTEL_EXPORTER_OTLP_* environment variables).
 import { generateText, simulateReadableStream, stepCountIs, streamText, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { usage, weatherModel } from "../weather_model.mjs";
@@ -26,7 +27,8 @@ const result = await generateText({
   tools: { weather: tool({ description: "Weather in a city", inputSchema: z.object({ city: z.string() }),
                            execute: async ({ city }) => ({ city, celsius: 24, sky: "sunny" }) }) },
   stopWhen: stepCountIs(3),
-  experimental_telemetry: { isEnabled: true, functionId: "weather-agent" },
+  experimental_telemetry: { isEnabled: true, functionId: "weather-agent",
+                            metadata: { sessionId: "weather-chat", userId: "traveller-7" } },
 });
 const streamed = streamText({
   model: new MockLanguageModelV3({
@@ -41,7 +43,8 @@ const streamed = streamText({
     ] }) }),
   }),
   prompt: "What should I pack?",
-  experimental_telemetry: { isEnabled: true, functionId: "weather-agent" },
+  experimental_telemetry: { isEnabled: true, functionId: "weather-agent",
+                            metadata: { sessionId: "weather-chat", userId: "traveller-7" } },
 });
 for await (const _ of streamed.textStream) { /* consume the stream */ }
 await provider.forceFlush();

@@ -43,6 +43,25 @@ ID_RULE = (f"ids are 1 to {MAX_ID_CHARS} characters, none of them '/' or a contr
 """What event, task and run ids may be: each is a path segment of its pages and JSON (any
 other character is sent percent-encoded), and a browser resolves '.' and '..' away."""
 _NOT_IN_IDS = re.compile(r"[/\x00-\x1f\x7f-\x9f]")
+MAX_SESSION_CHARS = MAX_ID_CHARS
+SESSION_RULE = (f"a session or user id is 1 to {MAX_SESSION_CHARS} characters, none of them '/', "
+                "'#' or a control character, and neither '.' nor '..'")
+"""A run's session and user (`domain.sessions`): a session id is a path segment of its page
+and part of a store key (after '#'), so neither may hold one of those."""
+_NOT_IN_SESSIONS = re.compile(r"[/#\x00-\x1f\x7f-\x9f]")
+
+
+def session_from_label(value: object) -> str | None:
+    """A session or user id from what a producer sent (the SDK's, an OTLP attribute, a
+    metadata field): text or a whole number, its characters that `SESSION_RULE` refuses as
+    '-', cut to `MAX_SESSION_CHARS`; None for anything else, or when nothing is left. Made to
+    fit, never refused: a session must not cost a batch its events."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    cleaned = _NOT_IN_SESSIONS.sub("-", str(value).strip())[:MAX_SESSION_CHARS]
+    return cleaned if cleaned not in ("", ".", "..") else None
+
+
 MAX_VERSION_CHARS = 64
 """An agent's version (`domain.versions`): a public label, and part of a store key."""
 VERSION_RULE = (f"a version is 1 to {MAX_VERSION_CHARS} characters: letters, digits and "

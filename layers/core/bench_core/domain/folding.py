@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from .field_limits import session_from_label
 from .models import CleanEvent, RunDelta, RunRef, TaskState, Usage, add_usage
 from .pricing import (
     TOKEN_FIELDS,
@@ -34,6 +35,9 @@ from .pricing import (
     token_count,
 )
 from .runs import Reassign, append_log, assign_runs
+from .sessions import USER_FIELDS
+
+SESSION_KEYS = ("session_id", "sessionId")
 
 
 @dataclass
@@ -51,6 +55,28 @@ class BatchFold:
     """Runs of tasks stored earlier that this batch shows to be part of another run."""
     unknown_parents: set[str] = field(default_factory=set)
     """Parents not stored yet that tasks of this batch now record as their run."""
+    child_sessions: dict[str, Owed] = field(default_factory=dict)
+    """The session and user finished subtasks name, owed to parents not in this batch that
+    name none (`owe_session`)."""
+
+
+Owed = tuple[str | None, str | None]
+"""A session id and a user id a subtask hands up."""
+
+
+def owe_session(task: TaskState, owed: Owed | None) -> TaskState:
+    """`task` with the session and user a finished subtask named, where it names none: an
+    instrumentation may name the conversation on a model call alone (`gen_ai.conversation.id`),
+    and as each span ends before its parent, the names climb to the run's root, whose they
+    are (`domain.sessions`)."""
+    if owed is None or (task.session_id is not None and task.user_id is not None):
+        return task
+    return replace(task, session_id=task.session_id or owed[0], user_id=task.user_id or owed[1])
+
+
+def owing_parents(fold: BatchFold) -> set[str]:
+    """The parents not in the batch that its finished subtasks owe cost, evidence or a session."""
+    return fold.child_costs.keys() | fold.child_evidence.keys() | fold.child_sessions.keys()
 
 
 def group_by_task(events: Iterable[CleanEvent]) -> dict[str, list[CleanEvent]]:
@@ -90,6 +116,8 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
         s.name = s.name or body.get("name")
         if body.get("parent_task_id") and not s.parent_task_id:
             s.parent_task_id = body["parent_task_id"]
+        s.session_id = s.session_id or body.get("session_id")
+        s.user_id = s.user_id or body.get("user_id")
         if e.kind == "task.start":
             if body.get("name"):
                 s.name = body["name"]
@@ -110,6 +138,7 @@ def fold_task(state: TaskState | None, task_id: str, events: list[CleanEvent]) -
             if body.get("output") is not None:
                 s.output = body["output"]
             s.metadata = body.get("data")
+            session_from_metadata(s)
             s.duration_ms = body.get("duration_ms")
             s.reported_cost_usd = body.get("cost_usd")
             s.cost_breakdown = body.get("cost_breakdown")
@@ -146,10 +175,12 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent],
         before = states.get(task_id) or out.tasks.get(task_id)
         owed_cost = out.child_costs.pop(task_id, 0.0)
         owed_evidence = out.child_evidence.pop(task_id, None)
-        if owed_cost or owed_evidence is not None:
+        owed_session = out.child_sessions.pop(task_id, None)
+        if owed_cost or owed_evidence is not None or owed_session is not None:
             base = before or TaskState(task_id=task_id)
-            before = replace(base, child_cost_usd=base.child_cost_usd + owed_cost,
-                             evidence=add_usage(base.evidence, owed_evidence))
+            before = owe_session(replace(base, child_cost_usd=base.child_cost_usd + owed_cost,
+                                         evidence=add_usage(base.evidence, owed_evidence)),
+                                 owed_session)
         after = fold_task(before, task_id, task_events)
         after.recorded = after.recorded or recorded.get(task_id)
         if after.parent_task_id is None and after.agent_version is None:
@@ -168,6 +199,8 @@ def fold_batch(states: dict[str, TaskState], events: list[CleanEvent],
     for parent in [p for p in out.child_evidence if p in out.tasks]:
         task = out.tasks[parent]
         task.evidence = add_usage(task.evidence, out.child_evidence.pop(parent))
+    for parent in [p for p in out.child_sessions if p in out.tasks]:
+        out.tasks[parent] = owe_session(out.tasks[parent], out.child_sessions.pop(parent))
     out.reassign, out.unknown_parents = assign_runs(out.tasks, states)
     return out
 
@@ -180,14 +213,32 @@ def _hand_to_parent(out: BatchFold, child: TaskState) -> None:
     if child.evidence is not None:
         owed = out.child_evidence.get(parent)
         out.child_evidence[parent] = child.evidence if owed is None else owed + child.evidence
+    if child.session_id is not None or child.user_id is not None:
+        out.child_sessions.setdefault(parent, (child.session_id, child.user_id))
+
+
+def session_from_metadata(s: TaskState) -> None:
+    """The session and user the original client's metadata names (`t.metadata({"session_id":
+    ...})`, or `sessionId`/`userId` as JavaScript writes them), where the task has none yet."""
+    if not isinstance(s.metadata, dict):
+        return
+    for name in SESSION_KEYS:
+        s.session_id = s.session_id or session_from_label(s.metadata.get(name))
+    for name in USER_FIELDS:
+        s.user_id = s.user_id or session_from_label(s.metadata.get(name))
 
 
 def run_delta(task: TaskState) -> RunDelta:
-    evidence = task.evidence.cost_usd if task.evidence is not None else None
+    usage = task.evidence
+    evidence = usage.cost_usd if usage is not None else None
+    tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0) if usage is not None else 0
     return RunDelta(day=(task.ended_at or "")[:10], success=task.status == "success",
                     duration_ms=task.duration_ms, cost_usd=task.cost_usd or 0.0,
                     version=task.agent_version, evidence_cost_usd=evidence or 0.0,
-                    ended_at=task.ended_at or "")
+                    ended_at=task.ended_at or "", session_id=task.session_id,
+                    user_id=task.user_id, run_id=task.task_id, name=task.name,
+                    started_at=task.started_at or task.ended_at or "",
+                    recorded=task.recorded or "", tokens=tokens)
 
 
 def newest_runs(fold: BatchFold) -> dict[str, RunRef]:

@@ -26,10 +26,12 @@ from pydantic import (
 
 from .field_limits import (
     ID_RULE,
+    SESSION_RULE,
     TIME_RULE,
     VERSION_RULE,
     id_allowed,
     limit_agent_names,
+    session_from_label,
     time_in_range,
     version_allowed,
 )
@@ -75,6 +77,19 @@ class WireEvent(BaseModel):
     duration_ms: Annotated[float, Field(ge=0, le=MAX_DURATION_MS, allow_inf_nan=False)] | None = None
     cost_usd: Cost | None = None
     cost_breakdown: Annotated[list[dict[str, Any]], Field(min_length=1)] | None = None
+    session_id: str | None = None
+    """The conversation the task's run is part of (`domain.sessions`): a root's counts."""
+    user_id: str | None = None
+    """Who the run was for (`domain.sessions`): shown to others than the owner as a pseudonym."""
+
+    @field_validator("session_id", "user_id", mode="before")
+    @classmethod
+    def _session_fits(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValueError(SESSION_RULE)
+        return session_from_label(value)
 
     @field_validator("ts")
     @classmethod
@@ -379,6 +394,10 @@ class TaskState:
     shows it beside the span."""
     agent_version: str | None = None
     """The agent's version a run (a root task) was first recorded with (`domain.versions`)."""
+    session_id: str | None = None
+    """The conversation its run is part of, as first recorded (`domain.sessions`)."""
+    user_id: str | None = None
+    """Who its run was for, as first recorded: raw only for the owner (`privacy.user_view`)."""
 
     @property
     def finished(self) -> bool:
@@ -527,6 +546,16 @@ class RunDelta:
     """The agent's version the run was recorded with (`domain.versions`)."""
     evidence_cost_usd: float = 0.0
     ended_at: str = ""
+    session_id: str | None = None
+    """The conversation the run is part of (`domain.sessions`), with what it adds to it."""
+    user_id: str | None = None
+    run_id: str = ""
+    name: str | None = None
+    started_at: str = ""
+    recorded: str = ""
+    """When the run was first recorded (`TaskState.recorded`): the order of a session's runs
+    that start in the same millisecond."""
+    tokens: int = 0
 
 
 @dataclass

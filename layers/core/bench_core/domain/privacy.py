@@ -21,11 +21,18 @@
 - An agent's version (`domain.versions`: a run's, and each version's counters) is public like
   its model: it names the code, not what the code was given, so whoever may see the agent sees
   it under either switch.
+- A run's session id is public like its name (it is the address of the session's page); the
+  user a run was for is a person: others than the owner see only a pseudonym of it
+  (`user_view`: a keyed hash per agent, so one person's runs in two agents do not link up), and
+  never the raw id anywhere content would show it (the events' `user_id`, the metadata fields
+  and span attributes that name the user: `Sight.metadata`, `Sight.event`).
 - Every agent starts with the same settings however it comes to exist (`new_agent`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +40,7 @@ from typing import Any
 from .alerts import Alert
 from .errors import Forbidden, NotFound
 from .feedback import Feedback
-from .models import Agent, EvalResult, KeyRecord, TaskState
+from .models import Agent, AgentRef, EvalResult, KeyRecord, TaskState
 from .pricing import (
     EVIDENCE_LABEL,
     NAME_FIELDS,
@@ -44,6 +51,7 @@ from .pricing import (
     is_evidence,
     token_count,
 )
+from .sessions import USER_ATTRIBUTES, USER_FIELDS
 
 HIDDEN = "[hidden by owner]"
 IMPLICIT_AGENT = {"visibility": "public", "hide_inputs": True, "hide_outputs": True}
@@ -148,10 +156,19 @@ class Sight:
     owner: bool
     inputs: bool
     outputs: bool
+    agent: AgentRef | None = None
+    """Whose pseudonyms a non-owner sees (`pseudonym`)."""
 
     @classmethod
     def of(cls, agent: Agent, viewer: Viewer) -> Sight:
-        return cls(viewer.owns(agent), shows_inputs(agent, viewer), shows_outputs(agent, viewer))
+        return cls(viewer.owns(agent), shows_inputs(agent, viewer), shows_outputs(agent, viewer),
+                   agent.ref)
+
+    def user(self, user_id: str | None) -> str | None:
+        """A run's user as the viewer may see it: raw for the owner, else its pseudonym."""
+        if user_id is None or self.owner:
+            return user_id
+        return pseudonym(self.agent or AgentRef("", ""), user_id)
 
     @property
     def content(self) -> bool:
@@ -165,8 +182,11 @@ class Sight:
         return self.content and (self.owner or not private)
 
     def metadata(self, metadata: Any) -> Any:
-        """A task's metadata as stored, or its public part (`metadata_view`)."""
-        return metadata if self.content else metadata_view(metadata)
+        """A task's metadata as stored (for others than the owner without what names its
+        user), or its public part (`metadata_view`)."""
+        if not self.content:
+            return metadata_view(metadata)
+        return metadata if self.owner else without_user(metadata)
 
     def cost_breakdown(self, breakdown: Any) -> Any:
         """A task's cost breakdown as stored, or its numbers (`cost_breakdown_view`)."""
@@ -175,6 +195,8 @@ class Sight:
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
         """See `event_view`."""
         out = dict(event)
+        if "user_id" in out:
+            out["user_id"] = self.user(out["user_id"])
         if not self.inputs and "input" in out:
             out["input"] = HIDDEN
         if not self.outputs and "output" in out:
@@ -266,7 +288,34 @@ def task_view(task: TaskState, agent: Agent, viewer: Viewer,
         "eval": sight.eval(task.eval),
         "evidence": evidence_view(task, events),
         "version": task.agent_version,
+        "session_id": task.session_id,
+        "user": sight.user(task.user_id),
     }
+
+
+def pseudonym(agent: AgentRef, user_id: str) -> str:
+    """What others than the owner see of a user: a keyed hash of the id under the agent's name
+    (`u-` and 12 hex digits), the same for every run of that user in that agent, and different
+    in another agent. It hides the id from a reader, not from someone who guesses it and knows
+    the agent: it is no secret."""
+    digest = hmac.new(f"bench-user:{agent.path}".encode(), user_id.encode(), hashlib.sha256)
+    return f"u-{digest.hexdigest()[:12]}"
+
+
+def user_view(user_id: str | None, agent: Agent, viewer: Viewer) -> str | None:
+    """A user as `viewer` may see it (`Sight.user`)."""
+    return Sight.of(agent, viewer).user(user_id)
+
+
+def without_user(metadata: Any) -> Any:
+    """Metadata without the fields and span attributes that name the run's user."""
+    if not isinstance(metadata, dict):
+        return metadata
+    out = {k: v for k, v in metadata.items() if k not in USER_FIELDS}
+    attributes = out.get("attributes")
+    if isinstance(attributes, dict):
+        out["attributes"] = {k: v for k, v in attributes.items() if k not in USER_ATTRIBUTES}
+    return out
 
 
 def evidence_view(task: TaskState, events: list[dict[str, Any]] | None) -> dict[str, Any] | None:

@@ -185,6 +185,8 @@ class RunAnswer(BaseModel):
     eval: dict[str, Any] | None
     version: str | None = None
     """The agent's version the run was recorded with (`domain.versions`); null for none."""
+    session_id: str | None = None
+    """The session the run is a turn of (`domain.sessions`); null for none."""
     unscored_because: str | None
     cluster: dict[str, Any] | None
     span_count: int

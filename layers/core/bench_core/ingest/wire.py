@@ -20,7 +20,8 @@ from ..settings import Limits
 from .langchain_repr import from_repr
 
 _CAPPED_FIELDS = ("input", "output", "data")
-_KEPT_FIELDS = ("name", "parent_task_id", "status", "duration_ms", "cost_usd", "cost_breakdown")
+_KEPT_FIELDS = ("name", "parent_task_id", "status", "duration_ms", "cost_usd", "cost_breakdown",
+                "session_id", "user_id")
 
 
 def decode_body(raw: bytes, content_encoding: str | None, limit: int) -> bytes:

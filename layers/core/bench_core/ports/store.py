@@ -40,6 +40,7 @@ from ..domain.models import (
     TaskState,
 )
 from ..domain.run_list import RunFilter
+from ..domain.sessions import SessionFilter, SessionRun, SessionStats
 from ..domain.versions import VersionStats
 
 if TYPE_CHECKING:
@@ -87,6 +88,15 @@ class RunsPage:
     looked_back_to: str | None = None
 
 
+@dataclass(frozen=True)
+class SessionsPage:
+    """A page of an agent's sessions, newest first, and the cursor of the next (None on the
+    last)."""
+
+    sessions: list[SessionStats]
+    next_cursor: str | None
+
+
 FAILURES_KEPT = 1000
 
 
@@ -110,6 +120,19 @@ class RunStore(Protocol):
         model called, the evidence's cost, tokens and calls): inputs, outputs, metadata, logs,
         evals (DynamoDB reads only the rows of its `spans` index); an adapter that cannot leave
         them out cheaply returns them anyway."""
+        ...
+
+    def session_runs(self, ref: AgentRef, session_id: str, *, limit: int
+                     ) -> tuple[SessionStats | None, list[SessionRun]]:
+        """A session's counters (None for a session with no finished run) and its first
+        `limit` finished runs in the order they started, in one indexed read (SQLite: the
+        `tasks_by_session` index; DynamoDB: one Query of the agent's `SRUN#{session}#` items)."""
+        ...
+
+    def list_sessions(self, ref: AgentRef, where: SessionFilter, *, limit: int,
+                      cursor: str | None = None) -> SessionsPage:
+        """The agent's sessions that `where` keeps, newest first (`sessions.list_key`), from
+        their counters kept on write, never from their runs."""
         ...
 
     def run_counts(self, ref: AgentRef, run: TaskState) -> RunCounts:

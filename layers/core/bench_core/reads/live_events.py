@@ -26,7 +26,9 @@ MAX_MESSAGE_BYTES = 96 * 1024
 PREVIEW_CHARS = 240
 """How much of an input, output or log value a summary carries: enough to recognise a task."""
 SUMMARY_FIELDS = ("id", "kind", "ts", "task_id", "parent_task_id", "name", "status",
-                  "duration_ms", "cost_usd")
+                  "duration_ms", "cost_usd", "session_id")
+"""`session_id`: a run's start names its session (public like the run's name), which a
+session's page watches for (`domain.sessions`)."""
 VALUE_FIELDS = ("input", "output", "data")
 
 

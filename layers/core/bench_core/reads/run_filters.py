@@ -26,7 +26,7 @@ FILTERS = (*TEXTS, *NUMBERS, *LISTS)
 ORDERS = ("desc", "asc")
 
 
-def _bad(parameter: str, message: str) -> BadRequest:
+def bad_parameter(parameter: str, message: str) -> BadRequest:
     return BadRequest(f"{parameter}: {message}",
                       [{"loc": ["query", parameter], "msg": message}])
 
@@ -38,22 +38,22 @@ def _number(filters: dict[str, Any], parameter: str) -> float | None:
     try:
         value = float(raw)
     except ValueError:
-        raise _bad(parameter, f"{raw!r} is not a number") from None
+        raise bad_parameter(parameter, f"{raw!r} is not a number") from None
     if not math.isfinite(value) or value < 0:
-        raise _bad(parameter, "must be a number from 0 up")
+        raise bad_parameter(parameter, "must be a number from 0 up")
     if parameter in ("min_score", "max_score", "score_below") and value > 1:
-        raise _bad(parameter, "a score is from 0 to 1")
+        raise bad_parameter(parameter, "a score is from 0 to 1")
     return value
 
 
 def _range(filters: dict[str, Any], low_name: str, high_name: str) -> Range:
     low, high = _number(filters, low_name), _number(filters, high_name)
     if low is not None and high is not None and low > high:
-        raise _bad(high_name, f"must not be below {low_name}")
+        raise bad_parameter(high_name, f"must not be below {low_name}")
     return Range(low, high)
 
 
-def _moment(filters: dict[str, Any], parameter: str) -> str | None:
+def moment(filters: dict[str, Any], parameter: str) -> str | None:
     """A date (`2026-12-05`: its midnight, UTC; for `until` the next one, so the day is in)
     or a time, as stored times read (`models.iso`)."""
     raw = filters.get(parameter)
@@ -66,7 +66,7 @@ def _moment(filters: dict[str, Any], parameter: str) -> str | None:
             return iso(start + timedelta(days=1) if parameter == "until" else start)
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
-        raise _bad(parameter, f"{raw!r} is not a date (2026-12-05) or a time") from None
+        raise bad_parameter(parameter, f"{raw!r} is not a date (2026-12-05) or a time") from None
     return iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
@@ -75,7 +75,7 @@ def _pairs(filters: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     for raw in filters.get("meta") or []:
         key, equals, value = raw.partition("=")
         if not equals or not key:
-            raise _bad("meta", f"{raw!r} is not key=value")
+            raise bad_parameter("meta", f"{raw!r} is not key=value")
         pairs.append((key, value))
     return tuple(pairs)
 
@@ -83,7 +83,7 @@ def _pairs(filters: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 def _choice(filters: dict[str, Any], parameter: str, allowed: tuple[str, ...]) -> str | None:
     value = filters.get(parameter)
     if value is not None and value not in allowed:
-        raise _bad(parameter, f"unknown {parameter} {value!r}: use one of {', '.join(allowed)}")
+        raise bad_parameter(parameter, f"unknown {parameter} {value!r}: use one of {', '.join(allowed)}")
     return value
 
 
@@ -93,9 +93,9 @@ def run_filter(agent: Agent, viewer: Viewer, filters: dict[str, Any]) -> RunFilt
     if (below := _number(filters, "score_below")) is not None:  # kept from before the ranges
         high = math.nextafter(below, -math.inf)
         score = Range(score.low, high if score.high is None else min(score.high, high))
-    since, until = _moment(filters, "since"), _moment(filters, "until")
+    since, until = moment(filters, "since"), moment(filters, "until")
     if since is not None and until is not None and since >= until:
-        raise _bad("until", "must be after since")
+        raise bad_parameter("until", "must be after since")
     sort = _choice(filters, "sort", SORTS) or "started"
     return RunFilter(
         status=_choice(filters, "status", RUN_STATUSES), name=filters.get("name"),

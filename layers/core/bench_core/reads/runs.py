@@ -210,6 +210,7 @@ def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
             "status": root.status, "started_at": root.started_at, "ended_at": root.ended_at,
             "duration_ms": root.duration_ms, "cost_usd": root.cost_usd, **root.cost_headline(),
             "evidence": evidence, "eval": verdict, "version": root.agent_version,
+            "session_id": root.session_id,
             "unscored_because": unscored_because(root.status, verdict), "cluster": run.cluster,
             "span_count": counts.spans + 1,
             "failed_spans": counts.failed + (root.status == "failed"),

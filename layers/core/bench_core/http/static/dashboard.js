@@ -3,7 +3,8 @@
 // each run at the top, its subtasks under their parents as they start and end, each linking
 // to its run page), other events go to the top of the flat feed, and the numbers (already
 // formatted by the server) replace the old ones. A run page of a run in progress
-// ([data-live-run]) reloads its tree when one of its spans changes. The /try page's demo
+// ([data-live-run]) reloads its tree when one of its spans changes; a session's page
+// ([data-live-session]) reloads its turns when a run begun in the session ends. The /try page's demo
 // button sends its runs one by one so they arrive live. Text only goes in through textContent.
 (function () {
   "use strict";
@@ -108,20 +109,25 @@
     return true;
   };
 
-  function refreshRun(box) {
+  function refreshParts(selectors, then) {
     fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
       .then(function (r) { if (!r.ok) { throw new Error("http " + r.status); } return r.text(); })
       .then(function (html) {
         var fresh = new DOMParser().parseFromString(html, "text/html");
-        ["[data-run-head]", "[data-run-spans]"].forEach(function (selector) {
+        selectors.forEach(function (selector) {
           var old = document.querySelector(selector);
           var now = fresh.querySelector(selector);
           if (old && now) { old.replaceWith(document.importNode(now, true)); }
         });
-        var stillRunning = fresh.querySelector("[data-live-run]");
-        if (!stillRunning) { box.removeAttribute("data-live-run"); }
+        if (then) { then(fresh); }
       })
       .catch(function () { /* the next change tries again */ });
+  }
+
+  function refreshRun(box) {
+    refreshParts(["[data-run-head]", "[data-run-spans]"], function (fresh) {
+      if (!fresh.querySelector("[data-live-run]")) { box.removeAttribute("data-live-run"); }
+    });
   }
 
   function showNumbers(agent, numbers) {
@@ -151,6 +157,8 @@
     this.agent = this.channel && this.channel.indexOf("/") > 0 ? this.channel : null;
     this.runs = runsList ? new Runs(runsList) : null;
     this.runId = box.getAttribute("data-live-run");
+    this.sessionId = box.getAttribute("data-live-session");
+    this.sessionRuns = {};
     this.refreshing = null;
     var self = this;
     var initial = box.querySelector("[data-live-initial]");
@@ -237,6 +245,12 @@
       var box = this.box;
       this.refreshing = setTimeout(function () { refreshRun(box); }, RUN_REFRESH_MS);
     }
+    if (this.sessionId && this.endsTurn(fresh)) {
+      clearTimeout(this.refreshing);
+      this.refreshing = setTimeout(function () {
+        refreshParts(["[data-session-head]", "[data-turns]"]);
+      }, RUN_REFRESH_MS);
+    }
     if (data.stats && !showNumbers(data.agent, data.stats)) {
       var notice = document.querySelector("[data-live-new]");
       if (notice) { notice.hidden = false; }
@@ -246,6 +260,15 @@
       first.querySelector("[data-first-waiting]").hidden = true;
       first.querySelector("[data-first-arrived]").hidden = false;
     });
+  };
+
+  Feed.prototype.endsTurn = function (fresh) {
+    var runs = this.sessionRuns;
+    var sessionId = this.sessionId;
+    fresh.forEach(function (e) {
+      if (e.kind === "task.start" && e.session_id === sessionId) { runs[e.task_id] = true; }
+    });
+    return fresh.some(function (e) { return e.kind === "task.end" && runs[e.task_id]; });
   };
 
   function demo(form) {

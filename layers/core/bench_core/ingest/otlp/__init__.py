@@ -34,7 +34,7 @@ from ..pipeline import Later, accept
 from . import parked
 from .decode import DecodeError, decode
 from .evaluations import span_verdicts
-from .mapping import raw_evidence, span_events, span_problem, task_id
+from .mapping import raw_evidence, share_sessions, span_events, span_problem, task_id
 
 ENCODINGS = {"application/json": "json", "application/x-protobuf": "protobuf",
              "application/protobuf": "protobuf"}
@@ -130,6 +130,7 @@ def export_traces(ports: parked.OtlpPorts, key: KeyRecord, body: bytes, encoding
     for (slug, version), events in by_agent.items():
         ref = AgentRef(key.login, slug)
         spans_of = task_ids[(slug, version)]
+        share_sessions(events)
         content = parked.waiting(ports.store, ref, spans_of)
         events += [event for waiting in content.values() for event in waiting]
         try:

@@ -16,6 +16,8 @@ import json
 import re
 from typing import Any
 
+from ...domain.sessions import USER_ATTRIBUTES
+
 OPERATION = "gen_ai.operation.name"
 AGGREGATE_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
 AGGREGATE_KINDS = frozenset({"AGENT", "CHAIN"})
@@ -51,6 +53,12 @@ MASTRA_SPAN_TYPE = "mastra.span.type"
 MODEL = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "ai.response.model",
          "ai.model.id")
 TOOL_NAME = ("gen_ai.tool.name", "tool.name", "ai.toolCall.name")
+SESSION = ("session.id", "gen_ai.conversation.id", "langfuse.session.id",
+           "ai.telemetry.metadata.sessionId", "ai.telemetry.metadata.session_id")
+"""The conversation a span's run is part of (`domain.sessions`): OTel's and OpenInference's
+`session.id`, GenAI's conversation, Langfuse's, the Vercel AI SDK's telemetry metadata."""
+USER = USER_ATTRIBUTES
+"""Who the run was for (`domain.sessions.USER_ATTRIBUTES`, which the privacy gate hides)."""
 
 INPUT_ATTRIBUTES = ("gen_ai.input.messages", "gen_ai.tool.call.arguments",
                     "gen_ai.retrieval.query.text", "gen_ai.memory.query.text", "input.value",

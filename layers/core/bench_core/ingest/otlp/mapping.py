@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ...domain.field_limits import TIME_RULE, cap, ns_in_range
+from ...domain.field_limits import TIME_RULE, cap, ns_in_range, session_from_label
 from ...domain.models import MAX_DURATION_MS, CleanEvent
 from ...domain.pricing import price_evidence
 from ...domain.privacy import PUBLIC_ATTRIBUTES, public_value
@@ -24,9 +24,11 @@ from ...settings import Limits
 from .conventions import (
     MODEL,
     OPERATION,
+    SESSION,
     SYSTEM_INSTRUCTIONS,
     TOKENS,
     TOOL_NAME,
+    USER,
     content,
     first,
     is_aggregate,
@@ -71,7 +73,7 @@ def span_events(span: Span, limits: Limits) -> list[CleanEvent]:
     started, ended = _iso(span.start_ns), _iso(span.end_ns)
     failed = span.status_code == STATUS_ERROR
     events = [_event(f"{task}:start", "task.start", started, common,
-                     input=cap(_input(attrs), limits.max_field_bytes))]
+                     input=cap(_input(attrs), limits.max_field_bytes), **span_session(attrs))]
     evidence = evidence_data(attrs)
     if evidence is not None:
         events.append(_event(f"{task}:evidence", "task.log", ended, common, data=evidence))
@@ -82,6 +84,32 @@ def span_events(span: Span, limits: Limits) -> list[CleanEvent]:
                    limits.max_field_bytes),
         data=cap(metadata(span), limits.max_field_bytes)))
     return events
+
+
+def span_session(attrs: dict[str, Any]) -> dict[str, str]:
+    """The session and user a span names (`conventions.SESSION`, `USER`), within the rule."""
+    found = {"session_id": session_from_label(first(attrs, SESSION)),
+             "user_id": session_from_label(first(attrs, USER))}
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def share_sessions(events: list[CleanEvent]) -> None:
+    """A trace's session and user, where one of its spans names them, given to its root span's
+    start when the root has none: a run's session is its root's (`domain.sessions`), and an
+    instrumentation may set `gen_ai.conversation.id` on the model call alone. Roots sent in
+    another request keep what they named."""
+    named: dict[str, dict[str, str]] = {}
+    for event in events:
+        if event.kind == "task.start" and event.task_id is not None:
+            trace = named.setdefault(event.task_id.partition("-")[0], {})
+            for field_name in ("session_id", "user_id"):
+                if field_name in event.body:
+                    trace.setdefault(field_name, event.body[field_name])
+    for event in events:
+        if (event.kind == "task.start" and event.task_id is not None
+                and "parent_task_id" not in event.body):
+            for field_name, value in named.get(event.task_id.partition("-")[0], {}).items():
+                event.body.setdefault(field_name, value)
 
 
 def _event(event_id: str, kind: str, ts: str, common: dict[str, Any],

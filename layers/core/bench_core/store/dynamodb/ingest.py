@@ -85,7 +85,14 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ...domain.field_limits import dumps, within_task_limit
-from ...domain.folding import BatchFold, fold_batch, group_by_task, newest_runs
+from ...domain.folding import (
+    BatchFold,
+    fold_batch,
+    group_by_task,
+    newest_runs,
+    owe_session,
+    owing_parents,
+)
 from ...domain.models import (
     AgentMeta,
     AgentRef,
@@ -113,6 +120,7 @@ from .codec.agents import (
 )
 from .codec.keys import DAY, EVENT, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
 from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, page_item, page_max_ts
+from .codec.sessions import session_run_items, session_updates
 from .codec.spans import SPAN_ATTRIBUTES, task_from_span
 from .codec.tasks import (
     SEEN_INLINE,
@@ -577,6 +585,9 @@ class _BatchWrite:
                     return
                 continue
             plan = self._plan(unit, pages)
+            # before the transaction, as the pages: a failed one is sent again (`codec.sessions`)
+            self.store.table.write_all(session_run_items(self.agent,
+                                                         [delta for _, delta in plan.fold.runs]))
             try:
                 if plan.actions:
                     self.store.table.transact(plan.actions)
@@ -610,13 +621,15 @@ class _BatchWrite:
         updates += [child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
                                       fold.child_evidence.get(task_id),
                                       on_pages.get(task_id), new_seen.get(task_id),
-                                      run_holder=task_id in fold.unknown_parents)
+                                      run_holder=task_id in fold.unknown_parents,
+                                      session=fold.child_sessions.get(task_id))
                     for task_id in owed]
         updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence,
                                self.shard)
         updates += version_run_updates(agent, [delta for _, delta in fold.runs], self.shard)
         updates += series_updates(agent, batch_buckets(
             [fold.tasks[task_id] for task_id, _ in fold.runs], unit), self.shard)
+        updates += session_updates(agent, [delta for _, delta in fold.runs])
         key = counter_key(agent, self.shard)
         on_shard = next((u for u in updates if u.key == key), None) or expiring(Update(key), agent)
         if self.dropped:
@@ -704,7 +717,8 @@ class _BatchWrite:
         for task_id in touched:
             before = self.states.get(task_id) or TaskState(task_id=task_id)
             self.states[task_id] = replace(
-                before, child_cost_usd=before.child_cost_usd + fold.child_costs.get(task_id, 0.0),
+                owe_session(before, fold.child_sessions.get(task_id)),
+                child_cost_usd=before.child_cost_usd + fold.child_costs.get(task_id, 0.0),
                 evidence=add_usage(before.evidence, fold.child_evidence.get(task_id)),
                 run_id=task_id if task_id in fold.unknown_parents else before.run_id,
                 version=before.version + 1)
@@ -741,7 +755,7 @@ def _within_limit(fresh: list[CleanEvent], seen: dict[str, set[bytes]]) -> None:
 
 def _untouched_parents(fold: BatchFold) -> set[str]:
     """Parents the batch writes without folding: owed cost or evidence, or holding a run."""
-    return fold.child_costs.keys() | fold.child_evidence.keys() | fold.unknown_parents
+    return owing_parents(fold) | fold.unknown_parents
 
 
 def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies: dict[str, str],
@@ -763,12 +777,13 @@ def write_pages(table: Table, agent: AgentKeys, events: list[CleanEvent], bodies
 def _units(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[CleanEvent]]:
     """The events in transactions DynamoDB accepts: whole tasks together where they fit, one
     task's events split in order where it alone is too big. Costs are counted generously: a
-    task's item can be as large as its events, and it may add a parent and a day (a run: a day
-    and its version's item, `codec.versions`, but no parent); an event no task folds may add a
-    placeholder for its task; the buckets over time the unit adds to are counted apart, once
-    each (`timeseries.series_keys`)."""
+    task's item can be as large as its events, and it may add a parent and a day (a run: a day,
+    its version's item, `codec.versions`, and its session's counters, `codec.sessions`, but no
+    parent); an event no task folds may add a placeholder for its task; the buckets over time
+    the unit adds to are counted apart, once each (`timeseries.series_keys`)."""
     pieces = [piece for group in group_by_task(events).values()
-              for piece in _pieces(group, bodies, fixed=3, each=0, most=SEEN_INLINE)]
+              for piece in _pieces(group, bodies, fixed=3 + _may_be_root(group), each=0,
+                                   most=SEEN_INLINE)]
     pieces += _pieces([e for e in events if not _is_task_event(e)], bodies, fixed=0, each=1,
                       most=MAX_TRANSACTION_ITEMS)
     unit: list[CleanEvent] = []
@@ -801,6 +816,11 @@ def _paged(events: list[CleanEvent], bodies: dict[str, str]) -> Iterator[list[Cl
         size += event_size
     if page:
         yield page
+
+
+def _may_be_root(group: list[CleanEvent]) -> bool:
+    """Whether a task's events may finish a run (none names a parent)."""
+    return not any(event.body.get("parent_task_id") for event in group)
 
 
 def _is_task_event(event: CleanEvent) -> bool:

@@ -45,11 +45,13 @@ from typing import Any
 from ...domain.models import AgentRef, TaskState, iso
 from ...domain.run_list import RunFilter
 from ...domain.runs import append_log, span_key
+from ...domain.sessions import SessionFilter, SessionRun, SessionStats, list_key
 from ...ports.store import (
     FAILURES_KEPT,
     RunCounts,
     RunHead,
     RunsPage,
+    SessionsPage,
     decode_cursor,
     encode_cursor,
     sorted_page,
@@ -57,6 +59,12 @@ from ...ports.store import (
 from .agents import live_agent
 from .client import Table
 from .codec.keys import META, TASK, AgentKeys, task_sort_key
+from .codec.sessions import (
+    session_from_item,
+    session_prefix,
+    session_run_from_item,
+    sessions_pk,
+)
 from .codec.spans import FAILED_ROW, SPAN_ATTRIBUTES, task_from_span
 from .codec.tasks import task_attributes, task_from_item
 from .codec.values import to_item
@@ -202,6 +210,48 @@ class DynamoRuns:
         its log entries, as the migration stores them (`unmigrated_run`)."""
         root.logs = stored_logs(self.table, agent, root.task_id)
         return sorted(unmigrated_run(self.table, agent, root), key=span_key)
+
+    def session_runs(self, ref: AgentRef, session_id: str, *, limit: int
+                     ) -> tuple[SessionStats | None, list[SessionRun]]:
+        """One Query of the agent's key: the session's counters, then its runs in start order
+        (`codec.sessions`), eventually consistent (half the units)."""
+        agent = AgentKeys(ref.login, ref.slug)
+        head = session_prefix(session_id)
+        params = self.table.query_params(agent.pk, "begins_with(#sk, :head)", head=head)
+        params["ConsistentRead"] = False
+        params["Limit"] = limit + 1
+        stats: SessionStats | None = None
+        runs: list[SessionRun] = []
+        for item in itertools.islice(self.table.pages(params), limit + 1):
+            if item["sk"] == head:
+                stats = session_from_item(item)
+            elif len(runs) < limit:
+                runs.append(session_run_from_item(item))
+        return stats, runs
+
+    def list_sessions(self, ref: AgentRef, where: SessionFilter, *, limit: int,
+                      cursor: str | None = None) -> SessionsPage:
+        """The agent's sessions on `gsi1`, newest first, bounded by when they began (the
+        cursor's too) in the key condition; a user or status is kept as read."""
+        agent = AgentKeys(ref.login, ref.slug)
+        upper = min((b for b in (where.until, decode_cursor(cursor)[0] if cursor else None)
+                     if b is not None), default="\uffff")
+        lower = where.since or "0"  # every key begins with a year
+        params = self.table.query_params(sessions_pk(agent), "#sk BETWEEN :low AND :high",
+                                         index="gsi1", forward=False, low=lower, high=upper)
+        params["Limit"] = limit + 1
+        kept: list[SessionStats] = []
+        for item in self.table.pages(params):
+            if item["gsi1sk"] >= upper:  # BETWEEN holds its bound: a cursor's is the last shown
+                continue
+            session = session_from_item(item)
+            if where.holds(session):
+                kept.append(session)
+                if len(kept) > limit:
+                    break
+        more = len(kept) > limit
+        return SessionsPage(kept[:limit], encode_cursor(list_key(kept[limit - 1]))
+                            if more else None)
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,
                   cursor: str | None = None) -> RunsPage:

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...domain.field_limits import dumps, within_task_limit
-from ...domain.folding import fold_batch, newest_runs
+from ...domain.folding import Owed, fold_batch, newest_runs, owe_session, owing_parents
 from ...domain.models import (
     LATEST_RUNS,
     AgentMeta,
@@ -23,6 +23,7 @@ from ...domain.models import (
 )
 from ...domain.privacy import new_agent
 from ...domain.runs import parent_ids
+from ...domain.sessions import SessionStats, merged, runs_by_session
 from ...domain.stats import bucket_index
 from ...domain.timeseries import batch_buckets
 from ...domain.versions import VersionStats, runs_by_version
@@ -69,6 +70,13 @@ def add_version_runs(tables: Tables, ref: AgentRef, runs: list[RunDelta]) -> Non
         kept.setdefault(version, VersionStats(version)).add(added)
 
 
+def add_session_runs(tables: Tables, ref: AgentRef, runs: list[RunDelta]) -> None:
+    """What a batch's runs add to their sessions' counters (`domain.sessions`)."""
+    kept = tables.sessions.setdefault(ref, {})
+    for session_id, added in runs_by_session(runs).items():
+        kept[session_id] = merged(kept.get(session_id, SessionStats(session_id)), added)
+
+
 def _new_events(stored: dict[str, StoredEvent], events: list[CleanEvent]) -> list[CleanEvent]:
     """The events not stored yet, in batch order; a repeated id within the batch counts once."""
     seen: set[str] = set()
@@ -113,15 +121,17 @@ class MemoryIngest(Concern):
                 for task in tables.tasks[ref].values():
                     if task.run_id == moved.old:
                         task.run_id = moved.new
-            for parent in fold.child_costs.keys() | fold.child_evidence.keys():
+            for parent in owing_parents(fold):
                 self._add_child_cost(tables.tasks[ref], parent, fold.child_costs.get(parent, 0.0),
-                                     fold.child_evidence.get(parent))
+                                     fold.child_evidence.get(parent),
+                                     fold.child_sessions.get(parent))
             self._apply_runs(tables, row, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(row, fold.evidence)
             add_version_runs(tables, ref, [delta for _, delta in fold.runs])
             add_series(tables, ref, batch_buckets(
                 [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
+            add_session_runs(tables, ref, [delta for _, delta in fold.runs])
             refresh_rank(row, self.rules)
             agent = live_agent(tables, ref, self.rules.now())
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
@@ -152,11 +162,10 @@ class MemoryIngest(Concern):
             tasks[task.task_id] = kept
 
     def _add_child_cost(self, tasks: dict[str, TaskState], parent: str, amount: float,
-                        evidence: Usage | None) -> None:
+                        evidence: Usage | None, session: Owed | None) -> None:
         """A parent not seen yet gets a placeholder; its start and end fill it in later."""
-        task = tasks.get(parent)
-        if task is None:
-            task = tasks[parent] = TaskState(task_id=parent)
+        task = tasks[parent] = owe_session(tasks.get(parent) or TaskState(task_id=parent),
+                                           session)
         task.child_cost_usd += amount
         task.evidence = add_usage(task.evidence, copied(evidence))
 

@@ -77,6 +77,7 @@ def _delete_agent(tables: Tables, ref: AgentRef) -> int:
     deleted = 1 + len(tables.events.pop(ref, {})) + len(tables.tasks.pop(ref, {}))
     deleted += len(tables.days.pop(ref, {})) + len(tables.judge_days.pop(ref, {}))
     deleted += len(tables.versions.pop(ref, {})) + len(tables.series.pop(ref, {}))
+    deleted += len(tables.sessions.pop(ref, {}))
     deleted += (tables.insights.pop(ref, None) is not None)
     deleted += (tables.capabilities.pop(ref, None) is not None)
     deleted += sum(len(run) for run in tables.feedback.pop(ref, {}).values())

@@ -10,7 +10,17 @@ from collections import defaultdict
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.run_list import RunFilter
 from ...domain.runs import span_key
-from ...ports.store import FAILURES_KEPT, RunCounts, RunHead, RunsPage, sorted_page
+from ...domain.sessions import SessionFilter, SessionRun, SessionStats, list_key, turn_order
+from ...ports.store import (
+    FAILURES_KEPT,
+    RunCounts,
+    RunHead,
+    RunsPage,
+    SessionsPage,
+    decode_cursor,
+    encode_cursor,
+    sorted_page,
+)
 from .ingest import started
 from .state import Concern, copied, live_agent, read_insights, read_task
 
@@ -57,6 +67,24 @@ class MemoryRuns(Concern):
                     if t.parent_task_id is None and where.keeps(t, spans[t.task_id])]
             found = sorted_page(where, kept, cursor, limit)
             return RunsPage([copied(t) for t in found.runs], found.next_cursor)
+
+    def session_runs(self, ref: AgentRef, session_id: str, *, limit: int
+                     ) -> tuple[SessionStats | None, list[SessionRun]]:
+        with self.memory.locked() as tables:
+            kept = copied(tables.sessions.get(ref, {}).get(session_id))
+            runs = sorted((t for t in started(tables, ref) if t.parent_task_id is None
+                           and t.session_id == session_id and t.finished), key=turn_order)
+            return kept, [SessionRun.of_task(t) for t in runs[:limit]]
+
+    def list_sessions(self, ref: AgentRef, where: SessionFilter, *, limit: int,
+                      cursor: str | None = None) -> SessionsPage:
+        before = decode_cursor(cursor)[0] if cursor else None
+        with self.memory.locked() as tables:
+            kept = sorted((copied(s) for s in tables.sessions.get(ref, {}).values()
+                           if where.holds(s) and (before is None or list_key(s) < before)),
+                          key=list_key, reverse=True)
+        more = len(kept) > limit
+        return SessionsPage(kept[:limit], encode_cursor(list_key(kept[limit - 1])) if more else None)
 
     @staticmethod
     def _under(tasks: list[TaskState], run: TaskState) -> list[TaskState]:

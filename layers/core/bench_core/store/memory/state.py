@@ -22,6 +22,7 @@ from ...domain import stats
 from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, KeyRecord, TaskState
 from ...domain.ranking import rank_values, search_text
+from ...domain.sessions import SessionStats
 from ...domain.timeseries import Bucket, BucketKey
 from ...domain.versions import VersionStats
 from ..rules import Rules
@@ -110,6 +111,8 @@ class Tables:
     """By agent, then version (`domain.versions`)."""
     series: dict[AgentRef, dict[BucketKey, Bucket]] = field(default_factory=dict)
     """By agent, then scope, grain and period (`domain.timeseries`)."""
+    sessions: dict[AgentRef, dict[str, SessionStats]] = field(default_factory=dict)
+    """By agent, then session id (`domain.sessions`)."""
     judge_days: dict[AgentRef, dict[str, list[float]]] = field(default_factory=dict)
     """By agent and day: [tokens, cost]."""
     insights: dict[AgentRef, str] = field(default_factory=dict)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...domain import stats
 from ...domain.field_limits import dumps, within_task_limit
-from ...domain.folding import fold_batch, newest_runs
+from ...domain.folding import Owed, fold_batch, newest_runs, owing_parents
 from ...domain.models import (
     LATEST_RUNS,
     AgentMeta,
@@ -31,6 +31,7 @@ from ...ports.store import decode_cursor, encode_cursor
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .packing import event_body, load, pack_body, pack_json
+from .sessions import add_session_runs
 from .timeseries import add_series
 from .versions import add_version_runs
 
@@ -73,7 +74,7 @@ cost."""
 TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, duration_ms, "
              "cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, cost_breakdown, "
              "started_at, ended_at, version, eval, evidence, run_id, logs, recorded, called_model, "
-             "agent_version")
+             "agent_version, session_id, user_id")
 _TASK_WIDTH = len(TASK_COLS.split(", "))
 EVENT_COLS = "body, event_id, kind, ts, task_id"
 """What `packing.event_body` makes an event's body of."""
@@ -103,7 +104,7 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
     at once)."""
     (task_id, parent, name, status, input, output, metadata, duration, cost, reported, logged,
      child, breakdown, started, ended, version, result, evidence, run_id, logs, recorded,
-     model, agent_version) = tuple(row)[:_TASK_WIDTH]
+     model, agent_version, session_id, user_id) = tuple(row)[:_TASK_WIDTH]
     return TaskState(
         task_id=task_id, parent_task_id=parent, name=name, status=status,
         input=load(input), output=load(output), metadata=load(metadata),
@@ -112,7 +113,7 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
         started_at=started, ended_at=ended, version=version,
         eval=EvalResult.from_dict(load(result)) if result else None,
         evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [], recorded=recorded,
-        model=model, agent_version=agent_version)
+        model=model, agent_version=agent_version, session_id=session_id, user_id=user_id)
 
 
 def _usage(text: str | None) -> Usage | None:
@@ -166,15 +167,17 @@ class SqliteIngest(Concern):
             fold = fold_batch(states, fresh, meta.version)
             self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
             reassign_runs(conn, agent_id, fold.reassign)
-            for parent in fold.child_costs.keys() | fold.child_evidence.keys():
+            for parent in owing_parents(fold):
                 self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
-                                     fold.child_evidence.get(parent))
+                                     fold.child_evidence.get(parent),
+                                     fold.child_sessions.get(parent))
             self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
                              fresh, dropped if fresh or not events else 0)  # a replay counts once
             self._apply_evidence(conn, agent_id, fold.evidence)
             add_version_runs(conn, agent_id, [delta for _, delta in fold.runs])
             add_series(conn, agent_id, batch_buckets(
                 [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
+            add_session_runs(conn, agent_id, [delta for _, delta in fold.runs])
             agent = refresh_rank(conn, login, meta.slug, self.rules)
         live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
@@ -247,25 +250,25 @@ class SqliteIngest(Concern):
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    pack_json(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
                    _usage_json(t.evidence), t.run_id, dumps(t.logs), t.recorded, t.model,
-                   t.agent_version, agent_id, t.task_id)
+                   t.agent_version, t.session_id, t.user_id, agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
             "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
             "cost_logged_usd = ?, child_cost_usd = ?, cost_breakdown = ?, started_at = ?, "
             "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, recorded = ?, "
-            "called_model = ?, agent_version = ?, version = version + 1 "
+            "called_model = ?, agent_version = ?, session_id = ?, user_id = ?, version = version + 1 "
             "WHERE agent_id = ? AND task_id = ?", updates)
         conn.executemany(
             "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
             "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "
             "cost_breakdown, started_at, ended_at, sort_ts, evidence, run_id, logs, recorded, "
-            "called_model, agent_version, agent_id, task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "called_model, agent_version, session_id, user_id, agent_id, task_id) VALUES "
+            f"({', '.join('?' * 25)})",
             inserts)
 
     def _add_child_cost(self, conn: sqlite3.Connection, agent_id: int, parent: str,
-                        amount: float, evidence: Usage | None) -> None:
+                        amount: float, evidence: Usage | None, session: Owed | None) -> None:
         """A parent not seen yet gets a placeholder row; its start/end fill it in later. The
         write lock is held, so adding to the parent's evidence may read it first."""
         conn.execute(
@@ -273,6 +276,10 @@ class SqliteIngest(Concern):
             "VALUES (?, ?, 'running', ?, '') ON CONFLICT (agent_id, task_id) "
             "DO UPDATE SET child_cost_usd = child_cost_usd + excluded.child_cost_usd",
             (agent_id, parent, amount))
+        if session is not None:  # `folding.owe_session`
+            conn.execute("UPDATE tasks SET session_id = coalesce(session_id, ?), "
+                         "user_id = coalesce(user_id, ?) WHERE agent_id = ? AND task_id = ?",
+                         (*session, agent_id, parent))
         if evidence is not None:
             row = conn.execute("SELECT evidence FROM tasks WHERE agent_id = ? AND task_id = ?",
                                (agent_id, parent)).fetchone()

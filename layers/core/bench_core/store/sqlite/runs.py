@@ -14,13 +14,15 @@ from ...domain.field_limits import dumps
 from ...domain.models import TASK_CONTENT, AgentRef, TaskState
 from ...domain.run_list import RunFilter
 from ...domain.runs import append_log
-from ...ports.store import FAILURES_KEPT, RunCounts, RunHead, RunsPage
+from ...domain.sessions import SessionFilter, SessionRun, SessionStats
+from ...ports.store import FAILURES_KEPT, RunCounts, RunHead, RunsPage, SessionsPage
 from .agents import find_agent_id, read_agent
 from .connection import Concern
 from .evals import read_insights
 from .ingest import EVENT_COLS, TASK_COLS, read_task, task_from_row
 from .packing import event_body
 from .run_list import list_runs
+from .sessions import read_session, read_sessions
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
@@ -129,3 +131,26 @@ class SqliteRuns(Concern):
         if agent_id is None:
             return RunsPage([], None)
         return list_runs(reader, agent_id, where, limit, cursor)
+
+    def session_runs(self, ref: AgentRef, session_id: str, *, limit: int
+                     ) -> tuple[SessionStats | None, list[SessionRun]]:
+        """The session's row and one range of `tasks_by_session`."""
+        reader = self.db.reader()
+        agent_id = find_agent_id(reader, ref)
+        if agent_id is None:
+            return None, []
+        rows = reader.execute(
+            f"SELECT {LIGHT_TASK_COLS} FROM tasks INDEXED BY tasks_by_session WHERE agent_id = ? "
+            "AND session_id = ? AND parent_task_id IS NULL AND ended_at IS NOT NULL "
+            "ORDER BY sort_ts, recorded, task_id LIMIT ?", (agent_id, session_id, limit)).fetchall()
+        return (read_session(reader, agent_id, session_id),
+                [SessionRun.of_task(task_from_row(r)) for r in rows])
+
+    def list_sessions(self, ref: AgentRef, where: SessionFilter, *, limit: int,
+                      cursor: str | None = None) -> SessionsPage:
+        """One range of `agent_sessions_by_start`."""
+        reader = self.db.reader()
+        agent_id = find_agent_id(reader, ref)
+        if agent_id is None:
+            return SessionsPage([], None)
+        return read_sessions(reader, agent_id, where, limit, cursor)

@@ -31,6 +31,7 @@ from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .run_list import add_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .sessions import SESSIONS_SCHEMA
 from .timeseries import TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
@@ -86,6 +87,8 @@ MIGRATIONS: list[Migration] = [
     LABEL_SET_SCHEMA,
     # 24: each agent's counters over time (hours and days)
     TIMESERIES_SCHEMA,
+    # 25: each run's session and user (indexed), and each session's counters
+    SESSIONS_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

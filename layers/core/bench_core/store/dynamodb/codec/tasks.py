@@ -16,16 +16,20 @@ from typing import Any
 from pydantic_core import from_json
 
 from ....domain.field_limits import dumps
+from ....domain.folding import Owed, owe_session
 from ....domain.models import TASK_CONTENT, USAGE_FIELDS, EvalResult, TaskState, Usage, add_usage, from_fields
 from .keys import CHUNK_SUFFIX, TASK, TASK_OVERFLOW, AgentKeys, expiring, expiry, task_sort_key
 from .spans import span_keys
 from .values import Update, number, set_or_remove, to_item
 
 _TASK_TEXT = ("parent_task_id", "name", "status", "started_at", "ended_at", "recorded", "model",
-              "agent_version")
+              "agent_version", "session_id", "user_id")
 _TASK_NUMBERS = ("duration_ms", "cost_usd", "reported_cost_usd", "cost_logged_usd")
 _TASK_JSON = ("input", "output", "metadata", "cost_breakdown", "logs")
 TASK_FIELDS = (*_TASK_TEXT, *_TASK_NUMBERS, *_TASK_JSON)
+OWED_SESSION = ("owed_session_id", "owed_user_id")
+"""The session and user a subtask handed to a task this write does not fold
+(`folding.owe_session`), kept beside its fields until a fold of it takes them in."""
 """What folding a task's own events gives (`TaskState`): kept as two JSON texts, `task` and
 `content` (its `TASK_CONTENT`), not one attribute each (see `task_fields`). Items written
 before that hold one attribute per field; they are read as they are and rewritten whole by
@@ -151,7 +155,8 @@ def run_keys(agent: AgentKeys, task: TaskState) -> dict[str, Any]:
 
 def child_cost_update(agent: AgentKeys, parent: str, amount: float,
                       evidence: Usage | None = None, pages: set[str] | None = None,
-                      seen: set[bytes] | None = None, *, run_holder: bool = False) -> Update:
+                      seen: set[bytes] | None = None, *, run_holder: bool = False,
+                      session: Owed | None = None) -> Update:
     """A finished subtask's cost and evidence (or only the `pages` and `seen` digests of
     events of a task that no `task.*` event folds), added to a task this write does not fold. A task not seen yet
     becomes a placeholder (no index keys, so no listing shows it) until its events come.
@@ -162,6 +167,9 @@ def child_cost_update(agent: AgentKeys, parent: str, amount: float,
                              add={"version": 1, **evidence_adds(evidence)}), agent)
     if amount:
         update.add["child_cost_usd"] = number(amount)
+    for name, value in zip(OWED_SESSION, session or (), strict=False):
+        if value is not None:  # read back where the task names none (`task_from_item`)
+            update.set_if_absent[name] = value
     add_events(update, seen or set(), pages or set())
     if run_holder:  # only while it is one: a parent that arrived meanwhile has its own run
         update.set["run_id"] = parent
@@ -224,6 +232,8 @@ def task_from_item(item: dict[str, Any]) -> TaskState:
                   eval=eval_from_item(item), eval_version=int(item.get("eval_version", 0)),
                   run_id=item.get("run_id"))
     task = from_fields(TaskState, fields)
+    if OWED_SESSION[0] in item or OWED_SESSION[1] in item:
+        task = owe_session(task, (item.get(OWED_SESSION[0]), item.get(OWED_SESSION[1])))
     if "child_cost_usd" in item:  # rounded as the next fold will store the sum
         task.child_cost_usd = float(number(task.child_cost_usd + float(item["child_cost_usd"])))
     added = _added_evidence(item)
