@@ -53,8 +53,8 @@ def test_the_queue_puts_the_judges_doubts_first_then_disputes_then_the_unseen(
     queue = server.get(f"/api/agents/{login}/queued/queue", owner_key)
     assert [(i["run_id"], i["reason"]) for i in queue["runs"]] == [
         ("closest", "unsure"), ("close-above", "unsure"), ("clear-fail", "unsure"),
-        ("sure-pass", "unsure"), ("disputed", "disagreed"), ("unjudged", "unlooked")]
-    disputed = queue["runs"][4]
+        ("disputed", "disagreed"), ("unjudged", "unlooked"), ("sure-pass", "unlooked")]
+    disputed = queue["runs"][3]
     assert (disputed["score"], disputed["cell"]) == (0.8, "pf")
     assert disputed["feedback_url"] == f"/api/agents/{login}/queued/runs/disputed/feedback"
     assert queue["window"] == 8

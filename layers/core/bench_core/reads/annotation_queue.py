@@ -4,10 +4,11 @@ next, for the queue page (`/dashboard/agents/{slug}/queue`) and its JSON twin.
 Of the newest `QUEUE_WINDOW` runs (one page of the agent's runs and one batch read of their
 marks, `FeedbackStore.run_marks`: bounded whatever the agent's history), in this order:
 
-1. `unsure`: judged, nobody has looked yet, the judge's score nearest the pass mark first
-   (`domain.agreement.PASS_MARK`): where a person's verdict tells most about the judge;
+1. `unsure`: judged within `UNSURE_WITHIN` of the pass mark (`domain.agreement.PASS_MARK`),
+   nobody has looked yet, nearest first: where a person's verdict tells most about the judge;
 2. `disagreed`: the judge and people gave opposite verdicts: worth a second look;
-3. `unlooked`: not judged (yet, or unscored), nobody has looked yet, newest first.
+3. `unlooked`: nobody has looked yet, the judge sure of it or not judged (yet, or unscored),
+   newest first.
 
 Runs where the judge and people agree are done and left out. The agent's label set comes
 with it, for a verdict to carry one. Only the owner's session or owner
@@ -28,6 +29,8 @@ from .feedback import label_set
 
 QUEUE_WINDOW = 100
 """The newest runs the queue looks through."""
+UNSURE_WITHIN = 0.25
+"""How near the pass mark a judge's score is for the judge to count as unsure of it."""
 
 Reason = Literal["unsure", "disagreed", "unlooked"]
 REASONS: dict[Reason, str] = {"unsure": "judge least sure", "disagreed": "judge and people disagree",
@@ -43,13 +46,20 @@ def _score(run: TaskState) -> float | None:
     return judged.score if judged is not None and judged.status == "scored" else None
 
 
+def _doubt(run: TaskState) -> float | None:
+    """How far the judge's score is from the pass mark, where that is within `UNSURE_WITHIN`."""
+    score = _score(run)
+    doubt = None if score is None else abs(score - PASS_MARK)
+    return doubt if doubt is not None and doubt < UNSURE_WITHIN else None
+
+
 def queued(runs: list[TaskState], marks: dict[str, Cell | None]
            ) -> list[tuple[Reason, TaskState]]:
     """The runs in the queue's order with why each is there (`runs` newest first)."""
-    unsure = [r for r in runs if r.task_id not in marks and _score(r) is not None]
-    unsure.sort(key=lambda r: abs((_score(r) or 0.0) - PASS_MARK))
+    unsure = [r for r in runs if r.task_id not in marks and _doubt(r) is not None]
+    unsure.sort(key=lambda r: _doubt(r) or 0.0)
     disagreed = [r for r in runs if marks.get(r.task_id) in ("pf", "fp")]
-    unlooked = [r for r in runs if r.task_id not in marks and _score(r) is None]
+    unlooked = [r for r in runs if r.task_id not in marks and _doubt(r) is None]
     return ([("unsure", r) for r in unsure] + [("disagreed", r) for r in disagreed]
             + [("unlooked", r) for r in unlooked])
 
