@@ -1,0 +1,115 @@
+"""The regression monitors over an agent's own hourly counters (`alerts/monitor.py`
+`watch_counters`, taken by each `look`), on SQLite, DynamoDB (moto) and the in-memory store:
+simulated streams go in hour by hour through the store's real ingest path, the store's clock
+moves with them, and a look follows each completed hour. A drop in success rate opens one
+alert after the change and never before, keeps it while the drop lasts, and resolves it after
+recovery; a steady stream opens none."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from bench_core.alerts.monitor import Change, look
+from bench_core.clock import FixedClock
+from bench_core.domain.models import AgentMeta, AgentRef, iso
+from bench_core.domain.monitors import Metric
+from bench_core.ports.store import Store
+from bench_core.store.memory.store import MemoryStore
+from bench_core.store.sqlite.store import SqliteStore
+
+from tests.factories import clean, task_events
+
+REF = AgentRef("alice", "watched")
+T0 = datetime(2026, 11, 2, tzinfo=UTC)
+RUNS_PER_HOUR = 6
+CHANGE_AT = 48
+"""The first bad hour: two days of a steady 11 in 12 succeeding before it."""
+RECOVERED_AT = 72
+HOURS = 132
+
+
+@pytest.fixture(params=["sqlite", "dynamodb", "memory"])
+def clocked(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, FixedClock]]:
+    clock = FixedClock(T0)
+    if request.param == "memory":
+        yield MemoryStore.open(clock=clock), clock
+    elif request.param == "sqlite":
+        store = SqliteStore.open(tmp_path / "bench.db", clock=clock)
+        yield store, clock
+        store.close()
+    else:
+        from tests.aws.moto_table import dynamo_store
+
+        with dynamo_store(clock=clock) as store:
+            yield store, clock
+
+
+def failures_in(hour: int, regressed: bool) -> int:
+    """3 of 6 failing while regressed; else one every other hour."""
+    if regressed:
+        return 3
+    return 1 if hour % 2 == 0 else 0
+
+
+def ingest_hour(store: Store, clock: FixedClock, hour: int, failures: int) -> None:
+    """The hour's runs, a batch ending within it, sent as the hour ends."""
+    start = T0 + timedelta(hours=hour)
+    clock.set(start + timedelta(minutes=59))
+    events = []
+    for i in range(RUNS_PER_HOUR):
+        status = "failed" if i < failures else "success"
+        for j, event in enumerate(task_events(f"h{hour}-r{i}", status=status, duration_ms=800)):
+            events.append({**event, "ts": iso(start + timedelta(minutes=5 * i, seconds=j))})
+    store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
+
+
+def run_stream(store: Store, clock: FixedClock, regressed: range) -> list[tuple[int, Change]]:
+    """Each hour ingested, then a look just after it completes; (hour, change) of each alert
+    that opened or resolved, the hour being the last completed one at that look."""
+    seen = []
+    for hour in range(HOURS):
+        ingest_hour(store, clock, hour, failures_in(hour, hour in regressed))
+        clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
+        seen += [(hour, change) for change in look(store, REF, iso(clock.now()))]
+    return seen
+
+
+def test_a_drop_opens_one_alert_after_the_change_and_resolves_after_recovery(
+        clocked: tuple[Store, FixedClock]) -> None:
+    store, clock = clocked
+    seen = run_stream(store, clock, range(CHANGE_AT, RECOVERED_AT))
+    assert [(c.event, c.alert.metric) for _, c in seen] == [
+        ("opened", Metric.SUCCESS), ("resolved", Metric.SUCCESS)], "one alert, one episode"
+    (opened_at, opened), (resolved_at, resolved) = seen
+    assert CHANGE_AT <= opened_at < CHANGE_AT + 12, "after the change, within half a day"
+    assert opened.alert.version is None and opened.alert.current is not None
+    assert opened.alert.baseline is not None and opened.alert.current < opened.alert.baseline
+    assert opened.alert.since <= iso(T0 + timedelta(hours=CHANGE_AT)) < opened.alert.opened_at
+    assert RECOVERED_AT <= resolved_at < RECOVERED_AT + 60, "after recovery, within 2.5 days"
+    assert resolved.alert.resolved_by == "recovery"
+    assert resolved.alert.alert_id == opened.alert.alert_id
+    assert store.alerts.agent_alerts(REF, unresolved=True) == []
+
+
+def test_a_steady_stream_opens_no_alert(clocked: tuple[Store, FixedClock]) -> None:
+    store, clock = clocked
+    assert run_stream(store, clock, range(0)) == []
+    assert store.alerts.agent_alerts(REF) == []
+
+
+def test_a_look_reads_completed_hours_only(clocked: tuple[Store, FixedClock]) -> None:
+    """The hour under way is no period: the drop within it is not seen until it completes."""
+    store, clock = clocked
+    for hour in range(CHANGE_AT):
+        ingest_hour(store, clock, hour, failures_in(hour, False))
+    for hour in range(CHANGE_AT, CHANGE_AT + 24):
+        ingest_hour(store, clock, hour, RUNS_PER_HOUR)
+    clock.set(T0 + timedelta(hours=CHANGE_AT + 23, minutes=59, seconds=30))
+    opened = look(store, REF, iso(clock.now()))
+    assert [c.alert.metric for c in opened] == [Metric.SUCCESS]
+    assert opened[0].alert.runs == 24 * RUNS_PER_HOUR
+    assert opened[0].alert.current == pytest.approx(1 / 24), \
+        "the day of completed hours: hour 47's six successes in, the hour under way out"
