@@ -1,21 +1,31 @@
 """One look at an agent's monitors and the news delivered: what the runners call (the local
-worker after an agent's evals, the eval function on AWS after each agent's round). Never
-raises: an alert that cannot be raised or told is logged, and the next look tries again (a
-resolution or an opening is kept in the store before it is told)."""
+worker after an agent's evals, the eval function on AWS after each agent's round, and the
+hourly round over the agents active lately, `watch_active`). Never raises: an alert that
+cannot be raised or told is logged, and the next look tries again (a resolution or an opening
+is kept in the store before it is told)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Protocol
 
 from ..accounts.secrets import Secrets
 from ..clock import Clock
 from ..domain.models import AgentRef, iso
 from ..log import logger
+from ..ports.services import WithLeaderboard
+from ..ports.workflows import State
 from ..settings import Settings
 from .delivery import deliver, webhook_secret
 from .monitor import Change, MonitorConcerns, look
+
+ACTIVE_WITHIN = timedelta(hours=2)
+"""An agent is looked at by the hourly round when its last event is this recent: two hours,
+so the runs of an hour that was under way at one round (after its look) are seen by the next."""
+ACTIVE_LIMIT = 200
+"""The most agents the hourly round reads (the leaderboard's, by runs)."""
 
 
 class AlertPorts(Protocol):
@@ -51,3 +61,41 @@ def watch_agent(ports: AlertPorts, ref: AgentRef, *,
     except Exception:  # a monitor never takes down the work it follows
         logger.exception("the regression monitors failed", extra={"agent": ref.path})
         return []
+
+
+class ActivePorts(AlertPorts, Protocol):
+    """A look's ports, with the leaderboard to find the agents active lately."""
+
+    @property
+    def store(self) -> ActiveConcerns: ...
+
+
+class ActiveConcerns(MonitorConcerns, WithLeaderboard, Protocol):
+    """The monitors' concerns and the leaderboard."""
+
+
+def watch_active(ports: ActivePorts, *, limit: int = ACTIVE_LIMIT,
+                 sleep: Callable[[float], None] = time.sleep) -> list[AgentRef]:
+    """The hourly round's looks: so an agent whose runs the judge never takes (its budget
+    skips them all) is watched too, each agent with an event in the last `ACTIVE_WITHIN` among
+    the `limit` with the most runs on the leaderboard (one index read; listed agents only,
+    which is where no cheaper listing exists on DynamoDB: a private agent is looked at after
+    its evals). An agent already looked at this hour is not looked at again (`look`). The
+    agents looked at."""
+    since = iso(ports.clock.now() - ACTIVE_WITHIN)
+    try:
+        agents = ports.store.leaderboard.leaderboard("runs", limit=limit)
+    except Exception:
+        logger.exception("could not list the agents to watch; the next round tries again")
+        return []
+    active = [a.ref for a in agents if (a.stats.last_event_at or "") >= since]
+    for ref in active:
+        watch_agent(ports, ref, sleep=sleep)
+    return active
+
+
+def hourly_looks(ports: ActivePorts, state: State) -> State:
+    """The hourly state machine's step on AWS (`statemachines/cluster.asl.json`
+    `WatchActiveAgents`, run by the cluster function): `watch_active`, and how many agents it
+    looked at. Run twice in an hour (a retry, a second start), it looks at none again."""
+    return {**state, "watched": len(watch_active(ports))}
