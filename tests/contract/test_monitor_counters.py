@@ -3,23 +3,33 @@
 simulated streams go in hour by hour through the store's real ingest path, the store's clock
 moves with them, and a look follows each completed hour. A drop in success rate opens one
 alert after the change and never before, keeps it while the drop lasts, and resolves it after
-recovery; a steady stream opens none."""
+recovery; a steady stream opens none. The hourly round (the Lambda's `watch_active` step on
+AWS, the local runner's timer on one machine) does the same for an agent no judge ever takes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from bench_core.alerts.monitor import Change, look
+from bench_core.alerts.watch import ACTIVE_WITHIN
 from bench_core.clock import FixedClock
 from bench_core.domain.models import AgentMeta, AgentRef, iso
 from bench_core.domain.monitors import Metric
 from bench_core.ports.store import Store
+from bench_core.runtime.adapters import Services
+from bench_core.runtime.jobs import LocalJobs
+from bench_core.settings import Settings
 from bench_core.store.memory.store import MemoryStore
 from bench_core.store.sqlite.store import SqliteStore
+from bench_core.workflows.local import LocalRunner
 
+from tests.aws.cfn import REPO
+from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
+from tests.conftest import HANG_GUARD_S
 from tests.factories import clean, task_events
 
 REF = AgentRef("alice", "watched")
@@ -37,9 +47,9 @@ def clocked(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[St
     if request.param == "memory":
         yield MemoryStore.open(clock=clock), clock
     elif request.param == "sqlite":
-        store = SqliteStore.open(tmp_path / "bench.db", clock=clock)
-        yield store, clock
-        store.close()
+        sqlite = SqliteStore.open(tmp_path / "bench.db", clock=clock)
+        yield sqlite, clock
+        sqlite.close()
     else:
         from tests.aws.moto_table import dynamo_store
 
@@ -75,6 +85,34 @@ def run_stream(store: Store, clock: FixedClock, regressed: range) -> list[tuple[
         clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
         seen += [(hour, change) for change in look(store, REF, iso(clock.now()))]
     return seen
+
+
+def states(store: Store) -> dict[str, str]:
+    return {a.alert_id: a.state for a in store.alerts.agent_alerts(REF)}
+
+
+def run_rounds(store: Store, clock: FixedClock, regressed: range,
+               round_: Callable[[], None]) -> list[tuple[int, str]]:
+    """Like `run_stream`, an hourly round instead of a look: (hour, "opened" or "resolved")
+    as the agent's alerts change."""
+    seen, before = [], states(store)
+    for hour in range(HOURS):
+        ingest_hour(store, clock, hour, failures_in(hour, hour in regressed))
+        clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
+        round_()
+        after = states(store)
+        seen += [(hour, "opened") for a in after if a not in before]
+        seen += [(hour, "resolved") for a, state in after.items()
+                 if state == "resolved" and before.get(a) not in (None, "resolved")]
+        before = after
+    return seen
+
+
+def assert_one_episode(seen: list[tuple[int, str]]) -> None:
+    (opened_at, opened), (resolved_at, resolved) = seen
+    assert (opened, resolved) == ("opened", "resolved")
+    assert CHANGE_AT <= opened_at < CHANGE_AT + 12
+    assert RECOVERED_AT <= resolved_at < RECOVERED_AT + 60
 
 
 def test_a_drop_opens_one_alert_after_the_change_and_resolves_after_recovery(
@@ -113,3 +151,45 @@ def test_a_look_reads_completed_hours_only(clocked: tuple[Store, FixedClock]) ->
     assert opened[0].alert.runs == 24 * RUNS_PER_HOUR
     assert opened[0].alert.current == pytest.approx(1 / 24), \
         "the day of completed hours: hour 47's six successes in, the hour under way out"
+
+
+@pytest.mark.parametrize("clocked", ["dynamodb"], indirect=True)
+def test_the_hourly_lambda_step_watches_an_agent_no_judge_takes(
+        clocked: tuple[Store, FixedClock], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """AWS's hourly state machine runs ClusterFunction's `watch_active` step: the real handler,
+    over the agents active in the last two hours (no eval ever ran for this one)."""
+    from bench_core.lambdas import workflow_steps
+
+    store, clock = clocked
+    services = Services(settings=Settings(data_dir=tmp_path), store=store)
+    monkeypatch.setattr(workflow_steps, "_services", services)
+    handler = fresh_function_module(REPO / "functions" / "cluster").handler
+    watched: list[int] = []
+
+    def round_() -> None:
+        watched.append(handler({"step": "watch_active", "state": {}}, LambdaContext())["watched"])
+
+    assert_one_episode(run_rounds(store, clock, range(CHANGE_AT, RECOVERED_AT), round_))
+    assert watched[0] == 0, "a day old at the least before the leaderboard lists it"
+    assert watched[-1] == 1
+    clock.advance(ACTIVE_WITHIN + timedelta(minutes=1))
+    assert handler({"step": "watch_active", "state": {}}, LambdaContext())["watched"] == 0, \
+        "no runs lately: not looked at"
+
+
+@pytest.mark.parametrize("clocked", ["sqlite"], indirect=True)
+def test_the_local_runners_hourly_round_watches_an_agent_no_judge_takes(
+        clocked: tuple[Store, FixedClock], tmp_path: Path) -> None:
+    store, clock = clocked
+    jobs = LocalJobs(Services(settings=Settings(data_dir=tmp_path), store=store))
+    runner = LocalRunner(jobs, workers=1, clock=clock)
+
+    def round_() -> None:
+        runner.scheduled_round()  # the looks run in a thread of their own: wait for it
+        for thread in threading.enumerate():
+            if thread.name == "bench-alerts-hourly":
+                thread.join(HANG_GUARD_S)
+
+    seen = run_rounds(store, clock, range(CHANGE_AT, RECOVERED_AT), round_)
+    assert_one_episode(seen)
