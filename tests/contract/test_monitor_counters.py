@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from bench_core.alerts.monitor import Change, look
-from bench_core.alerts.watch import ACTIVE_WITHIN
+from bench_core.alerts.watch import ACTIVE_WITHIN, watch_active
 from bench_core.clock import FixedClock
 from bench_core.domain.models import AgentMeta, AgentRef, iso
 from bench_core.domain.monitors import Metric
@@ -193,3 +193,15 @@ def test_the_local_runners_hourly_round_watches_an_agent_no_judge_takes(
 
     seen = run_rounds(store, clock, range(CHANGE_AT, RECOVERED_AT), round_)
     assert_one_episode(seen)
+
+
+def test_the_hourly_round_starts_a_look_only_while_one_fits(tmp_path: Path) -> None:
+    clock = FixedClock(T0)
+    store = MemoryStore.open(clock=clock)
+    services = Services(settings=Settings(data_dir=tmp_path), store=store)
+    for hour in (0, 25):  # a day old, then active: the leaderboard lists it
+        ingest_hour(store, clock, hour, 0)
+    assert watch_active(services, time_left=lambda: timedelta(seconds=30)) == [], \
+        "a look and its deliveries take longer than is left"
+    assert watch_active(services, time_left=lambda: timedelta(minutes=5)) == [REF]
+    assert watch_active(services) == [REF]

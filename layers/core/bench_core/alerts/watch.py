@@ -18,7 +18,7 @@ from ..log import logger
 from ..ports.services import WithLeaderboard
 from ..ports.workflows import State
 from ..settings import Settings
-from .delivery import deliver, webhook_secret
+from .delivery import deliver, longest_s, webhook_secret
 from .monitor import Change, MonitorConcerns, look
 
 ACTIVE_WITHIN = timedelta(hours=2)
@@ -26,6 +26,9 @@ ACTIVE_WITHIN = timedelta(hours=2)
 so the runs of an hour that was under way at one round (after its look) are seen by the next."""
 ACTIVE_LIMIT = 200
 """The most agents the hourly round reads (the leaderboard's, by runs)."""
+WATCH_MARGIN = timedelta(seconds=10)
+"""Kept for a look at an agent's monitors (its reads and writes) besides its webhooks' longest
+delivery (`delivery.longest_s`), by a caller with a deadline."""
 
 
 class AlertPorts(Protocol):
@@ -75,27 +78,42 @@ class ActiveConcerns(MonitorConcerns, WithLeaderboard, Protocol):
 
 
 def watch_active(ports: ActivePorts, *, limit: int = ACTIVE_LIMIT,
-                 sleep: Callable[[float], None] = time.sleep) -> list[AgentRef]:
+                 sleep: Callable[[float], None] = time.sleep,
+                 time_left: Callable[[], timedelta] | None = None) -> list[AgentRef]:
     """The hourly round's looks: so an agent whose runs the judge never takes (its budget
     skips them all) is watched too, each agent with an event in the last `ACTIVE_WITHIN` among
     the `limit` with the most runs on the leaderboard (one index read; listed agents only,
     which is where no cheaper listing exists on DynamoDB: a private agent is looked at after
-    its evals). An agent already looked at this hour is not looked at again (`look`). The
+    its evals). An agent already looked at this hour is not looked at again (`look`). With
+    `time_left`, a look starts only while a look and its deliveries fit (`WATCH_MARGIN` and
+    `delivery.longest_s`): an alert is kept before it is told, so a look cut short would
+    never tell it; the agents left are looked at after their evals or by the next round. The
     agents looked at."""
     since = iso(ports.clock.now() - ACTIVE_WITHIN)
+    needs = WATCH_MARGIN + timedelta(seconds=longest_s(ports.settings.reuse))
     try:
         agents = ports.store.leaderboard.leaderboard("runs", limit=limit)
     except Exception:
         logger.exception("could not list the agents to watch; the next round tries again")
         return []
-    active = [a.ref for a in agents if (a.stats.last_event_at or "") >= since]
-    for ref in active:
+    looked = []
+    for ref in [a.ref for a in agents if (a.stats.last_event_at or "") >= since]:
+        if time_left is not None and time_left() <= needs:
+            break
         watch_agent(ports, ref, sleep=sleep)
-    return active
+        looked.append(ref)
+    return looked
+
+
+LOOKS_BUDGET = timedelta(seconds=240)
+"""What the hourly looks may take on AWS: ClusterFunction's 300 s, less a minute's margin."""
 
 
 def hourly_looks(ports: ActivePorts, state: State) -> State:
     """The hourly state machine's step on AWS (`statemachines/cluster.asl.json`
-    `WatchActiveAgents`, run by the cluster function): `watch_active`, and how many agents it
-    looked at. Run twice in an hour (a retry, a second start), it looks at none again."""
-    return {**state, "watched": len(watch_active(ports))}
+    `WatchActiveAgents`, run by the cluster function): `watch_active` within `LOOKS_BUDGET`,
+    and how many agents it looked at. Run twice in an hour (a retry, a second start), it looks
+    at none again."""
+    until = time.monotonic() + LOOKS_BUDGET.total_seconds()
+    looked = watch_active(ports, time_left=lambda: timedelta(seconds=until - time.monotonic()))
+    return {**state, "watched": len(looked)}
