@@ -88,7 +88,7 @@ def watch_active(ports: ActivePorts, *, limit: int = ACTIVE_LIMIT,
     `time_left`, a look starts only while a look and its deliveries fit (`WATCH_MARGIN` and
     `delivery.longest_s`): an alert is kept before it is told, so a look cut short would
     never tell it; the agents left are looked at after their evals or by the next round. The
-    agents looked at."""
+    agents asked to look at."""
     since = iso(ports.clock.now() - ACTIVE_WITHIN)
     needs = WATCH_MARGIN + timedelta(seconds=longest_s(ports.settings.reuse))
     try:
@@ -112,8 +112,8 @@ LOOKS_BUDGET = timedelta(seconds=240)
 def hourly_looks(ports: ActivePorts, state: State) -> State:
     """The hourly state machine's step on AWS (`statemachines/cluster.asl.json`
     `WatchActiveAgents`, run by the cluster function): `watch_active` within `LOOKS_BUDGET`,
-    and how many agents it looked at. Run twice in an hour (a retry, a second start), it looks
-    at none again."""
+    and how many agents it asked to look at. Run twice in an hour (a retry, a second start),
+    it changes nothing: each agent's look of the hour is taken once (`monitor.look`)."""
     until = time.monotonic() + LOOKS_BUDGET.total_seconds()
     looked = watch_active(ports, time_left=lambda: timedelta(seconds=until - time.monotonic()))
     return {**state, "watched": len(looked)}
