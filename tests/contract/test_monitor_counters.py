@@ -17,6 +17,7 @@ import pytest
 from bench_core.alerts.monitor import Change, look
 from bench_core.alerts.watch import ACTIVE_WITHIN, watch_active
 from bench_core.clock import FixedClock
+from bench_core.domain.alerts import AlertSettings, RuleSetting, says
 from bench_core.domain.models import AgentMeta, AgentRef, iso
 from bench_core.domain.monitors import Metric
 from bench_core.ports.store import Store
@@ -64,14 +65,16 @@ def failures_in(hour: int, regressed: bool) -> int:
     return 1 if hour % 2 == 0 else 0
 
 
-def ingest_hour(store: Store, clock: FixedClock, hour: int, failures: int) -> None:
+def ingest_hour(store: Store, clock: FixedClock, hour: int, failures: int,
+                cost: float | None = None) -> None:
     """The hour's runs, a batch ending within it, sent as the hour ends."""
     start = T0 + timedelta(hours=hour)
     clock.set(start + timedelta(minutes=59))
     events = []
     for i in range(RUNS_PER_HOUR):
         status = "failed" if i < failures else "success"
-        for j, event in enumerate(task_events(f"h{hour}-r{i}", status=status, duration_ms=800)):
+        for j, event in enumerate(task_events(f"h{hour}-r{i}", status=status, duration_ms=800,
+                                              cost=cost)):
             events.append({**event, "ts": iso(start + timedelta(minutes=5 * i, seconds=j))})
     store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
 
@@ -127,6 +130,7 @@ def test_a_drop_opens_one_alert_after_the_change_and_resolves_after_recovery(
     assert opened.alert.baseline is not None and opened.alert.current < opened.alert.baseline
     assert opened.alert.since <= iso(T0 + timedelta(hours=CHANGE_AT)) < opened.alert.opened_at
     assert RECOVERED_AT <= resolved_at < RECOVERED_AT + 60, "after recovery, within 2.5 days"
+    assert says(opened.alert).startswith("Success rate went from 91.7% (the four weeks before)")
     assert resolved.alert.resolved_by == "recovery"
     assert resolved.alert.alert_id == opened.alert.alert_id
     assert store.alerts.agent_alerts(REF, unresolved=True) == []
@@ -205,3 +209,22 @@ def test_the_hourly_round_starts_a_look_only_while_one_fits(tmp_path: Path) -> N
         "a look and its deliveries take longer than is left"
     assert watch_active(services, time_left=lambda: timedelta(minutes=5)) == [REF]
     assert watch_active(services) == [REF]
+
+
+def test_cost_per_successful_run_is_told_by_its_threshold(clocked: tuple[Store, FixedClock]
+                                                          ) -> None:
+    """The counters keep no squares of costs, so cost is never found significant: with a
+    threshold it opens when the last day's cost per successful run is past it."""
+    store, clock = clocked
+    store.alerts.set_alert_settings(REF, AlertSettings(rules=(
+        RuleSetting(metric=Metric.COST, mode="threshold", threshold=0.05),)))
+    for hour in range(30):
+        ingest_hour(store, clock, hour, 0, cost=0.01 if hour < 12 else 0.08)
+        clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
+        opened = [c.alert.metric for c in look(store, REF, iso(clock.now()))]
+        # the day's cost per success, (cheap hours x 0.01 + dear ones x 0.08) / 24, passes 0.05
+        # when the day ending at hour 25 holds 14 dear hours
+        assert opened == ([Metric.COST] if hour == 25 else []), hour
+    (alert,) = store.alerts.agent_alerts(REF, unresolved=True)
+    assert (alert.metric, alert.mode, alert.baseline) == (Metric.COST, "threshold", 0.05)
+    assert alert.current == pytest.approx((6 * 0.01 + 18 * 0.08) / 24)
