@@ -118,6 +118,7 @@ def assert_one_episode(seen: list[tuple[int, str]]) -> None:
     assert RECOVERED_AT <= resolved_at < RECOVERED_AT + 60
 
 
+@pytest.mark.slow  # on DynamoDB (moto): 132 hours of batches and looks
 def test_a_drop_opens_one_alert_after_the_change_and_resolves_after_recovery(
         clocked: tuple[Store, FixedClock]) -> None:
     store, clock = clocked
@@ -136,6 +137,7 @@ def test_a_drop_opens_one_alert_after_the_change_and_resolves_after_recovery(
     assert store.alerts.agent_alerts(REF, unresolved=True) == []
 
 
+@pytest.mark.slow  # on DynamoDB (moto): 132 hours of batches and looks
 def test_a_steady_stream_opens_no_alert(clocked: tuple[Store, FixedClock]) -> None:
     store, clock = clocked
     assert run_stream(store, clock, range(0)) == []
@@ -158,6 +160,7 @@ def test_a_look_reads_completed_hours_only(clocked: tuple[Store, FixedClock]) ->
 
 
 @pytest.mark.parametrize("clocked", ["dynamodb"], indirect=True)
+@pytest.mark.slow  # on DynamoDB (moto): 132 hours of batches and looks
 def test_the_hourly_lambda_step_watches_an_agent_no_judge_takes(
         clocked: tuple[Store, FixedClock], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         ) -> None:
