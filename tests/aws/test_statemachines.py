@@ -20,8 +20,8 @@ import pytest
 import requests
 from bench_core.benchmarks import workflow as benchmark_wf
 from bench_core.clock import SYSTEM_CLOCK
-from bench_core.clustering import workflow as cluster_workflow
 from bench_core.domain.models import AgentMeta
+from bench_core.lambdas import cluster_steps
 from bench_core.ports.workflows import benchmark_start, parse_agent
 from bench_core.runtime.adapters import Services
 from bench_core.settings import Settings
@@ -75,7 +75,7 @@ def step_paths(machine: dict[str, Any]) -> list[list[str]]:
     return walk(machine["StartAt"], [], ())
 
 
-@pytest.mark.parametrize("name, steps", [("cluster", cluster_workflow.STEPS),
+@pytest.mark.parametrize("name, steps", [("cluster", cluster_steps.STEPS),
                                          ("benchmark", benchmark_wf.STEPS)])
 def test_task_states_call_the_python_steps_in_order(name: str, steps: dict[str, Any]) -> None:
     machine = definition(name)
@@ -193,12 +193,13 @@ def moto_sfn(invoke: Any) -> Iterator[Sfn]:
 
 
 def test_the_hourly_run_sweeps_finds_due_agents_and_clusters_each(sfn: Sfn) -> None:
-    sfn.queue({"swept": 3}, {"swept": 3, "agents": ["alice/a"]},
+    sfn.queue({"swept": 3}, {"swept": 3, "watched": 2}, {"swept": 3, "agents": ["alice/a"]},
               {"agent": "alice/a", "clusters": 2, "considered": 40})
     run = sfn.run(sfn.cluster_arn, "cluster-hourly", {})
     assert run["status"] == "SUCCEEDED"
     assert invocations(run) == [{"step": "sweep_evals", "state": {}},
-                                {"step": "due_agents", "state": {"swept": 3}},
+                                {"step": "watch_active", "state": {"swept": 3}},
+                                {"step": "due_agents", "state": {"swept": 3, "watched": 2}},
                                 {"step": "cluster_agent", "state": {"agent": "alice/a"}}]
     assert json.loads(run["output"])["clustered"] == {"agents": 1}
 
@@ -298,10 +299,19 @@ def test_150_agents_clustered_and_80_crashing_pass_a_bounded_state_on(
 
 
 def test_a_failed_sweep_does_not_stop_the_clustering(sfn: Sfn) -> None:
-    sfn.queue(*[error("RuntimeError")] * 4, {"agents": []})
+    sfn.queue(*[error("RuntimeError")] * 4, {"watched": 0}, {"agents": []})
     run = sfn.run(sfn.cluster_arn, "cluster-sweep-broken", {})
     assert run["status"] == "SUCCEEDED"
-    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] * 4 + ["due_agents"]
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] * 4 + ["watch_active",
+                                                                           "due_agents"]
+
+
+def test_failed_looks_do_not_stop_the_clustering(sfn: Sfn) -> None:
+    sfn.queue({"swept": 0}, *[error("RuntimeError")] * 3, {"agents": []})
+    run = sfn.run(sfn.cluster_arn, "cluster-looks-broken", {})
+    assert run["status"] == "SUCCEEDED"
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] + ["watch_active"] * 3 + [
+        "due_agents"]
 
 
 def test_the_definitions_are_in_the_template_with_their_function_arns() -> None:

@@ -110,3 +110,16 @@ def test_a_benchmark_chunk_fits_its_functions_timeout_and_the_grade_state_waits_
     assert states["Grade"]["TimeoutSeconds"] == function["Timeout"]
     machine = transformed["Resources"]["BenchmarkStateMachine"]["Properties"]
     assert machine["StateMachineType"] == "STANDARD", "a run of many chunks outlives Express"
+
+
+def test_the_hourly_looks_fit_the_cluster_functions_timeout(transformed: dict[str, Any]) -> None:
+    """The hourly looks start one only while it and its webhooks' longest delivery fit in
+    `LOOKS_BUDGET` (`alerts/watch.py`), which ClusterFunction's timeout holds, with room for
+    the ClusterFunction's settings' delivery besides."""
+    from bench_core.alerts.delivery import longest_s
+    from bench_core.alerts.watch import LOOKS_BUDGET, WATCH_MARGIN
+
+    function = transformed["Resources"]["ClusterFunction"]["Properties"]
+    settings = function_settings(transformed, "ClusterFunction")
+    one_look = WATCH_MARGIN.total_seconds() + longest_s(settings.reuse)
+    assert one_look < LOOKS_BUDGET.total_seconds() < function["Timeout"], one_look

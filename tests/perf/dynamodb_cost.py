@@ -29,7 +29,8 @@ The steady batch is what the SDK sends for an agent that runs all day: 50 events
 five events each (start, three logs, end), on an agent that already ranks on every
 leaderboard, sent through `accept` as `POST /ingest` does (`Pipeline`), whose one eval execution
 is then run step by step as EvalFunction runs it, with a model judge that spends tokens. The
-hourly round is the sweep, the agents due and their failure clusters (`hourly_round`), shown
+hourly round is the sweep, the looks at the active agents' monitors, the agents due and their
+failure clusters (`hourly_round`), shown
 whole and per event for an agent sending a batch a minute. Unit counts are deterministic:
 tests/aws/test_dynamodb_ingest_cost.py holds the steady batch to at most 2.5 WRU and 0.5 RRU
 per event all in, tests/aws/test_dynamodb_run_page_cost.py the big run's page to under 50 RRU.
@@ -629,11 +630,15 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
 
 def hourly_round(services: Any) -> int:
     """What the hourly schedule runs (the cluster state machine): the sweep of evals left
-    pending, the agents due, and the failure clusters of each; how many agents were due (every
-    agent here has failures)."""
+    pending, the looks at the monitors of the agents active in the last two hours (here the
+    leaderboard's listing only: the batches are dated days before the clock; a look's own
+    units are in tests/aws/test_dynamodb_monitor_cost.py), the agents due, and the failure
+    clusters of each; how many agents were due (every agent here has failures)."""
+    from bench_core.alerts.watch import watch_active
     from bench_core.clustering import workflow as cluster_wf
 
     state = cluster_wf.sweep_evals(services, {})
+    watch_active(services)
     due = cluster_wf.due_agents(services, state)["agents"]
     for agent in due:
         cluster_wf.cluster_agent(services, {"agent": agent})

@@ -294,6 +294,8 @@ class SlowJudge:
 
     def watch(self, agent: str) -> None: ...
 
+    def watch_active(self) -> None: ...
+
 
 def test_the_judge_yields_to_a_burst_of_batches_and_catches_up_after_it() -> None:
     jobs = SlowJudge(eval_s=0.05)

@@ -1,8 +1,15 @@
 """Run an agent's regression monitors and keep its alerts (`domain.monitors`, `domain.alerts`).
 
-What is watched today is each agent's newest version against the one before it, from the
-version counters (`watch_versions`); the time series of an agent's own counters is
-`watch_series`, ready for its hourly counters to be handed in as a `domain.monitors.Series`.
+Two things are watched at each look: each agent's newest version against the one before it,
+from the version counters (`watch_versions`), and the agent's own counters over time
+(`watch_counters`): its hourly buckets (`domain.timeseries`, read from `store.timeseries`) as
+a `domain.monitors.Series` of completed hours handed to `watch_series`. Hours, not days: the
+monitors' windows (a day, three days, a week, against four weeks before) and their false-alarm
+budget are counted in hourly looks (`domain.monitors.PERIOD_HOURS`), and "since" is told to the
+hour; days would let a look change its answer once a day only, and spend the budget wrongly.
+A look reads `HOURS_READ` hours (five weeks: one Query of the agent's hour partition on
+DynamoDB, eventually consistent), more only while an alert opened longer ago is open (its
+baseline is the four weeks before it began), at most `MAX_HOURS_READ`.
 
 A look is claimed per agent and hour in the store (`AlertStore.claim_look`) before it is
 taken: the monitors' false-alarm budget counts looks (`domain.monitors.LOOK_ALPHA`), so
@@ -17,18 +24,38 @@ import uuid
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
+from ..domain import timeseries
 from ..domain.alerts import ALERTS_SHOWN, Alert, alert_key, from_finding
-from ..domain.models import AgentRef
-from ..domain.monitors import Finding, Series, period_of, versus, watch
-from ..ports.services import WithAgents, WithAlerts
+from ..domain.models import AgentRef, iso
+from ..domain.monitors import (
+    BASELINE,
+    PERIOD_HOURS,
+    WINDOWS,
+    Finding,
+    Series,
+    period_of,
+    period_of_bucket,
+    versus,
+    watch,
+)
+from ..ports.services import WithAgents, WithAlerts, WithTimeSeries
 
 Event = Literal["opened", "resolved"]
 
 
-class MonitorConcerns(WithAgents, WithAlerts, Protocol):
-    """The version counters the monitors read and the alerts they keep."""
+class MonitorConcerns(WithAgents, WithAlerts, WithTimeSeries, Protocol):
+    """The version counters and the hourly counters the monitors read, and the alerts they
+    keep."""
+
+
+HOURS_READ = (BASELINE + WINDOWS[-1]) * PERIOD_HOURS
+"""The longest window and the baseline before it: what a look needs with no alert open."""
+MAX_HOURS_READ = 90 * 24
+"""The most a look reads, however long ago an open alert began: past it, the baseline before
+such an alert is partly unread, and its recovery is judged against what is."""
 
 
 @dataclass(frozen=True)
@@ -94,13 +121,14 @@ def watch_versions(store: MonitorConcerns, ref: AgentRef, now: str) -> list[Chan
 
 
 def watch_series(store: WithAlerts, ref: AgentRef, series: Series, starts: Sequence[str],
-                 now: str) -> list[Change]:
+                 now: str, kept: Sequence[Alert] | None = None) -> list[Change]:
     """The agent's own monitors over its counters' completed periods (`series`, oldest first;
     `starts[i]` when period `i` began, ISO text like the alerts' times): each metric's open
     alert is judged against the baseline before it began, and a metric whose alert resolved
-    is looked at only after that (`domain.monitors.watch`). The seam for the hourly counters:
-    call it once per completed period."""
-    kept = store.alerts.agent_alerts(ref, limit=ALERTS_SHOWN)
+    is looked at only after that (`domain.monitors.watch`). Called once per completed period
+    (`watch_counters`); `kept`, the agent's alerts if already read."""
+    if kept is None:
+        kept = store.alerts.agent_alerts(ref, limit=ALERTS_SHOWN)
     sightings = []
     for rule in store.alerts.alert_settings(ref).rules_for():
         key = alert_key(rule.metric)
@@ -117,9 +145,58 @@ def watch_series(store: WithAlerts, ref: AgentRef, series: Series, starts: Seque
     return keep(store, ref, sightings, now)
 
 
+class CounterConcerns(WithAlerts, WithTimeSeries, Protocol):
+    """The hourly counters and the alerts."""
+
+
+def _hour(start: datetime) -> str:
+    return timeseries.period_of(iso(start), timeseries.HOUR)
+
+
+def _at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def hourly_series(store: WithTimeSeries, ref: AgentRef, first: datetime, end: datetime
+                  ) -> tuple[Series, list[str]] | None:
+    """The agent's hours from `first` up to `end` (excluded; both on the hour) as a series,
+    every hour listed (an hour without runs is empty), and when each began; None when none of
+    them counted anything."""
+    hours = int((end - first) / timedelta(hours=1))
+    starts = [first + timedelta(hours=i) for i in range(hours)]
+    if not starts:
+        return None
+    kept = dict(store.timeseries.read_buckets(ref, timeseries.ALL, timeseries.HOUR, _hour(starts[0]),
+                                              _hour(starts[-1])))
+    if not kept:
+        return None
+    empty = timeseries.Bucket()
+    series = Series([period_of_bucket(kept.get(_hour(s), empty))
+                     for s in starts])
+    return series, [iso(s) for s in starts]
+
+
+def watch_counters(store: CounterConcerns, ref: AgentRef, now: str) -> list[Change]:
+    """The agent's own monitors over its hourly counters, up to the last completed hour
+    (the one under way is not a period yet: a look within it would count it twice)."""
+    end = _at(now).replace(minute=0, second=0, microsecond=0)
+    kept = store.alerts.agent_alerts(ref, limit=ALERTS_SHOWN)
+    first = end - timedelta(hours=HOURS_READ)
+    for alert in kept:
+        if alert.version is None and alert.state != "resolved":
+            began = _at(alert.since) - timedelta(hours=BASELINE * PERIOD_HOURS)
+            first = min(first, began.replace(minute=0, second=0, microsecond=0))
+    first = max(first, end - timedelta(hours=MAX_HOURS_READ))
+    read = hourly_series(store, ref, first, end)
+    if read is None:
+        return []
+    return watch_series(store, ref, *read, now, kept)
+
+
 def look(store: MonitorConcerns, ref: AgentRef, now: str) -> list[Change]:
     """One look at the agent's monitors, if this hour's has not been taken (see the module's
-    docstring); the alerts that opened or resolved."""
+    docstring): its newest version against the one before, and its hourly counters; the alerts
+    that opened or resolved."""
     if not store.alerts.claim_look(ref, now[:13]):
         return []
-    return watch_versions(store, ref, now)
+    return watch_versions(store, ref, now) + watch_counters(store, ref, now)

@@ -128,5 +128,6 @@ def build_insights(ports: ClusterPorts, tasks: list[TaskState]) -> dict[str, Any
 
 STEPS: dict[str, Callable[[ClusterPorts, State], State]] = {
     "sweep_evals": sweep_evals, "due_agents": due_agents, "cluster_agent": cluster_agent}
-"""The steps in order; the cluster state machine's Task states call exactly these."""
+"""The steps in order; the cluster state machine's Task states call these, with the hourly
+looks after the sweep (`lambdas/cluster_steps.py`)."""
 

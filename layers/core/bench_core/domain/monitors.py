@@ -28,7 +28,8 @@ The tests, by what the counters can support:
   a change, never invents one);
 - cost per successful run (total cost / successes): the delta method on per-run (cost,
   success), which needs the sums of squared costs and of successful runs' costs; without them
-  it is watched in threshold mode only;
+  (neither the hourly counters nor the version counters keep the squares: `period_of_bucket`,
+  `period_of`) it is never found significant, and is watched in threshold mode only;
 - p95 latency: the share of runs slower than the baseline's p95 bucket (about 5% under no
   change), two proportions; the effect is shown as the two p95s.
 
@@ -52,11 +53,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from statistics import NormalDist
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from . import stats
 from .pricing import cost_rule
 from .versions import VersionStats
+
+if TYPE_CHECKING:  # timeseries imports run_list, which imports (through privacy) this
+    from .timeseries import Bucket
 
 PERIOD_HOURS = 1
 WINDOWS = (24, 72, 168)
@@ -423,3 +427,15 @@ def period_of(version: VersionStats) -> Period:
                   score_sum=version.eval_score_sum, score_count=version.eval_count,
                   cost_sum=cost_rule(version.cost_usd_total, version.evidence_cost_usd_total)[0],
                   latency_hist=version.latency_hist)
+
+
+def period_of_bucket(bucket: Bucket) -> Period:
+    """An hour of the agent's counters (`domain.timeseries`) as one period: cost by the
+    headline rule, of all runs and of the successful ones; no squares are kept (see the cost
+    test above)."""
+    return Period(runs=bucket.runs, successes=bucket.successes,
+                  score_sum=bucket.eval_score_sum, score_count=bucket.eval_count,
+                  cost_sum=cost_rule(bucket.cost_usd, bucket.evidence_cost_usd)[0],
+                  success_cost_sum=cost_rule(bucket.success_cost_usd,
+                                             bucket.success_evidence_cost_usd)[0],
+                  latency_hist=bucket.latency_hist)

@@ -15,17 +15,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..alerts.delivery import longest_s
-from ..alerts.watch import watch_agent
+from ..alerts.watch import WATCH_MARGIN, watch_agent
 from ..evals.queue import Queued, judge_messages, queued
 from ..log import logger
 from ..runtime.adapters import Services
 from ..workflows.eval_queue import EvalQueue
 from .handler import ServicesHandler
 
-WATCH_MARGIN = timedelta(seconds=10)
-"""Kept for a look at an agent's regression monitors (`alerts/watch.py`; once an hour per
-agent, whichever function instance asks first) besides its webhooks' longest delivery
-(`alerts/delivery.py` `longest_s`)."""
 RECORD_MARGIN = timedelta(seconds=10)
 """Kept back from the invocation's time for the last round's store write and the answer."""
 

@@ -73,6 +73,11 @@ class Jobs(Protocol):
         and deliver the alerts that opened or resolved."""
         ...
 
+    def watch_active(self) -> None:
+        """The hourly round's looks: `watch` each agent with runs lately, so one whose runs
+        the judge's budget skips (no evals, no look after them) is watched too."""
+        ...
+
 
 def eval_start(agent: str, task_ids: list[str], *, force: bool = False,
                private: bool | None = None, queued_at: str | None = None,

@@ -9,20 +9,21 @@ from datetime import timedelta
 from typing import Protocol
 
 from ..alerts.monitor import MonitorConcerns
-from ..alerts.watch import watch_agent
+from ..alerts.watch import watch_active, watch_agent
 from ..benchmarks import workflow as benchmark
 from ..clock import Clock
 from ..clustering import workflow as cluster
 from ..domain.models import AgentRef
 from ..evals import workflow as evals
-from ..ports.services import WithBenchmarks, WithRetention
+from ..ports.services import WithBenchmarks, WithLeaderboard, WithRetention
 from ..ports.workflows import State, Workflows, parse_agent
 from ..settings import Settings
 
 
 class JobConcerns(evals.EvalConcerns, cluster.ClusterConcerns, WithBenchmarks, WithRetention,
-                  MonitorConcerns, Protocol):
-    """The eval, cluster and grading steps' concerns, what expires, and the monitors'."""
+                  MonitorConcerns, WithLeaderboard, Protocol):
+    """The eval, cluster and grading steps' concerns, what expires, the monitors', and the
+    leaderboard (the agents the hourly round watches)."""
 
 
 class JobPorts(evals.EvalPorts, cluster.ClusterPorts, benchmark.GradePorts, Protocol):
@@ -59,6 +60,11 @@ class LocalJobs:
         """In a thread of its own: a webhook's retries (seconds) never hold a judge's worker."""
         threading.Thread(target=watch_agent, args=(self.ports, parse_agent(agent)),
                          name="bench-alerts", daemon=True).start()
+
+    def watch_active(self) -> None:
+        """In a thread of its own too, the agents one after another."""
+        threading.Thread(target=watch_active, args=(self.ports,), name="bench-alerts-hourly",
+                         daemon=True).start()
 
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,

@@ -201,9 +201,10 @@ class LocalRunner:
             self.scheduled_round()
 
     def scheduled_round(self, startup: bool = False) -> None:
-        """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters. At
-        startup nothing can be in flight, so even the youngest unjudged runs are swept. Also
-        what DynamoDB's TTL does there: delete what has expired (`Jobs.purge_expired`)."""
+        """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters, look
+        at the monitors of the agents active lately (`Jobs.watch_active`). At startup nothing
+        can be in flight, so even the youngest unjudged runs are swept. Also what DynamoDB's
+        TTL does there: delete what has expired (`Jobs.purge_expired`)."""
         try:
             purged = self.jobs.purge_expired(iso(self.clock.now()))
             if purged:
@@ -214,6 +215,10 @@ class LocalRunner:
             self.start_clusters(self.jobs.sweep(self, startup=startup))
         except Exception:
             logger.exception("scheduled round failed; retrying at the next one")
+        try:
+            self.jobs.watch_active()
+        except Exception:
+            logger.exception("the hourly looks failed; retrying at the next round")
 
     def _work(self) -> None:
         last_job_s = 0.0
