@@ -76,16 +76,26 @@ def receiver(secret: str = "", statuses: list[int] | None = None) -> Iterator[Re
         thread.join(5)
 
 
+LAST_HOUR = "9999-12-31T23"
+
+
+def hold_looks(server: RunningServer, ref: AgentRef) -> None:
+    """Take every hour's look of the agent's monitors before its runs come in, so the server's
+    worker (which looks after an agent's evals, once an hour) never changes the alerts a test
+    is looking at; the test looks itself (`watch_versions`)."""
+    assert server.store.alerts.claim_look(ref, LAST_HOUR)
+
+
 def quiet_monitors(server: RunningServer, ref: AgentRef, runs: int) -> bool:
-    """Once the server's judge has scored the agent's `runs`, take this hour's look of its
-    monitors (whether or not the worker took it already), so no background look changes the
-    alerts a test is looking at: the worker looks after an agent's evals, once an hour.
-    Whether the server judges at all (one over DynamoDB queues its evals for AWS's function)."""
+    """Wait until the server's judge has scored the agent's `runs` (the looks held by
+    `hold_looks` before they came). Whether the server judges at all (one over DynamoDB queues
+    its evals for AWS's function)."""
     judges = server.services.settings.embedded_store
     deadline = time.monotonic() + 60
     while judges and ((agent := server.store.agents.get_agent(ref)) is None
                       or agent.stats.eval_count < runs):
         assert time.monotonic() < deadline, "the judge did not score the runs in 60 s"
         time.sleep(0.05)
-    server.store.alerts.claim_look(ref, iso(server.store.clock.now())[:13])
+    assert not server.store.alerts.claim_look(ref, iso(server.store.clock.now())[:13]), \
+        "hold_looks first"
     return judges

@@ -22,7 +22,7 @@ from bench_core.settings import ReuseSettings
 from bench_core.store.memory.store import MemoryStore
 
 from tests.conftest import RunningServer, serving
-from tests.http.alerts_support import quiet_monitors, receiver
+from tests.http.alerts_support import hold_looks, quiet_monitors, receiver
 from tests.http.surfaces_data import new_login, seed_agent
 
 LOOPBACK = ReuseSettings(allow_loopback=True, timeout_s=5.0)
@@ -45,9 +45,10 @@ def test_a_worse_release_opens_one_alert_and_a_newer_one_supersedes_it(
     bench_server = server_on_each_store
     login = new_login()
     key = bench_server.create_key(login)
+    store, ref = bench_server.store, AgentRef(login, "agent")
+    hold_looks(bench_server, ref)
     seed_agent(bench_server, login=login, key=key, runs=60, failures=0, version="1.0")
     seed_agent(bench_server, login=login, key=key, runs=30, failures=15, version="2.0")
-    store, ref = bench_server.store, AgentRef(login, "agent")
     judged = quiet_monitors(bench_server, ref, 90)
     opened = {change.alert.key: change for change in
               watch_versions(store, ref, "2026-12-03T10:30:00.000Z")}

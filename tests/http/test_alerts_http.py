@@ -12,7 +12,7 @@ from bench_core.domain.monitors import Metric
 
 from tests.conftest import RunningServer
 from tests.http.accounts_support import Browser
-from tests.http.alerts_support import quiet_monitors
+from tests.http.alerts_support import hold_looks, quiet_monitors
 from tests.http.surfaces_data import new_login, seed_agent
 
 
@@ -20,6 +20,7 @@ def regressed(server: RunningServer) -> tuple[str, str]:
     """A new owner's agent whose newest release is worse (its alerts raised); login, key."""
     login = new_login()
     key = server.create_key(login)
+    hold_looks(server, AgentRef(login, "agent"))
     seed_agent(server, login=login, key=key, runs=60, failures=0, version="1.0")
     seed_agent(server, login=login, key=key, runs=30, failures=15, version="2.0")
     quiet_monitors(server, AgentRef(login, "agent"), 90)

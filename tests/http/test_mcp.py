@@ -21,7 +21,7 @@ from mcp.types import CallToolResult
 
 from tests.benchmark_support import graded_run
 from tests.conftest import RunningServer
-from tests.http.alerts_support import quiet_monitors
+from tests.http.alerts_support import hold_looks, quiet_monitors
 from tests.http.surfaces_data import Seeded, seed_agent, set_agent
 
 T = TypeVar("T")
@@ -345,9 +345,10 @@ def test_get_agent_reports_open_alerts_with_public_numbers_only(
         bench_server: RunningServer) -> None:
     login = "mcp" + uuid.uuid4().hex[:8]
     key = bench_server.create_key(login)
+    ref = AgentRef(login, "agent")
+    hold_looks(bench_server, ref)
     seed_agent(bench_server, login=login, key=key, runs=60, failures=0, version="1.0")
     seed_agent(bench_server, login=login, key=key, runs=30, failures=15, version="2.0")
-    ref = AgentRef(login, "agent")
     quiet_monitors(bench_server, ref, 90)
     watch_versions(bench_server.store, ref, "2026-12-03T10:30:00.000Z")
     bench_server.store.alerts.set_alert_settings(ref, AlertSettings(
