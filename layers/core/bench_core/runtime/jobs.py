@@ -14,6 +14,7 @@ from ..benchmarks import workflow as benchmark
 from ..clock import Clock
 from ..clustering import workflow as cluster
 from ..domain.models import AgentRef
+from ..evals import session_judge
 from ..evals import workflow as evals
 from ..ports.services import WithBenchmarks, WithRetention
 from ..ports.workflows import State, Workflows, parse_agent
@@ -59,6 +60,9 @@ class LocalJobs:
         """In a thread of its own: a webhook's retries (seconds) never hold a judge's worker."""
         threading.Thread(target=watch_agent, args=(self.ports, parse_agent(agent)),
                          name="bench-alerts", daemon=True).start()
+
+    def judge_sessions(self) -> None:
+        session_judge.judge_sessions(self.ports, {})
 
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,

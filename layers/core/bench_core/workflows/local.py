@@ -201,7 +201,8 @@ class LocalRunner:
             self.scheduled_round()
 
     def scheduled_round(self, startup: bool = False) -> None:
-        """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters. At
+        """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters, judge
+        the sessions that have ended (`Jobs.judge_sessions`, in this timer's thread). At
         startup nothing can be in flight, so even the youngest unjudged runs are swept. Also
         what DynamoDB's TTL does there: delete what has expired (`Jobs.purge_expired`)."""
         try:
@@ -214,6 +215,10 @@ class LocalRunner:
             self.start_clusters(self.jobs.sweep(self, startup=startup))
         except Exception:
             logger.exception("scheduled round failed; retrying at the next one")
+        try:
+            self.jobs.judge_sessions()
+        except Exception:
+            logger.exception("judging sessions failed; retrying at the next round")
 
     def _work(self) -> None:
         last_job_s = 0.0

@@ -36,10 +36,12 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
+from ...domain.sessions import IdleSession
 from ...domain.timeseries import Bucket, BucketKey, eval_buckets
-from .client import MAX_ATTEMPTS, Table, pause
+from .client import MAX_ATTEMPTS, ConditionFailed, Table, pause
 from .codec.agents import DAY_SHARDS, JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
+from .codec.sessions import QUEUE_SHARDS, SESSIONQ, idle_from_item, verdict_update
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
 from .codec.versions import version_eval_updates
@@ -249,6 +251,42 @@ class DynamoEvals:
         params["ConsistentRead"] = False
         return sum(float(item.get("cost_usd", 0)) for page in self.table.answers(params)
                    for item in page["Items"])
+
+    # ---- session verdicts -----------------------------------------------------------------
+
+    def idle_sessions(self, before: str, limit: int) -> list[IdleSession]:
+        """A Query of each `gsi2` shard of `SESSIONQ#` (`codec.sessions`), oldest first, a
+        page of at most `limit` each, merged: at most `QUEUE_SHARDS` eventually consistent
+        reads of small items (about 8 RRU for 50 sessions a shard), whatever the table holds."""
+        due: list[dict[str, Any]] = []
+        for shard in range(QUEUE_SHARDS):
+            params = self.table.query_params(f"{SESSIONQ}{shard}", "#sk < :before", index="gsi2",
+                                             before=before)
+            params["Limit"] = limit
+            due += itertools.islice(self.table.pages(params), limit)
+        due.sort(key=lambda item: item["gsi2sk"])
+        return [idle_from_item(item) for item in due[:limit]]
+
+    def record_session_eval(self, ref: AgentRef, session_id: str, result: EvalResult,
+                            judged_through: str) -> bool:
+        """The verdict, off the queue while no run ended since (else kept on it, due again),
+        then the day's judge spend (ADD, one of its shards)."""
+        agent = AgentKeys(ref.login, ref.slug)
+        try:
+            try:
+                self.table.update(verdict_update(agent, session_id, result, judged_through,
+                                                 leave_queue=True))
+            except ConditionFailed:
+                self.table.update(verdict_update(agent, session_id, result, judged_through,
+                                                 leave_queue=False))
+        except ConditionFailed:
+            return False
+        tokens = result.input_tokens + result.output_tokens
+        if tokens or result.cost_usd:
+            self.table.update(expiring(Update(
+                agent.key(f"{JDAY}{result.at[:10]}#{pick_shard() % DAY_SHARDS}"),
+                add={"tokens": tokens, "cost_usd": number(result.cost_usd)}), agent))
+        return True
 
     # ---- pending evals -----------------------------------------------------------------------
 
