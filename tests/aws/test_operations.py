@@ -211,8 +211,10 @@ def test_the_dlq_is_encrypted_kept_14_days_and_alarmed_on(transformed: dict[str,
 
 
 # Catch paths that record the error in the output and go on, by design (each has a test in
-# tests/aws/test_statemachines.py): one agent's clustering, and the sweep before clustering.
-CATCH_AND_GO_ON = {("cluster", "ClusterAgent"), ("cluster", "SweepEvals")}
+# tests/aws/test_statemachines.py): one agent's clustering, and the sweep and the session
+# judging before clustering.
+CATCH_AND_GO_ON = {("cluster", "ClusterAgent"), ("cluster", "SweepEvals"),
+                   ("cluster", "JudgeSessions")}
 
 
 @pytest.mark.parametrize("machine", ["cluster", "benchmark"])
@@ -233,10 +235,11 @@ def test_every_task_state_catches_and_ends_in_a_recorded_failure(machine: str) -
 
 def test_the_hourly_run_fails_when_it_cannot_find_the_agents_due(sfn: Sfn) -> None:
     attempts = definition("cluster")["States"]["FindDueAgents"]["Retry"][0]["MaxAttempts"] + 1
-    sfn.queue({}, *[error("RuntimeError")] * attempts)
+    sfn.queue({}, {}, *[error("RuntimeError")] * attempts)
     run = sfn.run(sfn.cluster_arn, "cluster-due-broken", {})
     assert run["status"] == "FAILED" and run["error"] == "ClusterDueAgentsFailed"
-    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] + ["due_agents"] * attempts
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "judge_sessions"] + [
+        "due_agents"] * attempts
 
 
 def test_a_benchmark_run_that_cannot_be_marked_failed_still_ends_in_a_failure(sfn: Sfn) -> None:
