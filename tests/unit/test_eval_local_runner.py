@@ -292,6 +292,8 @@ class SlowJudge:
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         return []
 
+    def judge_sessions(self) -> None: ...
+
     def watch(self, agent: str) -> None: ...
 
 
