@@ -66,9 +66,10 @@ def test_a_sessions_verdict_counts_in_the_days_spend_and_the_budget_stops_the_ne
         services: tuple[Services, FixedClock]) -> None:
     s, clock = services
     chat(s, "chat-1", [("Where is Lisbon?", "In Portugal."), ("And its river?", "The Tagus.")])
-    chat(s, "chat-2", [("Hello", "Hi")])
     clock.set(BASE + timedelta(hours=1))
-    assert judge_sessions(s, {})["sessions_judged"] == {"scored": 1, "skipped": 1}
+    assert judge_sessions(s, {})["sessions_judged"] == {"scored": 1}
+    chat(s, "chat-2", [("Hello", "Hi")])  # the budget is spent by the next round
+    assert judge_sessions(s, {})["sessions_judged"] == {"skipped": 1}
     first, second = verdict(s, "chat-1"), verdict(s, "chat-2")
     assert first.status == "scored" and first.score == 0.9 and first.cost_usd == pytest.approx(0.0011)
     assert s.store.evals.judge_spend(REF, iso(clock.now())[:10]) == pytest.approx(0.0011)

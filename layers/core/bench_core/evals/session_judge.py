@@ -5,22 +5,27 @@ A session has ended when no run of it ended for `JudgeSettings.session_idle_minu
 hour (the local runner's round, `runtime/jobs.py`; on AWS the cluster state machine's
 `JudgeSessions` state, ClusterFunction) `judge_sessions` asks the store for at most
 `IDLE_SESSIONS` of them that no verdict covers (`EvalStore.idle_sessions`, oldest first; the
-next round goes on), and gives each one verdict (`EvalStore.record_session_eval`), covering its
-runs up to the last one's end: a run ending later makes the session due again.
+next round goes on), and gives each one verdict (`EvalStore.record_session_eval`),
+`SESSIONS_AT_ONCE` side by side, covering its runs up to the last one's end: a run ending
+later makes the session due again.
 
 What the judge reads is one task standing in for the conversation: its turns in order (each
 run's input and output, or its model calls' conversation where its root recorded none,
 `conversation.py`), the newest that fit in `CONVERSATION_CHARS`, as the input, and the last
 turn's answer as the output, with the last turn's status. A session none of whose turns
 recorded content is unscored for it (`NO_CONTENT_SESSION`), without asking. The judge budget
-counts it as it counts a run (sampled by the session, and its cost added to the day's spend);
+counts it as it counts a run (sampled by the session, and its cost added to the day's spend;
+the sessions judged side by side may overshoot the day's budget by a round's, as a batch's
+runs may);
 a verdict written while the agent hides inputs or outputs is stored as private, so its
-reasoning shows as content does (`privacy.Sight.eval`). A judge that cannot be reached leaves
-the rest of the round for the next.
+reasoning shows as content does (`privacy.Sight.eval`). A session the judge cannot be reached
+for is left for the next round.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Protocol
 
@@ -40,12 +45,16 @@ from ..ports.services import (
 )
 from ..ports.workflows import State
 from .conversation import run_conversation
+from .workflow import LEFT_FOR_LATER
 
 CONVERSATION_CHARS = 5500
 """The turns the judge reads, newest first, within the judge's own cut of its input."""
 TURN_CHARS = 1500
 """Each side of a turn is cut to this many characters."""
 NO_CONTENT_SESSION = "No turn of the session recorded an input or output to judge."
+SESSIONS_AT_ONCE = 8
+"""Sessions judged side by side: a round of `IDLE_SESSIONS` lasts a few judgements, well
+within ClusterFunction's timeout."""
 
 
 class SessionJudgeConcerns(WithAgents, WithIngest, WithRuns, WithEvals, Protocol):
@@ -62,15 +71,18 @@ def judge_sessions(ports: SessionJudgePorts, state: State) -> State:
     """Judge the sessions idle since before now minus the idle time; the counts in the state."""
     now = ports.clock.now()
     idle = timedelta(minutes=ports.settings.judge.session_idle_minutes)
-    outcomes: dict[str, int] = {}
-    for session in ports.store.evals.idle_sessions(iso(now - idle), IDLE_SESSIONS):
+    def one(session: IdleSession) -> str:
         try:
-            outcome = judge_session(ports, session)
+            return judge_session(ports, session)
         except LLMUnavailable:
-            outcomes["left for later"] = outcomes.get("left for later", 0) + 1
-            break
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    return {**state, "sessions_judged": outcomes}
+            return LEFT_FOR_LATER
+
+    sessions = ports.store.evals.idle_sessions(iso(now - idle), IDLE_SESSIONS)
+    if not sessions:
+        return {**state, "sessions_judged": {}}
+    with ThreadPoolExecutor(max_workers=min(SESSIONS_AT_ONCE, len(sessions))) as pool:
+        outcomes = Counter(pool.map(one, sessions))
+    return {**state, "sessions_judged": dict(sorted(outcomes.items()))}
 
 
 def judge_session(ports: SessionJudgePorts, session: IdleSession) -> str:
