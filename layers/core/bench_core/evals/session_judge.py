@@ -16,9 +16,8 @@ turn's answer as the output, with the last turn's status. A session none of whos
 recorded content is unscored for it (`NO_CONTENT_SESSION`), without asking. The judge budget
 counts it as it counts a run (sampled by the session, and its cost added to the day's spend;
 the sessions judged side by side may overshoot the day's budget by a round's, as a batch's
-runs may);
-a verdict written while the agent hides inputs or outputs is stored as private, so its
-reasoning shows as content does (`privacy.Sight.eval`). A session the judge cannot be reached
+runs may). A verdict written while the agent hides inputs or outputs is stored as private, so
+its reasoning shows as content does (`privacy.Sight.eval`). A session the judge cannot be reached
 for is left for the next round.
 """
 
@@ -71,6 +70,7 @@ def judge_sessions(ports: SessionJudgePorts, state: State) -> State:
     """Judge the sessions idle since before now minus the idle time; the counts in the state."""
     now = ports.clock.now()
     idle = timedelta(minutes=ports.settings.judge.session_idle_minutes)
+
     def one(session: IdleSession) -> str:
         try:
             return judge_session(ports, session)
