@@ -148,3 +148,18 @@ def test_sessions_idle_since_their_last_run_are_due_for_a_verdict_until_judged(
     assert again is not None and again.eval == verdict and again.runs == 3
     assert [d.session_id for d in store.evals.idle_sessions("9999", limit=10)] == [
         "s-9", "s-2", "s-1"]
+
+
+def test_a_session_still_going_is_not_idle_whenever_its_first_run_ended(store: Store) -> None:
+    ingest(store, turn("r1", "s-1"))
+    first, _ = store.runs.session_runs(REF, "s-1", limit=10)
+    ingest(store, turn("r2", "s-1"))  # a later batch: the session goes on
+    kept, _ = store.runs.session_runs(REF, "s-1", limit=10)
+    assert first is not None and kept is not None and first.last_at and kept.last_at
+    assert first.last_at < kept.last_at
+    between = first.last_at + "~"  # after the first run's end, before the second's
+    assert between < kept.last_at
+    assert store.evals.idle_sessions(between, limit=10) == []
+    assert store.evals.idle_sessions(between, limit=10) == [], "asked again: still going"
+    (due,) = store.evals.idle_sessions("9999", limit=10)
+    assert (due.session_id, due.last_at) == ("s-1", kept.last_at)

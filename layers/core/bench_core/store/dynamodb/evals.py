@@ -26,6 +26,7 @@ the due and low-score markers. What a run costs to judge is then mostly its own 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -41,7 +42,13 @@ from ...domain.timeseries import Bucket, BucketKey, eval_buckets
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, pause
 from .codec.agents import DAY_SHARDS, JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
-from .codec.sessions import QUEUE_SHARDS, SESSIONQ, idle_from_item, verdict_update
+from .codec.sessions import (
+    QUEUE_SHARDS,
+    SESSIONQ,
+    idle_from_item,
+    requeue_update,
+    verdict_update,
+)
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
 from .codec.versions import version_eval_updates
@@ -255,16 +262,23 @@ class DynamoEvals:
     # ---- session verdicts -----------------------------------------------------------------
 
     def idle_sessions(self, before: str, limit: int) -> list[IdleSession]:
-        """A Query of each `gsi2` shard of `SESSIONQ#` (`codec.sessions`), oldest first, a
-        page of at most `limit` each, merged: at most `QUEUE_SHARDS` eventually consistent
-        reads of small items (about 8 RRU for 50 sessions a shard), whatever the table holds."""
+        """A Query of each `gsi2` shard of `SESSIONQ#` (`codec.sessions`), oldest key first, a
+        page of at most `limit` each: at most `QUEUE_SHARDS` eventually consistent reads of
+        small items (about 8 RRU for 50 sessions a shard), whatever the table holds. The
+        sessions whose last run ended since `before` are keyed again by it (a write each, at
+        most a page's), the others returned oldest first."""
         due: list[dict[str, Any]] = []
         for shard in range(QUEUE_SHARDS):
             params = self.table.query_params(f"{SESSIONQ}{shard}", "#sk < :before", index="gsi2",
                                              before=before)
             params["Limit"] = limit
-            due += itertools.islice(self.table.pages(params), limit)
-        due.sort(key=lambda item: item["gsi2sk"])
+            for item in itertools.islice(self.table.pages(params), limit):
+                if item["last_at"] < before:
+                    due.append(item)
+                else:
+                    with contextlib.suppress(ConditionFailed):  # judged meanwhile
+                        self.table.update(requeue_update(item))
+        due.sort(key=lambda item: item["last_at"])
         return [idle_from_item(item) for item in due[:limit]]
 
     def record_session_eval(self, ref: AgentRef, session_id: str, result: EvalResult,

@@ -13,16 +13,19 @@
   with its runs, in the order they started, is one Query of `begins_with(sk,
   "SESSION#{session}#")`, with no task item read.
 
-- The sessions no verdict covers (`evals/session_judge.py`): each counters update also keys the
-  item on `gsi2` (`SESSIONQ#{shard}`, `{last_at}#{AGENT}#{session}`, the shard by agent and
-  session), so the sessions of every agent whose last run ended before a moment are one Query
-  of each of `QUEUE_SHARDS` partitions, oldest first, a page each (no Scan); its verdict
-  removes the keys while no run ended since, and a later run puts them back.
+- The sessions no verdict covers (`evals/session_judge.py`): the counters update that finds
+  the item off `gsi2` puts it there (`SESSIONQ#{shard}`, `{last_at}#{AGENT}#{session}`, the
+  shard by agent and session), and later ones leave the key as it is, so a batch's update
+  changes the entry's attributes (1 WRU), never its key (2). The sessions whose last run
+  ended before a moment are then among those keyed before it: one Query of each of
+  `QUEUE_SHARDS` partitions, oldest first, a page each (no Scan), kept by their `last_at`; one
+  still active is keyed again by its last run, back in line. Its verdict removes the keys while
+  no run ended since, and a later run puts them back.
 
 A session id never holds '#' (`field_limits.SESSION_RULE`), so one session's prefix is no other's.
 Each finished run in a session puts its item (1 WRU), and each session a batch finishes runs of
 updates its counters in the transaction (2 WRU), their `gsi1` entry (1) and their `gsi2` entry
-(2: its key moves, a delete and a put); a run without a session writes none of them
+(1); a run without a session writes none of them
 (`tests/perf/dynamodb_cost.py --sessions`).
 """
 
@@ -47,6 +50,19 @@ QUEUE_SHARDS = 8
 def queue_pk(agent: AgentKeys, session_id: str) -> str:
     digest = hashlib.sha256(f"{agent.name}#{session_id}".encode()).hexdigest()
     return f"{SESSIONQ}{int(digest[:8], 16) % QUEUE_SHARDS}"
+
+
+def queue_sk(agent: AgentKeys, session_id: str, last_at: str) -> str:
+    return f"{last_at}#{agent.name}#{session_id}"
+
+
+def requeue_update(item: dict[str, Any]) -> Update:
+    """A session found still active, keyed again by its last run (while it is on `gsi2`)."""
+    session = idle_from_item(item)
+    agent = AgentKeys(session.ref.login, session.ref.slug)
+    return Update(agent.key(session_prefix(session.session_id)),
+                  set={"gsi2sk": queue_sk(agent, session.session_id, session.last_at)},
+                  condition="attribute_exists(#gsi2pk)")
 
 
 def sessions_pk(agent: AgentKeys) -> str:
@@ -74,8 +90,8 @@ def session_updates(agent: AgentKeys, runs: list[RunDelta]) -> list[Update]:
             update.set_if_absent["gsi1sk"] = f"{added.first_at}#{session_id}"
         if added.last_at:
             update.set["last_at"] = added.last_at
-            update.set["gsi2pk"] = queue_pk(agent, session_id)
-            update.set["gsi2sk"] = f"{added.last_at}#{agent.name}#{session_id}"
+            update.set_if_absent["gsi2pk"] = queue_pk(agent, session_id)
+            update.set_if_absent["gsi2sk"] = queue_sk(agent, session_id, added.last_at)
         if added.user_id:
             update.set_if_absent["user_id"] = added.user_id
         updates.append(expiring(update, agent))
