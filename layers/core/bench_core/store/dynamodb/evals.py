@@ -43,6 +43,8 @@ from .client import MAX_ATTEMPTS, ConditionFailed, Table, pause
 from .codec.agents import DAY_SHARDS, JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
 from .codec.sessions import (
+    QUEUE_INDEX,
+    QUEUE_PK,
     QUEUE_SHARDS,
     SESSIONQ,
     idle_from_item,
@@ -262,22 +264,28 @@ class DynamoEvals:
     # ---- session verdicts -----------------------------------------------------------------
 
     def idle_sessions(self, before: str, limit: int) -> list[IdleSession]:
-        """A Query of each `gsi2` shard of `SESSIONQ#` (`codec.sessions`), oldest key first, a
-        page of at most `limit` each: at most `QUEUE_SHARDS` eventually consistent reads of
-        small items (about 8 RRU for 50 sessions a shard), whatever the table holds. The
-        sessions whose last run ended since `before` are keyed again by it (a write each, at
-        most a page's), the others returned oldest first."""
-        due: list[dict[str, Any]] = []
+        """A Query of each queue partition (`codec.sessions`: `SESSIONQ#{n}` in the KEYS_ONLY
+        `tasks` index), oldest key first, a page of at most `limit` each, and one
+        BatchGetItem of those items for their `last_at`, eventually consistent: for 50
+        sessions, some 8 RRU of keys and 25 of items, whatever the table holds. The sessions
+        whose last run ended since `before` are keyed again by it (a write each, at most a
+        page's), the others returned oldest first."""
+        keys: list[dict[str, Any]] = []
         for shard in range(QUEUE_SHARDS):
-            params = self.table.query_params(f"{SESSIONQ}{shard}", "#sk < :before", index="gsi2",
-                                             before=before)
+            params = self.table.query_params(f"{SESSIONQ}{shard}", "#sk < :before",
+                                             index=QUEUE_INDEX, before=before)
             params["Limit"] = limit
-            for item in itertools.islice(self.table.pages(params), limit):
-                if item["last_at"] < before:
-                    due.append(item)
-                else:
-                    with contextlib.suppress(ConditionFailed):  # judged meanwhile
-                        self.table.update(requeue_update(item))
+            keys += ({"pk": item["pk"], "sk": item["sk"]}
+                     for item in itertools.islice(self.table.pages(params), limit))
+        due: list[dict[str, Any]] = []
+        for item in self.table.batch_get([to_item(k) for k in keys], consistent=False):
+            if QUEUE_PK not in item:  # judged since the index was read
+                continue
+            if item["last_at"] < before:
+                due.append(item)
+            else:
+                with contextlib.suppress(ConditionFailed):  # judged meanwhile
+                    self.table.update(requeue_update(item))
         due.sort(key=lambda item: item["last_at"])
         return [idle_from_item(item) for item in due[:limit]]
 

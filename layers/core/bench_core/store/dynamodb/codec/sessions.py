@@ -14,18 +14,20 @@
   "SESSION#{session}#")`, with no task item read.
 
 - The sessions no verdict covers (`evals/session_judge.py`): the counters update that finds
-  the item off `gsi2` puts it there (`SESSIONQ#{shard}`, `{last_at}#{AGENT}#{session}`, the
-  shard by agent and session), and later ones leave the key as it is, so a batch's update
-  changes the entry's attributes (1 WRU), never its key (2). The sessions whose last run
+  the item off the queue puts it on, in the KEYS_ONLY `tasks` index under partitions of its
+  own (`tlpk` = `SESSIONQ#{shard}`, the shard by agent and session; `tlsk` =
+  `{last_at}#{AGENT}#{session}`), and later ones leave those keys as they are: a KEYS_ONLY
+  entry whose keys stay is not written again, so a session's later batches cost its queue
+  nothing, and entering it one index write once per verdict. The sessions whose last run
   ended before a moment are then among those keyed before it: one Query of each of
-  `QUEUE_SHARDS` partitions, oldest first, a page each (no Scan), kept by their `last_at`; one
-  still active is keyed again by its last run, back in line. Its verdict removes the keys while
-  no run ended since, and a later run puts them back.
+  `QUEUE_SHARDS` partitions, oldest first, a page each (no Scan), their items read by key for
+  their `last_at`; one still going is keyed again by its last run, back in line. Its verdict
+  removes the keys while no run ended since, and a later run puts them back.
 
 A session id never holds '#' (`field_limits.SESSION_RULE`), so one session's prefix is no other's.
 Each finished run in a session puts its item (1 WRU), and each session a batch finishes runs of
-updates its counters in the transaction (2 WRU), their `gsi1` entry (1) and their `gsi2` entry
-(1); a run without a session writes none of them
+updates its counters in the transaction (2 WRU) and their `gsi1` entry (1); a run without a
+session writes neither
 (`tests/perf/dynamodb_cost.py --sessions`).
 """
 
@@ -44,7 +46,9 @@ from .values import Update, number, to_item
 SESSION = "SESSION#"
 SESSIONQ = "SESSIONQ#"
 QUEUE_SHARDS = 8
-"""`gsi2` partitions the sessions awaiting a verdict are spread over (by agent and session)."""
+"""Partitions the sessions awaiting a verdict are spread over (by agent and session)."""
+QUEUE_INDEX, QUEUE_PK, QUEUE_SK = "tasks", "tlpk", "tlsk"
+"""Where they wait: a KEYS_ONLY index (`table.py`), whose entry no counters update rewrites."""
 
 
 def queue_pk(agent: AgentKeys, session_id: str) -> str:
@@ -57,12 +61,12 @@ def queue_sk(agent: AgentKeys, session_id: str, last_at: str) -> str:
 
 
 def requeue_update(item: dict[str, Any]) -> Update:
-    """A session found still active, keyed again by its last run (while it is on `gsi2`)."""
+    """A session found still going, keyed again by its last run (while it is queued)."""
     session = idle_from_item(item)
     agent = AgentKeys(session.ref.login, session.ref.slug)
     return Update(agent.key(session_prefix(session.session_id)),
-                  set={"gsi2sk": queue_sk(agent, session.session_id, session.last_at)},
-                  condition="attribute_exists(#gsi2pk)")
+                  set={QUEUE_SK: queue_sk(agent, session.session_id, session.last_at)},
+                  condition=f"attribute_exists(#{QUEUE_PK})")
 
 
 def sessions_pk(agent: AgentKeys) -> str:
@@ -90,8 +94,8 @@ def session_updates(agent: AgentKeys, runs: list[RunDelta]) -> list[Update]:
             update.set_if_absent["gsi1sk"] = f"{added.first_at}#{session_id}"
         if added.last_at:
             update.set["last_at"] = added.last_at
-            update.set_if_absent["gsi2pk"] = queue_pk(agent, session_id)
-            update.set_if_absent["gsi2sk"] = queue_sk(agent, session_id, added.last_at)
+            update.set_if_absent[QUEUE_PK] = queue_pk(agent, session_id)
+            update.set_if_absent[QUEUE_SK] = queue_sk(agent, session_id, added.last_at)
         if added.user_id:
             update.set_if_absent["user_id"] = added.user_id
         updates.append(expiring(update, agent))
@@ -128,20 +132,20 @@ def session_from_item(item: dict[str, Any]) -> SessionStats:
 
 
 def idle_from_item(item: dict[str, Any]) -> IdleSession:
-    """A `gsi2` entry as the sweep reads it; the agent from the item's own key."""
+    """A queued session's item as the sweep reads it; the agent from the item's own key."""
     _, login, slug = item["pk"].split("#", 2)
     return IdleSession(AgentRef(login, slug), item["session_id"], item["last_at"])
 
 
 def verdict_update(agent: AgentKeys, session_id: str, result: EvalResult, judged_through: str,
                    *, leave_queue: bool) -> Update:
-    """The session's verdict; `leave_queue` also takes it off `gsi2`, on the condition that
-    no run ended since `judged_through` (else it stays due)."""
+    """The session's verdict; `leave_queue` also takes it off the queue, on the condition
+    that no run ended since `judged_through` (else it stays due)."""
     update = Update(agent.key(session_prefix(session_id)),
                     set={"eval": json.dumps(result.to_dict()), "judged_through": judged_through},
                     condition="attribute_exists(#pk)")
     if leave_queue:
-        update.remove += ["gsi2pk", "gsi2sk"]
+        update.remove += [QUEUE_PK, QUEUE_SK]
         update.condition = "attribute_exists(#pk) AND #last_at = :judged"
         update.condition_values = {":judged": judged_through}
     return update
