@@ -265,8 +265,8 @@ class EvalStore(Protocol):
     def idle_sessions(self, before: str, limit: int) -> list[IdleSession]:
         """Sessions of every agent whose last run ended before `before` and that no verdict
         covers since (`sessions.judge_due`), oldest first, at most `limit`, in one bounded
-        indexed read (SQLite: `agent_sessions_due`; DynamoDB: a Query of each `gsi2` shard of
-        `SESSIONQ#`, never a Scan)."""
+        indexed read (SQLite: `agent_sessions_due`; DynamoDB: a Query of each `SESSIONQ#`
+        partition of the `tasks` index and one BatchGetItem, never a Scan)."""
         ...
     def record_session_eval(self, ref: AgentRef, session_id: str, result: EvalResult,
                             judged_through: str) -> bool:
