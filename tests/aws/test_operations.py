@@ -211,10 +211,10 @@ def test_the_dlq_is_encrypted_kept_14_days_and_alarmed_on(transformed: dict[str,
 
 
 # Catch paths that record the error in the output and go on, by design (each has a test in
-# tests/aws/test_statemachines.py): one agent's clustering, and the sweep and the hourly looks
-# before clustering.
+# tests/aws/test_statemachines.py): one agent's clustering, and the sweep, the hourly looks and
+# the session judging before clustering.
 CATCH_AND_GO_ON = {("cluster", "ClusterAgent"), ("cluster", "SweepEvals"),
-                   ("cluster", "WatchActiveAgents")}
+                   ("cluster", "WatchActiveAgents"), ("cluster", "JudgeSessions")}
 
 
 @pytest.mark.parametrize("machine", ["cluster", "benchmark"])
@@ -235,10 +235,11 @@ def test_every_task_state_catches_and_ends_in_a_recorded_failure(machine: str) -
 
 def test_the_hourly_run_fails_when_it_cannot_find_the_agents_due(sfn: Sfn) -> None:
     attempts = definition("cluster")["States"]["FindDueAgents"]["Retry"][0]["MaxAttempts"] + 1
-    sfn.queue({}, {"watched": 0}, *[error("RuntimeError")] * attempts)
+    sfn.queue({}, {"watched": 0}, {}, *[error("RuntimeError")] * attempts)
     run = sfn.run(sfn.cluster_arn, "cluster-due-broken", {})
     assert run["status"] == "FAILED" and run["error"] == "ClusterDueAgentsFailed"
-    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "watch_active"] + [
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "watch_active",
+                                                     "judge_sessions"] + [
         "due_agents"] * attempts
 
 

@@ -193,13 +193,15 @@ def moto_sfn(invoke: Any) -> Iterator[Sfn]:
 
 
 def test_the_hourly_run_sweeps_finds_due_agents_and_clusters_each(sfn: Sfn) -> None:
-    sfn.queue({"swept": 3}, {"swept": 3, "watched": 2}, {"swept": 3, "agents": ["alice/a"]},
+    judged = {"swept": 3, "watched": 2, "sessions_judged": {"scored": 2}}
+    sfn.queue({"swept": 3}, {"swept": 3, "watched": 2}, judged, {**judged, "agents": ["alice/a"]},
               {"agent": "alice/a", "clusters": 2, "considered": 40})
     run = sfn.run(sfn.cluster_arn, "cluster-hourly", {})
     assert run["status"] == "SUCCEEDED"
     assert invocations(run) == [{"step": "sweep_evals", "state": {}},
                                 {"step": "watch_active", "state": {"swept": 3}},
-                                {"step": "due_agents", "state": {"swept": 3, "watched": 2}},
+                                {"step": "judge_sessions", "state": {"swept": 3, "watched": 2}},
+                                {"step": "due_agents", "state": judged},
                                 {"step": "cluster_agent", "state": {"agent": "alice/a"}}]
     assert json.loads(run["output"])["clustered"] == {"agents": 1}
 
@@ -299,19 +301,29 @@ def test_150_agents_clustered_and_80_crashing_pass_a_bounded_state_on(
 
 
 def test_a_failed_sweep_does_not_stop_the_clustering(sfn: Sfn) -> None:
-    sfn.queue(*[error("RuntimeError")] * 4, {"watched": 0}, {"agents": []})
+    sfn.queue(*[error("RuntimeError")] * 4, {"watched": 0}, {}, {"agents": []})
     run = sfn.run(sfn.cluster_arn, "cluster-sweep-broken", {})
     assert run["status"] == "SUCCEEDED"
-    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] * 4 + ["watch_active",
-                                                                           "due_agents"]
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] * 4 + [
+        "watch_active", "judge_sessions", "due_agents"]
 
 
 def test_failed_looks_do_not_stop_the_clustering(sfn: Sfn) -> None:
-    sfn.queue({"swept": 0}, *[error("RuntimeError")] * 3, {"agents": []})
+    sfn.queue({"swept": 0}, *[error("RuntimeError")] * 3, {}, {"agents": []})
     run = sfn.run(sfn.cluster_arn, "cluster-looks-broken", {})
     assert run["status"] == "SUCCEEDED"
     assert [i["step"] for i in invocations(run)] == ["sweep_evals"] + ["watch_active"] * 3 + [
+        "judge_sessions", "due_agents"]
+
+
+def test_failed_session_judging_does_not_stop_the_clustering(sfn: Sfn) -> None:
+    sfn.queue({"swept": 0}, {"watched": 0}, *[error("LLMUnavailable")] * 4, {"agents": []})
+    run = sfn.run(sfn.cluster_arn, "cluster-sessions-broken", {})
+    assert run["status"] == "SUCCEEDED"
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "watch_active"] + [
+        "judge_sessions"] * 4 + [
         "due_agents"]
+    assert invocations(run)[-1]["state"]["sessions_error"]["Error"] == "LLMUnavailable"
 
 
 def test_the_definitions_are_in_the_template_with_their_function_arns() -> None:
@@ -434,6 +446,7 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
     )
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
     from tests.aws.test_handlers import assert_granted
+    from tests.factories import an_hour_ago as recent
     from tests.factories import clean, task_events
 
     calls: list[tuple[str, str, str, dict[str, Any]]] = []
@@ -489,6 +502,13 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
         assert step("due_agents", swept)["agents"] == [ref.path]
         assert step("cluster_agent", {"agent": ref.path})["clusters"] >= 1
         assert store.evals.get_insights(ref)["considered"] == 2
+        session_run = task_events("s1", output="Lisbon is in Portugal.")
+        session_run[0]["session_id"] = "chat-1"
+        store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean(recent(session_run)))
+        assert step("judge_sessions", {})["sessions_judged"] == {"scored": 1}
+        kept, _ = store.runs.session_runs(ref, "chat-1", limit=10)
+        assert kept is not None and kept.eval is not None and kept.eval.judge == judged.judge
+        assert store.evals.idle_sessions(iso(SYSTEM_CLOCK.now()), 10) == []
     sent = [(who, json.loads(p["MessageBody"])) for who, _, op, p in calls if op == "SendMessage"]
     assert [(who, m["task_ids"]) for who, m in sent] == [("ClusterFunction", ["f1", "f2", "ok"])]
     models = {p["modelId"] for _, service, op, p in calls if op == "Converse"}

@@ -86,6 +86,9 @@ class JudgeSettings:
     prompt: str | None = None
     describe_prompt: str | None = None
     """Pinned prompt versions (`judge-v1`); None uses the newest in benchmarks/eval-prompts.md."""
+    session_idle_minutes: float = 30.0
+    """A session this long without a new run has ended: the hourly round judges it whole
+    (`evals/session_judge.py`)."""
 
     @classmethod
     def from_env(cls) -> JudgeSettings:
@@ -95,7 +98,8 @@ class JudgeSettings:
                    subtasks=os.environ.get("BENCH_EVAL_SUBTASKS", "").lower() in ("1", "true"),
                    workers=_int("BENCH_WORKERS", 2),
                    prompt=os.environ.get("BENCH_JUDGE_PROMPT") or None,
-                   describe_prompt=os.environ.get("BENCH_DESCRIBE_PROMPT") or None)
+                   describe_prompt=os.environ.get("BENCH_DESCRIBE_PROMPT") or None,
+                   session_idle_minutes=_float("BENCH_SESSION_IDLE_MINUTES", 30.0))
 
 
 @dataclass(frozen=True)

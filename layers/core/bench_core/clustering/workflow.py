@@ -4,6 +4,8 @@ Steps over JSON-able states (the cluster state machine's Task states call exactl
 
 - `sweep_evals`: restart evals of finished runs that never got a result (the judge was down, a
   start was lost); idempotent, as evals are.
+- `judge_sessions`: judge the sessions that have ended since their last verdict
+  (`evals/session_judge.py`), at most `IDLE_SESSIONS` a round.
 - `due_agents`: the agents with failed or low-scored runs since their last clusters.
 - `cluster_agent` (a Map over agents on AWS): the agent's failed and low-scored runs, newest
   first and bounded, embedded, grouped by k-means, described in one line each, stored.
@@ -20,11 +22,11 @@ from typing import Any, Protocol
 from ..domain.models import TaskState, iso
 from ..domain.task_text import as_text
 from ..evals.queue import GIVE_UP_AFTER, give_up
+from ..evals.session_judge import SessionJudgeConcerns, judge_sessions
 from ..ports.services import (
-    WithAgents,
     WithClock,
     WithEmbedder,
-    WithEvals,
+    WithJudge,
     WithLLM,
     WithSettings,
     WithWorkflows,
@@ -44,14 +46,16 @@ SWEEP_LIMIT = 5000
 DUE_LIMIT = 500
 
 
-class ClusterConcerns(WithAgents, WithEvals, Protocol):
-    """The agents clustered, their failed and low-scored runs, and their insights."""
+class ClusterConcerns(SessionJudgeConcerns, Protocol):
+    """The agents clustered, their failed and low-scored runs, and their insights; the
+    sessions judged."""
 
 
-class ClusterPorts(WithWorkflows, WithEmbedder, WithLLM, WithSettings, WithClock, Protocol):
+class ClusterPorts(WithWorkflows, WithEmbedder, WithLLM, WithJudge, WithSettings, WithClock,
+                   Protocol):
     """What the cluster steps use: the store, where evals start (the sweep), the embedder and
-    the describer's model (both built on first use: only `cluster_agent` needs them) and the
-    settings (the describer's prompt)."""
+    the describer's model (both built on first use: only `cluster_agent` needs them), the
+    judge (the sessions') and the settings (the describer's prompt)."""
 
     @property
     def store(self) -> ClusterConcerns: ...
@@ -127,7 +131,8 @@ def build_insights(ports: ClusterPorts, tasks: list[TaskState]) -> dict[str, Any
 
 
 STEPS: dict[str, Callable[[ClusterPorts, State], State]] = {
-    "sweep_evals": sweep_evals, "due_agents": due_agents, "cluster_agent": cluster_agent}
+    "sweep_evals": sweep_evals, "judge_sessions": judge_sessions, "due_agents": due_agents,
+    "cluster_agent": cluster_agent}
 """The steps in order; the cluster state machine's Task states call these, with the hourly
-looks after the sweep (`lambdas/cluster_steps.py`)."""
+looks between the sweep and the session judging (`lambdas/cluster_steps.py`)."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .models import RunDelta, TaskState
+from .models import AgentRef, EvalResult, RunDelta, TaskState
 
 USER_FIELDS = ("user_id", "userId")
 """Where the original client's metadata names the run's user (`folding.session_from_metadata`)."""
@@ -46,6 +46,10 @@ class SessionStats:
     """When its first run started: the order of the list (newest first)."""
     last_at: str | None = None
     """When its last run ended."""
+    eval: EvalResult | None = None
+    """The judge's verdict on the whole conversation (`evals/session_judge.py`)."""
+    judged_through: str | None = None
+    """The `last_at` its verdict covered: a run ending later makes the session due again."""
 
     @property
     def failures(self) -> int:
@@ -114,6 +118,22 @@ class SessionFilter:
 
 
 STATUSES = ("success", "failed")
+IDLE_SESSIONS = 50
+"""Sessions the hourly round judges at most (the oldest idle first; the next round goes on)."""
+
+
+@dataclass(frozen=True)
+class IdleSession:
+    """A session ended (no run for the idle time) and not judged since its last run."""
+
+    ref: AgentRef
+    session_id: str
+    last_at: str
+
+
+def judge_due(s: SessionStats, before: str) -> bool:
+    """Whether the session's last run ended before `before` and no verdict covers it."""
+    return s.last_at is not None and s.last_at < before and s.judged_through != s.last_at
 
 
 def runs_by_session(runs: Iterable[RunDelta]) -> dict[str, SessionStats]:
@@ -135,7 +155,8 @@ def merged(kept: SessionStats, added: SessionStats) -> SessionStats:
         tokens=kept.tokens + added.tokens,
         duration_ms_total=kept.duration_ms_total + added.duration_ms_total,
         first_at=min((t for t in (kept.first_at, added.first_at) if t), default=None),
-        last_at=max((t for t in (kept.last_at, added.last_at) if t), default=None))
+        last_at=max((t for t in (kept.last_at, added.last_at) if t), default=None),
+        eval=kept.eval, judged_through=kept.judged_through)
 
 
 def list_key(s: SessionStats) -> str:

@@ -1,6 +1,6 @@
 """The hourly state machine's steps (statemachines/cluster.asl.json), in the order its Task
 states run them: the cluster workflow's, with the hourly looks at the active agents' regression
-monitors after the sweep (`alerts.watch.hourly_looks`), which ClusterFunction runs too: the
+monitors after the sweep (`alerts.watch.hourly_looks`), then the session judging, which ClusterFunction runs too: the
 schedule already starts it every hour, and a look is claimed per agent and hour, so the
 machine's retries and reruns look at no agent twice."""
 
@@ -12,4 +12,5 @@ from .workflow_steps import Step
 
 STEPS: dict[str, Step] = {
     "sweep_evals": cluster.sweep_evals, "watch_active": hourly_looks,
-    "due_agents": cluster.due_agents, "cluster_agent": cluster.cluster_agent}
+    "judge_sessions": cluster.STEPS["judge_sessions"], "due_agents": cluster.due_agents,
+    "cluster_agent": cluster.cluster_agent}

@@ -40,7 +40,7 @@ from ..domain.models import (
     TaskState,
 )
 from ..domain.run_list import RunFilter
-from ..domain.sessions import SessionFilter, SessionRun, SessionStats
+from ..domain.sessions import IdleSession, SessionFilter, SessionRun, SessionStats
 from ..domain.versions import VersionStats
 
 if TYPE_CHECKING:
@@ -260,6 +260,20 @@ class EvalStore(Protocol):
         groups)."""
         ...
     def judge_spend(self, ref: AgentRef, day: str) -> float: ...
+
+    # session verdicts (`evals/session_judge.py`)
+    def idle_sessions(self, before: str, limit: int) -> list[IdleSession]:
+        """Sessions of every agent whose last run ended before `before` and that no verdict
+        covers since (`sessions.judge_due`), oldest first, at most `limit`, in one bounded
+        indexed read (SQLite: `agent_sessions_due`; DynamoDB: a Query of each `SESSIONQ#`
+        partition of the `tasks` index and one BatchGetItem, never a Scan)."""
+        ...
+    def record_session_eval(self, ref: AgentRef, session_id: str, result: EvalResult,
+                            judged_through: str) -> bool:
+        """Store `result` as the session's verdict covering its runs up to `judged_through`
+        (its `last_at` as judged; a run ended later keeps it due) and add its cost to the
+        day's judge spend; False if the session is unknown."""
+        ...
 
     # failure clusters
     def cluster_candidates(self, ref: AgentRef, limit: int) -> list[TaskState]:

@@ -62,6 +62,10 @@ class Jobs(Protocol):
         """Delete what has expired by `now` (`RetentionStore.purge_expired`); the rows deleted."""
         ...
 
+    def judge_sessions(self) -> None:
+        """Judge the sessions that have ended since their last verdict (a bounded round)."""
+        ...
+
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         """Start, through `workflows`, the evals of finished runs still without a result (at
         `startup` even the youngest: nothing can be in flight), and return the agents whose

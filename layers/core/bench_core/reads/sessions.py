@@ -5,7 +5,9 @@ Whoever may see the agent sees its sessions (`privacy.visible_agent`: a private 
 found); a user is shown raw to the owner only, else as its pseudonym (`Sight.user`), and only
 the owner may look sessions up by user, so a visitor can learn nothing by guessing ids. The
 conversation is content: where either of the agent's switches hides content from the viewer,
-a session shows its runs' names, statuses and numbers without it.
+a session shows its runs' names, statuses and numbers without it, and its verdict
+(`session_eval`: the judge's on the whole conversation, `evals/session_judge.py`) without its
+reasoning, as a run's.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def session_summary(s: SessionStats, sight: Sight) -> dict[str, Any]:
             "success_rate_ci95": list(interval) if interval else None,
             "headline_cost_usd": round(cost, 10), "headline_cost_source": source,
             "tokens": s.tokens, "duration_ms_total": s.duration_ms_total,
-            "first_at": s.first_at, "last_at": s.last_at}
+            "first_at": s.first_at, "last_at": s.last_at,
+            "session_eval": sight.eval(s.eval)}
 
 
 def session_filter(params: Callable[[str], str | None], viewer: Viewer, agent: Agent

@@ -14,6 +14,7 @@ from ..benchmarks import workflow as benchmark
 from ..clock import Clock
 from ..clustering import workflow as cluster
 from ..domain.models import AgentRef
+from ..evals import session_judge
 from ..evals import workflow as evals
 from ..ports.services import WithBenchmarks, WithLeaderboard, WithRetention
 from ..ports.workflows import State, Workflows, parse_agent
@@ -65,6 +66,9 @@ class LocalJobs:
         """In a thread of its own too, the agents one after another."""
         threading.Thread(target=watch_active, args=(self.ports,), name="bench-alerts-hourly",
                          daemon=True).start()
+
+    def judge_sessions(self) -> None:
+        session_judge.judge_sessions(self.ports, {})
 
     def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
         state = cluster.sweep_evals(self.ports, {}, timedelta(0) if startup else cluster.SWEEP_MIN_AGE,

@@ -202,9 +202,10 @@ class LocalRunner:
 
     def scheduled_round(self, startup: bool = False) -> None:
         """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters, look
-        at the monitors of the agents active lately (`Jobs.watch_active`). At startup nothing
-        can be in flight, so even the youngest unjudged runs are swept. Also what DynamoDB's
-        TTL does there: delete what has expired (`Jobs.purge_expired`)."""
+        at the monitors of the agents active lately (`Jobs.watch_active`), judge the sessions
+        that have ended (`Jobs.judge_sessions`, in this timer's thread). At startup nothing can
+        be in flight, so even the youngest unjudged runs are swept. Also what DynamoDB's TTL
+        does there: delete what has expired (`Jobs.purge_expired`)."""
         try:
             purged = self.jobs.purge_expired(iso(self.clock.now()))
             if purged:
@@ -219,6 +220,10 @@ class LocalRunner:
             self.jobs.watch_active()
         except Exception:
             logger.exception("the hourly looks failed; retrying at the next round")
+        try:
+            self.jobs.judge_sessions()
+        except Exception:
+            logger.exception("judging sessions failed; retrying at the next round")
 
     def _work(self) -> None:
         last_job_s = 0.0

@@ -26,6 +26,7 @@ the due and low-score markers. What a run costs to judge is then mostly its own 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -36,10 +37,20 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState, iso
+from ...domain.sessions import IdleSession
 from ...domain.timeseries import Bucket, BucketKey, eval_buckets
-from .client import MAX_ATTEMPTS, Table, pause
+from .client import MAX_ATTEMPTS, ConditionFailed, Table, pause
 from .codec.agents import DAY_SHARDS, JUDGES, counter_key, pick_shard
 from .codec.keys import META, TASK, AgentKeys, expiring, expiry, temporary
+from .codec.sessions import (
+    QUEUE_INDEX,
+    QUEUE_PK,
+    QUEUE_SHARDS,
+    SESSIONQ,
+    idle_from_item,
+    requeue_update,
+    verdict_update,
+)
 from .codec.tasks import task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
 from .codec.versions import version_eval_updates
@@ -249,6 +260,55 @@ class DynamoEvals:
         params["ConsistentRead"] = False
         return sum(float(item.get("cost_usd", 0)) for page in self.table.answers(params)
                    for item in page["Items"])
+
+    # ---- session verdicts -----------------------------------------------------------------
+
+    def idle_sessions(self, before: str, limit: int) -> list[IdleSession]:
+        """A Query of each queue partition (`codec.sessions`: `SESSIONQ#{n}` in the KEYS_ONLY
+        `tasks` index), oldest key first, a page of at most `limit` each, and one
+        BatchGetItem of those items for their `last_at`, eventually consistent: for 50
+        sessions, some 8 RRU of keys and 25 of items, whatever the table holds. The sessions
+        whose last run ended since `before` are keyed again by it (a write each, at most a
+        page's), the others returned oldest first."""
+        keys: list[dict[str, Any]] = []
+        for shard in range(QUEUE_SHARDS):
+            params = self.table.query_params(f"{SESSIONQ}{shard}", "#sk < :before",
+                                             index=QUEUE_INDEX, before=before)
+            params["Limit"] = limit
+            keys += ({"pk": item["pk"], "sk": item["sk"]}
+                     for item in itertools.islice(self.table.pages(params), limit))
+        due: list[dict[str, Any]] = []
+        for item in self.table.batch_get([to_item(k) for k in keys], consistent=False):
+            if QUEUE_PK not in item:  # judged since the index was read
+                continue
+            if item["last_at"] < before:
+                due.append(item)
+            else:
+                with contextlib.suppress(ConditionFailed):  # judged meanwhile
+                    self.table.update(requeue_update(item))
+        due.sort(key=lambda item: item["last_at"])
+        return [idle_from_item(item) for item in due[:limit]]
+
+    def record_session_eval(self, ref: AgentRef, session_id: str, result: EvalResult,
+                            judged_through: str) -> bool:
+        """The verdict, off the queue while no run ended since (else kept on it, due again),
+        then the day's judge spend (ADD, one of its shards)."""
+        agent = AgentKeys(ref.login, ref.slug)
+        try:
+            try:
+                self.table.update(verdict_update(agent, session_id, result, judged_through,
+                                                 leave_queue=True))
+            except ConditionFailed:
+                self.table.update(verdict_update(agent, session_id, result, judged_through,
+                                                 leave_queue=False))
+        except ConditionFailed:
+            return False
+        tokens = result.input_tokens + result.output_tokens
+        if tokens or result.cost_usd:
+            self.table.update(expiring(Update(
+                agent.key(f"{JDAY}{result.at[:10]}#{pick_shard() % DAY_SHARDS}"),
+                add={"tokens": tokens, "cost_usd": number(result.cost_usd)}), agent))
+        return True
 
     # ---- pending evals -----------------------------------------------------------------------
 

@@ -17,6 +17,9 @@ every batch):
   subtask is in neither: a task's subtasks are read from its run's `spans` (each row names
   its parent), so the write of a span makes one index entry, not three. Updating a task
   (its cost, its eval) touches no index unless its listing keys move.
+  `tasks` also holds, under partitions of their own (`SESSIONQ#{n}`), the sessions awaiting
+  the session judge (`codec/sessions.py`): keys only, so their counters' updates on every
+  batch write no entry.
 - `lb_runs`, `lb_success`, `lb_score`, `lb_cost`, `lb_latency`: the leaderboard, sparse (the
   sort key exists only while an agent qualifies) and spread over `leaderboard.SHARDS`
   partitions `lbpk` = LB#{n} (absent while the agent is unlisted); they carry only `lb_text`,

@@ -10,6 +10,7 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState
+from ...domain.sessions import IdleSession, judge_due
 from ...domain.timeseries import eval_buckets
 from ...domain.versions import VersionStats
 from .state import AgentRow, Concern, Tables, copied, read_insights, refresh_rank
@@ -87,6 +88,28 @@ class MemoryEvals(Concern):
     def judge_spend(self, ref: AgentRef, day: str) -> float:
         with self.memory.locked() as tables:
             return float(tables.judge_days.get(ref, {}).get(day, [0, 0.0])[1])
+
+    # ---- session verdicts -----------------------------------------------------------------
+
+    def idle_sessions(self, before: str, limit: int) -> list[IdleSession]:
+        with self.memory.locked() as tables:
+            due = sorted((s.last_at or "", ref.login, ref.slug, s.session_id)
+                         for ref, kept in tables.sessions.items() for s in kept.values()
+                         if judge_due(s, before))
+        return [IdleSession(AgentRef(login, slug), session_id, last)
+                for last, login, slug, session_id in due[:limit]]
+
+    def record_session_eval(self, ref: AgentRef, session_id: str, result: EvalResult,
+                            judged_through: str) -> bool:
+        with self.memory.locked() as tables:
+            kept = tables.sessions.get(ref, {}).get(session_id)
+            if kept is None:
+                return False
+            kept.eval, kept.judged_through = copied(result), judged_through
+            spend = tables.judge_days.setdefault(ref, {}).setdefault(result.at[:10], [0, 0.0])
+            spend[0] += result.input_tokens + result.output_tokens
+            spend[1] += result.cost_usd
+            return True
 
     # ---- failure clusters ------------------------------------------------------------------
 

@@ -12,11 +12,13 @@ from typing import Any
 from ...domain import eval_records as evals
 from ...domain.field_limits import dumps
 from ...domain.models import AgentRef, EvalResult, TaskState
+from ...domain.sessions import IdleSession
 from ...domain.timeseries import eval_buckets
 from .agents import find_agent_id, refresh_rank
 from .connection import Concern
 from .ingest import TASK_COLS, task_from_row
 from .packing import load, pack_json
+from .sessions import idle_sessions, record_session_eval
 from .timeseries import add_series
 from .versions import add_version_evals
 
@@ -103,13 +105,24 @@ class SqliteEvals(Concern):
         if is_run and (d.eval_count or d.eval_score_sum):
             run = TaskState(task_id, ended_at=row["ended_at"], agent_version=row["agent_version"])
             add_series(conn, agent_id, eval_buckets(run, d.eval_count, d.eval_score_sum))
-        if d.judge_tokens or d.judge_cost_usd:
-            conn.execute(
-                "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (agent_id, day) DO UPDATE SET tokens = tokens + excluded.tokens, "
-                "cost_usd = cost_usd + excluded.cost_usd",
-                (agent_id, result.at[:10], d.judge_tokens, d.judge_cost_usd))
+        add_judge_spend(conn, agent_id, result.at[:10], d.judge_tokens, d.judge_cost_usd)
         return bool(d.eval_count or d.eval_score_sum)
+
+    # ---- session verdicts -----------------------------------------------------------------
+
+    def idle_sessions(self, before: str, limit: int) -> list[IdleSession]:
+        return idle_sessions(self.db.reader(), before, limit)
+
+    def record_session_eval(self, ref: AgentRef, session_id: str, result: EvalResult,
+                            judged_through: str) -> bool:
+        with self.db.write() as conn:
+            agent_id = find_agent_id(conn, ref)
+            if agent_id is None or not record_session_eval(conn, agent_id, session_id, result,
+                                                           judged_through):
+                return False
+            add_judge_spend(conn, agent_id, result.at[:10],
+                            result.input_tokens + result.output_tokens, result.cost_usd)
+            return True
 
     def mark_evals_pending(self, ref: AgentRef, task_ids: list[str], when: str) -> None:
         """Nothing to do: a finished run without a result is pending by definition here, and
@@ -169,3 +182,13 @@ class SqliteEvals(Concern):
             "SELECT login, slug FROM agents WHERE cluster_due_at IS NOT NULL "
             "ORDER BY cluster_due_at LIMIT ?", (limit,)).fetchall()
         return [AgentRef(r["login"], r["slug"]) for r in rows]
+
+
+def add_judge_spend(conn: sqlite3.Connection, agent_id: int, day: str, tokens: int,
+                    cost_usd: float) -> None:
+    """What the judge spent on the agent, added to the day's (the budget's count)."""
+    if tokens or cost_usd:
+        conn.execute(
+            "INSERT INTO judge_days (agent_id, day, tokens, cost_usd) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (agent_id, day) DO UPDATE SET tokens = tokens + excluded.tokens, "
+            "cost_usd = cost_usd + excluded.cost_usd", (agent_id, day, tokens, cost_usd))

@@ -5,11 +5,12 @@ by when the session began, so the list is one indexed range too."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
-from ...domain.models import RunDelta
-from ...domain.sessions import SessionFilter, SessionStats, runs_by_session
+from ...domain.models import AgentRef, EvalResult, RunDelta
+from ...domain.sessions import IdleSession, SessionFilter, SessionStats, runs_by_session
 from ...ports.store import SessionsPage, decode_cursor, encode_cursor
 
 SESSIONS_SCHEMA = """
@@ -27,9 +28,19 @@ SESSIONS_SCHEMA = """
     CREATE INDEX agent_sessions_by_start ON agent_sessions (agent_id, first_at, session_id);
 """
 """The migration adding sessions (in `store.MIGRATIONS`)."""
+SESSION_EVAL_SCHEMA = """
+    ALTER TABLE agent_sessions ADD COLUMN eval TEXT;
+    ALTER TABLE agent_sessions ADD COLUMN judged_through TEXT;
+    CREATE INDEX agent_sessions_due ON agent_sessions (last_at)
+        WHERE judged_through IS NOT last_at;
+"""
+"""The migration adding each session's verdict (`evals/session_judge.py`): the sessions no
+verdict covers, by when their last run ended, are one range of a partial index (a judged
+session leaves it; a new run puts it back)."""
 
 _COLS = ("session_id, user_id, runs, successes, cost_usd_total, evidence_cost_usd_total, "
          "tokens, duration_ms_total, first_at, last_at")
+_READ_COLS = f"{_COLS}, eval, judged_through"
 
 
 def add_session_runs(conn: sqlite3.Connection, agent_id: int, runs: list[RunDelta]) -> None:
@@ -53,15 +64,17 @@ def add_session_runs(conn: sqlite3.Connection, agent_id: int, runs: list[RunDelt
 
 def _stats(row: Any) -> SessionStats:
     (session_id, user_id, runs, successes, cost, evidence, tokens, duration, first,
-     last) = tuple(row)
+     last, verdict, judged_through) = tuple(row)
     return SessionStats(session_id=session_id, user_id=user_id, runs=runs, successes=successes,
                         cost_usd_total=cost, evidence_cost_usd_total=evidence, tokens=tokens,
-                        duration_ms_total=duration, first_at=first, last_at=last)
+                        duration_ms_total=duration, first_at=first, last_at=last,
+                        eval=EvalResult.from_dict(json.loads(verdict)) if verdict else None,
+                        judged_through=judged_through)
 
 
 def read_session(reader: sqlite3.Connection, agent_id: int, session_id: str
                  ) -> SessionStats | None:
-    row = reader.execute(f"SELECT {_COLS} FROM agent_sessions WHERE agent_id = ? AND "
+    row = reader.execute(f"SELECT {_READ_COLS} FROM agent_sessions WHERE agent_id = ? AND "
                          "session_id = ?", (agent_id, session_id)).fetchone()
     return _stats(row) if row else None
 
@@ -87,10 +100,29 @@ def read_sessions(reader: sqlite3.Connection, agent_id: int, where: SessionFilte
         clauses.append("first_at < ?")
         args.append(where.until)
     rows = reader.execute(
-        f"SELECT {_COLS} FROM agent_sessions WHERE {' AND '.join(clauses)} "
+        f"SELECT {_READ_COLS} FROM agent_sessions WHERE {' AND '.join(clauses)} "
         "ORDER BY first_at DESC, session_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
     found = [_stats(r) for r in rows]
     more = len(found) > limit
     last = found[limit - 1] if more else None
     return SessionsPage(found[:limit], encode_cursor(last.first_at or "", last.session_id)
                         if last is not None else None)
+
+
+def idle_sessions(reader: sqlite3.Connection, before: str, limit: int) -> list[IdleSession]:
+    """One range of `agent_sessions_due`, oldest first."""
+    rows = reader.execute(
+        "SELECT login, slug, session_id, last_at FROM agent_sessions INDEXED BY "
+        "agent_sessions_due JOIN agents ON agents.id = agent_sessions.agent_id "
+        "WHERE judged_through IS NOT last_at AND last_at < ? ORDER BY last_at LIMIT ?",
+        (before, limit)).fetchall()
+    return [IdleSession(AgentRef(login, slug), session_id, last)
+            for login, slug, session_id, last in rows]
+
+
+def record_session_eval(conn: sqlite3.Connection, agent_id: int, session_id: str,
+                        result: EvalResult, judged_through: str) -> bool:
+    return conn.execute(
+        "UPDATE agent_sessions SET eval = ?, judged_through = ? WHERE agent_id = ? AND "
+        "session_id = ?", (json.dumps(result.to_dict()), judged_through, agent_id,
+                           session_id)).rowcount > 0

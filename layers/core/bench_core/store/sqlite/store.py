@@ -31,7 +31,7 @@ from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .run_list import add_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
-from .sessions import SESSIONS_SCHEMA
+from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
 from .timeseries import TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
@@ -89,6 +89,8 @@ MIGRATIONS: list[Migration] = [
     TIMESERIES_SCHEMA,
     # 25: each run's session and user (indexed), and each session's counters
     SESSIONS_SCHEMA,
+    # 26: each session's verdict, and the sessions it is due for (indexed)
+    SESSION_EVAL_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

@@ -13,23 +13,60 @@
   with its runs, in the order they started, is one Query of `begins_with(sk,
   "SESSION#{session}#")`, with no task item read.
 
+- The sessions no verdict covers (`evals/session_judge.py`): the counters update that finds
+  the item off the queue puts it on, in the KEYS_ONLY `tasks` index under partitions of its
+  own (`tlpk` = `SESSIONQ#{shard}`, the shard by agent and session; `tlsk` =
+  `{last_at}#{AGENT}#{session}`), and later ones leave those keys as they are: a KEYS_ONLY
+  entry whose keys stay is not written again, so a session's later batches cost its queue
+  nothing, and entering it one index write once per verdict. The sessions whose last run
+  ended before a moment are then among those keyed before it: one Query of each of
+  `QUEUE_SHARDS` partitions, oldest first, a page each (no Scan), their items read by key for
+  their `last_at`; one still going is keyed again by its last run, back in line. Its verdict
+  removes the keys while no run ended since, and a later run puts them back.
+
 A session id never holds '#' (`field_limits.SESSION_RULE`), so one session's prefix is no other's.
 Each finished run in a session puts its item (1 WRU), and each session a batch finishes runs of
 updates its counters in the transaction (2 WRU) and their `gsi1` entry (1); a run without a
-session writes neither (`tests/perf/dynamodb_cost.py --sessions`).
+session writes neither
+(`tests/perf/dynamodb_cost.py --sessions`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from decimal import Decimal
 from typing import Any
 
-from ....domain.models import RunDelta
-from ....domain.sessions import SessionRun, SessionStats, runs_by_session
+from ....domain.models import AgentRef, EvalResult, RunDelta
+from ....domain.sessions import IdleSession, SessionRun, SessionStats, runs_by_session
 from .keys import AgentKeys, expiring, expiry
 from .values import Update, number, to_item
 
 SESSION = "SESSION#"
+SESSIONQ = "SESSIONQ#"
+QUEUE_SHARDS = 8
+"""Partitions the sessions awaiting a verdict are spread over (by agent and session)."""
+QUEUE_INDEX, QUEUE_PK, QUEUE_SK = "tasks", "tlpk", "tlsk"
+"""Where they wait: a KEYS_ONLY index (`table.py`), whose entry no counters update rewrites."""
+
+
+def queue_pk(agent: AgentKeys, session_id: str) -> str:
+    digest = hashlib.sha256(f"{agent.name}#{session_id}".encode()).hexdigest()
+    return f"{SESSIONQ}{int(digest[:8], 16) % QUEUE_SHARDS}"
+
+
+def queue_sk(agent: AgentKeys, session_id: str, last_at: str) -> str:
+    return f"{last_at}#{agent.name}#{session_id}"
+
+
+def requeue_update(item: dict[str, Any]) -> Update:
+    """A session found still going, keyed again by its last run (while it is queued)."""
+    session = idle_from_item(item)
+    agent = AgentKeys(session.ref.login, session.ref.slug)
+    return Update(agent.key(session_prefix(session.session_id)),
+                  set={QUEUE_SK: queue_sk(agent, session.session_id, session.last_at)},
+                  condition=f"attribute_exists(#{QUEUE_PK})")
 
 
 def sessions_pk(agent: AgentKeys) -> str:
@@ -57,6 +94,8 @@ def session_updates(agent: AgentKeys, runs: list[RunDelta]) -> list[Update]:
             update.set_if_absent["gsi1sk"] = f"{added.first_at}#{session_id}"
         if added.last_at:
             update.set["last_at"] = added.last_at
+            update.set_if_absent[QUEUE_PK] = queue_pk(agent, session_id)
+            update.set_if_absent[QUEUE_SK] = queue_sk(agent, session_id, added.last_at)
         if added.user_id:
             update.set_if_absent["user_id"] = added.user_id
         updates.append(expiring(update, agent))
@@ -79,6 +118,7 @@ def session_run_items(agent: AgentKeys, runs: list[RunDelta]) -> list[dict[str, 
 
 
 def session_from_item(item: dict[str, Any]) -> SessionStats:
+    verdict = item.get("eval")
     return SessionStats(
         session_id=item["session_id"], user_id=item.get("user_id"),
         runs=int(item.get("runs", 0)), successes=int(item.get("successes", 0)),
@@ -86,7 +126,29 @@ def session_from_item(item: dict[str, Any]) -> SessionStats:
         evidence_cost_usd_total=float(item.get("evidence_cost_usd_total", Decimal(0))),
         tokens=int(item.get("tokens", 0)),
         duration_ms_total=float(item.get("duration_ms_total", Decimal(0))),
-        first_at=item.get("first_at"), last_at=item.get("last_at"))
+        first_at=item.get("first_at"), last_at=item.get("last_at"),
+        eval=EvalResult.from_dict(json.loads(verdict)) if verdict else None,
+        judged_through=item.get("judged_through"))
+
+
+def idle_from_item(item: dict[str, Any]) -> IdleSession:
+    """A queued session's item as the sweep reads it; the agent from the item's own key."""
+    _, login, slug = item["pk"].split("#", 2)
+    return IdleSession(AgentRef(login, slug), item["session_id"], item["last_at"])
+
+
+def verdict_update(agent: AgentKeys, session_id: str, result: EvalResult, judged_through: str,
+                   *, leave_queue: bool) -> Update:
+    """The session's verdict; `leave_queue` also takes it off the queue, on the condition
+    that no run ended since `judged_through` (else it stays due)."""
+    update = Update(agent.key(session_prefix(session_id)),
+                    set={"eval": json.dumps(result.to_dict()), "judged_through": judged_through},
+                    condition="attribute_exists(#pk)")
+    if leave_queue:
+        update.remove += [QUEUE_PK, QUEUE_SK]
+        update.condition = "attribute_exists(#pk) AND #last_at = :judged"
+        update.condition_values = {":judged": judged_through}
+    return update
 
 
 def session_run_from_item(item: dict[str, Any]) -> SessionRun:
