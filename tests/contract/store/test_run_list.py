@@ -193,7 +193,7 @@ def without_run_text(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE tasks_text")
     for column in ("duration", "cost", "tokens", "score"):
         conn.execute(f"DROP INDEX tasks_roots_by_{column}")
-    for later in MIGRATIONS[MIGRATIONS.index(add_run_text) + 1:]:
+    for later in reversed(MIGRATIONS[MIGRATIONS.index(add_run_text) + 1:]):
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):
             conn.execute(f"DROP INDEX IF EXISTS {index}")
