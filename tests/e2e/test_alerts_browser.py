@@ -17,7 +17,6 @@ from tests.e2e.test_browser_surfaces import (
     Watched,
     browser,  # noqa: F401 - the fixture
 )
-from tests.http.accounts_support import signin_link
 from tests.http.test_alerts_http import regressed
 
 pytestmark = BROWSER_TESTS
@@ -36,10 +35,7 @@ def test_the_alerts_page_fits_and_wears_the_dashboards_styles(browser: Any,  # n
     login, _ = regressed(server)
     watched = Watched(browser, width, "light")
     try:
-        page = watched.open(signin_link(server))
-        page.fill("#login", login)
-        page.click("form[action='/signin/local'] button")
-        page.wait_for_load_state("networkidle")
+        page = watched.sign_in(server, login)
         page = watched.open(f"{server.url}/dashboard/agents/agent/alerts")
         assert page.locator(".alert-row[data-state=open]").count() >= 1
         assert page.get_by_role("button", name="Acknowledge").first.is_visible()

@@ -22,7 +22,6 @@ from tests.e2e.test_browser_surfaces import (
     browser,  # noqa: F401 - the fixture
 )
 from tests.factories import batch, ev, task_events
-from tests.http.accounts_support import signin_link
 from tests.http.surfaces_data import post, show_content
 from tests.http.test_ingest_http import new_login
 
@@ -112,10 +111,7 @@ def test_the_owner_reads_them_on_the_dashboard_and_filters_by_tag(
     login, slug = charted
     watched = Watched(browser, width, "light")
     try:
-        page = watched.open(signin_link(bench_server))
-        page.fill("#login", login)
-        page.click("form[action='/signin/local'] button")
-        page.wait_for_load_state("networkidle")
+        page = watched.sign_in(bench_server, login)
         page = watched.open(f"{bench_server.url}/dashboard/agents/{slug}")
         section = page.locator("#analytics")
         every_chart_drawn(section)

@@ -23,7 +23,6 @@ from tests.e2e.test_browser_surfaces import (
     Watched,
     browser,  # noqa: F401 - the fixture
 )
-from tests.http.accounts_support import signin_link
 from tests.http.test_annotation_queue_http import seeded
 
 pytestmark = BROWSER_TESTS
@@ -49,10 +48,7 @@ def test_the_owner_gives_verdicts_with_one_keystroke_each(browser: Any,  # noqa:
     server.store.feedback.set_label_set(AgentRef(login, "queued"), ["correct", "wrong-tool"])
     watched = Watched(browser, width, "light")
     try:
-        page = watched.open(signin_link(server))
-        page.fill("#login", login)
-        page.click("form[action='/signin/local'] button")
-        page.wait_for_load_state("networkidle")
+        page = watched.sign_in(server, login)
         page = watched.open(f"{server.url}/dashboard/agents/queued/queue")
         assert current(page) == "closest"
         watched.shot(f"annotation-queue-{width}")

@@ -20,6 +20,7 @@ from bench_core.http.pages import EMBED_SIZES
 from tests.benchmark_support import SUITE, graded_run, run_body
 from tests.conftest import RunningServer
 from tests.factories import batch, day_old, task_events
+from tests.http.accounts_support import signin_link
 from tests.http.surfaces_data import Seeded, seed_agent
 from tests.http.test_ingest_http import new_login, post
 
@@ -116,6 +117,14 @@ class Watched:
     def open(self, url: str) -> Any:
         self.page.goto(url, wait_until="networkidle")
         return self.page
+
+    def sign_in(self, server: Any, login: str) -> Any:
+        """Sign in as `login` through the console's one-time link, as the owner would."""
+        page = self.open(signin_link(server))
+        page.fill("#login", login)
+        page.click("form[action='/signin/local'] button")
+        page.wait_for_load_state("networkidle")
+        return page
 
     def shot(self, name: str) -> None:
         SHOTS.mkdir(parents=True, exist_ok=True)

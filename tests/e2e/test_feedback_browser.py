@@ -16,7 +16,6 @@ from tests.e2e.test_browser_surfaces import (
     Watched,
     browser,  # noqa: F401 - the fixture
 )
-from tests.http.accounts_support import signin_link
 from tests.http.runs_data import seed_research_run
 from tests.http.test_ingest_http import new_login
 
@@ -31,10 +30,7 @@ def test_the_owner_annotates_a_run_on_its_page(browser: Any, bench_server: Runni
     run_page = f"{bench_server.url}/u/{seeded.path}/runs/{seeded.run_id}"
     watched = Watched(browser, width, "light")
     try:
-        page = watched.open(signin_link(bench_server))
-        page.fill("#login", login)
-        page.click("form[action='/signin/local'] button")
-        page.wait_for_load_state("networkidle")
+        page = watched.sign_in(bench_server, login)
         page = watched.open(run_page)
         form = page.locator("form[data-feedback-form]")
         assert form.is_visible()

@@ -16,7 +16,6 @@ import pytest
 from tests.conftest import RunningServer
 from tests.e2e.test_browser_surfaces import BROWSER_TESTS, CHROMIUM, SCHEMES, WIDTHS, Watched, background_is_dark
 from tests.factories import batch, ts
-from tests.http.accounts_support import signin_link
 from tests.http.runs_data import (
     ERROR,
     SeededRun,
@@ -164,10 +163,7 @@ def test_the_dashboard_grows_live_runs_as_a_tree(browser: Any, bench_server: Run
     seed_research_run(bench_server, login=login, key=key, slug="watched")
     watched = Watched(browser, 1280, "light")
     try:
-        page = watched.open(signin_link(bench_server))
-        page.fill("#login", login)
-        page.click("form[action='/signin/local'] button")
-        page.wait_for_load_state("networkidle")
+        page = watched.sign_in(bench_server, login)
         page = watched.open(f"{bench_server.url}/dashboard/agents/watched")
         page.wait_for_function("document.querySelector('[data-live-state]').dataset.state === 'live'")
         tree = page.locator("[data-live-runs]")
@@ -349,10 +345,7 @@ def test_signed_in_pages_and_try_fit_a_phone(browser: Any, bench_server: Running
         assert right <= 390, name
 
     with watching(browser, 390) as watched:
-        page = watched.open(signin_link(bench_server))
-        page.fill("#login", login)
-        page.click("form[action='/signin/local'] button")
-        page.wait_for_load_state("networkidle")
+        page = watched.sign_in(bench_server, login)
         for path in ("/dashboard", "/dashboard/keys", "/dashboard/new", "/dashboard/agents/phone",
                      f"/u/{login}/phone", f"/u/{login}/phone/runs",
                      f"/u/{login}/phone/runs/{run.run_id}", "/leaderboard", "/"):
