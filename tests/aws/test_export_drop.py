@@ -21,6 +21,7 @@ from bench_core.lambdas.export import ExportJobs
 from bench_core.reads import export, export_jobs
 
 from tests.aws import cfn
+from tests.aws.lambda_runtime import LambdaContext
 from tests.aws.moto_table import aws_session, dynamo_store
 from tests.aws.test_handlers import Deployment, assert_granted
 from tests.aws.test_handlers import deployment as _deployment  # noqa: F401 - the fixture
@@ -142,7 +143,7 @@ def test_an_export_that_outlasts_the_answer_is_handed_off_and_found_by_who_asked
         assert httpx.get(server.url + poll, headers=owner).status_code == 404  # not theirs
         (job,) = jobs.payloads
         assert job["filters"] == {"model": "gpt-4o-mini"}
-        ExportJobs(server.services)(job, None)
+        ExportJobs(server.services)(job, LambdaContext(remaining_ms=900_000))
         ready = httpx.get(server.url + poll)
         assert ready.status_code == 303, ready.text
         link = ready.headers["location"]
@@ -155,9 +156,15 @@ def test_an_export_that_outlasts_the_answer_is_handed_off_and_found_by_who_asked
         assert bad.status_code in (400, 404, 422)
         broken = {**job, "id": "f" * 32, "agent": f"{runs.login}/no-such-agent"}
         with pytest.raises(NotFound):
-            ExportJobs(server.services)(broken, None)
+            ExportJobs(server.services)(broken, LambdaContext(remaining_ms=900_000))
         failed = httpx.get(server.url + poll.replace(job["id"], broken["id"]))
         assert failed.status_code == 500 and failed.json()["error"] == "the export failed"
+        late = {**job, "id": "e" * 32}  # less time left than the function keeps for its mark
+        with pytest.raises(export_jobs.Overrun):
+            ExportJobs(server.services)(late, LambdaContext(remaining_ms=29_000))
+        cut = httpx.get(server.url + poll.replace(job["id"], late["id"]))
+        assert cut.status_code == 500, "an export cut off by its time says so"
+        assert client.list_multipart_uploads(Bucket=BUCKET).get("Uploads", []) == []
 
 
 def test_one_machine_has_no_jobs_to_look_at(bench_server: RunningServer) -> None:
@@ -271,7 +278,7 @@ def test_on_lambda_a_long_export_is_handed_to_the_export_function_with_only_the_
     the environment the template gives it, makes the export; the API's look links it."""
     from unittest import mock
 
-    from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
+    from tests.aws.lambda_runtime import fresh_function_module
     from tests.aws.test_live_handlers import HandedOff
 
     handed_off = HandedOff(site)
@@ -296,7 +303,8 @@ def test_on_lambda_a_long_export_is_handed_to_the_export_function_with_only_the_
     environment = cfn.environment(transformed, "ExportFunction", site.refs)
     with mock.patch.dict("os.environ", environment):
         function = fresh_function_module(cfn.functions(transformed)["ExportFunction"].code_dir)
-        function.handler(json.loads(params["Payload"]), LambdaContext("ExportFunction"))
+        function.handler(json.loads(params["Payload"]),
+                         LambdaContext("ExportFunction", remaining_ms=900_000))
     site.aws.current = "test"
     assert_granted(transformed, site.aws.calls, ["ExportFunction"])
     ready = site.request("GET", poll, headers={"X-Bench-Key": key})

@@ -107,14 +107,16 @@ def mark_started(drop: FileDrop, job: ExportJob) -> None:
     drop.put(started, iter([b""]), "text/plain")
 
 
-def run_job(store: ExportReads, drop: FileDrop, job: ExportJob) -> str:
-    """Make the whole export to the drop (the export function); a failure leaves its mark
-    (and is raised, for the function's log)."""
+def run_job(store: ExportReads, drop: FileDrop, job: ExportJob, seconds: float) -> str:
+    """Make the whole export to the drop within `seconds` (what the export function has left,
+    less the time a mark takes); a failure, running out of time included, leaves its mark (and
+    is raised, for the function's log), so a look never waits on an export that was cut off."""
     name, _, failed = _names(job.viewer, job.ref, job.id, job.form)
     try:
         records = export.export(store, job.ref, job.viewer, job.filters, spans=job.spans,
                                 limit=job.limit)
-        return drop.put(name, export.encoded(records, job.form), MEDIA_TYPES[job.form])
+        return drop.put(name, within(export.encoded(records, job.form), seconds),
+                        MEDIA_TYPES[job.form])
     except Exception:
         drop.put(failed, iter([b""]), "text/plain")
         raise
