@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS, HIDDEN, Viewer  # noqa: E402
+from bench_core.http.analytics_section import analytics_context  # noqa: E402
 from bench_core.http.pages import profile_context  # noqa: E402
 from bench_core.http.runs import run_json_body  # noqa: E402
 from bench_core.http.templating import render  # noqa: E402
@@ -155,6 +156,8 @@ def surface_calls(store: Store, list_slug: str, run_id: str) -> Surfaces:
         agent = store.agents.get_agent(agents)
         assert agent is not None
         return render("profile.html", request=None, viewer=ANONYMOUS,
+                      analytics=analytics_context(store, agent.ref, ANONYMOUS, {},
+                                                  f"/u/{agent.login}/{agent.slug}"),
                       **profile_context(profile_page(store, agent, ANONYMOUS),
                                         "https://bench.example"))
 

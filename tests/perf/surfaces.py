@@ -27,6 +27,7 @@ from pathlib import Path
 
 from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent, iso
 from bench_core.domain.privacy import ANONYMOUS
+from bench_core.http.analytics_section import analytics_context
 from bench_core.http.pages import profile_context
 from bench_core.http.templating import render
 from bench_core.reads.agents import profile_page, public_summary
@@ -99,6 +100,8 @@ def measure(store: SqliteStore, slug: str, repeats: int) -> dict[str, tuple[floa
         agent = store.agents.get_agent(ref)
         assert agent is not None
         return render("profile.html", request=None, viewer=ANONYMOUS,
+                      analytics=analytics_context(store, agent.ref, ANONYMOUS, {},
+                                                  f"/u/{agent.login}/{agent.slug}"),
                       **profile_context(profile_page(store, agent, ANONYMOUS), "https://bench.example"))
 
     assert b"success" in badge() and "Recent runs" in profile()

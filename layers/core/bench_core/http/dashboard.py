@@ -101,8 +101,9 @@ async def agent_page(request: Request, slug: str, saved: bool = False,
     session = await account_session(request, services)
     ref = agent_ref(session.login, slug)
     context = await run_in_threadpool(owner_reads.owner_agent, services.store, ref)
-    analytics = await run_in_threadpool(analytics_context, services, ref, Viewer(session.login),
-                                        request, f"/dashboard/agents/{ref.slug}")
+    analytics = await run_in_threadpool(analytics_context, services.store, ref,
+                                        Viewer(session.login), request.query_params,
+                                        f"/dashboard/agents/{ref.slug}")
     return await _page(request, services, session.login, "dashboard_agent.html", saved=saved,
                        analytics=analytics, **context)
 

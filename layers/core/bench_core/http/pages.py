@@ -63,7 +63,8 @@ def profile(request: Request, login: str, slug: str, viewer: Viewer = Depends(cu
             services: Services = Depends(services_of)) -> Response:
     agent = load_visible(services, login, slug, viewer)
     return page(request, "profile.html", viewer=viewer, analytics=analytics_context(
-                    services, agent.ref, viewer, request, f"/u/{agent.login}/{agent.slug}"),
+                    services.store, agent.ref, viewer, request.query_params,
+                    f"/u/{agent.login}/{agent.slug}"),
                 **profile_context(views.profile_page(services.store, agent, viewer),
                                   public_base(request, services)))
 
