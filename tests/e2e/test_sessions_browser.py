@@ -21,6 +21,24 @@ pytestmark = [pytest.mark.browser,
 
 SESSION = "support-chat-2026-12-05-a-rather-long-conversation-id-0042"
 
+ONE_LINE = """(selector) => {
+  const problems = [];
+  for (const row of document.querySelectorAll(selector)) {
+    const parts = [...row.children].map(c => c.getBoundingClientRect()).filter(r => r.width > 0);
+    const top = Math.min(...parts.map(r => r.top)), bottom = Math.max(...parts.map(r => r.bottom));
+    parts.forEach((r, i) => {
+      if (r.top > top + (bottom - top) / 2) problems.push(`part ${i} wrapped below the row`);
+      parts.slice(i + 1).forEach((s, j) => {
+        if (r.left < s.right - 1 && s.left < r.right - 1 && r.top < s.bottom - 1 && s.top < r.bottom - 1)
+          problems.push(`parts ${i} and ${i + j + 1} overlap`);
+      });
+    });
+  }
+  return problems;
+}"""
+"""The parts of each row (dot, name, numbers) side by side on one line: none overlaps another
+or wraps below the row's middle."""
+
 
 @pytest.fixture(scope="module")
 def conversation(bench_server: RunningServer) -> str:
@@ -60,6 +78,8 @@ def test_the_session_page_reads_as_one_conversation_at_every_width(
         assert page.locator("[data-session-runs]").inner_text().endswith("3")
         listing = watched.open(f"{bench_server.url}/u/{conversation}/sessions")
         assert listing.evaluate("document.documentElement.scrollWidth") <= width
+        assert listing.evaluate(ONE_LINE, "[data-sessions] .session-link") == [], \
+            "a sessions row's parts are drawn over each other or wrapped under the name"
         listing.locator("[data-sessions] a").first.click()
         listing.wait_for_url(f"**/sessions/{SESSION}")
     finally:
