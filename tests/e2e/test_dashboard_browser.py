@@ -24,18 +24,13 @@ from bench_core.trial import sandbox
 from playwright.sync_api import expect
 
 from tests.conftest import free_port
+from tests.e2e.test_browser_surfaces import BROWSER_TESTS, SHOTS, browser  # noqa: F401
 from tests.http.accounts_support import new_login, signin_link
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 WAIT_MS = 20_000
 """How long a step may take before the test gives up (a hang guard, not a measurement)."""
 
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not CHROMIUM.exists(),
-                                 reason=f"{CHROMIUM} is missing (Debian: apt-get install chromium)")]
+pytestmark = BROWSER_TESTS
 
 
 @dataclass
@@ -81,20 +76,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running.stop()
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
-def page(chromium: Any, server: Server) -> Iterator[Any]:
+def page(browser: Any, server: Server) -> Iterator[Any]:  # noqa: F811
     """A fresh browser profile whose console errors fail the test."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)
