@@ -1,9 +1,10 @@
 """Regression monitors: has an agent (or a new version) got worse, beyond noise?
 
-Four metrics, each worse in one direction: success rate and judge score (lower), cost per
-successful run and p95 latency (higher). The input is a series of periods' counts (`Period`,
-oldest first: an hour of the time-bucketed counters, or a version's totals), read through
-prefix sums (`Series`), so a look costs the same however long the history.
+Five metrics, each worse in one direction: success rate and judge score (lower), cost per
+successful run, p95 latency and a failure cluster's share of runs (higher). The input is a
+series of periods' counts (`Period`, oldest first: an hour of the time-bucketed counters, or a
+version's totals), read through prefix sums (`Series`), so a look costs the same however long
+the history.
 
 **Significant mode: windows against a baseline, a fixed false-alarm budget per look.** At each
 look (once per completed period) each of `WINDOWS` (the last day, three days, a week) is
@@ -32,6 +33,13 @@ The tests, by what the counters can support:
   `period_of`) it is never found significant, and is watched in threshold mode only;
 - p95 latency: the share of runs slower than the baseline's p95 bucket (about 5% under no
   change), two proportions; the effect is shown as the two p95s.
+- a failure cluster (new or growing): the share of the agent's runs that failed in it, two
+  proportions as success rate's, over a series whose period `runs` are the agent's and whose
+  failures are the cluster's (`domain.cluster_series`): a new cluster grows from none. An
+  agent has up to `cluster_series.MAX_CLUSTERS` clusters, each watched at every look, so the
+  metric's budget is shared among them (Bonferroni again: `level` = `LOOK_ALPHA /
+  MAX_CLUSTERS` per cluster, `alerts.monitor.watch_clusters`): the clusters together still
+  average at most `FALSE_ALARMS_PER_30_DAYS` false alarms in 30 days, however many there are.
 
 **Threshold mode** fires when the last day's value crosses the owner's line (with at least
 `MIN_WINDOW_RUNS` runs in it), for those who want one.
@@ -87,13 +95,14 @@ class Metric(str, Enum):
     SCORE = "judge_score"
     COST = "cost_per_success"
     P95 = "p95_latency"
+    CLUSTER = "failure_cluster"
 
 
-HIGHER_IS_WORSE = {Metric.COST, Metric.P95}
+HIGHER_IS_WORSE = {Metric.COST, Metric.P95, Metric.CLUSTER}
 RELATIVE = {Metric.COST, Metric.P95}
 """Metrics whose minimum effect is a fraction of the baseline (0.2 = 20% more), not points."""
 DEFAULT_MIN_EFFECT = {Metric.SUCCESS: 0.05, Metric.SCORE: 0.05, Metric.COST: 0.2,
-                      Metric.P95: 0.2}
+                      Metric.P95: 0.2, Metric.CLUSTER: 0.05}
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,8 @@ class Totals:
         """The metric's value over these counts; None with nothing to say."""
         if metric is Metric.SUCCESS:
             return stats.rate(self.successes, self.runs)
+        if metric is Metric.CLUSTER:
+            return stats.rate(self.runs - self.successes, self.runs)
         if metric is Metric.SCORE:
             return self.score_sum / self.score_count if self.score_count else None
         if metric is Metric.COST:
@@ -299,7 +310,7 @@ def compare(metric: Metric, base: Totals, window: Totals) -> Test:
     test = Test(base.value(metric), window.value(metric), None, window.runs, base.runs)
     if window.runs < MIN_WINDOW_RUNS or base.runs < MIN_BASELINE_RUNS:
         return test
-    if metric is Metric.SUCCESS:
+    if metric in (Metric.SUCCESS, Metric.CLUSTER):
         p: float | None = _two_proportions(base.runs - base.successes, base.runs,
                                           window.runs - window.successes, window.runs)
     elif metric is Metric.SCORE:
@@ -347,13 +358,14 @@ class Finding:
 
 
 def watch(series: Series, rule: Rule, open_since: int | None = None,
-          resolved_at: int | None = None) -> Finding:
+          resolved_at: int | None = None, level: float = LOOK_ALPHA) -> Finding:
     """One look at `rule`'s metric over the completed periods of `series`.
 
     Without an open alert: each window (none reaching back before `resolved_at`, where the
     last alert resolved, so a past regression is not found again) against the `BASELINE`
-    periods before it; firing if any is significantly and sufficiently worse (the shortest
-    such window gives "since"). With one open since period `open_since`: firing until each of
+    periods before it; firing if any is significantly (p under `level`: `LOOK_ALPHA`, or its
+    share of it for one of several series a metric watches) and sufficiently worse (the
+    shortest such window gives "since"). With one open since period `open_since`: firing until each of
     the last day's `RESOLVE_LOOKS` looks found the day not worse than the baseline before it."""
     if rule.mode == "threshold":
         return _by_threshold(series, rule, open_since)
@@ -369,8 +381,8 @@ def watch(series: Series, rule: Rule, open_since: int | None = None,
         if test.p_value is None:
             continue
         tested = True
-        if test.p_value < LOOK_ALPHA and _big_enough(rule, test):
-            return Finding(rule.metric, "firing", test, start, end - start, LOOK_ALPHA)
+        if test.p_value < level and _big_enough(rule, test):
+            return Finding(rule.metric, "firing", test, start, end - start, level)
     return Finding(rule.metric, "ok" if tested else "unknown")
 
 
