@@ -20,8 +20,8 @@ What is kept, and why so:
 - Model calls, tokens and cost by model and provider come from evidence records, counted where
   each record is stamped, in the agent's series only: a span's record often arrives before its
   run's root, whose version and tags are then unknown.
-- Failures are counted, not by failure cluster: clusters are found hourly, after the write, so
-  no counter can be kept for them on write.
+- Failures are counted here, not by failure cluster: clusters are found hourly, after the
+  write, so their counters are kept as clustering assigns runs (`domain.cluster_series`).
 
 Cost follows the headline rule (`pricing.cost_rule`): the owner's and the evidence's totals are
 kept apart, of all runs and of the successful ones, and the rule is applied at read.
@@ -205,11 +205,15 @@ def eval_buckets(task: TaskState, count: int, score_sum: float) -> dict[BucketKe
             for key in keys_at(task.ended_at, scopes)}
 
 
+def monday_of(day: str) -> str:
+    """The ISO week (Monday first) of a `YYYY-MM-DD` day, named by its Monday."""
+    d = date.fromisoformat(day)
+    return (d - timedelta(days=d.weekday())).isoformat()
+
+
 def fold_weeks(days: Iterable[tuple[str, Bucket]]) -> list[tuple[str, Bucket]]:
-    """Day buckets added up by ISO week (Monday first), each named by its Monday."""
+    """Day buckets added up by ISO week, each named by its Monday (`monday_of`)."""
     weeks: dict[str, Bucket] = {}
     for day, bucket in days:
-        d = date.fromisoformat(day)
-        monday = (d - timedelta(days=d.weekday())).isoformat()
-        weeks.setdefault(monday, Bucket()).add(bucket)
+        weeks.setdefault(monday_of(day), Bucket()).add(bucket)
     return sorted(weeks.items())
