@@ -137,18 +137,19 @@ def watch_versions(store: MonitorConcerns, ref: AgentRef, now: str) -> list[Chan
 
 
 def watch_series(store: WithAlerts, ref: AgentRef, series: Series, starts: Sequence[str],
-                 now: str, kept: Sequence[Alert] | None = None) -> list[Change]:
+                 now: str, kept: Sequence[Alert] | None = None,
+                 rules: Sequence[Rule] | None = None) -> list[Change]:
     """The agent's own monitors over its counters' completed periods (`series`, oldest first;
     `starts[i]` when period `i` began, ISO text like the alerts' times): each metric's open
     alert is judged against the baseline before it began, and a metric whose alert resolved
     is looked at only after that (`domain.monitors.watch`). Called once per completed period
-    (`watch_counters`); `kept`, the agent's alerts if already read."""
+    (`watch_counters`); `kept` and `rules`, the agent's alerts and rules if already read."""
     if kept is None:
         kept = store.alerts.agent_alerts(ref, limit=ALERTS_SHOWN)
-    return keep(store, ref, [
-        sighting(series, rule, starts, now, kept)
-        for rule in store.alerts.alert_settings(ref).rules_for()
-        if rule.metric is not Metric.CLUSTER], now)
+    if rules is None:
+        rules = store.alerts.alert_settings(ref).rules_for()
+    return keep(store, ref, [sighting(series, rule, starts, now, kept) for rule in rules
+                             if rule.metric is not Metric.CLUSTER], now)
 
 
 def sighting(series: Series, rule: Rule, starts: Sequence[str], now: str, kept: Sequence[Alert],
@@ -175,15 +176,15 @@ clusters as a recomputation finds (`domain.monitors` says why)."""
 
 
 def watch_clusters(store: CounterConcerns, ref: AgentRef, hours: Sequence[timeseries.Bucket],
-                   starts: Sequence[str], now: str, kept: Sequence[Alert]) -> list[Change]:
+                   starts: Sequence[str], now: str, kept: Sequence[Alert],
+                   rules: Sequence[Rule]) -> list[Change]:
     """New or growing failure clusters: each of the agent's clusters (those its insights
     name, and any whose alert is open) as the share of the agent's runs that failed in it,
     hour by hour (`hours`, the agent's, begun at `starts`), held to `CLUSTER_LEVEL`. Only the
     hours before the one the clusters were last computed in: a run is counted in its cluster
     when clustering first assigns it, so later hours are not counted yet (read as no
     failures, they would look like recovery)."""
-    rule = next((r for r in store.alerts.alert_settings(ref).rules_for()
-                 if r.metric is Metric.CLUSTER), None)
+    rule = next((r for r in rules if r.metric is Metric.CLUSTER), None)
     insights = store.evals.get_insights(ref) if rule is not None else None
     if rule is None or insights is None or not insights.get("computed_at"):
         return []
@@ -249,8 +250,9 @@ def watch_counters(store: CounterConcerns, ref: AgentRef, now: str) -> list[Chan
         return []
     hours, starts = read
     series = Series([period_of_bucket(hour) for hour in hours])
-    return (watch_series(store, ref, series, starts, now, kept)
-            + watch_clusters(store, ref, hours, starts, now, kept))
+    rules = store.alerts.alert_settings(ref).rules_for()
+    return (watch_series(store, ref, series, starts, now, kept, rules)
+            + watch_clusters(store, ref, hours, starts, now, kept, rules))
 
 
 def look(store: MonitorConcerns, ref: AgentRef, now: str) -> list[Change]:
