@@ -28,9 +28,11 @@ The tests, by what the counters can support:
 - judge score: means of 0..1 scores with variances bounded by m(1-m), as `/vs/` does (may miss
   a change, never invents one);
 - cost per successful run (total cost / successes): the delta method on per-run (cost,
-  success), which needs the sums of squared costs and of successful runs' costs; without them
-  (neither the hourly counters nor the version counters keep the squares: `period_of_bucket`,
-  `period_of`) it is never found significant, and is watched in threshold mode only;
+  success), which needs the sums of squared costs and of successful runs' costs: the hourly
+  counters keep both (`period_of_bucket`; an hour counted before the squares were kept has
+  none, and a look over such an hour tests no cost until it is older than what a look
+  reads), the version counters not (`period_of`), so a version's cost is watched in
+  threshold mode only;
 - p95 latency: the share of runs slower than the baseline's p95 bucket (about 5% under no
   change), two proportions; the effect is shown as the two p95s.
 - a failure cluster (new or growing): the share of the agent's runs that failed in it, two
@@ -64,7 +66,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING, Literal
 
 from . import stats
-from .pricing import cost_rule
+from .pricing import PROVIDER_EVIDENCE, cost_rule
 from .versions import VersionStats
 
 if TYPE_CHECKING:  # timeseries imports run_list, which imports (through privacy) this
@@ -443,11 +445,16 @@ def period_of(version: VersionStats) -> Period:
 
 def period_of_bucket(bucket: Bucket) -> Period:
     """An hour of the agent's counters (`domain.timeseries`) as one period: cost by the
-    headline rule, of all runs and of the successful ones; no squares are kept (see the cost
-    test above)."""
+    headline rule (the source it picks for all runs' cost gives the successful runs' and the
+    squares), the squares only where the hour kept them for all its runs (see the cost test
+    above)."""
+    cost, source = cost_rule(bucket.cost_usd, bucket.evidence_cost_usd)
+    owner = source != PROVIDER_EVIDENCE
+    squares = bucket.cost_sq_usd if owner else bucket.evidence_cost_sq_usd
     return Period(runs=bucket.runs, successes=bucket.successes,
                   score_sum=bucket.eval_score_sum, score_count=bucket.eval_count,
-                  cost_sum=cost_rule(bucket.cost_usd, bucket.evidence_cost_usd)[0],
-                  success_cost_sum=cost_rule(bucket.success_cost_usd,
-                                             bucket.success_evidence_cost_usd)[0],
+                  cost_sum=cost,
+                  cost_sq_sum=squares if bucket.squared_runs == bucket.runs else None,
+                  success_cost_sum=(bucket.success_cost_usd if owner
+                                    else bucket.success_evidence_cost_usd),
                   latency_hist=bucket.latency_hist)

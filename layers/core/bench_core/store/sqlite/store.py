@@ -33,7 +33,7 @@ from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA,
 from .run_list import add_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
-from .timeseries import TIMESERIES_SCHEMA, SqliteTimeSeries
+from .timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
 MIGRATIONS: list[Migration] = [
@@ -94,6 +94,8 @@ MIGRATIONS: list[Migration] = [
     SESSION_EVAL_SCHEMA,
     # 27: failure clusters' last members and their failures per hour and day
     CLUSTERS_SCHEMA,
+    # 28: the sums of runs' costs squared in the counters over time
+    COST_SQUARES_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
