@@ -5,15 +5,16 @@
 - a period's counts: CLUSTERS#{A}#{g}, {period}  `k_{cluster}` ADDed to, `gen` the last
                      generation that added to it
 
-Written once an hour per agent at most (by its recomputation, off the ingest path): an item
-per period the new members ended in (a steady agent's last hour and day: 2 small items), each
-an UpdateItem conditional on its `gen` being older, then the members, conditional on the
+Written once an hour per agent at most (by its recomputation, off the ingest path): an item per
+period the new members ended in (a steady agent's last hour and day: 2 small items), each an
+UpdateItem conditional on its `gen` being older, then the members, conditional on the
 generation they follow. So a recomputation run again after it stopped half-way adds nothing
-twice, and the members are kept last: a stopped one is redone whole (one that does not
-follow the kept members, read first, writes nothing). The members of 1,000
-failures are some 15 KB (digests of 13 characters): one strongly consistent read of 4 units an
-hour. A chart reads one eventually consistent Query of one grain's partition, an item a period
-whatever the clusters (at most `MAX_CLUSTERS` found at a time, a few bytes each).
+twice, and the members are kept last: a stopped one is redone whole (one that does not follow
+the kept members, read first, writes nothing). The members of 1,000 failures are some 16 KB
+(digests of 13 characters): read twice (the step's read, and that check) at 4 units each and
+written once at 16 an hour (`tests/aws/test_dynamodb_cluster_series_cost.py`). A chart reads
+one eventually consistent Query of one grain's partition, an item a period whatever the
+clusters (at most `MAX_CLUSTERS` found at a time, a few bytes each).
 """
 
 from __future__ import annotations
