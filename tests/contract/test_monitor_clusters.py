@@ -38,10 +38,10 @@ HOURS = 144
 CLUSTER_EVERY = 6
 
 
-def failures_in(hour: int, regressed: bool) -> list[str]:
-    """A timeout every other hour and a rate limit every third, steadily; while regressed,
-    two runs an hour failing in a new way too."""
-    out = [TIMEOUT] * (hour % 2 == 0) + [RATE] * (hour % 3 == 0)
+def failures_in(hour: int, regressed: bool, steady: bool = True) -> list[str]:
+    """A timeout every other hour and a rate limit every third, steadily (unless not
+    `steady`); while regressed, two runs an hour failing in a new way too."""
+    out = [TIMEOUT] * (hour % 2 == 0) + [RATE] * (hour % 3 == 0) if steady else []
     return out + [PARSE] * 2 * regressed
 
 
@@ -58,18 +58,21 @@ def ingest_hour(store: Store, clock: FixedClock, hour: int, failures: list[str])
     store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
 
 
-def run_stream(store: Store, clock: FixedClock, tmp_path: Path, regressed: range
-               ) -> list[tuple[int, Change]]:
-    """Each hour ingested; every `CLUSTER_EVERY` hours the clusters recomputed; then a look
-    just after the hour completes: (hour, change) of each cluster alert that opened or
-    resolved."""
+def run_stream(store: Store, clock: FixedClock, tmp_path: Path, regressed: range,
+               steady: bool = True) -> list[tuple[int, Change]]:
+    """Each hour ingested; every `CLUSTER_EVERY` hours the clusters recomputed if anything
+    failed since (as an agent is due for them); then a look just after the hour completes:
+    (hour, change) of each cluster alert that opened or resolved."""
     services = Services(settings=Settings(data_dir=tmp_path), store=store)
-    seen = []
+    seen, due = [], False
     for hour in range(HOURS):
-        ingest_hour(store, clock, hour, failures_in(hour, hour in regressed))
+        failures = failures_in(hour, hour in regressed, steady)
+        ingest_hour(store, clock, hour, failures)
+        due = due or bool(failures)
         clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
-        if (hour + 1) % CLUSTER_EVERY == 0:
+        if (hour + 1) % CLUSTER_EVERY == 0 and due:
             cluster_agent(services, {"agent": REF.path})
+            due = False
         seen += [(hour, change) for change in look(store, REF, iso(clock.now()))
                  if change.alert.metric is Metric.CLUSTER]
     return seen
@@ -115,3 +118,15 @@ def test_steady_failure_clusters_open_no_alert(clocked: tuple[Store, FixedClock]
     store, clock = clocked
     assert run_stream(store, clock, tmp_path, range(0)) == []
     assert not [a for a in store.alerts.agent_alerts(REF) if a.metric is Metric.CLUSTER]
+
+
+@pytest.mark.slow  # 144 hours of batches and looks
+def test_a_cluster_that_stops_failing_resolves_though_nothing_is_recomputed(
+        clocked: tuple[Store, FixedClock], tmp_path: Path) -> None:
+    """The agent's only failures are the new cluster's: once they stop, nothing is due for
+    clustering, and the hours without failures still count as the cluster's recovery."""
+    store, clock = clocked
+    seen = run_stream(store, clock, tmp_path, range(CHANGE_AT, RECOVERED_AT), steady=False)
+    assert [c.event for _, c in seen] == ["opened", "resolved"]
+    assert CHANGE_AT <= seen[0][0] < CHANGE_AT + 2 * CLUSTER_EVERY
+    assert RECOVERED_AT <= seen[1][0] < RECOVERED_AT + 60

@@ -181,9 +181,11 @@ def watch_clusters(store: CounterConcerns, ref: AgentRef, hours: Sequence[timese
     """New or growing failure clusters: each of the agent's clusters (those its insights
     name, and any whose alert is open) as the share of the agent's runs that failed in it,
     hour by hour (`hours`, the agent's, begun at `starts`), held to `CLUSTER_LEVEL`. Only the
-    hours before the one the clusters were last computed in: a run is counted in its cluster
-    when clustering first assigns it, so later hours are not counted yet (read as no
-    failures, they would look like recovery)."""
+    hours before the one the clusters were last computed in, and those after it in which no
+    run failed: a run is counted in its cluster when clustering first assigns it, so a later
+    hour with failures is not counted yet (read as none, it would look like recovery), while
+    an agent that stopped failing is not recomputed (nothing is due) and must still be seen
+    to recover."""
     rule = next((r for r in rules if r.metric is Metric.CLUSTER), None)
     insights = store.evals.get_insights(ref) if rule is not None else None
     if rule is None or insights is None or not insights.get("computed_at"):
@@ -194,6 +196,8 @@ def watch_clusters(store: CounterConcerns, ref: AgentRef, hours: Sequence[timese
     watched = list(dict.fromkeys([*opened, *labels]))
     counted = bisect_right(starts, iso(_at(insights["computed_at"]).replace(
         minute=0, second=0, microsecond=0) - timedelta(hours=1)))
+    while counted < len(hours) and not hours[counted].failures:
+        counted += 1  # nothing failed since: nothing to count (and no recomputation is due)
     if not watched or not counted:
         return []
     failed = dict(store.clusters.read_clusters(ref, timeseries.HOUR, starts[0][:13],
