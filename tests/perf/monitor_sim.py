@@ -31,6 +31,7 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,13 +42,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench_core.alerts.monitor import CLUSTER_LEVEL  # noqa: E402
 from bench_core.domain import stats  # noqa: E402
 from bench_core.domain.cluster_series import MAX_CLUSTERS  # noqa: E402
-from bench_core.domain.monitors import BASELINE, WINDOWS, Metric, Period, Rule  # noqa: E402
+from bench_core.domain.monitors import (  # noqa: E402
+    BASELINE,
+    LOOK_ALPHA,
+    WINDOWS,
+    Metric,
+    Period,
+    Rule,
+)
 
 from tests.monitor_support import Regime, alert_events  # noqa: E402
 
 DAY = 24
 WARM_UP = BASELINE + WINDOWS[-1]
 """Hours before the first look counted: a full baseline and the longest window."""
+HORIZON = 28 * DAY
+"""How long after a change a trial waits for its alert."""
 CLUSTER_SHARES = (0.03, 0.02, 0.015, 0.01, 0.01, 0.005, 0.005, 0.005)[:MAX_CLUSTERS]
 """The steady clusters' shares of runs: 10% of runs failing, split unevenly."""
 AGENT_METRICS = [m for m in Metric if m is not Metric.CLUSTER]
@@ -133,39 +143,32 @@ def cluster_detection(seed: int, trials: int, runs_per_day: float, share: float
     """Hours from a new cluster's first failures (`share` of runs) to its alert."""
     rng = np.random.default_rng(seed)
     steady = CLUSTER_SHARES[:-1]
-    delays, missed, early = [], 0, 0
-    horizon = 28 * DAY
-    for _ in range(trials):
-        *_, periods = cluster_hours(rng, WARM_UP + horizon, runs_per_day,
-                                    [(0, (*steady, 0.0)), (WARM_UP, (*steady, share))])
-        opened = next((e for e in alert_events(periods, Rule(Metric.CLUSTER), WARM_UP - 7 * DAY,
-                                               CLUSTER_LEVEL) if e.kind == "open"), None)
-        if opened is not None and opened.hour < WARM_UP:
-            early += 1
-            continue
-        delays.append(horizon if opened is None else opened.hour - WARM_UP + 1)
-        missed += opened is None
-    ordered = sorted(delays)
-    return {"median_hours": statistics.median(ordered),
-            "p90_hours": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))],
-            "missed": missed, "fired_before_the_change": early, "trials": trials}
+    return time_to_alert(trials, lambda: cluster_hours(
+        rng, WARM_UP + HORIZON, runs_per_day,
+        [(0, (*steady, 0.0)), (WARM_UP, (*steady, share))])[-1], Rule(Metric.CLUSTER),
+        CLUSTER_LEVEL)
 
 
 def detection(seed: int, trials: int, runs_per_day: float, metric: Metric, worse: Regime
               ) -> dict[str, float | int]:
-    """Hours from the change to the alert over `trials` streams (a trial that has not fired
-    within 28 days counts as 28 days, and is counted apart)."""
+    """Hours from the change to the alert over `trials` streams."""
     rng = np.random.default_rng(seed)
+    return time_to_alert(trials, lambda: hours(rng, WARM_UP + HORIZON, runs_per_day,
+                                               [(0, Regime()), (WARM_UP, worse)]), Rule(metric))
+
+
+def time_to_alert(trials: int, stream: Callable[[], list[Period]], rule: Rule,
+                  level: float = LOOK_ALPHA) -> dict[str, float | int]:
+    """Over `trials` streams that change at `WARM_UP`, the hours to `rule`'s first alert (a
+    trial that has not fired within `HORIZON` counts as that, and is counted apart)."""
     delays, missed, early = [], 0, 0
-    horizon = 28 * DAY
     for _ in range(trials):
-        periods = hours(rng, WARM_UP + horizon, runs_per_day, [(0, Regime()), (WARM_UP, worse)])
-        opened = next((e for e in alert_events(periods, Rule(metric), WARM_UP - 7 * DAY)
+        opened = next((e for e in alert_events(stream(), rule, WARM_UP - 7 * DAY, level)
                        if e.kind == "open"), None)
         if opened is not None and opened.hour < WARM_UP:
             early += 1
             continue
-        delays.append(horizon if opened is None else opened.hour - WARM_UP + 1)
+        delays.append(HORIZON if opened is None else opened.hour - WARM_UP + 1)
         missed += opened is None
     ordered = sorted(delays)
     return {"median_hours": statistics.median(ordered),
