@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from bench_core.alerts.delivery import slack_body
 from bench_core.alerts.monitor import Change, look
 from bench_core.clock import FixedClock
 from bench_core.clustering.workflow import cluster_agent
@@ -107,6 +108,9 @@ def test_a_new_failure_cluster_opens_one_alert_after_the_change_and_resolves_aft
     assert links(alert, "https://b.example", REF.login, REF.slug)["failure_clusters"] == (
         f"https://b.example/u/{REF.login}/{REF.slug}#cluster-{parse}")
     assert "cluster_label" not in alert_view(alert) and alert_view(alert)["cluster"] == parse
+    slack = slack_body(opened, REF, "https://b.example")
+    assert slack["blocks"][0]["text"]["text"] == f"{REF.path}: Failure cluster {parse} worse"
+    assert f"#cluster-{parse}|failure clusters>" in slack["blocks"][2]["elements"][0]["text"]
     assert RECOVERED_AT <= resolved_at < RECOVERED_AT + 60, "after the failures stop"
     assert resolved.alert.alert_id == alert.alert_id
     assert resolved.alert.resolved_by == "recovery"
