@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bench_core.domain import stats
-from bench_core.domain.monitors import Finding, Period, Rule, Series, watch
+from bench_core.domain.monitors import LOOK_ALPHA, Finding, Period, Rule, Series, watch
 
 
 @dataclass(frozen=True)
@@ -64,15 +64,17 @@ class Event:
     finding: Finding
 
 
-def alert_events(periods: list[Period], rule: Rule, first_look: int = 0) -> Iterator[Event]:
+def alert_events(periods: list[Period], rule: Rule, first_look: int = 0,
+                 level: float = LOOK_ALPHA) -> Iterator[Event]:
     """What an alert for `rule` does as the periods complete one by one: opened when the
-    metric fires, resolved when it is back (one alert per episode, as the store keeps it)."""
+    metric fires (at `level`: a failure cluster's is its share of the budget), resolved when
+    it is back (one alert per episode, as the store keeps it)."""
     series = Series(periods[:first_look])
     open_since: int | None = None
     resolved_at: int | None = None
     for h in range(first_look, len(periods)):
         series.append(periods[h])
-        finding = watch(series, rule, open_since, resolved_at)
+        finding = watch(series, rule, open_since, resolved_at, level)
         if open_since is None and finding.state == "firing":
             open_since = finding.since
             yield Event(h, "open", finding)

@@ -2,9 +2,12 @@
 (`alerts/monitor.py` `watch_counters`), by DynamoDB's sizing rules (`tests/perf/dynamodb_cost.py`'s
 `Meter`, deterministic): the five weeks of hours the windows and their baseline need, one Query
 of the hour partition, eventually consistent. An agent busy every hour (each hour's bucket on
-one counter shard, some 140 bytes without models): 15 read units of hours and 4 of its alerts
-and settings, once an hour; a model's calls add some 60 bytes an hour, and a hot agent whose
-every hour is spread over all the counter shards reads as many items as shards written."""
+one counter shard, some 140 bytes without models): 15 read units of hours, 4 of its alerts
+and settings and 1 of its insights (which name its failure clusters), once an hour; a model's
+calls add some 60 bytes an hour, and a hot agent whose every hour is spread over all the
+counter shards reads as many items as shards written. An agent with failure clusters reads
+their five weeks of hours too (`watch_clusters`): one more Query of an item an hour, 7 read
+units with two clusters busy every hour, 28 in all with its insights."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ import boto3
 from bench_core.alerts.monitor import HOURS_READ, watch_counters
 from bench_core.clock import FixedClock
 from bench_core.domain import stats
-from bench_core.domain.models import AgentRef, iso
+from bench_core.domain.cluster_series import ClusterKey, ClusterState
+from bench_core.domain.models import Agent, AgentRef, iso
 from bench_core.domain.timeseries import ALL, HOUR, Bucket, BucketKey, period_of
 from bench_core.store.dynamodb.codec.keys import AgentKeys
 from bench_core.store.dynamodb.codec.values import to_item
@@ -43,5 +47,18 @@ def test_a_look_reads_five_weeks_of_hours_in_one_query() -> None:
         assert watch_counters(store, REF, iso(NOW)) == []
         hours_read = meter.by_kind["query table"][1]
         print(f"a look over {HOURS_READ} hours: {hours_read} read units of hours, "
-              f"{meter.rru} in all (its alerts and settings too)")
-        assert hours_read == 15.0 and meter.rru == 19.0, dict(meter.by_kind)
+              f"{meter.rru} in all (its alerts, settings and insights too)")
+        assert hours_read == 15.0 and meter.rru == 20.0, dict(meter.by_kind)
+
+        store.agents.create_agent(Agent(login=REF.login, slug=REF.slug, created_at=iso(NOW)))
+        store.clusters.keep_clusters(REF, ClusterState({"c1": ["a"], "c2": ["b"]}, 3, 1), {
+            ClusterKey(c, HOUR, h): 1 for h in hours for c in ("c1", "c2")})
+        store.evals.save_insights(REF, {"computed_at": iso(NOW), "clusters": [
+            {"id": "c1", "label": "timeouts", "count": 840}, {"id": "c2", "label": "429s",
+                                                              "count": 840}]})
+        before = meter.rru
+        assert watch_counters(store, REF, iso(NOW)) == []
+        clusters_read = meter.by_kind["query table"][1] - 2 * hours_read
+        print(f"its failure clusters' {HOURS_READ} hours: {clusters_read} read units, "
+              f"{meter.rru - before} in all")
+        assert clusters_read == 7.0 and meter.rru - before == 28.0, dict(meter.by_kind)

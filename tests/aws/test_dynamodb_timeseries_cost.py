@@ -3,7 +3,8 @@ DynamoDB's sizing rules (`tests/perf/dynamodb_cost.py`'s `Meter`, deterministic)
 batch (ten runs of one version in one hour) adds to four bucket items in its own transaction,
 2 write units each, and its round of evals to the same four; a 90-day chart is one Query of
 the day partition, eventually consistent, whatever else the agent keeps: 90 days of 10 shards
-of ~650 bytes, 29.5 read units."""
+of ~650 bytes, 29.5 read units; with one more of its failure clusters' days (an item a day,
+two clusters: half a unit) and the insights naming them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import boto3
 from bench_core.clock import FixedClock
 from bench_core.domain import stats
+from bench_core.domain.cluster_series import ClusterKey, ClusterState
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.timeseries import ALL, DAY, HOUR, Bucket, BucketKey, ModelUse
 from bench_core.reads.analytics import Selection, analytics, periods
@@ -65,6 +67,8 @@ def test_a_90_day_read_is_one_query_of_the_days_whatever_else_is_kept() -> None:
                                               for h in periods("24h", NOW)}, shard)
             # the items as their ADDs leave them, put 25 at a time (moto is slow per update)
             store.table.write_all([{**u.key, **to_item(u.add)} for u in updates])
+        store.clusters.keep_clusters(REF, ClusterState({"c1": ["a"], "c2": ["b"]}, 3, 1), {
+            ClusterKey(c, DAY, d): 7 for d in days for c in ("c1", "c2")})
         seen = store.agents.get_agent(REF)
         meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
         meter.attach(store.client)
@@ -74,5 +78,10 @@ def test_a_90_day_read_is_one_query_of_the_days_whatever_else_is_kept() -> None:
         assert seen is not None
         read = analytics(store, seen, Selection("90d"))
         assert read["total"]["runs"] == 90 * COUNTER_SHARDS * 80
-        assert calls == ["after-call.dynamodb.Query"], "one Query, not one per shard"
-        assert meter.rru <= 40, meter.rru
+        assert [c["failures"] for c in read["failure_clusters"]] == [90 * 7, 90 * 7]
+        assert calls == ["after-call.dynamodb.Query"] * 2 + ["after-call.dynamodb.GetItem"], \
+            "one Query of the days, not one per shard, one of the failure clusters' days, and " \
+            "the insights that name them"
+        clusters = meter.by_kind["query table"][1] - 29.5
+        print(f"a 90-day read: {meter.rru} read units, {clusters} of them its clusters' days")
+        assert meter.rru <= 40 and clusters <= 1, meter.rru

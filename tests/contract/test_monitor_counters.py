@@ -216,8 +216,8 @@ def test_the_hourly_round_starts_a_look_only_while_one_fits(tmp_path: Path) -> N
 
 def test_cost_per_successful_run_is_told_by_its_threshold(clocked: tuple[Store, FixedClock]
                                                           ) -> None:
-    """The counters keep no squares of costs, so cost is never found significant: with a
-    threshold it opens when the last day's cost per successful run is past it."""
+    """An owner who wants a line instead: with a threshold it opens when the last day's cost
+    per successful run is past it."""
     store, clock = clocked
     store.alerts.set_alert_settings(REF, AlertSettings(rules=(
         RuleSetting(metric=Metric.COST, mode="threshold", threshold=0.05),)))
@@ -231,3 +231,35 @@ def test_cost_per_successful_run_is_told_by_its_threshold(clocked: tuple[Store, 
     (alert,) = store.alerts.agent_alerts(REF, unresolved=True)
     assert (alert.metric, alert.mode, alert.baseline) == (Metric.COST, "threshold", 0.05)
     assert alert.current == pytest.approx((6 * 0.01 + 18 * 0.08) / 24)
+
+
+def test_cost_per_successful_run_is_found_significant_from_the_hourly_squares(
+        clocked: tuple[Store, FixedClock]) -> None:
+    """The hourly counters keep each run's cost squared, so a rise in cost per successful run
+    is tested for significance like the rest: dearer runs from hour 48 open a significant
+    alert after the change, never before, on each store."""
+    store, clock = clocked
+    store.alerts.set_alert_settings(REF, AlertSettings(rules=tuple(
+        RuleSetting(metric=m, mode="off") for m in Metric if m is not Metric.COST)))
+    seen = []
+    for hour in range(CHANGE_AT + 24):
+        start = T0 + timedelta(hours=hour)
+        clock.set(start + timedelta(minutes=59))
+        dear = 2.0 if hour >= CHANGE_AT else 1.0
+        events = []
+        for i in range(RUNS_PER_HOUR):
+            cost = 0.01 * dear * (0.7 + 0.15 * ((hour + i) % 5))
+            for j, event in enumerate(task_events(f"h{hour}-r{i}", status="success",
+                                                  duration_ms=800, cost=cost)):
+                events.append({**event, "ts": iso(start + timedelta(minutes=5 * i, seconds=j))})
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
+        clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
+        seen += [(hour, c) for c in look(store, REF, iso(clock.now()))]
+    ((hour, opened),) = seen
+    assert CHANGE_AT <= hour < CHANGE_AT + 12, "after the change, within half a day"
+    alert = opened.alert
+    assert (opened.event, alert.metric, alert.mode) == ("opened", Metric.COST, "significant")
+    assert alert.p_value is not None and alert.level is not None
+    assert alert.p_value < alert.level
+    assert alert.baseline == pytest.approx(0.01, rel=0.01) and alert.current is not None
+    assert alert.current > 0.012

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_core.clustering.workflow import cluster_agent
 from bench_core.domain.models import iso
+from bench_core.domain.privacy import HIDDEN
 
 from tests.conftest import RunningServer
 from tests.e2e.test_browser_surfaces import (
@@ -26,12 +28,15 @@ from tests.http.surfaces_data import post, show_content
 from tests.http.test_ingest_http import new_login
 
 pytestmark = BROWSER_TESTS
-CHARTS = ("runs", "success", "errors", "score", "cost", "tokens", "latency")
+CHARTS = ("runs", "success", "errors", "score", "cost", "tokens", "latency", "clusters")
+ERRORS = ("TimeoutError: request to the search API timed out after 30s",
+          "JSONDecodeError: Expecting value while parsing the crm reply")
 
 
 def a_month(server: RunningServer, login: str, slug: str) -> None:
     """30 days of runs through `/ingest`, a batch a day (more failures and slower on some
-    days, a new version half-way), each run with a model call and tagged `nightly`."""
+    days, a new version half-way, a new kind of failure in the last ten days), each run with
+    a model call and tagged `nightly`; then the failures clustered."""
     key = server.create_key(login)
     show_content(server, login, slug)
     now = server.store.clock.now()
@@ -40,9 +45,11 @@ def a_month(server: RunningServer, login: str, slug: str) -> None:
         events: list[dict[str, Any]] = []
         for i in range(6 + day % 5):
             task_id = f"d{day}-{i}-{uuid.uuid4().hex[:4]}"
+            failed = i < day % 3 or (day <= 10 and i >= 5)
             first, *rest = task_events(
-                task_id, status="failed" if i < day % 3 else "success",
-                cost=0.002 + 0.0001 * (day % 7), duration_ms=300 + 40 * (day % 6) + 25 * i)
+                task_id, status="failed" if failed else "success",
+                cost=0.002 + 0.0001 * (day % 7), duration_ms=300 + 40 * (day % 6) + 25 * i,
+                output=ERRORS[i >= 5])
             model = "gpt-4o" if i % 3 else "claude-3-5-haiku-20241022"
             call = ev("task.log", task_id, data={"label": "evidence", "model": model,
                                                  "input_tokens": 900 + 10 * i,
@@ -52,6 +59,7 @@ def a_month(server: RunningServer, login: str, slug: str) -> None:
         stamped = [{**e, "ts": iso(start + timedelta(seconds=k))} for k, e in enumerate(events)]
         version = "1.0.0" if day > 15 else "1.1.0"
         assert post(server, batch(slug, stamped, version=version), key).status_code == 200
+    cluster_agent(server.services, {"agent": f"{login}/{slug}"})
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +94,12 @@ def test_a_visitor_reads_the_profiles_charts_and_picks_a_range_and_version(
         no_sideways_scroll(page, width)
         section.scroll_into_view_if_needed()
         section.screenshot(path=str(shot_path(f"analytics-profile-{width}")))
+        clusters = section.locator("#chart-clusters")
+        assert clusters.locator("li[data-cluster]").count() == 2
+        assert set(clusters.locator(".cluster-label").all_inner_texts()) == {HIDDEN}, \
+            "labels are content, hidden until the owner shows it"
+        assert clusters.locator("svg").bounding_box()["width"] <= width
+        clusters.screenshot(path=str(shot_path(f"analytics-clusters-{width}")))
 
         section.locator('nav a:has-text("90 days")').click()
         page.wait_for_load_state("networkidle")
@@ -115,6 +129,10 @@ def test_the_owner_reads_them_on_the_dashboard_and_filters_by_tag(
         page = watched.open(f"{bench_server.url}/dashboard/agents/{slug}")
         section = page.locator("#analytics")
         every_chart_drawn(section)
+        clusters = section.locator("#chart-clusters")
+        said = " ".join(clusters.locator(".cluster-label").all_inner_texts())
+        assert "jsondecodeerror" in said and "timeouterror" in said, "the owner reads them"
+        clusters.screenshot(path=str(shot_path(f"analytics-clusters-owner-{width}")))
         section.locator("input[name=tag]").fill("nightly")
         section.locator("form button").click()
         page.wait_for_load_state("networkidle")

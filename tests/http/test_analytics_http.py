@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from bench_core.domain.models import iso
+from bench_core.domain.privacy import HIDDEN
 
 from tests.conftest import RunningServer
 from tests.factories import batch, ev, task_events
@@ -122,3 +123,36 @@ def test_a_bad_parameter_is_a_400_naming_it(bench_server: RunningServer, params:
     assert body["detail"][0]["loc"] == ["query", named]
     assert fetch(bench_server, f"/u/{path}", key).status_code == 200
     assert fetch(bench_server, f"/u/{path}?{urlencode(params)}", key).status_code == 400
+
+
+def test_error_rate_by_failure_cluster_shows_numbers_to_all_and_labels_to_the_owner(
+        bench_server: RunningServer) -> None:
+    """The cluster step counts the runs it assigns where they ended; the JSON twin and the
+    profile's chart give each cluster's id and share of runs to anyone, its label (made of
+    the failures' content, hidden by default) to the owner alone."""
+    from bench_core.clustering.workflow import cluster_agent
+
+    login = new_login()
+    key = bench_server.create_key(login)
+    assert post(bench_server, batch("agent", runs_an_hour_ago(bench_server, 10, 4, "t")),
+                key).status_code == 200
+    cluster_agent(bench_server.services, {"agent": f"{login}/agent"})
+    path = f"/api/agents/{login}/agent/analytics"
+    visitor = httpx.get(bench_server.url + path, params={"range": "24h"}, timeout=10)
+    assert SECRET not in visitor.text
+    (cluster,) = visitor.json()["failure_clusters"]
+    assert cluster == {"id": "c1", "label": HIDDEN, "current": True, "failures": 4,
+                       "error_rate": pytest.approx(0.4)}
+    (hour,) = [b for b in visitor.json()["buckets"] if b["runs"]]
+    assert hour["cluster_failures"] == {"c1": 4}
+    (owned,) = bench_server.get(path, key, range="24h")["failure_clusters"]
+    assert SECRET.split("-")[0] in owned["label"], "the owner sees what the cluster says"
+    assert bench_server.get(path, key, version="2.0.0")["failure_clusters"] is None, \
+        "counted for the agent as a whole"
+    section = fetch(bench_server, f"/u/{login}/agent?range=24h").text
+    section = section[section.index('id="chart-clusters"'):]
+    section = section[:section.index("</figure>")]
+    assert "<svg" in section and 'data-cluster="c1"' in section and "40% of runs" in section
+    assert SECRET not in section
+    owners = fetch(bench_server, f"/u/{login}/agent?range=24h", key).text
+    assert SECRET.split("-")[0] in owners[owners.index('id="chart-clusters"'):]

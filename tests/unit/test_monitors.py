@@ -19,9 +19,11 @@ from bench_core.domain.monitors import (
     Rule,
     Series,
     period_of,
+    period_of_bucket,
     versus,
     watch,
 )
+from bench_core.domain.timeseries import Bucket
 from bench_core.domain.versions import VersionStats
 from bench_core.store.memory.store import MemoryStore
 
@@ -153,3 +155,16 @@ def test_an_agents_series_keeps_one_alert_in_the_store_from_the_change_to_the_re
     (alert,) = store.alerts.agent_alerts(ref)
     assert (alert.key, alert.state, alert.resolved_by) == ("success_rate", "resolved", "recovery")
     assert alert.since >= starts[CHANGE - 7 * DAY] and alert.baseline_runs > 2000
+
+
+def test_an_hour_gives_its_squares_only_if_it_kept_them_for_all_its_runs() -> None:
+    """Buckets written before the squares were kept hold runs without them: no cost test
+    over such an hour (a zero sum of squares would invent a certainty)."""
+    kept = Bucket(runs=3, successes=2, cost_usd=0.03, success_cost_usd=0.02, cost_sq_usd=0.0003,
+                  evidence_cost_usd=0.05, evidence_cost_sq_usd=0.001, squared_runs=3)
+    assert period_of_bucket(kept).cost_sq_sum == pytest.approx(0.0003), "the owner's, as cost"
+    assert period_of_bucket(kept).success_cost_sum == pytest.approx(0.02)
+    by_evidence = replace(kept, cost_usd=0.0, success_cost_usd=0.0, success_evidence_cost_usd=0.04)
+    assert period_of_bucket(by_evidence).cost_sq_sum == pytest.approx(0.001)
+    assert period_of_bucket(by_evidence).success_cost_sum == pytest.approx(0.04)
+    assert period_of_bucket(replace(kept, squared_runs=2)).cost_sq_sum is None

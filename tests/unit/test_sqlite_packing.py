@@ -20,7 +20,7 @@ from bench_core.store.sqlite.connection import Database
 from bench_core.store.sqlite.ingest import EVENT_COLS, SqliteIngest
 from bench_core.store.sqlite.packing import event_body, load, pack_body
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
-from bench_core.store.sqlite.timeseries import TIMESERIES_SCHEMA
+from bench_core.store.sqlite.timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA
 
 from tests.factories import clean, ev, task_events
 
@@ -101,6 +101,8 @@ def old_database(path: Path) -> None:
     with db.write() as conn:  # what today's ingest writes that came after packing (counters
         # over time: dropped below)
         conn.execute(TIMESERIES_SCHEMA)
+        for column in COST_SQUARES_SCHEMA.split(";")[:-1]:
+            conn.execute(column)
         conn.execute("ALTER TABLE tasks ADD COLUMN session_id TEXT")
         conn.execute("ALTER TABLE tasks ADD COLUMN user_id TEXT")
     writer = SqliteIngest(db)

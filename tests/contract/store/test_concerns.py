@@ -20,7 +20,7 @@ CONCERNS: dict[str, type] = {
     "evals": port.EvalStore, "leaderboard": port.LeaderboardStore, "reuse": port.ReuseStore,
     "benchmarks": port.BenchmarkStore, "retention": port.RetentionStore, "runs": port.RunStore,
     "feedback": port.FeedbackStore, "alerts": port.AlertStore,
-    "timeseries": port.TimeSeriesStore,
+    "timeseries": port.TimeSeriesStore, "clusters": port.ClusterStore,
 }
 """Each concern's name (the `Store`'s attribute, its file in `store/sqlite/`, `store/dynamodb/`,
 `store/memory/` and here) and protocol."""

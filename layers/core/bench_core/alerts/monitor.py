@@ -1,9 +1,11 @@
 """Run an agent's regression monitors and keep its alerts (`domain.monitors`, `domain.alerts`).
 
-Two things are watched at each look: each agent's newest version against the one before it,
-from the version counters (`watch_versions`), and the agent's own counters over time
+Three things are watched at each look: each agent's newest version against the one before
+it, from the version counters (`watch_versions`), the agent's own counters over time
 (`watch_counters`): its hourly buckets (`domain.timeseries`, read from `store.timeseries`) as
-a `domain.monitors.Series` of completed hours handed to `watch_series`. Hours, not days: the
+a `domain.monitors.Series` of completed hours handed to `watch_series`, and over the same
+hours each of its failure clusters' share of runs (`watch_clusters`: new or growing clusters,
+`domain.cluster_series`). Hours, not days: the
 monitors' windows (a day, three days, a week, against four weeks before) and their false-alarm
 budget are counted in hourly looks (`domain.monitors.PERIOD_HOURS`), and "since" is told to the
 hour; days would let a look change its answer once a day only, and spend the budget wrongly.
@@ -29,24 +31,34 @@ from typing import Literal, Protocol
 
 from ..domain import timeseries
 from ..domain.alerts import ALERTS_SHOWN, Alert, alert_key, from_finding
+from ..domain.cluster_series import MAX_CLUSTERS
 from ..domain.models import AgentRef, iso
 from ..domain.monitors import (
     BASELINE,
+    LOOK_ALPHA,
     PERIOD_HOURS,
     WINDOWS,
     Finding,
+    Metric,
+    Period,
+    Rule,
     Series,
     period_of,
     period_of_bucket,
     versus,
     watch,
 )
-from ..ports.services import WithAgents, WithAlerts, WithTimeSeries
+from ..ports.services import WithAgents, WithAlerts, WithClusters, WithEvals, WithTimeSeries
 
 Event = Literal["opened", "resolved"]
 
 
-class MonitorConcerns(WithAgents, WithAlerts, WithTimeSeries, Protocol):
+class CounterConcerns(WithAlerts, WithTimeSeries, WithEvals, WithClusters, Protocol):
+    """The hourly counters, the failure clusters' (and the insights naming them), and the
+    alerts."""
+
+
+class MonitorConcerns(WithAgents, CounterConcerns, Protocol):
     """The version counters and the hourly counters the monitors read, and the alerts they
     keep."""
 
@@ -67,6 +79,8 @@ class Sighting:
     since: str
     version: str | None = None
     against: str | None = None
+    cluster: str | None = None
+    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,13 +101,15 @@ def keep(store: WithAlerts, ref: AgentRef, sightings: Iterable[Sighting], now: s
         finding = sighting.finding
         if finding.state == "firing":
             fresh = from_finding(finding, alert_id=uuid.uuid4().hex, since=sighting.since,
-                                 now=now, version=sighting.version, against=sighting.against)
+                                 now=now, version=sighting.version, against=sighting.against,
+                                 cluster=sighting.cluster, cluster_label=sighting.label)
             alert, opened = store.alerts.raise_alert(ref, fresh)
             if opened:
                 changes.append(Change(alert, "opened"))
         elif finding.state == "ok":
-            done = store.alerts.resolve_alert(ref, alert_key(finding.metric, sighting.version),
-                                              now, "recovery")
+            done = store.alerts.resolve_alert(
+                ref, alert_key(finding.metric, sighting.version, sighting.cluster), now,
+                "recovery")
             if done is not None:
                 changes.append(Change(done, "resolved"))
     return changes
@@ -117,36 +133,83 @@ def watch_versions(store: MonitorConcerns, ref: AgentRef, now: str) -> list[Chan
     return changes + keep(store, ref, [
         Sighting(versus(period_of(newer), period_of(older), rule), since, newer.version,
                  older.version)
-        for rule in rules], now)
+        for rule in rules if rule.metric is not Metric.CLUSTER], now)
 
 
 def watch_series(store: WithAlerts, ref: AgentRef, series: Series, starts: Sequence[str],
-                 now: str, kept: Sequence[Alert] | None = None) -> list[Change]:
+                 now: str, kept: Sequence[Alert] | None = None,
+                 rules: Sequence[Rule] | None = None) -> list[Change]:
     """The agent's own monitors over its counters' completed periods (`series`, oldest first;
     `starts[i]` when period `i` began, ISO text like the alerts' times): each metric's open
     alert is judged against the baseline before it began, and a metric whose alert resolved
     is looked at only after that (`domain.monitors.watch`). Called once per completed period
-    (`watch_counters`); `kept`, the agent's alerts if already read."""
+    (`watch_counters`); `kept` and `rules`, the agent's alerts and rules if already read."""
     if kept is None:
         kept = store.alerts.agent_alerts(ref, limit=ALERTS_SHOWN)
+    if rules is None:
+        rules = store.alerts.alert_settings(ref).rules_for()
+    return keep(store, ref, [sighting(series, rule, starts, now, kept) for rule in rules
+                             if rule.metric is not Metric.CLUSTER], now)
+
+
+def sighting(series: Series, rule: Rule, starts: Sequence[str], now: str, kept: Sequence[Alert],
+             cluster: str | None = None, label: str | None = None,
+             level: float = LOOK_ALPHA) -> Sighting:
+    """One look at `rule` over `series` (a cluster's, with `cluster`), its alert's state
+    taken from `kept`: the open one's start, the last one's resolution."""
+    key = alert_key(rule.metric, cluster=cluster)
+    mine = [a for a in kept if a.key == key]
+    open_ = next((a for a in mine if a.state != "resolved"), None)
+    resolved_at = next((a.resolved_at for a in mine if a.resolved_at is not None), None)
+    finding = watch(series, rule,
+                    None if open_ is None else bisect_left(starts, open_.since),
+                    None if resolved_at is None else bisect_right(starts, resolved_at), level)
+    since = open_.since if open_ is not None else (
+        starts[finding.since] if finding.since is not None and finding.since < len(starts)
+        else now)
+    return Sighting(finding, since, cluster=cluster, label=label)
+
+
+CLUSTER_LEVEL = LOOK_ALPHA / MAX_CLUSTERS
+"""Each cluster's level at each look: the failure-cluster metric's budget shared by as many
+clusters as a recomputation finds (`domain.monitors` says why)."""
+
+
+def watch_clusters(store: CounterConcerns, ref: AgentRef, hours: Sequence[timeseries.Bucket],
+                   starts: Sequence[str], now: str, kept: Sequence[Alert],
+                   rules: Sequence[Rule]) -> list[Change]:
+    """New or growing failure clusters: each of the agent's clusters (those its insights
+    name, and any whose alert is open) as the share of the agent's runs that failed in it,
+    hour by hour (`hours`, the agent's, begun at `starts`), held to `CLUSTER_LEVEL`. Only the
+    hours before the one the clusters were last computed in, and those after it in which no
+    run failed: a run is counted in its cluster when clustering first assigns it, so a later
+    hour with failures is not counted yet (read as none, it would look like recovery), while
+    an agent that stopped failing is not recomputed (nothing is due) and must still be seen
+    to recover."""
+    rule = next((r for r in rules if r.metric is Metric.CLUSTER), None)
+    insights = store.evals.get_insights(ref) if rule is not None else None
+    if rule is None or insights is None or not insights.get("computed_at"):
+        return []
+    labels = {c["id"]: c.get("label") for c in insights.get("clusters", []) if "id" in c}
+    opened = [a.cluster for a in kept if a.metric is Metric.CLUSTER and a.cluster is not None
+              and a.state != "resolved"]
+    watched = list(dict.fromkeys([*opened, *labels]))
+    counted = bisect_right(starts, iso(_at(insights["computed_at"]).replace(
+        minute=0, second=0, microsecond=0) - timedelta(hours=1)))
+    while counted < len(hours) and not hours[counted].failures:
+        counted += 1  # nothing failed since: nothing to count (and no recomputation is due)
+    if not watched or not counted:
+        return []
+    failed = dict(store.clusters.read_clusters(ref, timeseries.HOUR, starts[0][:13],
+                                               starts[counted - 1][:13]))
     sightings = []
-    for rule in store.alerts.alert_settings(ref).rules_for():
-        key = alert_key(rule.metric)
-        mine = [a for a in kept if a.key == key]
-        open_ = next((a for a in mine if a.state != "resolved"), None)
-        resolved_at = next((a.resolved_at for a in mine if a.resolved_at is not None), None)
-        finding = watch(series, rule,
-                        None if open_ is None else bisect_left(starts, open_.since),
-                        None if resolved_at is None else bisect_right(starts, resolved_at))
-        since = open_.since if open_ is not None else (
-            starts[finding.since] if finding.since is not None and finding.since < len(starts)
-            else now)
-        sightings.append(Sighting(finding, since))
+    for cluster in watched:
+        series = Series([Period(runs=b.runs, successes=max(0, b.runs - failed.get(
+            start[:13], {}).get(cluster, 0))) for b, start in zip(hours, starts[:counted],
+                                                                   strict=False)])
+        sightings.append(sighting(series, rule, starts[:counted], now, kept, cluster,
+                                  labels.get(cluster), CLUSTER_LEVEL))
     return keep(store, ref, sightings, now)
-
-
-class CounterConcerns(WithAlerts, WithTimeSeries, Protocol):
-    """The hourly counters and the alerts."""
 
 
 def _hour(start: datetime) -> str:
@@ -157,11 +220,11 @@ def _at(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def hourly_series(store: WithTimeSeries, ref: AgentRef, first: datetime, end: datetime
-                  ) -> tuple[Series, list[str]] | None:
-    """The agent's hours from `first` up to `end` (excluded; both on the hour) as a series,
-    every hour listed (an hour without runs is empty), and when each began; None when none of
-    them counted anything."""
+def hourly_buckets(store: WithTimeSeries, ref: AgentRef, first: datetime, end: datetime
+                   ) -> tuple[list[timeseries.Bucket], list[str]] | None:
+    """The agent's hours from `first` up to `end` (excluded; both on the hour), every hour
+    listed (an hour without runs is empty), and when each began; None when none of them
+    counted anything."""
     hours = int((end - first) / timedelta(hours=1))
     starts = [first + timedelta(hours=i) for i in range(hours)]
     if not starts:
@@ -171,14 +234,13 @@ def hourly_series(store: WithTimeSeries, ref: AgentRef, first: datetime, end: da
     if not kept:
         return None
     empty = timeseries.Bucket()
-    series = Series([period_of_bucket(kept.get(_hour(s), empty))
-                     for s in starts])
-    return series, [iso(s) for s in starts]
+    return [kept.get(_hour(s), empty) for s in starts], [iso(s) for s in starts]
 
 
 def watch_counters(store: CounterConcerns, ref: AgentRef, now: str) -> list[Change]:
-    """The agent's own monitors over its hourly counters, up to the last completed hour
-    (the one under way is not a period yet: a look within it would count it twice)."""
+    """The agent's own monitors over its hourly counters, and its failure clusters', up to
+    the last completed hour (the one under way is not a period yet: a look within it would
+    count it twice)."""
     end = _at(now).replace(minute=0, second=0, microsecond=0)
     kept = store.alerts.agent_alerts(ref, limit=ALERTS_SHOWN)
     first = end - timedelta(hours=HOURS_READ)
@@ -187,10 +249,14 @@ def watch_counters(store: CounterConcerns, ref: AgentRef, now: str) -> list[Chan
             began = _at(alert.since) - timedelta(hours=BASELINE * PERIOD_HOURS)
             first = min(first, began.replace(minute=0, second=0, microsecond=0))
     first = max(first, end - timedelta(hours=MAX_HOURS_READ))
-    read = hourly_series(store, ref, first, end)
+    read = hourly_buckets(store, ref, first, end)
     if read is None:
         return []
-    return watch_series(store, ref, *read, now, kept)
+    hours, starts = read
+    series = Series([period_of_bucket(hour) for hour in hours])
+    rules = store.alerts.alert_settings(ref).rules_for()
+    return (watch_series(store, ref, series, starts, now, kept, rules)
+            + watch_clusters(store, ref, hours, starts, now, kept, rules))
 
 
 def look(store: MonitorConcerns, ref: AgentRef, now: str) -> list[Change]:

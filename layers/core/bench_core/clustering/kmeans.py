@@ -14,8 +14,10 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.metrics import silhouette_score
 
+from ..domain.cluster_series import MAX_CLUSTERS
+
 MIN_TO_SPLIT = 6
-MAX_K = 8
+MAX_K = MAX_CLUSTERS
 MIN_SILHOUETTE = 0.1
 SILHOUETTE_SAMPLE = 2000
 """Silhouette is O(n²): a fixed random sample keeps choosing k linear in n."""

@@ -8,7 +8,10 @@ Steps over JSON-able states (the cluster state machine's Task states call exactl
   (`evals/session_judge.py`), at most `IDLE_SESSIONS` a round.
 - `due_agents`: the agents with failed or low-scored runs since their last clusters.
 - `cluster_agent` (a Map over agents on AWS): the agent's failed and low-scored runs, newest
-  first and bounded, embedded, grouped by k-means, described in one line each, stored.
+  first and bounded, embedded, grouped by k-means, described in one line each, stored; each
+  cluster given the id of the one it continues (`domain.cluster_series.carry_ids`) and the
+  runs first assigned counted in their cluster's hour and day (`store.clusters`), before the
+  insights that name the ids are kept.
 
 numpy and scikit-learn are imported inside `cluster_agent` only (via `bench_core.clustering.kmeans`).
 """
@@ -19,12 +22,14 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol
 
-from ..domain.models import TaskState, iso
+from ..domain.cluster_series import carry_ids, member_digest, new_counts
+from ..domain.models import AgentRef, TaskState, iso
 from ..domain.task_text import as_text
 from ..evals.queue import GIVE_UP_AFTER, give_up
 from ..evals.session_judge import SessionJudgeConcerns, judge_sessions
 from ..ports.services import (
     WithClock,
+    WithClusters,
     WithEmbedder,
     WithJudge,
     WithLLM,
@@ -46,9 +51,9 @@ SWEEP_LIMIT = 5000
 DUE_LIMIT = 500
 
 
-class ClusterConcerns(SessionJudgeConcerns, Protocol):
-    """The agents clustered, their failed and low-scored runs, and their insights; the
-    sessions judged."""
+class ClusterConcerns(SessionJudgeConcerns, WithClusters, Protocol):
+    """The agents clustered, their failed and low-scored runs, their insights and clusters
+    over time; the sessions judged."""
 
 
 class ClusterPorts(WithWorkflows, WithEmbedder, WithLLM, WithJudge, WithSettings, WithClock,
@@ -89,8 +94,9 @@ def cluster_agent(ports: ClusterPorts, state: State) -> State:
         return {"agent": ref.path, "clusters": 0, "outcome": "agent not found"}
     started = iso(ports.clock.now())
     tasks = ports.store.evals.cluster_candidates(ref, MAX_TASKS)
-    insights = build_insights(ports, tasks)
+    insights, groups = build_insights(ports, tasks)
     insights.update(computed_at=started, private=agent.hide_inputs or agent.hide_outputs)
+    count_clusters(ports.store, ref, tasks, insights, groups)
     ports.store.evals.save_insights(ref, insights)
     return {"agent": ref.path, "clusters": len(insights["clusters"]), "considered": len(tasks)}
 
@@ -104,8 +110,25 @@ def failure_text(task: TaskState) -> str:
     return text
 
 
-def build_insights(ports: ClusterPorts, tasks: list[TaskState]) -> dict[str, Any]:
-    """Group `tasks` and describe each group; the stored shape of `failure_clusters`."""
+def count_clusters(store: WithClusters, ref: AgentRef, tasks: list[TaskState],
+                   insights: dict[str, Any], groups: list[list[int]]) -> None:
+    """Give each of `insights`' clusters (members: `groups`, rows of `tasks`) the id of the
+    cluster it continues, and count its runs not counted before where they ended. Kept only
+    over the state it was matched against: a recomputation that lost a race with another
+    (a retried step) counts nothing, and its insights keep the ids it matched."""
+    previous = store.clusters.cluster_state(ref)
+    digests = [member_digest(t.task_id) for t in tasks]
+    state = carry_ids(previous, [[digests[i] for i in g] for g in groups])
+    for cluster, cluster_id in zip(insights["clusters"], state.members, strict=True):
+        cluster["id"] = cluster_id
+    ended = {d: t.ended_at or t.started_at or "" for d, t in zip(digests, tasks, strict=True)}
+    store.clusters.keep_clusters(ref, state, new_counts(previous, state, ended))
+
+
+def build_insights(ports: ClusterPorts, tasks: list[TaskState]
+                   ) -> tuple[dict[str, Any], list[list[int]]]:
+    """Group `tasks` and describe each group: the stored shape of `failure_clusters`, and each
+    cluster's members (rows of `tasks`, nearest its centre first)."""
     from .kmeans import group
 
     texts = [failure_text(t) for t in tasks]
@@ -123,11 +146,13 @@ def build_insights(ports: ClusterPorts, tasks: list[TaskState]) -> dict[str, Any
                          "prompt_version": text.prompt_version, "terms": terms,
                          "count": len(members), "share": round(len(members) / len(tasks), 4),
                          "example_task_ids": [tasks[i].task_id for i in examples]})
-    return {"clusters": clusters, "considered": len(tasks),
-            "failed": sum(t.status == "failed" for t in tasks),
-            "low_scored": sum(t.status != "failed" for t in tasks),
-            "silhouette": round(grouping.silhouette, 4) if grouping and grouping.silhouette else None,
-            "embedder": ports.embedder.label if tasks else None}
+    insights = {"clusters": clusters, "considered": len(tasks),
+                "failed": sum(t.status == "failed" for t in tasks),
+                "low_scored": sum(t.status != "failed" for t in tasks),
+                "silhouette": (round(grouping.silhouette, 4) if grouping and grouping.silhouette
+                               else None),
+                "embedder": ports.embedder.label if tasks else None}
+    return insights, grouping.nearest if grouping else []
 
 
 STEPS: dict[str, Callable[[ClusterPorts, State], State]] = {

@@ -1,12 +1,13 @@
 """Alerts: what a regression monitor (`domain.monitors`) found, kept until it is over.
 
 An alert is about one monitor of one agent (its `key`: the metric, and for a version's monitor
-the version too), and at most one of an agent's alerts per key is unresolved: a regression
-that goes on updates its alert (the numbers, `updated_at`) and opens no other, so nobody is
-told twice. It says what changed (`metric`), by how much (`baseline` to `current`, `change`),
-with what confidence (`p_value` under the `level` it was held to), since when (`since`) and
-where to look (`links`). It resolves by itself when the monitor finds the metric recovered, or
-by its owner's hand; an owner may acknowledge it meanwhile (it stays open: "seen, on it").
+the version too, for a failure cluster's the cluster's id), and at most one of an agent's
+alerts per key is unresolved: a regression that goes on updates its alert (the numbers,
+`updated_at`) and opens no other, so nobody is told twice. It says what changed (`metric`), by
+how much (`baseline` to `current`, `change`), with what confidence (`p_value` under the `level`
+it was held to), since when (`since`) and where to look (`links`). It resolves by itself when
+the monitor finds the metric recovered, or by its owner's hand; an owner may acknowledge it
+meanwhile (it stays open: "seen, on it").
 
 Each delivery attempt of an alert to a webhook is kept (`Delivery`): what was sent where, the
 answer, and when the next try is due.
@@ -25,7 +26,8 @@ State = Literal["open", "acknowledged", "resolved"]
 Target = Literal["webhook", "slack"]
 ALERTS_SHOWN = 50
 TITLES = {Metric.SUCCESS: "Success rate", Metric.SCORE: "Judge score",
-          Metric.COST: "Cost per successful run", Metric.P95: "p95 latency"}
+          Metric.COST: "Cost per successful run", Metric.P95: "p95 latency",
+          Metric.CLUSTER: "Failure cluster"}
 
 
 class Alert(BaseModel):
@@ -35,11 +37,17 @@ class Alert(BaseModel):
 
     alert_id: str
     key: str
-    """The monitor: `metric`, or `metric@version` for a version against its predecessor."""
+    """The monitor: `metric`, `metric@version` for a version against its predecessor, or
+    `metric#cluster` for a failure cluster."""
     metric: Metric
     version: str | None = None
     against: str | None = None
     """For a version's alert: the version it was compared with."""
+    cluster: str | None = None
+    """For a failure cluster's alert: the cluster's id (`domain.cluster_series`)."""
+    cluster_label: str | None = None
+    """Its one line as the insights last said it: content, for its owner's eyes
+    (`privacy.alert_view` leaves it out)."""
     state: State = "open"
     mode: str = "significant"
     baseline: float | None = None
@@ -59,7 +67,8 @@ class Alert(BaseModel):
 
     @property
     def title(self) -> str:
-        return TITLES[self.metric] + (f" of version {self.version}" if self.version else "")
+        return TITLES[self.metric] + (f" of version {self.version}" if self.version else "") + (
+            f" {self.cluster}" if self.cluster else "")
 
     @property
     def change(self) -> float | None:
@@ -76,16 +85,20 @@ class Alert(BaseModel):
         return self.metric in HIGHER_IS_WORSE
 
 
-def alert_key(metric: Metric, version: str | None = None) -> str:
+def alert_key(metric: Metric, version: str | None = None, cluster: str | None = None) -> str:
+    if cluster is not None:
+        return f"{metric.value}#{cluster}"
     return metric.value if version is None else f"{metric.value}@{version}"
 
 
 def from_finding(finding: Finding, *, alert_id: str, since: str, now: str,
-                 version: str | None = None, against: str | None = None) -> Alert:
+                 version: str | None = None, against: str | None = None,
+                 cluster: str | None = None, cluster_label: str | None = None) -> Alert:
     """The alert a firing finding opens (or, for one already open, its new numbers)."""
     test = finding.test
-    return Alert(alert_id=alert_id, key=alert_key(finding.metric, version),
-                 metric=finding.metric, version=version, against=against, mode=finding.mode,
+    return Alert(alert_id=alert_id, key=alert_key(finding.metric, version, cluster),
+                 metric=finding.metric, version=version, against=against, cluster=cluster,
+                 cluster_label=cluster_label, mode=finding.mode,
                  baseline=test.baseline if test else None,
                  current=test.current if test else None,
                  p_value=test.p_value if test else None, level=finding.level,
@@ -99,17 +112,21 @@ def updated(kept: Alert, fresh: Alert) -> Alert:
     return kept.model_copy(update={
         "baseline": fresh.baseline, "current": fresh.current, "p_value": fresh.p_value,
         "level": fresh.level, "runs": fresh.runs, "baseline_runs": fresh.baseline_runs,
-        "updated_at": fresh.updated_at})
+        "updated_at": fresh.updated_at, "cluster_label": fresh.cluster_label or kept.cluster_label})
 
 
 def links(alert: Alert, base_url: str, login: str, slug: str) -> dict[str, str]:
-    """Where to look: the profile, the failed runs, the failure clusters, the owner's list of
+    """Where to look: the profile, the failed runs, the failure clusters (a cluster's alert:
+    that cluster, on the profile and on the chart of errors by cluster), the owner's list of
     alerts, and for a version's alert the two versions compared (`bench check`'s answer, and
     the profile's versions)."""
     agent = f"{base_url}/u/{login}/{slug}"
     out = {"agent": agent, "failed_runs": f"{agent}/runs?status=failed",
-           "failure_clusters": f"{agent}#insights-title",
+           "failure_clusters": (f"{agent}#cluster-{quote(alert.cluster)}" if alert.cluster
+                                else f"{agent}#insights-title"),
            "alerts": f"{base_url}/dashboard/agents/{slug}/alerts"}
+    if alert.cluster is not None:
+        out["clusters_over_time"] = f"{agent}?range=30d#chart-clusters"
     if alert.version is not None and alert.against is not None:
         out["versions"] = (f"{base_url}/api/agents/{login}/{slug}/versions/check"
                            f"?version={quote(alert.version)}&against={quote(alert.against)}")
@@ -119,14 +136,18 @@ def links(alert: Alert, base_url: str, login: str, slug: str) -> dict[str, str]:
 
 def says(alert: Alert) -> str:
     """One sentence: what changed, by how much, with what confidence, since when."""
-    what = alert.title
+    what = alert.title + (f" ({alert.cluster_label})" if alert.cluster_label else "")
+    if alert.metric is Metric.CLUSTER:
+        what = ("New " + what[0].lower() + what[1:] if not alert.baseline else what) + (
+            ", its share of runs,")
     if alert.mode == "threshold":
         return (f"{what} is {show(alert.metric, alert.current)}, past the threshold of "
                 f"{show(alert.metric, alert.baseline)} (since {alert.since})")
     by = ""
-    if alert.change is not None and alert.baseline:
-        by = (f" ({alert.change / alert.baseline:+.0%})" if alert.relative
-              else f" ({alert.change * 100:+.1f} points)" if alert.metric in POINTS else "")
+    if alert.change is not None and alert.relative and alert.baseline:
+        by = f" ({alert.change / alert.baseline:+.0%})"
+    elif alert.change is not None and alert.metric in POINTS:
+        by = f" ({alert.change * 100:+.1f} points)"
     against = f"version {alert.against}" if alert.against else "the four weeks before"
     p = "" if alert.p_value is None else f", p = {alert.p_value:.2g}"
     return (f"{what} went from {show(alert.metric, alert.baseline)} ({against}) to "
@@ -134,13 +155,13 @@ def says(alert: Alert) -> str:
             f"{alert.since}")
 
 
-POINTS = {Metric.SUCCESS, Metric.SCORE}
+POINTS = {Metric.SUCCESS, Metric.SCORE, Metric.CLUSTER}
 
 
 def show(metric: Metric, value: float | None) -> str:
     if value is None:
         return "n/a"
-    if metric is Metric.SUCCESS:
+    if metric in (Metric.SUCCESS, Metric.CLUSTER):
         return f"{value:.1%}"
     if metric is Metric.SCORE:
         return f"{value:.2f}"

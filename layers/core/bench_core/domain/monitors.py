@@ -1,9 +1,10 @@
 """Regression monitors: has an agent (or a new version) got worse, beyond noise?
 
-Four metrics, each worse in one direction: success rate and judge score (lower), cost per
-successful run and p95 latency (higher). The input is a series of periods' counts (`Period`,
-oldest first: an hour of the time-bucketed counters, or a version's totals), read through
-prefix sums (`Series`), so a look costs the same however long the history.
+Five metrics, each worse in one direction: success rate and judge score (lower), cost per
+successful run, p95 latency and a failure cluster's share of runs (higher). The input is a
+series of periods' counts (`Period`, oldest first: an hour of the time-bucketed counters, or a
+version's totals), read through prefix sums (`Series`), so a look costs the same however long
+the history.
 
 **Significant mode: windows against a baseline, a fixed false-alarm budget per look.** At each
 look (once per completed period) each of `WINDOWS` (the last day, three days, a week) is
@@ -27,11 +28,20 @@ The tests, by what the counters can support:
 - judge score: means of 0..1 scores with variances bounded by m(1-m), as `/vs/` does (may miss
   a change, never invents one);
 - cost per successful run (total cost / successes): the delta method on per-run (cost,
-  success), which needs the sums of squared costs and of successful runs' costs; without them
-  (neither the hourly counters nor the version counters keep the squares: `period_of_bucket`,
-  `period_of`) it is never found significant, and is watched in threshold mode only;
+  success), which needs the sums of squared costs and of successful runs' costs: the hourly
+  counters keep both (`period_of_bucket`; an hour counted before the squares were kept has
+  none, and a look over such an hour tests no cost until it is older than what a look
+  reads), the version counters not (`period_of`), so a version's cost is watched in
+  threshold mode only;
 - p95 latency: the share of runs slower than the baseline's p95 bucket (about 5% under no
   change), two proportions; the effect is shown as the two p95s.
+- a failure cluster (new or growing): the share of the agent's runs that failed in it, two
+  proportions as success rate's, over a series whose period `runs` are the agent's and whose
+  failures are the cluster's (`domain.cluster_series`): a new cluster grows from none. An
+  agent has up to `cluster_series.MAX_CLUSTERS` clusters, each watched at every look, so the
+  metric's budget is shared among them (Bonferroni again: `level` = `LOOK_ALPHA /
+  MAX_CLUSTERS` per cluster, `alerts.monitor.watch_clusters`): the clusters together still
+  average at most `FALSE_ALARMS_PER_30_DAYS` false alarms in 30 days, however many there are.
 
 **Threshold mode** fires when the last day's value crosses the owner's line (with at least
 `MIN_WINDOW_RUNS` runs in it), for those who want one.
@@ -56,7 +66,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING, Literal
 
 from . import stats
-from .pricing import cost_rule
+from .pricing import PROVIDER_EVIDENCE, cost_rule
 from .versions import VersionStats
 
 if TYPE_CHECKING:  # timeseries imports run_list, which imports (through privacy) this
@@ -87,13 +97,14 @@ class Metric(str, Enum):
     SCORE = "judge_score"
     COST = "cost_per_success"
     P95 = "p95_latency"
+    CLUSTER = "failure_cluster"
 
 
-HIGHER_IS_WORSE = {Metric.COST, Metric.P95}
+HIGHER_IS_WORSE = {Metric.COST, Metric.P95, Metric.CLUSTER}
 RELATIVE = {Metric.COST, Metric.P95}
 """Metrics whose minimum effect is a fraction of the baseline (0.2 = 20% more), not points."""
 DEFAULT_MIN_EFFECT = {Metric.SUCCESS: 0.05, Metric.SCORE: 0.05, Metric.COST: 0.2,
-                      Metric.P95: 0.2}
+                      Metric.P95: 0.2, Metric.CLUSTER: 0.05}
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,8 @@ class Totals:
         """The metric's value over these counts; None with nothing to say."""
         if metric is Metric.SUCCESS:
             return stats.rate(self.successes, self.runs)
+        if metric is Metric.CLUSTER:
+            return stats.rate(self.runs - self.successes, self.runs)
         if metric is Metric.SCORE:
             return self.score_sum / self.score_count if self.score_count else None
         if metric is Metric.COST:
@@ -299,7 +312,7 @@ def compare(metric: Metric, base: Totals, window: Totals) -> Test:
     test = Test(base.value(metric), window.value(metric), None, window.runs, base.runs)
     if window.runs < MIN_WINDOW_RUNS or base.runs < MIN_BASELINE_RUNS:
         return test
-    if metric is Metric.SUCCESS:
+    if metric in (Metric.SUCCESS, Metric.CLUSTER):
         p: float | None = _two_proportions(base.runs - base.successes, base.runs,
                                           window.runs - window.successes, window.runs)
     elif metric is Metric.SCORE:
@@ -347,13 +360,14 @@ class Finding:
 
 
 def watch(series: Series, rule: Rule, open_since: int | None = None,
-          resolved_at: int | None = None) -> Finding:
+          resolved_at: int | None = None, level: float = LOOK_ALPHA) -> Finding:
     """One look at `rule`'s metric over the completed periods of `series`.
 
     Without an open alert: each window (none reaching back before `resolved_at`, where the
     last alert resolved, so a past regression is not found again) against the `BASELINE`
-    periods before it; firing if any is significantly and sufficiently worse (the shortest
-    such window gives "since"). With one open since period `open_since`: firing until each of
+    periods before it; firing if any is significantly (p under `level`: `LOOK_ALPHA`, or its
+    share of it for one of several series a metric watches) and sufficiently worse (the
+    shortest such window gives "since"). With one open since period `open_since`: firing until each of
     the last day's `RESOLVE_LOOKS` looks found the day not worse than the baseline before it."""
     if rule.mode == "threshold":
         return _by_threshold(series, rule, open_since)
@@ -369,8 +383,8 @@ def watch(series: Series, rule: Rule, open_since: int | None = None,
         if test.p_value is None:
             continue
         tested = True
-        if test.p_value < LOOK_ALPHA and _big_enough(rule, test):
-            return Finding(rule.metric, "firing", test, start, end - start, LOOK_ALPHA)
+        if test.p_value < level and _big_enough(rule, test):
+            return Finding(rule.metric, "firing", test, start, end - start, level)
     return Finding(rule.metric, "ok" if tested else "unknown")
 
 
@@ -431,11 +445,16 @@ def period_of(version: VersionStats) -> Period:
 
 def period_of_bucket(bucket: Bucket) -> Period:
     """An hour of the agent's counters (`domain.timeseries`) as one period: cost by the
-    headline rule, of all runs and of the successful ones; no squares are kept (see the cost
-    test above)."""
+    headline rule (the source it picks for all runs' cost gives the successful runs' and the
+    squares), the squares only where the hour kept them for all its runs (see the cost test
+    above)."""
+    cost, source = cost_rule(bucket.cost_usd, bucket.evidence_cost_usd)
+    owner = source != PROVIDER_EVIDENCE
+    squares = bucket.cost_sq_usd if owner else bucket.evidence_cost_sq_usd
     return Period(runs=bucket.runs, successes=bucket.successes,
                   score_sum=bucket.eval_score_sum, score_count=bucket.eval_count,
-                  cost_sum=cost_rule(bucket.cost_usd, bucket.evidence_cost_usd)[0],
-                  success_cost_sum=cost_rule(bucket.success_cost_usd,
-                                             bucket.success_evidence_cost_usd)[0],
+                  cost_sum=cost,
+                  cost_sq_sum=squares if bucket.squared_runs == bucket.runs else None,
+                  success_cost_sum=(bucket.success_cost_usd if owner
+                                    else bucket.success_evidence_cost_usd),
                   latency_hist=bucket.latency_hist)

@@ -437,11 +437,13 @@ def _redacted_data(data: Any) -> Any:
     return metadata_view(data)
 
 
-PUBLIC_ALERT_FIELDS = ("metric", "version", "against", "state", "mode", "baseline", "current",
+PUBLIC_ALERT_FIELDS = ("metric", "version", "against", "cluster", "state", "mode", "baseline",
+                       "current",
                        "p_value", "level", "runs", "baseline_runs", "since", "opened_at",
                        "updated_at")
 """What everyone who may see an agent may see of its open alerts: the numbers its profile
-shows anyway, compared; never where its owner has them delivered."""
+shows anyway, compared; never where its owner has them delivered, nor a failure cluster's
+label (content, as `insights_view` says: its id only)."""
 
 
 def alert_view(alert: Alert) -> dict[str, Any]:

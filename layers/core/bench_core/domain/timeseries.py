@@ -20,11 +20,15 @@ What is kept, and why so:
 - Model calls, tokens and cost by model and provider come from evidence records, counted where
   each record is stamped, in the agent's series only: a span's record often arrives before its
   run's root, whose version and tags are then unknown.
-- Failures are counted, not by failure cluster: clusters are found hourly, after the write, so
-  no counter can be kept for them on write.
+- Failures are counted here, not by failure cluster: clusters are found hourly, after the
+  write, so their counters are kept as clustering assigns runs (`domain.cluster_series`).
 
 Cost follows the headline rule (`pricing.cost_rule`): the owner's and the evidence's totals are
-kept apart, of all runs and of the successful ones, and the rule is applied at read.
+kept apart, of all runs and of the successful ones, and the rule is applied at read. The sums
+of each run's cost squared are kept too (owner's and evidence's), with the runs they count
+(`squared_runs`: a bucket also holding runs counted before they were kept has fewer), so a
+monitor can test cost per successful run for significance (`domain.monitors`); three more
+numbers added per run, O(1) like the rest.
 """
 
 from __future__ import annotations
@@ -83,6 +87,11 @@ class Bucket:
     latency_hist: list[int] = field(default_factory=stats.empty_histogram)
     eval_count: int = 0
     eval_score_sum: float = 0.0
+    cost_sq_usd: float = 0.0
+    """The sum of each run's owner-reported cost squared (and of its evidence cost, below)."""
+    evidence_cost_sq_usd: float = 0.0
+    squared_runs: int = 0
+    """The runs counted in the squares: all of them, in a bucket written since they were kept."""
     models: dict[tuple[str, str], ModelUse] = field(default_factory=dict)
     """By (provider, model); "" where a record named none."""
 
@@ -105,6 +114,9 @@ class Bucket:
         self.successes += success
         self.cost_usd += owner
         self.evidence_cost_usd += evidence
+        self.cost_sq_usd += owner * owner
+        self.evidence_cost_sq_usd += evidence * evidence
+        self.squared_runs += 1
         if success:
             self.success_cost_usd += owner
             self.success_evidence_cost_usd += evidence
@@ -117,7 +129,7 @@ class Bucket:
 
 NUMBERS = ("runs", "successes", "cost_usd", "evidence_cost_usd", "success_cost_usd",
            "success_evidence_cost_usd", "input_tokens", "output_tokens", "eval_count",
-           "eval_score_sum")
+           "eval_score_sum", "cost_sq_usd", "evidence_cost_sq_usd", "squared_runs")
 """The fields of a `Bucket` that are plain numbers (the histogram and models are apart)."""
 
 
@@ -205,11 +217,15 @@ def eval_buckets(task: TaskState, count: int, score_sum: float) -> dict[BucketKe
             for key in keys_at(task.ended_at, scopes)}
 
 
+def monday_of(day: str) -> str:
+    """The ISO week (Monday first) of a `YYYY-MM-DD` day, named by its Monday."""
+    d = date.fromisoformat(day)
+    return (d - timedelta(days=d.weekday())).isoformat()
+
+
 def fold_weeks(days: Iterable[tuple[str, Bucket]]) -> list[tuple[str, Bucket]]:
-    """Day buckets added up by ISO week (Monday first), each named by its Monday."""
+    """Day buckets added up by ISO week, each named by its Monday (`monday_of`)."""
     weeks: dict[str, Bucket] = {}
     for day, bucket in days:
-        d = date.fromisoformat(day)
-        monday = (d - timedelta(days=d.weekday())).isoformat()
-        weeks.setdefault(monday, Bucket()).add(bucket)
+        weeks.setdefault(monday_of(day), Bucket()).add(bucket)
     return sorted(weeks.items())

@@ -27,7 +27,8 @@ from .dashboard import _page as account_page
 router = APIRouter(prefix="/dashboard", route_class=AccountRoute)
 METRICS = [(m.value, title) for m, title in
            ((Metric.SUCCESS, "Success rate"), (Metric.SCORE, "Judge score"),
-            (Metric.COST, "Cost per successful run"), (Metric.P95, "p95 latency"))]
+            (Metric.COST, "Cost per successful run"), (Metric.P95, "p95 latency"),
+            (Metric.CLUSTER, "New or growing failure clusters (share of runs)"))]
 
 
 def _alerts_page(services: Services, login: str, slug: str, base: str) -> dict[str, Any]:

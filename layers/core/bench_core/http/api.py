@@ -75,7 +75,7 @@ def get_analytics(login: str, slug: str, span: str | None = Query(None, alias="r
                   services: Services = Depends(services_of)) -> dict[str, Any]:
     """Each period's numbers for a range, by version or tag (`reads.analytics`)."""
     agent = load_visible(services, login, slug, viewer)
-    return analytics(services.store, agent, selection(agent, viewer, span, version, tag))
+    return analytics(services.store, agent, selection(agent, viewer, span, version, tag), viewer)
 
 
 @router.get("/agents/{login}/{slug}/events")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         AgentStore,
         AlertStore,
         BenchmarkStore,
+        ClusterStore,
         EvalStore,
         FeedbackStore,
         IngestStore,
@@ -136,3 +137,8 @@ class WithAlerts(Protocol):
 class WithTimeSeries(Protocol):
     @property
     def timeseries(self) -> TimeSeriesStore: ...
+
+
+class WithClusters(Protocol):
+    @property
+    def clusters(self) -> ClusterStore: ...

@@ -2,7 +2,8 @@
 
 A `Store` is one object per concern (`store.ingest`, `store.runs`, `store.agents`,
 `store.accounts`, `store.evals`, `store.leaderboard`, `store.reuse`, `store.benchmarks`,
-`store.retention`, `store.feedback`, `store.alerts`, `store.timeseries`), each typed by its
+`store.retention`, `store.feedback`, `store.alerts`, `store.timeseries`, `store.clusters`), each
+typed by its
 protocol here, so a use case names the concerns it uses (`ports.services.WithRuns`, ...) and
 sees nothing else. Each adapter keeps one class per concern, in a file of the concern's name,
 over what its concerns share, and assembles them into a `Store`:
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from ..domain.agreement import AgreementTable, Cell
     from ..domain.alerts import Alert, AlertSettings, Delivery
     from ..domain.benchmark_records import RunRecord
+    from ..domain.cluster_series import ClusterKey, ClusterState
     from ..domain.feedback import Feedback
     from ..domain.live import LiveConnection
     from ..domain.reuse_records import InvocationGrant, PublishedCapability, QuotaWindow, UsageRecord
@@ -504,6 +506,29 @@ class TimeSeriesStore(Protocol):
         ...
 
 
+class ClusterStore(Protocol):
+    """Failure clusters over time (`bench_core.domain.cluster_series`): the last
+    recomputation's members, which the next one matches its clusters against, and each
+    cluster's failures per hour and day, added as clustering first assigns each run."""
+
+    def cluster_state(self, ref: AgentRef) -> ClusterState | None:
+        """The members of the agent's clusters as last kept; None before its first."""
+        ...
+
+    def keep_clusters(self, ref: AgentRef, state: ClusterState,
+                      counts: Mapping[ClusterKey, int]) -> bool:
+        """Keep `state` and add `counts`, only over the state it follows (the kept one's
+        generation is `state.generation - 1`, none for the first): a recomputation run twice,
+        or two at once, counts its runs once. Whether it was kept."""
+        ...
+
+    def read_clusters(self, ref: AgentRef, grain: str, first: str, last: str
+                      ) -> list[tuple[str, dict[str, int]]]:
+        """Each kept period of `grain` from `first` to `last` (both included), in order, with
+        its failures by cluster id; none kept, none listed."""
+        ...
+
+
 @dataclass(frozen=True)
 class Store:
     """Everything Bench keeps, one concern per attribute. An adapter makes one object per
@@ -523,6 +548,7 @@ class Store:
     feedback: FeedbackStore
     alerts: AlertStore
     timeseries: TimeSeriesStore
+    clusters: ClusterStore
     clock: Clock
 
     def close(self) -> None:

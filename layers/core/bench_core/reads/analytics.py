@@ -8,6 +8,11 @@ listed, empty ones with zero runs, so a chart's x axis is time. Filters: a versi
 like the agent's model) or a tag (metadata, which is content: the owner's alone,
 `privacy.filters_by_tag`). The numbers are public: whoever may see the agent sees them
 (`privacy.visible_agent`; a private agent is a 404 to anyone else).
+
+Error rate by failure cluster: each period's failures by cluster (`domain.cluster_series`,
+counted as clustering first assigns a run, where it ended; agent-wide, so not under a version
+or tag filter) over the period's runs. A cluster is named by its id and its numbers, public;
+its label is content, shown as the profile's insights show it (`privacy.insights_view`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,10 @@ from ..domain.errors import BadRequest
 from ..domain.field_limits import VERSION_RULE, version_allowed
 from ..domain.models import Agent
 from ..domain.pricing import cost_rule
-from ..domain.privacy import Viewer, filters_by_tag
-from ..domain.timeseries import DAY, HOUR, Bucket, fold_weeks, scope_of
-from ..ports.services import WithAgents, WithClock, WithTimeSeries
-from ..render.analytics_charts import analytics_charts
+from ..domain.privacy import ANONYMOUS, Viewer, filters_by_tag, insights_view
+from ..domain.timeseries import DAY, HOUR, Bucket, fold_weeks, monday_of, scope_of
+from ..ports.services import WithAgents, WithClock, WithClusters, WithEvals, WithTimeSeries
+from ..render.analytics_charts import analytics_charts, cluster_colours
 
 RANGES: dict[str, tuple[str, int]] = {"24h": (HOUR, 24), "30d": (DAY, 30), "90d": (DAY, 90),
                                       "1y": (DAY, 365)}
@@ -35,8 +40,9 @@ WEEK = "week"
 MAX_TAG_CHARS = 200
 
 
-class AnalyticsReads(WithTimeSeries, WithClock, Protocol):
-    """The concerns analytics reads: the counters over time, and the clock for "now"."""
+class AnalyticsReads(WithTimeSeries, WithClusters, WithEvals, WithClock, Protocol):
+    """The concerns analytics reads: the counters over time (the agent's and its failure
+    clusters', and the insights naming them), and the clock for "now"."""
 
 
 @dataclass(frozen=True)
@@ -88,22 +94,58 @@ def periods(span: str, now: datetime) -> list[str]:
     return [(now - timedelta(days=n)).strftime("%Y-%m-%d") for n in range(count - 1, -1, -1)]
 
 
-def analytics(store: AnalyticsReads, agent: Agent, chosen: Selection) -> dict[str, Any]:
+def analytics(store: AnalyticsReads, agent: Agent, chosen: Selection,
+              viewer: Viewer = ANONYMOUS) -> dict[str, Any]:
     """`GET /api/agents/{login}/{slug}/analytics` and the charts: each period's numbers for
-    the selection, and the range's totals. `agent` is one the viewer may see."""
+    the selection, and the range's totals. `agent` is one `viewer` may see."""
     grain, _ = RANGES[chosen.range]
     wanted = periods(chosen.range, store.clock.now())
     kept = dict(store.timeseries.read_buckets(
         agent.ref, scope_of(chosen.version, chosen.tag), grain, wanted[0], wanted[-1]))
     series = [(period, kept.get(period) or Bucket()) for period in wanted]
+    failed = (None if chosen.version or chosen.tag else
+              dict(store.clusters.read_clusters(agent.ref, grain, wanted[0], wanted[-1])))
     if chosen.range == "1y":
         grain, series = WEEK, fold_weeks(series)
+        failed = None if failed is None else _by_week(failed)
     total = Bucket()
     for _, bucket in series:
         total.add(bucket)
+    buckets = [{"start": period, **numbers(bucket)} for period, bucket in series]
+    if failed is not None:
+        for b in buckets:
+            b["cluster_failures"] = failed.get(b["start"], {})
     return {"range": chosen.range, "grain": grain, "version": chosen.version, "tag": chosen.tag,
-            "buckets": [{"start": period, **numbers(bucket)} for period, bucket in series],
-            "total": numbers(total)}
+            "buckets": buckets, "total": numbers(total),
+            "failure_clusters": None if failed is None else failure_clusters(
+                store, agent, viewer, buckets, total.runs)}
+
+
+def _by_week(days: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    weeks: dict[str, dict[str, int]] = {}
+    for day, counts in days.items():
+        week = weeks.setdefault(monday_of(day), {})
+        for cluster, n in counts.items():
+            week[cluster] = week.get(cluster, 0) + n
+    return weeks
+
+
+def failure_clusters(store: WithEvals, agent: Agent, viewer: Viewer,
+                     buckets: list[dict[str, Any]], runs: int) -> list[dict[str, Any]]:
+    """The clusters with failures in the range, most first: id, label (as `viewer` may see
+    it; None for a cluster the last recomputation no longer found), failures, and their share
+    of the range's runs."""
+    failures: dict[str, int] = {}
+    for b in buckets:
+        for cluster, n in b["cluster_failures"].items():
+            failures[cluster] = failures.get(cluster, 0) + n
+    if not failures:
+        return []
+    shown = insights_view(store.evals.get_insights(agent.ref), agent, viewer)
+    labels = {c["id"]: c["label"] for c in shown["clusters"] if "id" in c}
+    return [{"id": cluster, "label": labels.get(cluster), "current": cluster in labels,
+             "failures": n, "error_rate": stats.rate(n, runs)}
+            for cluster, n in sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def numbers(b: Bucket) -> dict[str, Any]:
@@ -144,8 +186,9 @@ def analytics_section(store: AnalyticsPageReads, agent: Agent, viewer: Viewer,
                       chosen: Selection) -> dict[str, Any]:
     """What the profile's and the dashboard's analytics section draws: the read, its charts
     (SVG text), the ranges and versions to choose from, and whether a tag may be chosen."""
-    read = analytics(store, agent, chosen)
+    read = analytics(store, agent, chosen, viewer)
     return {"read": read, "charts": analytics_charts(read), "chosen": chosen,
+            "cluster_colours": cluster_colours(read["failure_clusters"] or []),
             "ranges": [(name, urlencode(chosen.query(range=name))) for name in RANGES],
             "versions": [v.version for v in store.agents.agent_versions(agent.ref)],
             "tags": filters_by_tag(agent, viewer)}

@@ -1,8 +1,8 @@
-"""The charts of an agent's analytics over time (`reads.analytics`), as inline SVG strings in
-the style of `charts`: no JavaScript, colours from CSS classes (`c-ok`, `c-fail`, `c-line`,
-`c-line2`, `c-band`), a `<title>` per period and an accessible name per chart. Periods lie on
-the x axis in time order, empty ones included, so gaps read as gaps. The viewBox scales to its
-box: a chart is as wide as a phone's screen and no wider.
+"""The charts of an agent's analytics over time (`reads.analytics`), as inline SVG strings in the
+style of `charts`: no JavaScript, colours from CSS classes (`c-ok`, `c-fail`, `c-line`,
+`c-line2`, `c-band`, a failure cluster's `c-k{n}`), a `<title>` per period and an accessible
+name per chart. Periods lie on the x axis in time order, empty ones included, so gaps read as
+gaps. The viewBox scales to its box: a chart is as wide as a phone's screen and no wider.
 """
 
 from __future__ import annotations
@@ -127,6 +127,55 @@ def _band(band: Sequence[tuple[float, float] | None], peak: float, n: int) -> li
     return out
 
 
+CLUSTERS_SHOWN = 4
+"""Clusters drawn apart (`c-k1`..`c-k4`), the most failing first; the rest as one (`c-k0`)."""
+
+
+def cluster_colours(clusters: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Each cluster's colour number: 1.. for the first `CLUSTERS_SHOWN`, 0 for the rest."""
+    return {c["id"]: (k + 1 if k < CLUSTERS_SHOWN else 0) for k, c in enumerate(clusters)}
+
+
+def clusters_chart(buckets: Sequence[dict[str, Any]], clusters: Sequence[dict[str, Any]]
+                   ) -> str | None:
+    """Each period's error rate split by failure cluster: a stacked bar of each cluster's
+    failures over the period's runs, the clusters (most failing first) in the colours of
+    `cluster_colours`; None without clustered failures."""
+    if not clusters:
+        return None
+    colour = cluster_colours(clusters)
+    rows = []
+    for b in buckets:
+        shares: dict[int, float] = {}
+        for cluster, n in b.get("cluster_failures", {}).items():
+            if b["runs"] and cluster in colour:
+                shares[colour[cluster]] = shares.get(colour[cluster], 0.0) + n / b["runs"]
+        rows.append(shares)
+    peak = max((sum(r.values()) for r in rows), default=0.0)
+    if not peak:
+        return None
+    starts = [b["start"] for b in buckets]
+    step = PLOT_W / len(buckets)
+    body = _frame(starts, fmt.pct(peak))
+    names = {0: "other clusters"} | {colour[c["id"]]: c["id"] for c in clusters[:CLUSTERS_SHOWN]}
+    for k, shares in enumerate(rows):
+        if not shares:
+            continue
+        x, w, y = LEFT + k * step + 0.5, max(1.0, step - 1), float(TOP + PLOT_H)
+        bars, said = [], []
+        for number in sorted(shares, key=lambda n: n or CLUSTERS_SHOWN + 1):
+            h = PLOT_H * shares[number] / peak
+            y -= h
+            bars.append(f'<rect class="c-k{number}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
+                        f'height="{h:.1f}"/>')
+            said.append(f"{names[number]} {fmt.pct(shares[number])}")
+        tip = escape(f"{starts[k]}: " + ", ".join(said) + " of runs failed")
+        body.append(f"<g><title>{tip}</title>{''.join(bars)}</g>")
+    top = clusters[0]
+    return _svg(f"Error rate by failure cluster from {starts[0]} to {starts[-1]}; most: "
+                f"{top['id']}, {fmt.pct(top['error_rate'])} of runs", body)
+
+
 def _tokens(value: float | None) -> str:
     return fmt.compact(None if value is None else round(value))
 
@@ -147,6 +196,7 @@ def analytics_charts(read: dict[str, Any]) -> dict[str, str | None]:
                   for x in b]),
         "errors": line_chart("Error rate", starts, [Line("errors", "c-line2", col(
             "error_rate"))], fmt.pct, ceiling=1.0),
+        "clusters": clusters_chart(b, read.get("failure_clusters") or []),
         "score": line_chart("Judge score", starts, [Line("score", "c-line", col(
             "avg_eval_score"))], fmt.score, ceiling=1.0),
         "cost": line_chart("Cost", starts, [

@@ -15,6 +15,7 @@ Each concern keeps its items and writes in a class and file of its own, all on o
 - `feedback.py`     feedback from people, beside the run it is about
 - `alerts.py`       alerts from the regression monitors and their deliveries
 - `timeseries.py`   an agent's counters over time, ADDed to by ingest and evals
+- `clusters.py`     failure clusters' last members and their failures per hour and day
 
 `content.py` folds a task's content from its events where a read shows it (ingest, runs and
 evals share one, and the pages it keeps). `codec/` lays out the items several concerns share
@@ -37,6 +38,7 @@ from .agents import DynamoAgents
 from .alerts import DynamoAlerts
 from .benchmarks import DynamoBenchmarks
 from .client import Table
+from .clusters import DynamoClusters
 from .content import ContentReader
 from .evals import DynamoEvals
 from .feedback import DynamoFeedback
@@ -75,6 +77,7 @@ class DynamoStore(Store):
                    leaderboard=ranks, reuse=DynamoReuse(table), benchmarks=DynamoBenchmarks(table),
                    retention=DynamoRetention(), feedback=DynamoFeedback(table),
                    alerts=DynamoAlerts(table), timeseries=DynamoTimeSeries(table),
+                   clusters=DynamoClusters(table),
                    clock=clock, table=table)
 
     @property

@@ -50,7 +50,8 @@ from .codec.values import Update, number, to_item
 
 SERIES = "TS#"
 _LETTER = {"hour": "H", "day": "D"}
-_NAMES = dict(zip(NUMBERS, ("r", "s", "c", "e", "sc", "se", "ti", "to", "ec", "es"), strict=True))
+_NAMES = dict(zip(NUMBERS, ("r", "s", "c", "e", "sc", "se", "ti", "to", "ec", "es", "q", "qe",
+                            "qn"), strict=True))
 _MODEL_FIELDS = ("c", "i", "o", "u")
 
 

@@ -78,6 +78,8 @@ def _delete_agent(tables: Tables, ref: AgentRef) -> int:
     deleted += len(tables.days.pop(ref, {})) + len(tables.judge_days.pop(ref, {}))
     deleted += len(tables.versions.pop(ref, {})) + len(tables.series.pop(ref, {}))
     deleted += len(tables.sessions.pop(ref, {}))
+    deleted += len(tables.cluster_series.pop(ref, {}))
+    deleted += (tables.cluster_states.pop(ref, None) is not None)
     deleted += (tables.insights.pop(ref, None) is not None)
     deleted += (tables.capabilities.pop(ref, None) is not None)
     deleted += sum(len(run) for run in tables.feedback.pop(ref, {}).values())

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from pydantic_core import from_json
 
 from ...domain import stats
+from ...domain.cluster_series import ClusterKey, ClusterState
 from ...domain.errors import TooManyAgents
 from ...domain.models import Agent, AgentRef, KeyRecord, TaskState
 from ...domain.ranking import rank_values, search_text
@@ -111,6 +112,9 @@ class Tables:
     """By agent, then version (`domain.versions`)."""
     series: dict[AgentRef, dict[BucketKey, Bucket]] = field(default_factory=dict)
     """By agent, then scope, grain and period (`domain.timeseries`)."""
+    cluster_states: dict[AgentRef, ClusterState] = field(default_factory=dict)
+    cluster_series: dict[AgentRef, dict[ClusterKey, int]] = field(default_factory=dict)
+    """By agent, then cluster, grain and period (`domain.cluster_series`)."""
     sessions: dict[AgentRef, dict[str, SessionStats]] = field(default_factory=dict)
     """By agent, then session id (`domain.sessions`)."""
     judge_days: dict[AgentRef, dict[str, list[float]]] = field(default_factory=dict)

@@ -17,6 +17,7 @@ from .accounts import MemoryAccounts
 from .agents import MemoryAgents
 from .alerts import MemoryAlerts
 from .benchmarks import MemoryBenchmarks
+from .clusters import MemoryClusters
 from .evals import MemoryEvals
 from .feedback import MemoryFeedback
 from .ingest import MemoryIngest
@@ -32,6 +33,7 @@ CONCERNS: dict[str, type[Concern]] = {
     "accounts": MemoryAccounts, "evals": MemoryEvals, "leaderboard": MemoryLeaderboard,
     "reuse": MemoryReuse, "benchmarks": MemoryBenchmarks, "retention": MemoryRetention,
     "feedback": MemoryFeedback, "alerts": MemoryAlerts, "timeseries": MemoryTimeSeries,
+    "clusters": MemoryClusters,
 }
 """Each field of `Store` and the class serving it (the contract suite checks each against its
 protocol: `tests/contract/store/test_concerns.py`)."""

@@ -30,7 +30,7 @@ RETENTION_SCHEMA = """
 """The migration adding temporary agents (in `store.MIGRATIONS`)."""
 
 _AGENT_TABLES = ("events", "tasks", "agent_days", "judge_days", "insights", "agent_versions",
-                 "agent_series", "agent_sessions")
+                 "agent_series", "agent_sessions", "cluster_states", "cluster_series")
 """Every table whose rows belong to one agent by `agent_id`."""
 _NAMED_AGENT_TABLES = ("capabilities", "invocation_grants", "invocation_quota",
                        "benchmark_ranks", "benchmark_runs", "feedback", "alerts",

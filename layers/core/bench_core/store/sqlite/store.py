@@ -2,7 +2,7 @@
 
 `SqliteStore` is the concerns of the Store port (one class and file each: ingest, agents,
 accounts, evals, leaderboard, reuse, benchmarks, retention, runs, feedback, alerts,
-timeseries) over one shared `connection.Database`. Each concern keeps its part of the schema;
+timeseries, clusters) over one shared `connection.Database`. Each concern keeps its part of the schema;
 `MIGRATIONS` puts them in the order they were first applied.
 """
 
@@ -21,6 +21,7 @@ from .accounts import ACCOUNTS_SCHEMA, KEYS_SCHEMA, LIVE_GRANT_SCHEMA, SqliteAcc
 from .agents import AGENTS_SCHEMA, LATEST_RUNS_SCHEMA, SqliteAgents, refresh_rank
 from .alerts import ALERTS_SCHEMA, SqliteAlerts
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
+from .clusters import CLUSTERS_SCHEMA, SqliteClusters
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
 from .feedback import AGREEMENT_SCHEMA, FEEDBACK_SCHEMA, LABEL_SET_SCHEMA, SqliteFeedback
@@ -32,7 +33,7 @@ from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA,
 from .run_list import add_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
-from .timeseries import TIMESERIES_SCHEMA, SqliteTimeSeries
+from .timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
 MIGRATIONS: list[Migration] = [
@@ -91,6 +92,10 @@ MIGRATIONS: list[Migration] = [
     SESSIONS_SCHEMA,
     # 26: each session's verdict, and the sessions it is due for (indexed)
     SESSION_EVAL_SCHEMA,
+    # 27: failure clusters' last members and their failures per hour and day
+    CLUSTERS_SCHEMA,
+    # 28: the sums of runs' costs squared in the counters over time
+    COST_SQUARES_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
@@ -130,6 +135,7 @@ class SqliteStore(Store):
                    reuse=SqliteReuse(db, rules), benchmarks=SqliteBenchmarks(db, rules),
                    retention=SqliteRetention(db, rules), feedback=SqliteFeedback(db, rules),
                    alerts=SqliteAlerts(db, rules), timeseries=SqliteTimeSeries(db, rules),
+                   clusters=SqliteClusters(db, rules),
                    clock=clock, db=db)
 
     @property

@@ -29,6 +29,12 @@ TIMESERIES_SCHEMA = """
 """
 """The migration adding the table (in `store.MIGRATIONS`); an agent's rows go with it
 (`retention.py`)."""
+COST_SQUARES_SCHEMA = """
+    ALTER TABLE agent_series ADD COLUMN cost_sq_usd REAL NOT NULL DEFAULT 0;
+    ALTER TABLE agent_series ADD COLUMN evidence_cost_sq_usd REAL NOT NULL DEFAULT 0;
+    ALTER TABLE agent_series ADD COLUMN squared_runs INTEGER NOT NULL DEFAULT 0;
+"""
+"""The migration adding the sums of costs squared (`domain.timeseries.Bucket`)."""
 
 _KEY = "agent_id = ? AND scope = ? AND grain = ? AND period = ?"
 _COLS = ", ".join((*NUMBERS, "latency_hist", "models"))
