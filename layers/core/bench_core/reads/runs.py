@@ -34,9 +34,9 @@ from ..domain.privacy import (
     HIDDEN,
     Sight,
     Viewer,
+    eval_view,
     evidence_view,
     insights_view,
-    task_view,
     visible_agent,
 )
 from ..domain.run_list import RunFilter, tokens
@@ -205,7 +205,7 @@ def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
     and its spans counted (their depth only where the run was read whole)."""
     root, agent = run.root, run.agent
     evidence = evidence_view(root, None)
-    verdict = task_view(root, agent, viewer)["eval"]
+    verdict = eval_view(root.eval, agent, viewer)
     counts = counted(run.read) if run.counts is None else run.counts
     return {"run_id": root.task_id, "agent": agent.ref.path, "name": root.name,
             "status": root.status, "started_at": root.started_at, "ended_at": root.ended_at,
@@ -364,10 +364,12 @@ def _position(cursor: str) -> tuple[tuple[str, str], RunCounts]:
 
 
 def run_summary(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    view = task_view(task, agent, viewer)
+    """A run as its list shows it: its judgement only through the gate (`eval_view`), the
+    rest is public."""
     return {"run_id": task.task_id, "name": task.name, "status": task.status,
             "started_at": task.started_at, "duration_ms": task.duration_ms,
-            "cost_usd": task.cost_usd, **task.cost_headline(), "eval": view["eval"],
+            "cost_usd": task.cost_usd, **task.cost_headline(),
+            "eval": eval_view(task.eval, agent, viewer),
             "evidence_cost_usd": task.evidence.cost_usd if task.evidence else None,
             "tokens": tokens(task)}
 
