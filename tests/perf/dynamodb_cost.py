@@ -665,8 +665,8 @@ def run_views(spans: int = RUN_SPANS, chars: int = RUN_CHARS, *, json: bool = Tr
     each read (`reads.runs`): the run page, the page with a span selected, and (`json`) the
     JSON page by page (each answer encoded as the route sends it)."""
     from bench_core.domain.privacy import Viewer
-    from bench_core.http.json_body import json_bytes
     from bench_core.reads import runs as reads
+    from bench_core.render.json_body import json_bytes
 
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
     from tests.factories import clean

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from bench_core.domain.errors import NotFound
 from bench_core.domain.models import TASK_CONTENT, AgentMeta, AgentRef, TaskState
-from bench_core.domain.privacy import ANONYMOUS, Viewer
+from bench_core.domain.privacy import ANONYMOUS, HIDDEN, Viewer
 from bench_core.domain.run_list import Range, RunFilter
-from bench_core.domain.runs import build_tree, span_key
+from bench_core.domain.runs import build_tree, span_key, walk
 from bench_core.http.runs import run_json_body
 from bench_core.ports.store import RunCounts, RunHead, Store
 from bench_core.reads import runs as reads
@@ -614,6 +614,44 @@ def test_an_answer_stops_at_its_bytes_and_a_span_bigger_than_them_goes_out_alone
         if not (cursor := answer["next_cursor"]):
             break
     assert pages == [["root", "s0", "s1"], ["s2", "s3"], ["big"], ["s4", "s5"]]
+
+
+def test_the_json_of_a_run_that_fits_one_answer_reads_each_span_once_content_and_all(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 250 spans (reads of `CONTENT_READ` at a time) is answered whole from the
+    spans its answer reads, in tree order and placed in its tree (depth, start, what lies
+    below), without reading them first without content: each span is read once, as the
+    visitor and as the owner."""
+    events = [*task_events("root", "agent")]
+    for i in range(249):
+        events += task_events(f"s{i:03d}", parent="root" if i < 10 else f"s{i % 10:03d}",
+                              status="failed" if i == 123 else "success")
+    ingest(store, events)
+    root, *spans = tasks_of(store, "root")
+    drawn = list(walk(build_tree(root, spans)))
+    expected = {n.task_id: (n.depth, n.start_offset_ms, len(n.children), n.descendants,
+                            n.failed_below) for n in drawn}
+    reading = store.runs.run_spans
+    read: list[tuple[str, bool]] = []
+
+    def run_spans(*args: Any, content: bool = True, **options: Any) -> list[TaskState]:
+        found = reading(*args, content=content, **options)
+        read.extend((t.task_id, content) for t in found)
+        return found
+
+    monkeypatch.setattr(store.runs, "run_spans", run_spans)
+    for viewer in (ANONYMOUS, Viewer("alice")):
+        read.clear()
+        answer = reads.run_answer(store, REF, viewer, "root", None)
+        assert (answer["span_order"], answer["next_cursor"], answer["span_count"],
+                answer["failed_spans"], answer["first_failed_span"], answer["depth"]) == (
+            "tree", None, 250, 1, "s123", 2)
+        assert sorted(read) == [(f"s{i:03d}", True) for i in range(249)]
+        assert [s["task_id"] for s in answer["spans"]] == [n.task_id for n in drawn]
+        assert {s["task_id"]: (s["depth"], s["start_offset_ms"], s["children"],
+                               s["descendants"], s["failed_below"])
+                for s in answer["spans"]} == expected
+        assert answer["spans"][5]["output"] == ("ok" if viewer.login else HIDDEN)
 
 
 def test_dynamodb_reads_a_page_of_the_runs_list_by_what_it_shows() -> None:

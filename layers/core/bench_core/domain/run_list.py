@@ -18,6 +18,7 @@ follows, calling the same functions where SQL cannot say it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,8 +79,12 @@ SORTED_VALUE = {"duration": lambda t: t.duration_ms, "cost": headline_cost, "tok
                 "score": score}
 
 
+@functools.lru_cache(maxsize=1024)
 def provider_of(model: str | None) -> str | None:
-    """The provider the price table names for `model`; None for a model it does not know."""
+    """The provider the price table names for `model`; None for a model it does not know.
+    Cached (bounded; the table is read once per process): a filter by provider asks it of
+    every span it looks at (`store/sqlite/run_list.py` calls it in SQL), some 10,000 a page,
+    which name the same few models."""
     price = price_table().lookup(model) if model else None
     return price.provider if price else None
 

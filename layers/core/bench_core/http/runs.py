@@ -23,6 +23,7 @@ from ..reads import export, export_jobs, run_diff
 from ..reads import runs as reads
 from ..reads.export_jobs import ExportJob, file_name
 from ..reads.run_filters import query_filters
+from ..render.json_body import json_bytes
 from ..runtime import collector
 from ..runtime.adapters import Services
 from . import public_base, services_of
@@ -30,7 +31,6 @@ from .api import agent_ref
 from .deps import current_viewer
 from .feedback import RunFeedback, annotation_form
 from .heavy_reads import TurnStream, heavy_read, take_turn
-from .json_body import json_bytes
 from .templating import PageRoute, page
 
 router = APIRouter(route_class=PageRoute)

@@ -21,7 +21,7 @@ run whose spans' content does not fit one answer) pages through every span in st
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
@@ -34,9 +34,9 @@ from ..domain.privacy import (
     HIDDEN,
     Sight,
     Viewer,
+    eval_view,
     evidence_view,
     insights_view,
-    task_view,
     visible_agent,
 )
 from ..domain.run_list import RunFilter, tokens
@@ -56,6 +56,7 @@ from ..domain.runs import (
 from ..ports.services import WithAgents, WithFeedback, WithIngest, WithRuns
 from ..ports.store import RunCounts, decode_cursor, encode_cursor
 from ..render import timeline
+from ..render.json_body import json_bytes
 from .agents import agent_summary, visible
 from .feedback import run_feedback
 from .run_filters import run_filter, sort_queries
@@ -204,7 +205,7 @@ def run_header(run: Run, viewer: Viewer) -> dict[str, Any]:
     and its spans counted (their depth only where the run was read whole)."""
     root, agent = run.root, run.agent
     evidence = evidence_view(root, None)
-    verdict = task_view(root, agent, viewer)["eval"]
+    verdict = eval_view(root.eval, agent, viewer)
     counts = counted(run.read) if run.counts is None else run.counts
     return {"run_id": root.task_id, "agent": agent.ref.path, "name": root.name,
             "status": root.status, "started_at": root.started_at, "ended_at": root.ended_at,
@@ -246,22 +247,39 @@ def run_json(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
              root: TaskState | None = None) -> dict[str, Any]:
     """The JSON twin: a whole run's spans in tree order, if their content fits one answer; a
     bigger run's in start order, as many per answer as `SPANS_PAGE` and `ANSWER_BYTES` let
-    (the first holds the root), `next_cursor` for the next."""
+    (the first holds the root), `next_cursor` for the next. The spans are read once, whole,
+    in start order as the answer takes them: a run they all fit is whole, its tree built from
+    them; only one they do not is counted (`RunStore.run_counts`)."""
     sight = Sight.of(agent, viewer)
     if cursor:
         return _later_page(store, agent, viewer, run_id, insights, cursor, root, sight)
-    run = load_run(store, agent, viewer, run_id, insights, content=False, root=root)
-    page = [(run.root, _loose_view(run, sight, run.root))]
-    more = _fill(page, _WholeSpans(store, run, None), lambda t: _loose_view(run, sight, t))
-    if run.whole and not more:
-        # each placed view is no bigger than its loose one: a depth or count below 1,000
-        # takes fewer characters than the null it replaces
-        whole = {task.task_id: task for task, _ in page}
-        return {**run_header(run, viewer), "next_cursor": None,
-                "spans": [span_view(n, sight, whole.get(n.task_id)) for n in run.spans]}
-    counts = run.counts or counted(run.read)
-    return _paged(Run(agent, run.root, run.read, run.cluster, counts), counts, viewer, page,
-                  more=more)
+    root = _root(store, agent, run_id, root)
+    run = Run(agent, root, [], cluster_of(insights, agent, viewer, run_id))
+    page = [(root, _loose_view(run, sight, root))]
+    if _fill(page, _WholeSpans(store, run, None), lambda t: _loose_view(run, sight, t)):
+        counts = store.runs.run_counts(agent.ref, root)
+        return _paged(Run(agent, root, [], run.cluster, counts), counts, viewer, page,
+                      more=True)
+    whole = Run(agent, root, [task for task, _ in page[1:]], run.cluster)
+    return {**run_header(whole, viewer), "next_cursor": None,
+            "spans": [_placed(shown, node) for node, shown in _in_tree(whole, page)]}
+
+
+def _in_tree(run: Run, page: list[tuple[TaskState, dict[str, Any]]]
+             ) -> Iterator[tuple[Node, dict[str, Any]]]:
+    """A whole run's nodes in drawing order, each with its span's loose view."""
+    views = {task.task_id: shown for task, shown in page}
+    return ((node, views[node.task_id]) for node in run.spans)
+
+
+def _placed(shown: dict[str, Any], node: Node) -> dict[str, Any]:
+    """A span's loose view (`_loose_view`) placed in its whole tree: its depth, start and
+    what lies below it, no bigger than the loose view the answer's bytes were counted at (a
+    depth or count below 1,000 takes fewer characters than the null it replaces)."""
+    shown.update(depth=node.depth, start_offset_ms=node.start_offset_ms,
+                 children=len(node.children), descendants=node.descendants,
+                 failed_below=node.failed_below)
+    return shown
 
 
 def _later_page(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
@@ -307,7 +325,7 @@ def _fill(page: list[tuple[TaskState, dict[str, Any]]], spans: _WholeSpans,
     """Add to `page` (a task and its view each) the views of the next `spans` while the
     page's views, encoded, stay within `ANSWER_BYTES` and its spans within `SPANS_PAGE` (the
     first goes in whatever its size); True if a span is left over."""
-    used = sum(len(dumps(shown)) for _, shown in page)
+    used = sum(len(json_bytes(shown)) for _, shown in page)
     while len(page) < SPANS_PAGE:
         fit = (ANSWER_BYTES - used) * len(page) // used + 1 if used else CONTENT_READ
         want = min(SPANS_PAGE - len(page), CONTENT_READ, fit)
@@ -315,7 +333,7 @@ def _fill(page: list[tuple[TaskState, dict[str, Any]]], spans: _WholeSpans,
         if task is None:
             return False
         shown = view(task)
-        size = len(dumps(shown))
+        size = len(json_bytes(shown))
         if page and used + size > ANSWER_BYTES:
             return True
         page.append((task, shown))
@@ -346,10 +364,12 @@ def _position(cursor: str) -> tuple[tuple[str, str], RunCounts]:
 
 
 def run_summary(task: TaskState, agent: Agent, viewer: Viewer) -> dict[str, Any]:
-    view = task_view(task, agent, viewer)
+    """A run as its list shows it: its judgement only through the gate (`eval_view`), the
+    rest is public."""
     return {"run_id": task.task_id, "name": task.name, "status": task.status,
             "started_at": task.started_at, "duration_ms": task.duration_ms,
-            "cost_usd": task.cost_usd, **task.cost_headline(), "eval": view["eval"],
+            "cost_usd": task.cost_usd, **task.cost_headline(),
+            "eval": eval_view(task.eval, agent, viewer),
             "evidence_cost_usd": task.evidence.cost_usd if task.evidence else None,
             "tokens": tokens(task)}
 

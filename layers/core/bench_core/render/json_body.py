@@ -1,5 +1,6 @@
 """JSON answers built by Bench itself and too big for FastAPI's encoding (a run's thousand
-spans, 1.3 MB): encoded once, by orjson, in a third of pydantic-core's time. What orjson
+spans, 1.3 MB): encoded by orjson, in a third of pydantic-core's time, as is each span an
+answer measures to stay within its bytes (`reads.runs.ANSWER_BYTES`). What orjson
 refuses (an integer beyond 64 bits or a key that is not a string, from an agent's own input)
 is encoded by pydantic-core as everything stored is (`field_limits.dumps`)."""
 
