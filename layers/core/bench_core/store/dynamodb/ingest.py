@@ -42,7 +42,12 @@ duplicates are found by the tasks' own conditional writes, not by reading every 
   duplicates. A batch that needs several transactions splits between tasks (or within a huge
   task); each part folds on the state the previous one left, and a retried batch finds the
   stored parts as duplicates. Retries are few and jittered; past them the caller gets 429 and
-  resends safely.
+  resends safely. A subtask whose fold touches no other item (`_alone`: no run finished,
+  nothing handed to its parent, no evidence the agent counts, no move) is not in the
+  transaction but written before it, an Update conditional on its own `version` (a write unit
+  where a transaction bills two): its events count nowhere else, so a crash in between leaves
+  them known to it and the resent batch writes the rest; a concurrent writer of it fails the
+  condition and the unit is read again.
 - A write that would crowd a task's item past what it holds itself (`codec.tasks.SEEN_INLINE`
   digests, `PAGES_INLINE` page keys; a task's events go at most `SEEN_INLINE` to a
   transaction) first moves them into new chunks, in a transaction of its own conditional on
