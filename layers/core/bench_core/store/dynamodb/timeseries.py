@@ -182,13 +182,13 @@ _MODEL_ATTRS = dict(zip(_MODEL_FIELDS, ("calls", "input_tokens", "output_tokens"
 
 def series_keys(events: Iterable[CleanEvent]) -> set[BucketKey]:
     """The bucket items `events` may add to, counted generously before they are folded (for
-    the size of a transaction): each task's end in the agent's, a version's and its tags'
-    scopes (`timeseries.run_keys`), each evidence record in the agent's."""
+    the size of a transaction): each task's end in the agent's (which holds its version's)
+    and its tags' scopes (`timeseries.run_keys`), each evidence record in the agent's."""
     keys: set[BucketKey] = set()
     for event in events:
         data = event.body.get("data")
         if event.kind == "task.end":
-            keys.update(keys_at(event.ts, [ALL, scope_of(version="")]))
+            keys.update(keys_at(event.ts, [ALL]))
             keys.update(keys_at(event.ts, [scope_of(tag=t) for t in first_tags(data)], [DAY]))
         elif event.kind == "task.log" and is_evidence(data):
             keys.update(keys_at(event.ts, [ALL]))
