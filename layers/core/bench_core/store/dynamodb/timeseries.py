@@ -18,8 +18,11 @@ agent's 40 batches and 40 eval records a second spread over `COUNTER_SHARDS` ite
 steady batch touches two (its hour and day): a version's numbers are attributes of the
 agent's bucket, not items of their own, as every run of a version is a run of the agent and
 a transaction bills each item it writes 2 units whatever its size under 1 KB (four items
-cost 8.8 units per one-run request; a version's names add some 300 bytes). A run's tags
-(by day) keep items of their own: a run's first two of many.
+cost 8.8 units per one-run request). The price is on the reads of the agent's chart, which
+read the versions' numbers too: about twice the bytes with one version a period (a busy
+agent's 90-day chart some 60 read units instead of 30, each a fifth of a write unit's price;
+a version's chart reads the agent's items). A run's tags (by day) keep items of their own: a
+run's first two of many.
 
 A read is one Query of a scope and grain between two periods, eventually consistent: a 90-day
 chart reads 90 days times the shards that were written; a version's is the agent's Query, its
