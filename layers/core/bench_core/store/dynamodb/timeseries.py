@@ -5,9 +5,10 @@
              `_NAMES`), latency histogram `h{i}`, models `M_{name}_{c|i|o|u}`; the agent's
              (scope ALL) also holds each version's, the same names behind `V{digest}_`
 
-A partition key of each grain's, not the agent's own: the hot agent's buckets take some 800
-write units a second, which beside its counters would pass the 1,000 a partition takes
-(`tests/perf/load_model.py`); split by grain, each takes half, and a read (one grain) is still
+A partition key of each grain's, not the agent's own: the hot agent's buckets took some 800
+write units a second when a version's were items of their own, which beside its counters
+would pass the 1,000 a partition takes (`tests/perf/load_model.py`); split by grain, each
+takes half, and a read (one grain) is still
 one Query of one partition.
 
 ADDed to in the transaction that already counts the batch's runs (ingest) or their scores
@@ -22,8 +23,9 @@ cost 8.8 units per one-run request). The price is on the reads of the agent's ch
 read the versions' numbers too (a version's chart reads the agent's items): a busy agent's
 90-day chart, 10 shards a day of one model and one version, reads 87 units instead of 29.5,
 each a fifth of a write unit's price, so it pays while the agent sends more batches than such
-charts are viewed, by far the common case (the hot agent saves 160 write units a second). A run's tags (by day) keep items of their own: a
-run's first two of many.
+charts are viewed, by far the common case (the hot agent's buckets take 320 write units a
+second, not 640: `tests/perf/load_model.py`). A run's tags (by day) keep items of their own:
+a run's first two of many.
 
 A read is one Query of a scope and grain between two periods, eventually consistent: a 90-day
 chart reads 90 days times the shards that were written; a version's is the agent's Query, its
