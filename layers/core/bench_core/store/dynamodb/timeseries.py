@@ -8,8 +8,7 @@
 A partition key of each grain's, not the agent's own: the hot agent's buckets took some 800
 write units a second when a version's were items of their own, which beside its counters
 would pass the 1,000 a partition takes (`tests/perf/load_model.py`); split by grain, each
-takes half, and a read (one grain) is still
-one Query of one partition.
+took half (some 160 now), and a read (one grain) is still one Query of one partition.
 
 ADDed to in the transaction that already counts the batch's runs (ingest) or their scores
 (evals), on the counter shard that transaction picked (`codec.agents`), so the counts stay
