@@ -42,6 +42,37 @@ def test_a_run_per_request_costs_at_most_five_write_units_per_event_when_the_que
     assert wru <= 5.0, f"{wru:.2f} WRU per event"
 
 
+def test_an_otlp_span_with_two_kilobytes_of_content_costs_at_most_five_write_units_all_in(
+        ) -> None:
+    """Exports of traces of four spans (an agent, two chats, a tool), each with 2 KB of
+    content: the subtasks, which hand nothing to their run, are written alone (a write unit,
+    not a transaction's two) and the root with its short verdict stays within 1 KB."""
+    wru, _ = measure(batches=2, otlp=True).ingest
+    assert wru <= 5.0, f"{wru:.2f} WRU per span"
+
+
+def test_a_subtask_that_hands_nothing_up_is_written_outside_the_transaction() -> None:
+    """Only what must count once with the run goes in the batch's transaction: the root, the
+    child handing it a cost, and the counters; the quiet subtasks are written each alone."""
+    with dynamo_store() as store:
+        written: dict[str, list[str]] = {"TransactWriteItems": [], "UpdateItem": []}
+
+        def note(model: Any, params: dict[str, Any], **_: Any) -> None:
+            if model.name == "TransactWriteItems":
+                written[model.name] += [a["Update"]["Key"]["sk"]["S"]
+                                        for a in params["TransactItems"] if "Update" in a]
+            elif model.name == "UpdateItem":
+                written[model.name].append(params["Key"]["sk"]["S"])
+
+        store.client.meta.events.register("before-parameter-build.dynamodb", note)
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(the_batch()))
+        assert {"TASK#parent", "TASK#child"} <= set(written["TransactWriteItems"])
+        assert {"TASK#quiet", "TASK#quieter"} <= set(written["UpdateItem"])
+        assert not {"TASK#quiet", "TASK#quieter"} & set(written["TransactWriteItems"])
+        assert store.ingest.subtask_ids(REF, ["parent", "quiet"]) == {
+            "parent": ["child", "quiet"], "quiet": ["quieter"]}
+
+
 def test_a_task_below_a_root_enters_one_index_its_runs_spans() -> None:
     """A subtask's write makes one index entry, its row in `spans`: the listings (`tasks`,
     `tstatus`) hold roots only, and a task's subtasks are listed from its run's spans."""
@@ -129,15 +160,21 @@ def crash_at(store: DynamoStore, n: int) -> Callable[..., None]:
 
 
 def the_batch() -> list[dict[str, Any]]:
+    """A run whose child hands its cost up, beside two subtasks that hand nothing (written
+    alone, before the transaction), an open run, an event of no task and a log."""
     return [*task_events("parent", cost=0.25), *task_events("child", parent="parent", cost=0.5),
+            *task_events("quiet", parent="parent"), *task_events("quieter", parent="quiet"),
             *task_events("open")[:1], ev("custom"), ev("note", "parent")]
+
+
+TASKS = ("parent", "child", "quiet", "quieter", "open")
 
 
 def state(store: DynamoStore) -> tuple[Any, ...]:
     agent = store.agents.get_agent(REF)
     assert agent is not None
     s = agent.stats
-    tasks = {t: store.ingest.get_task(REF, t) for t in ("parent", "child", "open")}
+    tasks = {t: store.ingest.get_task(REF, t) for t in TASKS}
     return ((s.runs, s.successes, round(s.cost_usd_total, 9), s.dropped_events),
             {t: (task.status, task.cost_usd, task.child_cost_usd) for t, task in tasks.items()
              if task is not None},

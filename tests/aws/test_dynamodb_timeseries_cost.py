@@ -1,7 +1,9 @@
 """DynamoDB: an agent's counters over time cost what `store/dynamodb/timeseries.py` says, by
 DynamoDB's sizing rules (`tests/perf/dynamodb_cost.py`'s `Meter`, deterministic): a steady
-batch (ten runs of one version in one hour) adds to four bucket items in its own transaction,
-2 write units each, and its round of evals to the same four; a 90-day chart is one Query of
+batch (ten runs of one version in one hour) adds to two bucket items in its own transaction
+(its hour and day: the version's numbers are on the agent's items), 2 write units each, and
+its round of evals to the same two; a version's buckets as older code kept them (items of
+their own) are read until the table's migration folds them into the agent's; a 90-day chart is one Query of
 the day partition, eventually consistent, whatever else the agent keeps: 90 days of 10 shards
 of ~650 bytes, 29.5 read units; with one more of its failure clusters' days (an item a day,
 two clusters: half a unit) and the insights naming them."""
@@ -16,12 +18,14 @@ from bench_core.clock import FixedClock
 from bench_core.domain import stats
 from bench_core.domain.cluster_series import ClusterKey, ClusterState
 from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
-from bench_core.domain.timeseries import ALL, DAY, HOUR, Bucket, BucketKey, ModelUse
+from bench_core.domain.timeseries import ALL, DAY, HOUR, Bucket, BucketKey, ModelUse, scope_of
 from bench_core.reads.analytics import Selection, analytics, periods
 from bench_core.store.dynamodb.codec.agents import COUNTER_SHARDS
 from bench_core.store.dynamodb.codec.keys import AgentKeys
 from bench_core.store.dynamodb.codec.values import to_item
-from bench_core.store.dynamodb.timeseries import series_updates
+from bench_core.store.dynamodb.layout import SERIES_MERGED, Layout
+from bench_core.store.dynamodb.migration import migrate
+from bench_core.store.dynamodb.timeseries import bucket_sk, series_pk, series_updates
 
 from tests.aws.moto_table import TABLE_NAME, dynamo_store
 from tests.factories import clean, task_events
@@ -31,7 +35,7 @@ REF = AgentRef("owner", "busy")
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 
 
-def test_a_batch_and_its_evals_add_to_four_bucket_items_each() -> None:
+def test_a_batch_and_its_evals_add_to_two_bucket_items_each() -> None:
     with dynamo_store(clock=FixedClock(NOW)) as store:
         meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
         meter.attach(store.client)
@@ -39,13 +43,44 @@ def test_a_batch_and_its_evals_add_to_four_bucket_items_each() -> None:
         for i in range(10):
             events += task_events(f"r{i}", status="failed" if i % 7 == 0 else "success")
         store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug, version="v1"), clean(events))
-        assert meter.by_kind["SERIES"][0] == 8.0, "4 items, 2 units each in a transaction"
+        assert meter.by_kind["SERIES"][0] == 4.0, "2 items, 2 units each in a transaction"
         meter.reset()
         results = {f"r{i}": EvalResult(status="scored", judge="heuristic-v1", at=NOW.isoformat(),
                                        score=0.5, reasoning="", prompt_version="p", attempts=1)
                    for i in range(10)}
         assert store.evals.record_evals(REF, results) == set(results)
-        assert meter.by_kind["SERIES"][0] == 8.0
+        assert meter.by_kind["SERIES"][0] == 4.0
+        hour = events[-1]["ts"][:13]
+        (_, v1), = store.timeseries.read_buckets(REF, scope_of(version="v1"), HOUR, hour, hour)
+        (_, everyone), = store.timeseries.read_buckets(REF, ALL, HOUR, hour, hour)
+        assert (v1.runs, v1.eval_count, everyone.runs, everyone.eval_count) == (10, 10, 10, 10)
+        assert store.timeseries.read_buckets(REF, scope_of(version="v2"), HOUR, hour, hour) == []
+
+
+def test_a_versions_buckets_kept_on_items_of_their_own_are_read_until_migrated() -> None:
+    """As older code kept them (`TS#{g}#v:{version}#...`), on a table whose migration is not
+    through version 5: read beside the agent's, then folded into them by the pass."""
+    with dynamo_store(clock=FixedClock(NOW)) as store:
+        events = task_events("new", "search")
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug, version="v1"), clean(events))
+        agent, hour = AgentKeys(REF.login, REF.slug), events[-1]["ts"][:13]
+        old = {"pk": series_pk(agent, HOUR), "sk": bucket_sk(BucketKey("v:v1", HOUR, hour), 3)}
+        store.table.write_all([to_item({**old, "r": 2, "s": 1, "h40": 2})])
+        store.table.put(to_item({**dict(zip(("pk", "sk"), ("MIGRATION", "META"), strict=True)),
+                                 "done": SERIES_MERGED - 1}))
+        store.table.layout = Layout()
+
+        def runs(scope: str) -> tuple[int, int, int]:
+            (_, bucket), = store.timeseries.read_buckets(REF, scope, HOUR, hour, hour)
+            return bucket.runs, bucket.successes, sum(bucket.latency_hist)
+
+        before = runs(scope_of(version="v1")), runs(ALL)
+        assert before == ((3, 2, 3), (1, 1, 1))
+        report = migrate(store.table)
+        assert report.done and report.series == 1
+        assert store.table.get(to_item(old)) is None
+        assert (runs(scope_of(version="v1")), runs(ALL)) == before
+        assert migrate(store.table).series == 0
 
 
 def test_a_90_day_read_is_one_query_of_the_days_whatever_else_is_kept() -> None:

@@ -51,7 +51,7 @@ from .codec.sessions import (
     requeue_update,
     verdict_update,
 )
-from .codec.tasks import task_from_item
+from .codec.tasks import eval_text, task_from_item
 from .codec.values import Update, number, set_or_remove, to_item, ttl
 from .codec.versions import version_eval_updates
 from .content import ContentReader
@@ -230,7 +230,7 @@ class DynamoEvals:
     def _on_task(agent: AgentKeys, task: TaskState, result: EvalResult) -> Update:
         version = task.eval_version
         on_task = Update(agent.key(TASK + task.task_id),
-                         set={"eval": dumps(result.to_dict()), "eval_status": result.status},
+                         set={"eval": eval_text(result), "eval_status": result.status},
                          add={"eval_version": 1},
                          condition=("#eval_version = :seen" if version else
                                     "attribute_exists(#pk) AND "

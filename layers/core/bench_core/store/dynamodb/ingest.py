@@ -42,7 +42,12 @@ duplicates are found by the tasks' own conditional writes, not by reading every 
   duplicates. A batch that needs several transactions splits between tasks (or within a huge
   task); each part folds on the state the previous one left, and a retried batch finds the
   stored parts as duplicates. Retries are few and jittered; past them the caller gets 429 and
-  resends safely.
+  resends safely. A subtask whose fold touches no other item (`_alone`: no run finished,
+  nothing handed to its parent, no evidence the agent counts, no move) is not in the
+  transaction but written before it, an Update conditional on its own `version` (a write unit
+  where a transaction bills two): its events count nowhere else, so a crash in between leaves
+  them known to it and the resent batch writes the rest; a concurrent writer of it fails the
+  condition and the unit is read again.
 - A write that would crowd a task's item past what it holds itself (`codec.tasks.SEEN_INLINE`
   digests, `PAGES_INLINE` page keys; a task's events go at most `SEEN_INLINE` to a
   transaction) first moves them into new chunks, in a transaction of its own conditional on
@@ -102,6 +107,7 @@ from ...domain.models import (
     add_usage,
     iso,
 )
+from ...domain.pricing import is_evidence
 from ...domain.runs import Reassign, parent_ids
 from ...domain.timeseries import BucketKey, batch_buckets
 from ...ports.store import decode_cursor, encode_cursor
@@ -195,7 +201,8 @@ class DynamoIngest:
         write = _BatchWrite(self, agent, states, seen, ledgers, bodies, seqs,
                             self.retention_days, dropped if fresh else 0, shard,
                             next((s for s in shards if s["sk"] == f"{COUNTERS}{shard}"), {}),
-                            [e.ts for e in [*fresh, *claimed]], version=meta.version)
+                            [e.ts for e in [*(tracked if fresh else ()), *claimed]],
+                            version=meta.version)
         # `dropped` counts once, with the first write that stores an event (a replay reported
         # them already): the first transaction, or here when no task has anything new
         if not fresh:
@@ -520,6 +527,9 @@ class _Plan:
     `record_window`)."""
     added: dict[str, Any]
     """What it ADDs to the counter shard."""
+    alone: dict[str, Update] = field(default_factory=dict)
+    """The writes of the tasks whose fold touches nothing but themselves (`_alone`), by task:
+    each guarded by its own version, written before the transaction, not in it."""
 
 
 @dataclass
@@ -546,7 +556,9 @@ class _BatchWrite:
     """The shard as last read (or as left by the parts written since): the newest runs and the
     event window it holds."""
     times: list[str]
-    """The times of the batch's new events: the event window they widen."""
+    """The times of the batch's events when any is new: the event window they widen (all of
+    them, as a task written alone before a crash has its events no longer new to the resent
+    batch; widening by an event already counted changes nothing)."""
     accepted: list[CleanEvent] = field(default_factory=list)
     finished: list[tuple[str, bool]] = field(default_factory=list)
     added: list[dict[str, Any]] = field(default_factory=list)
@@ -588,6 +600,12 @@ class _BatchWrite:
             # before the transaction, as the pages: a failed one is sent again (`codec.sessions`)
             self.store.table.write_all(session_run_items(self.agent,
                                                          [delta for _, delta in plan.fold.runs]))
+            written = self._write_alone(plan)
+            if written != plan.alone.keys():  # a concurrent writer changed one: read again
+                unit = self._reread([e for e in unit if e.task_id not in written], set(), attempt)
+                if not unit:
+                    return
+                continue
             try:
                 if plan.actions:
                     self.store.table.transact(plan.actions)
@@ -598,12 +616,31 @@ class _BatchWrite:
                 if not unit:
                     return
                 continue
-            moves = [m for m in plan.fold.reassign
-                     if (held := self.states.get(m.old)) is not None and held.run_id == m.old]
+            moves = _moves(plan.fold, self.states)
             self._applied(plan)
             move_runs(self.store.table, self.agent, moves)
             return
         raise busy()
+
+    def _write_alone(self, plan: _Plan) -> set[str]:
+        """The writes of the plan's tasks alone, before its transaction (one UpdateItem each, a
+        write unit where the transaction bills two); the tasks written (not those a concurrent
+        writer changed meanwhile), kept as written."""
+        if not plan.alone:
+            return set()
+
+        def write(task_id: str) -> bool:
+            try:
+                self.store.table.update(plan.alone[task_id])
+            except ConditionFailed:
+                return False
+            return True
+
+        with ThreadPoolExecutor(max_workers=min(8, len(plan.alone))) as pool:
+            written = {task_id for task_id, done
+                       in zip(plan.alone, pool.map(write, plan.alone), strict=True) if done}
+        self._kept(plan, written)
+        return written
 
     def _plan(self, unit: list[CleanEvent], pages: dict[str, str]) -> _Plan:
         agent = self.agent
@@ -614,9 +651,11 @@ class _BatchWrite:
             if event.task_id is not None:
                 on_pages.setdefault(event.task_id, set()).add(pages[event.id])
                 new_seen.setdefault(event.task_id, set()).add(digest(event.id))
-        updates = [task_update(agent, self.states.get(task_id), task,
-                               new_seen.get(task_id, set()), on_pages.pop(task_id, set()))
-                   for task_id, task in fold.tasks.items()]
+        writes = {task_id: task_update(agent, self.states.get(task_id), task,
+                                       new_seen.get(task_id, set()), on_pages.pop(task_id, set()))
+                  for task_id, task in fold.tasks.items()}
+        alone = {task_id: writes.pop(task_id) for task_id in _alone(fold, self.states, unit)}
+        updates = list(writes.values())
         owed = _untouched_parents(fold) | on_pages.keys()
         updates += [child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
                                       fold.child_evidence.get(task_id),
@@ -639,7 +678,7 @@ class _BatchWrite:
         if (on_shard.add or recorded) and on_shard not in updates:
             updates.append(on_shard)
         return _Plan(unit, pages, [self.store.table.update_action(u) for u in updates], fold,
-                     recorded, dict(on_shard.add))
+                     recorded, dict(on_shard.add), alone)
 
     def _make_room(self, unit: list[CleanEvent], pages: dict[str, str]) -> bool:
         """Before `unit` is written: move what a task's item records of its events into chunks
@@ -705,11 +744,9 @@ class _BatchWrite:
         return unit
 
     def _applied(self, plan: _Plan) -> None:
-        """Keep the states in step with what was just written, for the units still to come."""
-        for task_id, task in plan.fold.tasks.items():
-            before = self.states.get(task_id)
-            self.states[task_id] = replace(as_stored(before, task),
-                                           version=(before.version if before else 0) + 1)
+        """Keep the states in step with what the transaction just wrote, for the units still to
+        come (the tasks alone are kept as they are written)."""
+        self._kept(plan, plan.fold.tasks.keys() - plan.alone.keys())
         fold = plan.fold
         touched = _untouched_parents(fold)
         touched |= {e.task_id for e in plan.events
@@ -722,17 +759,29 @@ class _BatchWrite:
                 evidence=add_usage(before.evidence, fold.child_evidence.get(task_id)),
                 run_id=task_id if task_id in fold.unknown_parents else before.run_id,
                 version=before.version + 1)
-        for event in plan.events:
+        self._kept_events(plan, [e for e in plan.events if e.task_id not in fold.tasks])
+        self.shard_item = {**self.shard_item, **plan.recorded}
+        self.added.append({**plan.added, **plan.recorded})
+        self.dropped = 0
+
+    def _kept(self, plan: _Plan, task_ids: Iterable[str]) -> None:
+        """The folded tasks `task_ids` as written, with their events."""
+        kept = set(task_ids)
+        for task_id in kept:
+            before = self.states.get(task_id)
+            self.states[task_id] = replace(as_stored(before, plan.fold.tasks[task_id]),
+                                           version=(before.version if before else 0) + 1)
+        self._kept_events(plan, [e for e in plan.events if e.task_id in kept])
+        self.finished += [done for done in plan.fold.finished if done[0] in kept]
+
+    def _kept_events(self, plan: _Plan, events: list[CleanEvent]) -> None:
+        for event in events:
             self.seen.setdefault(event.task_id or "", set()).add(digest(event.id))
             if event.task_id is not None:
                 ledger = self.ledgers.setdefault(event.task_id, TaskLedger())
                 ledger.seen.add(digest(event.id))
                 ledger.pages.add(plan.pages[event.id])
-        self.shard_item = {**self.shard_item, **plan.recorded}
-        self.added.append({**plan.added, **plan.recorded})
-        self.accepted += plan.events
-        self.finished += plan.fold.finished
-        self.dropped = 0
+        self.accepted += events
 
 
 def _raise_unless_contended(exc: ClientError) -> None:
@@ -751,6 +800,38 @@ def _within_limit(fresh: list[CleanEvent], seen: dict[str, set[bytes]]) -> None:
         if event.task_id is not None:
             counts[event.task_id] = counts.get(event.task_id, len(seen.get(event.task_id, ()))) + 1
     within_task_limit(counts)
+
+
+def _alone(fold: BatchFold, states: dict[str, TaskState], unit: list[CleanEvent]) -> set[str]:
+    """The subtasks whose fold touches no other item (no run finished, nothing handed to a
+    parent, cost, evidence or session, nor taken from a child, no evidence counted for the
+    agent, no move between runs), when the unit writes something else (its transaction then
+    carries the batch's `dropped` and event window). Written before the transaction, each
+    guarded by its own version, they need no atomicity with it: a crash in between leaves
+    their events old to them, which nothing else counted, and the rest new."""
+    tied = {task_id for task_id, _ in fold.runs} | owing_parents(fold) | fold.unknown_parents
+    tied |= {e.task_id for e in unit if e.kind == "task.log" and is_evidence(e.body.get("data"))
+             and e.task_id is not None}
+    for move in _moves(fold, states):
+        tied |= {move.old, move.new}
+    for task_id, after in fold.tasks.items():
+        before = states.get(task_id)
+        if after.parent_task_id is None or after.parent_task_id in fold.unknown_parents or (
+                before is not None and (before.parent_task_id, before.run_id)
+                != (after.parent_task_id, after.run_id)):
+            tied.add(task_id)
+        elif after.finished and (before is None or not before.finished) and (
+                after.cost_usd or after.evidence is not None
+                or after.session_id is not None or after.user_id is not None):
+            tied |= {task_id, after.parent_task_id}  # handed to its parent
+    return fold.tasks.keys() - tied if tied else set()
+
+
+def _moves(fold: BatchFold, states: dict[str, TaskState]) -> list[Reassign]:
+    """The runs the batch moves that hold stored tasks (a run stored under a task that turned
+    out to have a parent)."""
+    return [m for m in fold.reassign
+            if (held := states.get(m.old)) is not None and held.run_id == m.old]
 
 
 def _untouched_parents(fold: BatchFold) -> set[str]:

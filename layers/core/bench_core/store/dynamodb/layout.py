@@ -8,6 +8,8 @@ where it now lives looks where it was (`client.Table`), and a write of a task mo
 (`rehome.py`), so nothing is read or written twice. Until one has got through version 3,
 subtasks may have no row in `spans` yet, and a listing of a task's subtasks reads its listing
 in the `tasks` index (where older code put subtasks) as well as its run's spans (`ingest.py`).
+Until one has got through version 5, a version's counters over time may still be on items of
+its own, which a read of them reads as well (`timeseries.py`).
 Once the migration is through, a process learns so within `RECHECK_SECONDS`; from then on a
 miss is a miss.
 """
@@ -23,14 +25,16 @@ from .codec.values import to_item
 if TYPE_CHECKING:
     from .client import Table
 
-VERSION = 4
+VERSION = 5
 """The layout this code writes, as far as a migration is concerned: raised with each new step
 (2: task items chunked; 3: spans move from the `runs` index to `spans`; 4: tasks and events
-spread over the agent's partitions)."""
+spread over the agent's partitions; 5: a version's buckets over time kept on the agent's)."""
 SPANS = 3
 """The version from which every subtask has its row in `spans`."""
 SPREAD = 4
 """The version from which nothing is left under an agent's own partition key but its own."""
+SERIES_MERGED = 5
+"""The version from which no version has bucket items of its own (`timeseries.py`)."""
 MARKER = to_item({"pk": "MIGRATION", "sk": "META"})
 """Where the table's migration is: `done` (the last `VERSION` a pass got through), and while a
 pass of `version` is under way, `resume` (the key to scan on from, as JSON). A table without it

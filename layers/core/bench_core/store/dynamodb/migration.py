@@ -19,7 +19,10 @@ What it puts right, each counted in its `MigrationReport`:
 - `spread` (version 4): an agent's tasks, chunks, pages and claims moved from its own
   partition key to the partitions `codec.keys` spreads them over (`rehome.move_home`); until
   a pass has got through, reads look in both places and writes move a task first
-  (`layout.py`), and each task is moved before the steps above look at it.
+  (`layout.py`), and each task is moved before the steps above look at it;
+- `series` (version 5): a version's bucket items over time folded into the agent's
+  (`timeseries.merge_version_bucket`); until a pass has got through, a read of a version's
+  counters reads both.
 
 It is a paged Scan of the table, eventually consistent: every write is conditional on the
 version it read, and one whose condition fails reads the item again, so it is safe while
@@ -58,6 +61,7 @@ from .ingest import move_task, run_members, started_task
 from .layout import MARKER, VERSION
 from .rehome import at_home, is_legacy
 from .runs import SETTLED, stored_logs, unmigrated_run
+from .timeseries import SERIES, SERIES_PK, merge_version_bucket
 
 _METER: ContextVar[MigrationReport | None] = ContextVar("bench_dynamodb_migration", default=None)
 _READS = {"GetItem", "Query", "Scan", "BatchGetItem"}
@@ -76,6 +80,7 @@ class MigrationReport:
     chunked: int = 0
     moved: int = 0
     spread: int = 0
+    series: int = 0
     read_units: float = 0.0
     write_units: float = 0.0
 
@@ -136,6 +141,9 @@ class _Pass:
             if not moved:
                 return
             item = moved[0]
+        if item["pk"].startswith(SERIES_PK) and item["sk"].startswith(SERIES):
+            self.report.series += merge_version_bucket(self.table, item)
+            return
         if not item["pk"].startswith(PART) or not item["sk"].startswith(TASK):
             return
         if (item["pk"], item["sk"]) in self.written:

@@ -9,6 +9,7 @@ index (`run_keys`, `codec.spans`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -252,8 +253,23 @@ def _legacy_fields(item: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def eval_text(result: EvalResult) -> str:
+    """The judge's result as the task item keeps it: JSON without the fields at their default
+    (a null reason, no tokens, not private), which `eval_from_item` restores. The eval rewrites
+    the run's root item in a transaction, two write units per started KB of the whole item: a
+    root of some 700 bytes stays within one KB with a short verdict."""
+    return dumps({name: value for name, value in result.to_dict().items()
+                  if value != _EVAL_DEFAULTS.get(name, _REQUIRED)})
+
+
+_REQUIRED = object()
+_EVAL_DEFAULTS = {name: spec.default for name, spec in EvalResult.__dataclass_fields__.items()
+                  if not isinstance(spec.default, type(dataclasses.MISSING))}
+
+
 def eval_from_item(item: dict[str, Any]) -> EvalResult | None:
-    """The judge's result on a task item (written by `evals.py`), as JSON text."""
+    """The judge's result on a task item (written by `evals.py`), as JSON text (older items
+    hold every field)."""
     return EvalResult.from_dict(from_json(item["eval"])) if item.get("eval") else None
 
 
