@@ -28,7 +28,7 @@ from ...domain.models import (
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
 from ...domain.timeseries import batch_buckets
-from ...ports.store import decode_cursor, encode_cursor
+from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .packing import event_body, load, pack_body, pack_json
@@ -163,23 +163,18 @@ class SqliteIngest(Concern):
 
     def ingest_many(self, writes: Sequence[IngestWrite]) -> list[IngestOutcome | Exception]:
         """One transaction, one COMMIT: what a batch's own transaction costs most (writing its
-        pages to the WAL, the search index's new segment) is paid once for them all. Each
-        write is a savepoint, undone alone if it fails; an error that ends the transaction
-        itself fails them all."""
-        results: list[IngestOutcome | Exception] = []
+        pages to the WAL) is paid once for them all. If any write fails (a batch refused, which
+        is rare), the transaction is undone and each is written on its own: a savepoint per
+        write would copy every page a later write changes again to the statement journal, which
+        cost more than the shared COMMIT saved."""
         now = self.rules.now()
-        with self.db.write() as conn:
-            for write in writes:
-                conn.execute("SAVEPOINT batch")
-                try:
-                    results.append(self._write(conn, write, now))
-                except Exception as exc:
-                    if not conn.in_transaction:
-                        raise
-                    conn.execute("ROLLBACK TO batch")
-                    results.append(exc)
-                conn.execute("RELEASE batch")
-        return results
+        try:
+            with self.db.write() as conn:
+                return [self._write(conn, write, now) for write in writes]
+        except Exception as exc:
+            if len(writes) == 1:
+                return [exc]
+        return one_by_one(self, writes)
 
     def _write(self, conn: sqlite3.Connection, write: IngestWrite, now: str) -> IngestOutcome:
         login, meta, events, dropped = write.login, write.meta, write.events, write.dropped
