@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,20 @@ def test_the_dashboard_says_why_it_cannot_set_up_one_more_agent(tmp_path: Path) 
         page = browser.post("/dashboard/new", {"slug": "three"}, token_from="/dashboard/new")
         assert page.status_code == 400 and LIMIT_TEXT in page.text
         assert server.store.agents.get_agent(AgentRef(login, "three")) is None
+
+
+def test_batches_arriving_together_are_refused_or_stored_each_on_its_own(
+        server: RunningServer) -> None:
+    """Concurrent batches may be written in one transaction (the local server's group commit,
+    `ingest/group_commit.py`): the refused ones get their own 403, the others are stored."""
+    login, key = owner_with_full_account(server)
+    slugs = ["one", "three", "two", "one", "four", "two"]
+    with ThreadPoolExecutor(len(slugs)) as pool:
+        answers = list(pool.map(
+            lambda n: post_batch(server, batch(slugs[n], task_events(f"c{n}")), key),
+            range(len(slugs))))
+    assert [a.status_code for a in answers] == [200, 403, 200, 200, 403, 200]
+    assert all(LIMIT_TEXT in a.json()["error"] for a in answers if a.status_code == 403)
+    for slug in ("one", "two"):
+        assert server.store.agents.get_agent(AgentRef(login, slug)).stats.runs == 3
+    assert server.store.agents.get_agent(AgentRef(login, "three")) is None

@@ -40,6 +40,7 @@ from .http import (
     static,
     trial,
 )
+from .ingest.group_commit import GroupCommit
 from .ports.store import Store
 from .runtime.adapters import Services
 from .settings import Settings
@@ -64,6 +65,7 @@ def create_local_app(settings: Settings | None = None, *, store: Store | None = 
     if isinstance(workflows, LocalRunner):
         app.router.on_startup.append(workflows.start)
         app.router.on_shutdown.append(workflows.stop)
+    app.state.group_commit = GroupCommit(services.store.ingest)  # `POST /ingest`'s writes
     app.router.on_shutdown.append(services.close)
     return app
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bench_core.clock import SYSTEM_CLOCK
 from bench_core.domain.errors import TooManyAgents
-from bench_core.domain.models import Agent, AgentMeta, AgentRef, iso
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, IngestOutcome, IngestWrite, iso
 from bench_core.ports.store import Store
 from bench_core.store.memory.store import MemoryStore
 from bench_core.store.sqlite.store import SqliteStore
@@ -101,3 +101,16 @@ def test_concurrent_first_batches_make_exactly_the_limit_of_agents(limited: Stor
         made = list(pool.map(first_batch, range(12)))
     assert sum(made) == LIMIT
     assert len(limited.agents.list_agents("alice")) == LIMIT
+
+
+def test_a_refused_agent_written_with_others_is_undone_alone(limited: Store) -> None:
+    """Batches written together (`ingest_many`, the local server's group commit): the one past
+    the limit fails with its own error, leaving nothing, and the others are stored."""
+    writes = [IngestWrite("alice", AgentMeta(slug=f"a{n}"), clean(task_events(f"t{n}")))
+              for n in range(LIMIT + 1)]
+    results = limited.ingest.ingest_many([*writes, writes[0]])
+    assert [type(r) for r in results] == [IngestOutcome] * LIMIT + [TooManyAgents, IngestOutcome]
+    assert sorted(a.slug for a in limited.agents.list_agents("alice")) == ["a0", "a1", "a2"]
+    assert limited.ingest.recent_events(AgentRef("alice", f"a{LIMIT}"), 10) == []
+    assert [(r.accepted, r.duplicates) for r in results if isinstance(r, IngestOutcome)] == [
+        (2, 0)] * LIMIT + [(0, 2)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from bench_core.domain import stats
-from bench_core.domain.models import Agent, AgentMeta, AgentRef
+from bench_core.domain.models import Agent, AgentMeta, AgentRef, IngestOutcome, IngestWrite
 from bench_core.ports.store import Store
 
 from tests.concurrency import in_parallel
@@ -144,6 +144,24 @@ def test_eight_concurrent_senders_of_the_same_batch_count_once(store: Store) -> 
     s = store.agents.get_agent(REF).stats
     assert s.runs == 10 and abs(s.cost_usd_total - 1.0) < 1e-9
     assert sum(s.latency_hist) == 10
+
+
+def test_batches_written_together_each_count_as_if_written_alone(store: Store) -> None:
+    """`ingest_many` (the local server's group commit): each write folds as `ingest` would,
+    in order, a later one seeing what an earlier one stored."""
+    first = clean(task_events("t1", cost=0.5))
+    outcomes = store.ingest.ingest_many([
+        IngestWrite("alice", META, first), IngestWrite("bob", AgentMeta(slug="other"),
+                                                       clean(task_events("t2"))),
+        IngestWrite("alice", META, first, dropped=2),
+        IngestWrite("alice", META, clean([ev("task.log", "t3", data={"n": 1})]), dropped=1)])
+    assert [(o.accepted, o.duplicates, o.finished) for o in outcomes
+            if isinstance(o, IngestOutcome)] == [(3, 0, [("t1", True)]), (2, 0, [("t2", True)]),
+                                                  (0, 3, []), (1, 0, [])]
+    s = store.agents.get_agent(REF).stats
+    assert (s.runs, s.cost_usd_total, s.dropped_events) == (1, 0.5, 1)
+    assert store.agents.get_agent(AgentRef("bob", "other")).stats.runs == 1
+    assert len(store.ingest.recent_events(REF, 100)) == 4
 
 
 # ---- reads -----------------------------------------------------------------------------------

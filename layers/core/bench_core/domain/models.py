@@ -558,6 +558,17 @@ class RunDelta:
     tokens: int = 0
 
 
+@dataclass(frozen=True)
+class IngestWrite:
+    """One batch's write, as `IngestStore.ingest` takes it: several are written together by
+    `IngestStore.ingest_many` (the local server's group commit, `ingest/group_commit.py`)."""
+
+    login: str
+    meta: AgentMeta
+    events: list[CleanEvent]
+    dropped: int = 0
+
+
 @dataclass
 class IngestOutcome:
     accepted: int

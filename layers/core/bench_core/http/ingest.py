@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import nullcontext
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from starlette.responses import JSONResponse
 
 from ..domain.errors import BenchError, Unauthorized
-from ..ingest.pipeline import accept_batch
+from ..ingest.group_commit import GroupCommit
+from ..ingest.pipeline import settle, stage_batch, stored
 from ..ingest.wire import decode_body, dropped_fields
 from ..log import logger
 from ..runtime import lambda_instrumentation
@@ -37,15 +39,20 @@ async def post_ingest(request: Request, background: BackgroundTasks,
     if raw_key is None:
         raise Unauthorized(MISSING_KEY)
     limits = services.settings.limits
-    raw = await read_body(request, limits.max_body_bytes)
+    group: GroupCommit | None = getattr(request.app.state, "group_commit", None)
+    with group.arriving() if group is not None else nullcontext():
+        raw = await read_body(request, limits.max_body_bytes)
     body = decode_body(raw, request.headers.get("content-encoding"), limits.max_body_bytes)
-    # On the event loop, not a worker thread: the work is CPU under the GIL either way, and the
-    # hop cost 1.5 ms of CPU per batch of 50 (5.7 against 4.2 ms) and a quarter of the
-    # throughput (tests/perf/ingest.py, side by side). The only waits are SQLite's write
-    # lock, which other writers hold for milliseconds, and a WAL checkpoint now and then; in
-    # Lambda there is nothing to overlap.
+    # Parsed and cleaned on the event loop, not a worker thread: the work is CPU under the GIL
+    # either way, and the hop cost 1.5 ms of CPU per batch of 50 (tests/perf/ingest.py, side by
+    # side). The local server writes it with the batches that came with it, in one
+    # transaction (`ingest/group_commit.py`), and answers once that has committed; Lambda,
+    # one request at a time, writes it here.
     key = authenticate_sender(services, raw_key)
-    batch, outcome = accept_batch(services, key, body, later=background.add_task)
+    batch, staged = stage_batch(services, key, body)
+    outcome = settle(services, staged, stored(services, staged.write) if group is None
+                     else await group.write(staged.write),
+                     later=background.add_task)
     lambda_instrumentation.count("EventsIngested", outcome.accepted)
     path = f"{key.login}/{batch.agent_slug}"
     logger.info("batch ingested", extra={"agent": path, "accepted": outcome.accepted,

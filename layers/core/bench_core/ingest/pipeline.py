@@ -16,7 +16,7 @@ function of its own (`reads/live_feed.py`, `live/lambda_push.py`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..domain.judge_budget import skipped
@@ -28,6 +28,7 @@ from ..domain.models import (
     EvalResult,
     IngestBatch,
     IngestOutcome,
+    IngestWrite,
     KeyRecord,
     WireEvent,
     iso,
@@ -52,38 +53,69 @@ class IngestPorts(WithSettings, WithWorkflows, WithLive, WithClock, Protocol):
     def store(self) -> IngestConcerns: ...
 
 
-def accept(ports: IngestPorts, login: str, meta: AgentMeta,
-           events: Sequence[WireEvent] | Sequence[CleanEvent], *, later: Later,
-           dropped: int = 0) -> IngestOutcome:
-    """Store `events` for the agent `login`/`meta.slug` in one atomic write, queue evals of
-    the runs they finished and, if any event was new, push them to open dashboards via
-    `later`. Every event is brought within the field limits first, wire events as they are
-    cleaned, events a source built as they come (one carrying its JSON was made by `bounded`
-    already); the feed gets what the source sent (wire events, or those bodies, bounded)."""
+@dataclass(frozen=True)
+class Staged:
+    """A batch cleaned and ready to store (`write`), and what the live feed is sent once it is:
+    what the source sent (wire events, or the bodies of the events it built)."""
+
+    write: IngestWrite
+    feed: list[Any]
+
+
+def stage(ports: IngestPorts, login: str, meta: AgentMeta,
+          events: Sequence[WireEvent] | Sequence[CleanEvent], dropped: int = 0) -> Staged:
+    """Every event brought within the field limits: wire events as they are cleaned, events a
+    source built as they come (one carrying its JSON was made by `bounded` already)."""
     limits = ports.settings.limits
     stored = [clean_event(e, limits) if isinstance(e, WireEvent)
               else e if e.body_json is not None else bounded(e.body, limits) for e in events]
     if meta.model is None:  # the models its evidence names, where the source declares none
         meta = replace(meta, model=models_seen(stored))
-    outcome = ports.store.ingest.ingest(login, meta, stored, dropped=dropped)
-    ref = AgentRef(login, meta.slug)
+    return Staged(IngestWrite(login, meta, stored, dropped),
+                  [e.body if isinstance(e, CleanEvent) else e for e in events])
+
+
+def settle(ports: IngestPorts, staged: Staged, outcome: IngestOutcome, *,
+           later: Later) -> IngestOutcome:
+    """After the batch is stored: queue evals of the runs it finished and, if any event was
+    new, push it to open dashboards via `later`."""
+    ref = AgentRef(staged.write.login, staged.write.meta.slug)
     queue_evals(ports, ref, outcome)
     if outcome.accepted:
-        later(ports.live.publish, ref, [e.body if isinstance(e, CleanEvent) else e for e in events])
+        later(ports.live.publish, ref, staged.feed)
     return outcome
 
 
-def accept_batch(ports: IngestPorts, key: KeyRecord, body: bytes, *,
-                 later: Later) -> tuple[IngestBatch, IngestOutcome]:
-    """A wire-format batch (`POST /ingest`, the /try demo) written with `key`: validated and
-    authorized before anything is stored, so a rejected batch stores nothing."""
+def accept(ports: IngestPorts, login: str, meta: AgentMeta,
+           events: Sequence[WireEvent] | Sequence[CleanEvent], *, later: Later,
+           dropped: int = 0) -> IngestOutcome:
+    """Store `events` for the agent `login`/`meta.slug` in one atomic write (`stage`, the
+    store, `settle`)."""
+    staged = stage(ports, login, meta, events, dropped)
+    return settle(ports, staged, stored(ports, staged.write), later=later)
+
+
+def stored(ports: IngestPorts, write: IngestWrite) -> IngestOutcome:
+    """`write` stored on its own: one transaction of its own."""
+    return ports.store.ingest.ingest(write.login, write.meta, write.events, write.dropped)
+
+
+def stage_batch(ports: IngestPorts, key: KeyRecord, body: bytes) -> tuple[IngestBatch, Staged]:
+    """A wire-format batch (`POST /ingest`, the /try demo) written with `key`: validated,
+    authorized and cleaned before anything is stored, so a rejected batch stores nothing."""
     batch = parse_batch(body, ports.settings.limits)
     may_write(key, key.login, batch.agent_slug)
     meta = AgentMeta(slug=batch.agent_slug, display_name=batch.display_name, model=batch.model,
                      framework=batch.framework, architecture=batch.architecture,
                      tools=batch.tools, version=batch.version)
-    return batch, accept(ports, key.login, meta, batch.events, later=later,
-                         dropped=batch.dropped or 0)
+    return batch, stage(ports, key.login, meta, batch.events, batch.dropped or 0)
+
+
+def accept_batch(ports: IngestPorts, key: KeyRecord, body: bytes, *,
+                 later: Later) -> tuple[IngestBatch, IngestOutcome]:
+    """`stage_batch`, stored and settled."""
+    batch, staged = stage_batch(ports, key, body)
+    return batch, settle(ports, staged, stored(ports, staged.write), later=later)
 
 
 def queue_evals(ports: IngestPorts, ref: AgentRef, outcome: IngestOutcome) -> None:

@@ -37,6 +37,7 @@ from ..domain.models import (
     CleanEvent,
     EvalResult,
     IngestOutcome,
+    IngestWrite,
     KeyRecord,
     TaskState,
 )
@@ -158,6 +159,11 @@ class IngestStore(Protocol):
     # could not send) counts only if the batch brought a new event: a replay does not.
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome: ...
+    def ingest_many(self, writes: Sequence[IngestWrite]) -> list[IngestOutcome | Exception]:
+        """Each write as `ingest` makes it, in one commit where the store can (SQLite: one
+        transaction, a savepoint each), so that several requests' batches pay for one: a write
+        that fails is undone alone and its exception is its result, in the writes' order."""
+        ...
 
     # reads
     def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]: ...
@@ -558,6 +564,19 @@ class Store:
 SETTABLE = frozenset({"visibility", "hide_inputs", "hide_outputs", "display_name",
                       "judge_daily_budget_usd", "judge_sample_rate"})
 """Agent fields an owner may change; every adapter's `update_agent` refuses the rest."""
+
+
+def one_by_one(ingest: IngestStore, writes: Sequence[IngestWrite]
+               ) -> list[IngestOutcome | Exception]:
+    """`IngestStore.ingest_many` for a store that commits each write on its own (DynamoDB's
+    transactions, the in-memory store's lock): each written in turn, a failure its result."""
+    results: list[IngestOutcome | Exception] = []
+    for write in writes:
+        try:
+            results.append(ingest.ingest(write.login, write.meta, write.events, write.dropped))
+        except Exception as exc:
+            results.append(exc)
+    return results
 
 
 def encode_cursor(*parts: str) -> str:

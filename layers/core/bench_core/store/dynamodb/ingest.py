@@ -81,7 +81,7 @@ import heapq
 import itertools
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -103,6 +103,7 @@ from ...domain.models import (
     AgentRef,
     CleanEvent,
     IngestOutcome,
+    IngestWrite,
     TaskState,
     add_usage,
     iso,
@@ -110,7 +111,7 @@ from ...domain.models import (
 from ...domain.pricing import is_evidence
 from ...domain.runs import Reassign, parent_ids
 from ...domain.timeseries import BucketKey, batch_buckets
-from ...ports.store import decode_cursor, encode_cursor
+from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import counting_user, live_agent, raise_unless_agent_exists
 from .client import MAX_ATTEMPTS, ConditionFailed, Table, busy, cancellation_reasons, code, pause
 from .codec.agents import (
@@ -177,6 +178,9 @@ class DynamoIngest:
         self.ranks = ranks
         self.retention_days = retention_days
         self.max_agents = max_agents
+
+    def ingest_many(self, writes: Sequence[IngestWrite]) -> list[IngestOutcome | Exception]:
+        return one_by_one(self, writes)
 
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:

@@ -4,7 +4,7 @@ first change so that a refused batch writes nothing; and the reads of what it wr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...domain.field_limits import dumps, within_task_limit
@@ -15,6 +15,7 @@ from ...domain.models import (
     AgentRef,
     CleanEvent,
     IngestOutcome,
+    IngestWrite,
     RunDelta,
     RunRef,
     TaskState,
@@ -27,7 +28,7 @@ from ...domain.sessions import SessionStats, merged, runs_by_session
 from ...domain.stats import bucket_index
 from ...domain.timeseries import batch_buckets
 from ...domain.versions import VersionStats, runs_by_version
-from ...ports.store import decode_cursor, encode_cursor
+from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .state import (
     AgentRow,
     Concern,
@@ -101,6 +102,9 @@ def _held(stored: dict[str, StoredEvent], fresh: list[CleanEvent]) -> dict[str, 
 
 
 class MemoryIngest(Concern):
+    def ingest_many(self, writes: Sequence[IngestWrite]) -> list[IngestOutcome | Exception]:
+        return one_by_one(self, writes)
+
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
         ref = AgentRef(login, meta.slug)

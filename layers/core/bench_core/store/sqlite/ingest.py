@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...domain import stats
@@ -19,6 +19,7 @@ from ...domain.models import (
     CleanEvent,
     EvalResult,
     IngestOutcome,
+    IngestWrite,
     RunDelta,
     RunRef,
     TaskState,
@@ -27,7 +28,7 @@ from ...domain.models import (
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
 from ...domain.timeseries import batch_buckets
-from ...ports.store import decode_cursor, encode_cursor
+from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .packing import event_body, load, pack_body, pack_json
@@ -157,28 +158,46 @@ def _held(conn: sqlite3.Connection, agent_id: int, fresh: list[CleanEvent]) -> d
 class SqliteIngest(Concern):
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
-        now = self.rules.now()
         with self.db.write() as conn:
-            agent_id = self._ensure_agent(conn, login, meta, now)
-            fresh = self._insert_new_events(conn, agent_id, events)
-            within_task_limit(_held(conn, agent_id, fresh))
-            task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
-            states = self._load_tasks(conn, agent_id, task_ids | parent_ids(fresh))
-            fold = fold_batch(states, fresh, meta.version)
-            self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
-            reassign_runs(conn, agent_id, fold.reassign)
-            for parent in owing_parents(fold):
-                self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
-                                     fold.child_evidence.get(parent),
-                                     fold.child_sessions.get(parent))
-            self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
-                             fresh, dropped if fresh or not events else 0)  # a replay counts once
-            self._apply_evidence(conn, agent_id, fold.evidence)
-            add_version_runs(conn, agent_id, [delta for _, delta in fold.runs])
-            add_series(conn, agent_id, batch_buckets(
-                [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
-            add_session_runs(conn, agent_id, [delta for _, delta in fold.runs])
-            agent = refresh_rank(conn, login, meta.slug, self.rules)
+            return self._write(conn, IngestWrite(login, meta, events, dropped), self.rules.now())
+
+    def ingest_many(self, writes: Sequence[IngestWrite]) -> list[IngestOutcome | Exception]:
+        """One transaction, one COMMIT: what a batch's own transaction costs most (writing its
+        pages to the WAL) is paid once for them all. If any write fails (a batch refused, which
+        is rare), the transaction is undone and each is written on its own: a savepoint per
+        write would copy every page a later write changes again to the statement journal, which
+        cost more than the shared COMMIT saved."""
+        now = self.rules.now()
+        try:
+            with self.db.write() as conn:
+                return [self._write(conn, write, now) for write in writes]
+        except Exception as exc:
+            if len(writes) == 1:
+                return [exc]
+        return one_by_one(self, writes)
+
+    def _write(self, conn: sqlite3.Connection, write: IngestWrite, now: str) -> IngestOutcome:
+        login, meta, events, dropped = write.login, write.meta, write.events, write.dropped
+        agent_id = self._ensure_agent(conn, login, meta, now)
+        fresh = self._insert_new_events(conn, agent_id, events)
+        within_task_limit(_held(conn, agent_id, fresh))
+        task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
+        states = self._load_tasks(conn, agent_id, task_ids | parent_ids(fresh))
+        fold = fold_batch(states, fresh, meta.version)
+        self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
+        reassign_runs(conn, agent_id, fold.reassign)
+        for parent in owing_parents(fold):
+            self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
+                                 fold.child_evidence.get(parent),
+                                 fold.child_sessions.get(parent))
+        self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
+                         fresh, dropped if fresh or not events else 0)  # a replay counts once
+        self._apply_evidence(conn, agent_id, fold.evidence)
+        add_version_runs(conn, agent_id, [delta for _, delta in fold.runs])
+        add_series(conn, agent_id, batch_buckets(
+            [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
+        add_session_runs(conn, agent_id, [delta for _, delta in fold.runs])
+        agent = refresh_rank(conn, login, meta.slug, self.rules)
         live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
                              finished=fold.finished, agent=agent if live else None)
