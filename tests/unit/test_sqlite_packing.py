@@ -23,6 +23,7 @@ from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.timeseries import TIMESERIES_SCHEMA
 
 from tests.factories import clean, ev, task_events
+from tests.sqlite_layouts import keyed_events, legacy_events
 
 REF = AgentRef("alice", "agent-1")
 PACKED = MIGRATIONS.index(repack.repack)
@@ -93,13 +94,14 @@ def test_a_body_that_does_not_lead_with_its_columns_is_kept_whole() -> None:
     assert pack_body(body, "e1", "custom", "2026-12-02T16:00:00.000Z", None) == body
 
 
-def old_database(path: Path) -> None:
+def old_database(path: Path) -> dict[str, Any]:
     """A file as Bench wrote it before packing: the schema of the migrations before it, every
-    JSON value text."""
+    JSON value text; and what today's reads give of it (`everything`)."""
     db = Database(path)
     db.migrate(MIGRATIONS[:PACKED], lambda conn, version: None)
     with db.write() as conn:  # what today's ingest writes that came after packing (counters
-        # over time: dropped below)
+        # over time, keyed events: taken back below)
+        keyed_events(conn)
         conn.execute(TIMESERIES_SCHEMA)
         conn.execute("ALTER TABLE tasks ADD COLUMN session_id TEXT")
         conn.execute("ALTER TABLE tasks ADD COLUMN user_id TEXT")
@@ -108,7 +110,9 @@ def old_database(path: Path) -> None:
         writer.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(10)))
         writer.ingest("alice", AgentMeta(slug=f"agent-{i + 2}"),
                       clean([*task_events(f"run-{i}", cost=0.5), ev("custom", data={"n": i})]))
+    expected = everything(writer)
     with db.write() as conn:
+        legacy_events(conn)
         for row in conn.execute(f"SELECT seq, {EVENT_COLS} FROM events").fetchall():
             conn.execute("UPDATE events SET body = ? WHERE seq = ?",
                          (dumps(event_body(*row[1:])), row[0]))
@@ -121,6 +125,7 @@ def old_database(path: Path) -> None:
                             ).fetchone()[0] == 0
         conn.execute("DROP TABLE agent_series")
     db.close()
+    return expected
 
 
 def everything(store: SqliteIngest) -> dict[str, Any]:
@@ -159,13 +164,10 @@ def stop_after(monkeypatch: pytest.MonkeyPatch, name: str, calls: int) -> None:
 def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_stopped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "bench.db"
-    old_database(path)
+    expected = old_database(path)
     with sqlite3.connect(path) as conn:
         assert "WITHOUT ROWID" in conn.execute(
             "SELECT sql FROM sqlite_schema WHERE name = 'tasks'").fetchone()[0]
-    before = SqliteIngest(Database(path))  # today's reads, on the old file as it is
-    expected = everything(before)
-    before.db.close()
     monkeypatch.setattr(repack, "CHUNK", 7)
     for name, calls in (("_pack_events", 3), ("_copy_tasks", 2)):
         with monkeypatch.context() as stopped:
@@ -182,7 +184,7 @@ def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_
         assert store.schema_version == len(MIGRATIONS)
         assert everything(store.ingest) == expected
         conn = store.db.reader()
-        assert conn.execute("SELECT count(*) FROM events WHERE typeof(body) = 'text'"
+        assert conn.execute("SELECT count(*) FROM events WHERE typeof(record) != 'blob'"
                             ).fetchone()[0] == 0
         assert "WITHOUT ROWID" not in conn.execute(
             "SELECT sql FROM sqlite_schema WHERE name = 'tasks'").fetchone()[0]
@@ -221,10 +223,7 @@ def test_a_migration_killed_mid_transaction_resumes_from_its_last_commit(tmp_pat
     """A hard kill (no rollback, no Python cleanup) inside a chunk's transaction: the next
     open finds the chunks before it, not the half-written one, and finishes."""
     path = tmp_path / "bench.db"
-    old_database(path)
-    before = SqliteIngest(Database(path))
-    expected = everything(before)
-    before.db.close()
+    expected = old_database(path)
     killed = subprocess.run([sys.executable, "-c", KILLED_MID_COPY, str(path)],
                             env={**os.environ}, capture_output=True, timeout=120)
     assert killed.returncode == -signal.SIGKILL, killed.stderr

@@ -15,10 +15,12 @@ from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.run_list import Range, RunFilter
 from bench_core.ports.store import Store
 from bench_core.store.sqlite import run_list as sqlite_run_list
+from bench_core.store.sqlite.events import rekey_events
 from bench_core.store.sqlite.run_list import add_run_text
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events, ts
+from tests.sqlite_layouts import legacy_events
 
 REF = AgentRef("alice", "agent-1")
 HOUR = 3_600_000
@@ -194,6 +196,9 @@ def without_run_text(conn: sqlite3.Connection) -> None:
     for column in ("duration", "cost", "tokens", "score"):
         conn.execute(f"DROP INDEX tasks_roots_by_{column}")
     for later in reversed(MIGRATIONS[MIGRATIONS.index(add_run_text) + 1:]):
+        if later is rekey_events:
+            legacy_events(conn)
+            continue
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):
             conn.execute(f"DROP INDEX IF EXISTS {index}")

@@ -39,7 +39,16 @@ DICTIONARY = (
 """The preset dictionary of packing format 1: never change it (stored values need it to be
 read); a better one is format 2, beside it."""
 
+EVENT_DICTIONARY = DICTIONARY + (
+    b',"session_id":"user_id":"status":"success","duration_ms":"output":"data":{"label":'
+    b'["task.content",["task.log",["task.end",["task.start",'
+)
+"""The preset dictionary of format 2, which events are packed with (`pack_event`): format 1's
+and the way an event's record starts (its kind, task id and id). Never change it either."""
+
 _FORMAT = 1
+_EVENT_FORMAT = 2
+_DICTIONARIES = {_FORMAT: DICTIONARY, _EVENT_FORMAT: EVENT_DICTIONARY}
 _WBITS = -10  # raw deflate, a 1 KB window: the dictionary and a typical value fit it
 _MEM_LEVEL = 4  # small state: a compressor is made per value, and a big one costs 70 µs
 PACK_FROM = 96
@@ -51,16 +60,16 @@ format's number added, its packed JSON."""
 _HEAD = ('{"id":', ',"kind":', ',"ts":', ',"task_id":')
 
 
-def _deflate(data: bytes) -> bytes:
+def _deflate(data: bytes, form: int = _FORMAT) -> bytes:
     packer = zlib.compressobj(6, zlib.DEFLATED, _WBITS, _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY,
-                              DICTIONARY)
+                              _DICTIONARIES[form])
     return packer.compress(data) + packer.flush()
 
 
 def _inflate(form: int, data: bytes) -> bytes:
-    if form != _FORMAT:
+    if form not in _DICTIONARIES:
         raise ValueError(f"unknown packing format {form}")
-    unpacker = zlib.decompressobj(_WBITS, DICTIONARY)
+    unpacker = zlib.decompressobj(_WBITS, _DICTIONARIES[form])
     return unpacker.decompress(data) + unpacker.flush()
 
 
@@ -130,3 +139,37 @@ def event_body(stored: str | bytes, event_id: str, kind: str, ts: str,
     if task_id is not None:
         head["task_id"] = task_id
     return {**head, **from_json(rest)}
+
+
+_EVENT_PLAIN = 0xC0
+"""The first byte of an event's record (`pack_event`): alone, its JSON follows; with format 2
+added, its packed JSON."""
+
+
+def pack_event(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None) -> bytes:
+    """An event as the `events` table stores it beside its time: `[kind, task id, id, rest]`
+    when its body leads with them (else the body whole), packed when that is smaller. The
+    columns hold no text of the event but its time: its id and task id are indexed as hashes
+    (`events.key`), and packed here the task id the id usually starts with costs a few
+    bytes."""
+    rest = _rest(body_json, event_id, kind, ts, task_id)
+    text = body_json if rest is None else (
+        f"[{_quoted(kind)},{'null' if task_id is None else _quoted(task_id)},"
+        f"{_quoted(event_id)},{rest}]")
+    data = text.encode()
+    packed = _deflate(data, _EVENT_FORMAT)
+    return (bytes((_EVENT_PLAIN | _EVENT_FORMAT,)) + packed if len(packed) < len(data)
+            else bytes((_EVENT_PLAIN,)) + data)
+
+
+def unpack_event(stored: bytes, ts: str) -> dict[str, Any]:
+    """The event's body as it was sent, from what `pack_event` stored and its time."""
+    form = stored[0] & ~_EVENT_PLAIN
+    found = from_json(_inflate(form, stored[1:]) if form else stored[1:])
+    if isinstance(found, dict):
+        return found
+    kind, task_id, event_id, rest = found
+    head: dict[str, Any] = {"id": event_id, "kind": kind, "ts": ts}
+    if task_id is not None:
+        head["task_id"] = task_id
+    return {**head, **rest}

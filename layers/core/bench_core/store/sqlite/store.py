@@ -23,6 +23,7 @@ from .alerts import ALERTS_SCHEMA, SqliteAlerts
 from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchmarks
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
+from .events import rekey_events
 from .feedback import AGREEMENT_SCHEMA, FEEDBACK_SCHEMA, LABEL_SET_SCHEMA, SqliteFeedback
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
@@ -91,6 +92,9 @@ MIGRATIONS: list[Migration] = [
     SESSIONS_SCHEMA,
     # 26: each session's verdict, and the sessions it is due for (indexed)
     SESSION_EVAL_SCHEMA,
+    # 27: events keyed by hashes of their ids and task ids, their texts once in a packed record
+    # (resumable)
+    rekey_events,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

@@ -1,0 +1,160 @@
+"""The events table on SQLite: each event one row of integers, its time and its packed record
+(`packing.pack_event`), and three narrow indexes; and the migration that moves a database's
+events into it (`store.MIGRATIONS`), a chunk per transaction, resuming where it stopped.
+
+An event's id and task id (an OTLP span's are 50-odd characters) were stored in its row and
+again in two indexes, and its time twice in one: some 1,200 bytes per span in rows and indexes.
+Now the indexes hold 64-bit hashes of them (`key`), and the texts live once, in the packed
+record, where an id that starts with its task id costs a few bytes. A hash finds candidates;
+the record says what they are: the dedupe compares the ids themselves, so two ids that share a
+hash are both kept, and a task's events are its own. Only the count of a task's events
+(`held`, for `field_limits.within_task_limit`) counts by hash: two tasks sharing one (some
+one in 10^11 for a million tasks) would count together, never fewer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from hashlib import blake2b
+from typing import Any
+
+from ...domain.field_limits import dumps
+from ...domain.models import CleanEvent
+from ...log import logger
+from .connection import Database
+from .packing import event_body, pack_event, unpack_event
+
+EVENTS_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS events_keyed (
+        seq INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL, id_key INTEGER NOT NULL,
+        task_key INTEGER, ts TEXT NOT NULL, record BLOB NOT NULL)
+"""
+"""The table the migration fills, renamed `events` when it is done."""
+EVENT_INDEXES = """
+    CREATE INDEX events_by_id ON events (agent_id, id_key);
+    CREATE INDEX events_recent ON events (agent_id, ts);
+    CREATE INDEX events_by_task ON events (agent_id, task_key) WHERE task_key IS NOT NULL
+"""
+"""The dedupe's, the recent feed's (its rowid, `seq`, orders events of one time) and a task's
+events'."""
+
+CHUNK = 2000
+"""Events per transaction of the migration."""
+_IN = 500
+"""Values per `IN (...)` list."""
+
+
+def key(text: str) -> int:
+    """`text`'s 64-bit hash as SQLite stores an integer (8 bytes where the text was dozens)."""
+    return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+def insert_new(conn: sqlite3.Connection, agent_id: int,
+               events: list[CleanEvent]) -> list[CleanEvent]:
+    """Insert the events not stored yet; return them, in batch order (a repeated id within the
+    batch counts once)."""
+    keys = [key(e.id) for e in events]
+    stored: set[str] = set()
+    unique = list(set(keys))
+    for i in range(0, len(unique), _IN):
+        chunk = unique[i:i + _IN]
+        stored.update(unpack_event(record, ts)["id"] for ts, record in conn.execute(
+            f"SELECT ts, record FROM events WHERE agent_id = ? AND id_key IN "
+            f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)))
+    fresh: list[CleanEvent] = []
+    rows: list[tuple[Any, ...]] = []
+    for event, id_key in zip(events, keys, strict=True):
+        if event.id in stored:
+            continue
+        stored.add(event.id)
+        fresh.append(event)
+        rows.append((agent_id, id_key, None if event.task_id is None else key(event.task_id),
+                     event.ts, pack_event(event.body_json or dumps(event.body), event.id,
+                                          event.kind, event.ts, event.task_id)))
+    conn.executemany("INSERT INTO events (agent_id, id_key, task_key, ts, record) "
+                     "VALUES (?, ?, ?, ?, ?)", rows)
+    return fresh
+
+
+def held(conn: sqlite3.Connection, agent_id: int, task_ids: set[str]) -> dict[str, int]:
+    """How many events each of `task_ids` holds: one statement per 500 tasks, counting their
+    stretches of `events_by_task`."""
+    by_key = {key(task_id): task_id for task_id in task_ids}
+    keys = list(by_key)
+    counts: dict[str, int] = {}
+    for i in range(0, len(keys), _IN):
+        chunk = keys[i:i + _IN]
+        counts.update((by_key[task_key], count) for task_key, count in conn.execute(
+            "SELECT task_key, COUNT(*) FROM events WHERE agent_id = ? AND task_key IN "
+            f"({', '.join('?' * len(chunk))}) GROUP BY task_key", (agent_id, *chunk)))
+    return counts
+
+
+def recent(reader: sqlite3.Connection, agent_id: int, limit: int) -> list[dict[str, Any]]:
+    """The agent's newest events, newest first."""
+    return [unpack_event(record, ts) for ts, record in reader.execute(
+        "SELECT ts, record FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC LIMIT ?",
+        (agent_id, limit))]
+
+
+def of_task(reader: sqlite3.Connection, agent_id: int, task_id: str) -> list[dict[str, Any]]:
+    """A task's events, oldest first (those of a task sharing its hash left out)."""
+    events = (unpack_event(record, ts) for ts, record in reader.execute(
+        "SELECT ts, record FROM events WHERE agent_id = ? AND task_key = ? ORDER BY ts, seq",
+        (agent_id, key(task_id))))
+    return [event for event in events if event.get("task_id") == task_id]
+
+
+def rekey_events(db: Database, number: int) -> None:
+    """The migration: copy the events, in order of `seq`, into `events_keyed` (each chunk a
+    transaction that first makes sure no other process finished the migration meanwhile), then
+    swap the tables, build the indexes and set the version to `number` in one last; then give
+    the file back the space the old table held (VACUUM, all or nothing)."""
+    with db.write() as conn:
+        if _done(conn, number):
+            return
+        conn.execute(EVENTS_SCHEMA)
+    moved = 0
+    while True:
+        with db.write() as conn:
+            if _done(conn, number):
+                return
+            copied = copy_events(conn)
+        moved += copied
+        if copied < CHUNK:
+            break
+    with db.write() as conn:
+        if _done(conn, number):
+            return
+        conn.execute("DROP TABLE events")
+        conn.execute("ALTER TABLE events_keyed RENAME TO events")
+        for statement in filter(str.strip, EVENT_INDEXES.split(";")):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+    if not moved:
+        return
+    try:
+        db.vacuum()
+    except sqlite3.OperationalError as exc:  # no room for the copy VACUUM makes
+        logger.warning("the database was not vacuumed after its events were rekeyed",
+                       extra={"error": str(exc)})
+
+
+def _done(conn: sqlite3.Connection, number: int) -> bool:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0]) >= number
+
+
+def copy_events(conn: sqlite3.Connection) -> int:
+    """Copy up to `CHUNK` events past the last one copied into `events_keyed`; how many."""
+    (last,) = conn.execute("SELECT max(seq) FROM events_keyed").fetchone()
+    rows = conn.execute(
+        "SELECT seq, agent_id, event_id, kind, ts, task_id, body FROM events WHERE seq > ? "
+        "ORDER BY seq LIMIT ?", (last if last is not None else -1, CHUNK)).fetchall()
+    conn.executemany(
+        "INSERT INTO events_keyed (seq, agent_id, id_key, task_key, ts, record) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [(seq, agent_id, key(event_id), None if task_id is None else key(task_id), ts,
+          pack_event(dumps(event_body(body, event_id, kind, ts, task_id)), event_id, kind, ts,
+                     task_id))
+         for seq, agent_id, event_id, kind, ts, task_id, body in rows])
+    return len(rows)
