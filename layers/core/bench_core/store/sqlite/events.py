@@ -20,8 +20,7 @@ from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.models import CleanEvent
-from ...log import logger
-from .connection import Database
+from .connection import Database, migrated
 from .packing import event_body, pack_event, unpack_event
 
 EVENTS_SCHEMA = """
@@ -105,43 +104,33 @@ def of_task(reader: sqlite3.Connection, agent_id: int, task_id: str) -> list[dic
     return [event for event in events if event.get("task_id") == task_id]
 
 
-def rekey_events(db: Database, number: int) -> None:
+def rekey_events(db: Database, number: int) -> bool:
     """The migration: copy the events, in order of `seq`, into `events_keyed` (each chunk a
     transaction that first makes sure no other process finished the migration meanwhile), then
-    swap the tables, build the indexes and set the version to `number` in one last; then give
-    the file back the space the old table held (VACUUM, all or nothing)."""
+    swap the tables, build the indexes and set the version to `number` in one last; whether it
+    moved any (then `Database.migrate` vacuums the file)."""
     with db.write() as conn:
-        if _done(conn, number):
-            return
+        if migrated(conn, number):
+            return False
         conn.execute(EVENTS_SCHEMA)
     moved = 0
     while True:
         with db.write() as conn:
-            if _done(conn, number):
-                return
+            if migrated(conn, number):
+                return False
             copied = copy_events(conn)
         moved += copied
         if copied < CHUNK:
             break
     with db.write() as conn:
-        if _done(conn, number):
-            return
+        if migrated(conn, number):
+            return False
         conn.execute("DROP TABLE events")
         conn.execute("ALTER TABLE events_keyed RENAME TO events")
         for statement in filter(str.strip, EVENT_INDEXES.split(";")):
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {number}")
-    if not moved:
-        return
-    try:
-        db.vacuum()
-    except sqlite3.OperationalError as exc:  # no room for the copy VACUUM makes
-        logger.warning("the database was not vacuumed after its events were rekeyed",
-                       extra={"error": str(exc)})
-
-
-def _done(conn: sqlite3.Connection, number: int) -> bool:
-    return int(conn.execute("PRAGMA user_version").fetchone()[0]) >= number
+    return moved > 0
 
 
 def copy_events(conn: sqlite3.Connection) -> int:

@@ -30,7 +30,7 @@ from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
-from .run_list import add_run_text
+from .run_list import add_run_text, narrow_run_text
 from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
 from .timeseries import TIMESERIES_SCHEMA, SqliteTimeSeries
@@ -95,6 +95,8 @@ MIGRATIONS: list[Migration] = [
     # 27: events keyed by hashes of their ids and task ids, their texts once in a packed record
     # (resumable)
     rekey_events,
+    # 28: the search index knows which spans hold a trigram, not where (a third of its bytes)
+    narrow_run_text,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
