@@ -123,7 +123,11 @@ def _usage(text: str | None) -> Usage | None:
 
 
 def _usage_json(usage: Usage | None) -> str | None:
-    return None if usage is None else dumps(usage.to_dict())
+    """The usage without the counts no record gave (`Usage.from_dict` reads them back as
+    None, `json_extract` as NULL): a chat span's is half as long."""
+    if usage is None:
+        return None
+    return dumps({name: value for name, value in usage.to_dict().items() if value is not None})
 
 
 def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]) -> None:

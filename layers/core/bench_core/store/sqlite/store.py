@@ -31,7 +31,7 @@ from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .run_list import add_run_text, narrow_run_text
-from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .runs import NARROW_TASK_INDEXES, RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
 from .timeseries import TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
@@ -97,6 +97,8 @@ MIGRATIONS: list[Migration] = [
     rekey_events,
     # 28: the search index knows which spans hold a trigram, not where (a third of its bytes)
     narrow_run_text,
+    # 29: a run's spans and a parent's children indexed without their task ids, the roots apart
+    NARROW_TASK_INDEXES,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
