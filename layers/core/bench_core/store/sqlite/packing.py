@@ -49,7 +49,10 @@ and the way an event's record starts (its kind, task id and id). Never change it
 _FORMAT = 1
 _EVENT_FORMAT = 2
 _DICTIONARIES = {_FORMAT: DICTIONARY, _EVENT_FORMAT: EVENT_DICTIONARY}
-_WBITS = -10  # raw deflate, a 1 KB window: the dictionary and a typical value fit it
+_WINDOWS = {_FORMAT: -10, _EVENT_FORMAT: -11}
+"""Raw deflate's window of each format: format 1's (1 KB) reaches only its dictionary's last
+700-odd bytes (deflate keeps 262 of a window for what it looks ahead); format 2's (2 KB) all
+of it, a fifth off an event's record."""
 _MEM_LEVEL = 4  # small state: a compressor is made per value, and a big one costs 70 µs
 PACK_FROM = 96
 """Shorter JSON is stored as it is: the few bytes packing saves would not pay its time."""
@@ -61,15 +64,15 @@ _HEAD = ('{"id":', ',"kind":', ',"ts":', ',"task_id":')
 
 
 def _deflate(data: bytes, form: int = _FORMAT) -> bytes:
-    packer = zlib.compressobj(6, zlib.DEFLATED, _WBITS, _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY,
-                              _DICTIONARIES[form])
+    packer = zlib.compressobj(6, zlib.DEFLATED, _WINDOWS[form], _MEM_LEVEL,
+                              zlib.Z_DEFAULT_STRATEGY, _DICTIONARIES[form])
     return packer.compress(data) + packer.flush()
 
 
 def _inflate(form: int, data: bytes) -> bytes:
     if form not in _DICTIONARIES:
         raise ValueError(f"unknown packing format {form}")
-    unpacker = zlib.decompressobj(_WBITS, _DICTIONARIES[form])
+    unpacker = zlib.decompressobj(_WINDOWS[form], _DICTIONARIES[form])
     return unpacker.decompress(data) + unpacker.flush()
 
 
