@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from bench_core.domain.field_limits import dumps
-from bench_core.store.sqlite.events import EVENT_INDEXES, EVENTS_SCHEMA
+from bench_core.store.sqlite.events import EVENT_INDEXES, EVENTS_SCHEMA, time_of
 from bench_core.store.sqlite.packing import pack_body, unpack_event
 
 LEGACY_EVENTS = """
@@ -37,9 +37,10 @@ def legacy_events(conn: sqlite3.Connection) -> None:
     table, *indexes = filter(str.strip, LEGACY_EVENTS.split(";"))
     conn.execute(table)
     rows = []
-    for seq, agent_id, ts, record in conn.execute(
+    for seq, agent_id, ms, record in conn.execute(
             "SELECT seq, agent_id, ts, record FROM events ORDER BY seq").fetchall():
-        body = unpack_event(record, ts)
+        body = unpack_event(record, time_of(ms))
+        ts = body["ts"]
         rows.append((seq, agent_id, body["id"], body["kind"], ts, body.get("task_id"),
                      pack_body(dumps(body), body["id"], body["kind"], ts,
                                body.get("task_id"))))

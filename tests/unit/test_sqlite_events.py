@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from bench_core.domain.field_limits import dumps
-from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent
 from bench_core.store.sqlite import events
 from bench_core.store.sqlite.packing import pack_event, unpack_event
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
@@ -80,6 +80,24 @@ def test_a_repeated_id_within_a_batch_is_stored_once(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_time_its_column_cannot_give_back_is_kept_in_the_record(tmp_path: Path) -> None:
+    """The column keeps milliseconds; a time in another form than ingest's (as an older
+    version may have stored) comes back as it was, in its place among the others."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        odd = {"id": "odd", "kind": "custom", "ts": "2026-12-02T16:00:01Z", "n": 1}
+        events = [*clean([ev("custom", ts="2026-12-02T16:00:00.500Z"),
+                          ev("custom", ts="2026-12-02T16:00:01.500Z")]),
+                  CleanEvent(id="odd", kind="custom", ts=odd["ts"], task_id=None, body=odd)]
+        store.ingest.ingest("alice", META, events)
+        recent = store.ingest.recent_events(REF, 10)
+        assert [e["ts"] for e in recent] == [
+            "2026-12-02T16:00:01.500Z", "2026-12-02T16:00:01Z", "2026-12-02T16:00:00.500Z"]
+        assert recent[1] == odd and list(recent[1]) == list(odd)
+    finally:
+        store.close()
+
+
 def old_file(path: Path) -> dict[str, Any]:
     """A file with events of several agents and tasks, taken back to before keyed events; and
     what today's reads gave of it."""
@@ -114,7 +132,7 @@ real, calls = events.copy_events, []
 def copy_then_die(conn):
     if len(calls) == 2:
         conn.execute("INSERT INTO events_keyed (agent_id, id_key, ts, record) "
-                     "VALUES (999, 1, '2026-01-01T00:00:00.000Z', x'c0')")  # never committed
+                     "VALUES (999, 1, 0, x'c0')")  # never committed
         os.kill(os.getpid(), signal.SIGKILL)
     calls.append(1)
     return real(conn)

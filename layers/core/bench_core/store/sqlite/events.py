@@ -1,11 +1,13 @@
-"""The events table on SQLite: each event one row of integers, its time and its packed record
-(`packing.pack_event`), and three narrow indexes; and the migration that moves a database's
-events into it (`store.MIGRATIONS`), a chunk per transaction, resuming where it stopped.
+"""The events table on SQLite: each event one row of integers (its time in milliseconds) and its
+packed record (`packing.pack_event`), and three narrow indexes; and the migration that moves a
+database's events into it (`store.MIGRATIONS`), a chunk per transaction, resuming where it
+stopped.
 
 An event's id and task id (an OTLP span's are 50-odd characters) were stored in its row and
-again in two indexes, and its time twice in one: some 1,200 bytes per span in rows and indexes.
-Now the indexes hold 64-bit hashes of them (`key`), and the texts live once, in the packed
-record, where an id that starts with its task id costs a few bytes. A hash finds candidates;
+again in two indexes, and its time as text in its row and an index: some 1,200 bytes per span
+in rows and indexes. Now the indexes hold 64-bit hashes of the ids (`key`) and the time as a
+number (`millis`), and the texts live once, in the packed record, where an id that starts with
+its task id costs a few bytes. A hash finds candidates;
 the record says what they are: the dedupe compares the ids themselves, so two ids that share a
 hash are both kept, and a task's events are its own. Only the count of a task's events
 (`held`, for `field_limits.within_task_limit`) counts by hash: two tasks sharing one (some
@@ -15,18 +17,19 @@ one in 10^11 for a million tasks) would count together, never fewer.
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from hashlib import blake2b
 from typing import Any
 
 from ...domain.field_limits import dumps
-from ...domain.models import CleanEvent
+from ...domain.models import CleanEvent, iso
 from .connection import Database, migrated
 from .packing import event_body, pack_event, unpack_event
 
 EVENTS_SCHEMA = """
     CREATE TABLE IF NOT EXISTS events_keyed (
         seq INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL, id_key INTEGER NOT NULL,
-        task_key INTEGER, ts TEXT NOT NULL, record BLOB NOT NULL)
+        task_key INTEGER, ts INTEGER NOT NULL, record BLOB NOT NULL)
 """
 """The table the migration fills, renamed `events` when it is done."""
 EVENT_INDEXES = """
@@ -48,6 +51,38 @@ def key(text: str) -> int:
     return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def millis(ts: str) -> tuple[int, bool]:
+    """An event's time (`models.iso`'s form) as milliseconds since 1970, as the `ts` column
+    keeps it (6 bytes where the text was 24), and whether `time_of` gives the text back as it
+    was (else the record keeps it: `pack_event`'s `with_time`)."""
+    try:
+        when = datetime(int(ts[0:4]), int(ts[5:7]), int(ts[8:10]), int(ts[11:13]),
+                        int(ts[14:16]), int(ts[17:19]), int(ts[20:23]) * 1000, tzinfo=UTC)
+    except ValueError:
+        try:
+            when = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC)
+        except ValueError:
+            return 0, False
+    return (when - _EPOCH) // _MS, iso(when) == ts
+
+
+def time_of(ms: int) -> str:
+    """The text of an event's time from its column."""
+    return iso(_EPOCH + ms * _MS)
+
+
+def _row(agent_id: int, id_key: int, body_json: str, event_id: str, kind: str, ts: str,
+         task_id: str | None) -> tuple[Any, ...]:
+    """An event's row after its `seq`."""
+    ms, exact = millis(ts)
+    return (agent_id, id_key, None if task_id is None else key(task_id), ms,
+            pack_event(body_json, event_id, kind, ts, task_id, with_time=not exact))
+
+
 def insert_new(conn: sqlite3.Connection, agent_id: int,
                events: list[CleanEvent]) -> list[CleanEvent]:
     """Insert the events not stored yet; return them, in batch order (a repeated id within the
@@ -57,7 +92,7 @@ def insert_new(conn: sqlite3.Connection, agent_id: int,
     unique = list(set(keys))
     for i in range(0, len(unique), _IN):
         chunk = unique[i:i + _IN]
-        stored.update(unpack_event(record, ts)["id"] for ts, record in conn.execute(
+        stored.update(unpack_event(record, time_of(ms))["id"] for ms, record in conn.execute(
             f"SELECT ts, record FROM events WHERE agent_id = ? AND id_key IN "
             f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)))
     fresh: list[CleanEvent] = []
@@ -67,9 +102,8 @@ def insert_new(conn: sqlite3.Connection, agent_id: int,
             continue
         stored.add(event.id)
         fresh.append(event)
-        rows.append((agent_id, id_key, None if event.task_id is None else key(event.task_id),
-                     event.ts, pack_event(event.body_json or dumps(event.body), event.id,
-                                          event.kind, event.ts, event.task_id)))
+        rows.append(_row(agent_id, id_key, event.body_json or dumps(event.body), event.id, event.kind,
+                         event.ts, event.task_id))
     conn.executemany("INSERT INTO events (agent_id, id_key, task_key, ts, record) "
                      "VALUES (?, ?, ?, ?, ?)", rows)
     return fresh
@@ -91,14 +125,14 @@ def held(conn: sqlite3.Connection, agent_id: int, task_ids: set[str]) -> dict[st
 
 def recent(reader: sqlite3.Connection, agent_id: int, limit: int) -> list[dict[str, Any]]:
     """The agent's newest events, newest first."""
-    return [unpack_event(record, ts) for ts, record in reader.execute(
+    return [unpack_event(record, time_of(ms)) for ms, record in reader.execute(
         "SELECT ts, record FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC LIMIT ?",
         (agent_id, limit))]
 
 
 def of_task(reader: sqlite3.Connection, agent_id: int, task_id: str) -> list[dict[str, Any]]:
     """A task's events, oldest first (those of a task sharing its hash left out)."""
-    events = (unpack_event(record, ts) for ts, record in reader.execute(
+    events = (unpack_event(record, time_of(ms)) for ms, record in reader.execute(
         "SELECT ts, record FROM events WHERE agent_id = ? AND task_key = ? ORDER BY ts, seq",
         (agent_id, key(task_id))))
     return [event for event in events if event.get("task_id") == task_id]
@@ -142,8 +176,7 @@ def copy_events(conn: sqlite3.Connection) -> int:
     conn.executemany(
         "INSERT INTO events_keyed (seq, agent_id, id_key, task_key, ts, record) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        [(seq, agent_id, key(event_id), None if task_id is None else key(task_id), ts,
-          pack_event(dumps(event_body(body, event_id, kind, ts, task_id)), event_id, kind, ts,
-                     task_id))
+        [(seq, *_row(agent_id, key(event_id), dumps(event_body(body, event_id, kind, ts, task_id)), event_id,
+                     kind, ts, task_id))
          for seq, agent_id, event_id, kind, ts, task_id, body in rows])
     return len(rows)

@@ -149,13 +149,14 @@ _EVENT_PLAIN = 0xC0
 added, its packed JSON."""
 
 
-def pack_event(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None) -> bytes:
+def pack_event(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None,
+               *, with_time: bool = False) -> bytes:
     """An event as the `events` table stores it beside its time: `[kind, task id, id, rest]`
-    when its body leads with them (else the body whole), packed when that is smaller. The
-    columns hold no text of the event but its time: its id and task id are indexed as hashes
-    (`events.key`), and packed here the task id the id usually starts with costs a few
-    bytes."""
-    rest = _rest(body_json, event_id, kind, ts, task_id)
+    when its body leads with them (else the body whole, as also `with_time`: a time its column
+    cannot give back as it was sent), packed when that is smaller. The columns hold no text of
+    the event: its id and task id are indexed as hashes (`events.key`), and packed here the
+    task id the id usually starts with costs a few bytes."""
+    rest = None if with_time else _rest(body_json, event_id, kind, ts, task_id)
     text = body_json if rest is None else (
         f"[{_quoted(kind)},{'null' if task_id is None else _quoted(task_id)},"
         f"{_quoted(event_id)},{rest}]")
