@@ -3,7 +3,11 @@ them on: the events table before and after `events.rekey_events`."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 from bench_core.domain.field_limits import dumps
 from bench_core.store.sqlite.events import EVENT_INDEXES, EVENTS_SCHEMA, time_of
@@ -50,3 +54,30 @@ def legacy_events(conn: sqlite3.Connection) -> None:
     for statement in indexes:
         conn.execute(statement)
 
+
+
+KILLED_MID_CHUNK = """
+import os, signal, sys
+from bench_core.store.sqlite import {module}
+from bench_core.store.sqlite.store import SqliteStore
+{module}.CHUNK = 4
+real, calls = {module}.{copy}, []
+def copy_then_die(conn):
+    if len(calls) == 2:
+        conn.execute({half_written!r})  # never committed
+        os.kill(os.getpid(), signal.SIGKILL)
+    calls.append(1)
+    return real(conn)
+{module}.{copy} = copy_then_die
+SqliteStore.open(sys.argv[1])
+"""
+
+
+def killed_mid_chunk(path: Path, module: str, copy: str,
+                     half_written: str) -> subprocess.CompletedProcess[bytes]:
+    """The store opened on `path` in another process, killed hard (no rollback, no Python
+    cleanup) in the third chunk of a migration (`<module>.<copy>`, 4 rows a chunk) after
+    writing `half_written` (SQL) in that chunk's transaction."""
+    script = KILLED_MID_CHUNK.format(module=module, copy=copy, half_written=half_written)
+    return subprocess.run([sys.executable, "-c", script, str(path)], env={**os.environ},
+                          capture_output=True, timeout=120)

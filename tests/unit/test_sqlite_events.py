@@ -4,11 +4,8 @@ migration that moves an older file's events there, which resumes where it stoppe
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +17,7 @@ from bench_core.store.sqlite.packing import pack_event, unpack_event
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events
-from tests.sqlite_layouts import legacy_events
+from tests.sqlite_layouts import killed_mid_chunk, legacy_events
 
 REF = AgentRef("alice", "agent-1")
 META = AgentMeta(slug="agent-1")
@@ -123,24 +120,6 @@ def seen(store: SqliteStore) -> dict[str, Any]:
     return out
 
 
-KILLED_MID_COPY = """
-import os, signal, sys
-from bench_core.store.sqlite import events
-from bench_core.store.sqlite.store import SqliteStore
-events.CHUNK = 4
-real, calls = events.copy_events, []
-def copy_then_die(conn):
-    if len(calls) == 2:
-        conn.execute("INSERT INTO events_keyed (agent_id, id_key, ts, record) "
-                     "VALUES (999, 1, 0, x'c0')")  # never committed
-        os.kill(os.getpid(), signal.SIGKILL)
-    calls.append(1)
-    return real(conn)
-events.copy_events = copy_then_die
-SqliteStore.open(sys.argv[1])
-"""
-
-
 def test_an_old_files_events_are_rekeyed_on_open_by_a_migration_killed_and_resumed(
         tmp_path: Path) -> None:
     """A hard kill (no rollback, no Python cleanup) inside a chunk's transaction: the next
@@ -148,8 +127,9 @@ def test_an_old_files_events_are_rekeyed_on_open_by_a_migration_killed_and_resum
     as they did, a resent one is still a duplicate, and no text id is left in a column."""
     path = tmp_path / "bench.db"
     expected = old_file(path)
-    killed = subprocess.run([sys.executable, "-c", KILLED_MID_COPY, str(path)],
-                            env={**os.environ}, capture_output=True, timeout=120)
+    killed = killed_mid_chunk(path, "events", "copy_events",
+                              "INSERT INTO events_keyed (agent_id, id_key, ts, record) "
+                              "VALUES (999, 1, 0, x'c0')")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == KEYED

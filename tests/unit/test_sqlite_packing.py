@@ -4,11 +4,8 @@ in a migration that picks up where an interrupted one stopped."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +20,7 @@ from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.timeseries import TIMESERIES_SCHEMA
 
 from tests.factories import clean, ev, task_events
-from tests.sqlite_layouts import keyed_events, legacy_events
+from tests.sqlite_layouts import keyed_events, killed_mid_chunk, legacy_events
 
 REF = AgentRef("alice", "agent-1")
 PACKED = MIGRATIONS.index(repack.repack)
@@ -201,31 +198,14 @@ def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_
         store.close()
 
 
-KILLED_MID_COPY = """
-import os, signal, sys
-from bench_core.store.sqlite import repack
-from bench_core.store.sqlite.store import SqliteStore
-repack.CHUNK = 4
-real, calls = repack._copy_tasks, []
-def copy_then_die(conn):
-    if len(calls) == 2:
-        conn.execute("INSERT INTO tasks_packed (agent_id, task_id, status, sort_ts) "
-                     "VALUES (999, 'half-written', 'running', '')")  # never committed
-        os.kill(os.getpid(), signal.SIGKILL)
-    calls.append(1)
-    return real(conn)
-repack._copy_tasks = copy_then_die
-SqliteStore.open(sys.argv[1])
-"""
-
-
 def test_a_migration_killed_mid_transaction_resumes_from_its_last_commit(tmp_path: Path) -> None:
     """A hard kill (no rollback, no Python cleanup) inside a chunk's transaction: the next
     open finds the chunks before it, not the half-written one, and finishes."""
     path = tmp_path / "bench.db"
     expected = old_database(path)
-    killed = subprocess.run([sys.executable, "-c", KILLED_MID_COPY, str(path)],
-                            env={**os.environ}, capture_output=True, timeout=120)
+    killed = killed_mid_chunk(path, "repack", "_copy_tasks",
+                              "INSERT INTO tasks_packed (agent_id, task_id, status, sort_ts) "
+                              "VALUES (999, 'half-written', 'running', '')")
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == PACKED

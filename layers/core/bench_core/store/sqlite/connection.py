@@ -150,6 +150,32 @@ def migrated(conn: sqlite3.Connection, number: int) -> bool:
     return int(conn.execute("PRAGMA user_version").fetchone()[0]) >= number
 
 
+def copy_and_swap(db: Database, number: int, copy: Callable[[sqlite3.Connection], int],
+                  table: str, staged: str, indexes: str) -> bool:
+    """A step that rewrites `table` into `staged` a chunk per transaction (`copy` copies the
+    next one, saying how many rows) until a chunk finds none, then swaps the tables, builds
+    `indexes` and sets the version to `number` in one last: each transaction first makes sure
+    that no other process (`bench-server keys create` opening the file meanwhile) finished the
+    step, and one stopped anywhere resumes from its last commit. Whether it moved any rows."""
+    moved = False
+    while True:
+        with db.write() as conn:
+            if migrated(conn, number):
+                return False
+            if not copy(conn):
+                break
+        moved = True
+    with db.write() as conn:
+        if migrated(conn, number):
+            return False
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(f"ALTER TABLE {staged} RENAME TO {table}")
+        for statement in filter(str.strip, indexes.split(";")):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+    return moved
+
+
 def _run_script(conn: sqlite3.Connection, script: str, number: int) -> None:
     for statement in filter(str.strip, script.split(";")):
         conn.execute(statement)

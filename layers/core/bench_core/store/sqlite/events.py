@@ -23,7 +23,7 @@ from typing import Any
 
 from ...domain.field_limits import dumps
 from ...domain.models import CleanEvent, iso
-from .connection import Database, migrated
+from .connection import Database, copy_and_swap, migrated
 from .packing import event_body, pack_event, unpack_event
 
 EVENTS_SCHEMA = """
@@ -139,32 +139,14 @@ def of_task(reader: sqlite3.Connection, agent_id: int, task_id: str) -> list[dic
 
 
 def rekey_events(db: Database, number: int) -> bool:
-    """The migration: copy the events, in order of `seq`, into `events_keyed` (each chunk a
-    transaction that first makes sure no other process finished the migration meanwhile), then
-    swap the tables, build the indexes and set the version to `number` in one last; whether it
-    moved any (then `Database.migrate` vacuums the file)."""
+    """The migration: copy the events, in order of `seq`, into `events_keyed`, then swap the
+    tables (`connection.copy_and_swap`); whether it moved any (then `Database.migrate` vacuums
+    the file)."""
     with db.write() as conn:
         if migrated(conn, number):
             return False
         conn.execute(EVENTS_SCHEMA)
-    moved = 0
-    while True:
-        with db.write() as conn:
-            if migrated(conn, number):
-                return False
-            copied = copy_events(conn)
-        moved += copied
-        if copied < CHUNK:
-            break
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        conn.execute("DROP TABLE events")
-        conn.execute("ALTER TABLE events_keyed RENAME TO events")
-        for statement in filter(str.strip, EVENT_INDEXES.split(";")):
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {number}")
-    return moved > 0
+    return copy_and_swap(db, number, copy_events, "events", "events_keyed", EVENT_INDEXES)
 
 
 def copy_events(conn: sqlite3.Connection) -> int:

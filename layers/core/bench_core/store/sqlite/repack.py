@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .connection import Database, migrated
+from .connection import Database, copy_and_swap, migrated
 from .packing import pack, pack_body
 
 CHUNK = 2000
@@ -81,23 +81,8 @@ def repack(db: Database, number: int) -> bool:
             if migrated(conn, number):
                 return False
             seq = _pack_events(conn, seq)
-    while True:
-        with db.write() as conn:
-            if migrated(conn, number):
-                return False
-            copied = _copy_tasks(conn)
-        if not copied:
-            break
-        moved = True
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        conn.execute("DROP TABLE tasks")
-        conn.execute("ALTER TABLE tasks_packed RENAME TO tasks")
-        for statement in filter(str.strip, TASK_INDEXES.split(";")):
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {number}")
-    return moved
+    copied = copy_and_swap(db, number, _copy_tasks, "tasks", "tasks_packed", TASK_INDEXES)
+    return moved or copied
 
 
 def _pack_events(conn: sqlite3.Connection, start: int) -> int | None:

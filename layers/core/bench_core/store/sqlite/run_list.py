@@ -83,29 +83,31 @@ NARROW_RUN_TEXT = (
 `RUN_TEXT_SCHEMA` keep it as they kept the first."""
 
 
-def add_run_text(db: Database, number: int) -> bool:
-    """The migration adding the search index (`store.MIGRATIONS`): a step, as its triggers
-    hold semicolons that a migration script would split on."""
+def _statements(db: Database, number: int, statements: tuple[str, ...]) -> bool:
+    """Run `statements` and set the version to `number`, in one transaction (a stopped one
+    leaves the file as it was, and runs again at the next open); whether the file held tasks
+    (whose search index the statements may have built again, freeing the old one's pages)."""
     with db.write() as conn:
         if migrated(conn, number):
             return False
-        for statement in RUN_TEXT_SCHEMA:
+        for statement in statements:
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {number}")
+        return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM tasks)").fetchone()[0])
+
+
+def add_run_text(db: Database, number: int) -> bool:
+    """The migration adding the search index (`store.MIGRATIONS`): a step, as its triggers
+    hold semicolons that a migration script would split on. It frees no pages."""
+    _statements(db, number, RUN_TEXT_SCHEMA)
     return False
 
 
 def narrow_run_text(db: Database, number: int) -> bool:
-    """The migration rebuilding the search index as `NARROW_RUN_TEXT`: one transaction (a
-    stopped one leaves the index as it was, and runs again at the next open); whether there
-    were tasks to index again (the old index's pages then free)."""
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        for statement in NARROW_RUN_TEXT:
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {number}")
-        return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM tasks)").fetchone()[0])
+    """The migration rebuilding the search index as `NARROW_RUN_TEXT`; whether the old
+    index's pages are free (then `Database.migrate` vacuums the file)."""
+    return _statements(db, number, NARROW_RUN_TEXT)
+
 
 _COLUMNS = ", ".join(f"r.{c}" for c in TASK_COLS.split(", "))
 
