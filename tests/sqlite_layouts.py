@@ -4,6 +4,7 @@ them on: the events table before and after `events.rekey_events`."""
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -73,11 +74,16 @@ SqliteStore.open(sys.argv[1])
 """
 
 
-def killed_mid_chunk(path: Path, module: str, copy: str,
-                     half_written: str) -> subprocess.CompletedProcess[bytes]:
+def killed_mid_chunk(path: Path, module: str, copy: str, half_written: str, *,
+                     staged: str, version: int, copied: int) -> None:
     """The store opened on `path` in another process, killed hard (no rollback, no Python
     cleanup) in the third chunk of a migration (`<module>.<copy>`, 4 rows a chunk) after
-    writing `half_written` (SQL) in that chunk's transaction."""
+    writing `half_written` (SQL) in that chunk's transaction: the file is left at `version`
+    with the `copied` rows of the two chunks committed in `staged`."""
     script = KILLED_MID_CHUNK.format(module=module, copy=copy, half_written=half_written)
-    return subprocess.run([sys.executable, "-c", script, str(path)], env={**os.environ},
-                          capture_output=True, timeout=120)
+    killed = subprocess.run([sys.executable, "-c", script, str(path)], env={**os.environ},
+                            capture_output=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == version
+        assert conn.execute(f"SELECT count(*) FROM {staged}").fetchone()[0] == copied
