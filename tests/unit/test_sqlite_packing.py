@@ -214,3 +214,14 @@ def test_a_migration_killed_mid_transaction_resumes_from_its_last_commit(tmp_pat
             "SELECT count(*) FROM tasks WHERE task_id = 'half-written'").fetchone()[0] == 0
     finally:
         store.close()
+
+
+def test_a_value_packed_before_the_wide_format_still_reads() -> None:
+    """Files hold format 1 (a 1 KB window) from before format 2; both read."""
+    from bench_core.store.sqlite import packing
+
+    text = dumps(chat_span("t", "p")[2]["data"])
+    old = bytes((1,)) + packing._deflate(text.encode(), 1)
+    new = packing.pack(text)
+    assert isinstance(new, bytes) and new[0] == 2 and len(new) <= len(old)
+    assert load(old) == load(new) == load(text)

@@ -8,9 +8,10 @@ about 4 µs to pack and 1.5 µs to unpack. A packed value is a BLOB whose first 
 dictionary (so a later one can be added beside it, never changed); anything else in the column
 is the JSON text as written before packing existed, read as it is.
 
-An event's body also leaves out what its columns already hold (its id, kind, time and task id,
-which lead every body `ingest.wire.clean_event` makes): `event_body` puts them back first, in
-the order they were sent.
+An event is stored as one record (`pack_event`, since the events were keyed: `events.py`): its
+kind, task id, id and the rest of its body, its time in a column; `unpack_event` puts them back
+first, in the order they were sent (they lead every body `ingest.wire.clean_event` makes).
+`pack_body` and `event_body` are what the events table held before, which its migrations read.
 """
 
 from __future__ import annotations
@@ -39,17 +40,18 @@ DICTIONARY = (
 """The preset dictionary of packing format 1: never change it (stored values need it to be
 read); a better one is format 2, beside it."""
 
-EVENT_DICTIONARY = DICTIONARY + (
+WIDE_DICTIONARY = DICTIONARY + (
     b',"session_id":"user_id":"status":"success","duration_ms":"output":"data":{"label":'
     b'["task.content",["task.log",["task.end",["task.start",'
 )
-"""The preset dictionary of format 2, which events are packed with (`pack_event`): format 1's
-and the way an event's record starts (its kind, task id and id). Never change it either."""
+"""The preset dictionary of format 2, which values are packed with since events were keyed
+(`pack`, `pack_event`): format 1's and the way an event's record starts (its kind, task id and
+id), read through a window that reaches all of it. Never change it either."""
 
 _FORMAT = 1
-_EVENT_FORMAT = 2
-_DICTIONARIES = {_FORMAT: DICTIONARY, _EVENT_FORMAT: EVENT_DICTIONARY}
-_WINDOWS = {_FORMAT: -10, _EVENT_FORMAT: -11}
+_WIDE = 2
+_DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY}
+_WINDOWS = {_FORMAT: -10, _WIDE: -11}
 """Raw deflate's window of each format: format 1's (1 KB) reaches only its dictionary's last
 700-odd bytes (deflate keeps 262 of a window for what it looks ahead); format 2's (2 KB) all
 of it, a fifth off an event's record."""
@@ -81,7 +83,7 @@ def pack(text: str | None) -> str | bytes | None:
     if text is None or len(text) < PACK_FROM:
         return text
     data = text.encode()
-    packed = bytes((_FORMAT,)) + _deflate(data)
+    packed = bytes((_WIDE,)) + _deflate(data, _WIDE)
     return packed if len(packed) < len(data) else text
 
 
@@ -161,8 +163,8 @@ def pack_event(body_json: str, event_id: str, kind: str, ts: str, task_id: str |
         f"[{_quoted(kind)},{'null' if task_id is None else _quoted(task_id)},"
         f"{_quoted(event_id)},{rest}]")
     data = text.encode()
-    packed = _deflate(data, _EVENT_FORMAT)
-    return (bytes((_EVENT_PLAIN | _EVENT_FORMAT,)) + packed if len(packed) < len(data)
+    packed = _deflate(data, _WIDE)
+    return (bytes((_EVENT_PLAIN | _WIDE,)) + packed if len(packed) < len(data)
             else bytes((_EVENT_PLAIN,)) + data)
 
 
