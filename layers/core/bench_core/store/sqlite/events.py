@@ -11,7 +11,7 @@ its task id costs a few bytes. A hash finds candidates;
 the record says what they are: the dedupe compares the ids themselves, so two ids that share a
 hash are both kept, and a task's events are its own. Only the count of a task's events
 (`held`, for `field_limits.within_task_limit`) counts by hash: two tasks sharing one (some
-one in 10^11 for a million tasks) would count together, never fewer.
+one in 10^9 for a million tasks of one start) would count together, never fewer.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from hashlib import blake2b
 from typing import Any
+from zlib import crc32
 
 from ...domain.field_limits import dumps
 from ...domain.models import CleanEvent, iso
@@ -47,26 +48,39 @@ _IN = 500
 
 
 def key(text: str) -> int:
-    """`text`'s 64-bit hash as SQLite stores an integer (8 bytes where the text was dozens)."""
-    return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+    """`text`'s 64-bit hash as SQLite stores an integer (8 bytes where the text was dozens):
+    its top 16 bits a checksum of its first 8 characters, so that ids sharing a start (a
+    trace's spans, a batch's ids made from one prefix) land together in the indexes and a
+    batch's inserts touch few of their pages, the rest a hash of the whole."""
+    data = text.encode()
+    whole = int.from_bytes(blake2b(data, digest_size=6).digest(), "big")
+    value = (crc32(data[:8]) & 0xFFFF) << 48 | whole
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
 _MS = timedelta(milliseconds=1)
 
 
 def millis(ts: str) -> tuple[int, bool]:
-    """An event's time (`models.iso`'s form) as milliseconds since 1970, as the `ts` column
-    keeps it (6 bytes where the text was 24), and whether `time_of` gives the text back as it
-    was (else the record keeps it: `pack_event`'s `with_time`)."""
-    try:
-        when = datetime(int(ts[0:4]), int(ts[5:7]), int(ts[8:10]), int(ts[11:13]),
-                        int(ts[14:16]), int(ts[17:19]), int(ts[20:23]) * 1000, tzinfo=UTC)
-    except ValueError:
+    """An event's time as milliseconds since 1970, as the `ts` column keeps it (6 bytes where
+    the text was 24), and whether `time_of` gives the text back as it was (else the record
+    keeps it: `pack_event`'s `with_time`). Ingest's own form (`models.iso`) is read by its
+    shape, the C parser given the rest: a tenth of the time of building the datetime by parts,
+    which every stored event pays."""
+    if (len(ts) == 24 and ts[23] == "Z" and ts[19] == "." and ts[10] == "T" and ts[4] == "-"
+            and ts[7] == "-" and ts[13] == ":" and ts[16] == ":" and ts.isascii()):
         try:
-            when = datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC)
+            return (datetime.fromisoformat(ts[:23]) - _NAIVE_EPOCH) // _MS, True
         except ValueError:
-            return 0, False
+            pass
+    try:
+        when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return 0, False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
     return (when - _EPOCH) // _MS, iso(when) == ts
 
 
