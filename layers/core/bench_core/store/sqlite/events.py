@@ -89,11 +89,11 @@ def time_of(ms: int) -> str:
     return iso(_EPOCH + ms * _MS)
 
 
-def _row(agent_id: int, id_key: int, body_json: str, event_id: str, kind: str, ts: str,
-         task_id: str | None) -> tuple[Any, ...]:
+def _row(agent_id: int, id_key: int, task_key: int | None, body_json: str, event_id: str,
+         kind: str, ts: str, task_id: str | None) -> tuple[Any, ...]:
     """An event's row after its `seq`."""
     ms, exact = millis(ts)
-    return (agent_id, id_key, None if task_id is None else key(task_id), ms,
+    return (agent_id, id_key, task_key, ms,
             pack_event(body_json, event_id, kind, ts, task_id, with_time=not exact))
 
 
@@ -111,13 +111,17 @@ def insert_new(conn: sqlite3.Connection, agent_id: int,
             f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)))
     fresh: list[CleanEvent] = []
     rows: list[tuple[Any, ...]] = []
+    task_keys: dict[str | None, int | None] = {None: None}  # a task's events share one
     for event, id_key in zip(events, keys, strict=True):
         if event.id in stored:
             continue
         stored.add(event.id)
         fresh.append(event)
-        rows.append(_row(agent_id, id_key, event.body_json or dumps(event.body), event.id, event.kind,
-                         event.ts, event.task_id))
+        task_key = task_keys.get(event.task_id)
+        if task_key is None and event.task_id is not None:
+            task_key = task_keys[event.task_id] = key(event.task_id)
+        rows.append(_row(agent_id, id_key, task_key, event.body_json or dumps(event.body),
+                         event.id, event.kind, event.ts, event.task_id))
     conn.executemany("INSERT INTO events (agent_id, id_key, task_key, ts, record) "
                      "VALUES (?, ?, ?, ?, ?)", rows)
     return fresh
@@ -172,7 +176,8 @@ def copy_events(conn: sqlite3.Connection) -> int:
     conn.executemany(
         "INSERT INTO events_keyed (seq, agent_id, id_key, task_key, ts, record) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        [(seq, *_row(agent_id, key(event_id), dumps(event_body(body, event_id, kind, ts, task_id)), event_id,
-                     kind, ts, task_id))
+        [(seq, *_row(agent_id, key(event_id), None if task_id is None else key(task_id),
+                     dumps(event_body(body, event_id, kind, ts, task_id)), event_id, kind, ts,
+                     task_id))
          for seq, agent_id, event_id, kind, ts, task_id, body in rows])
     return len(rows)

@@ -113,27 +113,32 @@ def _quoted(text: str) -> str:
     return f'"{text}"'
 
 
-def _rest(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None) -> str | None:
-    """What `body_json` holds besides the columns, as a JSON object; None if it does not lead
-    with exactly them."""
-    head = (f"{_HEAD[0]}{_quoted(event_id)}{_HEAD[1]}{_quoted(kind)}{_HEAD[2]}{_quoted(ts)}"
-            + (f"{_HEAD[3]}{_quoted(task_id)}" if task_id is not None else ""))
+def _rest(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None
+          ) -> tuple[str, str, str, str] | None:
+    """What `body_json` holds besides the columns, as a JSON object, and the id, kind and task
+    id as JSON (the task id `null` when None); None if it does not lead with exactly them."""
+    quoted_id, quoted_kind = _quoted(event_id), _quoted(kind)
+    quoted_task = "null" if task_id is None else _quoted(task_id)
+    head = (f"{_HEAD[0]}{quoted_id}{_HEAD[1]}{quoted_kind}{_HEAD[2]}{_quoted(ts)}"
+            + (f"{_HEAD[3]}{quoted_task}" if task_id is not None else ""))
     if not body_json.startswith(head):
         return None
     tail = body_json[len(head):]
     if tail == "}":
-        return "{}"
-    return "{" + tail[1:] if tail.startswith(",") else None
+        return "{}", quoted_id, quoted_kind, quoted_task
+    if not tail.startswith(","):
+        return None
+    return "{" + tail[1:], quoted_id, quoted_kind, quoted_task
 
 
 def pack_body(body_json: str, event_id: str, kind: str, ts: str,
               task_id: str | None) -> str | bytes:
     """An event's body as stored: without its columns' values when it leads with them (a BLOB,
     packed if that is smaller), else its JSON text whole."""
-    rest = _rest(body_json, event_id, kind, ts, task_id)
-    if rest is None:
+    found = _rest(body_json, event_id, kind, ts, task_id)
+    if found is None:
         return body_json
-    data = rest.encode()
+    data = found[0].encode()
     packed = _deflate(data) if len(data) >= PACK_FROM else b""
     return (bytes((_BODY_PLAIN | _FORMAT,)) + packed if packed and len(packed) < len(data)
             else bytes((_BODY_PLAIN,)) + data)
@@ -164,10 +169,12 @@ def pack_event(body_json: str, event_id: str, kind: str, ts: str, task_id: str |
     cannot give back as it was sent), packed when that is smaller. The columns hold no text of
     the event: its id and task id are indexed as hashes (`events.key`), and packed here the
     task id the id usually starts with costs a few bytes."""
-    rest = None if with_time else _rest(body_json, event_id, kind, ts, task_id)
-    text = body_json if rest is None else (
-        f"[{_quoted(kind)},{'null' if task_id is None else _quoted(task_id)},"
-        f"{_quoted(event_id)},{rest}]")
+    found = None if with_time else _rest(body_json, event_id, kind, ts, task_id)
+    if found is None:
+        text = body_json
+    else:
+        rest, quoted_id, quoted_kind, quoted_task = found
+        text = f"[{quoted_kind},{quoted_task},{quoted_id},{rest}]"
     data = text.encode()
     packed = _deflate(data, _WIDE)
     return (bytes((_EVENT_PLAIN | _WIDE,)) + packed if len(packed) < len(data)
