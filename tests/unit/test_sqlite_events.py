@@ -146,3 +146,21 @@ def test_an_old_files_events_are_rekeyed_on_open_by_a_migration_killed_and_resum
         assert seen(store) == expected
     finally:
         store.close()
+
+
+def test_a_tasks_events_are_read_from_its_stretch_of_the_task_index(tmp_path: Path) -> None:
+    """Not by walking the agent's every event in time order (what a planner without
+    statistics picks for `ORDER BY ts, seq` unless told)."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        store.ingest.ingest("alice", META, clean(task_events("t1")))
+        reader = store.db.reader()
+        statements: list[str] = []
+        reader.set_trace_callback(statements.append)
+        store.ingest.task_events(REF, "t1")
+        reader.set_trace_callback(None)
+        read = next(s for s in statements if "FROM events" in s)
+        plan = " ".join(row[3] for row in reader.execute(f"EXPLAIN QUERY PLAN {read}"))
+        assert "INDEX events_by_task" in plan, plan
+    finally:
+        store.close()
