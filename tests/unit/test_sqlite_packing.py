@@ -225,3 +225,26 @@ def test_a_value_packed_before_the_wide_format_still_reads() -> None:
     new = packing.pack(text)
     assert isinstance(new, bytes) and new[0] == 2 and len(new) <= len(old)
     assert load(old) == load(new) == load(text)
+
+
+def test_a_tasks_usage_is_stored_without_its_defaults_and_reads_back_whole(
+        tmp_path: Path) -> None:
+    """A count reported as 0 stays 0; one no record gave, and no unpriced calls, are left
+    out of the row and read back as they were."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        evidence = {"label": "evidence", "provider": "openai", "model": "gpt-4o-mini",
+                    "operation": "chat", "input_tokens": 0, "output_tokens": 5}
+        store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
+            ev("task.start", "t1", name="chat"), ev("task.log", "t1", data=evidence),
+            ev("task.end", "t1", status="success", duration_ms=1)]))
+        task = store.ingest.get_task(REF, "t1")
+        assert task is not None and task.evidence is not None
+        assert (task.evidence.input_tokens, task.evidence.output_tokens) == (0, 5)
+        assert task.evidence.cache_read_input_tokens is None
+        assert (task.evidence.calls, task.evidence.unpriced_calls) == (1, 0)
+        (stored,) = store.db.reader().execute(
+            "SELECT evidence FROM tasks WHERE task_id = 't1'").fetchone()
+        assert "null" not in stored and "unpriced_calls" not in stored
+    finally:
+        store.close()

@@ -122,12 +122,17 @@ def _usage(text: str | None) -> Usage | None:
     return None if text is None else Usage.from_dict(load(text))
 
 
+_USAGE_DEFAULTS = Usage().to_dict()
+
+
 def _usage_json(usage: Usage | None) -> str | None:
-    """The usage without the counts no record gave (`Usage.from_dict` reads them back as
-    None, `json_extract` as NULL): a chat span's is half as long."""
+    """The usage without the fields at their defaults (the counts no record gave, no unpriced
+    calls), which `Usage.from_dict` reads back as they were (and `json_extract`, which reads
+    only the counts, as NULL): a chat span's is half as long."""
     if usage is None:
         return None
-    return dumps({name: value for name, value in usage.to_dict().items() if value is not None})
+    return dumps({name: value for name, value in usage.to_dict().items()
+                  if value != _USAGE_DEFAULTS[name]})
 
 
 def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]) -> None:
