@@ -122,7 +122,7 @@ def test_sqlite_migration_gives_stored_tasks_their_run_and_logs(tmp_path: Path) 
     old.close()
     conn = sqlite3.connect(path)  # back to the schema before the runs migration
     without_run_text(conn)  # and the migrations after it
-    conn.execute("DROP INDEX IF EXISTS tasks_by_run")  # (a later one made it, dropped above)
+    conn.execute("DROP INDEX tasks_by_run")
     conn.execute("DROP INDEX tasks_failed_by_run")  # and the migrations after it
     conn.execute(f"PRAGMA user_version = {RUNS_SINCE - 1}")
     conn.execute("ALTER TABLE tasks DROP COLUMN run_id")

@@ -97,7 +97,7 @@ MIGRATIONS: list[Migration] = [
     rekey_events,
     # 28: the search index knows which spans hold a trigram, not where (a third of its bytes)
     narrow_run_text,
-    # 29: a run's spans and a parent's children indexed without their task ids, the roots apart
+    # 29: a parent's children indexed without their task ids, the roots apart
     NARROW_TASK_INDEXES,
 ]
 RANKED_SINCE = 3
