@@ -4,6 +4,7 @@ traces of an agent invocation, two chat calls and a tool call) sent to the local
 of the SDK's usual shape (`ingest.py`'s tasks of start, log and end) through `POST /ingest`.
 
     python tests/perf/storage.py [--batches 20] [--events 50000] [--phoenix PATH]
+                                 [--against TREE]
 
 Each database is measured after its server has stopped (its WAL checkpointed into the file) and
 once more after VACUUM, with SQLite's `dbstat`: the pages of each table and index, how many are
@@ -12,8 +13,9 @@ overflow pages, and the bytes left unused on them. Bench's judge runs as it does
 
 Phoenix runs from its own virtualenv (`python -m venv /work/phoenix-venv &&
 /work/phoenix-venv/bin/pip install arize-phoenix`, then `--phoenix /work/phoenix-venv/bin/phoenix`;
-default: `phoenix` on PATH, else its rows are skipped, saying why). To compare with another tree
-of Bench, run this file with `PYTHONPATH=<that tree>/layers/core`.
+default: `phoenix` on PATH, else its rows are skipped, saying why). `--against` another tree of
+Bench (a checkout of main) measures its server too, on the same payloads in the same run: its
+own code creates its database and its key and serves (`PYTHONPATH=<tree>/layers/core`).
 
 Not a test: the figures depend on the payloads. Goals: at most Phoenix's bytes per span, and at
 most 300 bytes per `/ingest` event.
@@ -24,13 +26,17 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,13 +102,48 @@ def judged(path: Path, idle_s: float = 20) -> None:
     print(f"  (the judge left {left:,} runs for its sweep)")
 
 
-def bench_spans(bodies: list[bytes], senders: int) -> Size:
+NEW_KEY = """
+import sys
+from bench_core.clock import SYSTEM_CLOCK
+from bench_core.domain.keys import new_key
+from bench_core.store.sqlite.store import SqliteStore
+raw, record = new_key("perf", now=SYSTEM_CLOCK.now())
+store = SqliteStore.open(sys.argv[1])
+store.accounts.create_key(record)
+store.close()
+print(raw)
+"""
+
+
+@contextmanager
+def bench_of(tree: Path | None, data_dir: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """This tree's server (`otlp.bench`), or `tree`'s: its database and key made by its own
+    code, then its server."""
+    if tree is None:
+        with otlp.bench(data_dir) as served:
+            yield served
+        return
+    env = {"PYTHONPATH": str(tree / "layers" / "core")}
+    raw = subprocess.run([sys.executable, "-c", NEW_KEY, str(data_dir / "bench.db")],
+                         env={**os.environ, **env}, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    port = otlp.free_port()
+    with otlp.process([sys.executable, "-m", "bench_core.cli", "serve", "--port", str(port),
+                       "--data-dir", str(data_dir)],
+                      {**env, "POWERTOOLS_LOG_LEVEL": "WARNING", "BENCH_INGEST_KEY_RATE": "0"},
+                      data_dir / "server.log"):
+        url = f"http://127.0.0.1:{port}"
+        otlp.wait_up(url, 60)
+        yield url, {"X-Bench-Key": raw}
+
+
+def bench_spans(tree: Path | None, label: str, bodies: list[bytes], senders: int) -> Size:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
-        with otlp.bench(data_dir) as (url, headers):
+        with bench_of(tree, data_dir) as (url, headers):
             otlp.send_all(url, otlp.PROTOBUF, headers, bodies, senders)
             judged(data_dir / "bench.db")
-        return measure("Bench OTLP spans", data_dir / "bench.db", len(bodies) * otlp.BATCH)
+        return measure(f"{label} OTLP spans", data_dir / "bench.db", len(bodies) * otlp.BATCH)
 
 
 def phoenix_spans(exe: str, bodies: list[bytes], senders: int) -> Size:
@@ -119,11 +160,11 @@ def phoenix_spans(exe: str, bodies: list[bytes], senders: int) -> Size:
         return measure("Phoenix OTLP spans", work_dir / "phoenix.db", total)
 
 
-def bench_events(events: int) -> Size:
+def bench_events(tree: Path | None, label: str, events: int) -> Size:
     batches = events // EVENTS_PER_BATCH
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
-        with otlp.bench(data_dir) as (url, headers):
+        with bench_of(tree, data_dir) as (url, headers):
             conn = http.client.HTTPConnection(url.removeprefix("http://"), timeout=60)
             for _ in range(batches):
                 body = json.dumps({"agent_slug": SLUG, "events": task_batch(
@@ -135,7 +176,7 @@ def bench_events(events: int) -> Size:
                 if response.status != 200:
                     raise RuntimeError(f"/ingest answered {response.status}")
             judged(data_dir / "bench.db")
-        return measure("Bench /ingest events", data_dir / "bench.db",
+        return measure(f"{label} /ingest events", data_dir / "bench.db",
                        batches * EVENTS_PER_BATCH)
 
 
@@ -146,22 +187,32 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=50_000, help="/ingest events")
     parser.add_argument("--phoenix", default=shutil.which("phoenix"),
                         help="the `phoenix` executable of a virtualenv with arize-phoenix")
+    parser.add_argument("--against", type=Path,
+                        help="another tree of Bench (a checkout of main) measured beside this")
     args = parser.parse_args()
     rng = random.Random(7)
     bodies = [otlp.export_request(rng) for _ in range(args.batches)]
-    sizes = [bench_spans(bodies, args.senders)]
+    trees: list[tuple[Path | None, str]] = [(None, "Bench")]
+    if args.against:
+        trees.append((args.against.resolve(), args.against.resolve().name))
+    sizes = [bench_spans(tree, label, bodies, args.senders) for tree, label in trees]
     if args.phoenix:
         sizes.append(phoenix_spans(args.phoenix, bodies, args.senders))
-    sizes.append(bench_events(args.events))
+    sizes += [bench_events(tree, label, args.events) for tree, label in trees]
     print(f"{'':<30} {'B/item':>8} {'vacuumed':>9} {'overflow':>9} {'unused':>12}")
     for size in sizes:
         print(size.line())
     if not args.phoenix:
         print("Phoenix: skipped, no `phoenix` executable (see the module docstring)")
     else:
-        bench, phoenix = sizes[0], sizes[1]
+        bench, phoenix = sizes[0], sizes[len(trees)]
         print(f"Bench / Phoenix bytes per span: {bench.file_bytes / phoenix.file_bytes:.2f}x "
               f"({bench.vacuumed_bytes / phoenix.vacuumed_bytes:.2f}x vacuumed)")
+    if args.against:
+        spans, events = sizes[:2], sizes[-2:]
+        print(f"this tree / {trees[1][1]} bytes per span: "
+              f"{spans[0].file_bytes / spans[1].file_bytes:.2f}x, per event: "
+              f"{events[0].file_bytes / events[1].file_bytes:.2f}x")
     for size in sizes:
         print(f"{size.label} ({size.items:,}), by table and index:\n{size.breakdown()}")
 

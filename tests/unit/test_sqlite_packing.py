@@ -4,11 +4,7 @@ in a migration that picks up where an interrupted one stopped."""
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +19,7 @@ from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA
 
 from tests.factories import clean, ev, task_events
+from tests.sqlite_layouts import keyed_events, killed_mid_chunk, legacy_events
 
 REF = AgentRef("alice", "agent-1")
 PACKED = MIGRATIONS.index(repack.repack)
@@ -93,13 +90,14 @@ def test_a_body_that_does_not_lead_with_its_columns_is_kept_whole() -> None:
     assert pack_body(body, "e1", "custom", "2026-12-02T16:00:00.000Z", None) == body
 
 
-def old_database(path: Path) -> None:
+def old_database(path: Path) -> dict[str, Any]:
     """A file as Bench wrote it before packing: the schema of the migrations before it, every
-    JSON value text."""
+    JSON value text; and what today's reads give of it (`everything`)."""
     db = Database(path)
     db.migrate(MIGRATIONS[:PACKED], lambda conn, version: None)
     with db.write() as conn:  # what today's ingest writes that came after packing (counters
-        # over time: dropped below)
+        # over time, keyed events: taken back below)
+        keyed_events(conn)
         conn.execute(TIMESERIES_SCHEMA)
         for column in COST_SQUARES_SCHEMA.split(";")[:-1]:
             conn.execute(column)
@@ -110,7 +108,9 @@ def old_database(path: Path) -> None:
         writer.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(10)))
         writer.ingest("alice", AgentMeta(slug=f"agent-{i + 2}"),
                       clean([*task_events(f"run-{i}", cost=0.5), ev("custom", data={"n": i})]))
+    expected = everything(writer)
     with db.write() as conn:
+        legacy_events(conn)
         for row in conn.execute(f"SELECT seq, {EVENT_COLS} FROM events").fetchall():
             conn.execute("UPDATE events SET body = ? WHERE seq = ?",
                          (dumps(event_body(*row[1:])), row[0]))
@@ -123,6 +123,7 @@ def old_database(path: Path) -> None:
                             ).fetchone()[0] == 0
         conn.execute("DROP TABLE agent_series")
     db.close()
+    return expected
 
 
 def everything(store: SqliteIngest) -> dict[str, Any]:
@@ -161,13 +162,10 @@ def stop_after(monkeypatch: pytest.MonkeyPatch, name: str, calls: int) -> None:
 def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_stopped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "bench.db"
-    old_database(path)
+    expected = old_database(path)
     with sqlite3.connect(path) as conn:
         assert "WITHOUT ROWID" in conn.execute(
             "SELECT sql FROM sqlite_schema WHERE name = 'tasks'").fetchone()[0]
-    before = SqliteIngest(Database(path))  # today's reads, on the old file as it is
-    expected = everything(before)
-    before.db.close()
     monkeypatch.setattr(repack, "CHUNK", 7)
     for name, calls in (("_pack_events", 3), ("_copy_tasks", 2)):
         with monkeypatch.context() as stopped:
@@ -184,7 +182,7 @@ def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_
         assert store.schema_version == len(MIGRATIONS)
         assert everything(store.ingest) == expected
         conn = store.db.reader()
-        assert conn.execute("SELECT count(*) FROM events WHERE typeof(body) = 'text'"
+        assert conn.execute("SELECT count(*) FROM events WHERE typeof(record) != 'blob'"
                             ).fetchone()[0] == 0
         assert "WITHOUT ROWID" not in conn.execute(
             "SELECT sql FROM sqlite_schema WHERE name = 'tasks'").fetchone()[0]
@@ -201,43 +199,54 @@ def test_an_old_database_is_packed_on_open_by_a_migration_that_resumes_where_it_
         store.close()
 
 
-KILLED_MID_COPY = """
-import os, signal, sys
-from bench_core.store.sqlite import repack
-from bench_core.store.sqlite.store import SqliteStore
-repack.CHUNK = 4
-real, calls = repack._copy_tasks, []
-def copy_then_die(conn):
-    if len(calls) == 2:
-        conn.execute("INSERT INTO tasks_packed (agent_id, task_id, status, sort_ts) "
-                     "VALUES (999, 'half-written', 'running', '')")  # never committed
-        os.kill(os.getpid(), signal.SIGKILL)
-    calls.append(1)
-    return real(conn)
-repack._copy_tasks = copy_then_die
-SqliteStore.open(sys.argv[1])
-"""
-
-
 def test_a_migration_killed_mid_transaction_resumes_from_its_last_commit(tmp_path: Path) -> None:
     """A hard kill (no rollback, no Python cleanup) inside a chunk's transaction: the next
     open finds the chunks before it, not the half-written one, and finishes."""
     path = tmp_path / "bench.db"
-    old_database(path)
-    before = SqliteIngest(Database(path))
-    expected = everything(before)
-    before.db.close()
-    killed = subprocess.run([sys.executable, "-c", KILLED_MID_COPY, str(path)],
-                            env={**os.environ}, capture_output=True, timeout=120)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == PACKED
-        assert conn.execute("SELECT count(*) FROM tasks_packed").fetchone()[0] == 8  # of 15
+    expected = old_database(path)
+    killed_mid_chunk(path, "repack", "_copy_tasks",
+                     "INSERT INTO tasks_packed (agent_id, task_id, status, sort_ts) "
+                     "VALUES (999, 'half-written', 'running', '')", staged="tasks_packed",
+                     version=PACKED, copied=8)  # of 15
     store = SqliteStore.open(path)
     try:
         assert store.schema_version == len(MIGRATIONS)
         assert everything(store.ingest) == expected
         assert store.db.reader().execute(
             "SELECT count(*) FROM tasks WHERE task_id = 'half-written'").fetchone()[0] == 0
+    finally:
+        store.close()
+
+
+def test_a_value_packed_before_the_wide_format_still_reads() -> None:
+    """Files hold format 1 (a 1 KB window) from before format 2; both read."""
+    from bench_core.store.sqlite import packing
+
+    text = dumps(chat_span("t", "p")[2]["data"])
+    old = bytes((1,)) + packing._deflate(text.encode(), 1)
+    new = packing.pack(text)
+    assert isinstance(new, bytes) and new[0] == 2 and len(new) <= len(old)
+    assert load(old) == load(new) == load(text)
+
+
+def test_a_tasks_usage_is_stored_without_its_defaults_and_reads_back_whole(
+        tmp_path: Path) -> None:
+    """A count reported as 0 stays 0; one no record gave, and no unpriced calls, are left
+    out of the row and read back as they were."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        evidence = {"label": "evidence", "provider": "openai", "model": "gpt-4o-mini",
+                    "operation": "chat", "input_tokens": 0, "output_tokens": 5}
+        store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
+            ev("task.start", "t1", name="chat"), ev("task.log", "t1", data=evidence),
+            ev("task.end", "t1", status="success", duration_ms=1)]))
+        task = store.ingest.get_task(REF, "t1")
+        assert task is not None and task.evidence is not None
+        assert (task.evidence.input_tokens, task.evidence.output_tokens) == (0, 5)
+        assert task.evidence.cache_read_input_tokens is None
+        assert (task.evidence.calls, task.evidence.unpriced_calls) == (1, 0)
+        (stored,) = store.db.reader().execute(
+            "SELECT evidence FROM tasks WHERE task_id = 't1'").fetchone()
+        assert "null" not in stored and "unpriced_calls" not in stored
     finally:
         store.close()

@@ -15,10 +15,12 @@ from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.run_list import Range, RunFilter
 from bench_core.ports.store import Store
 from bench_core.store.sqlite import run_list as sqlite_run_list
-from bench_core.store.sqlite.run_list import add_run_text
+from bench_core.store.sqlite.events import rekey_events
+from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events, ts
+from tests.sqlite_layouts import legacy_events
 
 REF = AgentRef("alice", "agent-1")
 HOUR = 3_600_000
@@ -194,6 +196,11 @@ def without_run_text(conn: sqlite3.Connection) -> None:
     for column in ("duration", "cost", "tokens", "score"):
         conn.execute(f"DROP INDEX tasks_roots_by_{column}")
     for later in reversed(MIGRATIONS[MIGRATIONS.index(add_run_text) + 1:]):
+        if later is rekey_events:
+            legacy_events(conn)
+            continue
+        if later is narrow_run_text:  # its index dropped above
+            continue
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):
             conn.execute(f"DROP INDEX IF EXISTS {index}")
@@ -218,6 +225,32 @@ def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -
         assert ids(store, RunFilter(text="long ago", content=True)) == ["old"]
         assert ids(store, RunFilter(text="INDEX")) == ["old"]
         assert ids(store, RunFilter(sort="cost")) == ["old"]
+    finally:
+        store.close()
+
+
+def test_sqlite_narrows_the_search_index_of_an_older_file_and_finds_as_before(
+        tmp_path: Path) -> None:
+    """A file whose index knows where each trigram is (`detail=full`, before migration 28):
+    opened, its index knows only which spans hold one, a third of the bytes, and a search finds
+    what it found (substrings, any case, only in the names for a name search)."""
+    path = tmp_path / "bench.db"
+    store = SqliteStore.open(path)
+    seed(store)
+    before = [ids(store, where) for where, _ in CASES]
+    with store.db.write() as conn:
+        conn.execute("DROP TABLE tasks_text")
+        conn.execute(sqlite_run_list.RUN_TEXT_SCHEMA[0])
+        conn.execute(sqlite_run_list.RUN_TEXT_SCHEMA[-len(sqlite_run_list.SORT_INDEXES) - 1])
+        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(narrow_run_text)}")
+    store.close()
+    store = SqliteStore.open(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        sql = store.db.reader().execute(
+            "SELECT sql FROM sqlite_schema WHERE name = 'tasks_text'").fetchone()[0]
+        assert "detail=none" in sql
+        assert [ids(store, where) for where, _ in CASES] == before == [e for _, e in CASES]
     finally:
         store.close()
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from ...data_dir import private_directory
+from ...log import logger
 from ..rules import Rules
 
 
@@ -39,9 +40,10 @@ def _private_files(path: Path) -> None:
                 file.chmod(0o600)
 
 
-Migration: TypeAlias = "str | Callable[[Database, int], None]"
+Migration: TypeAlias = "str | Callable[[Database, int], bool]"
 """A migration: an SQL script run in the transaction that sets the version to its number, or a
-step given the database and that number, which sets the version itself when it is done."""
+step given the database and that number, which sets the version itself when it is done and
+says whether it moved stored data (then the file is vacuumed once the migrations are done)."""
 
 
 class Database:
@@ -90,7 +92,9 @@ class Database:
         """Run the migrations past the file's `user_version`: its SQL scripts up to the first
         step and then `upgrade(conn, version it had)` in one transaction, then each step (which
         takes transactions of its own and sets the version last, so that one stopped half-way
-        runs again) and any script after it."""
+        runs again) and any script after it; then, if a step moved stored data, give the file
+        back the space it no longer uses (VACUUM: all or nothing, so a stopped one only leaves
+        that space to new rows)."""
         with self.write() as conn:
             version = done = conn.execute("PRAGMA user_version").fetchone()[0]
             for number, script in enumerate(migrations[version:], start=version + 1):
@@ -99,12 +103,19 @@ class Database:
                 _run_script(conn, script, number)
                 done = number
             upgrade(conn, version)
+        moved = False
         for number, migration in enumerate(migrations[done:], start=done + 1):
             if isinstance(migration, str):
                 with self.write() as conn:
                     _run_script(conn, migration, number)
             else:
-                migration(self, number)
+                moved = migration(self, number) or moved
+        if moved:
+            try:
+                self.vacuum()
+            except sqlite3.OperationalError as exc:  # no room for the copy VACUUM makes
+                logger.warning("the migrated database was not vacuumed",
+                               extra={"error": str(exc)})
 
     def vacuum(self) -> None:
         """Rewrite the file without its free pages (outside any transaction, on the writer)."""
@@ -131,6 +142,38 @@ class Database:
             if self._writer is not None:
                 self._writer.close()
                 self._writer = None
+
+
+def migrated(conn: sqlite3.Connection, number: int) -> bool:
+    """Whether the file is at migration `number` or past it: what a step checks at the start of
+    each of its transactions, as another process may have finished it meanwhile."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0]) >= number
+
+
+def copy_and_swap(db: Database, number: int, copy: Callable[[sqlite3.Connection], int],
+                  table: str, staged: str, indexes: str) -> bool:
+    """A step that rewrites `table` into `staged` a chunk per transaction (`copy` copies the
+    next one, saying how many rows) until a chunk finds none, then swaps the tables, builds
+    `indexes` and sets the version to `number` in one last: each transaction first makes sure
+    that no other process (`bench-server keys create` opening the file meanwhile) finished the
+    step, and one stopped anywhere resumes from its last commit. Whether it moved any rows."""
+    moved = False
+    while True:
+        with db.write() as conn:
+            if migrated(conn, number):
+                return False
+            if not copy(conn):
+                break
+        moved = True
+    with db.write() as conn:
+        if migrated(conn, number):
+            return False
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(f"ALTER TABLE {staged} RENAME TO {table}")
+        for statement in filter(str.strip, indexes.split(";")):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number}")
+    return moved
 
 
 def _run_script(conn: sqlite3.Connection, script: str, number: int) -> None:

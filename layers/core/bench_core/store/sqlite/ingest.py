@@ -31,7 +31,8 @@ from ...domain.timeseries import batch_buckets
 from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
-from .packing import event_body, load, pack_body, pack_json
+from .events import held, insert_new, of_task, recent
+from .packing import load, pack_json
 from .sessions import add_session_runs
 from .timeseries import add_series
 from .versions import add_version_runs
@@ -78,7 +79,8 @@ TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, du
              "agent_version, session_id, user_id")
 _TASK_WIDTH = len(TASK_COLS.split(", "))
 EVENT_COLS = "body, event_id, kind, ts, task_id"
-"""What `packing.event_body` makes an event's body of."""
+"""What `packing.event_body` makes an event's body of, in the events table before migration 27
+(`events.rekey_events`)."""
 
 def _json_or_null(value: Any) -> str | None:
     return None if value is None else dumps(value)
@@ -121,8 +123,17 @@ def _usage(text: str | None) -> Usage | None:
     return None if text is None else Usage.from_dict(load(text))
 
 
+_USAGE_DEFAULTS = Usage().to_dict()
+
+
 def _usage_json(usage: Usage | None) -> str | None:
-    return None if usage is None else dumps(usage.to_dict())
+    """The usage without the fields at their defaults (the counts no record gave, no unpriced
+    calls), which `Usage.from_dict` reads back as they were (and `json_extract`, which reads
+    only the counts, as NULL): a chat span's is half as long."""
+    if usage is None:
+        return None
+    return dumps({name: value for name, value in usage.to_dict().items()
+                  if value != _USAGE_DEFAULTS[name]})
 
 
 def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]) -> None:
@@ -139,20 +150,6 @@ def read_task(reader: sqlite3.Connection, ref: AgentRef, task_id: str) -> TaskSt
         "WHERE login = ? AND slug = ? AND task_id = ? AND sort_ts != ''",
         (ref.login, ref.slug, task_id)).fetchone()
     return task_from_row(row) if row else None
-
-
-def _held(conn: sqlite3.Connection, agent_id: int, fresh: list[CleanEvent]) -> dict[str, int]:
-    """How many events each task of `fresh` holds, `fresh` stored: one statement for the
-    batch, counting each task's stretch of `events_task` (a statement per task cost a batch
-    of 500 events 4% of its time)."""
-    task_ids = list({e.task_id for e in fresh if e.task_id is not None})
-    counts: dict[str, int] = {}
-    for i in range(0, len(task_ids), 500):
-        chunk = task_ids[i:i + 500]
-        counts.update(conn.execute(
-            "SELECT task_id, COUNT(*) FROM events WHERE agent_id = ? AND task_id IN "
-            f"({', '.join('?' * len(chunk))}) GROUP BY task_id", (agent_id, *chunk)).fetchall())
-    return counts
 
 
 class SqliteIngest(Concern):
@@ -179,8 +176,9 @@ class SqliteIngest(Concern):
     def _write(self, conn: sqlite3.Connection, write: IngestWrite, now: str) -> IngestOutcome:
         login, meta, events, dropped = write.login, write.meta, write.events, write.dropped
         agent_id = self._ensure_agent(conn, login, meta, now)
-        fresh = self._insert_new_events(conn, agent_id, events)
-        within_task_limit(_held(conn, agent_id, fresh))
+        fresh = insert_new(conn, agent_id, events)
+        within_task_limit(held(conn, agent_id,
+                               {e.task_id for e in fresh if e.task_id is not None}))
         task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
         states = self._load_tasks(conn, agent_id, task_ids | parent_ids(fresh))
         fold = fold_batch(states, fresh, meta.version)
@@ -201,27 +199,6 @@ class SqliteIngest(Concern):
         live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
                              finished=fold.finished, agent=agent if live else None)
-
-    def _insert_new_events(self, conn: sqlite3.Connection, agent_id: int,
-                           events: list[CleanEvent]) -> list[CleanEvent]:
-        """Insert the events not stored yet; return them, in batch order. `RETURNING` lists
-        only the rows actually inserted, so one statement per chunk does the dedupe."""
-        inserted: set[str] = set()
-        for i in range(0, len(events), 1000):
-            chunk = events[i:i + 1000]
-            rows = conn.execute(
-                "INSERT OR IGNORE INTO events (agent_id, event_id, kind, ts, task_id, body) "
-                f"VALUES {', '.join(['(?, ?, ?, ?, ?, ?)'] * len(chunk))} RETURNING event_id",
-                [v for e in chunk for v in (agent_id, e.id, e.kind, e.ts, e.task_id,
-                                            pack_body(e.body_json or dumps(e.body), e.id,
-                                                      e.kind, e.ts, e.task_id))]).fetchall()
-            inserted.update(r[0] for r in rows)
-        fresh = []
-        for event in events:
-            if event.id in inserted:
-                inserted.discard(event.id)  # a repeated id within the batch counts once
-                fresh.append(event)
-        return fresh
 
     def _ensure_agent(self, conn: sqlite3.Connection, login: str, meta: AgentMeta,
                       now: str) -> int:
@@ -370,19 +347,13 @@ class SqliteIngest(Concern):
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
-        rows = self.db.reader().execute(
-            f"SELECT {EVENT_COLS} FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC "
-            "LIMIT ?", (agent_id, limit)).fetchall()
-        return [event_body(*r) for r in rows]
+        return recent(self.db.reader(), agent_id, limit)
 
     def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
-        rows = self.db.reader().execute(
-            f"SELECT {EVENT_COLS} FROM events WHERE agent_id = ? AND task_id = ? "
-            "ORDER BY ts, seq", (agent_id, task_id)).fetchall()
-        return [event_body(*r) for r in rows]
+        return of_task(self.db.reader(), agent_id, task_id)
 
     def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
         return read_task(self.db.reader(), ref, task_id)

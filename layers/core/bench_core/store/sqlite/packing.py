@@ -8,9 +8,10 @@ about 4 µs to pack and 1.5 µs to unpack. A packed value is a BLOB whose first 
 dictionary (so a later one can be added beside it, never changed); anything else in the column
 is the JSON text as written before packing existed, read as it is.
 
-An event's body also leaves out what its columns already hold (its id, kind, time and task id,
-which lead every body `ingest.wire.clean_event` makes): `event_body` puts them back first, in
-the order they were sent.
+An event is stored as one record (`pack_event`, since the events were keyed: `events.py`): its
+kind, task id, id and the rest of its body, its time in a column; `unpack_event` puts them back
+first, in the order they were sent (they lead every body `ingest.wire.clean_event` makes).
+`pack_body` and `event_body` are what the events table held before, which its migrations read.
 """
 
 from __future__ import annotations
@@ -39,8 +40,21 @@ DICTIONARY = (
 """The preset dictionary of packing format 1: never change it (stored values need it to be
 read); a better one is format 2, beside it."""
 
+WIDE_DICTIONARY = DICTIONARY + (
+    b',"session_id":"user_id":"status":"success","duration_ms":"output":"data":{"label":'
+    b'["task.content",["task.log",["task.end",["task.start",'
+)
+"""The preset dictionary of format 2, which values are packed with since events were keyed
+(`pack`, `pack_event`): format 1's and the way an event's record starts (its kind, task id and
+id), read through a window that reaches all of it. Never change it either."""
+
 _FORMAT = 1
-_WBITS = -10  # raw deflate, a 1 KB window: the dictionary and a typical value fit it
+_WIDE = 2
+_DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY}
+_WINDOWS = {_FORMAT: -10, _WIDE: -11}
+"""Raw deflate's window of each format: format 1's (1 KB) reaches only its dictionary's last
+700-odd bytes (deflate keeps 262 of a window for what it looks ahead); format 2's (2 KB) all
+of it, a fifth off an event's record."""
 _MEM_LEVEL = 4  # small state: a compressor is made per value, and a big one costs 70 µs
 PACK_FROM = 96
 """Shorter JSON is stored as it is: the few bytes packing saves would not pay its time."""
@@ -51,16 +65,22 @@ format's number added, its packed JSON."""
 _HEAD = ('{"id":', ',"kind":', ',"ts":', ',"task_id":')
 
 
-def _deflate(data: bytes) -> bytes:
-    packer = zlib.compressobj(6, zlib.DEFLATED, _WBITS, _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY,
-                              DICTIONARY)
+_PACKERS = {form: zlib.compressobj(6, zlib.DEFLATED, _WINDOWS[form], _MEM_LEVEL,
+                                   zlib.Z_DEFAULT_STRATEGY, dictionary)
+            for form, dictionary in _DICTIONARIES.items()}
+"""A compressor per format with its dictionary set, never fed: each value is packed by a copy
+(a third of the time of making one, which loads the dictionary)."""
+
+
+def _deflate(data: bytes, form: int = _FORMAT) -> bytes:
+    packer = _PACKERS[form].copy()
     return packer.compress(data) + packer.flush()
 
 
 def _inflate(form: int, data: bytes) -> bytes:
-    if form != _FORMAT:
+    if form not in _DICTIONARIES:
         raise ValueError(f"unknown packing format {form}")
-    unpacker = zlib.decompressobj(_WBITS, DICTIONARY)
+    unpacker = zlib.decompressobj(_WINDOWS[form], _DICTIONARIES[form])
     return unpacker.decompress(data) + unpacker.flush()
 
 
@@ -69,7 +89,7 @@ def pack(text: str | None) -> str | bytes | None:
     if text is None or len(text) < PACK_FROM:
         return text
     data = text.encode()
-    packed = bytes((_FORMAT,)) + _deflate(data)
+    packed = bytes((_WIDE,)) + _deflate(data, _WIDE)
     return packed if len(packed) < len(data) else text
 
 
@@ -93,27 +113,32 @@ def _quoted(text: str) -> str:
     return f'"{text}"'
 
 
-def _rest(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None) -> str | None:
-    """What `body_json` holds besides the columns, as a JSON object; None if it does not lead
-    with exactly them."""
-    head = (f"{_HEAD[0]}{_quoted(event_id)}{_HEAD[1]}{_quoted(kind)}{_HEAD[2]}{_quoted(ts)}"
-            + (f"{_HEAD[3]}{_quoted(task_id)}" if task_id is not None else ""))
+def _rest(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None
+          ) -> tuple[str, str, str, str] | None:
+    """What `body_json` holds besides the columns, as a JSON object, and the id, kind and task
+    id as JSON (the task id `null` when None); None if it does not lead with exactly them."""
+    quoted_id, quoted_kind = _quoted(event_id), _quoted(kind)
+    quoted_task = "null" if task_id is None else _quoted(task_id)
+    head = (f"{_HEAD[0]}{quoted_id}{_HEAD[1]}{quoted_kind}{_HEAD[2]}{_quoted(ts)}"
+            + (f"{_HEAD[3]}{quoted_task}" if task_id is not None else ""))
     if not body_json.startswith(head):
         return None
     tail = body_json[len(head):]
     if tail == "}":
-        return "{}"
-    return "{" + tail[1:] if tail.startswith(",") else None
+        return "{}", quoted_id, quoted_kind, quoted_task
+    if not tail.startswith(","):
+        return None
+    return "{" + tail[1:], quoted_id, quoted_kind, quoted_task
 
 
 def pack_body(body_json: str, event_id: str, kind: str, ts: str,
               task_id: str | None) -> str | bytes:
     """An event's body as stored: without its columns' values when it leads with them (a BLOB,
     packed if that is smaller), else its JSON text whole."""
-    rest = _rest(body_json, event_id, kind, ts, task_id)
-    if rest is None:
+    found = _rest(body_json, event_id, kind, ts, task_id)
+    if found is None:
         return body_json
-    data = rest.encode()
+    data = found[0].encode()
     packed = _deflate(data) if len(data) >= PACK_FROM else b""
     return (bytes((_BODY_PLAIN | _FORMAT,)) + packed if packed and len(packed) < len(data)
             else bytes((_BODY_PLAIN,)) + data)
@@ -130,3 +155,40 @@ def event_body(stored: str | bytes, event_id: str, kind: str, ts: str,
     if task_id is not None:
         head["task_id"] = task_id
     return {**head, **from_json(rest)}
+
+
+_EVENT_PLAIN = 0xC0
+"""The first byte of an event's record (`pack_event`): alone, its JSON follows; with format 2
+added, its packed JSON."""
+
+
+def pack_event(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None,
+               *, with_time: bool = False) -> bytes:
+    """An event as the `events` table stores it beside its time: `[kind, task id, id, rest]`
+    when its body leads with them (else the body whole, as also `with_time`: a time its column
+    cannot give back as it was sent), packed when that is smaller. The columns hold no text of
+    the event: its id and task id are indexed as hashes (`events.key`), and packed here the
+    task id the id usually starts with costs a few bytes."""
+    found = None if with_time else _rest(body_json, event_id, kind, ts, task_id)
+    if found is None:
+        text = body_json
+    else:
+        rest, quoted_id, quoted_kind, quoted_task = found
+        text = f"[{quoted_kind},{quoted_task},{quoted_id},{rest}]"
+    data = text.encode()
+    packed = _deflate(data, _WIDE)
+    return (bytes((_EVENT_PLAIN | _WIDE,)) + packed if len(packed) < len(data)
+            else bytes((_EVENT_PLAIN,)) + data)
+
+
+def unpack_event(stored: bytes, ts: str) -> dict[str, Any]:
+    """The event's body as it was sent, from what `pack_event` stored and its time."""
+    form = stored[0] & ~_EVENT_PLAIN
+    found = from_json(_inflate(form, stored[1:]) if form else stored[1:])
+    if isinstance(found, dict):
+        return found
+    kind, task_id, event_id, rest = found
+    head: dict[str, Any] = {"id": event_id, "kind": kind, "ts": ts}
+    if task_id is not None:
+        head["task_id"] = task_id
+    return {**head, **rest}

@@ -20,8 +20,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ...log import logger
-from .connection import Database
+from .connection import Database, copy_and_swap, migrated
 from .packing import pack, pack_body
 
 CHUNK = 2000
@@ -66,48 +65,24 @@ TASK_INDEXES = """
 _PACKED_AT = tuple(i for i, name in enumerate(TASK_COLUMNS.split(", ")) if name in PACKED_COLUMNS)
 
 
-def repack(db: Database, number: int) -> None:
+def repack(db: Database, number: int) -> bool:
     """Pack the events' bodies and the tasks, then swap the tables and set the version to
     `number`, each a transaction of its own (each first making sure that no other process,
-    `bench-server keys create` opening the file meanwhile, finished it); then give the file
-    back the space it no longer uses (VACUUM: all or nothing, so a stopped one only leaves that
-    space to new rows)."""
+    `bench-server keys create` opening the file meanwhile, finished it); whether it moved any
+    (then `Database.migrate` vacuums the file)."""
     with db.write() as conn:
-        if _done(conn, number):
-            return
+        if migrated(conn, number):
+            return False
         conn.execute(PACKED_TASKS)
         (seq,) = conn.execute("SELECT min(seq) FROM events WHERE typeof(body) = 'text'").fetchone()
     moved = seq is not None
     while seq is not None:
         with db.write() as conn:
-            if _done(conn, number):
-                return
+            if migrated(conn, number):
+                return False
             seq = _pack_events(conn, seq)
-    while True:
-        with db.write() as conn:
-            if _done(conn, number):
-                return
-            copied = _copy_tasks(conn)
-        if not copied:
-            break
-        moved = True
-    with db.write() as conn:
-        if _done(conn, number):
-            return
-        conn.execute("DROP TABLE tasks")
-        conn.execute("ALTER TABLE tasks_packed RENAME TO tasks")
-        for statement in filter(str.strip, TASK_INDEXES.split(";")):
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {number}")
-    if moved:
-        try:
-            db.vacuum()
-        except sqlite3.OperationalError as exc:  # no room for the copy VACUUM makes
-            logger.warning("the packed database was not vacuumed", extra={"error": str(exc)})
-
-
-def _done(conn: sqlite3.Connection, number: int) -> bool:
-    return int(conn.execute("PRAGMA user_version").fetchone()[0]) >= number
+    copied = copy_and_swap(db, number, _copy_tasks, "tasks", "tasks_packed", TASK_INDEXES)
+    return moved or copied
 
 
 def _pack_events(conn: sqlite3.Connection, start: int) -> int | None:

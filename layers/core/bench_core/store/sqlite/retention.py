@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from ...domain.models import iso
 from ...settings import Limits
 from .connection import Concern
+from .events import millis
 
 RETENTION_SCHEMA = """
     ALTER TABLE agents ADD COLUMN expires_at TEXT;
@@ -78,8 +79,8 @@ class SqliteRetention(Concern):
     def _purge_old_events(self, now: str) -> int:
         if self.rules.event_retention_days <= 0:
             return 0
-        cutoff = iso(datetime.fromisoformat(now.replace("Z", "+00:00"))
-                     - timedelta(days=self.rules.event_retention_days))
+        cutoff, _ = millis(iso(datetime.fromisoformat(now.replace("Z", "+00:00"))
+                               - timedelta(days=self.rules.event_retention_days)))
         agent_ids = [row[0] for row in self.db.reader().execute("SELECT id FROM agents")]
         deleted = 0
         for agent_id in agent_ids:

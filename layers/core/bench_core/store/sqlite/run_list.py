@@ -7,7 +7,9 @@ with a keyset cursor.
 the task's rowid, which VACUUM keeps) with the trigram tokenizer, so a search matches anywhere
 inside a word as the other stores' does (`Portugal` in `"Portugal's capital"`); triggers keep it
 as `tasks` changes, and an update that leaves the three columns as they were writes nothing to
-it. A search shorter than a trigram reads the run's spans instead.
+it. The index keeps which spans hold each trigram, not where (`NARROW_RUN_TEXT`): a search
+asks it for the spans holding every trigram of the text and checks those; a search shorter
+than a trigram reads the run's spans instead.
 
 What SQL cannot say is asked of the domain's own functions: a model's provider
 (`provider_of`, registered on the reader), and a root's packed metadata
@@ -22,7 +24,7 @@ from typing import Any
 
 from ...domain.run_list import MISSING, RunFilter, metadata_holds, provider_of
 from ...ports.store import RunsPage, decode_cursor, encode_cursor
-from .connection import Database
+from .connection import Database, migrated
 from .ingest import TASK_COLS, task_from_row
 from .packing import load
 
@@ -70,22 +72,56 @@ RUN_TEXT_SCHEMA = (
 sorts' indexes."""
 
 
-def add_run_text(db: Database, number: int) -> None:
-    """The migration adding the search index (`store.MIGRATIONS`): a step, as its triggers
-    hold semicolons that a migration script would split on."""
+NARROW_RUN_TEXT = (
+    "DROP TABLE tasks_text",
+    "CREATE VIRTUAL TABLE tasks_text USING fts5(name, input, output, called_model, "
+    "content='tasks', content_rowid='rowid', tokenize='trigram', detail=none, columnsize=0)",
+    "INSERT INTO tasks_text (tasks_text) VALUES ('rebuild')",
+)
+"""The search index without where each trigram is (`detail=none`) or each span's lengths
+(`columnsize=0`): which spans hold a trigram, no more, a third of the bytes; the triggers of
+`RUN_TEXT_SCHEMA` keep it as they kept the first."""
+
+
+def _statements(db: Database, number: int, statements: tuple[str, ...]) -> bool:
+    """Run `statements` and set the version to `number`, in one transaction (a stopped one
+    leaves the file as it was, and runs again at the next open); whether the file held tasks
+    (whose search index the statements may have built again, freeing the old one's pages)."""
     with db.write() as conn:
-        if conn.execute("PRAGMA user_version").fetchone()[0] >= number:
-            return
-        for statement in RUN_TEXT_SCHEMA:
+        if migrated(conn, number):
+            return False
+        for statement in statements:
             conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {number}")
+        return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM tasks)").fetchone()[0])
+
+
+def add_run_text(db: Database, number: int) -> bool:
+    """The migration adding the search index (`store.MIGRATIONS`): a step, as its triggers
+    hold semicolons that a migration script would split on. It frees no pages."""
+    _statements(db, number, RUN_TEXT_SCHEMA)
+    return False
+
+
+def narrow_run_text(db: Database, number: int) -> bool:
+    """The migration rebuilding the search index as `NARROW_RUN_TEXT`; whether the old
+    index's pages are free (then `Database.migrate` vacuums the file)."""
+    return _statements(db, number, NARROW_RUN_TEXT)
+
 
 _COLUMNS = ", ".join(f"r.{c}" for c in TASK_COLS.split(", "))
 
 
 def _phrase(text: str) -> str:
-    """`text` as one FTS5 string: a substring to find, whatever its characters."""
+    """`text` as one FTS5 string, whatever its characters."""
     return '"' + text.replace('"', '""') + '"'
+
+
+def _trigrams(text: str) -> str:
+    """The spans whose text holds every trigram of `text` (at least one `TRIGRAM` long): those
+    that may hold `text`, which the query then checks (the index knows no positions)."""
+    found = dict.fromkeys(text[i:i + TRIGRAM] for i in range(len(text) - TRIGRAM + 1))
+    return " AND ".join(_phrase(trigram) for trigram in found)
 
 
 def _register(reader: sqlite3.Connection) -> None:
@@ -119,15 +155,13 @@ def _span_clauses(reader: sqlite3.Connection, where: RunFilter, agent_id: int, q
     finds few spans (`PROBE`: a rare word or model), the runs of those spans, read by key;
     else the runs in the list's order whose spans hold it, read run by run (`tasks_by_run`),
     which stops at the page's end: a common word fills a page from the newest runs."""
-    searched = "{name input output}" if where.content else "name"
     columns = ("s.name", "s.input", "s.output") if where.content else ("s.name",)
     text = (where.text or "").lower()
     filters: list[tuple[str | None, str, list[Any], str | None]] = [
-        (where.model, "s.called_model = ?", [where.model],
-         f"called_model : {_phrase(where.model or '')}"),
+        (where.model, "s.called_model = ?", [where.model], _trigrams(where.model or "")),
         (where.provider, "bench_provider(s.called_model) = ?", [where.provider], None),
         (where.text, "(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
-         [text] * len(columns), f"{searched} : {_phrase(where.text or '')}"),
+         [text] * len(columns), _trigrams(where.text or "")),
     ]
     for value, exact, args, match in filters:
         if value is None:

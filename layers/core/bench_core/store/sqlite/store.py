@@ -24,14 +24,15 @@ from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchm
 from .clusters import CLUSTERS_SCHEMA, SqliteClusters
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
+from .events import rekey_events
 from .feedback import AGREEMENT_SCHEMA, FEEDBACK_SCHEMA, LABEL_SET_SCHEMA, SqliteFeedback
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
-from .run_list import add_run_text
-from .runs import RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .run_list import add_run_text, narrow_run_text
+from .runs import NARROW_TASK_INDEXES, RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
 from .timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
@@ -96,6 +97,13 @@ MIGRATIONS: list[Migration] = [
     CLUSTERS_SCHEMA,
     # 28: the sums of runs' costs squared in the counters over time
     COST_SQUARES_SCHEMA,
+    # 29: events keyed by hashes of their ids and task ids, their texts once in a packed record
+    # (resumable)
+    rekey_events,
+    # 30: the search index knows which spans hold a trigram, not where (a third of its bytes)
+    narrow_run_text,
+    # 31: a parent's children indexed without their task ids, the roots apart
+    NARROW_TASK_INDEXES,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

@@ -1,0 +1,89 @@
+"""SQLite files in the layouts of older versions, for the tests of the migrations that move
+them on: the events table before and after `events.rekey_events`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from bench_core.domain.field_limits import dumps
+from bench_core.store.sqlite.events import EVENT_INDEXES, EVENTS_SCHEMA, time_of
+from bench_core.store.sqlite.packing import pack_body, unpack_event
+
+LEGACY_EVENTS = """
+    CREATE TABLE events_legacy (
+        seq INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL, event_id TEXT NOT NULL,
+        kind TEXT NOT NULL, ts TEXT NOT NULL, task_id TEXT, body TEXT NOT NULL,
+        UNIQUE (agent_id, event_id));
+    CREATE INDEX events_recent ON events (agent_id, ts, seq);
+    CREATE INDEX events_task ON events (agent_id, task_id) WHERE task_id IS NOT NULL
+"""
+"""The events table of the first migration (its indexes made after the rename)."""
+
+
+def keyed_events(conn: sqlite3.Connection) -> None:
+    """The events table of a file from before `rekey_events` (empty) replaced by today's, so
+    that today's ingest writes into a file of that older version."""
+    assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+    conn.execute("DROP TABLE events")
+    conn.execute(EVENTS_SCHEMA)
+    conn.execute("ALTER TABLE events_keyed RENAME TO events")
+    for statement in filter(str.strip, EVENT_INDEXES.split(";")):
+        conn.execute(statement)
+
+
+def legacy_events(conn: sqlite3.Connection) -> None:
+    """Today's events table taken back to the layout before `rekey_events`: ids, kinds and task
+    ids in columns, bodies as `pack_body` stored them."""
+    table, *indexes = filter(str.strip, LEGACY_EVENTS.split(";"))
+    conn.execute(table)
+    rows = []
+    for seq, agent_id, ms, record in conn.execute(
+            "SELECT seq, agent_id, ts, record FROM events ORDER BY seq").fetchall():
+        body = unpack_event(record, time_of(ms))
+        ts = body["ts"]
+        rows.append((seq, agent_id, body["id"], body["kind"], ts, body.get("task_id"),
+                     pack_body(dumps(body), body["id"], body["kind"], ts,
+                               body.get("task_id"))))
+    conn.executemany("INSERT INTO events_legacy VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.execute("DROP TABLE events")
+    conn.execute("ALTER TABLE events_legacy RENAME TO events")
+    for statement in indexes:
+        conn.execute(statement)
+
+
+
+KILLED_MID_CHUNK = """
+import os, signal, sys
+from bench_core.store.sqlite import {module}
+from bench_core.store.sqlite.store import SqliteStore
+{module}.CHUNK = 4
+real, calls = {module}.{copy}, []
+def copy_then_die(conn):
+    if len(calls) == 2:
+        conn.execute({half_written!r})  # never committed
+        os.kill(os.getpid(), signal.SIGKILL)
+    calls.append(1)
+    return real(conn)
+{module}.{copy} = copy_then_die
+SqliteStore.open(sys.argv[1])
+"""
+
+
+def killed_mid_chunk(path: Path, module: str, copy: str, half_written: str, *,
+                     staged: str, version: int, copied: int) -> None:
+    """The store opened on `path` in another process, killed hard (no rollback, no Python
+    cleanup) in the third chunk of a migration (`<module>.<copy>`, 4 rows a chunk) after
+    writing `half_written` (SQL) in that chunk's transaction: the file is left at `version`
+    with the `copied` rows of the two chunks committed in `staged`."""
+    script = KILLED_MID_CHUNK.format(module=module, copy=copy, half_written=half_written)
+    killed = subprocess.run([sys.executable, "-c", script, str(path)], env={**os.environ},
+                            capture_output=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == version
+        assert conn.execute(f"SELECT count(*) FROM {staged}").fetchone()[0] == copied
