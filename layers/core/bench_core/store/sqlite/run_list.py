@@ -157,11 +157,13 @@ def _span_clauses(reader: sqlite3.Connection, where: RunFilter, agent_id: int, q
     which stops at the page's end: a common word fills a page from the newest runs."""
     columns = ("s.name", "s.input", "s.output") if where.content else ("s.name",)
     text = (where.text or "").lower()
+    # In the order SQLite checks them run by run: the rarest first (a model, a text), the
+    # provider (half of an agent's runs may match) last, so most runs fail early.
     filters: list[tuple[str | None, str, list[Any], str | None]] = [
         (where.model, "s.called_model = ?", [where.model], _trigrams(where.model or "")),
-        (where.provider, "bench_provider(s.called_model) = ?", [where.provider], None),
         (where.text, "(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
          [text] * len(columns), _trigrams(where.text or "")),
+        (where.provider, "bench_provider(s.called_model) = ?", [where.provider], None),
     ]
     for value, exact, args, match in filters:
         if value is None:
