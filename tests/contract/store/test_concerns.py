@@ -65,7 +65,8 @@ def test_every_adapter_implements_the_concern_as_declared(store: port.Store, con
 
 
 def test_every_adapter_holds_one_file_per_concern_and_their_shared_helpers() -> None:
-    helpers = {"sqlite": {"connection", "packing", "repack", "run_list", "versions", "sessions"},
+    helpers = {"sqlite": {"connection", "events", "packing", "repack", "run_list", "versions",
+                          "sessions"},
                "dynamodb": {"client", "codec", "table", "wire", "migration", "layout", "rehome",
                             "content"},
                "memory": {"state"}}

@@ -142,3 +142,13 @@ def test_runs_far_apart_in_time_are_written_and_scored_whole(store: Store) -> No
     assert all((b.runs, b.eval_count) == (1, 1) for _, b in hours)
     assert sum(b.runs for _, b in store.timeseries.read_buckets(
         REF, scope_of(tag="u39"), DAY, "2026-12-01", "2026-12-02")) == 1
+
+
+def test_the_squares_of_cheap_runs_costs_keep_their_digits(store: Store) -> None:
+    """A $0.0003 run's cost squared is 9e-8 dollars squared: every store keeps it, and a second
+    batch adds to it, so a cheap agent's cost has a spread to test (`domain.monitors`)."""
+    ingest(store, at("2026-12-03T10:15:00", run("a", cost=0.0003) + run("b", cost=0.0001)))
+    ingest(store, at("2026-12-03T10:20:00", run("c", cost=0.0002)))
+    (_, hour), = store.timeseries.read_buckets(REF, ALL, HOUR, "2026-12-03T10", "2026-12-03T10")
+    assert hour.squared_runs == 3
+    assert hour.cost_sq_usd == pytest.approx(0.0003 ** 2 + 0.0001 ** 2 + 0.0002 ** 2, rel=1e-6)

@@ -72,6 +72,10 @@ _LETTER = {"hour": "H", "day": "D"}
 _NAMES = dict(zip(NUMBERS, ("r", "s", "c", "e", "sc", "se", "ti", "to", "ec", "es", "q", "qe",
                             "qn"), strict=True))
 _MODEL_FIELDS = ("c", "i", "o", "u")
+_SQUARED = {"q": 1e6, "qe": 1e6}
+"""The sums of costs squared are kept in milli-dollars squared: a cheap run's square in dollars
+(a $0.0001 call: 1e-8) would keep few digits in the 12 decimal places a number is rounded to
+(`values.number`), and none below $1e-6."""
 _VERSION = scope_of(version="")
 """How a version's scope begins."""
 
@@ -100,8 +104,9 @@ def series_updates(agent: AgentKeys, buckets: Mapping[BucketKey, Bucket], shard:
 
 def _numbers(bucket: Bucket) -> dict[str, Any]:
     """A bucket's numbers by attribute name, those not 0."""
-    add: dict[str, Any] = {_NAMES[name]: number(value) for name in NUMBERS
-                           if (value := getattr(bucket, name))}
+    add: dict[str, Any] = {
+        short: number(value * _SQUARED.get(short, 1)) for name in NUMBERS
+        if (value := getattr(bucket, name)) and (short := _NAMES[name])}
     add |= {f"h{i}": n for i, n in enumerate(bucket.latency_hist) if n}
     for (provider, model), use in bucket.models.items():
         prefix = f"M_{_model_name(provider, model)}_"
@@ -173,6 +178,8 @@ def bucket_of(item: Mapping[str, Any]) -> Bucket:
     bucket = Bucket(latency_hist=[int(item.get(f"h{i}", 0)) for i in range(stats.BUCKETS)])
     for name, short in _NAMES.items():
         if (value := item.get(short)) is not None:
+            if short in _SQUARED:
+                value = float(value) / _SQUARED[short]
             setattr(bucket, name, type(getattr(bucket, name))(value))  # int or float
     for attr, value in item.items():
         if attr.startswith("M_"):
