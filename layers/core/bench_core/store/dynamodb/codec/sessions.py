@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from decimal import Decimal
 from typing import Any
 
@@ -54,7 +55,10 @@ QUEUE_SHARDS = 8
 """Partitions the sessions awaiting a verdict are spread over (by agent and session)."""
 TURNS = "turns"
 """A session-run item's runs, as compact JSON: each `[run_id, name, success (1/0), started_at,
-recorded, ended_at, duration_ms, cost_usd, evidence_cost_usd, tokens]`."""
+recorded (after `RECORDED`), ended_at, duration_ms, cost_usd, evidence_cost_usd, tokens]`."""
+RECORDED = "recorded"
+"""What the `recorded` of an item's runs begin with (one batch's runs: its times), kept once;
+each run keeps the rest."""
 TURNS_BYTES = 16_000
 """Past this much JSON a batch's runs of one session go on a further item (far below 400 KB:
 a Query reads whole items)."""
@@ -130,20 +134,23 @@ def session_run_items(agent: AgentKeys, runs: list[RunDelta]) -> list[dict[str, 
     items = []
     for session_id, turns in by_session.items():
         for packed in _packed(turns):
+            shared = os.path.commonprefix([run.recorded for run in packed])
             items.append({**agent.key(session_prefix(session_id) + turn_key(packed[0])),
-                          **to_item({TURNS: _compact(packed), **expiry(agent)})})
+                          **to_item({TURNS: _compact(packed, shared), RECORDED: shared,
+                                     **expiry(agent)})})
     return items
 
 
-def _turn(run: RunDelta) -> list[Any]:
-    """A run as a turn of its session, in the order `TURN_FIELDS` names."""
-    return [run.run_id, run.name, 1 if run.success else 0, run.started_at, run.recorded,
+def _turn(run: RunDelta, shared: str) -> list[Any]:
+    """A run as a turn of its session, in the order `TURNS` names."""
+    return [run.run_id, run.name, 1 if run.success else 0, run.started_at,
+            run.recorded[len(shared):],
             run.ended_at, run.duration_ms, float(number(run.cost_usd)),
             float(number(run.evidence_cost_usd)), run.tokens]
 
 
-def _compact(runs: list[RunDelta]) -> str:
-    return json.dumps([_turn(run) for run in runs], separators=(",", ":"))
+def _compact(runs: list[RunDelta], shared: str = "") -> str:
+    return json.dumps([_turn(run, shared) for run in runs], separators=(",", ":"))
 
 
 def _packed(runs: list[RunDelta]) -> list[list[RunDelta]]:
@@ -165,7 +172,8 @@ def session_runs_from_item(item: dict[str, Any], head: str) -> list[tuple[str, S
     the session (its sort key's tail): several (`TURNS`), or, as older code wrote it, one."""
     if TURNS not in item:
         return [(item["sk"][len(head):], _one_run(item))]
-    return [(f"{started}#{recorded}#{run_id}",
+    shared = item.get(RECORDED, "")
+    return [(f"{started}#{shared}{recorded}#{run_id}",
              SessionRun(run_id=run_id, name=name, status="success" if success else "failed",
                         started_at=started, ended_at=ended or None,
                         duration_ms=None if duration is None else float(duration),
