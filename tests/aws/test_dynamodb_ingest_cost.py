@@ -51,6 +51,15 @@ def test_an_otlp_span_with_two_kilobytes_of_content_costs_at_most_five_write_uni
     assert wru <= 5.0, f"{wru:.2f} WRU per span"
 
 
+def test_every_run_a_turn_of_two_conversations_costs_at_most_two_write_units_per_event(
+        ) -> None:
+    """Issue 29's budget with sessions: a batch's turns of one session share one item listing
+    them, beside the session's counters in the transaction."""
+    wru, rru = measure(batches=3, sessions=2).ingest
+    assert wru <= 2.0, f"{wru:.2f} WRU per event"
+    assert rru <= MAX_READ_UNITS_PER_EVENT, f"{rru:.2f} RRU per event"
+
+
 def test_a_subtask_that_hands_nothing_up_is_written_outside_the_transaction() -> None:
     """Only what must count once with the run goes in the batch's transaction: the root, the
     child handing it a cost, and the counters; the quiet subtasks are written each alone."""
@@ -159,15 +168,24 @@ def crash_at(store: DynamoStore, n: int) -> Callable[..., None]:
     return hook
 
 
-def the_batch() -> list[dict[str, Any]]:
+def the_batch(session: str | None = None) -> list[dict[str, Any]]:
     """A run whose child hands its cost up, beside two subtasks that hand nothing (written
-    alone, before the transaction), an open run, an event of no task and a log."""
-    return [*task_events("parent", cost=0.25), *task_events("child", parent="parent", cost=0.5),
+    alone, before the transaction), an open run, an event of no task and a log; with a
+    `session`, the run and another (`reply`) are its turns (their item put before the
+    transaction)."""
+    parent = task_events("parent", cost=0.25)
+    if session is None:
+        turns: list[dict[str, Any]] = []
+    else:
+        parent[0]["session_id"] = session
+        turns = task_events("reply")
+        turns[0]["session_id"] = session
+    return [*parent, *task_events("child", parent="parent", cost=0.5),
             *task_events("quiet", parent="parent"), *task_events("quieter", parent="quiet"),
-            *task_events("open")[:1], ev("custom"), ev("note", "parent")]
+            *task_events("open")[:1], ev("custom"), ev("note", "parent"), *turns]
 
 
-TASKS = ("parent", "child", "quiet", "quieter", "open")
+TASKS = ("parent", "child", "quiet", "quieter", "open", "reply")
 
 
 def state(store: DynamoStore) -> tuple[Any, ...]:
@@ -180,17 +198,26 @@ def state(store: DynamoStore) -> tuple[Any, ...]:
              if task is not None},
             {t: [e["id"] for e in store.ingest.task_events(REF, t)] for t in tasks},
             sorted(e["id"] for e in store.ingest.recent_events(REF, 100)),
-            store.ingest.daily(REF, "2000-01-01"))
+            store.ingest.daily(REF, "2000-01-01"),
+            _session(store))
+
+
+def _session(store: DynamoStore) -> tuple[Any, ...]:
+    stats, runs = store.runs.session_runs(REF, "chat", limit=100)
+    return (stats and (stats.runs, stats.successes, round(stats.cost_usd_total, 9)),
+            [r.run_id for r in runs])
 
 
 def test_a_batch_cut_short_at_any_request_counts_once_when_sent_again() -> None:
-    batch = clean(the_batch())
+    """Its runs in their session too: counted once, each listed once."""
+    batch = clean(the_batch("chat"))
     with dynamo_store() as store:
         total = requests_of(store, lambda: store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug),
                                                          batch, dropped=3))
         expected = state(store)
     assert total >= 4
-    assert expected[0] == (1, 1, 0.25, 3)
+    assert expected[0] == (2, 2, 0.25, 3)
+    assert expected[5] == ((2, 2, 0.25), ["parent", "reply"])
     for n in range(total):
         with dynamo_store() as store:
             hook = crash_at(store, n)
@@ -202,4 +229,5 @@ def test_a_batch_cut_short_at_any_request_counts_once_when_sent_again() -> None:
             assert again.accepted == 0, n
             got = state(store)
             assert got[:4] == expected[:4], (n, outcome)
+            assert got[5] == expected[5], n
             assert [d["runs"] for d in got[4]] == [d["runs"] for d in expected[4]], n

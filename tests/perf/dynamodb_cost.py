@@ -33,7 +33,8 @@ hourly round is the sweep, the looks at the active agents' monitors, the agents 
 failure clusters (`hourly_round`), shown
 whole and per event for an agent sending a batch a minute. Unit counts are deterministic:
 tests/aws/test_dynamodb_ingest_cost.py holds the steady batch to at most 2.5 WRU and 0.5 RRU
-per event all in and an OTLP span with 2 KB of content (`--otlp`) to 5 WRU,
+per event all in, a batch whose every run is a turn of two conversations (`--sessions 2`) to
+2 WRU, and an OTLP span with 2 KB of content (`--otlp`) to 5 WRU,
 tests/aws/test_dynamodb_run_page_cost.py the big run's page to under 50 RRU.
 """
 

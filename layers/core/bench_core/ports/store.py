@@ -129,7 +129,7 @@ class RunStore(Protocol):
                      ) -> tuple[SessionStats | None, list[SessionRun]]:
         """A session's counters (None for a session with no finished run) and its first
         `limit` finished runs in the order they started, in one indexed read (SQLite: the
-        `tasks_by_session` index; DynamoDB: one Query of the agent's `SRUN#{session}#` items)."""
+        `tasks_by_session` index; DynamoDB: one Query of the agent's `SESSION#{session}#` items)."""
         ...
 
     def list_sessions(self, ref: AgentRef, where: SessionFilter, *, limit: int,

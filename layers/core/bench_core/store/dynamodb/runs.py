@@ -62,7 +62,7 @@ from .codec.keys import META, TASK, AgentKeys, task_sort_key
 from .codec.sessions import (
     session_from_item,
     session_prefix,
-    session_run_from_item,
+    session_runs_from_item,
     sessions_pk,
 )
 from .codec.spans import FAILED_ROW, SPAN_ATTRIBUTES, task_from_span
@@ -213,21 +213,27 @@ class DynamoRuns:
 
     def session_runs(self, ref: AgentRef, session_id: str, *, limit: int
                      ) -> tuple[SessionStats | None, list[SessionRun]]:
-        """One Query of the agent's key: the session's counters, then its runs in start order
-        (`codec.sessions`), eventually consistent (half the units)."""
+        """One Query of the agent's key: the session's counters, then the items listing its
+        runs (`codec.sessions`), eventually consistent (half the units). An item's runs come
+        at or after its key, so the read stops at an item once `limit` runs come before it;
+        a run on two items (a batch sent again, cut otherwise) is taken once."""
         agent = AgentKeys(ref.login, ref.slug)
         head = session_prefix(session_id)
         params = self.table.query_params(agent.pk, "begins_with(#sk, :head)", head=head)
         params["ConsistentRead"] = False
         params["Limit"] = limit + 1
         stats: SessionStats | None = None
-        runs: list[SessionRun] = []
-        for item in itertools.islice(self.table.pages(params), limit + 1):
+        found: dict[str, tuple[str, SessionRun]] = {}
+        for item in self.table.pages(params):
             if item["sk"] == head:
                 stats = session_from_item(item)
-            elif len(runs) < limit:
-                runs.append(session_run_from_item(item))
-        return stats, runs
+                continue
+            start = item["sk"][len(head):]
+            if sum(1 for key, _ in found.values() if key < start) >= limit:
+                break
+            for key, run in session_runs_from_item(item, head):
+                found.setdefault(run.run_id, (key, run))
+        return stats, [run for _, run in sorted(found.values(), key=lambda kept: kept[0])[:limit]]
 
     def list_sessions(self, ref: AgentRef, where: SessionFilter, *, limit: int,
                       cursor: str | None = None) -> SessionsPage:

@@ -4,14 +4,19 @@
   (exactly once, as the agent's counters are), with when it began and last ended, and its
   user; its `gsi1` entry (`SESSIONS#{A}`, `{first_at}#{session}`) lists the agent's sessions
   newest first in one Query, a page at a time.
-- SESSION#{session}#{started_at}#{recorded}#{run}: a finished run as its session lists it (in
-  the order `sessions.turn_order` says), put before the transaction that finishes the run, as
-  the event pages are (`ingest.write_pages`): one write unit, not two, and never lost, since a
-  transaction that fails leaves its events to be sent again, which put the same item again. A
-  session's page may list a run a moment before its counters count it. Written in the
-  batch's unit. The counters' key is the prefix of its runs', so it sorts first: a session
-  with its runs, in the order they started, is one Query of `begins_with(sk,
-  "SESSION#{session}#")`, with no task item read.
+- SESSION#{session}#{started_at}#{recorded}#{run}: the runs of the session one batch
+  finished, in the order `sessions.turn_order` says, keyed by the first of them (`TURNS`,
+  compact JSON; a batch's turns of one session nearly always fit one item, and 5 turns fit
+  one write unit), put before the transaction that finishes the runs, as the event pages are
+  (`ingest.write_pages`): one write unit, not two, and never lost, since a transaction that
+  fails leaves its events to be sent again, which put the same items again (the same runs
+  make the same items; sent again otherwise cut, a run may be on two items, and is read
+  once). A session's page may list a run a moment before its counters count it. The
+  counters' key is the prefix of its runs', so it sorts first: a session with its runs, in
+  the order they started, is one Query of `begins_with(sk, "SESSION#{session}#")`, with no
+  task item read. An item's runs all come at or after its key, so the first `limit` runs
+  are known once `limit` of those read come before the next item's key. Older code wrote
+  one item per run, its fields as attributes: read as such (`session_runs_from_item`).
 
 - The sessions no verdict covers (`evals/session_judge.py`): the counters update that finds
   the item off the queue puts it on, in the KEYS_ONLY `tasks` index under partitions of its
@@ -25,9 +30,9 @@
   removes the keys while no run ended since, and a later run puts them back.
 
 A session id never holds '#' (`field_limits.SESSION_RULE`), so one session's prefix is no other's.
-Each finished run in a session puts its item (1 WRU), and each session a batch finishes runs of
-updates its counters in the transaction (2 WRU) and their `gsi1` entry (1); a run without a
-session writes neither
+Each session a batch finishes runs of puts one item of them (1 WRU a KB, where each run
+cost 1 WRU when each had its own) and updates its counters in the transaction (2 WRU) and
+their `gsi1` entry (1); a run without a session writes neither
 (`tests/perf/dynamodb_cost.py --sessions`).
 """
 
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from decimal import Decimal
 from typing import Any
 
@@ -47,6 +53,15 @@ SESSION = "SESSION#"
 SESSIONQ = "SESSIONQ#"
 QUEUE_SHARDS = 8
 """Partitions the sessions awaiting a verdict are spread over (by agent and session)."""
+TURNS = "turns"
+"""A session-run item's runs, as compact JSON: each `[run_id, name, success (1/0), started_at,
+recorded (after `RECORDED`), ended_at, duration_ms, cost_usd, evidence_cost_usd, tokens]`."""
+RECORDED = "recorded"
+"""What the `recorded` of an item's runs begin with (one batch's runs: its times), kept once;
+each run keeps the rest."""
+TURNS_BYTES = 16_000
+"""Past this much JSON a batch's runs of one session go on a further item (far below 400 KB:
+a Query reads whole items)."""
 QUEUE_INDEX, QUEUE_PK, QUEUE_SK = "tasks", "tlpk", "tlsk"
 """Where they wait: a KEYS_ONLY index (`table.py`), whose entry no counters update rewrites."""
 
@@ -102,19 +117,70 @@ def session_updates(agent: AgentKeys, runs: list[RunDelta]) -> list[Update]:
     return updates
 
 
+def turn_key(run: RunDelta) -> str:
+    """Where a run comes in its session (`sessions.turn_order`), as its sort key's tail."""
+    return f"{run.started_at}#{run.recorded}#{run.run_id}"
+
+
 def session_run_items(agent: AgentKeys, runs: list[RunDelta]) -> list[dict[str, Any]]:
-    """The item of each finished run in a session, as its session lists it."""
-    return [{**agent.key(f"{session_prefix(run.session_id)}{run.started_at}#{run.recorded}#"
-                         f"{run.run_id}"),
-             **to_item({"run_id": run.run_id, "status": "success" if run.success else "failed",
-                        "started_at": run.started_at, "ended_at": run.ended_at,
-                        "cost_usd": number(run.cost_usd),
-                        "evidence_cost_usd": number(run.evidence_cost_usd),
-                        "tokens": run.tokens, **expiry(agent),
-                        **({"name": run.name} if run.name else {}),
-                        **({"duration_ms": number(run.duration_ms)}
-                           if run.duration_ms is not None else {})})}
-            for run in runs if run.session_id is not None]
+    """The items listing a batch's finished runs in their sessions: a session's runs of the
+    batch on one item (more only past `TURNS_BYTES`), keyed by the first of them in turn
+    order and holding them in that order (`TURNS`). The same runs make the same items, so a
+    batch sent again puts the same items again."""
+    by_session: dict[str, list[RunDelta]] = {}
+    for run in sorted(runs, key=turn_key):
+        if run.session_id is not None:
+            by_session.setdefault(run.session_id, []).append(run)
+    items = []
+    for session_id, turns in by_session.items():
+        for packed in _packed(turns):
+            shared = os.path.commonprefix([run.recorded for run in packed])
+            items.append({**agent.key(session_prefix(session_id) + turn_key(packed[0])),
+                          **to_item({TURNS: _compact(packed, shared), RECORDED: shared,
+                                     **expiry(agent)})})
+    return items
+
+
+def _turn(run: RunDelta, shared: str) -> list[Any]:
+    """A run as a turn of its session, in the order `TURNS` names."""
+    return [run.run_id, run.name, 1 if run.success else 0, run.started_at,
+            run.recorded[len(shared):],
+            run.ended_at, run.duration_ms, float(number(run.cost_usd)),
+            float(number(run.evidence_cost_usd)), run.tokens]
+
+
+def _compact(runs: list[RunDelta], shared: str = "") -> str:
+    return json.dumps([_turn(run, shared) for run in runs], separators=(",", ":"))
+
+
+def _packed(runs: list[RunDelta]) -> list[list[RunDelta]]:
+    """`runs` in order, cut where an item would pass `TURNS_BYTES`."""
+    packs: list[list[RunDelta]] = [[]]
+    size = 1  # the list's brackets, and a comma or bracket per turn
+    for run in runs:
+        grown = size + len(_compact([run]).encode()) - 1
+        if packs[-1] and grown > TURNS_BYTES:
+            packs.append([])
+            grown -= size - 1
+        packs[-1].append(run)
+        size = grown
+    return packs
+
+
+def session_runs_from_item(item: dict[str, Any], head: str) -> list[tuple[str, SessionRun]]:
+    """The runs an item under the session's prefix `head` lists, each with where it comes in
+    the session (its sort key's tail): several (`TURNS`), or, as older code wrote it, one."""
+    if TURNS not in item:
+        return [(item["sk"][len(head):], _one_run(item))]
+    shared = item.get(RECORDED, "")
+    return [(f"{started}#{shared}{recorded}#{run_id}",
+             SessionRun(run_id=run_id, name=name, status="success" if success else "failed",
+                        started_at=started, ended_at=ended or None,
+                        duration_ms=None if duration is None else float(duration),
+                        cost_usd=float(cost), evidence_cost_usd=float(evidence),
+                        tokens=int(tokens)))
+            for run_id, name, success, started, recorded, ended, duration, cost, evidence, tokens
+            in json.loads(item[TURNS])]
 
 
 def session_from_item(item: dict[str, Any]) -> SessionStats:
@@ -151,7 +217,8 @@ def verdict_update(agent: AgentKeys, session_id: str, result: EvalResult, judged
     return update
 
 
-def session_run_from_item(item: dict[str, Any]) -> SessionRun:
+def _one_run(item: dict[str, Any]) -> SessionRun:
+    """A session-run item as older code wrote it: one run, its fields as attributes."""
     duration = item.get("duration_ms")
     return SessionRun(
         run_id=item["run_id"], name=item.get("name"), status=item["status"],
