@@ -161,8 +161,9 @@ class IngestStore(Protocol):
                dropped: int = 0) -> IngestOutcome: ...
     def ingest_many(self, writes: Sequence[IngestWrite]) -> list[IngestOutcome | Exception]:
         """Each write as `ingest` makes it, in one commit where the store can (SQLite: one
-        transaction, a savepoint each), so that several requests' batches pay for one: a write
-        that fails is undone alone and its exception is its result, in the writes' order."""
+        transaction; if a write fails it is undone and each written on its own), so that
+        several requests' batches pay for one: a write that fails stores nothing and its
+        exception is its result, in the writes' order."""
         ...
 
     # reads
