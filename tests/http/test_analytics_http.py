@@ -126,33 +126,35 @@ def test_a_bad_parameter_is_a_400_naming_it(bench_server: RunningServer, params:
 
 
 def test_error_rate_by_failure_cluster_shows_numbers_to_all_and_labels_to_the_owner(
-        bench_server: RunningServer) -> None:
+        server_on_each_store: RunningServer) -> None:
     """The cluster step counts the runs it assigns where they ended; the JSON twin and the
     profile's chart give each cluster's id and share of runs to anyone, its label (made of
-    the failures' content, hidden by default) to the owner alone."""
+    the failures' content, hidden by default) to the owner alone, on each store."""
     from bench_core.clustering.workflow import cluster_agent
 
+    server = server_on_each_store
+
     login = new_login()
-    key = bench_server.create_key(login)
-    assert post(bench_server, batch("agent", runs_an_hour_ago(bench_server, 10, 4, "t")),
+    key = server.create_key(login)
+    assert post(server, batch("agent", runs_an_hour_ago(server, 10, 4, "t")),
                 key).status_code == 200
-    cluster_agent(bench_server.services, {"agent": f"{login}/agent"})
+    cluster_agent(server.services, {"agent": f"{login}/agent"})
     path = f"/api/agents/{login}/agent/analytics"
-    visitor = httpx.get(bench_server.url + path, params={"range": "24h"}, timeout=10)
+    visitor = httpx.get(server.url + path, params={"range": "24h"}, timeout=10)
     assert SECRET not in visitor.text
     (cluster,) = visitor.json()["failure_clusters"]
     assert cluster == {"id": "c1", "label": HIDDEN, "current": True, "failures": 4,
                        "error_rate": pytest.approx(0.4)}
     (hour,) = [b for b in visitor.json()["buckets"] if b["runs"]]
     assert hour["cluster_failures"] == {"c1": 4}
-    (owned,) = bench_server.get(path, key, range="24h")["failure_clusters"]
+    (owned,) = server.get(path, key, range="24h")["failure_clusters"]
     assert SECRET.split("-")[0] in owned["label"], "the owner sees what the cluster says"
-    assert bench_server.get(path, key, version="2.0.0")["failure_clusters"] is None, \
+    assert server.get(path, key, version="2.0.0")["failure_clusters"] is None, \
         "counted for the agent as a whole"
-    section = fetch(bench_server, f"/u/{login}/agent?range=24h").text
+    section = fetch(server, f"/u/{login}/agent?range=24h").text
     section = section[section.index('id="chart-clusters"'):]
     section = section[:section.index("</figure>")]
     assert "<svg" in section and 'data-cluster="c1"' in section and "40% of runs" in section
     assert SECRET not in section
-    owners = fetch(bench_server, f"/u/{login}/agent?range=24h", key).text
+    owners = fetch(server, f"/u/{login}/agent?range=24h", key).text
     assert SECRET.split("-")[0] in owners[owners.index('id="chart-clusters"'):]
