@@ -19,7 +19,7 @@ from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA
 
 from tests.factories import clean, ev, task_events
-from tests.sqlite_layouts import keyed_events, killed_mid_chunk, legacy_events
+from tests.sqlite_layouts import killed_mid_chunk, legacy_events, todays_events
 
 REF = AgentRef("alice", "agent-1")
 PACKED = MIGRATIONS.index(repack.repack)
@@ -96,8 +96,8 @@ def old_database(path: Path) -> dict[str, Any]:
     db = Database(path)
     db.migrate(MIGRATIONS[:PACKED], lambda conn, version: None)
     with db.write() as conn:  # what today's ingest writes that came after packing (counters
-        # over time, keyed events: taken back below)
-        keyed_events(conn)
+        # over time, grouped events: taken back below)
+        todays_events(conn)
         conn.execute(TIMESERIES_SCHEMA)
         for column in COST_SQUARES_SCHEMA.split(";")[:-1]:
             conn.execute(column)

@@ -175,19 +175,54 @@ def pack_event(body_json: str, event_id: str, kind: str, ts: str, task_id: str |
     else:
         rest, quoted_id, quoted_kind, quoted_task = found
         text = f"[{quoted_kind},{quoted_task},{quoted_id},{rest}]"
+    return pack_record(text)
+
+
+def pack_record(text: str) -> bytes:
+    """JSON as an events row's record holds it: packed (format 2) when that is smaller, its
+    first byte saying which."""
     data = text.encode()
     packed = _deflate(data, _WIDE)
     return (bytes((_EVENT_PLAIN | _WIDE,)) + packed if len(packed) < len(data)
             else bytes((_EVENT_PLAIN,)) + data)
 
 
+def unpack_record(stored: bytes) -> Any:
+    """The JSON value `pack_record` stored."""
+    form = stored[0] & ~_EVENT_PLAIN
+    return from_json(_inflate(form, stored[1:]) if form else stored[1:])
+
+
 def unpack_event(stored: bytes, ts: str) -> dict[str, Any]:
     """The event's body as it was sent, from what `pack_event` stored and its time."""
-    form = stored[0] & ~_EVENT_PLAIN
-    found = from_json(_inflate(form, stored[1:]) if form else stored[1:])
+    found = unpack_record(stored)
     if isinstance(found, dict):
         return found
     kind, task_id, event_id, rest = found
+    head: dict[str, Any] = {"id": event_id, "kind": kind, "ts": ts}
+    if task_id is not None:
+        head["task_id"] = task_id
+    return {**head, **rest}
+
+
+def event_entry(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None,
+                back: int, exact: bool) -> str:
+    """An event as one entry of its task's record (`events.py`): `[kind, id, back, rest]`
+    when its body leads with its columns and its time is `back` milliseconds before the row's
+    (`exact`: the row gives it back as it was sent), else `[back, body]`, the body whole."""
+    found = _rest(body_json, event_id, kind, ts, task_id) if exact else None
+    if found is None:
+        return f"[{back},{body_json}]"
+    rest, quoted_id, quoted_kind, _ = found
+    return f"[{quoted_kind},{quoted_id},{back},{rest}]"
+
+
+def entry_body(entry: list[Any], task_id: str | None, ts: str) -> dict[str, Any]:
+    """The event's body as it was sent, from its `event_entry`, its record's task id and its
+    time (`ts`, read from the row, unless the entry holds the body whole)."""
+    if len(entry) == 2:
+        return dict(entry[1])
+    kind, event_id, _, rest = entry
     head: dict[str, Any] = {"id": event_id, "kind": kind, "ts": ts}
     if task_id is not None:
         head["task_id"] = task_id

@@ -24,7 +24,7 @@ from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchm
 from .clusters import CLUSTERS_SCHEMA, SqliteClusters
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
-from .events import rekey_events
+from .events import group_events, rekey_events
 from .feedback import AGREEMENT_SCHEMA, FEEDBACK_SCHEMA, LABEL_SET_SCHEMA, SqliteFeedback
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
@@ -104,6 +104,8 @@ MIGRATIONS: list[Migration] = [
     narrow_run_text,
     # 31: a parent's children indexed without their task ids, the roots apart
     NARROW_TASK_INDEXES,
+    # 32: a task's events of one batch in one row and one packed record (resumable)
+    group_events,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
