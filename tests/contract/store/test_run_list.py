@@ -17,6 +17,7 @@ from bench_core.ports.store import Store
 from bench_core.store.sqlite import run_list as sqlite_run_list
 from bench_core.store.sqlite.events import group_events, rekey_events
 from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text
+from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events, ts
@@ -201,6 +202,14 @@ def without_run_text(conn: sqlite3.Connection) -> None:
             continue
         if later in (narrow_run_text, group_events):  # its index dropped above; the events
             continue  # taken back to before either by `legacy_events`
+        if later is SPANS_BY_RUN:  # the run's indexes (those left) as they were, roots in them
+            for name, before in (("tasks_by_run", "CREATE INDEX tasks_by_run ON tasks "
+                                  "(agent_id, run_id, sort_ts, task_id)"),
+                                 ("tasks_failed_by_run", RUN_FAILURES_SCHEMA)):
+                if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (name,)).fetchone():
+                    conn.execute(f"DROP INDEX {name}")
+                    conn.execute(before)
+            continue
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):
             conn.execute(f"DROP INDEX IF EXISTS {index}")

@@ -32,7 +32,15 @@ from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .run_list import add_run_text, narrow_run_text
-from .runs import NARROW_TASK_INDEXES, RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .runs import (
+    NARROW_TASK_INDEXES,
+    RUN_FAILURES_SCHEMA,
+    RUNS_SCHEMA,
+    SPAN_ROW_SCHEMA,
+    SPANS_BY_RUN,
+    SqliteRuns,
+    backfill_runs,
+)
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
 from .timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
@@ -106,6 +114,8 @@ MIGRATIONS: list[Migration] = [
     NARROW_TASK_INDEXES,
     # 32: a task's events of one batch in one row and one packed record (resumable)
     group_events,
+    # 33: a run's indexes without its root
+    SPANS_BY_RUN,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
