@@ -22,7 +22,7 @@ together, never fewer.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from hashlib import blake2b
 from heapq import heappop, heappush
@@ -235,11 +235,18 @@ def rekey_events(db: Database, number: int) -> bool:
     """The migration: copy the events, in order of `seq`, into `events_keyed`, then swap the
     tables (`connection.copy_and_swap`); whether it moved any (then `Database.migrate` vacuums
     the file)."""
+    return _move(db, number, EVENTS_SCHEMA, copy_events, "events_keyed", EVENT_INDEXES)
+
+
+def _move(db: Database, number: int, schema: str, copy: Callable[[sqlite3.Connection], int],
+          staged: str, indexes: str) -> bool:
+    """Make the `staged` table (`schema`) unless the step is done, then copy the events into
+    it and swap (`connection.copy_and_swap`)."""
     with db.write() as conn:
         if migrated(conn, number):
             return False
-        conn.execute(EVENTS_SCHEMA)
-    return copy_and_swap(db, number, copy_events, "events", "events_keyed", EVENT_INDEXES)
+        conn.execute(schema)
+    return copy_and_swap(db, number, copy, "events", staged, indexes)
 
 
 def copy_events(conn: sqlite3.Connection) -> int:
@@ -280,11 +287,7 @@ def group_events(db: Database, number: int) -> bool:
     `events_grouped` (a chunk's events of one task in one row), then swap the tables
     (`connection.copy_and_swap`); whether it moved any (then `Database.migrate` vacuums the
     file)."""
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        conn.execute(GROUPED_SCHEMA)
-    return copy_and_swap(db, number, copy_groups, "events", "events_grouped", GROUPED_INDEXES)
+    return _move(db, number, GROUPED_SCHEMA, copy_groups, "events_grouped", GROUPED_INDEXES)
 
 
 def copy_groups(conn: sqlite3.Connection) -> int:

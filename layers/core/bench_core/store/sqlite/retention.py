@@ -1,9 +1,10 @@
 """How long SQLite keeps what (DynamoDB's side is `dynamodb/retention.py`): what `purge_expired`
 deletes when the local server's hourly round runs it.
 
-- Raw events older than the retention (`Limits.event_retention_days`, by their time), except
-  each agent's newest `Limits.recent_events` (SPEC section 4's ring buffer): a quiet agent still
-  shows its last events.
+- Raw events older than the retention (`Limits.event_retention_days`, by their time; a task's
+  events of one batch, one row, `events.py`, when the newest of them is), except each agent's
+  newest `Limits.recent_events` rows, as many events or more (SPEC section 4's ring buffer): a
+  quiet agent still shows its last events.
 - A temporary agent (the /try sandbox's) past its `expires_at`, with all it holds: events,
   tasks, days, judge spend, insights, its capability card, grants, quota counters,
   benchmark runs and feedback, its expired keys and, once it has no agent left, its user.
