@@ -194,3 +194,29 @@ def test_a_tasks_events_are_read_from_its_stretch_of_the_task_index(tmp_path: Pa
         assert "INDEX events_by_task" in plan, plan
     finally:
         store.close()
+
+
+def test_the_purge_spares_exactly_the_newest_events_though_a_row_holds_older_ones(
+        tmp_path: Path) -> None:
+    """Events past the retention go but the newest `spared`: whole rows where all of theirs
+    go, and the older events of a row whose newest is spared taken out of its record."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        times = [f"2026-12-02T16:00:0{i}.000Z" for i in range(6)]
+        store.ingest.ingest("alice", META, clean([
+            ev("task.start", "old", ts=times[0]), ev("task.end", "old", ts=times[1], status="success")]))
+        store.ingest.ingest("alice", META, clean([
+            ev("task.start", "t", ts=times[2]), ev("task.log", "t", ts=times[3]),
+            ev("task.end", "t", ts=times[4], status="success"), ev("custom", ts=times[5])]))
+        before = store.ingest.recent_events(REF, 10)
+        cutoff, _ = events.millis("2026-12-03T00:00:00.000Z")
+        with store.db.write() as conn:
+            assert events.purge(conn, 1, cutoff, 3) == 3
+            assert events.purge(conn, 1, cutoff, 3) == 0
+        assert store.ingest.recent_events(REF, 10) == before[:3]
+        assert [e["kind"] for e in store.ingest.task_events(REF, "t")] == ["task.log", "task.end"]
+        assert store.ingest.task_events(REF, "old") == []
+        held = store.db.reader().execute("SELECT sum(n), count(*) FROM events").fetchone()
+        assert tuple(held) == (3, 2)
+    finally:
+        store.close()

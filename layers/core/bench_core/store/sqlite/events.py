@@ -197,10 +197,11 @@ def held(conn: sqlite3.Connection, agent_id: int, task_ids: set[str]) -> dict[st
     return counts
 
 
-def recent(reader: sqlite3.Connection, agent_id: int, limit: int) -> list[dict[str, Any]]:
-    """The agent's newest events, newest first: rows read newest first by their newest event
-    (`events_recent`) until the events already read newer than the next row's newest are
-    enough."""
+def _newest(reader: sqlite3.Connection, agent_id: int, limit: int
+            ) -> list[tuple[int, int, int, str | None, dict[str, Any]]]:
+    """The agent's newest `limit` events as `_unpacked` gives them, newest first: rows read
+    newest first by their newest event (`events_recent`) until the events already read newer
+    than the next row's newest are enough."""
     found: list[tuple[int, int, int, str | None, dict[str, Any]]] = []
     pending: list[int] = []  # the times of the events read, negated: newest first
     newer = 0
@@ -216,7 +217,38 @@ def recent(reader: sqlite3.Connection, agent_id: int, limit: int) -> list[dict[s
             found.append(event)
             heappush(pending, -event[0])
     found.sort(key=lambda event: event[:3], reverse=True)
-    return [event[4] for event in found[:limit]]
+    return found[:limit]
+
+
+def recent(reader: sqlite3.Connection, agent_id: int, limit: int) -> list[dict[str, Any]]:
+    """The agent's newest events, newest first."""
+    return [event[4] for event in _newest(reader, agent_id, limit)]
+
+
+def purge(conn: sqlite3.Connection, agent_id: int, before: int, spared: int) -> int:
+    """Delete the agent's events older than `before` (ms) but its newest `spared`, a row
+    when its newest event goes (a task's events of one batch stay with their newest); the
+    rows whose newest is spared lose their other events that go. How many went."""
+    newest = _newest(conn, agent_id, spared)
+    if len(newest) < spared or not spared:
+        return 0
+    last = newest[-1][:3]
+    (gone,) = conn.execute(
+        "SELECT coalesce(sum(n), 0) FROM events WHERE agent_id = ? AND ts < ? "
+        "AND (ts, seq) < (?, ?)", (agent_id, before, *last[:2])).fetchone()
+    conn.execute("DELETE FROM events WHERE agent_id = ? AND ts < ? AND (ts, seq) < (?, ?)",
+                 (agent_id, before, *last[:2]))
+    for seq, ts, record in conn.execute(
+            "SELECT seq, ts, record FROM events WHERE agent_id = ? AND ts < ? "
+            "AND (ts, seq) >= (?, ?)", (agent_id, before, *last[:2])).fetchall():
+        task_id, entries = unpack_record(record)
+        kept = [entry for place, entry in enumerate(entries)
+                if (ts - (entry[2] if len(entry) == 4 else entry[0]), seq, place) >= last]
+        if len(kept) < len(entries):
+            gone += len(entries) - len(kept)
+            conn.execute("UPDATE events SET n = ?, record = ? WHERE seq = ?",
+                         (len(kept), pack_record(dumps([task_id, kept])), seq))
+    return int(gone)
 
 
 def of_task(reader: sqlite3.Connection, agent_id: int, task_id: str) -> list[dict[str, Any]]:
