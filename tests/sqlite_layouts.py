@@ -1,5 +1,6 @@
 """SQLite files in the layouts of older versions, for the tests of the migrations that move
-them on: the events table before and after `events.rekey_events`."""
+them on: the events table before `events.rekey_events`, after it, and after
+`events.group_events` (today's)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,19 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench_core.domain.field_limits import dumps
-from bench_core.store.sqlite.events import EVENT_INDEXES, EVENTS_SCHEMA, time_of
-from bench_core.store.sqlite.packing import pack_body, unpack_event
+from bench_core.store.sqlite.events import (
+    EVENT_INDEXES,
+    EVENTS_SCHEMA,
+    GROUPED_INDEXES,
+    GROUPED_SCHEMA,
+    key,
+    millis,
+    time_of,
+)
+from bench_core.store.sqlite.packing import entry_body, pack_body, pack_event, unpack_record
 
 LEGACY_EVENTS = """
     CREATE TABLE events_legacy (
@@ -25,36 +35,66 @@ LEGACY_EVENTS = """
 """The events table of the first migration (its indexes made after the rename)."""
 
 
-def keyed_events(conn: sqlite3.Connection) -> None:
+def todays_events(conn: sqlite3.Connection) -> None:
     """The events table of a file from before `rekey_events` (empty) replaced by today's, so
     that today's ingest writes into a file of that older version."""
     assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 0
     conn.execute("DROP TABLE events")
-    conn.execute(EVENTS_SCHEMA)
-    conn.execute("ALTER TABLE events_keyed RENAME TO events")
-    for statement in filter(str.strip, EVENT_INDEXES.split(";")):
+    conn.execute(GROUPED_SCHEMA)
+    conn.execute("ALTER TABLE events_grouped RENAME TO events")
+    for statement in filter(str.strip, GROUPED_INDEXES.split(";")):
         conn.execute(statement)
+
+
+def stored_events(conn: sqlite3.Connection) -> list[tuple[int, dict[str, Any]]]:
+    """Every event of today's table as (agent id, body), in the order they were stored."""
+    found = []
+    for agent_id, ts, record in conn.execute(
+            "SELECT agent_id, ts, record FROM events ORDER BY seq").fetchall():
+        task_id, entries = unpack_record(record)
+        for entry in entries:
+            ms = ts - (entry[2] if len(entry) == 4 else entry[0])
+            found.append((agent_id, entry_body(entry, task_id, time_of(ms))))
+    return found
+
+
+def _swap(conn: sqlite3.Connection, staged: str, indexes: str) -> None:
+    conn.execute("DROP TABLE events")
+    conn.execute(f"ALTER TABLE {staged} RENAME TO events")
+    for statement in filter(str.strip, indexes.split(";")):
+        conn.execute(statement)
+
+
+def keyed_events(conn: sqlite3.Connection) -> None:
+    """Today's events table taken back to the layout before `group_events`: a row per event,
+    its id and task id hashed, its body a record of its own."""
+    events = stored_events(conn)
+    conn.execute(EVENTS_SCHEMA)
+    rows = []
+    for seq, (agent_id, body) in enumerate(events, start=1):
+        ms, exact = millis(body["ts"])
+        task_id = body.get("task_id")
+        rows.append((seq, agent_id, key(body["id"]), None if task_id is None else key(task_id),
+                     ms, pack_event(dumps(body), body["id"], body["kind"], body["ts"], task_id,
+                                    with_time=not exact)))
+    conn.executemany("INSERT INTO events_keyed VALUES (?, ?, ?, ?, ?, ?)", rows)
+    _swap(conn, "events_keyed", EVENT_INDEXES)
 
 
 def legacy_events(conn: sqlite3.Connection) -> None:
     """Today's events table taken back to the layout before `rekey_events`: ids, kinds and task
     ids in columns, bodies as `pack_body` stored them."""
+    events = stored_events(conn)
     table, *indexes = filter(str.strip, LEGACY_EVENTS.split(";"))
     conn.execute(table)
     rows = []
-    for seq, agent_id, ms, record in conn.execute(
-            "SELECT seq, agent_id, ts, record FROM events ORDER BY seq").fetchall():
-        body = unpack_event(record, time_of(ms))
+    for seq, (agent_id, body) in enumerate(events, start=1):
         ts = body["ts"]
         rows.append((seq, agent_id, body["id"], body["kind"], ts, body.get("task_id"),
                      pack_body(dumps(body), body["id"], body["kind"], ts,
                                body.get("task_id"))))
     conn.executemany("INSERT INTO events_legacy VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-    conn.execute("DROP TABLE events")
-    conn.execute("ALTER TABLE events_legacy RENAME TO events")
-    for statement in indexes:
-        conn.execute(statement)
-
+    _swap(conn, "events_legacy", ";".join(indexes))
 
 
 KILLED_MID_CHUNK = """

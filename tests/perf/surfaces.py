@@ -119,13 +119,13 @@ def main() -> None:
         for slug, events in sizes.items():
             print(f"filling {slug} with {events:,} events", flush=True)
             fill(store, slug, events)
-        stored = store.db.reader().execute("SELECT count(*) FROM events").fetchone()[0]
+        stored = store.db.reader().execute("SELECT sum(n) FROM events").fetchone()[0]
         print(f"stored events: {stored:,}\n")
         print(f"{'agent':<40}{'surface':<10}{'p50 ms':>9}{'p99 ms':>9}")
         for slug in sizes:
             agent = store.agents.get_agent(AgentRef(LOGIN, slug))
             events = store.db.reader().execute(
-                "SELECT count(*) FROM events JOIN agents ON agents.id = events.agent_id "
+                "SELECT sum(n) FROM events JOIN agents ON agents.id = events.agent_id "
                 "WHERE slug = ?", (slug,)).fetchone()[0]
             label = f"{slug} ({events:,} events, {agent.stats.runs:,} runs)"
             for surface, (p50, p99) in measure(store, slug, args.repeats).items():

@@ -19,7 +19,7 @@ from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA
 
 from tests.factories import clean, ev, task_events
-from tests.sqlite_layouts import keyed_events, killed_mid_chunk, legacy_events
+from tests.sqlite_layouts import killed_mid_chunk, legacy_events, todays_events
 
 REF = AgentRef("alice", "agent-1")
 PACKED = MIGRATIONS.index(repack.repack)
@@ -96,8 +96,8 @@ def old_database(path: Path) -> dict[str, Any]:
     db = Database(path)
     db.migrate(MIGRATIONS[:PACKED], lambda conn, version: None)
     with db.write() as conn:  # what today's ingest writes that came after packing (counters
-        # over time, keyed events: taken back below)
-        keyed_events(conn)
+        # over time, grouped events: taken back below)
+        todays_events(conn)
         conn.execute(TIMESERIES_SCHEMA)
         for column in COST_SQUARES_SCHEMA.split(";")[:-1]:
             conn.execute(column)
@@ -218,15 +218,31 @@ def test_a_migration_killed_mid_transaction_resumes_from_its_last_commit(tmp_pat
         store.close()
 
 
-def test_a_value_packed_before_the_wide_format_still_reads() -> None:
-    """Files hold format 1 (a 1 KB window) from before format 2; both read."""
+def test_values_packed_in_every_earlier_format_still_read() -> None:
+    """Files hold format 1 (a 1 KB window) from before format 2, and format 2 from before
+    format 3; all read, and today's is no longer than either."""
     from bench_core.store.sqlite import packing
 
     text = dumps(chat_span("t", "p")[2]["data"])
-    old = bytes((1,)) + packing._deflate(text.encode(), 1)
+    older = [bytes((form,)) + packing._deflate(text.encode(), form) for form in (1, 2)]
     new = packing.pack(text)
-    assert isinstance(new, bytes) and new[0] == 2 and len(new) <= len(old)
-    assert load(old) == load(new) == load(text)
+    assert isinstance(new, bytes) and new[0] == 3 and len(new) <= min(map(len, older))
+    assert load(older[0]) == load(older[1]) == load(new) == load(text)
+
+
+def test_the_offline_judges_evaluation_packs_small() -> None:
+    """What every run's root holds when no model judges: a few dozen bytes, not a hundred."""
+    from bench_core.store.sqlite import packing
+
+    verdict = {"status": "scored", "judge": "heuristic-v1", "at": "2027-03-01T08:00:00.000Z",
+               "score": 1.0, "reasoning": "The task succeeded with a non-empty output; no "
+               "warning signs.", "reason": None, "prompt_version": "heuristic-v1",
+               "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "attempts": 1,
+               "private": True}
+    wide = bytes((2,)) + packing._deflate(dumps(verdict).encode(), 2)
+    packed = packing.pack_json(verdict)
+    assert isinstance(packed, bytes) and len(packed) < 40 < len(wide)
+    assert load(packed) == verdict
 
 
 def test_a_tasks_usage_is_stored_without_its_defaults_and_reads_back_whole(

@@ -15,12 +15,13 @@ from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.run_list import Range, RunFilter
 from bench_core.ports.store import Store
 from bench_core.store.sqlite import run_list as sqlite_run_list
-from bench_core.store.sqlite.events import rekey_events
+from bench_core.store.sqlite.events import group_events, rekey_events
 from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text
+from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events, ts
-from tests.sqlite_layouts import legacy_events
+from tests.sqlite_layouts import keyed_events, legacy_events
 
 REF = AgentRef("alice", "agent-1")
 HOUR = 3_600_000
@@ -199,7 +200,15 @@ def without_run_text(conn: sqlite3.Connection) -> None:
         if later is rekey_events:
             legacy_events(conn)
             continue
-        if later is narrow_run_text:  # its index dropped above
+        if later in (narrow_run_text, group_events):  # its index dropped above; the events
+            continue  # taken back to before either by `legacy_events`
+        if later is SPANS_BY_RUN:  # the run's indexes (those left) as they were, roots in them
+            for name, before in (("tasks_by_run", "CREATE INDEX tasks_by_run ON tasks "
+                                  "(agent_id, run_id, sort_ts, task_id)"),
+                                 ("tasks_failed_by_run", RUN_FAILURES_SCHEMA)):
+                if conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?", (name,)).fetchone():
+                    conn.execute(f"DROP INDEX {name}")
+                    conn.execute(before)
             continue
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):
@@ -242,6 +251,7 @@ def test_sqlite_narrows_the_search_index_of_an_older_file_and_finds_as_before(
         conn.execute("DROP TABLE tasks_text")
         conn.execute(sqlite_run_list.RUN_TEXT_SCHEMA[0])
         conn.execute(sqlite_run_list.RUN_TEXT_SCHEMA[-len(sqlite_run_list.SORT_INDEXES) - 1])
+        keyed_events(conn)  # as events were then
         conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(narrow_run_text)}")
     store.close()
     store = SqliteStore.open(path)

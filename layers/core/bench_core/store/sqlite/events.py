@@ -1,31 +1,46 @@
-"""The events table on SQLite: each event one row of integers (its time in milliseconds) and its
-packed record (`packing.pack_event`), and three narrow indexes; and the migration that moves a
-database's events into it (`store.MIGRATIONS`), a chunk per transaction, resuming where it
-stopped.
+"""The events table on SQLite: a row per task and batch (its events in one packed record,
+`packing.event_entry`) or per event of no task, each row integers (its newest event's time in
+milliseconds, hashes of its task id or event id) and the record, and three narrow indexes; and
+the migrations that moved a database's events there (`store.MIGRATIONS`), each a chunk per
+transaction, resuming where it stopped.
 
 An event's id and task id (an OTLP span's are 50-odd characters) were stored in its row and
 again in two indexes, and its time as text in its row and an index: some 1,200 bytes per span
-in rows and indexes. Now the indexes hold 64-bit hashes of the ids (`key`) and the time as a
-number (`millis`), and the texts live once, in the packed record, where an id that starts with
-its task id costs a few bytes. A hash finds candidates;
-the record says what they are: the dedupe compares the ids themselves, so two ids that share a
-hash are both kept, and a task's events are its own. Only the count of a task's events
-(`held`, for `field_limits.within_task_limit`) counts by hash: two tasks sharing one (some
-one in 10^9 for a million tasks of one start) would count together, never fewer.
+in rows and indexes. Keyed (`rekey_events`), the indexes held 64-bit hashes of the ids (`key`)
+and the time as a number (`millis`), the texts once, in a packed record per event: still some
+580 bytes per span of three events, a third of them each event's row and index entries, most
+of the rest what its records repeat of each other (the task id, the name, the time). Grouped
+(`group_events`), a span's events are one row, one record packed as a whole, and two index
+entries. A hash finds candidates; the record says what they are: the dedupe compares the ids
+themselves among the task's events (an event of no task among those of none, by its id's
+hash), as DynamoDB's does, so ids that share a hash are both kept, and a task's events are its
+own. Only the count of a task's events (`held`, for `field_limits.within_task_limit`) counts by
+hash: two tasks sharing one (some one in 10^9 for a million tasks of one start) would count
+together, never fewer.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from hashlib import blake2b
+from heapq import heappop, heappush
 from typing import Any
 from zlib import crc32
 
 from ...domain.field_limits import dumps
 from ...domain.models import CleanEvent, iso
 from .connection import Database, copy_and_swap, migrated
-from .packing import event_body, pack_event, unpack_event
+from .packing import (
+    entry_body,
+    event_body,
+    event_entry,
+    pack_event,
+    pack_record,
+    unpack_event,
+    unpack_record,
+)
 
 EVENTS_SCHEMA = """
     CREATE TABLE IF NOT EXISTS events_keyed (
@@ -97,76 +112,173 @@ def _row(agent_id: int, id_key: int, task_key: int | None, body_json: str, event
             pack_event(body_json, event_id, kind, ts, task_id, with_time=not exact))
 
 
+def _rows(agent_id: int, events: Iterable[tuple[str, str, str, str | None, str]]
+          ) -> list[tuple[Any, ...]]:
+    """The rows after their `seq` of events given as (id, kind, time, task id, body JSON), in
+    the order their first event came: a task's events one row, an event of no task one row
+    of its own."""
+    groups: list[tuple[str | None, list[tuple[str, str, str, str]]]] = []
+    of_tasks: dict[str, int] = {}
+    for event_id, kind, ts, task_id, body_json in events:
+        if task_id is None:
+            groups.append((None, [(event_id, kind, ts, body_json)]))
+            continue
+        at = of_tasks.setdefault(task_id, len(groups))
+        if at == len(groups):
+            groups.append((task_id, []))
+        groups[at][1].append((event_id, kind, ts, body_json))
+    rows = []
+    for task_id, members in groups:
+        timed = [millis(ts) for _, _, ts, _ in members]
+        newest = max(ms for ms, _ in timed)
+        entries = ",".join(
+            event_entry(body_json, event_id, kind, ts, task_id, newest - ms, exact)
+            for (event_id, kind, ts, body_json), (ms, exact) in zip(members, timed, strict=True))
+        rows.append((agent_id, key(members[0][0]) if task_id is None else None,
+                     None if task_id is None else key(task_id), newest, len(members),
+                     pack_record(f"[{dumps(task_id)},[{entries}]]")))
+    return rows
+
+
+def _unpacked(ts: int, seq: int, record: bytes) -> Iterator[tuple[int, int, int, str | None,
+                                                                  dict[str, Any]]]:
+    """A row's events as (time in ms, seq, place in the row, task id, body)."""
+    task_id, entries = unpack_record(record)
+    for place, entry in enumerate(entries):
+        ms = ts - (entry[2] if len(entry) == 4 else entry[0])
+        yield ms, seq, place, task_id, entry_body(entry, task_id, time_of(ms))
+
+
+def _ids(record: bytes) -> Iterator[tuple[str | None, str]]:
+    """The task id and id of each event of a row (without building their bodies)."""
+    task_id, entries = unpack_record(record)
+    for entry in entries:
+        yield task_id, entry[1] if len(entry) == 4 else entry[1]["id"]
+
+
 def insert_new(conn: sqlite3.Connection, agent_id: int,
                events: list[CleanEvent]) -> list[CleanEvent]:
     """Insert the events not stored yet; return them, in batch order (a repeated id within the
-    batch counts once)."""
-    keys = [key(e.id) for e in events]
-    stored: set[str] = set()
-    unique = list(set(keys))
-    for i in range(0, len(unique), _IN):
-        chunk = unique[i:i + _IN]
-        stored.update(unpack_event(record, time_of(ms))["id"] for ms, record in conn.execute(
-            f"SELECT ts, record FROM events WHERE agent_id = ? AND id_key IN "
-            f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)))
+    batch counts once). An event is known by its id among its task's events (as on DynamoDB),
+    an event of no task among those of none."""
+    stored: set[tuple[str | None, str]] = set()
+    loose = list({key(e.id) for e in events if e.task_id is None})
+    tasks = list({key(e.task_id) for e in events if e.task_id is not None})
+    for column, keys in (("id_key", loose), ("task_key", tasks)):
+        for i in range(0, len(keys), _IN):
+            chunk = keys[i:i + _IN]
+            for (record,) in conn.execute(
+                    f"SELECT record FROM events WHERE agent_id = ? AND {column} IN "
+                    f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)):
+                stored.update(_ids(record))
     fresh: list[CleanEvent] = []
-    rows: list[tuple[Any, ...]] = []
-    task_keys: dict[str | None, int | None] = {None: None}  # a task's events share one
-    for event, id_key in zip(events, keys, strict=True):
-        if event.id in stored:
-            continue
-        stored.add(event.id)
-        fresh.append(event)
-        task_key = task_keys.get(event.task_id)
-        if task_key is None and event.task_id is not None:
-            task_key = task_keys[event.task_id] = key(event.task_id)
-        rows.append(_row(agent_id, id_key, task_key, event.body_json or dumps(event.body),
-                         event.id, event.kind, event.ts, event.task_id))
-    conn.executemany("INSERT INTO events (agent_id, id_key, task_key, ts, record) "
-                     "VALUES (?, ?, ?, ?, ?)", rows)
+    for event in events:
+        if (event.task_id, event.id) not in stored:
+            stored.add((event.task_id, event.id))
+            fresh.append(event)
+    conn.executemany(
+        "INSERT INTO events (agent_id, id_key, task_key, ts, n, record) VALUES (?, ?, ?, ?, ?, ?)",
+        _rows(agent_id, ((e.id, e.kind, e.ts, e.task_id, e.body_json or dumps(e.body))
+                         for e in fresh)))
     return fresh
 
 
 def held(conn: sqlite3.Connection, agent_id: int, task_ids: set[str]) -> dict[str, int]:
-    """How many events each of `task_ids` holds: one statement per 500 tasks, counting their
-    stretches of `events_by_task`."""
+    """How many events each of `task_ids` holds: one statement per 500 tasks, adding up their
+    rows' counts in their stretches of `events_by_task`."""
     by_key = {key(task_id): task_id for task_id in task_ids}
     keys = list(by_key)
     counts: dict[str, int] = {}
     for i in range(0, len(keys), _IN):
         chunk = keys[i:i + _IN]
         counts.update((by_key[task_key], count) for task_key, count in conn.execute(
-            "SELECT task_key, COUNT(*) FROM events WHERE agent_id = ? AND task_key IN "
+            "SELECT task_key, SUM(n) FROM events WHERE agent_id = ? AND task_key IN "
             f"({', '.join('?' * len(chunk))}) GROUP BY task_key", (agent_id, *chunk)))
     return counts
 
 
+def _newest(reader: sqlite3.Connection, agent_id: int, limit: int
+            ) -> list[tuple[int, int, int, str | None, dict[str, Any]]]:
+    """The agent's newest `limit` events as `_unpacked` gives them, newest first: rows read
+    newest first by their newest event (`events_recent`) until the events already read newer
+    than the next row's newest are enough."""
+    found: list[tuple[int, int, int, str | None, dict[str, Any]]] = []
+    pending: list[int] = []  # the times of the events read, negated: newest first
+    newer = 0
+    for ts, seq, record in reader.execute(
+            "SELECT ts, seq, record FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC",
+            (agent_id,)):
+        while pending and -pending[0] > ts:
+            heappop(pending)
+            newer += 1
+        if newer >= limit:
+            break
+        for event in _unpacked(ts, seq, record):
+            found.append(event)
+            heappush(pending, -event[0])
+    found.sort(key=lambda event: event[:3], reverse=True)
+    return found[:limit]
+
+
 def recent(reader: sqlite3.Connection, agent_id: int, limit: int) -> list[dict[str, Any]]:
     """The agent's newest events, newest first."""
-    return [unpack_event(record, time_of(ms)) for ms, record in reader.execute(
-        "SELECT ts, record FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC LIMIT ?",
-        (agent_id, limit))]
+    return [event[4] for event in _newest(reader, agent_id, limit)]
+
+
+def purge(conn: sqlite3.Connection, agent_id: int, before: int, spared: int) -> int:
+    """Delete the agent's events older than `before` (ms) but its newest `spared`, a row
+    when its newest event goes (a task's events of one batch stay with their newest); the
+    rows whose newest is spared lose their other events that go. How many went."""
+    newest = _newest(conn, agent_id, spared)
+    if len(newest) < spared or not spared:
+        return 0
+    last = newest[-1][:3]
+    (gone,) = conn.execute(
+        "SELECT coalesce(sum(n), 0) FROM events WHERE agent_id = ? AND ts < ? "
+        "AND (ts, seq) < (?, ?)", (agent_id, before, *last[:2])).fetchone()
+    conn.execute("DELETE FROM events WHERE agent_id = ? AND ts < ? AND (ts, seq) < (?, ?)",
+                 (agent_id, before, *last[:2]))
+    for seq, ts, record in conn.execute(
+            "SELECT seq, ts, record FROM events WHERE agent_id = ? AND ts < ? "
+            "AND (ts, seq) >= (?, ?)", (agent_id, before, *last[:2])).fetchall():
+        task_id, entries = unpack_record(record)
+        kept = [entry for place, entry in enumerate(entries)
+                if (ts - (entry[2] if len(entry) == 4 else entry[0]), seq, place) >= last]
+        if len(kept) < len(entries):
+            gone += len(entries) - len(kept)
+            conn.execute("UPDATE events SET n = ?, record = ? WHERE seq = ?",
+                         (len(kept), pack_record(dumps([task_id, kept])), seq))
+    return int(gone)
 
 
 def of_task(reader: sqlite3.Connection, agent_id: int, task_id: str) -> list[dict[str, Any]]:
     """A task's events, oldest first (those of a task sharing its hash left out): its stretch
     of `events_by_task`, named, as a planner without statistics would rather walk the agent's
-    every event in `events_recent`'s order than sort a few."""
-    events = (unpack_event(record, time_of(ms)) for ms, record in reader.execute(
-        "SELECT ts, record FROM events INDEXED BY events_by_task WHERE agent_id = ? "
-        "AND task_key = ? ORDER BY ts, seq", (agent_id, key(task_id))))
-    return [event for event in events if event.get("task_id") == task_id]
+    every event in `events_recent`'s order."""
+    found = [event for ts, seq, record in reader.execute(
+        "SELECT ts, seq, record FROM events INDEXED BY events_by_task WHERE agent_id = ? "
+        "AND task_key = ?", (agent_id, key(task_id))) for event in _unpacked(ts, seq, record)
+        if event[3] == task_id]
+    found.sort(key=lambda event: event[:3])
+    return [event[4] for event in found]
 
 
 def rekey_events(db: Database, number: int) -> bool:
     """The migration: copy the events, in order of `seq`, into `events_keyed`, then swap the
     tables (`connection.copy_and_swap`); whether it moved any (then `Database.migrate` vacuums
     the file)."""
+    return _move(db, number, EVENTS_SCHEMA, copy_events, "events_keyed", EVENT_INDEXES)
+
+
+def _move(db: Database, number: int, schema: str, copy: Callable[[sqlite3.Connection], int],
+          staged: str, indexes: str) -> bool:
+    """Make the `staged` table (`schema`) unless the step is done, then copy the events into
+    it and swap (`connection.copy_and_swap`)."""
     with db.write() as conn:
         if migrated(conn, number):
             return False
-        conn.execute(EVENTS_SCHEMA)
-    return copy_and_swap(db, number, copy_events, "events", "events_keyed", EVENT_INDEXES)
+        conn.execute(schema)
+    return copy_and_swap(db, number, copy, "events", staged, indexes)
 
 
 def copy_events(conn: sqlite3.Connection) -> int:
@@ -182,4 +294,55 @@ def copy_events(conn: sqlite3.Connection) -> int:
                      dumps(event_body(body, event_id, kind, ts, task_id)), event_id, kind, ts,
                      task_id))
          for seq, agent_id, event_id, kind, ts, task_id, body in rows])
+    return len(rows)
+
+
+GROUPED_SCHEMA = """
+    CREATE TABLE IF NOT EXISTS events_grouped (
+        seq INTEGER PRIMARY KEY, agent_id INTEGER NOT NULL, id_key INTEGER, task_key INTEGER,
+        ts INTEGER NOT NULL, n INTEGER NOT NULL, record BLOB NOT NULL)
+"""
+"""The table `group_events` fills, renamed `events` when it is done: a row per task and
+batch (`id_key` NULL, `n` its events, `ts` the newest one's) or per event of no task
+(`task_key` NULL)."""
+GROUPED_INDEXES = """
+    CREATE INDEX events_by_id ON events (agent_id, id_key) WHERE id_key IS NOT NULL;
+    CREATE INDEX events_recent ON events (agent_id, ts);
+    CREATE INDEX events_by_task ON events (agent_id, task_key) WHERE task_key IS NOT NULL
+"""
+"""The dedupe's of events of no task, the recent feed's (by each row's newest event) and a
+task's events' (which its dedupe reads too)."""
+
+
+def group_events(db: Database, number: int) -> bool:
+    """The migration to a row per task and batch: copy the events, in order of `seq`, into
+    `events_grouped` (a chunk's events of one task in one row), then swap the tables
+    (`connection.copy_and_swap`); whether it moved any (then `Database.migrate` vacuums the
+    file)."""
+    return _move(db, number, GROUPED_SCHEMA, copy_groups, "events_grouped", GROUPED_INDEXES)
+
+
+def copy_groups(conn: sqlite3.Connection) -> int:
+    """Copy up to `CHUNK` events past the last one copied into `events_grouped`, a row per
+    agent and task (its `seq` that of its last event, where the next chunk starts); how
+    many."""
+    (last,) = conn.execute("SELECT max(seq) FROM events_grouped").fetchone()
+    rows = conn.execute(
+        "SELECT seq, agent_id, ts, record FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+        (last if last is not None else -1, CHUNK)).fetchall()
+    agents: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    for seq, agent_id, ms, record in rows:
+        agents.setdefault(agent_id, []).append((seq, unpack_event(record, time_of(ms))))
+    grouped: list[tuple[int, tuple[Any, ...]]] = []
+    for agent_id, bodies in agents.items():
+        lasts: dict[tuple[str | None, int], int] = {}  # in the order `_rows` makes rows
+        for seq, body in bodies:
+            task_id = body.get("task_id")
+            lasts[(task_id, 0 if task_id is not None else seq)] = seq
+        grouped += zip(lasts.values(), _rows(agent_id, (
+            (body["id"], body["kind"], body["ts"], body.get("task_id"), dumps(body))
+            for _, body in bodies)), strict=True)
+    conn.executemany("INSERT INTO events_grouped (seq, agent_id, id_key, task_key, ts, n, record) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     [(seq, *row) for seq, row in grouped])
     return len(rows)

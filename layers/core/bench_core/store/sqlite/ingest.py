@@ -138,8 +138,10 @@ def _usage_json(usage: Usage | None) -> str | None:
 
 def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]) -> None:
     """Tasks recorded under a run that turned out to have a parent move to its run
-    (`domain.runs`; indexed by `tasks_by_run`, and usually no row matches)."""
-    conn.executemany("UPDATE tasks SET run_id = ? WHERE agent_id = ? AND run_id = ?",
+    (`domain.runs`; indexed by `tasks_by_run`, and usually no row matches; the task that
+    found its parent was saved with its new run before)."""
+    conn.executemany("UPDATE tasks SET run_id = ? WHERE agent_id = ? AND run_id = ? "
+                     "AND run_id != task_id",
                      [(m.new, agent_id, m.old) for m in moves])
 
 

@@ -48,13 +48,26 @@ WIDE_DICTIONARY = DICTIONARY + (
 (`pack`, `pack_event`): format 1's and the way an event's record starts (its kind, task id and
 id), read through a window that reaches all of it. Never change it either."""
 
+JUDGED_DICTIONARY = (
+    b'"reasoning":"The task failed: "reasoning":"The task succeeded, but the output is empty'
+    b'{"status":"scored","judge":"heuristic-v1","at":"2026-12-05T15:30:33.028Z","score":1.0,'
+    b'"reasoning":"The task succeeded with a non-empty output; no warning signs.","reason":null,'
+    b'"prompt_version":"heuristic-v1","input_tokens":0,"output_tokens":0,"cost_usd":0.0,'
+    b'"attempts":1,"private":true}'
+) + WIDE_DICTIONARY
+"""The preset dictionary of format 3, which a task's packed columns are packed with since
+(`pack`): the offline judge's evaluation as every run gets one (`evals/heuristic.py`), then
+format 2's, whose end (what spans' metadata repeats) stays nearest. A root's evaluation
+takes some 25 bytes where format 2 took 126. Never change it either."""
+
 _FORMAT = 1
 _WIDE = 2
-_DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY}
-_WINDOWS = {_FORMAT: -10, _WIDE: -11}
+_JUDGED = 3
+_DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY, _JUDGED: JUDGED_DICTIONARY}
+_WINDOWS = {_FORMAT: -10, _WIDE: -11, _JUDGED: -11}
 """Raw deflate's window of each format: format 1's (1 KB) reaches only its dictionary's last
-700-odd bytes (deflate keeps 262 of a window for what it looks ahead); format 2's (2 KB) all
-of it, a fifth off an event's record."""
+700-odd bytes (deflate keeps 262 of a window for what it looks ahead); formats 2 and 3 (2 KB)
+all of theirs, a fifth off an event's record."""
 _MEM_LEVEL = 4  # small state: a compressor is made per value, and a big one costs 70 µs
 PACK_FROM = 96
 """Shorter JSON is stored as it is: the few bytes packing saves would not pay its time."""
@@ -77,10 +90,16 @@ def _deflate(data: bytes, form: int = _FORMAT) -> bytes:
     return packer.compress(data) + packer.flush()
 
 
+_UNPACKERS = {form: zlib.decompressobj(_WINDOWS[form], dictionary)
+              for form, dictionary in _DICTIONARIES.items()}
+"""A decompressor per format with its dictionary set, never fed: each value is unpacked by a
+copy (a tenth less time than making one, on every packed column a run's page reads)."""
+
+
 def _inflate(form: int, data: bytes) -> bytes:
-    if form not in _DICTIONARIES:
+    if form not in _UNPACKERS:
         raise ValueError(f"unknown packing format {form}")
-    unpacker = zlib.decompressobj(_WINDOWS[form], _DICTIONARIES[form])
+    unpacker = _UNPACKERS[form].copy()
     return unpacker.decompress(data) + unpacker.flush()
 
 
@@ -89,7 +108,7 @@ def pack(text: str | None) -> str | bytes | None:
     if text is None or len(text) < PACK_FROM:
         return text
     data = text.encode()
-    packed = bytes((_WIDE,)) + _deflate(data, _WIDE)
+    packed = bytes((_JUDGED,)) + _deflate(data, _JUDGED)
     return packed if len(packed) < len(data) else text
 
 
@@ -175,19 +194,54 @@ def pack_event(body_json: str, event_id: str, kind: str, ts: str, task_id: str |
     else:
         rest, quoted_id, quoted_kind, quoted_task = found
         text = f"[{quoted_kind},{quoted_task},{quoted_id},{rest}]"
+    return pack_record(text)
+
+
+def pack_record(text: str) -> bytes:
+    """JSON as an events row's record holds it: packed (format 2) when that is smaller, its
+    first byte saying which."""
     data = text.encode()
     packed = _deflate(data, _WIDE)
     return (bytes((_EVENT_PLAIN | _WIDE,)) + packed if len(packed) < len(data)
             else bytes((_EVENT_PLAIN,)) + data)
 
 
+def unpack_record(stored: bytes) -> Any:
+    """The JSON value `pack_record` stored."""
+    form = stored[0] & ~_EVENT_PLAIN
+    return from_json(_inflate(form, stored[1:]) if form else stored[1:])
+
+
 def unpack_event(stored: bytes, ts: str) -> dict[str, Any]:
     """The event's body as it was sent, from what `pack_event` stored and its time."""
-    form = stored[0] & ~_EVENT_PLAIN
-    found = from_json(_inflate(form, stored[1:]) if form else stored[1:])
+    found = unpack_record(stored)
     if isinstance(found, dict):
         return found
     kind, task_id, event_id, rest = found
+    head: dict[str, Any] = {"id": event_id, "kind": kind, "ts": ts}
+    if task_id is not None:
+        head["task_id"] = task_id
+    return {**head, **rest}
+
+
+def event_entry(body_json: str, event_id: str, kind: str, ts: str, task_id: str | None,
+                back: int, exact: bool) -> str:
+    """An event as one entry of its task's record (`events.py`): `[kind, id, back, rest]`
+    when its body leads with its columns and its time is `back` milliseconds before the row's
+    (`exact`: the row gives it back as it was sent), else `[back, body]`, the body whole."""
+    found = _rest(body_json, event_id, kind, ts, task_id) if exact else None
+    if found is None:
+        return f"[{back},{body_json}]"
+    rest, quoted_id, quoted_kind, _ = found
+    return f"[{quoted_kind},{quoted_id},{back},{rest}]"
+
+
+def entry_body(entry: list[Any], task_id: str | None, ts: str) -> dict[str, Any]:
+    """The event's body as it was sent, from its `event_entry`, its record's task id and its
+    time (`ts`, read from the row, unless the entry holds the body whole)."""
+    if len(entry) == 2:
+        return dict(entry[1])
+    kind, event_id, _, rest = entry
     head: dict[str, Any] = {"id": event_id, "kind": kind, "ts": ts}
     if task_id is not None:
         head["task_id"] = task_id

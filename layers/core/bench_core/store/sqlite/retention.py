@@ -1,9 +1,10 @@
 """How long SQLite keeps what (DynamoDB's side is `dynamodb/retention.py`): what `purge_expired`
 deletes when the local server's hourly round runs it.
 
-- Raw events older than the retention (`Limits.event_retention_days`, by their time), except
-  each agent's newest `Limits.recent_events` (SPEC section 4's ring buffer): a quiet agent still
-  shows its last events.
+- Raw events older than the retention (`Limits.event_retention_days`, by their time; a task's
+  events of one batch, one row, `events.py`, with the newest of them), except each agent's
+  newest `Limits.recent_events` (SPEC section 4's ring buffer): a quiet agent still shows its
+  last events.
 - A temporary agent (the /try sandbox's) past its `expires_at`, with all it holds: events,
   tasks, days, judge spend, insights, its capability card, grants, quota counters,
   benchmark runs and feedback, its expired keys and, once it has no agent left, its user.
@@ -22,7 +23,7 @@ from datetime import datetime, timedelta
 from ...domain.models import iso
 from ...settings import Limits
 from .connection import Concern
-from .events import millis
+from .events import millis, purge
 
 RETENTION_SCHEMA = """
     ALTER TABLE agents ADD COLUMN expires_at TEXT;
@@ -84,20 +85,12 @@ class SqliteRetention(Concern):
         agent_ids = [row[0] for row in self.db.reader().execute("SELECT id FROM agents")]
         deleted = 0
         for agent_id in agent_ids:
-            conn = self.db.reader()
-            oldest = conn.execute("SELECT min(ts) FROM events WHERE agent_id = ?",
-                                  (agent_id,)).fetchone()[0]
+            oldest = self.db.reader().execute("SELECT min(ts) FROM events WHERE agent_id = ?",
+                                              (agent_id,)).fetchone()[0]
             if oldest is None or oldest >= cutoff:
                 continue
-            kept = conn.execute(
-                "SELECT ts, seq FROM events WHERE agent_id = ? ORDER BY ts DESC, seq DESC "
-                "LIMIT 1 OFFSET ?", (agent_id, self.spared_events - 1)).fetchone()
-            if kept is None:
-                continue
             with self.db.write() as conn:
-                deleted += conn.execute(
-                    "DELETE FROM events WHERE agent_id = ? AND ts < ? AND (ts, seq) < (?, ?)",
-                    (agent_id, cutoff, kept[0], kept[1])).rowcount
+                deleted += purge(conn, agent_id, cutoff, self.spared_events)
         return deleted
 
 

@@ -155,15 +155,16 @@ def _span_clauses(reader: sqlite3.Connection, where: RunFilter, agent_id: int, q
     finds few spans (`PROBE`: a rare word or model), the runs of those spans, read by key;
     else the runs in the list's order whose spans hold it, read run by run (`tasks_by_run`),
     which stops at the page's end: a common word fills a page from the newest runs."""
-    columns = ("s.name", "s.input", "s.output") if where.content else ("s.name",)
+    columns = ("{t}.name", "{t}.input", "{t}.output") if where.content else ("{t}.name",)
     text = (where.text or "").lower()
     # In the order SQLite checks them run by run: the rarest first (a model, a text), the
-    # provider (half of an agent's runs may match) last, so most runs fail early.
+    # provider (half of an agent's runs may match) last, so most runs fail early. `{t}` is the
+    # table: the span's (`s`), or the root's (`r`), which the run's index leaves out.
     filters: list[tuple[str | None, str, list[Any], str | None]] = [
-        (where.model, "s.called_model = ?", [where.model], _trigrams(where.model or "")),
+        (where.model, "{t}.called_model = ?", [where.model], _trigrams(where.model or "")),
         (where.text, "(" + " OR ".join(f"instr(lower({c}), ?) > 0" for c in columns) + ")",
          [text] * len(columns), _trigrams(where.text or "")),
-        (where.provider, "bench_provider(s.called_model) = ?", [where.provider], None),
+        (where.provider, "bench_provider({t}.called_model) = ?", [where.provider], None),
     ]
     for value, exact, args, match in filters:
         if value is None:
@@ -171,11 +172,12 @@ def _span_clauses(reader: sqlite3.Connection, where: RunFilter, agent_id: int, q
         if match is not None and len(value) >= TRIGRAM and _rare(reader, match):
             query.add("r.task_id IN (SELECT s.run_id FROM tasks_text CROSS JOIN tasks s "
                       "ON s.rowid = tasks_text.rowid WHERE tasks_text MATCH ? "
-                      f"AND s.agent_id = ? AND {exact})", match, agent_id, *args)
+                      f"AND s.agent_id = ? AND {exact.format(t='s')})", match, agent_id, *args)
             query.table = "tasks r INDEXED BY tasks_key"  # a few runs, read by key, sorted
         else:
-            query.add("EXISTS (SELECT 1 FROM tasks s WHERE s.agent_id = r.agent_id "
-                      f"AND s.run_id = r.task_id AND {exact})", *args)
+            query.add(f"({exact.format(t='r')} OR EXISTS (SELECT 1 FROM tasks s WHERE "
+                      "s.agent_id = r.agent_id AND s.run_id = r.task_id "
+                      f"AND s.run_id != s.task_id AND {exact.format(t='s')}))", *args, *args)
 
 
 def _rare(reader: sqlite3.Connection, expression: str) -> bool:

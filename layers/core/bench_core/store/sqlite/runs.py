@@ -64,6 +64,21 @@ task ids: a run's page reads a thousand spans in its order, which a sort of thei
 slow by a twentieth."""
 
 
+SPANS_BY_RUN = """
+    DROP INDEX IF EXISTS tasks_by_run;
+    CREATE INDEX tasks_by_run ON tasks (agent_id, run_id, sort_ts, task_id)
+        WHERE run_id != task_id;
+    DROP INDEX IF EXISTS tasks_failed_by_run;
+    CREATE INDEX tasks_failed_by_run ON tasks (agent_id, run_id, sort_ts, task_id, status)
+        WHERE status = 'failed' AND run_id != task_id
+"""
+"""The migration leaving the roots out of a run's indexes: a run's spans are read and counted
+without it (its own row is read by key), and the runs list's span filters look at the root's
+own row first (`run_list._span_clauses`). Every query of them says `run_id != task_id`, the
+partial indexes' own term, so that SQLite uses them and reads them alone when it counts. Some
+75 bytes a run."""
+
+
 def backfill_runs(conn: sqlite3.Connection) -> None:
     """Give every stored task its run id (following parents up, cycles cut) and its log
     entries from the stored events: run once, by the migration, inside its transaction."""
@@ -115,7 +130,8 @@ class SqliteRuns(Concern):
         cursor.row_factory = None  # plain tuples, read by position: no Row per task of the page
         rows = cursor.execute(
             f"SELECT {columns} FROM tasks WHERE agent_id = ? AND run_id = ? AND sort_ts != '' "
-            "AND (sort_ts, task_id) > (?, ?) AND task_id != ? ORDER BY sort_ts, task_id "
+            "AND (sort_ts, task_id) > (?, ?) AND task_id != ? AND run_id != task_id "
+            "ORDER BY sort_ts, task_id "
             "LIMIT ?", (agent_id, run.task_id, *(after or ("", "")), run.task_id, limit)
         ).fetchall()
         return [task_from_row(r) for r in rows]
@@ -128,7 +144,8 @@ class SqliteRuns(Concern):
         agent_id = find_agent_id(reader, ref)
         if agent_id is None:
             return RunCounts(0, 0, None)
-        under = "WHERE agent_id = ? AND run_id = ? AND sort_ts != '' AND task_id != ?"
+        under = ("WHERE agent_id = ? AND run_id = ? AND sort_ts != '' AND task_id != ? "
+                 "AND run_id != task_id")
         args = (agent_id, run.task_id, run.task_id)
         (spans,) = reader.execute(f"SELECT COUNT(*) FROM tasks {under}", args).fetchone()
         failed = f"FROM tasks INDEXED BY tasks_failed_by_run {under} AND status = 'failed'"

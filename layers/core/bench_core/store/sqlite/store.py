@@ -24,7 +24,7 @@ from .benchmarks import BENCHMARK_STATUS_SCHEMA, BENCHMARKS_SCHEMA, SqliteBenchm
 from .clusters import CLUSTERS_SCHEMA, SqliteClusters
 from .connection import Database, Migration
 from .evals import EVALS_SCHEMA, SqliteEvals
-from .events import rekey_events
+from .events import group_events, rekey_events
 from .feedback import AGREEMENT_SCHEMA, FEEDBACK_SCHEMA, LABEL_SET_SCHEMA, SqliteFeedback
 from .ingest import EVIDENCE_SCHEMA, TASKS_SCHEMA, SqliteIngest
 from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
@@ -32,7 +32,15 @@ from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
 from .run_list import add_run_text, narrow_run_text
-from .runs import NARROW_TASK_INDEXES, RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
+from .runs import (
+    NARROW_TASK_INDEXES,
+    RUN_FAILURES_SCHEMA,
+    RUNS_SCHEMA,
+    SPAN_ROW_SCHEMA,
+    SPANS_BY_RUN,
+    SqliteRuns,
+    backfill_runs,
+)
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
 from .timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
@@ -104,6 +112,10 @@ MIGRATIONS: list[Migration] = [
     narrow_run_text,
     # 31: a parent's children indexed without their task ids, the roots apart
     NARROW_TASK_INDEXES,
+    # 32: a task's events of one batch in one row and one packed record (resumable)
+    group_events,
+    # 33: a run's indexes without its root
+    SPANS_BY_RUN,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
