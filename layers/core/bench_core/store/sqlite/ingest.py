@@ -33,6 +33,7 @@ from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .events import held, insert_new, of_task, recent
 from .packing import load, pack_json
+from .run_text import index_new_spans
 from .sessions import add_session_runs
 from .timeseries import add_series
 from .versions import add_version_runs
@@ -195,6 +196,7 @@ class SqliteIngest(Concern):
         add_series(conn, agent_id, batch_buckets(
             [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
         add_session_runs(conn, agent_id, [delta for _, delta in fold.runs])
+        index_new_spans(conn)
         agent = refresh_rank(conn, login, meta.slug, self.rules)
         live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
