@@ -10,8 +10,7 @@ a search reads them, at most `CHUNK` and a batch's, by rowid beside what the ind
 (`pending_spans`): it finds a span the moment its batch is written, as before.
 
 Spans at or before the mark are kept in the index by triggers, as every span was: a change of
-their text deletes the old from it and adds the new; a new span given a rowid at or before
-the mark (rowids of deleted spans are reused) is indexed at once.
+their text deletes the old from it and adds the new, and a deleted span's is deleted.
 """
 
 from __future__ import annotations
@@ -36,17 +35,23 @@ PENDING_TEXT = (
     "DROP TRIGGER tasks_text_delete",
     "CREATE TABLE tasks_text_upto (upto INTEGER NOT NULL)",
     "INSERT INTO tasks_text_upto SELECT coalesce(max(rowid), 0) FROM tasks",
-    f"CREATE TRIGGER tasks_text_insert AFTER INSERT ON tasks WHEN new.rowid <= {_UPTO} "
-    f"BEGIN {INSERT_NEW} END",
-    f"CREATE TRIGGER tasks_text_delete AFTER DELETE ON tasks WHEN old.rowid <= {_UPTO} "
-    f"BEGIN {DELETE_OLD} END",
+    "CREATE TRIGGER tasks_text_delete AFTER DELETE ON tasks BEGIN "
+    "INSERT INTO tasks_text (tasks_text, rowid, name, input, output, called_model) "
+    "SELECT 'delete', old.rowid, old.name, old.input, old.output, old.called_model "
+    f"WHERE old.rowid <= {_UPTO}; "
+    "UPDATE tasks_text_upto SET upto = min(upto, (SELECT coalesce(max(rowid), 0) FROM tasks)); "
+    "END",
     "CREATE TRIGGER tasks_text_update AFTER UPDATE OF name, input, output, called_model "
     f"ON tasks WHEN old.rowid <= {_UPTO} AND (old.name IS NOT new.name "
     "OR old.input IS NOT new.input OR old.output IS NOT new.output "
     f"OR old.called_model IS NOT new.called_model) BEGIN {DELETE_OLD} {INSERT_NEW} END",
 )
 """The mark, at the last span of a file whose index holds every span, and the triggers that
-keep the index of the spans up to it."""
+keep the index of the spans up to it. None on insert: a trigger on a table makes SQLite keep a
+statement journal of each insert's pages, even one whose condition never holds (it cost more
+than the index's own writes, measured), and a new span's rowid is past the mark, as the mark
+comes back to the last span when the last are deleted (SQLite gives a new row the rowid after
+the last)."""
 
 
 def index_new_spans(conn: sqlite3.Connection) -> None:
