@@ -7,10 +7,10 @@ with a keyset cursor.
 the task's rowid, which VACUUM keeps) with the trigram tokenizer, so a search matches anywhere
 inside a word as the other stores' does (`Portugal` in `"Portugal's capital"`). New spans join
 it a thousand at a time, and a search reads those not in it yet beside what it finds
-(`run_text.py`); triggers keep it as the spans in it change, and an update that leaves the
-columns as they were writes nothing to it. The index keeps which spans hold each trigram, not
-where (`NARROW_RUN_TEXT`): a search asks it for the spans holding every trigram of the text
-and checks those; a search shorter than a trigram reads the run's spans instead.
+(`run_text.py`), and ingest keeps it as the spans in it change. The index keeps which spans
+hold each trigram, not where (`NARROW_RUN_TEXT`): a search asks it for the spans holding every
+trigram of the text and checks those; a search shorter than a trigram reads the run's spans
+instead.
 
 What SQL cannot say is asked of the domain's own functions: a model's provider
 (`provider_of`, registered on the reader), and a root's packed metadata
@@ -28,7 +28,7 @@ from ...ports.store import RunsPage, decode_cursor, encode_cursor
 from .connection import Database, migrated
 from .ingest import TASK_COLS, task_from_row
 from .packing import load
-from .run_text import DELETE_OLD, INSERT_NEW, PENDING_TEXT, pending_spans
+from .run_text import PENDING_TEXT, pending_spans
 
 TRIGRAM = 3
 """The shortest text the trigram index finds."""
@@ -52,15 +52,21 @@ SORT_INDEXES = tuple(
 """The roots in each sort's order: a sorted page reads its runs in order and stops, however
 many runs the agent has (one entry per run in each, rewritten when its value changes)."""
 
+_DELETE_OLD = """
+    INSERT INTO tasks_text (tasks_text, rowid, name, input, output, called_model)
+    VALUES ('delete', old.rowid, old.name, old.input, old.output, old.called_model);"""
+_INSERT_NEW = """
+    INSERT INTO tasks_text (rowid, name, input, output, called_model)
+    VALUES (new.rowid, new.name, new.input, new.output, new.called_model);"""
 RUN_TEXT_SCHEMA = (
     "CREATE VIRTUAL TABLE tasks_text USING fts5(name, input, output, called_model, "
     "content='tasks', content_rowid='rowid', tokenize='trigram')",
-    f"CREATE TRIGGER tasks_text_insert AFTER INSERT ON tasks BEGIN {INSERT_NEW} END",
-    f"CREATE TRIGGER tasks_text_delete AFTER DELETE ON tasks BEGIN {DELETE_OLD} END",
+    f"CREATE TRIGGER tasks_text_insert AFTER INSERT ON tasks BEGIN {_INSERT_NEW} END",
+    f"CREATE TRIGGER tasks_text_delete AFTER DELETE ON tasks BEGIN {_DELETE_OLD} END",
     "CREATE TRIGGER tasks_text_update AFTER UPDATE OF name, input, output, called_model "
     "ON tasks WHEN old.name IS NOT new.name OR old.input IS NOT new.input "
     "OR old.output IS NOT new.output OR old.called_model IS NOT new.called_model "
-    f"BEGIN {DELETE_OLD} {INSERT_NEW} END",
+    f"BEGIN {_DELETE_OLD} {_INSERT_NEW} END",
     "INSERT INTO tasks_text (tasks_text) VALUES ('rebuild')",
     *SORT_INDEXES,
 )
