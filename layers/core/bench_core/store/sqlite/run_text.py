@@ -26,11 +26,12 @@ thousand (measured), and a search reads at most this many unindexed spans."""
 _UPTO = "(SELECT upto FROM tasks_text_upto)"
 
 PENDING_TEXT = (
-    "DROP TRIGGER tasks_text_insert",
-    "DROP TRIGGER tasks_text_update",
-    "DROP TRIGGER tasks_text_delete",
-    "CREATE TABLE tasks_text_upto (upto INTEGER NOT NULL)",
-    "INSERT INTO tasks_text_upto SELECT coalesce(max(rowid), 0) FROM tasks",
+    "DROP TRIGGER IF EXISTS tasks_text_insert",
+    "DROP TRIGGER IF EXISTS tasks_text_update",
+    "DROP TRIGGER IF EXISTS tasks_text_delete",
+    "CREATE TABLE IF NOT EXISTS tasks_text_upto (upto INTEGER NOT NULL)",
+    "INSERT INTO tasks_text_upto SELECT coalesce(max(rowid), 0) FROM tasks "
+    "WHERE NOT EXISTS (SELECT 1 FROM tasks_text_upto)",
     "CREATE TRIGGER tasks_text_delete AFTER DELETE ON tasks BEGIN "
     "INSERT INTO tasks_text (tasks_text, rowid, name, input, output, called_model) "
     "SELECT 'delete', old.rowid, old.name, old.input, old.output, old.called_model "
@@ -38,10 +39,11 @@ PENDING_TEXT = (
     "UPDATE tasks_text_upto SET upto = min(upto, (SELECT coalesce(max(rowid), 0) FROM tasks)); "
     "END",
 )
-"""The mark, at the last span of a file whose index holds every span, and the trigger that
-takes a deleted span out of the index. None on insert or update: a trigger on a table makes
-SQLite keep a statement journal of each write's pages, even one whose condition never holds
-(30 against 11 µs to insert a root span, 28 against 17 to update one, measured). A new span's
+"""The mark, at the last span of a file whose index holds every span (a file that has one
+keeps it), and the trigger that takes a deleted span out of the index. None on insert or
+update: a trigger on a table makes SQLite keep a statement journal of each write's pages, even
+one whose condition never holds (30 against 11 µs to insert a root span, 28 against 17 to
+update one, measured). A new span's
 rowid is past the mark, as the mark comes back to the last span when the last are deleted
 (SQLite gives a new row the rowid after the last); a span's text changes only in ingest, which
 indexes it again (`unindex`, `index_again`)."""
