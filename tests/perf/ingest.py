@@ -17,19 +17,21 @@ Where the time goes (server CPU per batch of 50 at 10k stored, py-spy and side b
 December 2026): about 3.5 ms a batch, until the search index of every task's name, input and
 output (`store/sqlite/run_list.py` `tasks_text`, FTS5 trigrams) stopped being written by
 triggers in each batch's transaction: FTS5 writes a segment per transaction, and any trigger on
-`tasks` made SQLite keep a statement journal of every insert's pages. New spans now join it a
-thousand at a time (`store/sqlite/run_text.py`): about 2.4 ms a batch. Parsing and cleaning the
-batch take about 0.5 ms (pydantic's validation is as fast as a hand-written check of the SDK's
-usual events, measured: so the model stays the one path), uvicorn and FastAPI about 0.4 ms a
-request (a `GET /healthz` costs as much). The local server writes the batches that arrive
-together in one transaction (`ingest/group_commit.py`; with a savepoint per batch the statement
-journal cost more than the shared COMMIT saved), and freezes what it built before serving,
-which takes the collector's full passes (about 60 ms each, 7% of the CPU) out of the way. The
-batch is parsed on the event loop: the worker-thread hop it used to take cost 1.5 ms of CPU
-more per batch, measured side by side. One process is one core's worth of Python (the GIL), so
-the in-process figure is the ceiling of the whole server. `uvicorn --workers 2` measured
-slower, not faster (writers queue on SQLite's one write lock), and would split the in-process
-live feed and eval workers, so the server stays one process.
+`tasks` made SQLite keep a statement journal of every insert's pages. New spans join it a
+thousand at a time (`store/sqlite/run_text.py`), and the WAL is checkpointed a tenth as often
+(`store/sqlite/connection.py`); the store's part of a batch then costs some 1.5 ms, the whole
+2.4 ms. Parsing and cleaning the batch take about 0.5 ms (pydantic's validation is as fast
+as a hand-written check of the SDK's usual events, measured: so the model stays the one
+path), uvicorn and FastAPI about 0.4 ms a request (a `GET /healthz` costs as much). The local
+server writes the batches that arrive together in one transaction (`ingest/group_commit.py`;
+with a savepoint per batch the statement journal cost more than the shared COMMIT saved), and
+freezes what it built before serving, which takes the collector's full passes (about 60 ms
+each, 7% of the CPU) out of the way. The batch is parsed on the event loop: the worker-thread
+hop it used to take cost 1.5 ms of CPU more per batch, measured side by side. One process is
+one core's worth of Python (the GIL), so the in-process figure is the ceiling of the whole
+server. `uvicorn --workers 2` measured slower, not faster (writers queue on SQLite's one write
+lock), and would split the in-process live feed and eval workers, so the server stays one
+process.
 """
 
 from __future__ import annotations
