@@ -14,12 +14,13 @@ process, keeping to a quarter of the CPU while batches arrive (`workflows/local.
 parse + clean + `store.ingest.ingest`, and `store.ingest.ingest` alone.
 
 Where the time goes (server CPU per batch of 50 at 10k stored, py-spy and side by side,
-December 2026): about 3.5 ms a batch. The store takes some 60% of it, and the search index of
-every task's name, input and output (`store/sqlite/run_list.py` `tasks_text`, FTS5 trigrams,
-kept by triggers in the batch's transaction) is the largest single part: the same server with
-its triggers dropped ingests 1.37x the events per CPU-second (1.37 / 1.37 / 1.43, three
-rounds of `ingest_against.py`), more with longer content, as its cost grows with the text
-indexed. Parsing and cleaning the batch take about 0.5 ms (pydantic's validation is as fast
+December 2026): about 3.5 ms a batch, until the search index of every task's name, input and
+output (`store/sqlite/run_list.py` `tasks_text`, FTS5 trigrams) stopped being written by
+triggers in each batch's transaction: FTS5 writes a segment per transaction, and any trigger on
+`tasks` made SQLite keep a statement journal of every insert's pages. New spans join it a
+thousand at a time (`store/sqlite/run_text.py`), and the WAL is checkpointed a tenth as often
+(`store/sqlite/connection.py`); the store's part of a batch then costs some 1.5 ms, the whole
+2.4 ms. Parsing and cleaning the batch take about 0.5 ms (pydantic's validation is as fast
 as a hand-written check of the SDK's usual events, measured: so the model stays the one
 path), uvicorn and FastAPI about 0.4 ms a request (a `GET /healthz` costs as much). The local
 server writes the batches that arrive together in one transaction (`ingest/group_commit.py`;

@@ -7,10 +7,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from bench_core.domain.field_limits import dumps
 from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.store.sqlite import ingest as sqlite_ingest
 from bench_core.store.sqlite import repack
 from bench_core.store.sqlite.connection import Database
 from bench_core.store.sqlite.ingest import EVENT_COLS, SqliteIngest
@@ -104,10 +106,13 @@ def old_database(path: Path) -> dict[str, Any]:
         conn.execute("ALTER TABLE tasks ADD COLUMN session_id TEXT")
         conn.execute("ALTER TABLE tasks ADD COLUMN user_id TEXT")
     writer = SqliteIngest(db)
-    for i in range(4):
-        writer.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(10)))
-        writer.ingest("alice", AgentMeta(slug=f"agent-{i + 2}"),
-                      clean([*task_events(f"run-{i}", cost=0.5), ev("custom", data={"n": i})]))
+    # without the search index's tail (`run_text.py`), which came after packing
+    with mock.patch.multiple(sqlite_ingest, index_new_spans=lambda conn: None,
+                             unindex=lambda *_: "[]"):
+        for i in range(4):
+            writer.ingest("alice", AgentMeta(slug="agent-1"), clean(spans(10)))
+            writer.ingest("alice", AgentMeta(slug=f"agent-{i + 2}"),
+                          clean([*task_events(f"run-{i}", cost=0.5), ev("custom", data={"n": i})]))
     expected = everything(writer)
     with db.write() as conn:
         legacy_events(conn)

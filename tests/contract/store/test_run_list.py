@@ -15,8 +15,9 @@ from bench_core.domain.models import AgentMeta, AgentRef, EvalResult
 from bench_core.domain.run_list import Range, RunFilter
 from bench_core.ports.store import Store
 from bench_core.store.sqlite import run_list as sqlite_run_list
+from bench_core.store.sqlite import run_text
 from bench_core.store.sqlite.events import group_events, rekey_events
-from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text
+from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text, pend_run_text
 from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
@@ -187,12 +188,72 @@ def test_sqlite_answers_alike_from_the_index_and_from_each_runs_spans(
         store.close()
 
 
+def index_checks(store: SqliteStore) -> None:
+    """The spans not in the index yet indexed now, and the index as FTS5 would build it from
+    every span: what each change took out of it was what it held."""
+    with store.db.write() as conn:
+        chunk, run_text.CHUNK = run_text.CHUNK, 0
+        try:
+            run_text.index_new_spans(conn)
+        finally:
+            run_text.CHUNK = chunk
+        conn.execute("INSERT INTO tasks_text (tasks_text, rank) VALUES ('integrity-check', 1)")
+
+
+@pytest.mark.parametrize("chunk", [1, 3, run_text.CHUNK])
+def test_sqlite_finds_spans_in_the_search_index_and_not_yet_in_it_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """New spans join the index `run_text.CHUNK` at a time: each batch's (1), the seed's but not
+    the later batches' (3), none yet. A search finds the same runs every way, a span's new text
+    and not its old, and the index holds what the spans hold."""
+    monkeypatch.setattr(run_text, "CHUNK", chunk)
+    store = SqliteStore.open(tmp_path / "bench.db")
+    meta = AgentMeta(slug="agent-1")
+    try:
+        seed(store)
+        for where, expected in CASES:
+            assert ids(store, where) == expected, where
+        store.ingest.ingest("alice", meta, clean([
+            ev("task.start", "late", name="draft", input="Madrid"),
+            ev("task.start", "late-c", name="call", parent_task_id="late")]))
+        store.ingest.ingest("alice", meta, clean([
+            ev("task.start", "late", name="redraft"),
+            ev("task.end", "late-c", status="success", output="Oporto", duration_ms=1),
+            ev("task.end", "late", status="success", output="ok", duration_ms=2)]))
+        assert ids(store, RunFilter(text="oporto", content=True)) == ["late"]
+        assert ids(store, RunFilter(text="redraft")) == ["late"]
+        assert ids(store, RunFilter(text="madrid", content=True)) == ["late"]
+        index_checks(store)
+    finally:
+        store.close()
+
+
+def test_sqlite_finds_a_span_given_the_rowid_of_a_deleted_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new span given the rowid of the last span, indexed and deleted (SQLite gives the rowid
+    after the last) is read beside the index, as the mark comes back with the deletion."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        monkeypatch.setattr(run_text, "CHUNK", 1)
+        seed(store)
+        with store.db.write() as conn:
+            conn.execute("DELETE FROM tasks WHERE rowid = (SELECT max(rowid) FROM tasks)")
+        monkeypatch.setattr(run_text, "CHUNK", 1000)
+        store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
+            ev("task.start", "new", name="Zanzibar"),
+            ev("task.end", "new", status="success", duration_ms=1)]))
+        assert ids(store, RunFilter(text="zanzibar")) == ["new"]
+        index_checks(store)
+    finally:
+        store.close()
+
+
 def without_run_text(conn: sqlite3.Connection) -> None:
     """A SQLite file taken back to before the runs list's migration (`add_run_text`) and the
     ones after it: its search index and triggers, the roots' indexes by sortable column, and
     what each later migration's schema creates (tables, indexes, columns), gone."""
     for trigger in ("insert", "update", "delete"):
-        conn.execute(f"DROP TRIGGER tasks_text_{trigger}")
+        conn.execute(f"DROP TRIGGER IF EXISTS tasks_text_{trigger}")  # none on insert now
     conn.execute("DROP TABLE tasks_text")
     for column in ("duration", "cost", "tokens", "score"):
         conn.execute(f"DROP INDEX tasks_roots_by_{column}")
@@ -210,6 +271,9 @@ def without_run_text(conn: sqlite3.Connection) -> None:
                     conn.execute(f"DROP INDEX {name}")
                     conn.execute(before)
             continue
+        if later is pend_run_text:  # its triggers dropped above
+            conn.execute("DROP TABLE tasks_text_upto")
+            continue
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):
             conn.execute(f"DROP INDEX IF EXISTS {index}")
@@ -217,6 +281,16 @@ def without_run_text(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         for table in re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", later):
             conn.execute(f"DROP TABLE {table}")
+
+
+def before_pending_text(conn: sqlite3.Connection) -> None:
+    """The search index's triggers as they were before `pend_run_text`: every span indexed as
+    it is written."""
+    conn.execute("DROP TABLE tasks_text_upto")
+    for trigger in ("insert", "update", "delete"):
+        conn.execute(f"DROP TRIGGER IF EXISTS tasks_text_{trigger}")  # none on insert now
+    for statement in sqlite_run_list.RUN_TEXT_SCHEMA[1:4]:
+        conn.execute(statement)
 
 
 def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -> None:
@@ -252,6 +326,7 @@ def test_sqlite_narrows_the_search_index_of_an_older_file_and_finds_as_before(
         conn.execute(sqlite_run_list.RUN_TEXT_SCHEMA[0])
         conn.execute(sqlite_run_list.RUN_TEXT_SCHEMA[-len(sqlite_run_list.SORT_INDEXES) - 1])
         keyed_events(conn)  # as events were then
+        before_pending_text(conn)
         conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(narrow_run_text)}")
     store.close()
     store = SqliteStore.open(path)

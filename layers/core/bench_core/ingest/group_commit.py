@@ -1,8 +1,8 @@
 """Group commit for the local server: the batches whose requests arrived together are written
 together, in one transaction (`IngestStore.ingest_many`).
 
-On SQLite a transaction's COMMIT and its fixed writes (the agent's row and counters, the search
-index's new segment) cost as much as a batch's own work. A batch's handler hands its cleaned
+On SQLite a transaction's COMMIT and its fixed writes (the agent's row and counters) cost as
+much as a batch's own work. A batch's handler hands its cleaned
 batch over and waits; the write runs once the event loop has run every handler that was ready,
 so the requests that came in together (concurrent senders, under a burst) are written in one
 transaction, and a lone batch is written at once, as before. Each request is answered only once

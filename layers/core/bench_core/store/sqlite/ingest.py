@@ -33,6 +33,7 @@ from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .events import held, insert_new, of_task, recent
 from .packing import load, pack_json
+from .run_text import index_again, index_new_spans, unindex
 from .sessions import add_session_runs
 from .timeseries import add_series
 from .versions import add_version_runs
@@ -197,6 +198,7 @@ class SqliteIngest(Concern):
         add_series(conn, agent_id, batch_buckets(
             [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
         add_session_runs(conn, agent_id, [delta for _, delta in fold.runs])
+        index_new_spans(conn)
         agent = refresh_rank(conn, login, meta.slug, self.rules)
         live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
@@ -250,6 +252,7 @@ class SqliteIngest(Concern):
                    _usage_json(t.evidence), t.run_id, dumps(t.logs), t.recorded, t.model,
                    t.agent_version, t.session_id, t.user_id, agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
+        unindexed = unindex(conn, agent_id, [row[-1] for row in updates])  # `run_text.py`
         conn.executemany(
             "UPDATE tasks SET parent_task_id = ?, name = ?, status = ?, input = ?, output = ?, "
             "metadata = ?, duration_ms = ?, cost_usd = ?, reported_cost_usd = ?, "
@@ -257,6 +260,7 @@ class SqliteIngest(Concern):
             "ended_at = ?, sort_ts = ?, evidence = ?, run_id = ?, logs = ?, recorded = ?, "
             "called_model = ?, agent_version = ?, session_id = ?, user_id = ?, version = version + 1 "
             "WHERE agent_id = ? AND task_id = ?", updates)
+        index_again(conn, unindexed)
         conn.executemany(
             "INSERT INTO tasks (parent_task_id, name, status, input, output, metadata, "
             "duration_ms, cost_usd, reported_cost_usd, cost_logged_usd, child_cost_usd, "

@@ -5,11 +5,12 @@ with a keyset cursor.
 
 `tasks_text` is an external-content FTS5 table over `tasks` (it stores only its index, keyed by
 the task's rowid, which VACUUM keeps) with the trigram tokenizer, so a search matches anywhere
-inside a word as the other stores' does (`Portugal` in `"Portugal's capital"`); triggers keep it
-as `tasks` changes, and an update that leaves the three columns as they were writes nothing to
-it. The index keeps which spans hold each trigram, not where (`NARROW_RUN_TEXT`): a search
-asks it for the spans holding every trigram of the text and checks those; a search shorter
-than a trigram reads the run's spans instead.
+inside a word as the other stores' does (`Portugal` in `"Portugal's capital"`). New spans join
+it a thousand at a time, and a search reads those not in it yet beside what it finds
+(`run_text.py`), and ingest keeps it as the spans in it change. The index keeps which spans
+hold each trigram, not where (`NARROW_RUN_TEXT`): a search asks it for the spans holding every
+trigram of the text and checks those; a search shorter than a trigram reads the run's spans
+instead.
 
 What SQL cannot say is asked of the domain's own functions: a model's provider
 (`provider_of`, registered on the reader), and a root's packed metadata
@@ -27,6 +28,7 @@ from ...ports.store import RunsPage, decode_cursor, encode_cursor
 from .connection import Database, migrated
 from .ingest import TASK_COLS, task_from_row
 from .packing import load
+from .run_text import PENDING_TEXT, pending_spans
 
 TRIGRAM = 3
 """The shortest text the trigram index finds."""
@@ -103,6 +105,13 @@ def add_run_text(db: Database, number: int) -> bool:
     return False
 
 
+def pend_run_text(db: Database, number: int) -> bool:
+    """The migration leaving new spans out of the search index until there are a chunk of
+    them (`run_text.py`); it frees no pages."""
+    _statements(db, number, PENDING_TEXT)
+    return False
+
+
 def narrow_run_text(db: Database, number: int) -> bool:
     """The migration rebuilding the search index as `NARROW_RUN_TEXT`; whether the old
     index's pages are free (then `Database.migrate` vacuums the file)."""
@@ -172,7 +181,9 @@ def _span_clauses(reader: sqlite3.Connection, where: RunFilter, agent_id: int, q
         if match is not None and len(value) >= TRIGRAM and _rare(reader, match):
             query.add("r.task_id IN (SELECT s.run_id FROM tasks_text CROSS JOIN tasks s "
                       "ON s.rowid = tasks_text.rowid WHERE tasks_text MATCH ? "
-                      f"AND s.agent_id = ? AND {exact.format(t='s')})", match, agent_id, *args)
+                      f"AND s.agent_id = ? AND {exact.format(t='s')} "
+                      f"UNION {pending_spans(exact.format(t='s'))})",
+                      match, agent_id, *args, agent_id, *args)
             query.table = "tasks r INDEXED BY tasks_key"  # a few runs, read by key, sorted
         else:
             query.add(f"({exact.format(t='r')} OR EXISTS (SELECT 1 FROM tasks s WHERE "

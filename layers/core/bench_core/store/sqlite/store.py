@@ -31,7 +31,7 @@ from .leaderboard import LEADERBOARD_SCHEMA, SqliteLeaderboard
 from .repack import repack
 from .retention import RETENTION_SCHEMA, SqliteRetention
 from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA, SqliteReuse
-from .run_list import add_run_text, narrow_run_text
+from .run_list import add_run_text, narrow_run_text, pend_run_text
 from .runs import (
     NARROW_TASK_INDEXES,
     RUN_FAILURES_SCHEMA,
@@ -116,6 +116,8 @@ MIGRATIONS: list[Migration] = [
     group_events,
     # 33: a run's indexes without its root
     SPANS_BY_RUN,
+    # 34: new spans join the search index a chunk at a time (`run_text.py`)
+    pend_run_text,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
