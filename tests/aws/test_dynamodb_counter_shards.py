@@ -125,3 +125,31 @@ def test_the_owners_listing_shows_the_numbers_the_profile_shows_after_the_last_b
         assert profile is not None and profile.stats.runs == 3 * RUNS
         assert listed.stats.runs == profile.stats.runs
         assert listed.stats.last_event_at == profile.stats.last_event_at
+
+
+def test_an_agent_sending_every_five_seconds_is_ranked_again_once_in_thirty() -> None:
+    """A rank refresh rewrites `META` and its moved rank keys (some 8 write units): an
+    OpenTelemetry exporter's batches, 5 s apart, pay it once in `RANK_EVERY`, not each."""
+    from datetime import UTC, datetime, timedelta
+
+    from bench_core.clock import FixedClock
+
+    clock = FixedClock(datetime(2026, 3, 1, 12, tzinfo=UTC))
+    with dynamo_store(clock=clock) as store:
+        store.agents.create_agent(day_old(REF.login, REF.slug))
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug),  # ranks it: a day old, 5 runs
+                            clean([e for i in range(RUNS) for e in task_events(f"first-{i}")]))
+        ranks: list[str] = []
+
+        def note(model: Any, params: dict[str, Any], **_: Any) -> None:
+            if model.name == "UpdateItem" and params["Key"]["sk"]["S"] == "META":
+                ranks.append(params["Key"]["sk"]["S"])
+
+        store.client.meta.events.register("before-parameter-build.dynamodb", note)
+        for n in range(12):  # a minute of exports
+            clock.advance(timedelta(seconds=5))
+            store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug),
+                                clean([e for i in range(RUNS) for e in task_events(f"b{n}-{i}")]))
+        assert len(ranks) == 2, ranks
+        agent = store.agents.get_agent(REF)
+        assert agent is not None and agent.stats.runs == 13 * RUNS

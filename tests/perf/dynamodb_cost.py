@@ -31,7 +31,10 @@ leaderboard, sent through `accept` as `POST /ingest` does (`Pipeline`), whose on
 is then run step by step as EvalFunction runs it, with a model judge that spends tokens. The
 hourly round is the sweep, the looks at the active agents' monitors, the agents due and their
 failure clusters (`hourly_round`), shown
-whole and per event for an agent sending a batch a minute. Unit counts are deterministic:
+whole and per event for an agent sending a batch a minute. The store's clock moves on by the
+sender's interval before each request (`SDK_EVERY`, `OTLP_EVERY`), not by how fast moto
+answers, so what is written once per span of time counts as often as for a real sender. Unit
+counts are deterministic:
 tests/aws/test_dynamodb_ingest_cost.py holds the steady batch to at most 2.5 WRU and 0.5 RRU
 per event all in, a batch whose every run is a turn of two conversations (`--sessions 2`) to
 2 WRU, and an OTLP span with 2 KB of content (`--otlp`) to 5 WRU,
@@ -49,6 +52,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -57,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import boto3  # noqa: E402
 from bench_core.accounts import key_rate  # noqa: E402
+from bench_core.clock import FixedClock  # noqa: E402
 from bench_core.domain.models import AgentMeta, AgentRef, IngestOutcome, KeyRecord, WireEvent, iso  # noqa: E402
 from bench_core.domain.privacy import ANONYMOUS  # noqa: E402
 
@@ -68,6 +73,13 @@ EVENTS_PER_BATCH = 50
 RUNS_PER_BATCH = 10
 DELIVERY = 10
 """Messages the eval queue's event source hands the eval function at most (`BatchSize`)."""
+SDK_EVERY = timedelta(seconds=2)
+"""How long after the one before a batch is sent: the SDK's flush interval (`flush_interval_ms`)."""
+OTLP_EVERY = timedelta(seconds=5)
+"""How long after the one before an export is sent: OpenTelemetry's batch span processor's
+schedule delay (`OTEL_BSP_SCHEDULE_DELAY`, 5,000 ms by default). The store's clock moves by
+these, not by how fast moto answers, so what is written once per span of time (an agent's rank
+refresh, `store/dynamodb/leaderboard.py` `RANK_EVERY`) counts as often as for a real sender."""
 LOGIN, SLUG = "alice", "research-agent"
 VERSION = "3f1c2a9"
 """The agent's version the steady batch is sent by (the SDK sends the git commit by default):
@@ -451,6 +463,7 @@ class Pipeline:
 
         wire = [WireEvent.model_validate(e) for e in events]
         store = self.services.store
+        _advance(store.clock, SDK_EVERY)
         key_rate.take_request(store, SENDER, self.services.settings.limits.key_requests_per_s)
         outcome = accept(self.services, LOGIN, AgentMeta(slug=slug, model="llama-3.3-70b",
                                                          version=self.version), wire,
@@ -465,6 +478,7 @@ class Pipeline:
         from bench_core.ingest.otlp import export_traces
 
         store = self.services.store
+        _advance(store.clock, OTLP_EVERY)
         key_rate.take_request(store, SENDER, self.services.settings.limits.key_requests_per_s)
         result = export_traces(self.services, SENDER, body, "protobuf", slug,
                                later=lambda *_: None)
@@ -484,6 +498,13 @@ class Pipeline:
             batch, self.sends.bodies = self.sends.bodies[:DELIVERY], self.sends.bodies[DELIVERY:]
             messages = [queued(f"m{n}", body, now, 1) for n, body in enumerate(batch)]
             assert judge_messages(self.services, messages, lambda: timedelta(minutes=5)) == {}
+
+
+def _advance(clock: Any, by: timedelta) -> None:
+    """The store's clock moved on by a sender's interval (a `FixedClock`, as `measure` opens
+    the store with)."""
+    if isinstance(clock, FixedClock):
+        clock.advance(by)
 
 
 OTLP_SPANS = 20
@@ -594,7 +615,7 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
     views."""
     from tests.aws.moto_table import TABLE_NAME, dynamo_store
 
-    with dynamo_store() as store:
+    with dynamo_store(clock=FixedClock(datetime.now(UTC))) as store:
         meter = Meter(TABLE_NAME, boto3.client("dynamodb"))
         meter.attach(store.client)
         pipeline = Pipeline.over(store, version=version)

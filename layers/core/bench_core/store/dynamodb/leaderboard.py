@@ -52,8 +52,11 @@ from .codec.keys import META, AgentKeys
 from .codec.values import Update, av
 
 SHARDS = 4
-RANK_EVERY = timedelta(seconds=5)
-"""How often at most a batch or an eval rewrites an agent's rank keys (and `META`)."""
+RANK_EVERY = timedelta(seconds=30)
+"""How often at most a batch or an eval rewrites an agent's rank keys (and `META`): a rewrite
+is some 8 write units (the item and its rank entries, each key moved a delete and a put), which
+at 5 seconds an OpenTelemetry exporter paid on every export (0.4 write units a span of 20-span
+exports, `tests/perf/dynamodb_cost.py --otlp`); at 30 seconds one export in six."""
 RANK_INPUTS = ("ranked_at", "visibility", "display_name", "model", "framework")
 """The agent attributes a rank rewrite is conditional on: the last rank, and the settings."""
 MAX_ATTEMPTS = 8
