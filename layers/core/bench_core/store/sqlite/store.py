@@ -34,7 +34,7 @@ from .reuse import REUSE_SCHEMA, USAGE_CALLER_AGENT_SCHEMA, USAGE_EXPIRY_SCHEMA,
 from .run_list import add_run_text, narrow_run_text
 from .runs import NARROW_TASK_INDEXES, RUN_FAILURES_SCHEMA, RUNS_SCHEMA, SPAN_ROW_SCHEMA, SqliteRuns, backfill_runs
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
-from .timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
+from .timeseries import ACTIVE_SCHEMA, COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
 MIGRATIONS: list[Migration] = [
@@ -104,6 +104,8 @@ MIGRATIONS: list[Migration] = [
     narrow_run_text,
     # 31: a parent's children indexed without their task ids, the roots apart
     NARROW_TASK_INDEXES,
+    # 32: the agents' own hours indexed by period (the agents active lately)
+    ACTIVE_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
