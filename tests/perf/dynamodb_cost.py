@@ -632,18 +632,19 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
 
 def hourly_round(services: Any) -> int:
     """What the hourly schedule runs (the cluster state machine): the sweep of evals left
-    pending, the looks at the monitors of the agents active in the last two hours (here the
-    leaderboard's listing only: the batches are dated days before the clock; a look's own
-    units are in tests/aws/test_dynamodb_monitor_cost.py), the agents due, and the failure
-    clusters of each; how many agents were due (every agent here has failures)."""
+    pending, the agents due, the failure clusters of each, and the looks at the monitors of
+    the agents active in the last two hours (here the listing of them only, the index's
+    partitions of three hours: the batches are dated days before the clock; a look's own
+    units are in tests/aws/test_dynamodb_monitor_cost.py); how many agents were due (every
+    agent here has failures)."""
     from bench_core.alerts.watch import watch_active
     from bench_core.clustering import workflow as cluster_wf
 
     state = cluster_wf.sweep_evals(services, {})
-    watch_active(services)
     due = cluster_wf.due_agents(services, state)["agents"]
     for agent in due:
         cluster_wf.cluster_agent(services, {"agent": agent})
+    watch_active(services)
     return len(due)
 
 
