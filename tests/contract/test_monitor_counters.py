@@ -103,13 +103,18 @@ def states(store: Store) -> dict[str, str]:
     return {a.alert_id: a.state for a in store.alerts.agent_alerts(REF)}
 
 
-def run_rounds(store: Store, clock: FixedClock, regressed: range,
-               round_: Callable[[], None]) -> list[tuple[int, str]]:
+def run_rounds(store: Store, clock: FixedClock, regressed: range, round_: Callable[[], None],
+               send: Callable[[int, int], None] | None = None) -> list[tuple[int, str]]:
     """Like `run_stream`, an hourly round instead of a look: (hour, "opened" or "resolved")
-    as the agent's alerts change."""
+    as the agent's alerts change. `send(hour, failures)` sends each hour's runs
+    (`ingest_hour` unless given)."""
     seen, before = [], states(store)
     for hour in range(HOURS):
-        ingest_hour(store, clock, hour, failures_in(hour, hour in regressed))
+        failures = failures_in(hour, hour in regressed)
+        if send is None:
+            ingest_hour(store, clock, hour, failures)
+        else:
+            send(hour, failures)
         clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
         round_()
         after = states(store)
@@ -195,17 +200,7 @@ def test_the_hourly_round_watches_a_private_agent_whose_runs_the_judge_skips(
     def round_() -> None:
         looked.append(watch_active(services))
 
-    seen, before = [], states(store)
-    for hour in range(HOURS):
-        send(hour, failures_in(hour, hour in range(CHANGE_AT, RECOVERED_AT)))
-        clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
-        round_()
-        after = states(store)
-        seen += [(hour, "opened") for a in after if a not in before]
-        seen += [(hour, "resolved") for a, state in after.items()
-                 if state == "resolved" and before.get(a) not in (None, "resolved")]
-        before = after
-    assert_one_episode(seen)
+    assert_one_episode(run_rounds(store, clock, range(CHANGE_AT, RECOVERED_AT), round_, send))
     assert looked == [[REF]] * HOURS, "every round, and never the idle agent"
     agent = store.agents.get_agent(REF)
     assert agent is not None and agent.visibility == "private"
