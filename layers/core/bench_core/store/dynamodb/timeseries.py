@@ -87,11 +87,11 @@ _VERSION = scope_of(version="")
 ACTIVE = "ACTIVE#"
 ACTIVE_INDEX, ACTIVE_PK, ACTIVE_SK = "tasks", "tlpk", "tlsk"
 ACTIVE_SHARDS = 4
-"""The index partitions an hour's active agents are spread over, by agent: at the turn of the
-hour every agent's first batches write an entry each (up to one a counter shard), some 450 a
-second at the load model's 20,000 events/s over 1,000 agents, which on one partition would be
-half of the 1,000 write units it takes; a read of the agents active in the last two hours is
-`ACTIVE_SHARDS` Queries an hour (12)."""
+"""The index partitions an hour's active agents are spread over, by agent: every agent's first
+batches of an hour write an entry each (up to one a counter shard), which the load model puts
+at 500 to 750 write units a second at its 20,000 events/s over 1,000 agents (an upper bound),
+most of the 1,000 one partition takes; spread, ~300 on the busiest. A read of the agents
+active in the last two hours is `ACTIVE_SHARDS` Queries an hour (12)."""
 
 
 def bucket_sk(key: BucketKey, shard: int | str) -> str:
