@@ -211,8 +211,8 @@ def test_the_dlq_is_encrypted_kept_14_days_and_alarmed_on(transformed: dict[str,
 
 
 # Catch paths that record the error in the output and go on, by design (each has a test in
-# tests/aws/test_statemachines.py): one agent's clustering, and the sweep, the hourly looks and
-# the session judging before clustering.
+# tests/aws/test_statemachines.py): one agent's clustering, and the sweep and the session
+# judging before clustering, the hourly looks after it.
 CATCH_AND_GO_ON = {("cluster", "ClusterAgent"), ("cluster", "SweepEvals"),
                    ("cluster", "WatchActiveAgents"), ("cluster", "JudgeSessions")}
 
@@ -230,17 +230,22 @@ def test_every_task_state_catches_and_ends_in_a_recorded_failure(machine: str) -
         target = states[catch["Next"]]
         if target["Type"] == "Task":  # a step recording the failure, then the Fail state
             target = states[target["Next"]]
+        if target["Type"] == "Choice":  # ... or a choice that goes there on the recorded error
+            (failing,) = [c for c in target["Choices"] if c["Variable"] == catch["ResultPath"]]
+            target = states[failing["Next"]]
         assert target["Type"] == "Fail" and target["Error"] and target["Cause"], name
 
 
-def test_the_hourly_run_fails_when_it_cannot_find_the_agents_due(sfn: Sfn) -> None:
+def test_the_hourly_run_looks_then_fails_when_it_cannot_find_the_agents_due(sfn: Sfn) -> None:
+    """Nothing is clustered, the looks still run (what they read is kept by ingest), and the
+    execution fails after them, so that an alarm on failed executions notices."""
     attempts = definition("cluster")["States"]["FindDueAgents"]["Retry"][0]["MaxAttempts"] + 1
-    sfn.queue({}, {"watched": 0}, {}, *[error("RuntimeError")] * attempts)
+    sfn.queue({}, {}, *[error("RuntimeError")] * attempts, {"watched": 3})
     run = sfn.run(sfn.cluster_arn, "cluster-due-broken", {})
     assert run["status"] == "FAILED" and run["error"] == "ClusterDueAgentsFailed"
-    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "watch_active",
-                                                     "judge_sessions"] + [
-        "due_agents"] * attempts
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "judge_sessions"] + [
+        "due_agents"] * attempts + ["watch_active"]
+    assert invocations(run)[-1]["state"]["due_error"]["Error"] == "RuntimeError"
 
 
 def test_a_benchmark_run_that_cannot_be_marked_failed_still_ends_in_a_failure(sfn: Sfn) -> None:

@@ -192,18 +192,24 @@ def moto_sfn(invoke: Any) -> Iterator[Sfn]:
         yield recorder
 
 
-def test_the_hourly_run_sweeps_finds_due_agents_and_clusters_each(sfn: Sfn) -> None:
-    judged = {"swept": 3, "watched": 2, "sessions_judged": {"scored": 2}}
-    sfn.queue({"swept": 3}, {"swept": 3, "watched": 2}, judged, {**judged, "agents": ["alice/a"]},
-              {"agent": "alice/a", "clusters": 2, "considered": 40})
+HOURLY = {"hourly": True}
+
+
+def test_the_hourly_run_sweeps_finds_due_agents_clusters_each_then_looks(sfn: Sfn) -> None:
+    swept = {**HOURLY, "swept": 3}
+    judged = {**swept, "sessions_judged": {"scored": 2}}
+    due = {**judged, "agents": ["alice/a"]}
+    sfn.queue(swept, judged, due, {"agent": "alice/a", "clusters": 2, "considered": 40},
+              {**due, "clustered": {"agents": 1}, "watched": 2})
     run = sfn.run(sfn.cluster_arn, "cluster-hourly", {})
     assert run["status"] == "SUCCEEDED"
-    assert invocations(run) == [{"step": "sweep_evals", "state": {}},
-                                {"step": "watch_active", "state": {"swept": 3}},
-                                {"step": "judge_sessions", "state": {"swept": 3, "watched": 2}},
+    assert invocations(run) == [{"step": "sweep_evals", "state": HOURLY},
+                                {"step": "judge_sessions", "state": swept},
                                 {"step": "due_agents", "state": judged},
-                                {"step": "cluster_agent", "state": {"agent": "alice/a"}}]
-    assert json.loads(run["output"])["clustered"] == {"agents": 1}
+                                {"step": "cluster_agent", "state": {"agent": "alice/a"}},
+                                {"step": "watch_active",
+                                 "state": {**due, "clustered": {"agents": 1}}}]
+    assert json.loads(run["output"])["looks"] == {"watched": 2}
 
 
 def test_a_refresh_clusters_the_named_agents_only(sfn: Sfn) -> None:
@@ -300,30 +306,43 @@ def test_150_agents_clustered_and_80_crashing_pass_a_bounded_state_on(
     assert largest_payload(run) < STATE_LIMIT / 8
 
 
-def test_a_failed_sweep_does_not_stop_the_clustering(sfn: Sfn) -> None:
-    sfn.queue(*[error("RuntimeError")] * 4, {"watched": 0}, {}, {"agents": []})
+def test_a_failed_sweep_does_not_stop_the_clustering_or_the_looks(sfn: Sfn) -> None:
+    sfn.queue(*[error("RuntimeError")] * 4, HOURLY, {**HOURLY, "agents": []},
+              {**HOURLY, "watched": 0})
     run = sfn.run(sfn.cluster_arn, "cluster-sweep-broken", {})
     assert run["status"] == "SUCCEEDED"
     assert [i["step"] for i in invocations(run)] == ["sweep_evals"] * 4 + [
-        "watch_active", "judge_sessions", "due_agents"]
+        "judge_sessions", "due_agents", "watch_active"]
 
 
-def test_failed_looks_do_not_stop_the_clustering(sfn: Sfn) -> None:
-    sfn.queue({"swept": 0}, *[error("RuntimeError")] * 3, {}, {"agents": []})
+def test_failed_looks_do_not_fail_the_run(sfn: Sfn) -> None:
+    sfn.queue(HOURLY, HOURLY, {**HOURLY, "agents": []}, *[error("RuntimeError")] * 3)
     run = sfn.run(sfn.cluster_arn, "cluster-looks-broken", {})
     assert run["status"] == "SUCCEEDED"
-    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] + ["watch_active"] * 3 + [
-        "judge_sessions", "due_agents"]
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "judge_sessions",
+                                                     "due_agents"] + ["watch_active"] * 3
+    assert json.loads(run["output"])["watch_error"]["Error"] == "RuntimeError"
 
 
 def test_failed_session_judging_does_not_stop_the_clustering(sfn: Sfn) -> None:
-    sfn.queue({"swept": 0}, {"watched": 0}, *[error("LLMUnavailable")] * 4, {"agents": []})
+    sfn.queue(HOURLY, *[error("LLMUnavailable")] * 4, {**HOURLY, "agents": []}, {"watched": 0})
     run = sfn.run(sfn.cluster_arn, "cluster-sessions-broken", {})
     assert run["status"] == "SUCCEEDED"
-    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "watch_active"] + [
-        "judge_sessions"] * 4 + [
-        "due_agents"]
-    assert invocations(run)[-1]["state"]["sessions_error"]["Error"] == "LLMUnavailable"
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals"] + [
+        "judge_sessions"] * 4 + ["due_agents", "watch_active"]
+    assert invocations(run)[-2]["state"]["sessions_error"]["Error"] == "LLMUnavailable"
+
+
+def test_an_agent_whose_clustering_fails_still_lets_the_looks_run(sfn: Sfn) -> None:
+    attempts = definition("cluster")["States"]["ClusterEachAgent"]["ItemProcessor"]["States"][
+        "ClusterAgent"]["Retry"][0]["MaxAttempts"] + 1
+    due = {**HOURLY, "agents": ["alice/a"]}
+    sfn.queue(HOURLY, HOURLY, due, *[error("MemoryError")] * attempts, {**due, "watched": 1})
+    run = sfn.run(sfn.cluster_arn, "cluster-agent-broken", {})
+    assert run["status"] == "SUCCEEDED"
+    assert [i["step"] for i in invocations(run)] == ["sweep_evals", "judge_sessions",
+                                                     "due_agents"] + [
+        "cluster_agent"] * attempts + ["watch_active"]
 
 
 def test_the_definitions_are_in_the_template_with_their_function_arns() -> None:
@@ -514,3 +533,74 @@ def test_eval_and_cluster_lambdas_run_their_steps_on_dynamodb_with_only_granted_
     models = {p["modelId"] for _, service, op, p in calls if op == "Converse"}
     assert models == {model}
     assert_granted(transformed, calls, ("EvalFunction", "ClusterFunction"))
+
+
+def test_a_failure_cluster_made_in_an_hourly_run_is_seen_by_that_runs_looks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real ClusterFunction on a clocked memory store: six hours of a new kind of failure
+    (every run skipped by its judge budget, so each failure only marks the agent due), then
+    one hourly execution clusters them and its looks open the alert about the cluster it
+    made, not an hour later."""
+    from bench_core.alerts.monitor import look
+    from bench_core.clock import FixedClock
+    from bench_core.clustering.workflow import cluster_agent
+    from bench_core.domain.models import iso
+    from bench_core.domain.monitors import Metric
+    from bench_core.ingest.pipeline import accept
+    from bench_core.lambdas import workflow_steps as lambdas
+    from bench_core.store.memory.store import MemoryStore
+
+    from tests.aws.lambda_runtime import LambdaContext, fresh_function_module
+    from tests.contract.test_monitor_clusters import CHANGE_AT, CLUSTER_EVERY, failures_in
+    from tests.contract.test_monitor_counters import REF, RUNS_PER_HOUR, T0
+
+    clock = FixedClock(T0)
+    services = Services(settings=Settings(data_dir=tmp_path), store=MemoryStore.open(clock=clock))
+    store = services.store
+    monkeypatch.setattr(lambdas, "_services", services)
+    handler = fresh_function_module(cfn.REPO / "functions" / "cluster").handler
+
+    def invoke(self: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any,
+               headers: Any, response_headers: dict[str, str]) -> str:
+        return json.dumps(handler(json.loads(body), LambdaContext()))
+
+    def send(hour: int) -> None:
+        failures = failures_in(hour, hour >= CHANGE_AT)
+        start = T0 + timedelta(hours=hour)
+        clock.set(start + timedelta(minutes=59))
+        events = [{**e, "ts": iso(start + timedelta(minutes=5 * i, seconds=j))}
+                  for i in range(RUNS_PER_HOUR)
+                  for j, e in enumerate(task_events(
+                      f"h{hour}-r{i}", status="failed" if i < len(failures) else "success",
+                      output=failures[i] if i < len(failures) else "done"))]
+        accept(services, REF.login, AgentMeta(slug=REF.slug), clean(events),
+               later=lambda *_: None)
+        clock.set(start + timedelta(hours=1, minutes=2))
+
+    def cluster_alerts() -> list[str]:
+        return [a.cluster or "" for a in store.alerts.agent_alerts(REF)
+                if a.metric is Metric.CLUSTER]
+
+    store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), [])
+    store.agents.update_agent(REF, {"judge_sample_rate": 0.0})
+    for hour in range(CHANGE_AT + CLUSTER_EVERY - 1):  # clustered every six hours, looked hourly
+        send(hour)
+        if (hour + 1) % CLUSTER_EVERY == 0:
+            cluster_agent(services, {"agent": REF.path})
+        look(store, REF, iso(clock.now()))
+    before = store.evals.get_insights(REF)
+    assert before is not None and cluster_alerts() == []
+    assert "jsondecodeerror" not in json.dumps(before["clusters"])
+    assert store.evals.clusters_due(10) == [REF], "its new failures, skipped by the judge"
+
+    send(CHANGE_AT + CLUSTER_EVERY - 1)
+    for sfn in moto_sfn(invoke):
+        run = sfn.run(sfn.cluster_arn, "cluster-hourly", {})
+        assert run["status"] == "SUCCEEDED", run.get("error")
+        assert [i["step"] for i in invocations(run)] == [
+            "sweep_evals", "judge_sessions", "due_agents", "cluster_agent", "watch_active"]
+        assert json.loads(run["output"])["looks"] == {"watched": 1}
+    after = store.evals.get_insights(REF)
+    assert after is not None
+    (made,) = [c["id"] for c in after["clusters"] if "jsondecodeerror" in " ".join(c["terms"])]
+    assert cluster_alerts() == [made], "the cluster the run made, seen by the same run's looks"

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bench_core.alerts.monitor import Change, look
@@ -20,6 +21,7 @@ from bench_core.clock import FixedClock
 from bench_core.domain.alerts import AlertSettings, RuleSetting, says
 from bench_core.domain.models import AgentMeta, AgentRef, iso
 from bench_core.domain.monitors import Metric
+from bench_core.ingest.pipeline import accept
 from bench_core.ports.store import Store
 from bench_core.runtime.adapters import Services
 from bench_core.runtime.jobs import LocalJobs
@@ -65,18 +67,25 @@ def failures_in(hour: int, regressed: bool) -> int:
     return 1 if hour % 2 == 0 else 0
 
 
-def ingest_hour(store: Store, clock: FixedClock, hour: int, failures: int,
-                cost: float | None = None) -> None:
-    """The hour's runs, a batch ending within it, sent as the hour ends."""
+def hour_events(hour: int, failures: int, cost: float | None = None
+                ) -> list[dict[str, Any]]:
+    """The hour's runs, `failures` of them failing, all ending within it."""
     start = T0 + timedelta(hours=hour)
-    clock.set(start + timedelta(minutes=59))
     events = []
     for i in range(RUNS_PER_HOUR):
         status = "failed" if i < failures else "success"
         for j, event in enumerate(task_events(f"h{hour}-r{i}", status=status, duration_ms=800,
                                               cost=cost)):
             events.append({**event, "ts": iso(start + timedelta(minutes=5 * i, seconds=j))})
-    store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
+    return events
+
+
+def ingest_hour(store: Store, clock: FixedClock, hour: int, failures: int,
+                cost: float | None = None) -> None:
+    """The hour's runs, a batch ending within it, sent as the hour ends."""
+    clock.set(T0 + timedelta(hours=hour, minutes=59))
+    store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug),
+                        clean(hour_events(hour, failures, cost)))
 
 
 def run_stream(store: Store, clock: FixedClock, regressed: range) -> list[tuple[int, Change]]:
@@ -94,13 +103,18 @@ def states(store: Store) -> dict[str, str]:
     return {a.alert_id: a.state for a in store.alerts.agent_alerts(REF)}
 
 
-def run_rounds(store: Store, clock: FixedClock, regressed: range,
-               round_: Callable[[], None]) -> list[tuple[int, str]]:
+def run_rounds(store: Store, clock: FixedClock, regressed: range, round_: Callable[[], None],
+               send: Callable[[int, int], None] | None = None) -> list[tuple[int, str]]:
     """Like `run_stream`, an hourly round instead of a look: (hour, "opened" or "resolved")
-    as the agent's alerts change."""
+    as the agent's alerts change. `send(hour, failures)` sends each hour's runs
+    (`ingest_hour` unless given)."""
     seen, before = [], states(store)
     for hour in range(HOURS):
-        ingest_hour(store, clock, hour, failures_in(hour, hour in regressed))
+        failures = failures_in(hour, hour in regressed)
+        if send is None:
+            ingest_hour(store, clock, hour, failures)
+        else:
+            send(hour, failures)
         clock.set(T0 + timedelta(hours=hour + 1, minutes=2))
         round_()
         after = states(store)
@@ -159,6 +173,43 @@ def test_a_look_reads_completed_hours_only(clocked: tuple[Store, FixedClock]) ->
         "the day of completed hours: hour 47's six successes in, the hour under way out"
 
 
+@pytest.mark.slow  # on DynamoDB (moto): 132 hours of batches and looks
+def test_the_hourly_round_watches_a_private_agent_whose_runs_the_judge_skips(
+        clocked: tuple[Store, FixedClock], tmp_path: Path) -> None:
+    """Sent through the ingest pipeline, every run skipped by its judge budget (sample rate
+    0), the agent private from its first hour: no eval ever looks, no listing names it, and
+    the hourly round opens its alert after the change and resolves it after recovery, from
+    the first round on; another agent whose last run is older than `ACTIVE_WITHIN` is not
+    looked at."""
+    store, clock = clocked
+    services = Services(settings=Settings(data_dir=tmp_path), store=store)
+    idle = AgentRef(REF.login, "idle")
+    clock.set(T0 - ACTIVE_WITHIN - timedelta(minutes=1))
+    store.ingest.ingest(idle.login, AgentMeta(slug=idle.slug), clean(
+        [{**e, "ts": iso(clock.now())} for e in task_events("old", status="failed")]))
+    looked: list[list[AgentRef]] = []
+
+    def send(hour: int, failures: int) -> None:
+        clock.set(T0 + timedelta(hours=hour, minutes=59))
+        if hour == 0:
+            store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), [])
+            store.agents.update_agent(REF, {"visibility": "private", "judge_sample_rate": 0.0})
+        accept(services, REF.login, AgentMeta(slug=REF.slug),
+               clean(hour_events(hour, failures)), later=lambda *_: None)  # no live watcher
+
+    def round_() -> None:
+        looked.append(watch_active(services))
+
+    assert_one_episode(run_rounds(store, clock, range(CHANGE_AT, RECOVERED_AT), round_, send))
+    assert looked == [[REF]] * HOURS, "every round, and never the idle agent"
+    agent = store.agents.get_agent(REF)
+    assert agent is not None and agent.visibility == "private"
+    assert (agent.stats.eval_count, agent.stats.eval_skipped) == (0, HOURS * RUNS_PER_HOUR)
+    assert REF not in [a.ref for a in store.leaderboard.leaderboard("runs", limit=50)]
+    clock.advance(ACTIVE_WITHIN + timedelta(hours=1))
+    assert watch_active(services) == [], "no runs lately: not looked at"
+
+
 @pytest.mark.parametrize("clocked", ["dynamodb"], indirect=True)
 @pytest.mark.slow  # on DynamoDB (moto): 132 hours of batches and looks
 def test_the_hourly_lambda_step_watches_an_agent_no_judge_takes(
@@ -178,8 +229,7 @@ def test_the_hourly_lambda_step_watches_an_agent_no_judge_takes(
         watched.append(handler({"step": "watch_active", "state": {}}, LambdaContext())["watched"])
 
     assert_one_episode(run_rounds(store, clock, range(CHANGE_AT, RECOVERED_AT), round_))
-    assert watched[0] == 0, "a day old at the least before the leaderboard lists it"
-    assert watched[-1] == 1
+    assert watched == [1] * HOURS, "from its first hour on, listed or not"
     clock.advance(ACTIVE_WITHIN + timedelta(minutes=1))
     assert handler({"step": "watch_active", "state": {}}, LambdaContext())["watched"] == 0, \
         "no runs lately: not looked at"
@@ -206,8 +256,7 @@ def test_the_hourly_round_starts_a_look_only_while_one_fits(tmp_path: Path) -> N
     clock = FixedClock(T0)
     store = MemoryStore.open(clock=clock)
     services = Services(settings=Settings(data_dir=tmp_path), store=store)
-    for hour in (0, 25):  # a day old, then active: the leaderboard lists it
-        ingest_hour(store, clock, hour, 0)
+    ingest_hour(store, clock, 0, 0)
     assert watch_active(services, time_left=lambda: timedelta(seconds=30)) == [], \
         "a look and its deliveries take longer than is left"
     assert watch_active(services, time_left=lambda: timedelta(minutes=5)) == [REF]

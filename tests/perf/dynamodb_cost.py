@@ -28,7 +28,9 @@ and its JSON read through every page, with the largest answer in bytes.
 The steady batch is what the SDK sends for an agent that runs all day: 50 events, 10 runs of
 five events each (start, three logs, end), on an agent that already ranks on every
 leaderboard, sent through `accept` as `POST /ingest` does (`Pipeline`), whose one eval execution
-is then run step by step as EvalFunction runs it, with a model judge that spends tokens. The
+is then run step by step as EvalFunction runs it, with a model judge that spends tokens; the
+agent's hour is under way (`hour_under_way`: its first writes of an hour, at most one index
+entry a counter shard, are the hour's, not the measured requests'). The
 hourly round is the sweep, the looks at the active agents' monitors, the agents due and their
 failure clusters (`hourly_round`), shown
 whole and per event for an agent sending a batch a minute. The store's clock moves on by the
@@ -625,6 +627,7 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
             ingest(pipeline, f"warm{b}")
         for n in range(OTHER_AGENTS):  # others on the leaderboard, all at the same rate
             ingest(pipeline, f"other{n}", slug=f"agent-{n:02d}")
+        hour_under_way(pipeline, otlp=otlp, nested=nested, runs=runs, sessions=sessions)
         if sample_rate < 1:
             pipeline = Pipeline.over(store, sample_rate, version)
         meter.reset()
@@ -651,20 +654,45 @@ def measure(batches: int = 20, warm: int = 3, nested: bool = False, runs: int = 
         return Costs(per_event, views[0], views[1], views[2], breakdown, hourly)
 
 
+def hour_under_way(pipeline: Pipeline, *, otlp: bool, nested: bool, runs: int,
+                   sessions: int) -> None:
+    """The agent's hour under way before it is measured, as for an agent that sends all day:
+    one request of the measured kind on each counter shard, so each shard's items of the hour
+    exist. The first write of an agent's hour on a shard puts the hour bucket item in the
+    active agents' index (one write unit, `store/dynamodb/timeseries.py` `_active_keys`), at
+    most `COUNTER_SHARDS` an agent-hour whatever it sends, which a measure of a few requests
+    would otherwise count as each request's."""
+    from itertools import cycle
+    from unittest import mock
+
+    from bench_core.store.dynamodb import ingest as dynamo_ingest
+    from bench_core.store.dynamodb.codec.agents import COUNTER_SHARDS
+
+    shards = cycle(range(COUNTER_SHARDS))
+    with mock.patch.object(dynamo_ingest, "pick_shard", lambda: next(shards)):
+        for shard in range(COUNTER_SHARDS):
+            if otlp:
+                pipeline.export(SLUG, otlp_body(10_000 + shard))
+            else:
+                ingest(pipeline, f"hour{shard}", nested=nested, runs=runs, n=shard,
+                       sessions=sessions)
+
+
 def hourly_round(services: Any) -> int:
     """What the hourly schedule runs (the cluster state machine): the sweep of evals left
-    pending, the looks at the monitors of the agents active in the last two hours (here the
-    leaderboard's listing only: the batches are dated days before the clock; a look's own
-    units are in tests/aws/test_dynamodb_monitor_cost.py), the agents due, and the failure
-    clusters of each; how many agents were due (every agent here has failures)."""
+    pending, the agents due, the failure clusters of each, and the looks at the monitors of
+    the agents active in the last two hours (here the listing of them only, the index's
+    partitions of three hours: the batches are dated days before the clock; a look's own
+    units are in tests/aws/test_dynamodb_monitor_cost.py); how many agents were due (every
+    agent here has failures)."""
     from bench_core.alerts.watch import watch_active
     from bench_core.clustering import workflow as cluster_wf
 
     state = cluster_wf.sweep_evals(services, {})
-    watch_active(services)
     due = cluster_wf.due_agents(services, state)["agents"]
     for agent in due:
         cluster_wf.cluster_agent(services, {"agent": agent})
+    watch_active(services)
     return len(due)
 
 

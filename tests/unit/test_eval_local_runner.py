@@ -323,6 +323,41 @@ def test_the_judge_yields_to_a_burst_of_batches_and_catches_up_after_it() -> Non
     assert max(b - a for a, b in itertools.pairwise(after)) < 0.5
 
 
+class HourlyRound(SlowJudge):
+    """`Jobs` of an hourly round with one agent due for its clusters, whose clustering takes
+    a while: what ran, in order."""
+
+    def __init__(self) -> None:
+        super().__init__(eval_s=0.0)
+        self.steps: list[str] = []
+
+    def sweep(self, workflows: Workflows, *, startup: bool) -> list[AgentRef]:
+        self.steps.append("sweep")
+        return [REF]
+
+    def cluster(self, agent: str) -> None:
+        time.sleep(0.3)
+        self.steps.append(f"cluster {agent}")
+
+    def judge_sessions(self) -> None:
+        self.steps.append("judge_sessions")
+
+    def watch_active(self) -> None:
+        self.steps.append("looks")
+
+
+def test_the_hourly_round_looks_once_the_clusters_it_queued_are_done() -> None:
+    """As the state machine on AWS: the failure-cluster monitor sees this hour's clusters."""
+    jobs = HourlyRound()
+    runner = LocalRunner(jobs, workers=1, interval_s=HANG_GUARD_S * 2)
+    runner.start()  # its first round
+    try:
+        wait_until(lambda: "looks" in jobs.steps)
+    finally:
+        runner.stop()
+    assert jobs.steps == ["sweep", "judge_sessions", f"cluster {REF.path}", "looks"]
+
+
 class FirstCallFails(FlakyLLM):
     """A judge that cannot be reached for its first call only: of runs judged together, one
     is left for later and the others are judged."""

@@ -152,3 +152,34 @@ def test_the_squares_of_cheap_runs_costs_keep_their_digits(store: Store) -> None
     (_, hour), = store.timeseries.read_buckets(REF, ALL, HOUR, "2026-12-03T10", "2026-12-03T10")
     assert hour.squared_runs == 3
     assert hour.cost_sq_usd == pytest.approx(0.0003 ** 2 + 0.0001 ** 2 + 0.0002 ** 2, rel=1e-6)
+
+
+def test_the_agents_active_in_a_range_of_hours_listed_or_not_a_page_at_a_time(
+        store: Store) -> None:
+    """Every agent with anything counted in an hour of the range (a run ended there, or a
+    model call priced), private ones too, in (login, slug) order and a page at a time; one
+    whose runs ended before the range is not among them."""
+    def send(login: str, slug: str, start: str, events: list[dict[str, Any]]) -> None:
+        store.ingest.ingest(login, AgentMeta(slug=slug), clean(at(start, events)))
+
+    send("bob", "quiet", "2026-12-03T07:10:00", run("q"))
+    send("bob", "private", "2026-12-03T09:20:00", run("p0"))
+    assert store.agents.update_agent(AgentRef("bob", "private"), {"visibility": "private"})
+    send("bob", "private", "2026-12-03T09:30:00", run("p"))
+    send("alice", "agent-1", "2026-12-03T10:15:00", run("a"))
+    send("alice", "agent-1", "2026-12-03T11:15:00", run("b"))
+    send("alice", "b-agent", "2026-12-03T11:59:58", run("c", evidence=True))
+    send("carol", "x", "2026-12-03T08:59:00", run("open")[:1] + run("late")[:1])
+    everyone = [AgentRef("alice", "agent-1"), AgentRef("alice", "b-agent"),
+                AgentRef("bob", "private")]
+    assert store.timeseries.active_agents("2026-12-03T09", "2026-12-03T12") == everyone
+    assert store.timeseries.active_agents("2026-12-03T09", "2026-12-03T12", limit=2) == \
+        everyone[:2]
+    assert store.timeseries.active_agents("2026-12-03T09", "2026-12-03T12",
+                                          after=everyone[1], limit=2) == everyone[2:]
+    assert store.timeseries.active_agents("2026-12-03T09", "2026-12-03T12",
+                                          after=everyone[2]) == []
+    assert store.timeseries.active_agents("2026-12-03T11", "2026-12-03T11") == \
+        [AgentRef("alice", "agent-1"), AgentRef("alice", "b-agent")], \
+        "b-agent's model call was priced at 11:59:59, its run ended at 12:00:00"
+    assert store.timeseries.active_agents("2026-12-03T13", "2026-12-03T15") == []

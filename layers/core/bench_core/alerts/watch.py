@@ -14,8 +14,8 @@ from typing import Protocol
 from ..accounts.secrets import Secrets
 from ..clock import Clock
 from ..domain.models import AgentRef, iso
+from ..domain.timeseries import HOUR, period_of
 from ..log import logger
-from ..ports.services import WithLeaderboard
 from ..ports.workflows import State
 from ..settings import Settings
 from .delivery import deliver, longest_s, webhook_secret
@@ -24,8 +24,11 @@ from .monitor import Change, MonitorConcerns, look
 ACTIVE_WITHIN = timedelta(hours=2)
 """An agent is looked at by the hourly round when its last event is this recent: two hours,
 so the runs of an hour that was under way at one round (after its look) are seen by the next."""
-ACTIVE_LIMIT = 200
-"""The most agents the hourly round reads (the leaderboard's, by runs)."""
+ACTIVE_PAGE = 100
+"""The agents the hourly round reads at once: it reads the next page only once it has looked
+at these, so a round cut short by its time budget has read no more than it looked at."""
+AHEAD = timedelta(hours=1)
+"""The hour after this one is read too: a run stamped by a clock a little ahead of ours."""
 WATCH_MARGIN = timedelta(seconds=10)
 """Kept for a look at an agent's monitors (its reads and writes) besides its webhooks' longest
 delivery (`delivery.longest_s`), by a caller with a deadline."""
@@ -66,50 +69,43 @@ def watch_agent(ports: AlertPorts, ref: AgentRef, *,
         return []
 
 
-class ActivePorts(AlertPorts, Protocol):
-    """A look's ports, with the leaderboard to find the agents active lately."""
-
-    @property
-    def store(self) -> ActiveConcerns: ...
-
-
-class ActiveConcerns(MonitorConcerns, WithLeaderboard, Protocol):
-    """The monitors' concerns and the leaderboard."""
-
-
-def watch_active(ports: ActivePorts, *, limit: int = ACTIVE_LIMIT,
+def watch_active(ports: AlertPorts, *, page: int = ACTIVE_PAGE,
                  sleep: Callable[[float], None] = time.sleep,
                  time_left: Callable[[], timedelta] | None = None) -> list[AgentRef]:
-    """The hourly round's looks: so an agent whose runs the judge never takes (its budget
-    skips them all) is watched too, each agent with an event in the last `ACTIVE_WITHIN` among
-    the `limit` with the most runs on the leaderboard (one index read; listed agents only,
-    which is where no cheaper listing exists on DynamoDB: a private agent is looked at after
-    its evals). An agent already looked at this hour is not looked at again (`look`). With
-    `time_left`, a look starts only while a look and its deliveries fit (`WATCH_MARGIN` and
-    `delivery.longest_s`): an alert is kept before it is told, so a look cut short would
-    never tell it; the agents left are looked at after their evals or by the next round. The
-    agents asked to look at."""
-    since = iso(ports.clock.now() - ACTIVE_WITHIN)
+    """The hourly round's looks: every agent with anything counted in the hours since
+    `ACTIVE_WITHIN` ago (`TimeSeriesStore.active_agents`, `page` at a time), listed or not, so
+    an agent whose runs the judge never takes (its budget or sampling skips them all) is
+    watched too; one with nothing counted lately has nothing new to look at. An agent already
+    looked at this hour is not looked at again (`look`). With `time_left`, a look starts only
+    while a look and its deliveries fit (`WATCH_MARGIN` and `delivery.longest_s`): an alert is
+    kept before it is told, so a look cut short would never tell it; the agents left are
+    looked at after their evals or by the next round. The agents asked to look at."""
+    now = ports.clock.now()
+    first, last = (period_of(iso(t), HOUR) for t in (now - ACTIVE_WITHIN, now + AHEAD))
     needs = WATCH_MARGIN + timedelta(seconds=longest_s(ports.settings.reuse))
-    try:
-        agents = ports.store.leaderboard.leaderboard("runs", limit=limit)
-    except Exception:
-        logger.exception("could not list the agents to watch; the next round tries again")
-        return []
-    looked = []
-    for ref in [a.ref for a in agents if (a.stats.last_event_at or "") >= since]:
-        if time_left is not None and time_left() <= needs:
-            break
-        watch_agent(ports, ref, sleep=sleep)
-        looked.append(ref)
-    return looked
+    looked: list[AgentRef] = []
+    after: AgentRef | None = None
+    while True:
+        try:
+            agents = ports.store.timeseries.active_agents(first, last, after=after, limit=page)
+        except Exception:
+            logger.exception("could not list the agents to watch; the next round tries again")
+            return looked
+        for ref in agents:
+            if time_left is not None and time_left() <= needs:
+                return looked
+            watch_agent(ports, ref, sleep=sleep)
+            looked.append(ref)
+        if len(agents) < page:
+            return looked
+        after = agents[-1]
 
 
 LOOKS_BUDGET = timedelta(seconds=240)
 """What the hourly looks may take on AWS: ClusterFunction's 300 s, less a minute's margin."""
 
 
-def hourly_looks(ports: ActivePorts, state: State) -> State:
+def hourly_looks(ports: AlertPorts, state: State) -> State:
     """The hourly state machine's step on AWS (`statemachines/cluster.asl.json`
     `WatchActiveAgents`, run by the cluster function): `watch_active` within `LOOKS_BUDGET`,
     and how many agents it asked to look at. Run twice in an hour (a retry, a second start),

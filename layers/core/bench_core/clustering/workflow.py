@@ -158,6 +158,6 @@ def build_insights(ports: ClusterPorts, tasks: list[TaskState]
 STEPS: dict[str, Callable[[ClusterPorts, State], State]] = {
     "sweep_evals": sweep_evals, "judge_sessions": judge_sessions, "due_agents": due_agents,
     "cluster_agent": cluster_agent}
-"""The steps in order; the cluster state machine's Task states call these, with the hourly
-looks between the sweep and the session judging (`lambdas/cluster_steps.py`)."""
+"""The steps in order; the cluster state machine's Task states call these, then the hourly
+looks (`lambdas/cluster_steps.py`)."""
 

@@ -512,6 +512,16 @@ class TimeSeriesStore(Protocol):
         `timeseries.period_of` writes them, both included), in order; none kept, none listed."""
         ...
 
+    def active_agents(self, first: str, last: str, *, after: AgentRef | None = None,
+                      limit: int = 100) -> list[AgentRef]:
+        """The agents, listed or not, with anything counted in an hour from `first` to `last`
+        (hours as `timeseries.period_of` writes them, both included: a run ended, a model
+        call priced), in (login, slug) order after `after`, at most `limit`: a page of the
+        hourly round's agents (`alerts/watch.py`), read without touching any agent's history
+        (SQLite: one indexed range; DynamoDB: a Query of a few sparse index partitions an
+        hour)."""
+        ...
+
 
 class ClusterStore(Protocol):
     """Failure clusters over time (`bench_core.domain.cluster_series`): the last

@@ -78,8 +78,9 @@ class Jobs(Protocol):
         ...
 
     def watch_active(self) -> None:
-        """The hourly round's looks: `watch` each agent with runs lately, so one whose runs
-        the judge's budget skips (no evals, no look after them) is watched too."""
+        """The hourly round's looks, after its clusters: `watch` each agent with runs lately,
+        listed or not, so one whose runs the judge's budget skips (no evals, no look after
+        them) is watched too. Takes as long as the looks and their deliveries take."""
         ...
 
 

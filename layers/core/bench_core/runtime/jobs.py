@@ -63,9 +63,9 @@ class LocalJobs:
                          name="bench-alerts", daemon=True).start()
 
     def watch_active(self) -> None:
-        """In a thread of its own too, the agents one after another."""
-        threading.Thread(target=watch_active, args=(self.ports,), name="bench-alerts-hourly",
-                         daemon=True).start()
+        """The agents one after another, in the caller's thread (the runner's looks have one
+        of their own)."""
+        watch_active(self.ports)
 
     def judge_sessions(self) -> None:
         session_judge.judge_sessions(self.ports, {})

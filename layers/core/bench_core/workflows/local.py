@@ -40,6 +40,9 @@ Work = tuple[str, str, list[str]]
 "", []) once the queue has drained after refusing work."""
 HOUR_S = 3600.0
 OVERFLOW_WARN_EVERY_S = 60.0
+LOOKS_WAIT_S = 600.0
+"""How long the hourly looks wait for the clusters their round queued: past it they look
+without them (the failure-cluster monitor sees them at the next round)."""
 EVALS_AT_ONCE = 32
 """An agent's queued runs judged together, and recorded in one write (`evals/workflow.py`
 `JUDGES_AT_ONCE` judge calls side by side)."""
@@ -194,6 +197,7 @@ class LocalRunner:
         kind, subject, task_ids = work
         with self._has_work:
             self._queued.difference_update((kind, subject, t) for t in task_ids or [""])
+            self._has_work.notify_all()  # the hourly looks may wait for this one
 
     def _timer(self) -> None:
         self.scheduled_round(startup=True)
@@ -201,29 +205,44 @@ class LocalRunner:
             self.scheduled_round()
 
     def scheduled_round(self, startup: bool = False) -> None:
-        """What the hourly schedule does on AWS: sweep evals, queue due agents' clusters, look
-        at the monitors of the agents active lately (`Jobs.watch_active`), judge the sessions
-        that have ended (`Jobs.judge_sessions`, in this timer's thread). At startup nothing can
-        be in flight, so even the youngest unjudged runs are swept. Also what DynamoDB's TTL
-        does there: delete what has expired (`Jobs.purge_expired`)."""
+        """What the hourly state machine does on AWS, in its order: sweep evals, queue due
+        agents' clusters, judge the sessions that have ended (`Jobs.judge_sessions`, in this
+        timer's thread), then, in a thread of its own once the clusters queued are done (so
+        that the failure-cluster monitor sees them), look at the monitors of the agents active
+        lately (`Jobs.watch_active`). At startup nothing can be in flight, so even the
+        youngest unjudged runs are swept. Also what DynamoDB's TTL does there: delete what has
+        expired (`Jobs.purge_expired`)."""
         try:
             purged = self.jobs.purge_expired(iso(self.clock.now()))
             if purged:
                 logger.info("expired data purged", extra={"rows": purged})
         except Exception:
             logger.exception("purge failed; retrying at the next round")
+        clusters: set[Job] = set()
         try:
-            self.start_clusters(self.jobs.sweep(self, startup=startup))
+            due = self.jobs.sweep(self, startup=startup)
+            self.start_clusters(due)
+            clusters = {("cluster", ref.path, "") for ref in due}
         except Exception:
             logger.exception("scheduled round failed; retrying at the next one")
-        try:
-            self.jobs.watch_active()
-        except Exception:
-            logger.exception("the hourly looks failed; retrying at the next round")
         try:
             self.jobs.judge_sessions()
         except Exception:
             logger.exception("judging sessions failed; retrying at the next round")
+        threading.Thread(target=self._look_after, args=(clusters,), name="bench-alerts-hourly",
+                         daemon=True).start()
+
+    def _look_after(self, clusters: set[Job]) -> None:
+        """The hourly looks, once none of `clusters` is queued or in hand (a job the full
+        queue refused is not waited for), at most `LOOKS_WAIT_S` later; at once if no worker
+        runs (the runner was never started)."""
+        with self._has_work:
+            self._has_work.wait_for(lambda: not self._threads or self._stop.is_set()
+                                    or not clusters & self._queued, LOOKS_WAIT_S)
+        try:
+            self.jobs.watch_active()
+        except Exception:
+            logger.exception("the hourly looks failed; retrying at the next round")
 
     def _work(self) -> None:
         last_job_s = 0.0

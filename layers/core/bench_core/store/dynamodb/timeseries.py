@@ -3,7 +3,9 @@
 
 - a bucket:  SERIES#{A}#{g}, TS#{g}#{scope}#{period}#{n}   numbers ADDed to (short names,
              `_NAMES`), latency histogram `h{i}`, models `M_{name}_{c|i|o|u}`; the agent's
-             (scope ALL) also holds each version's, the same names behind `V{digest}_`
+             (scope ALL) also holds each version's, the same names behind `V{digest}_`;
+             the agent's hours are in the `tasks` index under `ACTIVE#{hour}#{k}`, `{A}`
+             (`_active_keys`: the agents active lately, listed or not)
 
 A partition key of each grain's, not the agent's own: the hot agent's buckets took some 800
 write units a second when a version's were items of their own, which beside its counters
@@ -41,23 +43,27 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import zlib
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from ...domain import stats
-from ...domain.models import AgentRef, CleanEvent
+from ...domain.models import AgentRef, CleanEvent, iso
 from ...domain.pricing import is_evidence
 from ...domain.timeseries import (
     ALL,
     DAY,
+    HOUR,
     NUMBERS,
     Bucket,
     BucketKey,
     ModelUse,
     first_tags,
     keys_at,
+    period_of,
     scope_of,
 )
 from .client import MAX_ATTEMPTS, Table, code
@@ -78,6 +84,14 @@ _SQUARED = {"q": 1e6, "qe": 1e6}
 (`values.number`), and none below $1e-6."""
 _VERSION = scope_of(version="")
 """How a version's scope begins."""
+ACTIVE = "ACTIVE#"
+ACTIVE_INDEX, ACTIVE_PK, ACTIVE_SK = "tasks", "tlpk", "tlsk"
+ACTIVE_SHARDS = 4
+"""The index partitions an hour's active agents are spread over, by agent: every agent's first
+batches of an hour write an entry each (up to one a counter shard), which the load model puts
+at 500 to 750 write units a second at its 20,000 events/s over 1,000 agents (an upper bound),
+most of the 1,000 one partition takes; spread, ~300 on the busiest. A read of the agents
+active in the last two hours is `ACTIVE_SHARDS` Queries an hour (12)."""
 
 
 def bucket_sk(key: BucketKey, shard: int | str) -> str:
@@ -98,8 +112,21 @@ def series_updates(agent: AgentKeys, buckets: Mapping[BucketKey, Bucket], shard:
             item, prefix = _item_of(key)
             adds.setdefault(item, {}).update({prefix + name: n for name, n in numbers.items()})
     return [expiring(Update(to_item({"pk": series_pk(agent, key.grain),
-                                     "sk": bucket_sk(key, shard)}), add=add), agent)
+                                     "sk": bucket_sk(key, shard)}), add=add,
+                            set_if_absent=_active_keys(agent, key)), agent)
             for key, add in adds.items()]
+
+
+def _active_keys(agent: AgentKeys, key: BucketKey) -> dict[str, str]:
+    """The agent's own hour's entry in the sparse, KEYS_ONLY `tasks` index, under
+    `ACTIVE#{hour}#{n}` (`n` of `ACTIVE_SHARDS`, by agent): set by the write that makes the
+    item and left alone by every later one (`if_not_exists`), so only the first write of an
+    hour on each counter shard's item writes an index entry, and `active_agents` reads the
+    agents of an hour without reading their history."""
+    if key.grain != HOUR or key.scope != ALL:
+        return {}
+    shard = zlib.crc32(agent.name.encode()) % ACTIVE_SHARDS
+    return {ACTIVE_PK: f"{ACTIVE}{key.period}#{shard}", ACTIVE_SK: agent.name}
 
 
 def _numbers(bucket: Bucket) -> dict[str, Any]:
@@ -162,6 +189,16 @@ def merge_version_bucket(table: Table, item: dict[str, Any]) -> bool:
         if not item:
             return True
     raise RuntimeError(f"bucket {item['pk']} {item['sk']} kept changing: migrate again")
+
+
+def _hours(first: str, last: str) -> list[str]:
+    """The hours from `first` to `last` (`YYYY-MM-DDTHH`), both included."""
+    hour, end = (datetime.fromisoformat(h + ":00+00:00") for h in (first, last))
+    hours = []
+    while hour <= end:
+        hours.append(period_of(iso(hour), HOUR))
+        hour += timedelta(hours=1)
+    return hours
 
 
 def _model_name(provider: str, model: str) -> str:
@@ -227,6 +264,28 @@ class DynamoTimeSeries:
         if prefix and self.table.layout.before(self.table, SERIES_MERGED):
             self._read(agent, scope, grain, first, last, "", periods)  # as older code kept it
         return sorted(periods.items())
+
+    def active_agents(self, first: str, last: str, *, after: AgentRef | None = None,
+                      limit: int = 100) -> list[AgentRef]:
+        """Each hour's `ACTIVE_SHARDS` partitions of the index from `after` on, `limit` keys
+        each at most, merged: what a partition that had more holds sorts after its last key
+        read, so the page stops there (and there is a next page)."""
+        start = AgentKeys(after.login, after.slug).name if after is not None else ""
+        names: set[str] = set()
+        stop: str | None = None
+        for period in _hours(first, last):
+            for shard in range(ACTIVE_SHARDS):
+                pk = f"{ACTIVE}{period}#{shard}"
+                params = (self.table.query_params(pk, "#sk > :after", index=ACTIVE_INDEX,
+                                                  page=limit, after=start) if start else
+                          self.table.query_params(pk, index=ACTIVE_INDEX, page=limit))
+                answer = next(self.table.answers(params))
+                keys = [item[ACTIVE_SK] for item in answer["Items"]]
+                names.update(keys)
+                if "LastEvaluatedKey" in answer and keys:
+                    stop = min(stop or keys[-1], keys[-1])
+        kept = sorted(name for name in names if stop is None or name <= stop)[:limit]
+        return [AgentRef(*name.split("#", 1)) for name in kept]
 
     def _read(self, agent: AgentKeys, scope: str, grain: str, first: str, last: str,
               prefix: str, periods: dict[str, Bucket]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...domain.models import AgentRef
-from ...domain.timeseries import Bucket, BucketKey
+from ...domain.timeseries import ALL, HOUR, Bucket, BucketKey
 from .state import Concern, Tables
 
 
@@ -33,3 +33,12 @@ class MemoryTimeSeries(Concern):
                 copy.add(kept[key])
                 out.append((key.period, copy))
         return out
+
+    def active_agents(self, first: str, last: str, *, after: AgentRef | None = None,
+                      limit: int = 100) -> list[AgentRef]:
+        with self.memory.locked() as tables:
+            active = [ref for ref, kept in tables.series.items() if any(
+                k.scope == ALL and k.grain == HOUR and first <= k.period <= last for k in kept)]
+        start = (after.login, after.slug) if after is not None else ("", "")
+        return sorted((ref for ref in active if (ref.login, ref.slug) > start),
+                      key=lambda ref: (ref.login, ref.slug))[:limit]

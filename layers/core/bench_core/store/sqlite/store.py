@@ -42,7 +42,7 @@ from .runs import (
     backfill_runs,
 )
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
-from .timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
+from .timeseries import ACTIVE_SCHEMA, COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
 MIGRATIONS: list[Migration] = [
@@ -118,6 +118,8 @@ MIGRATIONS: list[Migration] = [
     SPANS_BY_RUN,
     # 34: new spans join the search index a chunk at a time (`run_text.py`)
     pend_run_text,
+    # 35: the agents' own hours indexed by period (the agents active lately)
+    ACTIVE_SCHEMA,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

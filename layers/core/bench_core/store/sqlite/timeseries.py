@@ -12,7 +12,7 @@ from typing import Any
 
 from ...domain import stats
 from ...domain.models import AgentRef
-from ...domain.timeseries import NUMBERS, Bucket, BucketKey, ModelUse
+from ...domain.timeseries import ALL, HOUR, NUMBERS, Bucket, BucketKey, ModelUse
 from .connection import Concern
 
 TIMESERIES_SCHEMA = """
@@ -35,6 +35,12 @@ COST_SQUARES_SCHEMA = """
     ALTER TABLE agent_series ADD COLUMN squared_runs INTEGER NOT NULL DEFAULT 0;
 """
 """The migration adding the sums of costs squared (`domain.timeseries.Bucket`)."""
+ACTIVE_SCHEMA = """
+    CREATE INDEX agent_series_active ON agent_series (period, agent_id)
+        WHERE grain = 'hour' AND scope = '';
+"""
+"""The migration indexing the agent's own hours by period: the agents active lately
+(`active_agents`) are one range of it, whatever the number of agents or of their hours."""
 
 _KEY = "agent_id = ? AND scope = ? AND grain = ? AND period = ?"
 _COLS = ", ".join((*NUMBERS, "latency_hist", "models"))
@@ -81,3 +87,13 @@ class SqliteTimeSeries(Concern):
             "AND period BETWEEN ? AND ? ORDER BY period",
             (ref.login, ref.slug, scope, grain, first, last)).fetchall()
         return [(row[0], _bucket(row[1:])) for row in rows]
+
+    def active_agents(self, first: str, last: str, *, after: AgentRef | None = None,
+                      limit: int = 100) -> list[AgentRef]:
+        login, slug = (after.login, after.slug) if after is not None else ("", "")
+        rows = self.db.reader().execute(
+            "SELECT login, slug FROM agents WHERE id IN (SELECT agent_id FROM agent_series "
+            "WHERE grain = ? AND scope = ? AND period BETWEEN ? AND ?) AND (login, slug) > (?, ?) "
+            "ORDER BY login, slug LIMIT ?",
+            (HOUR, ALL, first, last, login, slug, limit)).fetchall()
+        return [AgentRef(row[0], row[1]) for row in rows]
