@@ -12,6 +12,7 @@ Some 60 bytes a span. Neither is compared in SQL but `recorded`'s order, which t
 from __future__ import annotations
 
 import sqlite3
+from functools import lru_cache
 
 from .connection import Database, migrated
 from .events import millis, time_of
@@ -40,21 +41,34 @@ def pack_recorded(text: str | None) -> bytes | str | None:
     they give it back."""
     if text is None:
         return None
-    first, _, rest = text.partition("#")
-    last, _, place = rest.partition("#")
-    low, low_exact = millis(first)
-    high, high_exact = millis(last)
-    if not (low_exact and high_exact and len(place) == 6 and place.isdigit()
-            and 0 <= low < 1 << 48 and 0 <= high < 1 << 48):
+    batch, _, place = text.rpartition("#")
+    packed = _packed_batch(batch)
+    if packed is None or len(place) != 6 or not place.isdigit():
         return text
-    return low.to_bytes(_TIME) + high.to_bytes(_TIME) + int(place).to_bytes(_PLACE)
+    return packed + int(place).to_bytes(_PLACE)
 
 
 def unpack_recorded(stored: bytes | str | None) -> str | None:
     if not isinstance(stored, bytes):
         return stored
-    low, high = int.from_bytes(stored[:_TIME]), int.from_bytes(stored[_TIME:2 * _TIME])
-    return f"{time_of(low)}#{time_of(high)}#{int.from_bytes(stored[2 * _TIME:]):06d}"
+    return f"{_batch_text(stored[:2 * _TIME])}#{int.from_bytes(stored[2 * _TIME:]):06d}"
+
+
+@lru_cache(maxsize=1024)
+def _packed_batch(batch: str) -> bytes | None:
+    """A batch's first and last times (`folding.recorded_at`) as 12 bytes, None unless they
+    give them back; remembered, as a batch's tasks share them."""
+    first, _, last = batch.partition("#")
+    low, low_exact = millis(first)
+    high, high_exact = millis(last)
+    if not (low_exact and high_exact and 0 <= low < 1 << 48 and 0 <= high < 1 << 48):
+        return None
+    return low.to_bytes(_TIME) + high.to_bytes(_TIME)
+
+
+@lru_cache(maxsize=1024)
+def _batch_text(packed: bytes) -> str:
+    return f"{time_of(int.from_bytes(packed[:_TIME]))}#{time_of(int.from_bytes(packed[_TIME:]))}"
 
 
 def compact_task_times(db: Database, number: int) -> bool:
