@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from functools import lru_cache
 
-from .connection import Database, migrated
+from .connection import Database, in_chunks, migrated
 from .events import millis, time_of
 
 CHUNK = 2000
@@ -82,11 +82,8 @@ def compact_task_times(db: Database, number: int) -> bool:
             "SELECT min(rowid) FROM tasks WHERE typeof(started_at) = 'text' "
             "OR typeof(recorded) = 'text'").fetchone()
     moved = start is not None
-    while start is not None:
-        with db.write() as conn:
-            if migrated(conn, number):
-                return False
-            start = _compact(conn, start)
+    if not in_chunks(db, number, start, _compact):
+        return False
     with db.write() as conn:
         if migrated(conn, number):
             return False
