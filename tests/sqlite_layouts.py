@@ -23,6 +23,7 @@ from bench_core.store.sqlite.events import (
     time_of,
 )
 from bench_core.store.sqlite.packing import entry_body, pack_body, pack_event, unpack_record
+from bench_core.store.sqlite.task_times import unpack_recorded, unpack_time
 
 LEGACY_EVENTS = """
     CREATE TABLE events_legacy (
@@ -97,18 +98,27 @@ def legacy_events(conn: sqlite3.Connection) -> None:
     _swap(conn, "events_legacy", ";".join(indexes))
 
 
+def text_task_times(conn: sqlite3.Connection) -> None:
+    """Today's tasks taken back to before `compact_task_times`: their starts and record moments
+    text."""
+    for rowid, started, recorded in conn.execute(
+            "SELECT rowid, started_at, recorded FROM tasks").fetchall():
+        conn.execute("UPDATE tasks SET started_at = ?, recorded = ? WHERE rowid = ?",
+                     (unpack_time(started), unpack_recorded(recorded), rowid))
+
+
 KILLED_MID_CHUNK = """
 import os, signal, sys
 from bench_core.store.sqlite import {module}
 from bench_core.store.sqlite.store import SqliteStore
 {module}.CHUNK = 4
 real, calls = {module}.{copy}, []
-def copy_then_die(conn):
+def copy_then_die(conn, *args):
     if len(calls) == 2:
         conn.execute({half_written!r})  # never committed
         os.kill(os.getpid(), signal.SIGKILL)
     calls.append(1)
-    return real(conn)
+    return real(conn, *args)
 {module}.{copy} = copy_then_die
 SqliteStore.open(sys.argv[1])
 """

@@ -20,9 +20,10 @@ from bench_core.store.sqlite.events import group_events, rekey_events
 from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text, pend_run_text
 from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+from bench_core.store.sqlite.task_times import compact_task_times
 
 from tests.factories import clean, ev, task_events, ts
-from tests.sqlite_layouts import keyed_events, legacy_events
+from tests.sqlite_layouts import keyed_events, legacy_events, text_task_times
 
 REF = AgentRef("alice", "agent-1")
 HOUR = 3_600_000
@@ -273,6 +274,9 @@ def without_run_text(conn: sqlite3.Connection) -> None:
             continue
         if later is pend_run_text:  # its triggers dropped above
             conn.execute("DROP TABLE tasks_text_upto")
+            continue
+        if later is compact_task_times:
+            text_task_times(conn)
             continue
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):

@@ -158,6 +158,20 @@ def migrated(conn: sqlite3.Connection, number: int) -> bool:
     return int(conn.execute("PRAGMA user_version").fetchone()[0]) >= number
 
 
+def in_chunks(db: Database, number: int, start: int | None,
+              chunk: Callable[[sqlite3.Connection, int], int | None]) -> bool:
+    """Part of step `number` that rewrites rows in place: `chunk(conn, start)` a transaction at
+    a time, each going on from where the last said, until one says None (`start` None: nothing
+    to do). Each transaction first makes sure that no other process finished the step; False
+    if one did."""
+    while start is not None:
+        with db.write() as conn:
+            if migrated(conn, number):
+                return False
+            start = chunk(conn, start)
+    return True
+
+
 def copy_and_swap(db: Database, number: int, copy: Callable[[sqlite3.Connection], int],
                   table: str, staged: str, indexes: str) -> bool:
     """A step that rewrites `table` into `staged` a chunk per transaction (`copy` copies the

@@ -35,6 +35,7 @@ from .events import held, insert_new, of_task, recent
 from .packing import load, pack_json
 from .run_text import index_again, index_new_spans, unindex
 from .sessions import add_session_runs
+from .task_times import pack_recorded, pack_time, unpack_recorded, unpack_time
 from .timeseries import add_series
 from .versions import add_version_runs
 
@@ -114,9 +115,10 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
         input=load(input), output=load(output), metadata=load(metadata),
         duration_ms=duration, cost_usd=cost, reported_cost_usd=reported,
         cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load(breakdown),
-        started_at=started, ended_at=ended, version=version,
+        started_at=unpack_time(started), ended_at=ended, version=version,
         eval=EvalResult.from_dict(load(result)) if result else None,
-        evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [], recorded=recorded,
+        evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [],
+        recorded=unpack_recorded(recorded),
         model=model, agent_version=agent_version, session_id=session_id, user_id=user_id)
 
 
@@ -248,8 +250,9 @@ class SqliteIngest(Concern):
             row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
                    _json_or_null(t.output), pack_json(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
-                   pack_json(t.cost_breakdown), t.started_at, t.ended_at, t.sort_ts,
-                   _usage_json(t.evidence), t.run_id, dumps(t.logs), t.recorded, t.model,
+                   pack_json(t.cost_breakdown), pack_time(t.started_at), t.ended_at, t.sort_ts,
+                   _usage_json(t.evidence), t.run_id, dumps(t.logs), pack_recorded(t.recorded),
+                   t.model,
                    t.agent_version, t.session_id, t.user_id, agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         unindexed = unindex(conn, agent_id, [row[-1] for row in updates])  # `run_text.py`

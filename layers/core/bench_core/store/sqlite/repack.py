@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .connection import Database, copy_and_swap, migrated
+from .connection import Database, copy_and_swap, in_chunks, migrated
 from .packing import pack, pack_body
 
 CHUNK = 2000
@@ -76,11 +76,8 @@ def repack(db: Database, number: int) -> bool:
         conn.execute(PACKED_TASKS)
         (seq,) = conn.execute("SELECT min(seq) FROM events WHERE typeof(body) = 'text'").fetchone()
     moved = seq is not None
-    while seq is not None:
-        with db.write() as conn:
-            if migrated(conn, number):
-                return False
-            seq = _pack_events(conn, seq)
+    if not in_chunks(db, number, seq, _pack_events):
+        return False
     copied = copy_and_swap(db, number, _copy_tasks, "tasks", "tasks_packed", TASK_INDEXES)
     return moved or copied
 

@@ -42,6 +42,7 @@ from .runs import (
     backfill_runs,
 )
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
+from .task_times import compact_task_times
 from .timeseries import ACTIVE_SCHEMA, COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
 
@@ -120,6 +121,8 @@ MIGRATIONS: list[Migration] = [
     pend_run_text,
     # 35: the agents' own hours indexed by period (the agents active lately)
     ACTIVE_SCHEMA,
+    # 36: a task's start as milliseconds, the moment it was recorded as 15 bytes (resumable)
+    compact_task_times,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

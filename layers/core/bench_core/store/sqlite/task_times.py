@@ -1,0 +1,104 @@
+"""A task's start and the moment it was first recorded as the tasks table keeps them: the
+start as milliseconds since 1970 (6 bytes where its text was 24), the record's moment
+(`folding.recorded_at`: its batch's first and last times and its place in the batch, 56
+characters) as 15 bytes that sort as the text did (`runs.py` orders a session's runs by it);
+and the migration that compacts an older file's (`store.MIGRATIONS`), a chunk per transaction,
+resuming where it stopped. A value in another form than ingest's stays text, read as it is.
+
+Some 60 bytes a span. Neither is compared in SQL but `recorded`'s order, which the bytes keep:
+6 bytes of each time big-endian (times are at most 9999-12-31: under 2^48 ms), 3 of the place
+(at most 999,999: under 2^24)."""
+
+from __future__ import annotations
+
+import sqlite3
+from functools import lru_cache
+
+from .connection import Database, in_chunks, migrated
+from .events import millis, time_of
+
+CHUNK = 2000
+"""Tasks per transaction of the migration."""
+_TIME = 6
+_PLACE = 3
+
+
+def pack_time(text: str | None) -> bytes | str | None:
+    """A time as its column keeps it: its milliseconds, as bytes (the column's text affinity
+    would make an integer text), when they give its text back."""
+    if text is None:
+        return None
+    ms, exact = millis(text)
+    return ms.to_bytes(_TIME) if exact and 0 <= ms < 1 << 48 else text
+
+
+def unpack_time(stored: bytes | str | None) -> str | None:
+    return time_of(int.from_bytes(stored)) if isinstance(stored, bytes) else stored
+
+
+def pack_recorded(text: str | None) -> bytes | str | None:
+    """`TaskState.recorded` as its column keeps it: bytes that sort as the text does, when
+    they give it back."""
+    if text is None:
+        return None
+    batch, _, place = text.rpartition("#")
+    packed = _packed_batch(batch)
+    if packed is None or len(place) != 6 or not place.isdigit():
+        return text
+    return packed + int(place).to_bytes(_PLACE)
+
+
+def unpack_recorded(stored: bytes | str | None) -> str | None:
+    if not isinstance(stored, bytes):
+        return stored
+    return f"{_batch_text(stored[:2 * _TIME])}#{int.from_bytes(stored[2 * _TIME:]):06d}"
+
+
+@lru_cache(maxsize=1024)
+def _packed_batch(batch: str) -> bytes | None:
+    """A batch's first and last times (`folding.recorded_at`) as 12 bytes, None unless they
+    give them back; remembered, as a batch's tasks share them."""
+    first, _, last = batch.partition("#")
+    low, low_exact = millis(first)
+    high, high_exact = millis(last)
+    if not (low_exact and high_exact and 0 <= low < 1 << 48 and 0 <= high < 1 << 48):
+        return None
+    return low.to_bytes(_TIME) + high.to_bytes(_TIME)
+
+
+@lru_cache(maxsize=1024)
+def _batch_text(packed: bytes) -> str:
+    return f"{time_of(int.from_bytes(packed[:_TIME]))}#{time_of(int.from_bytes(packed[_TIME:]))}"
+
+
+def compact_task_times(db: Database, number: int) -> bool:
+    """The migration: every task's start and record moment compacted in place, in order of
+    rowid from the first still text, a chunk per transaction, then the version set; whether it
+    changed any (then `Database.migrate` vacuums the file)."""
+    with db.write() as conn:
+        if migrated(conn, number):
+            return False
+        (start,) = conn.execute(
+            "SELECT min(rowid) FROM tasks WHERE typeof(started_at) = 'text' "
+            "OR typeof(recorded) = 'text'").fetchone()
+    moved = start is not None
+    if not in_chunks(db, number, start, _compact):
+        return False
+    with db.write() as conn:
+        if migrated(conn, number):
+            return False
+        conn.execute(f"PRAGMA user_version = {number}")
+    return moved
+
+
+def _compact(conn: sqlite3.Connection, start: int) -> int | None:
+    """Compact up to `CHUNK` tasks from rowid `start` on; the rowid to go on from, None when
+    none is left."""
+    rows = conn.execute("SELECT rowid, started_at, recorded FROM tasks WHERE rowid >= ? "
+                        "ORDER BY rowid LIMIT ?", (start, CHUNK)).fetchall()
+    conn.executemany("UPDATE tasks SET started_at = ?, recorded = ? WHERE rowid = ?",
+                     [(pack_time(started) if isinstance(started, str) else started,
+                       pack_recorded(recorded) if isinstance(recorded, str) else recorded, rowid)
+                      for rowid, started, recorded in rows
+                      if isinstance(started, str) or isinstance(recorded, str)])
+    return rows[-1][0] + 1 if len(rows) == CHUNK else None
