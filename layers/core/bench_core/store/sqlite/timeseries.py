@@ -36,7 +36,7 @@ COST_SQUARES_SCHEMA = """
 """
 """The migration adding the sums of costs squared (`domain.timeseries.Bucket`)."""
 ACTIVE_SCHEMA = """
-    CREATE INDEX agent_series_active ON agent_series (period, agent_id)
+    CREATE INDEX IF NOT EXISTS agent_series_active ON agent_series (period, agent_id)
         WHERE grain = 'hour' AND scope = '';
 """
 """The migration indexing the agent's own hours by period: the agents active lately
