@@ -21,8 +21,12 @@ def read_tasks(table: Table, agent: AgentKeys, task_ids: Iterable[str], *,
     ids = list(dict.fromkeys(task_ids))
     if not ids:
         return []
-    own = table.get_all([agent.key(TASK + task_id) for task_id in ids], consistent=consistent,
-                        projection=projection)
+    if len(ids) == 1 and not projection:  # a GetItem, as for any one item
+        own = [item] if (item := table.get(agent.key(TASK + ids[0]),
+                                           consistent=consistent)) else []
+    else:
+        own = table.get_all([agent.key(TASK + task_id) for task_id in ids],
+                            consistent=consistent, projection=projection)
     found = {item["sk"][len(TASK):]: item for item in own}
     missing = [task_id for task_id in ids if task_id not in found]
     if missing:

@@ -436,25 +436,15 @@ def _entries(item: dict[str, Any], run_id: str) -> list[tuple[dict[str, Any], Ta
 
 def _page(found: list[tuple[dict[str, Any], TaskState]], limit: int
           ) -> list[tuple[dict[str, Any], TaskState]]:
-    """The first `limit` spans of `found` (in order, each with its entry), cut before a pack
-    that goes on past them: a pack's entry is at its first span's place, so the next page,
-    read from this page's last span on, would not read it again. Where the page's first span
-    begins such a pack, the page takes every pack it holds whole instead, past `limit`."""
+    """The first `limit` spans of `found` (in order, each with its entry), and the rest of
+    every pack they hold with the spans between: a pack's entry is at its first span's place,
+    so the next page, read from this page's last span on, would not read it again. So a page
+    holds a pack whole, and may hold a few more spans than `limit`."""
     n = min(limit, len(found))
-    while n < len(found):
-        going = {entry["pack"] for entry, _ in found[n:] if "pack" in entry}
-        cut = next((i for i, (entry, _) in enumerate(found[:n]) if entry.get("pack") in going),
-                   None)
-        if cut is None:
-            return found[:n]
-        if not cut:
-            break
-        n = cut
-    else:
-        return found[:n]
     while True:
         packs = {entry["pack"] for entry, _ in found[:n] if "pack" in entry}
-        end = 1 + max(i for i, (entry, _) in enumerate(found) if entry.get("pack") in packs)
+        end = max((i + 1 for i, (entry, _) in enumerate(found) if entry.get("pack") in packs),
+                  default=0)
         if end <= n:
             return found[:n]
         n = end
