@@ -12,6 +12,9 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`, `P` one of the agent's part
                   `content` hold its folded fields as JSON (`codec.tasks.task_fields`);
                   `seen` holds a `codec.tasks.digest` of its newest events, `pages` the pages
                   they are on (`codec.tasks.TaskLedger`)
+- pack:           P, PACK#{trace_id}#{hash}  [spans: RUN#{A}#{run_id}, its first span's key]:
+                  the spans of one trace a batch starts and ends that hand nothing up, on
+                  one item instead of one each (`codec.packs`, `_packs`; read by `packs.py`)
 - task chunks:    P, TASKX#{task_id}#S{n} and #P{n}: the older digests and page keys,
                   sealed, so a task item stays a few KB whatever its history
 - event page:     P, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
