@@ -13,8 +13,11 @@ import pytest
 from bench_core.domain.models import AgentMeta, AgentRef, TaskState
 from bench_core.domain.runs import span_key
 from bench_core.ports.store import Store
+from bench_core.store.dynamodb.codec.packs import PACK_BYTES, PACK_SPANS, pack_size
+from bench_core.store.dynamodb.codec.values import plain
 from bench_core.store.dynamodb.store import DynamoStore
 from bench_core.store.sqlite.store import SqliteStore
+from pydantic_core import from_json
 
 from tests.aws.moto_table import dynamo_store
 from tests.aws.test_dynamodb_ingest_cost import Crash, crash_at, requests_of
@@ -111,8 +114,6 @@ def items(store: DynamoStore, prefix: str) -> dict[str, dict[str, Any]]:
 
 def packed(store: DynamoStore) -> list[list[str]]:
     """The spans of each pack, by name."""
-    from pydantic_core import from_json
-
     return sorted(sorted(bytes.fromhex(suffix.rstrip("0")).decode()
                          for suffix, *_ in from_json(item["row"]["S"]))
                   for item in items(store, "PACK#").values())
@@ -180,3 +181,27 @@ def test_a_batch_of_packed_spans_cut_short_at_any_request_counts_once_when_sent_
                 if batch is FIRST:
                     send(store, SECOND)
                 assert reads(store) == expected, (batch is FIRST, n)
+
+
+def test_a_pack_holds_at_most_sixteen_spans_and_stays_far_below_sixty_four_kilobytes() -> None:
+    """Forty subtasks of one trace in one batch, half with 150 logs each (their digests are
+    most of a pack): several packs, each within `PACK_SPANS` and `PACK_BYTES` (a few KB), every
+    span read back and counted."""
+    names = [f"s{n:02d}" for n in range(40)]
+    events = spans(("root", None, {}), *((name, "root", {}) for name in names))
+    for name in names[::2]:
+        events += [ev("task.log", sid(name), data={"i": i}) for i in range(150)]
+    with dynamo_store() as store:
+        store.ingest.ingest(REF.login, AgentMeta(slug=REF.slug), clean(events))
+        packs = [{**plain(p), "digests": p["digests"]["B"]}
+                 for p in items(store, "PACK#").values()]
+        held = [len(from_json(p["row"])) for p in packs]
+        assert len(packs) > 1 and sum(held) > PACK_SPANS and max(held) <= PACK_SPANS, held
+        assert max(map(pack_size, packs)) <= PACK_BYTES <= 64_000 // 4
+        assert max(sum(len(str(p[k])) for k in ("pk", "sk", "spk", "ssk", "run_id"))
+                   for p in packs) < 400
+        root = store.ingest.get_task(REF, sid("root"))
+        assert root is not None
+        assert store.runs.run_counts(REF, root).spans == 40
+        assert [t.name for t in store.runs.run_spans(REF, root, limit=100)] == names
+        assert all(store.ingest.get_task(REF, sid(name)) is not None for name in names)
