@@ -14,19 +14,21 @@ finds it there without a pointer item. Only spans of that shape are packed: a cl
 (`/ingest`) name no trace, and cost nothing more to look up.
 
 The item: `row` holds every span's row (`codec.spans.span_row`, the parent a suffix of the
-trace), each with its id's suffix and its start after the pack's first, as one JSON text (it
-begins `[[`, where a span's own row begins `["`), and `spk`/`ssk` put it in its run's `spans`
-partition at its first span's place: the run page, the subtask listing and `run_counts` read
-a pack's rows from its entry (`spans_of`). `more` (JSON) holds what a span's row leaves out
-of its fields (its session, version, evidence whole, ...), how many of `digests` (the
-`codec.tasks.digest` of each event, 8 bytes each, in span order) are its own and which of
-`pages` hold them. A packed span reads as a task item of version 0 (`task_items`), so every
-reader of task items takes it as it is.
+trace), each after its id's suffix and its start, as one JSON text (it begins `[[`, where a
+span's own row begins `["`), and `spk`/`ssk` put it in its run's `spans` partition at its
+first span's place: the run page, the subtask listing and `run_counts` read a pack's rows from
+its entry (`spans_of`; a page of a run holds a pack whole, `runs._page`). `more` (JSON) holds
+what a span's row leaves out of its fields (its agent version, session, evidence whole, ...),
+how many of `digests` (the `codec.tasks.digest` of each event, 8 bytes each, in span order)
+are its own and which of `pages` hold them. A packed span reads as a task item of version 0
+(`task_items`), so every reader of task items takes it as it is.
 
-A pack is written once, never changed: a packed span written later (an event of it in a later
-batch, a subtask's cost handed to it) leaves its pack, its item written whole where a task's
-own item goes (`TASK#`), which every read takes before the pack. Bounds: `PACK_SPANS` spans and
-`PACK_BYTES` of JSON, far below the 64 KB a task item may take.
+A packed span written later (an event of it in a later batch, a subtask's cost handed to it)
+leaves its pack: its item is written whole where a task's own item goes (`TASK#`), in the
+batch's transaction with its pack written again without it (`unpacked`; deleted once empty),
+guarded by the rows it was read with. Reads take a span's own item and entry before a pack's
+(`unique_spans`: the index may show both for a moment). Bounds: `PACK_SPANS` spans and
+`PACK_BYTES` besides the keys, far below the 64 KB a task item may take.
 """
 
 from __future__ import annotations
