@@ -39,7 +39,7 @@ answers, so what is written once per span of time counts as often as for a real 
 counts are deterministic:
 tests/aws/test_dynamodb_ingest_cost.py holds the steady batch to at most 2.5 WRU and 0.5 RRU
 per event all in, a batch whose every run is a turn of two conversations (`--sessions 2`) to
-2 WRU, and an OTLP span with 2 KB of content (`--otlp`) to 5 WRU,
+2 WRU, and an OTLP span with 2 KB of content (`--otlp`) to 4 WRU,
 tests/aws/test_dynamodb_run_page_cost.py the big run's page to under 50 RRU.
 """
 

@@ -122,7 +122,8 @@ class RunStore(Protocol):
         all but what a tree's rows draw (parent, name, status, times, duration, own cost, the
         model called, the evidence's cost, tokens and calls): inputs, outputs, metadata, logs,
         evals (DynamoDB reads only the rows of its `spans` index); an adapter that cannot leave
-        them out cheaply returns them anyway."""
+        them out cheaply returns them anyway. DynamoDB may return a few more than `limit`: a
+        page holds a pack of spans whole (`store/dynamodb/codec/packs.py`)."""
         ...
 
     def session_runs(self, ref: AgentRef, session_id: str, *, limit: int

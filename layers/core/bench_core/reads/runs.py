@@ -494,7 +494,7 @@ def _search(store: RunReads, shown: Run, top: Node, q: str, sight: Sight) -> set
                                     after=after)
         found |= {t.task_id for t in page
                   if t.task_id in nodes and needle in _visible_text(t, sight)}
-        after = span_key(page[-1]) if len(page) == CONTENT_READ else None
+        after = span_key(page[-1]) if len(page) >= CONTENT_READ else None
     return found
 
 

@@ -12,6 +12,9 @@ Items (pk, sk [index keys]; `A` is `{login}#{slug}`, `P` one of the agent's part
                   `content` hold its folded fields as JSON (`codec.tasks.task_fields`);
                   `seen` holds a `codec.tasks.digest` of its newest events, `pages` the pages
                   they are on (`codec.tasks.TaskLedger`)
+- pack:           P, PACK#{trace_id}#{hash}  [spans: RUN#{A}#{run_id}, its first span's key]:
+                  the spans of one trace a batch starts and ends that hand nothing up, on
+                  one item instead of one each (`codec.packs`, `_packs`; read by `packs.py`)
 - task chunks:    P, TASKX#{task_id}#S{n} and #P{n}: the older digests and page keys,
                   sealed, so a task item stays a few KB whatever its history
 - event page:     P, B#{newest ts}#{unique}   events (JSON: [ts, seq, task, id, body])
@@ -77,6 +80,7 @@ tasks are then read by key; a task's subtasks from its run's `spans`). Nothing s
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import itertools
 import time
@@ -126,9 +130,22 @@ from .codec.agents import (
     run_updates,
 )
 from .codec.keys import DAY, EVENT, PAGE, TASK, AgentKeys, expiring, task_sort_key, temporary
+from .codec.packs import (
+    PACK_BYTES,
+    PACK_SPANS,
+    PackedSpan,
+    pack_item,
+    pack_size,
+    packable,
+    packs_of,
+    spans_of,
+    task_items,
+    unique_spans,
+    unpacked,
+)
 from .codec.pages import StoredEvent, event_expiry, page_entry, page_events, page_item, page_max_ts
 from .codec.sessions import session_run_items, session_updates
-from .codec.spans import SPAN_ATTRIBUTES, task_from_span
+from .codec.spans import SPAN_ATTRIBUTES
 from .codec.tasks import (
     SEEN_INLINE,
     TaskLedger,
@@ -148,6 +165,7 @@ from .codec.versions import version_run_updates
 from .content import ContentReader
 from .layout import SPANS
 from .leaderboard import DynamoLeaderboard, read_agent
+from .packs import read_tasks, trace_packs
 from .rehome import at_home
 from .timeseries import series_keys, series_updates
 
@@ -189,8 +207,8 @@ class DynamoIngest:
         for event in events:
             firsts.setdefault(event.id, event)
         tracked = [e for e in firsts.values() if e.task_id is not None]
-        states, seen, ledgers = self.load_tasks(agent, {e.task_id for e in tracked if e.task_id}
-                                                | parent_ids(tracked))
+        states, seen, ledgers, packs = self.load_tasks(
+            agent, {e.task_id for e in tracked if e.task_id} | parent_ids(tracked))
         fresh = [e for e in tracked if digest(e.id) not in seen.get(e.task_id or "", ())]
         _within_limit(fresh, seen)
         bodies = {e.id: e.body_json or dumps(e.body) for e in firsts.values()}
@@ -202,7 +220,7 @@ class DynamoIngest:
         agent = temporary(agent, item)
         claimed = (self._store_untracked(agent, untracked, bodies, seqs) if untracked else [])
         shard = pick_shard()
-        write = _BatchWrite(self, agent, states, seen, ledgers, bodies, seqs,
+        write = _BatchWrite(self, agent, states, seen, ledgers, packs, bodies, seqs,
                             self.retention_days, dropped if fresh else 0, shard,
                             next((s for s in shards if s["sk"] == f"{COUNTERS}{shard}"), {}),
                             [e.ts for e in [*(tracked if fresh else ()), *claimed]],
@@ -273,13 +291,22 @@ class DynamoIngest:
         return True
 
     def load_tasks(self, agent: AgentKeys, task_ids: Iterable[str]
-                   ) -> tuple[dict[str, TaskState], dict[str, set[bytes]], dict[str, TaskLedger]]:
+                   ) -> tuple[dict[str, TaskState], dict[str, set[bytes]], dict[str, TaskLedger],
+                              dict[str, dict[str, Any]]]:
         """The stored tasks (strongly consistent), the digests of every event each folded (its
-        own and its chunks': one more BatchGetItem, only for a task with a long history) and
-        what each item records of its events itself. A task an older layout left where it was
-        is moved first (`rehome.py`), as every write goes where it now lives."""
+        own and its chunks': one more BatchGetItem, only for a task with a long history),
+        what each item records of its events itself, and the packs read (`codec.packs`: a
+        span of a trace with no item of its own is looked for in its trace's packs, one Query
+        a trace). A task an older layout left where it was is moved first (`rehome.py`), as
+        every write goes where it now lives."""
+        wanted = set(task_ids)
         items = at_home(self.table,
-                        self.table.batch_get([agent.key(TASK + task_id) for task_id in task_ids]))
+                        self.table.batch_get([agent.key(TASK + task_id) for task_id in wanted]))
+        missing = wanted - {item["sk"][len(TASK):] for item in items}
+        packs = {pack["sk"]: pack for trace in packs_of(missing)
+                 for pack in trace_packs(self.table, agent, trace)}
+        items += [task for pack in packs.values() for task in task_items(pack)
+                  if task["sk"][len(TASK):] in missing]
         states = {item["sk"][len(TASK):]: task_from_item(item) for item in items}
         ledgers = {item["sk"][len(TASK):]: task_ledger(item) for item in items}
         seen = {task_id: set(ledger.seen) for task_id, ledger in ledgers.items()}
@@ -287,7 +314,7 @@ class DynamoIngest:
                   for key in seen_chunk_keys(agent, task_id, ledger)]
         for chunk in self.table.batch_get(chunks) if chunks else ():
             seen[chunk_task_id(chunk["sk"])] |= task_seen(chunk)
-        return states, seen, ledgers
+        return states, seen, ledgers, packs
 
     # ---- reads: events and days -----------------------------------------------------------
 
@@ -342,7 +369,7 @@ class DynamoIngest:
 
     def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
         agent = AgentKeys(ref.login, ref.slug)
-        item = self.table.get(agent.key(TASK + task_id))
+        item = next(iter(read_tasks(self.table, agent, [task_id])), None)
         if started_task(item) is None:
             return None
         return self.content.with_content(agent, [item or {}])[0]
@@ -360,7 +387,8 @@ class DynamoIngest:
             entries = (entry for entry in self._subtask_entries(agent, parent, after)
                        if status is None or entry.status == status)
         keys = list(itertools.islice(entries, limit + 1))
-        tasks = self._tasks(agent, [entry.sk for entry in keys[:limit]])
+        tasks = self._tasks(agent, [entry.sk for entry in keys[:limit]],
+                            {e.sk[len(TASK):]: e.pack for e in keys[:limit] if e.pack})
         return tasks, (encode_cursor(tasks[-1].sort_ts, tasks[-1].task_id)
                        if len(keys) > limit and tasks else None)
 
@@ -391,12 +419,16 @@ class DynamoIngest:
         runs existed, those older code listed under it in `tasks`. (Subtasks older code
         wrote keep that entry, which nothing else reads, until their next write takes it
         out.)"""
-        item = self.table.get(agent.key(TASK + parent), consistent=False)
+        item = next(iter(read_tasks(self.table, agent, [parent], consistent=False)), None)
         run = (item or {}).get("run_id") or parent
-        rows = self._newest(agent.run_pk(run), "spans", after, projection=SPAN_ATTRIBUTES)
-        entries = (_Entry(row["ssk"], row["sk"], span.status) for row in rows
-                   if row["ssk"] != after
-                   and (span := task_from_span(row, run)).parent_task_id == parent)
+        rows = self._newest(agent.run_pk(run), "spans", None, projection=SPAN_ATTRIBUTES)
+        # a pack's entry is at its first span's place: its spans are sorted in, all read
+        spans = sorted(((entry, span) for row in rows for entry, span in spans_of(row, run)
+                        if span.parent_task_id == parent
+                        and (after is None or entry["ssk"] < after)),
+                       key=lambda found: found[0]["ssk"], reverse=True)
+        entries = (_Entry(entry["ssk"], entry["sk"], span.status, entry.get("pack"))
+                   for entry, span in unique_spans(spans))
         unmigrated = item is not None and item.get("run_id") is None  # stored before runs
         if not unmigrated and not self.table.layout.before(self.table, SPANS):
             return entries
@@ -409,10 +441,12 @@ class DynamoIngest:
             return task_from_item(self.table.get(agent.key(sk), consistent=False) or {}).status
         return status
 
-    def _tasks(self, agent: AgentKeys, sks: list[str]) -> list[TaskState]:
+    def _tasks(self, agent: AgentKeys, sks: list[str], packs: dict[str, str] | None = None
+               ) -> list[TaskState]:
         """The tasks of an index page, in its order, read by key (eventually consistent, as
-        the index was)."""
-        items = self.table.get_all([agent.key(sk) for sk in sks], consistent=False)
+        the index was; a packed one from the pack its entry names)."""
+        items = read_tasks(self.table, agent, [sk[len(TASK):] for sk in sks], consistent=False,
+                           packs=packs)
         return self.content.with_content(agent, items)
 
     def subtask_ids(self, ref: AgentRef, task_ids: list[str]) -> dict[str, list[str]]:
@@ -437,6 +471,8 @@ class _Entry:
     sort: str
     sk: str
     status: str | None = None
+    pack: str | None = None
+    """The pack holding it (`codec.packs`), if it has no item of its own."""
 
 
 def _newest_once(spans: Iterator[_Entry], listed: Iterator[_Entry],
@@ -502,7 +538,7 @@ def read_task_events(content: ContentReader, agent: AgentKeys, task_id: str
                      ) -> list[dict[str, Any]]:
     """The events of one task in time, then arrival, order: from the pages its item and its
     chunks list (`codec.tasks.TaskLedger`)."""
-    task = content.table.get(agent.key(TASK + task_id))
+    task = next(iter(read_tasks(content.table, agent, [task_id])), None)
     if task is None:
         return []
     events = content.task_events(agent, {task_id: task})[task_id]
@@ -534,6 +570,14 @@ class _Plan:
     alone: dict[str, Update] = field(default_factory=dict)
     """The writes of the tasks whose fold touches nothing but themselves (`_alone`), by task:
     each guarded by its own version, written before the transaction, not in it."""
+    packs: list[tuple[dict[str, Any], list[str]]] = field(default_factory=list)
+    """Packs of such tasks (`codec.packs`), each with its spans' ids: written with them, each
+    Put only if absent."""
+    left: set[str] = field(default_factory=set)
+    """The packed spans it writes an item of their own (`_leave`), their packs written again
+    without them in its transaction."""
+    repacked: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    """Those packs as they will be (None: deleted), by key."""
 
 
 @dataclass
@@ -549,6 +593,8 @@ class _BatchWrite:
     seen: dict[str, set[bytes]]
     ledgers: dict[str, TaskLedger]
     """What each stored task's item holds of its events itself (`codec.tasks.TaskLedger`)."""
+    packs: dict[str, dict[str, Any]]
+    """The packs read, by key (`codec.packs`), as last read or written."""
     bodies: dict[str, str]
     seqs: dict[str, int]
     retention_days: int
@@ -605,7 +651,8 @@ class _BatchWrite:
             self.store.table.write_all(session_run_items(self.agent,
                                                          [delta for _, delta in plan.fold.runs]))
             written = self._write_alone(plan)
-            if written != plan.alone.keys():  # a concurrent writer changed one: read again
+            # a concurrent writer changed one: read again
+            if written != plan.alone.keys() | {t for _, ids in plan.packs for t in ids}:
                 unit = self._reread([e for e in unit if e.task_id not in written], set(), attempt)
                 if not unit:
                     return
@@ -630,21 +677,32 @@ class _BatchWrite:
         """The writes of the plan's tasks alone, before its transaction (one UpdateItem each, a
         write unit where the transaction bills two); the tasks written (not those a concurrent
         writer changed meanwhile), kept as written."""
-        if not plan.alone:
+        writes: list[tuple[list[str], Callable[[], bool]]] = [
+            ([task_id], functools.partial(self._updated, update))
+            for task_id, update in plan.alone.items()]
+        writes += [(ids, functools.partial(self.store.table.put_if_absent, to_item(pack)))
+                   for pack, ids in plan.packs]
+        if not writes:
             return set()
-
-        def write(task_id: str) -> bool:
-            try:
-                self.store.table.update(plan.alone[task_id])
-            except ConditionFailed:
-                return False
-            return True
-
-        with ThreadPoolExecutor(max_workers=min(8, len(plan.alone))) as pool:
-            written = {task_id for task_id, done
-                       in zip(plan.alone, pool.map(write, plan.alone), strict=True) if done}
+        with ThreadPoolExecutor(max_workers=min(8, len(writes))) as pool:
+            done = list(pool.map(lambda write: write[1](), writes))
+        written = {task_id for (ids, _), ok in zip(writes, done, strict=True) if ok
+                   for task_id in ids}
         self._kept(plan, written)
+        for pack, ids in plan.packs:
+            if ids[0] in written:  # read back as it is stored: version 0, in its pack
+                self.packs[pack["sk"]] = pack
+                for task_id in ids:
+                    self.states[task_id] = replace(self.states[task_id], version=0)
+                    self.ledgers[task_id].packed = pack["sk"]
         return written
+
+    def _updated(self, update: Update) -> bool:
+        try:
+            self.store.table.update(update)
+        except ConditionFailed:
+            return False
+        return True
 
     def _plan(self, unit: list[CleanEvent], pages: dict[str, str]) -> _Plan:
         agent = self.agent
@@ -655,18 +713,32 @@ class _BatchWrite:
             if event.task_id is not None:
                 on_pages.setdefault(event.task_id, set()).add(pages[event.id])
                 new_seen.setdefault(event.task_id, set()).add(digest(event.id))
-        writes = {task_id: task_update(agent, self.states.get(task_id), task,
-                                       new_seen.get(task_id, set()), on_pages.pop(task_id, set()))
+        paged = {task_id: set(keys) for task_id, keys in on_pages.items()}
+        packed = {task_id: ledger for task_id, ledger in self.ledgers.items() if ledger.packed}
+        writes = {task_id: (_leave(agent, task, packed[task_id], new_seen.get(task_id, set()),
+                                   on_pages.pop(task_id, set())) if task_id in packed
+                            else task_update(agent, self.states.get(task_id), task,
+                                             new_seen.get(task_id, set()),
+                                             on_pages.pop(task_id, set())))
                   for task_id, task in fold.tasks.items()}
-        alone = {task_id: writes.pop(task_id) for task_id in _alone(fold, self.states, unit)}
+        alone = {task_id: writes.pop(task_id)
+                 for task_id in _alone(fold, self.states, unit) - packed.keys()}
+        packs = _packs(agent, fold, self.states, alone.keys(), new_seen, paged)
+        for _, ids in packs:
+            for task_id in ids:
+                del alone[task_id]
         updates = list(writes.values())
         owed = _untouched_parents(fold) | on_pages.keys()
-        updates += [child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
-                                      fold.child_evidence.get(task_id),
-                                      on_pages.get(task_id), new_seen.get(task_id),
-                                      run_holder=task_id in fold.unknown_parents,
-                                      session=fold.child_sessions.get(task_id))
-                    for task_id in owed]
+        for task_id in owed:
+            owes = child_cost_update(agent, task_id, fold.child_costs.get(task_id, 0.0),
+                                     fold.child_evidence.get(task_id),
+                                     on_pages.get(task_id), new_seen.get(task_id),
+                                     run_holder=task_id in fold.unknown_parents,
+                                     session=fold.child_sessions.get(task_id))
+            if task_id in packed:  # it leaves its pack, the ADDs on its item written whole
+                owes = _joined(_leave(agent, self.states[task_id], packed[task_id], set(),
+                                      set()), owes)
+            updates.append(owes)
         updates += run_updates(agent, [delta for _, delta in fold.runs], fold.evidence,
                                self.shard)
         updates += version_run_updates(agent, [delta for _, delta in fold.runs], self.shard)
@@ -681,8 +753,35 @@ class _BatchWrite:
         recorded |= record_window(on_shard, self.times, self.shard_item)
         if (on_shard.add or recorded) and on_shard not in updates:
             updates.append(on_shard)
-        return _Plan(unit, pages, [self.store.table.update_action(u) for u in updates], fold,
-                     recorded, dict(on_shard.add), alone)
+        actions = [self.store.table.update_action(u) for u in updates]
+        left = (fold.tasks.keys() | owed) & packed.keys()
+        repacked: dict[str, dict[str, Any] | None] = {}
+        actions += self._repacked({packed[task_id].packed or "" for task_id in left}, left,
+                                  repacked)
+        return _Plan(unit, pages, actions, fold, recorded, dict(on_shard.add), alone, packs,
+                     left, repacked)
+
+    def _repacked(self, keys: set[str], left: set[str],
+                  repacked: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
+        """The transaction's writes of the packs that spans `left`: each written again without
+        them (deleted once empty), guarded by the rows it was read with; `repacked` gets
+        each as it will be."""
+        actions: list[dict[str, Any]] = []
+        for sk in sorted(keys):
+            pack = self.packs[sk]
+            spans = unpacked(pack, left)
+            guard = {"ConditionExpression": "#row = :row",
+                     "ExpressionAttributeNames": {"#row": "row"},
+                     "ExpressionAttributeValues": to_item({":row": pack["row"]})}
+            table = self.store.table
+            repacked[sk] = pack_item(self.agent, spans, sk) if spans else None
+            if repacked[sk] is not None:
+                actions.append({"Put": {"TableName": table.name,
+                                        "Item": to_item(repacked[sk] or {}), **guard}})
+            else:
+                actions.append({"Delete": {"TableName": table.name, "Key": self.agent.key(sk),
+                                           **guard}})
+        return actions
 
     def _make_room(self, unit: list[CleanEvent], pages: dict[str, str]) -> bool:
         """Before `unit` is written: move what a task's item records of its events into chunks
@@ -696,7 +795,7 @@ class _BatchWrite:
         spills: list[tuple[str, list[dict[str, Any]], TaskLedger]] = []
         for task_id, (count, on_pages) in added.items():
             ledger, state = self.ledgers.get(task_id), self.states.get(task_id)
-            if ledger is None or state is None:
+            if ledger is None or state is None or ledger.packed:  # a pack is never crowded
                 continue
             seen, paged = ledger.crowded(count, len(on_pages - ledger.pages))
             seen, paged = seen and bool(ledger.seen), paged and bool(ledger.pages)
@@ -738,10 +837,11 @@ class _BatchWrite:
             self.states.pop(task_id, None)
             self.seen.pop(task_id, None)
             self.ledgers.pop(task_id, None)
-        states, seen, ledgers = self.store.load_tasks(self.agent, task_ids)
+        states, seen, ledgers, packs = self.store.load_tasks(self.agent, task_ids)
         self.states |= states
         self.seen |= seen
         self.ledgers |= ledgers
+        self.packs |= packs
         unit = [e for e in events if digest(e.id) not in self.seen.get(e.task_id or "", ())]
         if unit:
             pause(attempt)
@@ -750,7 +850,15 @@ class _BatchWrite:
     def _applied(self, plan: _Plan) -> None:
         """Keep the states in step with what the transaction just wrote, for the units still to
         come (the tasks alone are kept as they are written)."""
-        self._kept(plan, plan.fold.tasks.keys() - plan.alone.keys())
+        self._kept(plan, plan.fold.tasks.keys() - plan.alone.keys()
+                   - {t for _, ids in plan.packs for t in ids})
+        for task_id in plan.left:  # an item of its own now
+            self.ledgers[task_id].packed = None
+        for sk, pack in plan.repacked.items():
+            if pack is None:
+                self.packs.pop(sk, None)
+            else:
+                self.packs[sk] = pack
         fold = plan.fold
         touched = _untouched_parents(fold)
         touched |= {e.task_id for e in plan.events
@@ -829,6 +937,54 @@ def _alone(fold: BatchFold, states: dict[str, TaskState], unit: list[CleanEvent]
                 or after.session_id is not None or after.user_id is not None):
             tied |= {task_id, after.parent_task_id}  # handed to its parent
     return fold.tasks.keys() - tied if tied else set()
+
+
+def _packs(agent: AgentKeys, fold: BatchFold, states: dict[str, TaskState], alone: Iterable[str],
+           seen: dict[str, set[bytes]], paged: dict[str, set[str]]
+           ) -> list[tuple[dict[str, Any], list[str]]]:
+    """Packs (`codec.packs`) of the tasks written alone that the unit starts and ends, two or
+    more of one trace and run, whose run's root is known (so no move takes them elsewhere),
+    within `PACK_SPANS` and `PACK_BYTES`; each with its spans' ids."""
+    groups: dict[tuple[str, str], list[PackedSpan]] = {}
+    for task_id in sorted(alone):
+        task = fold.tasks[task_id]
+        root = fold.tasks.get(task.run_id or "") or states.get(task.run_id or "")
+        if task_id in states or not task.finished or not packable(task) or root is None \
+                or not root.sort_ts or root.parent_task_id is not None:
+            continue
+        groups.setdefault((task_id[:task_id.index("-")], root.task_id), []).append(
+            (as_stored(None, task), seen.get(task_id, set()), paged.get(task_id, set())))
+    packs = []
+    for spans in groups.values():
+        part: list[PackedSpan] = []
+        for span in [*spans, None]:
+            if span is not None and (not part or len(part) < PACK_SPANS
+                                     and pack_size(pack_item(agent, [*part, span])) <= PACK_BYTES):
+                part.append(span)
+                continue
+            if len(part) > 1:
+                packs.append((pack_item(agent, part), [task.task_id for task, _, _ in part]))
+            part = [] if span is None else [span]
+    return packs
+
+
+def _leave(agent: AgentKeys, task: TaskState, ledger: TaskLedger, seen: set[bytes],
+           pages: set[str]) -> Update:
+    """The item of its own of a packed span written again (`task`), with what its pack held
+    of its events and what is new; its pack is written again without it in the same
+    transaction (`_BatchWrite._repacked`)."""
+    return task_update(agent, None, task, ledger.seen | seen, ledger.pages | pages)
+
+
+def _joined(item: Update, adds: Update) -> Update:
+    """`item` (`_leave`) with the ADDs a subtask hands its task (`child_cost_update`)."""
+    for name, value in adds.add.items():
+        if name in ("seen", "pages") and name in item.add:
+            item.add[name] = item.add[name] | value
+        elif name != "version":
+            item.add[name] = value
+    item.set_if_absent |= adds.set_if_absent
+    return item
 
 
 def _moves(fold: BatchFold, states: dict[str, TaskState]) -> list[Reassign]:

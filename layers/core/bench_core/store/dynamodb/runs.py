@@ -59,18 +59,20 @@ from ...ports.store import (
 from .agents import live_agent
 from .client import Table
 from .codec.keys import META, TASK, AgentKeys, task_sort_key
+from .codec.packs import PACK_ROW, pack_trace, spans_of, unique_spans
 from .codec.sessions import (
     session_from_item,
     session_prefix,
     session_runs_from_item,
     sessions_pk,
 )
-from .codec.spans import FAILED_ROW, SPAN_ATTRIBUTES, task_from_span
+from .codec.spans import FAILED_ROW, SPAN_ATTRIBUTES
 from .codec.tasks import task_attributes, task_from_item
 from .codec.values import to_item
 from .content import LEDGER, ContentReader
 from .evals import INSIGHTS, insights_from_item
 from .ingest import read_task_events, started_task
+from .packs import packed, read_tasks
 
 SCAN_LIMIT = 1000
 """Roots the runs list examines per page at most."""
@@ -97,6 +99,8 @@ class DynamoRuns:
         agent = AgentKeys(ref.login, ref.slug)
         found = {item["sk"]: item for item in self.table.batch_get(
             [agent.key(META), agent.key(TASK + task_id), agent.key(INSIGHTS)])}
+        if TASK + task_id not in found and pack_trace(task_id):
+            found |= {item["sk"]: item for item in packed(self.table, agent, [task_id]).values()}
         task = started_task(found.get(TASK + task_id))
         return RunHead(live_agent(found.get(META), iso(self.table.clock.now())),
                        task and self.content.with_content(agent, [found[TASK + task_id]])[0],
@@ -114,19 +118,32 @@ class DynamoRuns:
         if run.run_id is None:
             spans = self._unmigrated(agent, run)
             return [s for s in spans if after is None or span_key(s) > after][:limit]
-        items = self._members(agent, run.task_id, after=after, limit=limit)
-        items += self._stragglers(agent, run.task_id, items)
-        spans = sorted((_span_task(item, run.task_id) for item in items), key=span_key)
-        page = [s for s in spans if after is None or span_key(s) > after][:limit]
-        return self._whole(agent, page) if content else page
+        wanted = limit
+        while True:
+            items, bound = self._members(agent, run.task_id, after=after, limit=wanted)
+            items += self._stragglers(agent, run.task_id, items)
+            found = sorted(unique_spans(found for item in items
+                                        for found in _entries(item, run.task_id)),
+                           key=lambda found: span_key(found[1]))
+            page = _page([f for f in found if after is None or span_key(f[1]) > after], limit)
+            if bound is None or not page or task_sort_key(*span_key(page[-1][1])) <= bound:
+                break
+            wanted *= 2  # a pack ran on past the spans read: read on to its end
+        spans = [span for _, span in page]
+        if not content:
+            return spans
+        return self._whole(agent, spans, {span.task_id: entry["pack"] for entry, span in page
+                                          if "pack" in entry})
 
     def _members(self, agent: AgentKeys, run_id: str, *, after: tuple[str, str] | None = None,
-                 limit: int | None = None) -> list[dict[str, Any]]:
+                 limit: int | None = None) -> tuple[list[dict[str, Any]], str | None]:
         """The entries of the spans recorded under `run_id` from `after` on, the first `limit`
         of each index (of `spans`, and of `runs` for tasks not migrated yet, one Query each),
-        without a root indexed before roots were left out."""
+        without a root indexed before roots were left out; and the place up to which every
+        span is read (None: all are), as a pack's spans may go on past the entries read."""
         root = TASK + run_id
         items: list[dict[str, Any]] = []
+        bound: str | None = None
         for index, projection in _ENTRIES:
             page = None if limit is None else limit + 1
             if after is None:
@@ -136,14 +153,19 @@ class DynamoRuns:
                 found = self.table.query(agent.run_pk(run_id), "#sk > :after", index=index,
                                          page=page, projection=projection,
                                          after=task_sort_key(*after))
-            items += itertools.islice((i for i in found if i["sk"] != root), limit)
-        return items
+            read = list(itertools.islice((i for i in found if i["sk"] != root), limit))
+            if read and len(read) == limit:
+                last = task_sort_key(*span_key(_entries(read[-1], run_id)[0][1]))
+                bound = last if bound is None else min(bound, last)
+            items += read
+        return items, bound
 
-    def _whole(self, agent: AgentKeys, page: list[TaskState]) -> list[TaskState]:
+    def _whole(self, agent: AgentKeys, page: list[TaskState], packs: dict[str, str]
+               ) -> list[TaskState]:
         """The tasks of `page` read whole by key, in its order (one gone meanwhile as it
-        was)."""
-        items = self.table.get_all([agent.key(TASK + t.task_id) for t in page],
-                                   consistent=False, projection=(*task_attributes(), *LEDGER))
+        was; a packed one from its pack, `packs`)."""
+        items = read_tasks(self.table, agent, [t.task_id for t in page], consistent=False,
+                           projection=(*task_attributes(), *LEDGER), packs=packs)
         found = {task.task_id: task for task in self.content.with_content(agent, items)}
         whole = []
         for light in page:
@@ -169,7 +191,7 @@ class DynamoRuns:
         failed: list[tuple[str, str]] = []
         for index, sort, where, names, values in _FAILED:
             params = self.table.query_params(agent.run_pk(run.task_id), "#sk >= :low",
-                                             index=index, projection=("sk", sort),
+                                             index=index, projection=("sk", sort, "row"),
                                              low=_LOWEST)
             params["FilterExpression"] = "#key = :root OR " + where
             params["ExpressionAttributeNames"] |= {"#key": "sk", **names}
@@ -179,6 +201,11 @@ class DynamoRuns:
                 for item in answer["Items"]:
                     if item["sk"] == root:
                         spans -= 1
+                    elif item.get("row", "").startswith(PACK_ROW):  # a pack: its spans
+                        inside = spans_of(item, run.task_id)
+                        spans += len(inside) - 1
+                        failed += [(entry["ssk"], span.task_id) for entry, span in inside
+                                   if span.status == "failed"]
                     else:
                         failed.append((item[sort], item["sk"][len(TASK):]))
         kept = tuple((key.split("#", 1)[0], task_id)
@@ -196,7 +223,7 @@ class DynamoRuns:
         moved = [item for item in items if _recently_moved(item, now)]
         while moved:
             old = moved.pop()["sk"][len(TASK):]
-            for item in self._members(agent, old):
+            for item in self._members(agent, old)[0]:
                 if item["sk"] in known:  # moved meanwhile, and read from this run already
                     continue
                 known.add(item["sk"])
@@ -387,22 +414,40 @@ _ENTRIES = (("spans", SPAN_ATTRIBUTES),
             ("runs", (*task_attributes(content=False), "moved_at")))
 """What a read of a run's spans fetches of each index's entries (`runs`: tasks written before
 `spans`, whole)."""
-_FAILED = (("spans", "ssk", "begins_with(#row, :failed)", {"#row": "row"},
-            {":failed": FAILED_ROW}),
+_FAILED = (("spans", "ssk", "begins_with(#row, :failed) OR begins_with(#row, :pack)",
+            {"#row": "row"}, {":failed": FAILED_ROW, ":pack": PACK_ROW}),
            ("runs", "gsi3sk", "contains(#task, :failed) OR #status = :status",
             {"#task": "task", "#status": "status"},
             {":failed": '"status":"failed"', ":status": "failed"}))
-"""Each index's sort key and the filter that keeps its failed spans (besides a root indexed
-before roots were left out; `status`: an item's layout before `task`)."""
+"""Each index's sort key and the filter that keeps its failed spans (and the packs, whose rows
+say which of theirs failed; besides a root indexed before roots were left out; `status`: an
+item's layout before `task`)."""
 
 
-def _span_task(item: dict[str, Any], run_id: str) -> TaskState:
-    """The task of an entry of `spans` (its row) or of `runs` (its task), as of run `run_id`."""
+def _entries(item: dict[str, Any], run_id: str) -> list[tuple[dict[str, Any], TaskState]]:
+    """The spans of an entry of `spans` (its row, or a pack's rows: `codec.packs.spans_of`) or
+    of `runs` (its task), as of run `run_id`, each with its entry."""
     if "row" in item:
-        return task_from_span(item, run_id)
+        return spans_of(item, run_id)
     task = task_from_item(item)
     task.run_id = run_id
-    return task
+    return [(item, task)]
+
+
+def _page(found: list[tuple[dict[str, Any], TaskState]], limit: int
+          ) -> list[tuple[dict[str, Any], TaskState]]:
+    """The first `limit` spans of `found` (in order, each with its entry), and the rest of
+    every pack they hold with the spans between: a pack's entry is at its first span's place,
+    so the next page, read from this page's last span on, would not read it again. So a page
+    holds a pack whole, and may hold a few more spans than `limit`."""
+    n = min(limit, len(found))
+    while True:
+        packs = {entry["pack"] for entry, _ in found[:n] if "pack" in entry}
+        end = max((i + 1 for i, (entry, _) in enumerate(found) if entry.get("pack") in packs),
+                  default=0)
+        if end <= n:
+            return found[:n]
+        n = end
 
 
 def _recently_moved(item: dict[str, Any], now: datetime) -> bool:

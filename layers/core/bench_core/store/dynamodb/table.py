@@ -27,7 +27,8 @@ every batch):
 - `spans` (`spk` = RUN#{login}#{slug}#{run_id}, `ssk` = {sort_ts}#{task_id}), INCLUDE `row` and
   `moved_at`: every task below a run's root, by start, with the one small text the run page
   draws of it (`codec/spans.py`), so the page of a 1,000-span run reads some 300 KB of
-  entries whatever the spans hold; content is read by key, only what is shown. Sparse: roots
+  entries whatever the spans hold; content is read by key, only what is shown (a pack of a
+  trace's spans has one entry holding their rows, `codec/packs.py`). Sparse: roots
   stay out (their evals and costs change after they end; they are read by key), and so do
   placeholders.
 - `runs` (`gsi3pk`, `gsi3sk`), ALL: what `spans` replaces, which copied every span's content

@@ -29,6 +29,8 @@ TASK_OVERFLOW = "TASKX#"
 """What a task item moved out of itself: `TASKX#{task_id}#S{n}` and `#P{n}`, sealed chunks of its
 event digests and page keys (`codec.tasks.TaskLedger`). Not under `TASK`: no task read meets them."""
 EVENT = "EV#"
+PACK = "PACK#"
+"""A pack of a trace's spans: `PACK#{trace_id}#{n}` (`codec.packs`), in its trace's partition."""
 PAGE = "B#"
 DAY = "DAY#"
 AGENT = "AGENT#"
@@ -88,11 +90,13 @@ class AgentKeys:
 
 def spread_id(sk: str) -> str | None:
     """What picks the partition of the item with sort key `sk`: a task's id (its chunks go with
-    it), a page's key, a claimed event's id; None for the agent's own items."""
+    it), a page's key, a claimed event's id, a pack's trace; None for the agent's own items."""
     if sk.startswith(TASK):
         return sk[len(TASK):]
     if sk.startswith(TASK_OVERFLOW):
         return sk[len(TASK_OVERFLOW):-CHUNK_SUFFIX]
+    if sk.startswith(PACK):  # every pack of a trace in one partition: one Query reads them
+        return PACK + sk[len(PACK):].split("#", 1)[0]
     if sk.startswith((PAGE, EVENT)):
         return sk
     return None

@@ -301,6 +301,8 @@ class TaskLedger:
     pages: set[str] = field(default_factory=set)
     seen_chunks: int = 0
     page_chunks: int = 0
+    packed: str | None = None
+    """The key of the pack holding the task, if it has no item of its own (`codec.packs`)."""
 
     def crowded(self, seen: int = 0, pages: int = 0) -> tuple[bool, bool]:
         """Whether the digests, and the page keys, overflow the item with `seen` digests and
@@ -310,7 +312,7 @@ class TaskLedger:
 
 def task_ledger(item: dict[str, Any]) -> TaskLedger:
     return TaskLedger(task_seen(item), task_pages(item), int(item.get("seen_chunks", 0)),
-                      int(item.get("page_chunks", 0)))
+                      int(item.get("page_chunks", 0)), item.get("pack"))
 
 
 def seen_chunk_keys(agent: AgentKeys, task_id: str, ledger: TaskLedger) -> list[dict[str, Any]]:
