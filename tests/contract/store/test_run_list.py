@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from bench_core.domain.run_list import Range, RunFilter
 from bench_core.ports.store import Store
 from bench_core.store.sqlite import run_list as sqlite_run_list
 from bench_core.store.sqlite import run_text
+from bench_core.store.sqlite.connection import Migration
 from bench_core.store.sqlite.events import group_events, rekey_events
 from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text, pend_run_text
 from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
@@ -297,18 +299,26 @@ def before_pending_text(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def reopened(store: SqliteStore, path: Path, step: Migration,
+             take_back: Callable[[sqlite3.Connection], None]) -> SqliteStore:
+    """The store's file taken back (`take_back`) to before migration `step`, closed and opened
+    again: every migration from `step` on has run."""
+    with store.db.write() as conn:
+        take_back(conn)
+        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(step)}")
+    store.close()
+    store = SqliteStore.open(path)
+    assert store.schema_version == len(MIGRATIONS)
+    return store
+
+
 def test_sqlite_builds_the_indexes_of_tasks_stored_before_them(tmp_path: Path) -> None:
     path = tmp_path / "bench.db"
     store = SqliteStore.open(path)
     store.ingest.ingest("alice", AgentMeta(slug="agent-1"), clean([
         *task_events("old", "before the index", output="stored long ago")]))
-    with store.db.write() as conn:  # back to the file as it was before the index
-        without_run_text(conn)
-        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(add_run_text)}")
-    store.close()
-    store = SqliteStore.open(path)
+    store = reopened(store, path, add_run_text, without_run_text)  # as before the index
     try:
-        assert store.schema_version == len(MIGRATIONS)
         assert ids(store, RunFilter(text="long ago", content=True)) == ["old"]
         assert ids(store, RunFilter(text="INDEX")) == ["old"]
         assert ids(store, RunFilter(sort="cost")) == ["old"]
@@ -325,17 +335,16 @@ def test_sqlite_narrows_the_search_index_of_an_older_file_and_finds_as_before(
     store = SqliteStore.open(path)
     seed(store)
     before = [ids(store, where) for where, _ in CASES]
-    with store.db.write() as conn:
+
+    def wide_index(conn: sqlite3.Connection) -> None:
         conn.execute("DROP TABLE tasks_text")
         conn.execute(sqlite_run_list.RUN_TEXT_SCHEMA[0])
         conn.execute(sqlite_run_list.RUN_TEXT_SCHEMA[-len(sqlite_run_list.SORT_INDEXES) - 1])
         keyed_events(conn)  # as events were then
         before_pending_text(conn)
-        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(narrow_run_text)}")
-    store.close()
-    store = SqliteStore.open(path)
+
+    store = reopened(store, path, narrow_run_text, wide_index)
     try:
-        assert store.schema_version == len(MIGRATIONS)
         sql = store.db.reader().execute(
             "SELECT sql FROM sqlite_schema WHERE name = 'tasks_text'").fetchone()[0]
         assert "detail=none" in sql
