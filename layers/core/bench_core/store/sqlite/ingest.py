@@ -81,7 +81,7 @@ TASK_COLS = ("task_id, parent_task_id, name, status, input, output, metadata, du
              "agent_version, session_id, user_id")
 _TASK_WIDTH = len(TASK_COLS.split(", "))
 EVENT_COLS = "body, event_id, kind, ts, task_id"
-"""What `packing.event_body` makes an event's body of, in the events table before migration 27
+"""What `packing.event_body` makes an event's body of, in the events table before migration 29
 (`events.rekey_events`)."""
 
 def _json_or_null(value: Any) -> str | None:
