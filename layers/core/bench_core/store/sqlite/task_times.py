@@ -59,11 +59,8 @@ def _packed_batch(batch: str) -> bytes | None:
     """A batch's first and last times (`folding.recorded_at`) as 12 bytes, None unless they
     give them back; remembered, as a batch's tasks share them."""
     first, _, last = batch.partition("#")
-    low, low_exact = millis(first)
-    high, high_exact = millis(last)
-    if not (low_exact and high_exact and 0 <= low < 1 << 48 and 0 <= high < 1 << 48):
-        return None
-    return low.to_bytes(_TIME) + high.to_bytes(_TIME)
+    low, high = pack_time(first), pack_time(last)
+    return low + high if isinstance(low, bytes) and isinstance(high, bytes) else None
 
 
 @lru_cache(maxsize=1024)
