@@ -114,6 +114,7 @@ def test_cost_from_provider_evidence_is_shown_apart_from_reported_cost(
     events = task_events("e1", "chat", cost=0.5)
     r = post(bench_server, batch("evident", [events[0], usage, *events[1:]]), key)
     assert r.status_code == 200, r.text
+    wait_until_judged(bench_server, Seeded(login, "evident", key), 1)  # page and JSON alike
     summary = bench_server.get(f"/api/agents/{login}/evident")
     assert summary["evidence_cost_usd_total"] > 0
     page = fetch(bench_server, f"/u/{login}/evident").text
