@@ -20,7 +20,9 @@ from tests.factories import clean, ev, task_events
 from tests.perf.dynamodb_cost import measure
 
 MAX_WRITE_UNITS_PER_EVENT = 2.5
-MAX_READ_UNITS_PER_EVENT = 0.5
+MAX_READ_UNITS_PER_EVENT = 0.45
+"""Ingest and the evals: the hourly round adds up to 0.003 an event (an agent sending a batch a
+minute, `tests/perf/dynamodb_cost.py`), within the 0.5 all in."""
 REF = AgentRef("alice", "crashy")
 
 

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from ..domain.judge_budget import skipped
-from ..domain.models import NO_CONTENT, EvalResult, TaskState, from_fields, iso
+from ..domain.models import NO_CONTENT, AgentRef, EvalResult, TaskState, from_fields, iso
 from ..domain.task_text import is_empty
 from ..ports.llm import LLMUnavailable
 from ..ports.services import (
@@ -97,7 +97,7 @@ def judge(ports: EvalPorts, state: State) -> State:
     asked: list[TaskState] = []
     stand_ins: set[str] = set()
     for task_id in task_ids:
-        task = ports.store.ingest.get_task(ref, task_id)
+        task = _finished_task(ports.store, ref, task_id)
         if task is None or not task.finished:
             outcomes[task_id] = "no finished task to judge"
             continue
@@ -128,6 +128,18 @@ def judge(ports: EvalPorts, state: State) -> State:
     return {**state, "next": "record", "private": private, "later": later, "outcomes": outcomes,
             "results": {task_id: r.to_dict() for task_id, r in results.items()},
             "read": {task_id: _facts(read[task_id]) for task_id in results}}
+
+
+def _finished_task(store: EvalConcerns, ref: AgentRef, task_id: str) -> TaskState | None:
+    """The run to judge, read as it was a moment ago (half the read units on DynamoDB), and
+    read again as it is when that shows it unfinished: the batch that finished it was
+    acknowledged before its eval began, so only a lagging read can miss its end. (A lagging
+    read that misses an eval recorded since is caught where the result is recorded, guarded
+    by the eval it was read with.)"""
+    task = store.ingest.get_task(ref, task_id, consistent=False)
+    if task is None or not task.finished:
+        task = store.ingest.get_task(ref, task_id)
+    return task
 
 
 def _due(task: TaskState, force: bool) -> bool:

@@ -169,7 +169,12 @@ class IngestStore(Protocol):
 
     # reads
     def recent_events(self, ref: AgentRef, limit: int) -> list[dict[str, Any]]: ...
-    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None: ...
+    def get_task(self, ref: AgentRef, task_id: str, *, consistent: bool = True
+                 ) -> TaskState | None:
+        """The task, with its content; not `consistent`: a read that may miss the last
+        moment's writes, where the store makes that cheaper (DynamoDB: half the read units)."""
+        ...
+
     def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
                    limit: int = 50, cursor: str | None = None
                    ) -> tuple[list[TaskState], str | None]: ...

@@ -367,9 +367,10 @@ class DynamoIngest:
 
     # ---- tasks ----------------------------------------------------------------------------
 
-    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
+    def get_task(self, ref: AgentRef, task_id: str, *, consistent: bool = True
+                 ) -> TaskState | None:
         agent = AgentKeys(ref.login, ref.slug)
-        item = next(iter(read_tasks(self.table, agent, [task_id])), None)
+        item = next(iter(read_tasks(self.table, agent, [task_id], consistent=consistent)), None)
         if started_task(item) is None:
             return None
         return self.content.with_content(agent, [item or {}])[0]

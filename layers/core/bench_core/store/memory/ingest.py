@@ -229,7 +229,8 @@ class MemoryIngest(Concern):
                              if e.task_id == task_id), key=lambda e: (e.ts, e.seq))
             return [load(e.body) for e in events]
 
-    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
+    def get_task(self, ref: AgentRef, task_id: str, *, consistent: bool = True
+                 ) -> TaskState | None:
         with self.memory.locked() as tables:
             return read_task(tables, ref, task_id)
 

@@ -364,7 +364,8 @@ class SqliteIngest(Concern):
             return []
         return of_task(self.db.reader(), agent_id, task_id)
 
-    def get_task(self, ref: AgentRef, task_id: str) -> TaskState | None:
+    def get_task(self, ref: AgentRef, task_id: str, *, consistent: bool = True
+                 ) -> TaskState | None:
         return read_task(self.db.reader(), ref, task_id)
 
     def list_tasks(self, ref: AgentRef, *, parent: str | None = None, status: str | None = None,
