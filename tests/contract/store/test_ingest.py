@@ -4,9 +4,12 @@ recent events, task listings and subtasks, a task's events, daily counters."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from bench_core.domain import stats
 from bench_core.domain.models import Agent, AgentMeta, AgentRef, IngestOutcome, IngestWrite
+from bench_core.domain.sessions import SessionFilter
 from bench_core.ports.store import Store
 
 from tests.concurrency import in_parallel
@@ -162,6 +165,46 @@ def test_batches_written_together_each_count_as_if_written_alone(store: Store) -
     assert (s.runs, s.cost_usd_total, s.dropped_events) == (1, 0.5, 1)
     assert store.agents.get_agent(AgentRef("bob", "other")).stats.runs == 1
     assert len(store.ingest.recent_events(REF, 100)) == 4
+
+
+def test_an_agents_batches_written_together_add_up_as_if_written_one_by_one(store: Store
+                                                                            ) -> None:
+    """`ingest_many` adds up what a group's batches add to their agent's own rows (SQLite writes
+    them once for the group): counters, newest run and failure, dropped events, evidence totals,
+    days, versions, sessions and series come to what the batches written in turn leave, and
+    each batch hands back the agent."""
+    usage = {"label": "evidence", "provider": "openai", "model": "gpt-4o",
+             "input_tokens": 1000, "output_tokens": 500}
+    with_session = [{**e, "session_id": "s1", "user_id": "u1"} for e in task_events("r2")]
+    batches = [
+        (AgentMeta(slug="", version="v1"), task_events("r1", status="failed", cost=0.5), 0),
+        (AgentMeta(slug="", version="v2"),
+         with_session + [ev("task.log", "r3", data=usage)] + task_events("r3", duration_ms=7), 2),
+        (AgentMeta(slug="", version="v2"), task_events("r1", status="failed", cost=0.5), 1),
+        (AgentMeta(slug="", version="v1"),
+         task_events("r4", cost=0.25, duration_ms=9000) + task_events("r5", status="failed"), 3),
+    ]
+    outcomes = store.ingest.ingest_many([
+        IngestWrite("alice", replace(meta, slug="together"), clean(events), dropped)
+        for meta, events, dropped in batches])
+    for meta, events, dropped in batches:
+        store.ingest.ingest("alice", replace(meta, slug="alone"), clean(events), dropped)
+    assert all(isinstance(o, IngestOutcome) and o.agent is not None
+               and o.agent.slug == "together" for o in outcomes)
+    reads = []
+    for ref in (AgentRef("alice", "together"), AgentRef("alice", "alone")):
+        agent = store.agents.get_agent(ref)
+        assert agent is not None
+        reads.append((agent.stats, store.ingest.daily(ref, "2000-01-01"),
+                      store.agents.agent_versions(ref),
+                      store.runs.list_sessions(ref, SessionFilter(), limit=10).sessions,
+                      [store.timeseries.read_buckets(ref, scope, grain, "0", "9")
+                       for scope in ("", "v:v1", "v:v2") for grain in ("hour", "day")]))
+    together, alone = reads
+    assert together == alone
+    assert together[0].runs == 5 and together[0].dropped_events == 6
+    assert together[0].latest_failure is not None and together[0].latest_failure.run_id == "r5"
+    assert len(together[2]) == 2 and len(together[3]) == 1 and all(together[4])
 
 
 # ---- reads -----------------------------------------------------------------------------------

@@ -183,7 +183,9 @@ def batch_buckets(runs: Iterable[TaskState], events: Iterable[CleanEvent]
     out: dict[BucketKey, Bucket] = {}
     for task in runs:
         for key in run_keys(task):
-            out.setdefault(key, Bucket()).add_run(task)
+            if (bucket := out.get(key)) is None:  # no throwaway Bucket (and histogram) per run
+                bucket = out[key] = Bucket()
+            bucket.add_run(task)
     for event in events:
         data = event.body.get("data") if event.kind == "task.log" else None
         if is_evidence(data):

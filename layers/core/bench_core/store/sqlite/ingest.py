@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...domain import stats
 from ...domain.field_limits import dumps, within_task_limit
-from ...domain.folding import Owed, fold_batch, newest_runs, owing_parents
+from ...domain.folding import BatchFold, Owed, fold_batch, newest_runs, owing_parents
 from ...domain.models import (
     LATEST_RUNS,
+    Agent,
     AgentMeta,
     AgentRef,
     CleanEvent,
@@ -27,7 +29,7 @@ from ...domain.models import (
 )
 from ...domain.privacy import new_agent, settings_of
 from ...domain.runs import Reassign, parent_ids
-from ...domain.timeseries import batch_buckets
+from ...domain.timeseries import Bucket, BucketKey, batch_buckets
 from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
@@ -157,11 +159,48 @@ def read_task(reader: sqlite3.Connection, ref: AgentRef, task_id: str) -> TaskSt
     return task_from_row(row) if row else None
 
 
+@dataclass
+class AgentTotals:
+    """What batches add to one agent's own rows (its counters, newest runs, days, series,
+    versions and sessions), gathered to be written once for them all: every part adds up, and
+    of newest runs the newest wins, so written together they come to what each batch written
+    in turn would leave."""
+
+    login: str
+    slug: str
+    runs: list[RunDelta] = field(default_factory=list)
+    newest: dict[str, RunRef] = field(default_factory=dict)
+    times: list[str] = field(default_factory=list)
+    """The times of the new events (the agent's event window)."""
+    dropped: int = 0
+    evidence: Usage | None = None
+    buckets: dict[BucketKey, Bucket] = field(default_factory=dict)
+
+    def add(self, fold: BatchFold, fresh: list[CleanEvent], dropped: int) -> None:
+        """A batch's fold and new events, and the events its sender dropped."""
+        deltas = [delta for _, delta in fold.runs]
+        self.runs += deltas
+        for name, run in newest_runs(fold).items():
+            if run.replaces(self.newest.get(name)):
+                self.newest[name] = run
+        self.times += [e.ts for e in fresh]
+        self.dropped += dropped
+        if fold.evidence is not None:
+            self.evidence = fold.evidence if self.evidence is None else self.evidence + fold.evidence
+        for key, bucket in batch_buckets([fold.tasks[task_id] for task_id, _ in fold.runs],
+                                         fresh).items():
+            if key in self.buckets:
+                self.buckets[key].add(bucket)
+            else:
+                self.buckets[key] = bucket
+
+
 class SqliteIngest(Concern):
     def ingest(self, login: str, meta: AgentMeta, events: list[CleanEvent],
                dropped: int = 0) -> IngestOutcome:
         with self.db.write() as conn:
-            return self._write(conn, IngestWrite(login, meta, events, dropped), self.rules.now())
+            return self._write_all(conn, [IngestWrite(login, meta, events, dropped)],
+                                   self.rules.now())[0]
 
     def ingest_many(self, writes: Sequence[IngestWrite]) -> list[IngestOutcome | Exception]:
         """One transaction, one COMMIT: what a batch's own transaction costs most (writing its
@@ -172,15 +211,34 @@ class SqliteIngest(Concern):
         now = self.rules.now()
         try:
             with self.db.write() as conn:
-                return [self._write(conn, write, now) for write in writes]
+                return list(self._write_all(conn, writes, now))
         except Exception as exc:
             if len(writes) == 1:
                 return [exc]
         return one_by_one(self, writes)
 
-    def _write(self, conn: sqlite3.Connection, write: IngestWrite, now: str) -> IngestOutcome:
-        login, meta, events, dropped = write.login, write.meta, write.events, write.dropped
-        agent_id = self._ensure_agent(conn, login, meta, now)
+    def _write_all(self, conn: sqlite3.Connection, writes: Sequence[IngestWrite], now: str
+                   ) -> list[IngestOutcome]:
+        """`writes` in order, each batch's events and tasks as it comes, and then what they add
+        to each agent's own rows (`AgentTotals`), once per agent: the batches of a group
+        commit (`ingest/group_commit.py`) are mostly one agent's, whose counters, days,
+        series, versions and rank were read and written back once per batch."""
+        totals: dict[int, AgentTotals] = {}
+        written = []
+        for write in writes:
+            agent_id = self._ensure_agent(conn, write.login, write.meta, now)
+            agent = totals.setdefault(agent_id, AgentTotals(write.login, write.meta.slug))
+            written.append((agent_id, self._write(conn, agent_id, write, agent)))
+        index_new_spans(conn)
+        agents = {agent_id: self._apply_totals(conn, agent_id, added, now)
+                  for agent_id, added in totals.items()}
+        return [replace(outcome, agent=agents[agent_id]) for agent_id, outcome in written]
+
+    def _write(self, conn: sqlite3.Connection, agent_id: int, write: IngestWrite,
+               totals: AgentTotals) -> IngestOutcome:
+        """A batch's events and tasks, and what it adds to its agent's rows counted in
+        `totals`."""
+        meta, events = write.meta, write.events
         fresh = insert_new(conn, agent_id, events)
         within_task_limit(held(conn, agent_id,
                                {e.task_id for e in fresh if e.task_id is not None}))
@@ -193,18 +251,22 @@ class SqliteIngest(Concern):
             self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
                                  fold.child_evidence.get(parent),
                                  fold.child_sessions.get(parent))
-        self._apply_runs(conn, agent_id, [delta for _, delta in fold.runs], newest_runs(fold),
-                         fresh, dropped if fresh or not events else 0)  # a replay counts once
-        self._apply_evidence(conn, agent_id, fold.evidence)
-        add_version_runs(conn, agent_id, [delta for _, delta in fold.runs])
-        add_series(conn, agent_id, batch_buckets(
-            [fold.tasks[task_id] for task_id, _ in fold.runs], fresh))
-        add_session_runs(conn, agent_id, [delta for _, delta in fold.runs])
-        index_new_spans(conn)
-        agent = refresh_rank(conn, login, meta.slug, self.rules)
-        live = agent is not None and (agent.expires_at is None or agent.expires_at > now)
+        totals.add(fold, fresh, write.dropped if fresh or not events else 0)  # a replay counts once
         return IngestOutcome(accepted=len(fresh), duplicates=len(events) - len(fresh),
-                             finished=fold.finished, agent=agent if live else None)
+                             finished=fold.finished)
+
+    def _apply_totals(self, conn: sqlite3.Connection, agent_id: int, totals: AgentTotals,
+                      now: str) -> Agent | None:
+        """What the batches added to the agent's own rows, and its rank recomputed: the agent
+        as ranked if it is live (None: expired, or gone)."""
+        self._apply_runs(conn, agent_id, totals)
+        self._apply_evidence(conn, agent_id, totals.evidence)
+        add_version_runs(conn, agent_id, totals.runs)
+        add_series(conn, agent_id, totals.buckets)
+        add_session_runs(conn, agent_id, totals.runs)
+        agent = refresh_rank(conn, totals.login, totals.slug, self.rules)
+        return agent if agent is not None and (agent.expires_at is None
+                                               or agent.expires_at > now) else None
 
     def _ensure_agent(self, conn: sqlite3.Connection, login: str, meta: AgentMeta,
                       now: str) -> int:
@@ -307,11 +369,11 @@ class SqliteIngest(Concern):
             (total.cost_usd or 0.0, total.input_tokens or 0, total.output_tokens or 0,
              total.calls, total.unpriced_calls, agent_id))
 
-    def _apply_runs(self, conn: sqlite3.Connection, agent_id: int, runs: list[RunDelta],
-                    newest: dict[str, RunRef], fresh: list[CleanEvent], dropped: int) -> None:
+    def _apply_runs(self, conn: sqlite3.Connection, agent_id: int, totals: AgentTotals) -> None:
         """The runs' counters and days, the event window widened, and the agent's newest runs
-        replaced by the batch's where they are newer (`RunRef.replaces`)."""
-        if not fresh and not dropped:
+        replaced by the batches' where they are newer (`RunRef.replaces`)."""
+        runs, newest = totals.runs, totals.newest
+        if not totals.times and not totals.dropped:
             return
         row = conn.execute("SELECT latency_hist, first_event_at, last_event_at, "
                            f"{', '.join(LATEST_RUNS)} FROM agents WHERE id = ?",
@@ -320,7 +382,7 @@ class SqliteIngest(Concern):
         for run in runs:
             if run.duration_ms is not None:
                 hist[stats.bucket_index(run.duration_ms)] += 1
-        times = [e.ts for e in fresh]
+        times = totals.times
         first = min([t for t in (row["first_event_at"], *times) if t], default=None)
         last = max([t for t in (row["last_event_at"], *times) if t], default=None)
         ok = sum(r.success for r in runs)
@@ -336,7 +398,7 @@ class SqliteIngest(Concern):
             "first_event_at = ?, last_event_at = ?, dropped_events = dropped_events + ?, "
             f"{', '.join(f'{name} = ?' for name in LATEST_RUNS)} WHERE id = ?",
             (len(runs), ok, len(runs) - ok, sum(r.cost_usd for r in runs), dumps(hist),
-             first, last, dropped, *latest, agent_id))
+             first, last, totals.dropped, *latest, agent_id))
         days: dict[str, list[float]] = {}
         for run in runs:
             day = days.setdefault(run.day, [0, 0, 0, 0.0])
