@@ -22,7 +22,13 @@ from bench_core.store.sqlite.events import (
     millis,
     time_of,
 )
-from bench_core.store.sqlite.packing import entry_body, pack_body, pack_event, unpack_record
+from bench_core.store.sqlite.packing import (
+    entry_body,
+    load,
+    pack_body,
+    pack_event,
+    unpack_record,
+)
 from bench_core.store.sqlite.task_times import unpack_recorded, unpack_time
 
 LEGACY_EVENTS = """
@@ -105,6 +111,20 @@ def text_task_times(conn: sqlite3.Connection) -> None:
             "SELECT rowid, started_at, recorded FROM tasks").fetchall():
         conn.execute("UPDATE tasks SET started_at = ?, recorded = ? WHERE rowid = ?",
                      (unpack_time(started), unpack_recorded(recorded), rowid))
+
+
+def text_task_row(conn: sqlite3.Connection) -> None:
+    """Today's tasks taken back to before `compact_task_row`: their logs, evidence, ends and
+    starts as ordered text."""
+    for rowid, logs, evidence, ended, sort_ts in conn.execute(
+            "SELECT rowid, logs, evidence, ended_at, sort_ts FROM tasks").fetchall():
+        conn.execute("UPDATE tasks SET logs = ?, evidence = ?, ended_at = ?, sort_ts = ? "
+                     "WHERE rowid = ?", (_text(logs), _text(evidence), unpack_time(ended),
+                                         unpack_time(sort_ts), rowid))
+
+
+def _text(stored: str | bytes | None) -> str | None:
+    return None if stored is None else dumps(load(stored))
 
 
 KILLED_MID_CHUNK = """

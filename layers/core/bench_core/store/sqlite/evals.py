@@ -151,16 +151,15 @@ class SqliteEvals(Concern):
             return []
         conn = self.db.reader()
         failed = conn.execute(
-            f"SELECT {TASK_COLS}, sort_ts FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
+            f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
             "AND status = 'failed' AND sort_ts != '' ORDER BY sort_ts DESC, task_id DESC LIMIT ?",
             (agent_id, limit)).fetchall()
         low = conn.execute(
-            f"SELECT {TASK_COLS}, sort_ts FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
+            f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
             f"AND eval_score < {evals.LOW_SCORE} ORDER BY sort_ts DESC, task_id DESC LIMIT ?",
             (agent_id, limit)).fetchall()
-        rows = {r["task_id"]: r for r in (*failed, *low)}.values()
-        newest = sorted(rows, key=lambda r: (r["sort_ts"], r["task_id"]), reverse=True)
-        return [task_from_row(r) for r in newest[:limit]]
+        tasks = {t.task_id: t for t in map(task_from_row, (*failed, *low))}.values()
+        return sorted(tasks, key=lambda t: (t.sort_ts, t.task_id), reverse=True)[:limit]
 
     def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
         with self.db.write() as conn:

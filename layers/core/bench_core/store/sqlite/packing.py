@@ -1,5 +1,6 @@
 """How SQLite stores JSON that is big enough to pay for packing: a task's metadata, cost
-breakdown and evaluation (`repack.PACKED_COLUMNS`), and an event's body, as raw deflate against
+breakdown and evaluation (`repack.PACKED_COLUMNS`), its logs and a subtask's evidence
+(`task_row.py`), and an event's body, as raw deflate against
 a preset dictionary of the keys and values spans and events repeat (zlib, stdlib).
 
 A span's JSON is a few hundred bytes of the same keys again and again: compressed one value at
@@ -103,9 +104,10 @@ def _inflate(form: int, data: bytes) -> bytes:
     return unpacker.decompress(data) + unpacker.flush()
 
 
-def pack(text: str | None) -> str | bytes | None:
-    """`text` (JSON) as it is best stored: packed when that is smaller."""
-    if text is None or len(text) < PACK_FROM:
+def pack(text: str | None, least: int = PACK_FROM) -> str | bytes | None:
+    """`text` (JSON) as it is best stored: packed when that is smaller (and at least `least`
+    characters long)."""
+    if text is None or len(text) < least:
         return text
     data = text.encode()
     packed = bytes((_JUDGED,)) + _deflate(data, _JUDGED)

@@ -29,6 +29,7 @@ from .connection import Database, migrated
 from .ingest import TASK_COLS, task_from_row
 from .packing import load
 from .run_text import PENDING_TEXT, pending_spans
+from .task_times import pack_time, packed_time, time_text
 
 TRIGRAM = 3
 """The shortest text the trigram index finds."""
@@ -205,7 +206,8 @@ def _filtered(reader: sqlite3.Connection, where: RunFilter, agent_id: int) -> _Q
     query.add("r.parent_task_id IS NULL")
     query.add("r.sort_ts != ''")
     for clause, value in (("r.status = ?", where.status), ("r.name = ?", where.name),
-                          ("r.sort_ts >= ?", where.since), ("r.sort_ts < ?", where.until)):
+                          ("r.sort_ts >= ?", pack_time(where.since)),
+                          ("r.sort_ts < ?", pack_time(where.until))):
         if value is not None:
             query.add(clause, value)
     query.range("r.duration_ms", where.duration.low, where.duration.high)
@@ -225,7 +227,8 @@ def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit
     way = "DESC" if where.descending else "ASC"
     key = [*([SORTED[where.sort]] if where.sort != "started" else []), "r.sort_ts", "r.task_id"]
     if cursor:
-        position = where.position(decode_cursor(cursor))
+        *value, sort_ts, task_id = where.position(decode_cursor(cursor))
+        position = (*value, packed_time(sort_ts), task_id)
         query.add(f"({', '.join(key)}) {'<' if where.descending else '>'} "
                   f"({', '.join('?' * len(key))})", *position)
     order = f"ORDER BY {', '.join(f'{k} {way}' for k in key)}"
@@ -276,6 +279,8 @@ def _by_metadata(reader: sqlite3.Connection, where: RunFilter, selected: str,
     whole = [found[rowid] for rowid in kept if rowid in found]
     if len(kept) > limit or examined < METADATA_SCAN:
         return _page(where, whole, limit)
-    parts = tuple(repr(float(v)) if isinstance(v, int | float) else v for v in last)
+    *value, sort_ts, task_id = last
+    parts = (*(repr(float(v)) if isinstance(v, int | float) else v for v in value),
+             time_text(sort_ts), task_id)
     return RunsPage([task_from_row(r) for r in whole], encode_cursor(*parts), examined,
-                    last[-2])
+                    time_text(sort_ts))

@@ -4,9 +4,12 @@ start as milliseconds since 1970 (6 bytes where its text was 24), the record's m
 characters) as 15 bytes that sort as the text did (`runs.py` orders a session's runs by it);
 and the migration that compacts an older file's (`store.MIGRATIONS`), a chunk per transaction,
 resuming where it stopped. A value in another form than ingest's stays text, read as it is.
+Its `sort_ts`, compared and ordered in SQL, is kept as its start is since `task_row.py`'s
+migration: the bytes sort as the times do.
 
 Some 60 bytes a span. Neither is compared in SQL but `recorded`'s order, which the bytes keep:
-6 bytes of each time big-endian (times are at most 9999-12-31: under 2^48 ms), 3 of the place
+6 bytes of each time big-endian (a BLOB: after every text in SQLite's order, so a time before
+1970, kept as text, sorts first as it should) (times are at most 9999-12-31: under 2^48 ms), 3 of the place
 (at most 999,999: under 2^24)."""
 
 from __future__ import annotations
@@ -24,15 +27,23 @@ _PLACE = 3
 
 
 def pack_time(text: str | None) -> bytes | str | None:
-    """A time as its column keeps it: its milliseconds, as bytes (the column's text affinity
-    would make an integer text), when they give its text back."""
-    if text is None:
-        return None
+    """A time as its column keeps it (`packed_time`); None stays NULL."""
+    return None if text is None else packed_time(text)
+
+
+def packed_time(text: str) -> bytes | str:
+    """A time as its milliseconds, as bytes (the column's text affinity would make an integer
+    text), when they give its text back; else the text."""
     ms, exact = millis(text)
     return ms.to_bytes(_TIME) if exact and 0 <= ms < 1 << 48 else text
 
 
 def unpack_time(stored: bytes | str | None) -> str | None:
+    return None if stored is None else time_text(stored)
+
+
+def time_text(stored: bytes | str) -> str:
+    """The text of a time `packed_time` stored."""
     return time_of(int.from_bytes(stored)) if isinstance(stored, bytes) else stored
 
 

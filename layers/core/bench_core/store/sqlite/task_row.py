@@ -1,0 +1,89 @@
+"""A task's row as the tasks table keeps it since `compact_task_row` (`store.MIGRATIONS`): what
+each column holds beyond the value's own JSON or text, and the migration that rewrites an older
+file's rows, a chunk per transaction, resuming where it stopped.
+
+- `logs` packed (`packing.pack`) from `LOGS_PACK_FROM` characters: a chat span's evidence log
+  (some 360 bytes of the keys and values the dictionary holds) takes some 50.
+- A subtask's `evidence` packed too, and its `ended_at` as milliseconds (`task_times.pack_time`).
+  A root's stay text: SQL reads them, the runs list's cost and tokens (`json_extract`, in its
+  sorts' indexes) and the judge's pending runs (by end, `tasks_eval_pending`). A task is a root
+  or not from its first save on (its parent comes with its start; a parent known only from its
+  subtasks is saved again when its start comes), and every save writes them by its parent.
+- `sort_ts` as milliseconds (`task_times.packed_time`: 6 bytes that sort as the text does,
+  where the text was 24), in the row and in each of the indexes that order by it (a run's, a
+  parent's, the roots' by each sort, by status, by session): SQL compares it to a time packed
+  alike (a cursor's, a filter's); '' (a parent known only from its subtasks) stays ''.
+
+Some 130 bytes an OTLP chat span, and 40 a `/ingest` event of the SDK's usual shape.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .connection import Database, in_chunks, migrated
+from .packing import pack
+from .task_times import pack_time, packed_time
+
+CHUNK = 2000
+"""Tasks per transaction of the migration."""
+LOGS_PACK_FROM = 32
+"""A log shorter than this stays text (`[]`, most spans')."""
+
+
+def stored_logs(logs_json: str) -> str | bytes | None:
+    return pack(logs_json, LOGS_PACK_FROM)
+
+
+def stored_evidence(usage_json: str | None, root: bool) -> str | bytes | None:
+    return usage_json if root else pack(usage_json, LOGS_PACK_FROM)
+
+
+def stored_end(ended_at: str | None, root: bool) -> str | bytes | None:
+    return ended_at if root else pack_time(ended_at)
+
+
+_TO_DO = ("(typeof(logs) = 'text' AND length(logs) >= ?) "
+          "OR (typeof(sort_ts) = 'text' AND sort_ts != '') "
+          "OR (parent_task_id IS NOT NULL AND (typeof(evidence) = 'text' "
+          "OR typeof(ended_at) = 'text'))")
+"""A row the migration has still to rewrite (or one it left as it was: a value of another
+form, which it looks at again if it resumes before it)."""
+
+
+def compact_task_row(db: Database, number: int) -> bool:
+    """The migration: every task's row rewritten in place as the `stored_*` functions keep
+    it, in order of rowid from the first still to do, a chunk per transaction, then the version
+    set; whether it changed any (then `Database.migrate` vacuums the file)."""
+    with db.write() as conn:
+        if migrated(conn, number):
+            return False
+        (start,) = conn.execute(f"SELECT min(rowid) FROM tasks WHERE {_TO_DO}",
+                                (LOGS_PACK_FROM,)).fetchone()
+    moved = start is not None
+    if not in_chunks(db, number, start, _compact):
+        return False
+    with db.write() as conn:
+        if migrated(conn, number):
+            return False
+        conn.execute(f"PRAGMA user_version = {number}")
+    return moved
+
+
+def _compact(conn: sqlite3.Connection, start: int) -> int | None:
+    """Rewrite up to `CHUNK` tasks from rowid `start` on; the rowid to go on from, None when
+    none is left."""
+    rows = conn.execute(
+        "SELECT rowid, parent_task_id IS NULL, logs, evidence, ended_at, sort_ts FROM tasks "
+        "WHERE rowid >= ? ORDER BY rowid LIMIT ?", (start, CHUNK)).fetchall()
+    changed = []
+    for rowid, root, logs, evidence, ended, sort_ts in rows:
+        new = (stored_logs(logs) if isinstance(logs, str) else logs,
+               stored_evidence(evidence, root) if isinstance(evidence, str) else evidence,
+               stored_end(ended, root) if isinstance(ended, str) else ended,
+               packed_time(sort_ts) if isinstance(sort_ts, str) else sort_ts)
+        if new != (logs, evidence, ended, sort_ts):
+            changed.append((*new, rowid))
+    conn.executemany("UPDATE tasks SET logs = ?, evidence = ?, ended_at = ?, sort_ts = ? "
+                     "WHERE rowid = ?", changed)
+    return rows[-1][0] + 1 if len(rows) == CHUNK else None

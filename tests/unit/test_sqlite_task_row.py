@@ -1,0 +1,184 @@
+"""A task's row as the SQLite store keeps it (`store/sqlite/task_row.py`): logs and a subtask's
+evidence packed, a subtask's end and every start as ordered in milliseconds, all read back as
+they were sent and listed in the order their text gave; and the migration that rewrites an
+older file's rows, which resumes where it stopped."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.run_list import RunFilter
+from bench_core.store.sqlite import task_row
+from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+
+from tests.factories import clean, ev, task_events
+from tests.sqlite_layouts import killed_mid_chunk, text_task_row
+from tests.unit.test_sqlite_packing import chat_span
+
+REF = AgentRef("alice", "agent-1")
+META = AgentMeta(slug="agent-1")
+COMPACTED = MIGRATIONS.index(task_row.compact_task_row)
+"""The version of a file from before compact task rows."""
+ROOT = "0123456789abcdef0123456789abcdef-9bbd0140bd08b39b"
+
+
+def test_a_chat_spans_row_keeps_its_logs_evidence_and_times_compact(tmp_path: Path) -> None:
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        store.ingest.ingest("alice", META, clean(
+            task_events(ROOT, "invoke_agent") + chat_span(f"{ROOT[:33]}58f6bbc6cfa2b373", ROOT)))
+        rows = {row[0]: row[1:] for row in store.db.reader().execute(
+            "SELECT task_id, typeof(logs), length(logs), typeof(evidence), typeof(ended_at), "
+            "typeof(sort_ts), length(sort_ts) FROM tasks")}
+        span = store.ingest.get_task(REF, f"{ROOT[:33]}58f6bbc6cfa2b373")
+        root = store.ingest.get_task(REF, ROOT)
+    finally:
+        store.close()
+    logs, size, evidence, ended, sort_ts, sort_size = rows[f"{ROOT[:33]}58f6bbc6cfa2b373"]
+    assert (logs, evidence, ended, sort_ts, sort_size) == ("blob", "blob", "blob", "blob", 6)
+    assert size < 100  # its text: some 300 characters
+    assert rows[ROOT][2:5] == ("text", "text", "blob")  # SQL reads a root's evidence and end
+    assert span is not None and root is not None
+    assert span.logs[0]["data"]["price_source"].startswith("bench price table")
+    assert span.evidence is not None and span.evidence.input_tokens == 2400
+    assert span.ended_at is not None and span.ended_at.endswith("Z") and len(span.ended_at) == 24
+    assert root.evidence is not None and root.evidence.input_tokens == 2400  # its child's
+
+
+def test_tasks_list_in_the_order_of_their_times_and_cursors(tmp_path: Path) -> None:
+    """Starts kept as milliseconds (1970 the first ingest takes) list in their texts' order,
+    page by page, and filters compare them to times as they were sent."""
+    starts = {"old": "1970-01-01T00:00:00.000Z", "epoch": "1970-01-01T00:00:00.256Z",
+              "new": "2026-12-02T16:00:00.000Z", "newer": "2026-12-02T16:00:00.001Z"}
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        for task_id, start in starts.items():
+            store.ingest.ingest("alice", META, clean([
+                ev("task.start", task_id, name="search", ts=start),
+                ev("task.start", f"{task_id}-child", parent_task_id=task_id, ts=start),
+                ev("task.end", task_id, status="failed", ts=start)]))
+        newest = sorted(starts, key=starts.__getitem__, reverse=True)
+        pages, cursor = [], None
+        for _ in starts:
+            page, cursor = store.ingest.list_tasks(REF, limit=1, cursor=cursor)
+            pages += [t.task_id for t in page]
+        assert pages == newest and cursor is None
+        since = store.runs.list_runs(REF, RunFilter(since=starts["epoch"]), limit=10)
+        assert [t.task_id for t in since.runs] == newest[:3]
+        until = store.runs.list_runs(REF, RunFilter(until=starts["new"], descending=False),
+                                     limit=10)
+        assert [t.task_id for t in until.runs] == ["old", "epoch"]
+        assert [t.task_id for t in store.evals.cluster_candidates(REF, 10)] == newest
+        run = store.ingest.get_task(REF, "new")
+        assert run is not None
+        counts = store.runs.run_counts(REF, run)
+        assert counts.spans == 1 and counts.failures == ()
+        assert [t.sort_ts for t in store.runs.run_spans(REF, run, limit=5)] == [starts["new"]]
+    finally:
+        store.close()
+
+
+def test_a_failed_spans_place_reads_as_its_time(tmp_path: Path) -> None:
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        store.ingest.ingest("alice", META, clean(
+            task_events("run", "agent") + task_events("span", parent="run", status="failed")))
+        run = store.ingest.get_task(REF, "run")
+        span = store.ingest.get_task(REF, "span")
+        assert run is not None and span is not None
+        counts = store.runs.run_counts(REF, run)
+        assert counts.failures == ((span.sort_ts, "span"),)
+        after = store.runs.run_spans(REF, run, limit=5, after=counts.failures[0])
+        assert after == []
+    finally:
+        store.close()
+
+
+def test_a_parent_known_first_from_its_childs_evidence_packs_it_once_it_has_a_parent(
+        tmp_path: Path) -> None:
+    """The child's evidence makes a placeholder of its parent (a root until its start comes,
+    whose evidence SQL reads as text), and the parent's start with a parent of its own makes
+    it a subtask, its evidence packed; both read back whole, and the run sorts by its cost."""
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        store.ingest.ingest("alice", META, clean(chat_span("child", "middle")))
+        assert _types(store, "middle") == ("text", None)
+        store.ingest.ingest("alice", META, clean(
+            task_events("middle", parent="run") + task_events("run", "agent")))
+        assert _types(store, "middle") == ("blob", "blob")
+        middle = store.ingest.get_task(REF, "middle")
+        assert middle is not None and middle.evidence is not None
+        assert middle.evidence.output_tokens == 200
+        by_cost = store.runs.list_runs(REF, RunFilter(sort="cost"), limit=10)
+        assert [t.task_id for t in by_cost.runs] == ["run"]
+    finally:
+        store.close()
+
+
+def _types(store: SqliteStore, task_id: str) -> tuple[str | None, str | None]:
+    row = store.db.reader().execute(
+        "SELECT typeof(evidence), CASE WHEN ended_at IS NOT NULL THEN typeof(ended_at) END "
+        "FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    return row[0], row[1]
+
+
+def test_an_old_files_rows_are_compacted_on_open_by_a_migration_killed_and_resumed(
+        tmp_path: Path) -> None:
+    """A hard kill (no rollback, no Python cleanup) inside a chunk's transaction: the next open
+    finds the chunks before it rewritten, not the half-written one, and finishes; every task,
+    list and run reads as it did, and nothing is left to rewrite."""
+    path = tmp_path / "bench.db"
+    expected = _old_file(path)
+    killed_mid_chunk(path, "task_row", "_compact", "UPDATE tasks SET name = 'half-written'",
+                     staged="tasks", version=COMPACTED, copied=13)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM tasks WHERE typeof(sort_ts) = 'blob'"
+                            ).fetchone()[0] == 8  # two chunks of 4
+    store = SqliteStore.open(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert _seen(store) == expected
+        conn = store.db.reader()
+        assert conn.execute(
+            f"SELECT count(*) FROM tasks WHERE {task_row._TO_DO} OR name = 'half-written'",
+            (task_row.LOGS_PACK_FROM,)).fetchone()[0] == 0
+        task_row.compact_task_row(store.db, len(MIGRATIONS))  # as another process meanwhile
+        assert _seen(store) == expected
+    finally:
+        store.close()
+
+
+def _old_file(path: Path) -> dict[str, Any]:
+    """A file of runs with chat spans, a failed one and a parent that never came, taken back
+    to text rows; and what today's reads gave of it."""
+    store = SqliteStore.open(path)
+    for i in range(3):
+        run = f"run-{i}"
+        store.ingest.ingest("alice", META, clean(
+            task_events(run, "agent", status="failed" if i == 1 else "success")
+            + chat_span(f"{run}-a", run) + chat_span(f"{run}-b", run)
+            + task_events(f"{run}-tool", parent=run, status="failed")))
+    store.ingest.ingest("alice", META, clean(task_events("orphan", parent="never-came")))
+    expected = _seen(store)
+    with store.db.write() as conn:
+        text_task_row(conn)
+        assert conn.execute(
+            f"SELECT count(*) FROM tasks WHERE {task_row._TO_DO}",
+            (task_row.LOGS_PACK_FROM,)).fetchone()[0] == 13  # every one
+        conn.execute(f"PRAGMA user_version = {COMPACTED}")
+    store.close()
+    return expected
+
+
+def _seen(store: SqliteStore) -> dict[str, Any]:
+    ids = [r[0] for r in store.db.reader().execute("SELECT task_id FROM tasks ORDER BY task_id")]
+    runs = [store.ingest.get_task(REF, f"run-{i}") for i in range(3)]
+    return {"tasks": [store.ingest.get_task(REF, t) for t in ids],
+            "roots": store.ingest.list_tasks(REF, limit=100),
+            "by cost": store.runs.list_runs(REF, RunFilter(sort="cost"), limit=2),
+            "spans": [store.runs.run_spans(REF, run, limit=100) for run in runs if run],
+            "counts": [store.runs.run_counts(REF, run).failures for run in runs if run],
+            "children": store.ingest.subtask_ids(REF, ["run-0", "never-came"])}
