@@ -1,5 +1,5 @@
 """A task's row as the SQLite store keeps it (`store/sqlite/task_row.py`): logs and a subtask's
-evidence packed, a subtask's end and every start as ordered in milliseconds, all read back as
+evidence packed, its end and its start as ordered in milliseconds, all read back as
 they were sent and listed in the order their text gave; and the migration that rewrites an
 older file's rows, which resumes where it stopped."""
 
@@ -40,7 +40,7 @@ def test_a_chat_spans_row_keeps_its_logs_evidence_and_times_compact(tmp_path: Pa
     logs, size, evidence, ended, sort_ts, sort_size = rows[f"{ROOT[:33]}58f6bbc6cfa2b373"]
     assert (logs, evidence, ended, sort_ts, sort_size) == ("blob", "blob", "blob", "blob", 6)
     assert size < 100  # its text: some 300 characters
-    assert rows[ROOT][2:5] == ("text", "text", "blob")  # SQL reads a root's evidence and end
+    assert rows[ROOT][2:5] == ("text", "blob", "blob")  # SQL reads a root's evidence
     assert span is not None and root is not None
     assert span.logs[0]["data"]["price_source"].startswith("bench price table")
     assert span.evidence is not None and span.evidence.input_tokens == 2400
@@ -71,6 +71,11 @@ def test_tasks_list_in_the_order_of_their_times_and_cursors(tmp_path: Path) -> N
         until = store.runs.list_runs(REF, RunFilter(until=starts["new"], descending=False),
                                      limit=10)
         assert [t.task_id for t in until.runs] == ["old", "epoch"]
+        day = store.runs.list_runs(REF, RunFilter(since="2026-12-02"), limit=10)  # as text
+        assert [t.task_id for t in day.runs] == ["newer", "new"]
+        oldest = list(reversed(newest))  # none judged: the judge's sweep finds them by end
+        assert store.evals.pending_evals("0000", "9999", 10) == [(REF, oldest)]
+        assert store.evals.pending_evals("2026", starts["newer"], 10) == [(REF, ["new"])]
         assert [t.task_id for t in store.evals.cluster_candidates(REF, 10)] == newest
         run = store.ingest.get_task(REF, "new")
         assert run is not None

@@ -18,6 +18,8 @@ from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.task_times import (
     pack_recorded,
     pack_time,
+    packed_time,
+    time_bound,
     unpack_recorded,
     unpack_time,
 )
@@ -58,6 +60,22 @@ def test_a_start_is_kept_in_milliseconds_when_they_give_it_back() -> None:
     assert unpack_time((1796227201250).to_bytes(6)) == "2026-12-02T16:00:01.250Z"
     assert pack_time("2026-12-02T16:00:01Z") == "2026-12-02T16:00:01Z"
     assert pack_time(None) is None and unpack_time(None) is None
+
+
+def test_a_bound_compares_packed_times_as_their_texts_compared_to_it() -> None:
+    """A filter's or a sweep's bound of any form (a time, a date, a year, '', past 9999) keeps
+    `>=` and `<` of the texts when the times are packed (`task_row.py`)."""
+    rng = random.Random(5)
+    times = [time_of(rng.randrange(0, 253402300799999)) for _ in range(300)]
+    times += ["1970-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"]
+    bounds = ["", "0000", "1970", "2026-12-02", "2026-12-02T16:00:00Z", "9999", "zzz",
+              "2026-12-02T16:00:00.000Z", *(t[:rng.randrange(0, 25)] for t in times[:100])]
+    for bound in bounds:
+        packed = time_bound(bound)
+        for text in times:
+            stored = packed_time(text)
+            assert isinstance(stored, bytes)
+            assert (text >= bound) == (stored >= packed), (text, bound)
 
 
 def test_an_old_files_times_are_compacted_on_open_by_a_migration_killed_and_resumed(

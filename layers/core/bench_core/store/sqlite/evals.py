@@ -19,6 +19,7 @@ from .connection import Concern
 from .ingest import TASK_COLS, task_from_row
 from .packing import load, pack_json
 from .sessions import idle_sessions, record_session_eval
+from .task_times import time_bound, unpack_time
 from .timeseries import add_series
 from .versions import add_version_evals
 
@@ -103,7 +104,8 @@ class SqliteEvals(Concern):
             add_version_evals(conn, agent_id, row["agent_version"], d.eval_count,
                               d.eval_score_sum)
         if is_run and (d.eval_count or d.eval_score_sum):
-            run = TaskState(task_id, ended_at=row["ended_at"], agent_version=row["agent_version"])
+            run = TaskState(task_id, ended_at=unpack_time(row["ended_at"]),
+                            agent_version=row["agent_version"])
             add_series(conn, agent_id, eval_buckets(run, d.eval_count, d.eval_score_sum))
         add_judge_spend(conn, agent_id, result.at[:10], d.judge_tokens, d.judge_cost_usd)
         return bool(d.eval_count or d.eval_score_sum)
@@ -134,7 +136,7 @@ class SqliteEvals(Concern):
             "SELECT login, slug, task_id FROM tasks JOIN agents ON agents.id = tasks.agent_id "
             "WHERE eval_status IS NULL AND ended_at IS NOT NULL AND parent_task_id IS NULL "
             "AND ended_at >= ? AND ended_at < ? ORDER BY ended_at LIMIT ?",
-            (since, before, limit)).fetchall()
+            (time_bound(since), time_bound(before), limit)).fetchall()
         return evals.by_agent((AgentRef(r["login"], r["slug"]), r["task_id"]) for r in rows)
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:

@@ -35,8 +35,15 @@ from .events import held, insert_new, of_task, recent
 from .packing import load, pack_json
 from .run_text import index_again, index_new_spans, unindex
 from .sessions import add_session_runs
-from .task_row import stored_end, stored_evidence, stored_logs
-from .task_times import pack_recorded, pack_time, packed_time, unpack_recorded, unpack_time
+from .task_row import stored_evidence, stored_logs
+from .task_times import (
+    pack_recorded,
+    pack_time,
+    packed_time,
+    time_bound,
+    unpack_recorded,
+    unpack_time,
+)
 from .timeseries import add_series
 from .versions import add_version_runs
 
@@ -96,7 +103,7 @@ def newest_first(reader: sqlite3.Connection, where: list[str], args: list[Any],
     if cursor:
         sort_ts, task_id = decode_cursor(cursor)
         where = [*where, "(sort_ts, task_id) < (?, ?)"]
-        args = [*args, packed_time(sort_ts), task_id]
+        args = [*args, time_bound(sort_ts), task_id]
     rows = reader.execute(
         f"SELECT {TASK_COLS} FROM tasks WHERE {' AND '.join(where)} "
         "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
@@ -253,7 +260,7 @@ class SqliteIngest(Concern):
                    _json_or_null(t.output), pack_json(t.metadata), t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    pack_json(t.cost_breakdown), pack_time(t.started_at),
-                   stored_end(t.ended_at, root), packed_time(t.sort_ts),
+                   pack_time(t.ended_at), packed_time(t.sort_ts),
                    stored_evidence(_usage_json(t.evidence), root), t.run_id,
                    stored_logs(dumps(t.logs)), pack_recorded(t.recorded), t.model,
                    t.agent_version, t.session_id, t.user_id, agent_id, t.task_id)

@@ -29,7 +29,7 @@ from .connection import Database, migrated
 from .ingest import TASK_COLS, task_from_row
 from .packing import load
 from .run_text import PENDING_TEXT, pending_spans
-from .task_times import pack_time, packed_time, time_text
+from .task_times import time_bound, time_text
 
 TRIGRAM = 3
 """The shortest text the trigram index finds."""
@@ -200,14 +200,18 @@ def _rare(reader: sqlite3.Connection, expression: str) -> bool:
     return bool(found <= PROBE)
 
 
+def _bound(time: str | None) -> bytes | None:
+    return None if time is None else time_bound(time)
+
+
 def _filtered(reader: sqlite3.Connection, where: RunFilter, agent_id: int) -> _Query:
     query = _Query()
     query.add("r.agent_id = ?", agent_id)
     query.add("r.parent_task_id IS NULL")
     query.add("r.sort_ts != ''")
     for clause, value in (("r.status = ?", where.status), ("r.name = ?", where.name),
-                          ("r.sort_ts >= ?", pack_time(where.since)),
-                          ("r.sort_ts < ?", pack_time(where.until))):
+                          ("r.sort_ts >= ?", _bound(where.since)),
+                          ("r.sort_ts < ?", _bound(where.until))):
         if value is not None:
             query.add(clause, value)
     query.range("r.duration_ms", where.duration.low, where.duration.high)
@@ -228,7 +232,7 @@ def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit
     key = [*([SORTED[where.sort]] if where.sort != "started" else []), "r.sort_ts", "r.task_id"]
     if cursor:
         *value, sort_ts, task_id = where.position(decode_cursor(cursor))
-        position = (*value, packed_time(sort_ts), task_id)
+        position = (*value, time_bound(sort_ts), task_id)
         query.add(f"({', '.join(key)}) {'<' if where.descending else '>'} "
                   f"({', '.join('?' * len(key))})", *position)
     order = f"ORDER BY {', '.join(f'{k} {way}' for k in key)}"

@@ -23,7 +23,7 @@ from .ingest import EVENT_COLS, TASK_COLS, read_task, task_from_row
 from .packing import event_body
 from .run_list import list_runs
 from .sessions import read_session, read_sessions
-from .task_times import packed_time, time_text
+from .task_times import time_bound, time_text
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
@@ -82,7 +82,7 @@ partial indexes' own term, so that SQLite uses them and reads them alone when it
 
 def _position(after: tuple[str, str] | None) -> tuple[str | bytes, str]:
     """A place in a run's order as its columns keep it: before all of it when None."""
-    return ("", "") if after is None else (packed_time(after[0]), after[1])
+    return ("", "") if after is None else (time_bound(after[0]), after[1])
 
 
 def backfill_runs(conn: sqlite3.Connection) -> None:

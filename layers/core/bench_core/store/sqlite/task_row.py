@@ -4,15 +4,16 @@ file's rows, a chunk per transaction, resuming where it stopped.
 
 - `logs` packed (`packing.pack`) from `LOGS_PACK_FROM` characters: a chat span's evidence log
   (some 360 bytes of the keys and values the dictionary holds) takes some 50.
-- A subtask's `evidence` packed too, and its `ended_at` as milliseconds (`task_times.pack_time`).
-  A root's stay text: SQL reads them, the runs list's cost and tokens (`json_extract`, in its
-  sorts' indexes) and the judge's pending runs (by end, `tasks_eval_pending`). A task is a root
-  or not from its first save on (its parent comes with its start; a parent known only from its
-  subtasks is saved again when its start comes), and every save writes them by its parent.
-- `sort_ts` as milliseconds (`task_times.packed_time`: 6 bytes that sort as the text does,
-  where the text was 24), in the row and in each of the indexes that order by it (a run's, a
-  parent's, the roots' by each sort, by status, by session): SQL compares it to a time packed
-  alike (a cursor's, a filter's); '' (a parent known only from its subtasks) stays ''.
+- A subtask's `evidence` packed too. A root's stays text: SQL reads it, the runs list's cost and
+  tokens (`json_extract`, in its sorts' indexes). A task is a root or not from its first save on
+  (its parent comes with its start; a parent known only from its subtasks is saved again when
+  its start comes), and every write of its evidence looks at its parent.
+- `ended_at` and `sort_ts` as milliseconds (`task_times.packed_time`: 6 bytes that sort as the
+  text does, where the text was 24), in the row and in each of the indexes that order by them
+  (a run's, a parent's, the roots' by each sort, by status, by session, the judge's pending
+  runs by end). SQL compares them to bytes that keep the text's comparison
+  (`task_times.time_bound`: a cursor's, a filter's, the judge's sweep's bounds); '' (a parent
+  known only from its subtasks) stays ''.
 
 Some 130 bytes an OTLP chat span, and 40 a `/ingest` event of the SDK's usual shape.
 """
@@ -39,14 +40,10 @@ def stored_evidence(usage_json: str | None, root: bool) -> str | bytes | None:
     return usage_json if root else pack(usage_json, LOGS_PACK_FROM)
 
 
-def stored_end(ended_at: str | None, root: bool) -> str | bytes | None:
-    return ended_at if root else pack_time(ended_at)
-
-
 _TO_DO = ("(typeof(logs) = 'text' AND length(logs) >= ?) "
           "OR (typeof(sort_ts) = 'text' AND sort_ts != '') "
-          "OR (parent_task_id IS NOT NULL AND (typeof(evidence) = 'text' "
-          "OR typeof(ended_at) = 'text'))")
+          "OR typeof(ended_at) = 'text' "
+          "OR (parent_task_id IS NOT NULL AND typeof(evidence) = 'text')")
 """A row the migration has still to rewrite (or one it left as it was: a value of another
 form, which it looks at again if it resumes before it)."""
 
@@ -80,7 +77,7 @@ def _compact(conn: sqlite3.Connection, start: int) -> int | None:
     for rowid, root, logs, evidence, ended, sort_ts in rows:
         new = (stored_logs(logs) if isinstance(logs, str) else logs,
                stored_evidence(evidence, root) if isinstance(evidence, str) else evidence,
-               stored_end(ended, root) if isinstance(ended, str) else ended,
+               pack_time(ended) if isinstance(ended, str) else ended,
                packed_time(sort_ts) if isinstance(sort_ts, str) else sort_ts)
         if new != (logs, evidence, ended, sort_ts):
             changed.append((*new, rowid))

@@ -38,6 +38,30 @@ def packed_time(text: str) -> bytes | str:
     return ms.to_bytes(_TIME) if exact and 0 <= ms < 1 << 48 else text
 
 
+_LAST_MS = millis("9999-12-31T23:59:59.999Z")[0]
+_PAST_ALL = b"\xff" * (_TIME + 1)
+"""Above every packed time (bytes compare as memcmp, the longer after an equal start)."""
+
+
+def time_bound(text: str) -> bytes:
+    """What a packed time is compared to in SQL where its text was compared to `text` (a
+    filter's, a cursor's, the judge's sweep's: `>=`, `<` and the rest hold alike): the
+    smallest time whose text is at least `text`, packed. A time's own text gives its own
+    bytes; any other (a date, a year, '') the first time at or after it in text order, found
+    by halving (`time_of`'s text sorts as its milliseconds from 1970 to 9999)."""
+    packed = packed_time(text)
+    if isinstance(packed, bytes):
+        return packed
+    low, high = 0, _LAST_MS + 1
+    while low < high:
+        middle = (low + high) // 2
+        if time_of(middle) >= text:
+            high = middle
+        else:
+            low = middle + 1
+    return _PAST_ALL if low > _LAST_MS else low.to_bytes(_TIME)
+
+
 def unpack_time(stored: bytes | str | None) -> str | None:
     return None if stored is None else time_text(stored)
 
