@@ -25,8 +25,10 @@ from bench_core.store.sqlite.events import (
 from bench_core.store.sqlite.packing import (
     entry_body,
     load,
+    load_metadata,
     pack_body,
     pack_event,
+    pack_json,
     unpack_record,
 )
 from bench_core.store.sqlite.task_times import unpack_recorded, unpack_time
@@ -114,13 +116,15 @@ def text_task_times(conn: sqlite3.Connection) -> None:
 
 
 def text_task_row(conn: sqlite3.Connection) -> None:
-    """Today's tasks taken back to before `compact_task_row`: their logs, evidence, ends and
-    starts as ordered text."""
-    for rowid, logs, evidence, ended, sort_ts in conn.execute(
-            "SELECT rowid, logs, evidence, ended_at, sort_ts FROM tasks").fetchall():
-        conn.execute("UPDATE tasks SET logs = ?, evidence = ?, ended_at = ?, sort_ts = ? "
-                     "WHERE rowid = ?", (_text(logs), _text(evidence), unpack_time(ended),
-                                         unpack_time(sort_ts), rowid))
+    """Today's tasks taken back to before `compact_task_row`: their metadata packed whole,
+    their logs, evidence, ends and starts as ordered text."""
+    for rowid, task_id, metadata, logs, evidence, ended, sort_ts in conn.execute(
+            "SELECT rowid, task_id, metadata, logs, evidence, ended_at, sort_ts FROM tasks"
+    ).fetchall():
+        conn.execute("UPDATE tasks SET metadata = ?, logs = ?, evidence = ?, ended_at = ?, "
+                     "sort_ts = ? WHERE rowid = ?",
+                     (pack_json(load_metadata(metadata, task_id)), _text(logs), _text(evidence),
+                      unpack_time(ended), unpack_time(sort_ts), rowid))
 
 
 def _text(stored: str | bytes | None) -> str | None:

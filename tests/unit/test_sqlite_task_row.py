@@ -9,9 +9,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.domain.run_list import RunFilter
 from bench_core.store.sqlite import task_row
+from bench_core.store.sqlite.packing import load
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events
@@ -23,21 +25,23 @@ META = AgentMeta(slug="agent-1")
 COMPACTED = MIGRATIONS.index(task_row.compact_task_row)
 """The version of a file from before compact task rows."""
 ROOT = "0123456789abcdef0123456789abcdef-9bbd0140bd08b39b"
+OTLP = f"{ROOT[:33]}58f6bbc6cfa2b373"
+"""A span whose metadata's trace and span ids are its task id's halves, as OTLP's are."""
 
 
 def test_a_chat_spans_row_keeps_its_logs_evidence_and_times_compact(tmp_path: Path) -> None:
     store = SqliteStore.open(tmp_path / "bench.db")
     try:
         store.ingest.ingest("alice", META, clean(
-            task_events(ROOT, "invoke_agent") + chat_span(f"{ROOT[:33]}58f6bbc6cfa2b373", ROOT)))
+            task_events(ROOT, "invoke_agent") + chat_span(OTLP, ROOT)))
         rows = {row[0]: row[1:] for row in store.db.reader().execute(
             "SELECT task_id, typeof(logs), length(logs), typeof(evidence), typeof(ended_at), "
             "typeof(sort_ts), length(sort_ts) FROM tasks")}
-        span = store.ingest.get_task(REF, f"{ROOT[:33]}58f6bbc6cfa2b373")
+        span = store.ingest.get_task(REF, OTLP)
         root = store.ingest.get_task(REF, ROOT)
     finally:
         store.close()
-    logs, size, evidence, ended, sort_ts, sort_size = rows[f"{ROOT[:33]}58f6bbc6cfa2b373"]
+    logs, size, evidence, ended, sort_ts, sort_size = rows[OTLP]
     assert (logs, evidence, ended, sort_ts, sort_size) == ("blob", "blob", "blob", "blob", 6)
     assert size < 100  # its text: some 300 characters
     assert rows[ROOT][2:5] == ("text", "blob", "blob")  # SQL reads a root's evidence
@@ -138,7 +142,7 @@ def test_an_old_files_rows_are_compacted_on_open_by_a_migration_killed_and_resum
     path = tmp_path / "bench.db"
     expected = _old_file(path)
     killed_mid_chunk(path, "task_row", "_compact", "UPDATE tasks SET name = 'half-written'",
-                     staged="tasks", version=COMPACTED, copied=13)
+                     staged="tasks", version=COMPACTED, copied=15)
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM tasks WHERE typeof(sort_ts) = 'blob'"
                             ).fetchone()[0] == 8  # two chunks of 4
@@ -150,6 +154,9 @@ def test_an_old_files_rows_are_compacted_on_open_by_a_migration_killed_and_resum
         assert conn.execute(
             f"SELECT count(*) FROM tasks WHERE {task_row._TO_DO} OR name = 'half-written'",
             (task_row.LOGS_PACK_FROM,)).fetchone()[0] == 0
+        (metadata,) = conn.execute("SELECT metadata FROM tasks WHERE task_id = ?", (OTLP,)
+                                   ).fetchone()
+        assert metadata[0] == 4  # without its ids
         task_row.compact_task_row(store.db, len(MIGRATIONS))  # as another process meanwhile
         assert _seen(store) == expected
     finally:
@@ -157,8 +164,8 @@ def test_an_old_files_rows_are_compacted_on_open_by_a_migration_killed_and_resum
 
 
 def _old_file(path: Path) -> dict[str, Any]:
-    """A file of runs with chat spans, a failed one and a parent that never came, taken back
-    to text rows; and what today's reads gave of it."""
+    """A file of runs with chat spans (one of OTLP's ids), a failed one and a parent that never
+    came, taken back to text rows; and what today's reads gave of it."""
     store = SqliteStore.open(path)
     for i in range(3):
         run = f"run-{i}"
@@ -167,12 +174,13 @@ def _old_file(path: Path) -> dict[str, Any]:
             + chat_span(f"{run}-a", run) + chat_span(f"{run}-b", run)
             + task_events(f"{run}-tool", parent=run, status="failed")))
     store.ingest.ingest("alice", META, clean(task_events("orphan", parent="never-came")))
+    store.ingest.ingest("alice", META, clean(task_events(ROOT, "agent") + chat_span(OTLP, ROOT)))
     expected = _seen(store)
     with store.db.write() as conn:
         text_task_row(conn)
         assert conn.execute(
             f"SELECT count(*) FROM tasks WHERE {task_row._TO_DO}",
-            (task_row.LOGS_PACK_FROM,)).fetchone()[0] == 13  # every one
+            (task_row.LOGS_PACK_FROM,)).fetchone()[0] == 15  # every one
         conn.execute(f"PRAGMA user_version = {COMPACTED}")
     store.close()
     return expected
@@ -187,3 +195,31 @@ def _seen(store: SqliteStore) -> dict[str, Any]:
             "spans": [store.runs.run_spans(REF, run, limit=100) for run in runs if run],
             "counts": [store.runs.run_counts(REF, run).failures for run in runs if run],
             "children": store.ingest.subtask_ids(REF, ["run-0", "never-came"])}
+
+
+def test_an_otlp_spans_metadata_is_kept_without_the_ids_its_task_id_holds(
+        tmp_path: Path) -> None:
+    """Its trace and span ids are its task id's halves: left out, read back in their place
+    (by the run's reads and the list's metadata filter); metadata whose ids are another's is
+    packed whole, and `load`, which has no task id, refuses the former."""
+    run = OTLP  # a root here
+    events = chat_span(run, None) + chat_span("other-span", run)
+    sent = {e["task_id"]: e["data"] for e in events if e["kind"] == "task.end"}
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        store.ingest.ingest("alice", META, clean(events))
+        stored = dict(store.db.reader().execute("SELECT task_id, metadata FROM tasks"))
+        tasks = {t: store.ingest.get_task(REF, t) for t in stored}
+        trace = store.runs.list_runs(REF, RunFilter(meta=(("trace_id", ROOT[:32]),)), limit=5)
+        other = store.runs.list_runs(REF, RunFilter(meta=(("trace_id", "f" * 32),)), limit=5)
+    finally:
+        store.close()
+    assert stored[run][0] == 4 and len(stored[run]) < 60  # its JSON: some 330 characters
+    assert stored["other-span"][0] == 3  # its trace id is not its task id's
+    for task_id, metadata in sent.items():
+        task = tasks[task_id]
+        assert task is not None and task.metadata == metadata
+        assert list(task.metadata) == list(metadata)  # in the order it was sent
+    assert [t.task_id for t in trace.runs] == [run] and other.runs == []
+    with pytest.raises(ValueError, match="unknown packing format 4"):
+        load(stored[run])

@@ -32,7 +32,7 @@ from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .events import held, insert_new, of_task, recent
-from .packing import load, pack_json
+from .packing import load, load_metadata, pack_json, pack_metadata
 from .run_text import index_again, index_new_spans, unindex
 from .sessions import add_session_runs
 from .task_row import stored_evidence, stored_logs
@@ -120,7 +120,7 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
      model, agent_version, session_id, user_id) = tuple(row)[:_TASK_WIDTH]
     return TaskState(
         task_id=task_id, parent_task_id=parent, name=name, status=status,
-        input=load(input), output=load(output), metadata=load(metadata),
+        input=load(input), output=load(output), metadata=load_metadata(metadata, task_id),
         duration_ms=duration, cost_usd=cost, reported_cost_usd=reported,
         cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load(breakdown),
         started_at=unpack_time(started), ended_at=unpack_time(ended), version=version,
@@ -257,7 +257,8 @@ class SqliteIngest(Concern):
         for t in tasks:
             root = t.parent_task_id is None
             row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
-                   _json_or_null(t.output), pack_json(t.metadata), t.duration_ms, t.cost_usd,
+                   _json_or_null(t.output), pack_metadata(_json_or_null(t.metadata), t.task_id),
+                   t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    pack_json(t.cost_breakdown), pack_time(t.started_at),
                    pack_time(t.ended_at), packed_time(t.sort_ts),

@@ -1,6 +1,7 @@
 """How SQLite stores JSON that is big enough to pay for packing: a task's metadata, cost
-breakdown and evaluation (`repack.PACKED_COLUMNS`), its logs and a subtask's evidence
-(`task_row.py`), and an event's body, as raw deflate against
+breakdown and evaluation (`repack.PACKED_COLUMNS`; an OTLP span's metadata without the ids its
+task id holds, `pack_metadata`), its logs and a subtask's evidence (`task_row.py`), and an
+event's body, as raw deflate against
 a preset dictionary of the keys and values spans and events repeat (zlib, stdlib).
 
 A span's JSON is a few hundred bytes of the same keys again and again: compressed one value at
@@ -64,6 +65,9 @@ takes some 25 bytes where format 2 took 126. Never change it either."""
 _FORMAT = 1
 _WIDE = 2
 _JUDGED = 3
+_OWN_IDS = 4
+"""Format 3's packing of a task's metadata without the ids it leads with, its task id's halves
+(`pack_metadata`): read only with its task id (`load_metadata`), never by `load`."""
 _DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY, _JUDGED: JUDGED_DICTIONARY}
 _WINDOWS = {_FORMAT: -10, _WIDE: -11, _JUDGED: -11}
 """Raw deflate's window of each format: format 1's (1 KB) reaches only its dictionary's last
@@ -117,6 +121,43 @@ def pack(text: str | None, least: int = PACK_FROM) -> str | bytes | None:
 def pack_json(value: Any) -> str | bytes | None:
     """A value as `pack` stores its JSON; None stays NULL."""
     return None if value is None else pack(dumps(value))
+
+
+def pack_metadata(text: str | None, task_id: str) -> str | bytes | None:
+    """A task's metadata (JSON) as it is best stored: an OTLP span's leads with its trace id
+    and span id, the two halves of its task id (`ingest.otlp.mapping`), 48 hex digits that
+    packing keeps at some 50 bytes; they are left out (`_OWN_IDS`), the rest packed."""
+    head = _ids_head(task_id)
+    if (text is None or head is None or not text.startswith(head)
+            or text[len(head):len(head) + 1] not in (",", "}")):
+        return pack(text)
+    return bytes((_OWN_IDS,)) + _deflate(text[len(head):].encode(), _JUDGED)
+
+
+def load_metadata(stored: str | bytes | None, task_id: str) -> Any:
+    """A task's metadata as `pack_metadata` stored it (or `pack`, before it)."""
+    if isinstance(stored, bytes) and stored[0] == _OWN_IDS:
+        return from_json(f"{_ids_head(task_id)}{_inflate(_JUDGED, stored[1:]).decode()}")
+    return load(stored)
+
+
+def repack_metadata(stored: str | bytes | None, task_id: str) -> str | bytes | None:
+    """Metadata stored before `pack_metadata` as it stores it, where it leaves the ids out;
+    else as it was."""
+    if stored is None or isinstance(stored, bytes) and stored[0] == _OWN_IDS:
+        return stored
+    text = stored if isinstance(stored, str) else _inflate(stored[0], stored[1:]).decode()
+    packed = pack_metadata(text, task_id)
+    return packed if isinstance(packed, bytes) and packed[0] == _OWN_IDS else stored
+
+
+def _ids_head(task_id: str) -> str | None:
+    """How the metadata of the OTLP span `task_id` starts (`{"trace_id":…,"span_id":…`), None
+    if it is not two halves."""
+    trace_id, dash, span_id = task_id.rpartition("-")
+    if not dash or not trace_id or not span_id:
+        return None
+    return f'{{"trace_id":{_quoted(trace_id)},"span_id":{_quoted(span_id)}'
 
 
 def load(stored: str | bytes | None) -> Any:

@@ -27,7 +27,7 @@ from ...domain.run_list import MISSING, RunFilter, metadata_holds, provider_of
 from ...ports.store import RunsPage, decode_cursor, encode_cursor
 from .connection import Database, migrated
 from .ingest import TASK_COLS, task_from_row
-from .packing import load
+from .packing import load_metadata
 from .run_text import PENDING_TEXT, pending_spans
 from .task_times import time_bound, time_text
 
@@ -264,15 +264,17 @@ def _by_metadata(reader: sqlite3.Connection, where: RunFilter, selected: str,
     full, it says how far it looked and the cursor goes on after the last."""
     cursor = reader.cursor()
     cursor.row_factory = None
-    rows = cursor.execute(f"SELECT r.rowid, r.metadata, {', '.join(key)} {selected} LIMIT ?",
-                          (*args, METADATA_SCAN))
+    rows = cursor.execute(
+        f"SELECT r.rowid, r.metadata, r.task_id, {', '.join(key)} {selected} LIMIT ?",
+        (*args, METADATA_SCAN))
     kept: list[int] = []
     examined = 0
     last: tuple[Any, ...] = ()
-    for rowid, metadata, *place in rows:
+    for rowid, metadata, task_id, *place in rows:
         examined += 1
         last = tuple(place)
-        if metadata_holds(load(metadata), where.meta, where.tag, content=where.content):
+        if metadata_holds(load_metadata(metadata, task_id), where.meta, where.tag,
+                          content=where.content):
             kept.append(rowid)
             if len(kept) > limit:
                 break

@@ -2,6 +2,8 @@
 each column holds beyond the value's own JSON or text, and the migration that rewrites an older
 file's rows, a chunk per transaction, resuming where it stopped.
 
+- An OTLP span's `metadata` without the trace and span ids it leads with, its task id's two
+  halves (`packing.pack_metadata`): some 50 bytes.
 - `logs` packed (`packing.pack`) from `LOGS_PACK_FROM` characters: a chat span's evidence log
   (some 360 bytes of the keys and values the dictionary holds) takes some 50.
 - A subtask's `evidence` packed too. A root's stays text: SQL reads it, the runs list's cost and
@@ -23,7 +25,7 @@ from __future__ import annotations
 import sqlite3
 
 from .connection import Database, in_chunks, migrated
-from .packing import pack
+from .packing import pack, repack_metadata
 from .task_times import pack_time, packed_time
 
 CHUNK = 2000
@@ -71,16 +73,17 @@ def _compact(conn: sqlite3.Connection, start: int) -> int | None:
     """Rewrite up to `CHUNK` tasks from rowid `start` on; the rowid to go on from, None when
     none is left."""
     rows = conn.execute(
-        "SELECT rowid, parent_task_id IS NULL, logs, evidence, ended_at, sort_ts FROM tasks "
-        "WHERE rowid >= ? ORDER BY rowid LIMIT ?", (start, CHUNK)).fetchall()
+        "SELECT rowid, task_id, parent_task_id IS NULL, metadata, logs, evidence, ended_at, "
+        "sort_ts FROM tasks WHERE rowid >= ? ORDER BY rowid LIMIT ?", (start, CHUNK)).fetchall()
     changed = []
-    for rowid, root, logs, evidence, ended, sort_ts in rows:
-        new = (stored_logs(logs) if isinstance(logs, str) else logs,
+    for rowid, task_id, root, metadata, logs, evidence, ended, sort_ts in rows:
+        new = (repack_metadata(metadata, task_id),
+               stored_logs(logs) if isinstance(logs, str) else logs,
                stored_evidence(evidence, root) if isinstance(evidence, str) else evidence,
                pack_time(ended) if isinstance(ended, str) else ended,
                packed_time(sort_ts) if isinstance(sort_ts, str) else sort_ts)
-        if new != (logs, evidence, ended, sort_ts):
+        if new != (metadata, logs, evidence, ended, sort_ts):
             changed.append((*new, rowid))
-    conn.executemany("UPDATE tasks SET logs = ?, evidence = ?, ended_at = ?, sort_ts = ? "
-                     "WHERE rowid = ?", changed)
+    conn.executemany("UPDATE tasks SET metadata = ?, logs = ?, evidence = ?, ended_at = ?, "
+                     "sort_ts = ? WHERE rowid = ?", changed)
     return rows[-1][0] + 1 if len(rows) == CHUNK else None
