@@ -215,7 +215,7 @@ def test_an_otlp_spans_metadata_is_kept_without_the_ids_its_task_id_holds(
     finally:
         store.close()
     assert stored[run][0] == 4 and len(stored[run]) < 60  # its JSON: some 330 characters
-    assert stored["other-span"][0] == 3  # its trace id is not its task id's
+    assert stored["other-span"][0] == 5  # its trace id is not its task id's: packed whole
     for task_id, metadata in sent.items():
         task = tasks[task_id]
         assert task is not None and task.metadata == metadata

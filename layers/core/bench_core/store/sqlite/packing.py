@@ -57,10 +57,19 @@ JUDGED_DICTIONARY = (
     b'"prompt_version":"heuristic-v1","input_tokens":0,"output_tokens":0,"cost_usd":0.0,'
     b'"attempts":1,"private":true}'
 ) + WIDE_DICTIONARY
-"""The preset dictionary of format 3, which a task's packed columns are packed with since
-(`pack`): the offline judge's evaluation as every run gets one (`evals/heuristic.py`), then
-format 2's, whose end (what spans' metadata repeats) stays nearest. A root's evaluation
-takes some 25 bytes where format 2 took 126. Never change it either."""
+"""The preset dictionary of format 3, which a task's packed columns were packed with (`pack`,
+before format 5) and an OTLP span's metadata is (`pack_metadata`): the offline judge's
+evaluation as every run gets one (`evals/heuristic.py`), then format 2's, whose end (what
+spans' metadata repeats) stays nearest. A root's evaluation takes some 25 bytes where format 2
+took 126. Never change it either."""
+
+NOTED_DICTIONARY = (
+    b'"reasoning":"Judged on the run\'s model calls: its root span recorded no content. The task '
+) + JUDGED_DICTIONARY
+"""The preset dictionary of format 5, which a task's packed columns are packed with since
+(`pack`): format 3's after the note that leads the offline judge's reasoning on a run whose
+root span recorded no content (`evals/conversation.py`), an OTLP agent's usual run: its
+evaluation takes some 40 bytes where format 3 took 80. Never change it either."""
 
 _FORMAT = 1
 _WIDE = 2
@@ -68,10 +77,12 @@ _JUDGED = 3
 _OWN_IDS = 4
 """Format 3's packing of a task's metadata without the ids it leads with, its task id's halves
 (`pack_metadata`): read only with its task id (`load_metadata`), never by `load`."""
-_DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY, _JUDGED: JUDGED_DICTIONARY}
-_WINDOWS = {_FORMAT: -10, _WIDE: -11, _JUDGED: -11}
+_NOTED = 5
+_DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY, _JUDGED: JUDGED_DICTIONARY,
+                 _NOTED: NOTED_DICTIONARY}
+_WINDOWS = {_FORMAT: -10, _WIDE: -11, _JUDGED: -11, _NOTED: -11}
 """Raw deflate's window of each format: format 1's (1 KB) reaches only its dictionary's last
-700-odd bytes (deflate keeps 262 of a window for what it looks ahead); formats 2 and 3 (2 KB)
+700-odd bytes (deflate keeps 262 of a window for what it looks ahead); formats 2, 3 and 5 (2 KB)
 all of theirs, a fifth off an event's record."""
 _MEM_LEVEL = 4  # small state: a compressor is made per value, and a big one costs 70 µs
 PACK_FROM = 96
@@ -114,7 +125,7 @@ def pack(text: str | None, least: int = PACK_FROM) -> str | bytes | None:
     if text is None or len(text) < least:
         return text
     data = text.encode()
-    packed = bytes((_JUDGED,)) + _deflate(data, _JUDGED)
+    packed = bytes((_NOTED,)) + _deflate(data, _NOTED)
     return packed if len(packed) < len(data) else text
 
 
