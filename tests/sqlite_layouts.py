@@ -31,6 +31,7 @@ from bench_core.store.sqlite.packing import (
     pack_json,
     unpack_record,
 )
+from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.task_times import unpack_recorded, unpack_time
 
 LEGACY_EVENTS = """
@@ -146,6 +147,23 @@ def copy_then_die(conn, *args):
 {module}.{copy} = copy_then_die
 SqliteStore.open(sys.argv[1])
 """
+
+
+def reopened_after_kill(path: Path, module: str, *, version: int, tasks: int,
+                        done: str) -> SqliteStore:
+    """A file at `version` of `tasks` tasks, its migration (`<module>._compact`, which rewrites
+    tasks in place, 4 a chunk) killed hard in its third chunk (`killed_mid_chunk`): the rows
+    of the first two rewritten (`done`, a WHERE clause, holds for 8), not the third's; then the
+    store opened on it again, migrated to the last version."""
+    killed_mid_chunk(path, module, "_compact", "UPDATE tasks SET name = 'half-written'",
+                     staged="tasks", version=version, copied=tasks)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute(f"SELECT count(*) FROM tasks WHERE {done}").fetchone()[0] == 8
+    store = SqliteStore.open(path)
+    assert store.schema_version == len(MIGRATIONS)
+    assert not store.db.reader().execute(
+        "SELECT count(*) FROM tasks WHERE name = 'half-written'").fetchone()[0]
+    return store
 
 
 def killed_mid_chunk(path: Path, module: str, copy: str, half_written: str, *,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .connection import Database, in_chunks, migrated
+from .connection import Database, in_place
 from .packing import pack, repack_metadata
 from .task_times import pack_time, packed_time
 
@@ -54,19 +54,8 @@ def compact_task_row(db: Database, number: int) -> bool:
     """The migration: every task's row rewritten in place as the `stored_*` functions keep
     it, in order of rowid from the first still to do, a chunk per transaction, then the version
     set; whether it changed any (then `Database.migrate` vacuums the file)."""
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        (start,) = conn.execute(f"SELECT min(rowid) FROM tasks WHERE {_TO_DO}",
-                                (LOGS_PACK_FROM,)).fetchone()
-    moved = start is not None
-    if not in_chunks(db, number, start, _compact):
-        return False
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        conn.execute(f"PRAGMA user_version = {number}")
-    return moved
+    return in_place(db, number, f"SELECT min(rowid) FROM tasks WHERE {_TO_DO}",
+                    (LOGS_PACK_FROM,), _compact)
 
 
 def _compact(conn: sqlite3.Connection, start: int) -> int | None:

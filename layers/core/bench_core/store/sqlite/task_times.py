@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from functools import lru_cache
 
-from .connection import Database, in_chunks, migrated
+from .connection import Database, in_place
 from .events import millis, time_of
 
 CHUNK = 2000
@@ -107,20 +107,8 @@ def compact_task_times(db: Database, number: int) -> bool:
     """The migration: every task's start and record moment compacted in place, in order of
     rowid from the first still text, a chunk per transaction, then the version set; whether it
     changed any (then `Database.migrate` vacuums the file)."""
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        (start,) = conn.execute(
-            "SELECT min(rowid) FROM tasks WHERE typeof(started_at) = 'text' "
-            "OR typeof(recorded) = 'text'").fetchone()
-    moved = start is not None
-    if not in_chunks(db, number, start, _compact):
-        return False
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        conn.execute(f"PRAGMA user_version = {number}")
-    return moved
+    return in_place(db, number, "SELECT min(rowid) FROM tasks WHERE typeof(started_at) = 'text' "
+                    "OR typeof(recorded) = 'text'", (), _compact)
 
 
 def _compact(conn: sqlite3.Connection, start: int) -> int | None:
