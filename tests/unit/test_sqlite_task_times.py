@@ -17,8 +17,6 @@ from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.task_times import (
     pack_recorded,
     pack_time,
-    packed_time,
-    time_bound,
     unpack_recorded,
     unpack_time,
 )
@@ -70,9 +68,9 @@ def test_a_bound_compares_packed_times_as_their_texts_compared_to_it() -> None:
     bounds = ["", "0000", "1970", "2026-12-02", "2026-12-02T16:00:00Z", "9999", "zzz",
               "2026-12-02T16:00:00.000Z", *(t[:rng.randrange(0, 25)] for t in times[:100])]
     for bound in bounds:
-        packed = time_bound(bound)
+        packed = task_times.time_bound(bound)
         for text in times:
-            stored = packed_time(text)
+            stored = task_times.packed_time(text)
             assert isinstance(stored, bytes)
             assert (text >= bound) == (stored >= packed), (text, bound)
 
