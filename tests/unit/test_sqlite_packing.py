@@ -235,6 +235,15 @@ def test_values_packed_in_every_earlier_format_still_read() -> None:
     assert load(older[0]) == load(older[1]) == load(older[2]) == load(new) == load(text)
 
 
+def test_a_packed_value_cut_short_is_refused_not_read_in_part() -> None:
+    from bench_core.store.sqlite import packing
+
+    packed = packing.pack(dumps(chat_span("t", "p")[2]["data"]))
+    assert isinstance(packed, bytes)
+    with pytest.raises(ValueError, match="cut short"):
+        load(packed[:-3])
+
+
 def test_the_offline_judges_evaluation_packs_small() -> None:
     """What every run's root holds when no model judges: a few dozen bytes, not a hundred."""
     from bench_core.store.sqlite import packing

@@ -12,7 +12,7 @@ import pytest
 from bench_core.domain.models import AgentMeta, AgentRef
 from bench_core.domain.run_list import RunFilter
 from bench_core.store.sqlite import task_row
-from bench_core.store.sqlite.packing import load
+from bench_core.store.sqlite.packing import PACK_FROM, load
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events
@@ -147,7 +147,7 @@ def test_an_old_files_rows_are_compacted_on_open_by_a_migration_killed_and_resum
         conn = store.db.reader()
         assert conn.execute(
             f"SELECT count(*) FROM tasks WHERE {task_row._TO_DO}",
-            (task_row.LOGS_PACK_FROM,)).fetchone()[0] == 0
+            (PACK_FROM,)).fetchone()[0] == 0
         (metadata,) = conn.execute("SELECT metadata FROM tasks WHERE task_id = ?", (OTLP,)
                                    ).fetchone()
         assert metadata[0] == 4  # without its ids
@@ -174,7 +174,7 @@ def _old_file(path: Path) -> dict[str, Any]:
         text_task_row(conn)
         assert conn.execute(
             f"SELECT count(*) FROM tasks WHERE {task_row._TO_DO}",
-            (task_row.LOGS_PACK_FROM,)).fetchone()[0] == 15  # every one
+            (PACK_FROM,)).fetchone()[0] == 15  # every one
         conn.execute(f"PRAGMA user_version = {COMPACTED}")
     store.close()
     return expected
@@ -217,3 +217,52 @@ def test_an_otlp_spans_metadata_is_kept_without_the_ids_its_task_id_holds(
     assert [t.task_id for t in trace.runs] == [run] and other.runs == []
     with pytest.raises(ValueError, match="unknown packing format 4"):
         load(stored[run])
+
+
+def test_roots_of_one_start_list_by_task_id_page_by_page_from_indexes_without_it(
+        tmp_path: Path) -> None:
+    """`tasks_roots` and `tasks_by_status` hold no task ids: the roots that start in one
+    millisecond come in task id order all the same, newest first and oldest first, one to a
+    page, by status too, each page one range of the index."""
+    start = "2026-12-02T16:00:00.000Z"
+    ids = ["b", "d", "a", "c", "e"]
+    store = SqliteStore.open(tmp_path / "bench.db")
+    try:
+        for task_id in ids:
+            store.ingest.ingest("alice", META, clean([
+                ev("task.start", task_id, name="search", ts=start),
+                ev("task.end", task_id, status="failed" if task_id in "ace" else "success",
+                   ts="2026-12-02T16:00:01.000Z")]))
+        ids.append("later")
+        store.ingest.ingest("alice", META, clean(task_events("later")))
+        reader = store.db.reader()
+        for index in task_row.ROOT_INDEXES:
+            assert "task_id" not in {c[2] for c in reader.execute(f"PRAGMA index_info({index})")}
+        statements: list[str] = []
+        reader.set_trace_callback(statements.append)
+        for where, expected in ((RunFilter(), sorted(ids, reverse=True)),
+                                (RunFilter(descending=False), sorted(ids)),
+                                (RunFilter(status="failed"), ["e", "c", "a"])):
+            listed, cursor = [], None
+            for _ in range(len(expected) + 1):
+                page = store.runs.list_runs(REF, where, limit=1, cursor=cursor)
+                listed += [t.task_id for t in page.runs]
+                if (cursor := page.next_cursor) is None:
+                    break
+            assert listed == expected, where
+        tasks, cursor = [], None
+        while True:
+            page_tasks, cursor = store.ingest.list_tasks(REF, status="failed", limit=2,
+                                                         cursor=cursor)
+            tasks += [t.task_id for t in page_tasks]
+            if cursor is None:
+                break
+        assert tasks == ["e", "c", "a"]
+        reader.set_trace_callback(None)
+        listings = [s for s in statements if "FROM tasks" in s and "ORDER BY" in s]
+        assert len(listings) >= 15
+        for statement in listings:
+            plan = " ".join(row[3] for row in reader.execute(f"EXPLAIN QUERY PLAN {statement}"))
+            assert "INDEX tasks_roots " in plan or "INDEX tasks_by_status " in plan, plan
+    finally:
+        store.close()
