@@ -22,7 +22,16 @@ from bench_core.store.sqlite.events import (
     millis,
     time_of,
 )
-from bench_core.store.sqlite.packing import entry_body, pack_body, pack_event, unpack_record
+from bench_core.store.sqlite.packing import (
+    entry_body,
+    load,
+    load_metadata,
+    pack_body,
+    pack_event,
+    pack_json,
+    unpack_record,
+)
+from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.task_times import unpack_recorded, unpack_time
 
 LEGACY_EVENTS = """
@@ -107,6 +116,22 @@ def text_task_times(conn: sqlite3.Connection) -> None:
                      (unpack_time(started), unpack_recorded(recorded), rowid))
 
 
+def text_task_row(conn: sqlite3.Connection) -> None:
+    """Today's tasks taken back to before `compact_task_row`: their metadata packed whole,
+    their logs, evidence, ends and starts as ordered text."""
+    for rowid, task_id, metadata, logs, evidence, ended, sort_ts in conn.execute(
+            "SELECT rowid, task_id, metadata, logs, evidence, ended_at, sort_ts FROM tasks"
+    ).fetchall():
+        conn.execute("UPDATE tasks SET metadata = ?, logs = ?, evidence = ?, ended_at = ?, "
+                     "sort_ts = ? WHERE rowid = ?",
+                     (pack_json(load_metadata(metadata, task_id)), _text(logs), _text(evidence),
+                      unpack_time(ended), unpack_time(sort_ts), rowid))
+
+
+def _text(stored: str | bytes | None) -> str | None:
+    return None if stored is None else dumps(load(stored))
+
+
 KILLED_MID_CHUNK = """
 import os, signal, sys
 from bench_core.store.sqlite import {module}
@@ -122,6 +147,23 @@ def copy_then_die(conn, *args):
 {module}.{copy} = copy_then_die
 SqliteStore.open(sys.argv[1])
 """
+
+
+def reopened_after_kill(path: Path, module: str, *, version: int, tasks: int,
+                        done: str) -> SqliteStore:
+    """A file at `version` of `tasks` tasks, its migration (`<module>._compact`, which rewrites
+    tasks in place, 4 a chunk) killed hard in its third chunk (`killed_mid_chunk`): the rows
+    of the first two rewritten (`done`, a WHERE clause, holds for 8), not the third's; then the
+    store opened on it again, migrated to the last version."""
+    killed_mid_chunk(path, module, "_compact", "UPDATE tasks SET name = 'half-written'",
+                     staged="tasks", version=version, copied=tasks)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute(f"SELECT count(*) FROM tasks WHERE {done}").fetchone()[0] == 8
+    store = SqliteStore.open(path)
+    assert store.schema_version == len(MIGRATIONS)
+    assert not store.db.reader().execute(
+        "SELECT count(*) FROM tasks WHERE name = 'half-written'").fetchone()[0]
+    return store
 
 
 def killed_mid_chunk(path: Path, module: str, copy: str, half_written: str, *,

@@ -224,15 +224,24 @@ def test_a_migration_killed_mid_transaction_resumes_from_its_last_commit(tmp_pat
 
 
 def test_values_packed_in_every_earlier_format_still_read() -> None:
-    """Files hold format 1 (a 1 KB window) from before format 2, and format 2 from before
-    format 3; all read, and today's is no longer than either."""
+    """Files hold format 1 (a 1 KB window) from before format 2, format 2 from before format 3
+    and format 3 from before format 5; all read, and today's is no longer than any."""
     from bench_core.store.sqlite import packing
 
     text = dumps(chat_span("t", "p")[2]["data"])
-    older = [bytes((form,)) + packing._deflate(text.encode(), form) for form in (1, 2)]
+    older = [bytes((form,)) + packing._deflate(text.encode(), form) for form in (1, 2, 3)]
     new = packing.pack(text)
-    assert isinstance(new, bytes) and new[0] == 3 and len(new) <= min(map(len, older))
-    assert load(older[0]) == load(older[1]) == load(new) == load(text)
+    assert isinstance(new, bytes) and new[0] == 5 and len(new) <= min(map(len, older))
+    assert load(older[0]) == load(older[1]) == load(older[2]) == load(new) == load(text)
+
+
+def test_a_packed_value_cut_short_is_refused_not_read_in_part() -> None:
+    from bench_core.store.sqlite import packing
+
+    packed = packing.pack(dumps(chat_span("t", "p")[2]["data"]))
+    assert isinstance(packed, bytes)
+    with pytest.raises(ValueError, match="cut short"):
+        load(packed[:-3])
 
 
 def test_the_offline_judges_evaluation_packs_small() -> None:
@@ -247,6 +256,22 @@ def test_the_offline_judges_evaluation_packs_small() -> None:
     wide = bytes((2,)) + packing._deflate(dumps(verdict).encode(), 2)
     packed = packing.pack_json(verdict)
     assert isinstance(packed, bytes) and len(packed) < 40 < len(wide)
+    assert load(packed) == verdict
+
+
+def test_the_offline_judges_evaluation_of_a_run_without_root_content_packs_small() -> None:
+    """An OTLP agent's usual run: its root span holds no content, so the judge reads its model
+    calls and says so first (`evals/conversation.py`)."""
+    from bench_core.evals.conversation import NOTE
+    from bench_core.store.sqlite import packing
+
+    verdict = {"status": "scored", "judge": "heuristic-v1", "at": "2027-03-01T08:00:00.000Z",
+               "score": 0.2, "reasoning": f"{NOTE} The task succeeded, but the output is empty.",
+               "reason": None, "prompt_version": "heuristic-v1", "input_tokens": 0,
+               "output_tokens": 0, "cost_usd": 0.0, "attempts": 1, "private": True}
+    judged = bytes((3,)) + packing._deflate(dumps(verdict).encode(), 3)
+    packed = packing.pack_json(verdict)
+    assert isinstance(packed, bytes) and len(packed) < 45 < 75 < len(judged)
     assert load(packed) == verdict
 
 

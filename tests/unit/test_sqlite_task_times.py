@@ -5,7 +5,6 @@ an older file's, which resumes where it stopped."""
 from __future__ import annotations
 
 import random
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from bench_core.store.sqlite.task_times import (
 )
 
 from tests.factories import clean, ev, task_events
-from tests.sqlite_layouts import killed_mid_chunk, text_task_times
+from tests.sqlite_layouts import reopened_after_kill, text_task_times
 
 COMPACTED = MIGRATIONS.index(task_times.compact_task_times)
 """The version of a file from before compact task times."""
@@ -60,6 +59,22 @@ def test_a_start_is_kept_in_milliseconds_when_they_give_it_back() -> None:
     assert pack_time(None) is None and unpack_time(None) is None
 
 
+def test_a_bound_compares_packed_times_as_their_texts_compared_to_it() -> None:
+    """A filter's or a sweep's bound of any form (a time, a date, a year, '', past 9999) keeps
+    `>=` and `<` of the texts when the times are packed (`task_row.py`)."""
+    rng = random.Random(5)
+    times = [time_of(rng.randrange(0, 253402300799999)) for _ in range(300)]
+    times += ["1970-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"]
+    bounds = ["", "0000", "1970", "2026-12-02", "2026-12-02T16:00:00Z", "9999", "zzz",
+              "2026-12-02T16:00:00.000Z", *(t[:rng.randrange(0, 25)] for t in times[:100])]
+    for bound in bounds:
+        packed = task_times.time_bound(bound)
+        for text in times:
+            stored = task_times.packed_time(text)
+            assert isinstance(stored, bytes)
+            assert (text >= bound) == (stored >= packed), (text, bound)
+
+
 def test_an_old_files_times_are_compacted_on_open_by_a_migration_killed_and_resumed(
         tmp_path: Path) -> None:
     """A hard kill (no rollback, no Python cleanup) inside a chunk's transaction: the next open
@@ -67,19 +82,14 @@ def test_an_old_files_times_are_compacted_on_open_by_a_migration_killed_and_resu
     and session reads as it did, and no start or record moment is left as text."""
     path = tmp_path / "bench.db"
     expected = _old_file(path)
-    killed_mid_chunk(path, "task_times", "_compact", "UPDATE tasks SET name = 'half-written'",
-                     staged="tasks", version=COMPACTED, copied=13)
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM tasks WHERE typeof(recorded) = 'blob'"
-                            ).fetchone()[0] == 8  # two chunks of 4
-    store = SqliteStore.open(path)
+    store = reopened_after_kill(path, "task_times", version=COMPACTED, tasks=13,
+                                done="typeof(recorded) = 'blob'")
     try:
-        assert store.schema_version == len(MIGRATIONS)
         assert _seen(store) == expected
         conn = store.db.reader()
         assert conn.execute(
             "SELECT count(*) FROM tasks WHERE typeof(started_at) = 'text' "
-            "OR typeof(recorded) = 'text' OR name = 'half-written'").fetchone()[0] == 0
+            "OR typeof(recorded) = 'text'").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM tasks WHERE typeof(started_at) = 'blob'"
                             ).fetchone()[0] == 13
         task_times.compact_task_times(store.db, len(MIGRATIONS))  # as another process meanwhile

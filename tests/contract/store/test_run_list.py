@@ -22,10 +22,11 @@ from bench_core.store.sqlite.events import group_events, rekey_events
 from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text, pend_run_text
 from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+from bench_core.store.sqlite.task_row import compact_task_row
 from bench_core.store.sqlite.task_times import compact_task_times
 
 from tests.factories import clean, ev, task_events, ts
-from tests.sqlite_layouts import keyed_events, legacy_events, text_task_times
+from tests.sqlite_layouts import keyed_events, legacy_events, text_task_row, text_task_times
 
 REF = AgentRef("alice", "agent-1")
 HOUR = 3_600_000
@@ -279,6 +280,9 @@ def without_run_text(conn: sqlite3.Connection) -> None:
             continue
         if later is compact_task_times:
             text_task_times(conn)
+            continue
+        if later is compact_task_row:
+            text_task_row(conn)
             continue
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):

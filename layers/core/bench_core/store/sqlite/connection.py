@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from ...data_dir import private_directory
 from ...log import logger
@@ -186,6 +186,25 @@ def in_chunks(db: Database, number: int, start: int | None,
                 return False
             start = chunk(conn, start)
     return True
+
+
+def in_place(db: Database, number: int, first: str, args: tuple[Any, ...],
+             chunk: Callable[[sqlite3.Connection, int], int | None]) -> bool:
+    """A step that rewrites rows in place from the rowid the query `first` (with `args`) gives,
+    the first still to do (`in_chunks`), then sets the version to `number`; whether it changed
+    any (then `Database.migrate` vacuums the file)."""
+    with db.write() as conn:
+        if migrated(conn, number):
+            return False
+        (start,) = conn.execute(first, args).fetchone()
+    moved = start is not None
+    if not in_chunks(db, number, start, chunk):
+        return False
+    with db.write() as conn:
+        if migrated(conn, number):
+            return False
+        conn.execute(f"PRAGMA user_version = {number}")
+    return moved
 
 
 def copy_and_swap(db: Database, number: int, copy: Callable[[sqlite3.Connection], int],

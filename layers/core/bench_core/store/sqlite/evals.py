@@ -19,6 +19,7 @@ from .connection import Concern
 from .ingest import TASK_COLS, task_from_row
 from .packing import load, pack_json
 from .sessions import idle_sessions, record_session_eval
+from .task_times import time_bound, unpack_time
 from .timeseries import add_series
 from .versions import add_version_evals
 
@@ -103,7 +104,8 @@ class SqliteEvals(Concern):
             add_version_evals(conn, agent_id, row["agent_version"], d.eval_count,
                               d.eval_score_sum)
         if is_run and (d.eval_count or d.eval_score_sum):
-            run = TaskState(task_id, ended_at=row["ended_at"], agent_version=row["agent_version"])
+            run = TaskState(task_id, ended_at=unpack_time(row["ended_at"]),
+                            agent_version=row["agent_version"])
             add_series(conn, agent_id, eval_buckets(run, d.eval_count, d.eval_score_sum))
         add_judge_spend(conn, agent_id, result.at[:10], d.judge_tokens, d.judge_cost_usd)
         return bool(d.eval_count or d.eval_score_sum)
@@ -134,7 +136,7 @@ class SqliteEvals(Concern):
             "SELECT login, slug, task_id FROM tasks JOIN agents ON agents.id = tasks.agent_id "
             "WHERE eval_status IS NULL AND ended_at IS NOT NULL AND parent_task_id IS NULL "
             "AND ended_at >= ? AND ended_at < ? ORDER BY ended_at LIMIT ?",
-            (since, before, limit)).fetchall()
+            (time_bound(since), time_bound(before), limit)).fetchall()
         return evals.by_agent((AgentRef(r["login"], r["slug"]), r["task_id"]) for r in rows)
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:
@@ -151,16 +153,15 @@ class SqliteEvals(Concern):
             return []
         conn = self.db.reader()
         failed = conn.execute(
-            f"SELECT {TASK_COLS}, sort_ts FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
+            f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
             "AND status = 'failed' AND sort_ts != '' ORDER BY sort_ts DESC, task_id DESC LIMIT ?",
             (agent_id, limit)).fetchall()
         low = conn.execute(
-            f"SELECT {TASK_COLS}, sort_ts FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
+            f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND parent_task_id IS NULL "
             f"AND eval_score < {evals.LOW_SCORE} ORDER BY sort_ts DESC, task_id DESC LIMIT ?",
             (agent_id, limit)).fetchall()
-        rows = {r["task_id"]: r for r in (*failed, *low)}.values()
-        newest = sorted(rows, key=lambda r: (r["sort_ts"], r["task_id"]), reverse=True)
-        return [task_from_row(r) for r in newest[:limit]]
+        tasks = {t.task_id: t for t in map(task_from_row, (*failed, *low))}.values()
+        return sorted(tasks, key=lambda t: (t.sort_ts, t.task_id), reverse=True)[:limit]
 
     def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
         with self.db.write() as conn:

@@ -34,10 +34,18 @@ from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
 from .events import held, insert_new, of_task, recent
-from .packing import load, pack_json
+from .packing import load, load_metadata, pack_json, pack_metadata
 from .run_text import index_again, index_new_spans, unindex
 from .sessions import add_session_runs
-from .task_times import pack_recorded, pack_time, unpack_recorded, unpack_time
+from .task_row import stored_evidence, stored_logs
+from .task_times import (
+    pack_recorded,
+    pack_time,
+    packed_time,
+    time_bound,
+    unpack_recorded,
+    unpack_time,
+)
 from .timeseries import add_series
 from .versions import add_version_runs
 
@@ -97,7 +105,7 @@ def newest_first(reader: sqlite3.Connection, where: list[str], args: list[Any],
     if cursor:
         sort_ts, task_id = decode_cursor(cursor)
         where = [*where, "(sort_ts, task_id) < (?, ?)"]
-        args = [*args, sort_ts, task_id]
+        args = [*args, time_bound(sort_ts), task_id]
     rows = reader.execute(
         f"SELECT {TASK_COLS} FROM tasks WHERE {' AND '.join(where)} "
         "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
@@ -114,18 +122,18 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
      model, agent_version, session_id, user_id) = tuple(row)[:_TASK_WIDTH]
     return TaskState(
         task_id=task_id, parent_task_id=parent, name=name, status=status,
-        input=load(input), output=load(output), metadata=load(metadata),
+        input=load(input), output=load(output), metadata=load_metadata(metadata, task_id),
         duration_ms=duration, cost_usd=cost, reported_cost_usd=reported,
         cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load(breakdown),
-        started_at=unpack_time(started), ended_at=ended, version=version,
+        started_at=unpack_time(started), ended_at=unpack_time(ended), version=version,
         eval=EvalResult.from_dict(load(result)) if result else None,
         evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [],
         recorded=unpack_recorded(recorded),
         model=model, agent_version=agent_version, session_id=session_id, user_id=user_id)
 
 
-def _usage(text: str | None) -> Usage | None:
-    return None if text is None else Usage.from_dict(load(text))
+def _usage(stored: str | bytes | None) -> Usage | None:
+    return None if stored is None else Usage.from_dict(load(stored))
 
 
 _USAGE_DEFAULTS = Usage().to_dict()
@@ -309,12 +317,15 @@ class SqliteIngest(Concern):
         updates: list[tuple[Any, ...]] = []
         inserts: list[tuple[Any, ...]] = []
         for t in tasks:
+            root = t.parent_task_id is None
             row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
-                   _json_or_null(t.output), pack_json(t.metadata), t.duration_ms, t.cost_usd,
+                   _json_or_null(t.output), pack_metadata(_json_or_null(t.metadata), t.task_id),
+                   t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
-                   pack_json(t.cost_breakdown), pack_time(t.started_at), t.ended_at, t.sort_ts,
-                   _usage_json(t.evidence), t.run_id, dumps(t.logs), pack_recorded(t.recorded),
-                   t.model,
+                   pack_json(t.cost_breakdown), pack_time(t.started_at),
+                   pack_time(t.ended_at), packed_time(t.sort_ts),
+                   stored_evidence(_usage_json(t.evidence), root), t.run_id,
+                   stored_logs(dumps(t.logs)), pack_recorded(t.recorded), t.model,
                    t.agent_version, t.session_id, t.user_id, agent_id, t.task_id)
             (updates if t.task_id in existing else inserts).append(row)
         unindexed = unindex(conn, agent_id, [row[-1] for row in updates])  # `run_text.py`
@@ -348,12 +359,12 @@ class SqliteIngest(Concern):
                          "user_id = coalesce(user_id, ?) WHERE agent_id = ? AND task_id = ?",
                          (*session, agent_id, parent))
         if evidence is not None:
-            row = conn.execute("SELECT evidence FROM tasks WHERE agent_id = ? AND task_id = ?",
-                               (agent_id, parent)).fetchone()
+            row = conn.execute("SELECT evidence, parent_task_id IS NULL FROM tasks "
+                               "WHERE agent_id = ? AND task_id = ?", (agent_id, parent)).fetchone()
             before = _usage(row[0])
             conn.execute("UPDATE tasks SET evidence = ? WHERE agent_id = ? AND task_id = ?",
-                         (_usage_json(before + evidence if before else evidence), agent_id,
-                          parent))
+                         (stored_evidence(_usage_json(before + evidence if before else evidence),
+                                          bool(row[1])), agent_id, parent))
 
     def _apply_evidence(self, conn: sqlite3.Connection, agent_id: int,
                         total: Usage | None) -> None:

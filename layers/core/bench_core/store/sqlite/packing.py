@@ -1,5 +1,7 @@
 """How SQLite stores JSON that is big enough to pay for packing: a task's metadata, cost
-breakdown and evaluation (`repack.PACKED_COLUMNS`), and an event's body, as raw deflate against
+breakdown and evaluation (`repack.PACKED_COLUMNS`; an OTLP span's metadata without the ids its
+task id holds, `pack_metadata`), its logs and a subtask's evidence (`task_row.py`), and an
+event's body, as raw deflate against
 a preset dictionary of the keys and values spans and events repeat (zlib, stdlib).
 
 A span's JSON is a few hundred bytes of the same keys again and again: compressed one value at
@@ -55,18 +57,32 @@ JUDGED_DICTIONARY = (
     b'"prompt_version":"heuristic-v1","input_tokens":0,"output_tokens":0,"cost_usd":0.0,'
     b'"attempts":1,"private":true}'
 ) + WIDE_DICTIONARY
-"""The preset dictionary of format 3, which a task's packed columns are packed with since
-(`pack`): the offline judge's evaluation as every run gets one (`evals/heuristic.py`), then
-format 2's, whose end (what spans' metadata repeats) stays nearest. A root's evaluation
-takes some 25 bytes where format 2 took 126. Never change it either."""
+"""The preset dictionary of format 3, which a task's packed columns were packed with (`pack`,
+before format 5) and an OTLP span's metadata is (`pack_metadata`): the offline judge's
+evaluation as every run gets one (`evals/heuristic.py`), then format 2's, whose end (what
+spans' metadata repeats) stays nearest. A root's evaluation takes some 25 bytes where format 2
+took 126. Never change it either."""
+
+NOTED_DICTIONARY = (
+    b'"reasoning":"Judged on the run\'s model calls: its root span recorded no content. The task '
+) + JUDGED_DICTIONARY
+"""The preset dictionary of format 5, which a task's packed columns are packed with since
+(`pack`): format 3's after the note that leads the offline judge's reasoning on a run whose
+root span recorded no content (`evals/conversation.py`), an OTLP agent's usual run: its
+evaluation takes some 40 bytes where format 3 took 80. Never change it either."""
 
 _FORMAT = 1
 _WIDE = 2
 _JUDGED = 3
-_DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY, _JUDGED: JUDGED_DICTIONARY}
-_WINDOWS = {_FORMAT: -10, _WIDE: -11, _JUDGED: -11}
+_OWN_IDS = 4
+"""Format 3's packing of a task's metadata without the ids it leads with, its task id's halves
+(`pack_metadata`): read only with its task id (`load_metadata`), never by `load`."""
+_NOTED = 5
+_DICTIONARIES = {_FORMAT: DICTIONARY, _WIDE: WIDE_DICTIONARY, _JUDGED: JUDGED_DICTIONARY,
+                 _NOTED: NOTED_DICTIONARY}
+_WINDOWS = {_FORMAT: -10, _WIDE: -11, _JUDGED: -11, _NOTED: -11}
 """Raw deflate's window of each format: format 1's (1 KB) reaches only its dictionary's last
-700-odd bytes (deflate keeps 262 of a window for what it looks ahead); formats 2 and 3 (2 KB)
+700-odd bytes (deflate keeps 262 of a window for what it looks ahead); formats 2, 3 and 5 (2 KB)
 all of theirs, a fifth off an event's record."""
 _MEM_LEVEL = 4  # small state: a compressor is made per value, and a big one costs 70 µs
 PACK_FROM = 96
@@ -97,24 +113,67 @@ copy (a tenth less time than making one, on every packed column a run's page rea
 
 
 def _inflate(form: int, data: bytes) -> bytes:
+    """The value `data` packs: all of it in one call (a whole stream leaves nothing for a flush,
+    whose call cost two fifths of the time, which a run's page pays on some 2,000 values)."""
     if form not in _UNPACKERS:
         raise ValueError(f"unknown packing format {form}")
     unpacker = _UNPACKERS[form].copy()
-    return unpacker.decompress(data) + unpacker.flush()
+    value = unpacker.decompress(data)
+    if not unpacker.eof:
+        raise ValueError("a packed value cut short")
+    return value
 
 
-def pack(text: str | None) -> str | bytes | None:
-    """`text` (JSON) as it is best stored: packed when that is smaller."""
-    if text is None or len(text) < PACK_FROM:
+def pack(text: str | None, least: int = PACK_FROM) -> str | bytes | None:
+    """`text` (JSON) as it is best stored: packed when that is smaller (and at least `least`
+    characters long)."""
+    if text is None or len(text) < least:
         return text
     data = text.encode()
-    packed = bytes((_JUDGED,)) + _deflate(data, _JUDGED)
+    packed = bytes((_NOTED,)) + _deflate(data, _NOTED)
     return packed if len(packed) < len(data) else text
 
 
 def pack_json(value: Any) -> str | bytes | None:
     """A value as `pack` stores its JSON; None stays NULL."""
     return None if value is None else pack(dumps(value))
+
+
+def pack_metadata(text: str | None, task_id: str) -> str | bytes | None:
+    """A task's metadata (JSON) as it is best stored: an OTLP span's leads with its trace id
+    and span id, the two halves of its task id (`ingest.otlp.mapping`), 48 hex digits that
+    packing keeps at some 50 bytes; they are left out (`_OWN_IDS`), the rest packed."""
+    head = _ids_head(task_id)
+    if (text is None or head is None or not text.startswith(head)
+            or text[len(head):len(head) + 1] not in (",", "}")):
+        return pack(text)
+    return bytes((_OWN_IDS,)) + _deflate(text[len(head):].encode(), _JUDGED)
+
+
+def load_metadata(stored: str | bytes | None, task_id: str) -> Any:
+    """A task's metadata as `pack_metadata` stored it (or `pack`, before it)."""
+    if isinstance(stored, bytes) and stored[0] == _OWN_IDS:
+        return from_json(f"{_ids_head(task_id)}{_inflate(_JUDGED, stored[1:]).decode()}")
+    return load(stored)
+
+
+def repack_metadata(stored: str | bytes | None, task_id: str) -> str | bytes | None:
+    """Metadata stored before `pack_metadata` as it stores it, where it leaves the ids out;
+    else as it was."""
+    if stored is None or isinstance(stored, bytes) and stored[0] == _OWN_IDS:
+        return stored
+    text = stored if isinstance(stored, str) else _inflate(stored[0], stored[1:]).decode()
+    packed = pack_metadata(text, task_id)
+    return packed if isinstance(packed, bytes) and packed[0] == _OWN_IDS else stored
+
+
+def _ids_head(task_id: str) -> str | None:
+    """How the metadata of the OTLP span `task_id` starts (`{"trace_id":…,"span_id":…`), None
+    if it is not two halves."""
+    trace_id, dash, span_id = task_id.rpartition("-")
+    if not dash or not trace_id or not span_id:
+        return None
+    return f'{{"trace_id":{_quoted(trace_id)},"span_id":{_quoted(span_id)}'
 
 
 def load(stored: str | bytes | None) -> Any:

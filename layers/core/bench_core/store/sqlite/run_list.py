@@ -27,8 +27,9 @@ from ...domain.run_list import MISSING, RunFilter, metadata_holds, provider_of
 from ...ports.store import RunsPage, decode_cursor, encode_cursor
 from .connection import Database, migrated
 from .ingest import TASK_COLS, task_from_row
-from .packing import load
+from .packing import load_metadata
 from .run_text import PENDING_TEXT, pending_spans
+from .task_times import time_bound, time_text
 
 TRIGRAM = 3
 """The shortest text the trigram index finds."""
@@ -199,13 +200,18 @@ def _rare(reader: sqlite3.Connection, expression: str) -> bool:
     return bool(found <= PROBE)
 
 
+def _bound(time: str | None) -> bytes | None:
+    return None if time is None else time_bound(time)
+
+
 def _filtered(reader: sqlite3.Connection, where: RunFilter, agent_id: int) -> _Query:
     query = _Query()
     query.add("r.agent_id = ?", agent_id)
     query.add("r.parent_task_id IS NULL")
     query.add("r.sort_ts != ''")
     for clause, value in (("r.status = ?", where.status), ("r.name = ?", where.name),
-                          ("r.sort_ts >= ?", where.since), ("r.sort_ts < ?", where.until)):
+                          ("r.sort_ts >= ?", _bound(where.since)),
+                          ("r.sort_ts < ?", _bound(where.until))):
         if value is not None:
             query.add(clause, value)
     query.range("r.duration_ms", where.duration.low, where.duration.high)
@@ -225,7 +231,8 @@ def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit
     way = "DESC" if where.descending else "ASC"
     key = [*([SORTED[where.sort]] if where.sort != "started" else []), "r.sort_ts", "r.task_id"]
     if cursor:
-        position = where.position(decode_cursor(cursor))
+        *value, sort_ts, task_id = where.position(decode_cursor(cursor))
+        position = (*value, time_bound(sort_ts), task_id)
         query.add(f"({', '.join(key)}) {'<' if where.descending else '>'} "
                   f"({', '.join('?' * len(key))})", *position)
     order = f"ORDER BY {', '.join(f'{k} {way}' for k in key)}"
@@ -257,15 +264,17 @@ def _by_metadata(reader: sqlite3.Connection, where: RunFilter, selected: str,
     full, it says how far it looked and the cursor goes on after the last."""
     cursor = reader.cursor()
     cursor.row_factory = None
-    rows = cursor.execute(f"SELECT r.rowid, r.metadata, {', '.join(key)} {selected} LIMIT ?",
-                          (*args, METADATA_SCAN))
+    rows = cursor.execute(
+        f"SELECT r.rowid, r.metadata, r.task_id, {', '.join(key)} {selected} LIMIT ?",
+        (*args, METADATA_SCAN))
     kept: list[int] = []
     examined = 0
     last: tuple[Any, ...] = ()
-    for rowid, metadata, *place in rows:
+    for rowid, metadata, task_id, *place in rows:
         examined += 1
         last = tuple(place)
-        if metadata_holds(load(metadata), where.meta, where.tag, content=where.content):
+        if metadata_holds(load_metadata(metadata, task_id), where.meta, where.tag,
+                          content=where.content):
             kept.append(rowid)
             if len(kept) > limit:
                 break
@@ -276,6 +285,8 @@ def _by_metadata(reader: sqlite3.Connection, where: RunFilter, selected: str,
     whole = [found[rowid] for rowid in kept if rowid in found]
     if len(kept) > limit or examined < METADATA_SCAN:
         return _page(where, whole, limit)
-    parts = tuple(repr(float(v)) if isinstance(v, int | float) else v for v in last)
+    *value, sort_ts, task_id = last
+    parts = (*(repr(float(v)) if isinstance(v, int | float) else v for v in value),
+             time_text(sort_ts), task_id)
     return RunsPage([task_from_row(r) for r in whole], encode_cursor(*parts), examined,
-                    last[-2])
+                    time_text(sort_ts))

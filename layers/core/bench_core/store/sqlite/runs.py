@@ -23,6 +23,7 @@ from .ingest import EVENT_COLS, TASK_COLS, read_task, task_from_row
 from .packing import event_body
 from .run_list import list_runs
 from .sessions import read_session, read_sessions
+from .task_times import time_bound, time_text
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
@@ -79,6 +80,11 @@ partial indexes' own term, so that SQLite uses them and reads them alone when it
 75 bytes a run."""
 
 
+def _position(after: tuple[str, str] | None) -> tuple[str | bytes, str]:
+    """A place in a run's order as its columns keep it: before all of it when None."""
+    return ("", "") if after is None else (time_bound(after[0]), after[1])
+
+
 def backfill_runs(conn: sqlite3.Connection) -> None:
     """Give every stored task its run id (following parents up, cycles cut) and its log
     entries from the stored events: run once, by the migration, inside its transaction."""
@@ -132,7 +138,7 @@ class SqliteRuns(Concern):
             f"SELECT {columns} FROM tasks WHERE agent_id = ? AND run_id = ? AND sort_ts != '' "
             "AND (sort_ts, task_id) > (?, ?) AND task_id != ? AND run_id != task_id "
             "ORDER BY sort_ts, task_id "
-            "LIMIT ?", (agent_id, run.task_id, *(after or ("", "")), run.task_id, limit)
+            "LIMIT ?", (agent_id, run.task_id, *_position(after), run.task_id, limit)
         ).fetchall()
         return [task_from_row(r) for r in rows]
 
@@ -150,7 +156,7 @@ class SqliteRuns(Concern):
         (spans,) = reader.execute(f"SELECT COUNT(*) FROM tasks {under}", args).fetchone()
         failed = f"FROM tasks INDEXED BY tasks_failed_by_run {under} AND status = 'failed'"
         (count,) = reader.execute(f"SELECT COUNT(*) {failed}", args).fetchone()
-        failures = tuple(tuple(row) for row in reader.execute(
+        failures = tuple((time_text(sort_ts), task_id) for sort_ts, task_id in reader.execute(
             f"SELECT sort_ts, task_id {failed} ORDER BY sort_ts, task_id LIMIT ?",
             (*args, FAILURES_KEPT)))
         return RunCounts(spans, count, failures[0][1] if failures else None, failures)

@@ -42,6 +42,7 @@ from .runs import (
     backfill_runs,
 )
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
+from .task_row import compact_task_row
 from .task_times import compact_task_times
 from .timeseries import ACTIVE_SCHEMA, COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
@@ -123,6 +124,9 @@ MIGRATIONS: list[Migration] = [
     ACTIVE_SCHEMA,
     # 36: a task's start as milliseconds, the moment it was recorded as 15 bytes (resumable)
     compact_task_times,
+    # 38: a task's logs and a subtask's evidence packed, a subtask's end and every task's
+    # start as ordered (`sort_ts`) as milliseconds (resumable)
+    compact_task_row,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""

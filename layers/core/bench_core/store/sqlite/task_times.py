@@ -4,9 +4,12 @@ start as milliseconds since 1970 (6 bytes where its text was 24), the record's m
 characters) as 15 bytes that sort as the text did (`runs.py` orders a session's runs by it);
 and the migration that compacts an older file's (`store.MIGRATIONS`), a chunk per transaction,
 resuming where it stopped. A value in another form than ingest's stays text, read as it is.
+Its `sort_ts`, compared and ordered in SQL, is kept as its start is since `task_row.py`'s
+migration: the bytes sort as the times do.
 
 Some 60 bytes a span. Neither is compared in SQL but `recorded`'s order, which the bytes keep:
-6 bytes of each time big-endian (times are at most 9999-12-31: under 2^48 ms), 3 of the place
+6 bytes of each time big-endian (a BLOB: after every text in SQLite's order, so a time before
+1970, kept as text, sorts first as it should) (times are at most 9999-12-31: under 2^48 ms), 3 of the place
 (at most 999,999: under 2^24)."""
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from functools import lru_cache
 
-from .connection import Database, in_chunks, migrated
+from .connection import Database, in_place
 from .events import millis, time_of
 
 CHUNK = 2000
@@ -24,15 +27,47 @@ _PLACE = 3
 
 
 def pack_time(text: str | None) -> bytes | str | None:
-    """A time as its column keeps it: its milliseconds, as bytes (the column's text affinity
-    would make an integer text), when they give its text back."""
-    if text is None:
-        return None
+    """A time as its column keeps it (`packed_time`); None stays NULL."""
+    return None if text is None else packed_time(text)
+
+
+def packed_time(text: str) -> bytes | str:
+    """A time as its milliseconds, as bytes (the column's text affinity would make an integer
+    text), when they give its text back; else the text."""
     ms, exact = millis(text)
     return ms.to_bytes(_TIME) if exact and 0 <= ms < 1 << 48 else text
 
 
+_LAST_MS = millis("9999-12-31T23:59:59.999Z")[0]
+_PAST_ALL = b"\xff" * (_TIME + 1)
+"""Above every packed time (bytes compare as memcmp, the longer after an equal start)."""
+
+
+def time_bound(text: str) -> bytes:
+    """What a packed time is compared to in SQL where its text was compared to `text` (a
+    filter's, a cursor's, the judge's sweep's: `>=`, `<` and the rest hold alike): the
+    smallest time whose text is at least `text`, packed. A time's own text gives its own
+    bytes; any other (a date, a year, '') the first time at or after it in text order, found
+    by halving (`time_of`'s text sorts as its milliseconds from 1970 to 9999)."""
+    packed = packed_time(text)
+    if isinstance(packed, bytes):
+        return packed
+    low, high = 0, _LAST_MS + 1
+    while low < high:
+        middle = (low + high) // 2
+        if time_of(middle) >= text:
+            high = middle
+        else:
+            low = middle + 1
+    return _PAST_ALL if low > _LAST_MS else low.to_bytes(_TIME)
+
+
 def unpack_time(stored: bytes | str | None) -> str | None:
+    return None if stored is None else time_text(stored)
+
+
+def time_text(stored: bytes | str) -> str:
+    """The text of a time `packed_time` stored."""
     return time_of(int.from_bytes(stored)) if isinstance(stored, bytes) else stored
 
 
@@ -72,20 +107,8 @@ def compact_task_times(db: Database, number: int) -> bool:
     """The migration: every task's start and record moment compacted in place, in order of
     rowid from the first still text, a chunk per transaction, then the version set; whether it
     changed any (then `Database.migrate` vacuums the file)."""
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        (start,) = conn.execute(
-            "SELECT min(rowid) FROM tasks WHERE typeof(started_at) = 'text' "
-            "OR typeof(recorded) = 'text'").fetchone()
-    moved = start is not None
-    if not in_chunks(db, number, start, _compact):
-        return False
-    with db.write() as conn:
-        if migrated(conn, number):
-            return False
-        conn.execute(f"PRAGMA user_version = {number}")
-    return moved
+    return in_place(db, number, "SELECT min(rowid) FROM tasks WHERE typeof(started_at) = 'text' "
+                    "OR typeof(recorded) = 'text'", (), _compact)
 
 
 def _compact(conn: sqlite3.Connection, start: int) -> int | None:
