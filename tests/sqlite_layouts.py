@@ -24,7 +24,13 @@ from bench_core.store.sqlite.events import (
     time_of,
 )
 from bench_core.store.sqlite.ingest import TASK_COLS, task_from_row
-from bench_core.store.sqlite.packing import entry_body, pack_body, pack_event, unpack_record
+from bench_core.store.sqlite.packing import (
+    entry_body,
+    pack_body,
+    pack_event,
+    pack_record,
+    unpack_record,
+)
 from bench_core.store.sqlite.task_times import unpack_recorded, unpack_time
 
 LEGACY_EVENTS = """
@@ -66,6 +72,26 @@ def stored_events(conn: sqlite3.Connection) -> list[tuple[int, dict[str, Any]]]:
             else:
                 found.append((agent_id, entry_body(entry, task_id, time_of(ms))))
     return found
+
+
+def written_out_events(conn: sqlite3.Connection) -> int:
+    """Today's events table taken back to the layout before `slim_events`: every event whose
+    task gives back its fields (`derived_events`) written out whole. How many rows changed."""
+    changed = 0
+    for seq, agent_id, record in conn.execute(
+            "SELECT seq, agent_id, record FROM events WHERE task_key IS NOT NULL").fetchall():
+        task_id, entries = unpack_record(record)
+        row = conn.execute(f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND task_id = ?",
+                           (agent_id, task_id)).fetchone()
+        if row is not None and any(is_derived(entry) for entry in entries):
+            state = task_from_row(row)
+            out = [[e[0], e[1], e[2], {k: v for k, v in rebuilt(e, task_id, "", state).items()
+                                       if k not in ("id", "kind", "ts", "task_id")}]
+                   if is_derived(e) else e for e in entries]
+            conn.execute("UPDATE events SET record = ? WHERE seq = ?",
+                         (pack_record(dumps([task_id, out])), seq))
+            changed += 1
+    return changed
 
 
 def _swap(conn: sqlite3.Connection, staged: str, indexes: str) -> None:

@@ -5,6 +5,7 @@ batch does to their task."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,15 @@ from bench_core.domain import field_limits
 from bench_core.domain.errors import PayloadTooLarge
 from bench_core.domain.field_limits import dumps
 from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent
-from bench_core.store.sqlite import events
+from bench_core.store.sqlite import events, slim_events
 from bench_core.store.sqlite.packing import unpack_record
-from bench_core.store.sqlite.store import SqliteStore
+from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events, ts
+from tests.sqlite_layouts import killed_mid_chunk, written_out_events
 
+SLIMMED = MIGRATIONS.index(slim_events.slim_events)
+"""The version of a file from before events without what their tasks give back."""
 REF = AgentRef("alice", "agent-1")
 META = AgentMeta(slug="agent-1")
 TRACE = "0123456789abcdef0123456789abcdef"
@@ -190,3 +194,50 @@ def test_a_tasks_event_count_is_its_own_though_another_shares_its_hash(
     with pytest.raises(PayloadTooLarge):
         store.ingest.ingest("alice", META, clean([ev("task.log", "one"), ev("task.log", "one")]))
     assert store.ingest.ingest("alice", META, clean([ev("task.log", "two")])).accepted == 1
+
+
+def _reads(store: SqliteStore, task_ids: list[str]) -> list[str]:
+    return [dumps(store.ingest.recent_events(REF, 10_000)),
+            *(dumps(store.ingest.task_events(REF, task_id)) for task_id in task_ids)]
+
+
+def test_an_old_files_events_are_slimmed_on_open_by_a_migration_killed_and_resumed(
+        tmp_path: Path) -> None:
+    """A file whose events hold every field (as before the step): a hard kill (no rollback,
+    no Python cleanup) inside a chunk's transaction leaves the chunks before it slimmed, the
+    next open finishes; every read gives what it did, and a second run changes nothing."""
+    path = tmp_path / "bench.db"
+    store = SqliteStore.open(path)
+    sent = [event for i in range(6) for event in span(f"{i:016x}")]
+    sdk = clean([event for i in range(6) for event in task_events(f"sdk-{i}", cost=0.5)])
+    store.ingest.ingest("alice", META, [*sent, *sdk, *clean([ev("custom", data={"n": 1})])])
+    task_ids = sorted({e.task_id for e in sent + sdk if e.task_id is not None})
+    expected = _reads(store, task_ids)
+    derived = sum(len(entry) >= 5 for entry in entries(store))
+    with store.db.write() as conn:
+        assert written_out_events(conn) == 12
+        conn.execute(f"PRAGMA user_version = {SLIMMED}")
+    store.close()
+    killed_mid_chunk(path, "slim_events", "_slim", "UPDATE events SET n = 99",
+                     staged="events_slimmed_upto", version=SLIMMED, copied=1)
+    with sqlite3.connect(path) as raw:
+        slimmed = [any(len(entry) >= 5 for entry in unpack_record(record)[1])
+                   for (record,) in raw.execute("SELECT record FROM events ORDER BY seq")]
+    assert slimmed == [True] * 8 + [False] * 5  # two chunks of 4
+    store = SqliteStore.open(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        assert _reads(store, task_ids) == expected
+        assert sum(len(entry) >= 5 for entry in entries(store)) == derived
+        conn = store.db.reader()
+        assert conn.execute("SELECT count(*) FROM events WHERE n = 99").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM sqlite_master "
+                            "WHERE name = 'events_slimmed_upto'").fetchone()[0] == 0
+        slim_events.slim_events(store.db, len(MIGRATIONS))  # as another process meanwhile
+        with store.db.write() as write:
+            write.execute(f"PRAGMA user_version = {SLIMMED}")  # the step once more
+        assert slim_events.slim_events(store.db, SLIMMED + 1)
+        assert _reads(store, task_ids) == expected
+        assert sum(len(entry) >= 5 for entry in entries(store)) == derived
+    finally:
+        store.close()

@@ -78,11 +78,16 @@ def _same(form: int, sent: Any, kept: Any) -> bool:
             and copysign(1.0, sent) > 0)
 
 
-def _log_at(logs: list[dict[str, Any]], data: Any) -> int | None:
-    """Where among its task's log entries the fold put a log event's `data` (the same object:
-    the newest first), or None."""
+def _log_at(logs: list[dict[str, Any]], ts: str, data: Any) -> int | None:
+    """Where among its task's log entries one of time `ts` holds a log event's `data`: the
+    one the fold put there (the same object, the newest first), else one of the same JSON
+    (a task read from its row, `slim_events`); None if none does."""
     for at in range(len(logs) - 1, -1, -1):
         if "data" in logs[at] and logs[at]["data"] is data:
+            return at
+    text = dumps(data)
+    for at in range(len(logs) - 1, -1, -1):
+        if logs[at].get("ts") == ts and "data" in logs[at] and dumps(logs[at]["data"]) == text:
             return at
     return None
 
@@ -102,7 +107,7 @@ def derived_entry(event: CleanEvent, state: TaskState | None, back: int) -> str 
     for name, sent in items:
         letter = letters.get(name)
         if letter == "l":
-            at = _log_at(state.logs, sent)
+            at = _log_at(state.logs, event.ts, sent)
             letter = None if at is None else letter
         elif letter is not None and not _same(FIELDS[letter][2], sent, _value(state, letter, 0)):
             letter = None

@@ -42,6 +42,7 @@ from .runs import (
     backfill_runs,
 )
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
+from .slim_events import slim_events
 from .task_times import compact_task_times
 from .timeseries import ACTIVE_SCHEMA, COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
 from .versions import VERSIONS_SCHEMA
@@ -123,6 +124,8 @@ MIGRATIONS: list[Migration] = [
     ACTIVE_SCHEMA,
     # 36: a task's start as milliseconds, the moment it was recorded as 15 bytes (resumable)
     compact_task_times,
+    # 37: events without the fields their tasks' rows give back (resumable)
+    slim_events,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
