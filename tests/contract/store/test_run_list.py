@@ -21,6 +21,7 @@ from bench_core.store.sqlite.connection import Migration
 from bench_core.store.sqlite.events import group_events, rekey_events
 from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text, pend_run_text
 from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
+from bench_core.store.sqlite.slim_events import slim_events
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.task_times import compact_task_times
 
@@ -264,8 +265,8 @@ def without_run_text(conn: sqlite3.Connection) -> None:
         if later is rekey_events:
             legacy_events(conn)
             continue
-        if later in (narrow_run_text, group_events):  # its index dropped above; the events
-            continue  # taken back to before either by `legacy_events`
+        if later in (narrow_run_text, group_events, slim_events):  # its index dropped above;
+            continue  # the events taken back to before either by `legacy_events`
         if later is SPANS_BY_RUN:  # the run's indexes (those left) as they were, roots in them
             for name, before in (("tasks_by_run", "CREATE INDEX tasks_by_run ON tasks "
                                   "(agent_id, run_id, sort_ts, task_id)"),
