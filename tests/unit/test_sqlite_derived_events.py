@@ -241,3 +241,28 @@ def test_an_old_files_events_are_slimmed_on_open_by_a_migration_killed_and_resum
         assert sum(len(entry) >= 5 for entry in entries(store)) == derived
     finally:
         store.close()
+
+
+def test_a_read_sees_its_rows_and_their_tasks_in_one_snapshot(store: SqliteStore) -> None:
+    """A batch that changes a task and writes out its events, committed between a read of the
+    rows and of the tasks they take fields from, changes neither: both are of one snapshot."""
+    sent = span("f" * 16, output=["x"])
+    store.ingest.ingest("alice", META, sent)
+    task = sent[0].task_id or ""
+    reader = store.db.reader()
+    (agent_id,) = reader.execute("SELECT id FROM agents").fetchone()
+    content = iter(range(2))
+
+    def changed_meanwhile(conn: Any, agent: int, task_ids: set[str]) -> Any:
+        store.ingest.ingest("alice", META, [_event(f"more-{next(content)}", "task.content",
+                                                   task, output=["more"])])
+        return store.ingest._load_tasks(conn, agent, task_ids)
+
+    ids = {event.id for event in sent}
+    newest = [e for e in events.recent(reader, agent_id, 10, changed_meanwhile) if e["id"] in ids]
+    assert [dumps(e) for e in newest] == [dumps(e.body) for e in reversed(sent)]
+    of_task = [e for e in events.of_task(reader, agent_id, task, changed_meanwhile)
+               if e["id"] in ids]
+    assert [dumps(e) for e in of_task] == [dumps(e.body) for e in sent]
+    later = store.ingest.get_task(REF, task)
+    assert later is not None and later.output == ["x", "more"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -176,9 +177,25 @@ def _unpacked(ts: int, seq: int, record: bytes) -> Iterator[Found]:
         yield ts - _back(entry), seq, place, task_id, entry
 
 
+@contextmanager
+def _snapshot(reader: sqlite3.Connection) -> Iterator[None]:
+    """One read transaction for a read of rows and the tasks that give back their events'
+    fields: a batch committed between the two could change a task and write out its events
+    (`save_events`), which the rows read before it would not show."""
+    if reader.in_transaction:
+        yield
+        return
+    reader.execute("BEGIN")
+    try:
+        yield
+    finally:
+        reader.execute("COMMIT")
+
+
 def _bodies(reader: sqlite3.Connection, agent_id: int, found: list[Found],
             tasks: TaskLoader) -> list[dict[str, Any]]:
-    """The events `found` as they were sent, the tasks that give back their fields read once."""
+    """The events `found` as they were sent, the tasks that give back their fields read once
+    (in `found`'s snapshot)."""
     needed = {task_id for *_, task_id, entry in found
               if task_id is not None and is_derived(entry)}
     states = tasks(reader, agent_id, needed) if needed else {}
@@ -188,11 +205,9 @@ def _bodies(reader: sqlite3.Connection, agent_id: int, found: list[Found],
             for ms, _, _, task_id, entry in found]
 
 
-def _ids(record: bytes) -> Iterator[tuple[str | None, str]]:
-    """The task id and id of each event of a row (without building their bodies)."""
-    task_id, entries = unpack_record(record)
-    for entry in entries:
-        yield task_id, entry[1]["id"] if len(entry) == 2 else entry[1]
+def _id(entry: list[Any]) -> str:
+    """An entry's event id (without building its body)."""
+    return str(entry[1]["id"] if len(entry) == 2 else entry[1])
 
 
 @dataclass
@@ -225,8 +240,7 @@ def new_events(conn: sqlite3.Connection, agent_id: int, events: list[CleanEvent]
                     f"SELECT seq, record FROM events WHERE agent_id = ? AND {column} IN "
                     f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)):
                 task_id, entries = unpack_record(record)
-                stored.update((task_id, entry[1]["id"] if len(entry) == 2 else entry[1])
-                              for entry in entries)
+                stored.update((task_id, _id(entry)) for entry in entries)
                 if task_id is not None:
                     counts[task_id] = counts.get(task_id, 0) + len(entries)
                     if any(is_derived(entry) for entry in entries):
@@ -283,7 +297,8 @@ def _newest(reader: sqlite3.Connection, agent_id: int, limit: int) -> list[Found
 def recent(reader: sqlite3.Connection, agent_id: int, limit: int,
            tasks: TaskLoader) -> list[dict[str, Any]]:
     """The agent's newest events, newest first."""
-    return _bodies(reader, agent_id, _newest(reader, agent_id, limit), tasks)
+    with _snapshot(reader):
+        return _bodies(reader, agent_id, _newest(reader, agent_id, limit), tasks)
 
 
 def purge(conn: sqlite3.Connection, agent_id: int, before: int, spared: int) -> int:
@@ -317,12 +332,13 @@ def of_task(reader: sqlite3.Connection, agent_id: int, task_id: str,
     """A task's events, oldest first (those of a task sharing its hash left out): its stretch
     of `events_by_task`, named, as a planner without statistics would rather walk the agent's
     every event in `events_recent`'s order."""
-    found = [event for ts, seq, record in reader.execute(
-        "SELECT ts, seq, record FROM events INDEXED BY events_by_task WHERE agent_id = ? "
-        "AND task_key = ?", (agent_id, key(task_id))) for event in _unpacked(ts, seq, record)
-        if event[3] == task_id]
-    found.sort(key=lambda event: event[:3])
-    return _bodies(reader, agent_id, found, tasks)
+    with _snapshot(reader):
+        found = [event for ts, seq, record in reader.execute(
+            "SELECT ts, seq, record FROM events INDEXED BY events_by_task WHERE agent_id = ? "
+            "AND task_key = ?", (agent_id, key(task_id))) for event in _unpacked(ts, seq, record)
+            if event[3] == task_id]
+        found.sort(key=lambda event: event[:3])
+        return _bodies(reader, agent_id, found, tasks)
 
 
 def rekey_events(db: Database, number: int) -> bool:
