@@ -13,11 +13,12 @@ key order included.
 A task's row changes after its events are stored only through the fold of a later batch
 (`ingest._write`; the other writers of `tasks` set what no entry takes: its cost owed by
 children, run, evidence, evaluation, and a session only where it had none). That fold reads
-the task's rows anyway (the dedupe, `events.new_events`), so before the task is saved again,
-each entry a changed field gave back is written out whole (`written_out`, from the task as it
-was): what every read returns never changes, whatever a later batch does to the task. A row
-without a task (none is deleted while its events stay: a temporary agent goes whole) is never
-given back.
+the task's rows anyway (the dedupe, `events.new_events`), so in the transaction that saves the
+task again, each entry a changed field gave back is written out whole (`written_out`, from the
+task as it was): what every read returns never changes, whatever a later batch does to the
+task. A read takes the rows and their tasks in one snapshot (`events._snapshot`). An event of
+no task takes nothing, and no task's row is deleted while its events stay (a temporary agent
+goes whole).
 """
 
 from __future__ import annotations
