@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ TRACE = "0123456789abcdef0123456789abcdef"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Any:
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
     opened = SqliteStore.open(tmp_path / "bench.db")
     yield opened
     opened.close()
