@@ -14,8 +14,9 @@ import pytest
 from bench_core.domain import field_limits
 from bench_core.domain.errors import PayloadTooLarge
 from bench_core.domain.field_limits import dumps
-from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent
+from bench_core.domain.models import AgentMeta, AgentRef, CleanEvent, TaskState
 from bench_core.store.sqlite import events, slim_events
+from bench_core.store.sqlite.ingest import SqliteIngest
 from bench_core.store.sqlite.packing import unpack_record
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
@@ -253,11 +254,14 @@ def test_a_read_sees_its_rows_and_their_tasks_in_one_snapshot(store: SqliteStore
     reader = store.db.reader()
     (agent_id,) = reader.execute("SELECT id FROM agents").fetchone()
     content = iter(range(2))
+    ingest = store.ingest
+    assert isinstance(ingest, SqliteIngest)
 
-    def changed_meanwhile(conn: Any, agent: int, task_ids: set[str]) -> Any:
-        store.ingest.ingest("alice", META, [_event(f"more-{next(content)}", "task.content",
-                                                   task, output=["more"])])
-        return store.ingest._load_tasks(conn, agent, task_ids)
+    def changed_meanwhile(conn: sqlite3.Connection, agent: int, task_ids: set[str]
+                          ) -> dict[str, TaskState]:
+        ingest.ingest("alice", META, [_event(f"more-{next(content)}", "task.content", task,
+                                             output=["more"])])
+        return ingest._load_tasks(conn, agent, task_ids)
 
     ids = {event.id for event in sent}
     newest = [e for e in events.recent(reader, agent_id, 10, changed_meanwhile) if e["id"] in ids]
