@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_core.domain.field_limits import dumps
+from bench_core.store.sqlite.derived_events import is_derived, rebuilt
 from bench_core.store.sqlite.events import (
     EVENT_INDEXES,
     EVENTS_SCHEMA,
@@ -22,6 +23,7 @@ from bench_core.store.sqlite.events import (
     millis,
     time_of,
 )
+from bench_core.store.sqlite.ingest import TASK_COLS, task_from_row
 from bench_core.store.sqlite.packing import (
     entry_body,
     load,
@@ -29,6 +31,7 @@ from bench_core.store.sqlite.packing import (
     pack_body,
     pack_event,
     pack_json,
+    pack_record,
     unpack_record,
 )
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
@@ -57,15 +60,42 @@ def todays_events(conn: sqlite3.Connection) -> None:
 
 
 def stored_events(conn: sqlite3.Connection) -> list[tuple[int, dict[str, Any]]]:
-    """Every event of today's table as (agent id, body), in the order they were stored."""
+    """Every event of today's table as (agent id, body), in the order they were stored (those
+    their tasks give back fields of, `derived_events`, rebuilt from their tasks)."""
     found = []
     for agent_id, ts, record in conn.execute(
             "SELECT agent_id, ts, record FROM events ORDER BY seq").fetchall():
         task_id, entries = unpack_record(record)
         for entry in entries:
-            ms = ts - (entry[2] if len(entry) == 4 else entry[0])
-            found.append((agent_id, entry_body(entry, task_id, time_of(ms))))
+            ms = ts - (entry[0] if len(entry) == 2 else entry[2])
+            if is_derived(entry):
+                row = conn.execute(f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? "
+                                   "AND task_id = ?", (agent_id, task_id)).fetchone()
+                found.append((agent_id, rebuilt(entry, task_id, time_of(ms),
+                                                task_from_row(row))))
+            else:
+                found.append((agent_id, entry_body(entry, task_id, time_of(ms))))
     return found
+
+
+def written_out_events(conn: sqlite3.Connection) -> int:
+    """Today's events table taken back to the layout before `slim_events`: every event whose
+    task gives back its fields (`derived_events`) written out whole. How many rows changed."""
+    changed = 0
+    for seq, agent_id, record in conn.execute(
+            "SELECT seq, agent_id, record FROM events WHERE task_key IS NOT NULL").fetchall():
+        task_id, entries = unpack_record(record)
+        row = conn.execute(f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND task_id = ?",
+                           (agent_id, task_id)).fetchone()
+        if row is not None and any(is_derived(entry) for entry in entries):
+            state = task_from_row(row)
+            out = [[e[0], e[1], e[2], {k: v for k, v in rebuilt(e, task_id, "", state).items()
+                                       if k not in ("id", "kind", "ts", "task_id")}]
+                   if is_derived(e) else e for e in entries]
+            conn.execute("UPDATE events SET record = ? WHERE seq = ?",
+                         (pack_record(dumps([task_id, out])), seq))
+            changed += 1
+    return changed
 
 
 def _swap(conn: sqlite3.Connection, staged: str, indexes: str) -> None:

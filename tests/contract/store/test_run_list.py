@@ -21,12 +21,19 @@ from bench_core.store.sqlite.connection import Migration
 from bench_core.store.sqlite.events import group_events, rekey_events
 from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text, pend_run_text
 from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
+from bench_core.store.sqlite.slim_events import slim_events
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.task_row import compact_task_row
 from bench_core.store.sqlite.task_times import compact_task_times
 
 from tests.factories import clean, ev, task_events, ts
-from tests.sqlite_layouts import keyed_events, legacy_events, text_task_row, text_task_times
+from tests.sqlite_layouts import (
+    keyed_events,
+    legacy_events,
+    text_task_row,
+    text_task_times,
+    written_out_events,
+)
 
 REF = AgentRef("alice", "agent-1")
 HOUR = 3_600_000
@@ -264,6 +271,9 @@ def without_run_text(conn: sqlite3.Connection) -> None:
     for later in reversed(MIGRATIONS[MIGRATIONS.index(add_run_text) + 1:]):
         if later is rekey_events:
             legacy_events(conn)
+            continue
+        if later is slim_events:  # while every column of `tasks` is there to give them back
+            written_out_events(conn)
             continue
         if later in (narrow_run_text, group_events):  # its index dropped above; the events
             continue  # taken back to before either by `legacy_events`

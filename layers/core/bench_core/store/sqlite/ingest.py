@@ -33,7 +33,7 @@ from ...domain.timeseries import Bucket, BucketKey, batch_buckets
 from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import admit_agent, find_agent_id, refresh_rank
 from .connection import Concern
-from .events import held, insert_new, of_task, recent
+from .events import new_events, of_task, recent, save_events
 from .packing import load, load_metadata, pack_json, pack_metadata
 from .run_text import index_again, index_new_spans, unindex
 from .sessions import add_session_runs
@@ -247,13 +247,14 @@ class SqliteIngest(Concern):
         """A batch's events and tasks, and what it adds to its agent's rows counted in
         `totals`."""
         meta, events = write.meta, write.events
-        fresh = insert_new(conn, agent_id, events)
-        within_task_limit(held(conn, agent_id,
-                               {e.task_id for e in fresh if e.task_id is not None}))
+        new = new_events(conn, agent_id, events)
+        fresh = new.fresh
+        within_task_limit(new.held)
         task_ids = {e.task_id for e in fresh if e.task_id and e.kind.startswith("task.")}
         states = self._load_tasks(conn, agent_id, task_ids | parent_ids(fresh))
         fold = fold_batch(states, fresh, meta.version)
         self._save_tasks(conn, agent_id, fold.tasks.values(), existing=set(states))
+        save_events(conn, new, states, fold.tasks)  # after the fold: `derived_events`
         reassign_runs(conn, agent_id, fold.reassign)
         for parent in owing_parents(fold):
             self._add_child_cost(conn, agent_id, parent, fold.child_costs.get(parent, 0.0),
@@ -429,13 +430,13 @@ class SqliteIngest(Concern):
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
-        return recent(self.db.reader(), agent_id, limit)
+        return recent(self.db.reader(), agent_id, limit, self._load_tasks)
 
     def task_events(self, ref: AgentRef, task_id: str) -> list[dict[str, Any]]:
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
-        return of_task(self.db.reader(), agent_id, task_id)
+        return of_task(self.db.reader(), agent_id, task_id, self._load_tasks)
 
     def get_task(self, ref: AgentRef, task_id: str, *, consistent: bool = True
                  ) -> TaskState | None:

@@ -42,6 +42,7 @@ from .runs import (
     backfill_runs,
 )
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
+from .slim_events import slim_events
 from .task_row import compact_task_row
 from .task_times import compact_task_times
 from .timeseries import ACTIVE_SCHEMA, COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
@@ -124,9 +125,12 @@ MIGRATIONS: list[Migration] = [
     ACTIVE_SCHEMA,
     # 36: a task's start as milliseconds, the moment it was recorded as 15 bytes (resumable)
     compact_task_times,
-    # 38: a task's logs and a subtask's evidence packed, a subtask's end and every task's
+    # 37: a task's logs and a subtask's evidence packed, a subtask's end and every task's
     # start as ordered (`sort_ts`) as milliseconds (resumable)
     compact_task_row,
+    # 38: events without the fields their tasks' rows give back (resumable; after 37, as it
+    # reads the rows as 37 leaves them)
+    slim_events,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
