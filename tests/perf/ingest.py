@@ -29,21 +29,19 @@ freezes what it built before serving, which takes the collector's full passes (a
 each, 7% of the CPU) out of the way. A group's batches of one agent add to the agent's own rows
 (counters, days, series, versions, sessions, rank) once for the group, not once per batch
 (`store/sqlite/ingest.py` `AgentTotals`: 1.06-1.11x the events per server CPU-second at
-50-event batches, side by side). What grows with the file is the pages a batch writes: at a
-million stored each index entry a batch adds lies on a page of its own (some 206 WAL pages a
-group of four batches against 136 at 10k), and each was copied again at every checkpoint, so
-a big file's WAL checkpoints at a quarter of its pages (`store/sqlite/connection.py`
-`checkpoint_pages`). A page cache four times as big, or the file memory-mapped, changed
-nothing measurable at a million stored (side by side, December 2026). The events are in time
-order, stored and sent, as an agent's are (`task_batch`): with every event at one moment, as
-this script sent them until December 2026, the indexes that order tasks by time took each new
-task at a random place among a million instead of at their end, which real traffic never
-does (1.11x the CPU per event at 1M against 10k then, 1.05x in time order, side by side). The batch is parsed on the
-event loop: the worker-thread hop it used to take cost 1.5 ms of CPU more per batch, measured
-side by side. One process is one core's worth of Python (the GIL), so the in-process figure is
-the ceiling of the whole server. `uvicorn --workers 2` measured slower, not faster (writers
-queue on SQLite's one write lock), and would split the in-process live feed and eval workers, so
-the server stays one process.
+50-event batches, side by side). A page cache four times as big, or the file memory-mapped,
+changed nothing measurable at a million stored (side by side, December 2026). The events are in
+time order, stored and sent, as an agent's are (`task_batch`): with every event at one moment,
+as this script sent them until December 2026, the indexes that order tasks by time took each
+new task at a random place among a million instead of at their end, which real traffic never
+does (1.11x the CPU per event at 1M against 10k then, 1.05x in time order; a WAL checkpointed
+at a quarter of the file's pages instead of 10,000 took 8% off the CPU at 1M with one-moment
+events but nothing off the time-ordered one, so the WAL stays at some 40 MB). The batch is
+parsed on the event loop: the worker-thread hop it used to take cost 1.5 ms of CPU more per
+batch, measured side by side. One process is one core's worth of Python (the GIL), so the
+in-process figure is the ceiling of the whole server. `uvicorn --workers 2` measured slower,
+not faster (writers queue on SQLite's one write lock), and would split the in-process live feed
+and eval workers, so the server stays one process.
 """
 
 from __future__ import annotations

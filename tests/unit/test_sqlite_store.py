@@ -15,7 +15,6 @@ import pytest
 from bench_core.domain import stats
 from bench_core.domain.keys import hash_key
 from bench_core.domain.models import AgentMeta, AgentRef
-from bench_core.store.sqlite import connection
 from bench_core.store.sqlite.connection import Database
 from bench_core.store.sqlite.store import MIGRATIONS, RANKED_SINCE, SqliteStore
 
@@ -36,30 +35,6 @@ def test_readers_and_the_writer_run_in_wal_with_the_same_settings(tmp_path: Path
         assert store.schema_version == len(MIGRATIONS)
     finally:
         store.close()
-
-
-def test_a_bigger_file_checkpoints_its_wal_at_a_quarter_of_its_pages(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A small file checkpoints after `CHECKPOINT_PAGES`; one of more than four times as many
-    pages once its WAL holds a quarter of them, as it was when the connection opened."""
-    monkeypatch.setattr(connection, "CHECKPOINT_PAGES", 10)
-    path = tmp_path / "bench.db"
-    with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE filler (blob BLOB)")
-        conn.executemany("INSERT INTO filler VALUES (zeroblob(4000))", [()] * 200)
-        (pages,) = conn.execute("PRAGMA page_count").fetchone()
-    db = Database(path)
-    try:
-        with db.write() as conn:
-            assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == pages // 4 > 10
-    finally:
-        db.close()
-    small = Database(tmp_path / "small.db")
-    try:
-        with small.write() as conn:
-            assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 10
-    finally:
-        small.close()
 
 
 def test_a_write_that_fails_leaves_nothing_behind(tmp_path: Path) -> None:

@@ -41,25 +41,10 @@ def _private_files(path: Path) -> None:
 
 
 CHECKPOINT_PAGES = 10_000
-"""WAL pages (40 MB) after which a commit copies them into the file (SQLite's default: 1,000),
-in a file of up to four times as many pages: a page that many commits write (an agent's
-counters, the end of each index) is copied once per checkpoint, and the checkpoint's syncs are
-paid a tenth as often. Ingest's CPU per event fell by some 7% and its time by a quarter
-(`tests/perf/ingest.py`, in process, alternating)."""
-CHECKPOINT_SHARE = 4
-"""A bigger file checkpoints once its WAL holds a quarter of its pages (`checkpoint_pages`)."""
-
-
-def checkpoint_pages(file_pages: int) -> int:
-    """The WAL pages after which a commit checkpoints, for a file of `file_pages`. A batch
-    writes index pages keyed by ids, durations and costs, which in a big file lie far apart:
-    at a million events each of a group commit's writes is a page of its own, and every one
-    was copied at the next checkpoint, which then cost as much as writing the WAL. A WAL that
-    grows with the file (to a quarter of it, as it was when the connection opened) holds more
-    writes of each page, each copied once: 0.92x the server's CPU per event at a million stored
-    with 20,000 pages, 0.91x with 40,000 (median of 3 alternating rounds, 50-event batches); a
-    file smaller than four WALs checkpoints as before."""
-    return max(CHECKPOINT_PAGES, file_pages // CHECKPOINT_SHARE)
+"""WAL pages (40 MB) after which a commit copies them into the file (SQLite's default: 1,000):
+a page that many commits write (an agent's counters, the end of each index) is copied once
+per checkpoint, and the checkpoint's syncs are paid a tenth as often. Ingest's CPU per event
+fell by some 7% and its time by a quarter (`tests/perf/ingest.py`, in process, alternating)."""
 
 
 Migration: TypeAlias = "str | Callable[[Database, int], bool]"
@@ -86,8 +71,7 @@ class Database:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA cache_size=-65536")
-        (pages,) = conn.execute("PRAGMA page_count").fetchone()
-        conn.execute(f"PRAGMA wal_autocheckpoint={checkpoint_pages(pages)}")
+        conn.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
         return conn
 
     def reader(self) -> sqlite3.Connection:
