@@ -35,6 +35,7 @@ from bench_core.store.sqlite.packing import (
     unpack_record,
 )
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+from bench_core.store.sqlite.task_ids import stored_id, unpack_id
 from bench_core.store.sqlite.task_times import unpack_recorded, unpack_time
 
 LEGACY_EVENTS = """
@@ -69,13 +70,18 @@ def stored_events(conn: sqlite3.Connection) -> list[tuple[int, dict[str, Any]]]:
         for entry in entries:
             ms = ts - (entry[0] if len(entry) == 2 else entry[2])
             if is_derived(entry):
-                row = conn.execute(f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? "
-                                   "AND task_id = ?", (agent_id, task_id)).fetchone()
+                row = _task_row(conn, agent_id, task_id)
                 found.append((agent_id, rebuilt(entry, task_id, time_of(ms),
                                                 task_from_row(row))))
             else:
                 found.append((agent_id, entry_body(entry, task_id, time_of(ms))))
     return found
+
+
+def _task_row(conn: sqlite3.Connection, agent_id: int, task_id: str) -> Any:
+    """The row of task `task_id` (its id kept as text or as `binary_task_ids` keeps it)."""
+    return conn.execute(f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND task_id IN (?, ?)",
+                        (agent_id, task_id, stored_id(task_id))).fetchone()
 
 
 def written_out_events(conn: sqlite3.Connection) -> int:
@@ -85,8 +91,7 @@ def written_out_events(conn: sqlite3.Connection) -> int:
     for seq, agent_id, record in conn.execute(
             "SELECT seq, agent_id, record FROM events WHERE task_key IS NOT NULL").fetchall():
         task_id, entries = unpack_record(record)
-        row = conn.execute(f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND task_id = ?",
-                           (agent_id, task_id)).fetchone()
+        row = _task_row(conn, agent_id, task_id)
         if row is not None and any(is_derived(entry) for entry in entries):
             state = task_from_row(row)
             out = [[e[0], e[1], e[2], {k: v for k, v in rebuilt(e, task_id, "", state).items()
@@ -135,6 +140,16 @@ def legacy_events(conn: sqlite3.Connection) -> None:
                                body.get("task_id"))))
     conn.executemany("INSERT INTO events_legacy VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
     _swap(conn, "events_legacy", ";".join(indexes))
+
+
+def text_task_ids(conn: sqlite3.Connection) -> None:
+    """Today's tasks taken back to before `binary_task_ids`: every id text (by key: a table
+    from before `repack` has no rowid)."""
+    for agent_id, *ids in conn.execute(
+            "SELECT agent_id, task_id, parent_task_id, run_id FROM tasks").fetchall():
+        conn.execute("UPDATE tasks SET task_id = ?, parent_task_id = ?, run_id = ? "
+                     "WHERE agent_id = ? AND task_id = ?",
+                     (*map(unpack_id, ids), agent_id, ids[0]))
 
 
 def text_task_times(conn: sqlite3.Connection) -> None:

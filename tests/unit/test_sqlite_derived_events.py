@@ -21,7 +21,7 @@ from bench_core.store.sqlite.packing import unpack_record
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 
 from tests.factories import clean, ev, task_events, ts
-from tests.sqlite_layouts import killed_mid_chunk, written_out_events
+from tests.sqlite_layouts import killed_mid_chunk, text_task_ids, written_out_events
 
 SLIMMED = MIGRATIONS.index(slim_events.slim_events)
 """The version of a file from before events without what their tasks give back."""
@@ -217,6 +217,7 @@ def test_an_old_files_events_are_slimmed_on_open_by_a_migration_killed_and_resum
     expected = _reads(store, task_ids)
     derived = sum(len(entry) >= 5 for entry in entries(store))
     with store.db.write() as conn:
+        text_task_ids(conn)
         assert written_out_events(conn) == 12
         conn.execute(f"PRAGMA user_version = {SLIMMED}")
     store.close()

@@ -18,10 +18,11 @@ from bench_core.store.sqlite.connection import Database
 from bench_core.store.sqlite.ingest import EVENT_COLS, SqliteIngest
 from bench_core.store.sqlite.packing import event_body, load, pack_body
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+from bench_core.store.sqlite.task_ids import read_id
 from bench_core.store.sqlite.timeseries import COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA
 
 from tests.factories import clean, ev, task_events
-from tests.sqlite_layouts import killed_mid_chunk, legacy_events, todays_events
+from tests.sqlite_layouts import killed_mid_chunk, legacy_events, text_task_ids, todays_events
 
 REF = AgentRef("alice", "agent-1")
 PACKED = MIGRATIONS.index(repack.repack)
@@ -115,6 +116,7 @@ def old_database(path: Path) -> dict[str, Any]:
                           clean([*task_events(f"run-{i}", cost=0.5), ev("custom", data={"n": i})]))
     expected = everything(writer)
     with db.write() as conn:
+        text_task_ids(conn)
         legacy_events(conn)
         for row in conn.execute(f"SELECT seq, {EVENT_COLS} FROM events").fetchall():
             conn.execute("UPDATE events SET body = ? WHERE seq = ?",
@@ -136,7 +138,7 @@ def everything(store: SqliteIngest) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for slug in ("agent-1", "agent-2", "agent-3", "agent-4", "agent-5"):
         ref = AgentRef("alice", slug)
-        ids = [r[0] for r in store.db.reader().execute(
+        ids = [read_id(r[0]) for r in store.db.reader().execute(
             "SELECT task_id FROM tasks JOIN agents ON agents.id = agent_id WHERE slug = ? "
             "ORDER BY task_id", (slug,))]
         out[slug] = {"recent": store.recent_events(ref, 1_000),

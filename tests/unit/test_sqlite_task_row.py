@@ -14,9 +14,10 @@ from bench_core.domain.run_list import RunFilter
 from bench_core.store.sqlite import task_row
 from bench_core.store.sqlite.packing import PACK_FROM, load
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+from bench_core.store.sqlite.task_ids import read_id, stored_id
 
 from tests.factories import clean, ev, task_events
-from tests.sqlite_layouts import reopened_after_kill, text_task_row
+from tests.sqlite_layouts import reopened_after_kill, text_task_ids, text_task_row
 from tests.unit.test_sqlite_packing import chat_span
 
 REF = AgentRef("alice", "agent-1")
@@ -33,7 +34,7 @@ def test_a_chat_spans_row_keeps_its_logs_evidence_and_times_compact(tmp_path: Pa
     try:
         store.ingest.ingest("alice", META, clean(
             task_events(ROOT, "invoke_agent") + chat_span(OTLP, ROOT)))
-        rows = {row[0]: row[1:] for row in store.db.reader().execute(
+        rows = {read_id(row[0]): row[1:] for row in store.db.reader().execute(
             "SELECT task_id, typeof(logs), length(logs), typeof(evidence), typeof(ended_at), "
             "typeof(sort_ts), length(sort_ts) FROM tasks")}
         span = store.ingest.get_task(REF, OTLP)
@@ -129,7 +130,7 @@ def test_a_parent_known_first_from_its_childs_evidence_packs_it_once_it_has_a_pa
 def _types(store: SqliteStore, task_id: str) -> tuple[str | None, str | None]:
     row = store.db.reader().execute(
         "SELECT typeof(evidence), CASE WHEN ended_at IS NOT NULL THEN typeof(ended_at) END "
-        "FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        "FROM tasks WHERE task_id = ?", (stored_id(task_id),)).fetchone()
     return row[0], row[1]
 
 
@@ -148,8 +149,8 @@ def test_an_old_files_rows_are_compacted_on_open_by_a_migration_killed_and_resum
         assert conn.execute(
             f"SELECT count(*) FROM tasks WHERE {task_row._TO_DO}",
             (PACK_FROM,)).fetchone()[0] == 0
-        (metadata,) = conn.execute("SELECT metadata FROM tasks WHERE task_id = ?", (OTLP,)
-                                   ).fetchone()
+        (metadata,) = conn.execute("SELECT metadata FROM tasks WHERE task_id = ?",
+                                   (stored_id(OTLP),)).fetchone()
         assert metadata[0] == 4  # without its ids
         task_row.compact_task_row(store.db, len(MIGRATIONS))  # as another process meanwhile
         assert _seen(store) == expected
@@ -171,6 +172,7 @@ def _old_file(path: Path) -> dict[str, Any]:
     store.ingest.ingest("alice", META, clean(task_events(ROOT, "agent") + chat_span(OTLP, ROOT)))
     expected = _seen(store)
     with store.db.write() as conn:
+        text_task_ids(conn)
         text_task_row(conn)
         assert conn.execute(
             f"SELECT count(*) FROM tasks WHERE {task_row._TO_DO}",
@@ -202,7 +204,8 @@ def test_an_otlp_spans_metadata_is_kept_without_the_ids_its_task_id_holds(
     store = SqliteStore.open(tmp_path / "bench.db")
     try:
         store.ingest.ingest("alice", META, clean(events))
-        stored = dict(store.db.reader().execute("SELECT task_id, metadata FROM tasks"))
+        stored = {read_id(task_id): metadata for task_id, metadata
+                  in store.db.reader().execute("SELECT task_id, metadata FROM tasks")}
         tasks = {t: store.ingest.get_task(REF, t) for t in stored}
         trace = store.runs.list_runs(REF, RunFilter(meta=(("trace_id", ROOT[:32]),)), limit=5)
         other = store.runs.list_runs(REF, RunFilter(meta=(("trace_id", "f" * 32),)), limit=5)

@@ -67,7 +67,7 @@ def test_every_adapter_implements_the_concern_as_declared(store: port.Store, con
 def test_every_adapter_holds_one_file_per_concern_and_their_shared_helpers() -> None:
     helpers = {"sqlite": {"connection", "events", "derived_events", "packing", "repack",
                           "run_list", "versions", "run_text", "sessions", "task_times",
-                          "slim_events", "task_row"},
+                          "slim_events", "task_row", "task_ids"},
                "dynamodb": {"client", "codec", "table", "wire", "migration", "layout", "rehome",
                             "content", "packs"},
                "memory": {"state"}}

@@ -23,6 +23,7 @@ from bench_core.store.sqlite.run_list import add_run_text, narrow_run_text, pend
 from bench_core.store.sqlite.runs import RUN_FAILURES_SCHEMA, SPANS_BY_RUN
 from bench_core.store.sqlite.slim_events import slim_events
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
+from bench_core.store.sqlite.task_ids import binary_task_ids
 from bench_core.store.sqlite.task_row import compact_task_row
 from bench_core.store.sqlite.task_times import compact_task_times
 
@@ -30,6 +31,7 @@ from tests.factories import clean, ev, task_events, ts
 from tests.sqlite_layouts import (
     keyed_events,
     legacy_events,
+    text_task_ids,
     text_task_row,
     text_task_times,
     written_out_events,
@@ -293,6 +295,9 @@ def without_run_text(conn: sqlite3.Connection) -> None:
             continue
         if later is compact_task_row:
             text_task_row(conn)
+            continue
+        if later is binary_task_ids:
+            text_task_ids(conn)
             continue
         assert isinstance(later, str), f"take {later} back here too"
         for index in re.findall(r"CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\w+)", later):

@@ -118,7 +118,9 @@ class RunStore(Protocol):
                   ) -> list[TaskState]:
         """At most `limit` of the started or finished tasks recorded under the run whose root
         is `run` (as `get_task` read it), the root left out, in start order
-        (`domain.runs.span_key`), after the one keyed `after`. `content=False` may leave out
+        (`domain.runs.span_key`; SQLite puts ties of a moment whose ids are of different kinds,
+        an OTLP span's and another's, in order by kind first: `store/sqlite/task_ids.py`),
+        after the one keyed `after`. `content=False` may leave out
         all but what a tree's rows draw (parent, name, status, times, duration, own cost, the
         model called, the evidence's cost, tokens and calls): inputs, outputs, metadata, logs,
         evals (DynamoDB reads only the rows of its `spans` index); an adapter that cannot leave

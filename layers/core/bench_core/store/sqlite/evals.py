@@ -19,6 +19,7 @@ from .connection import Concern
 from .ingest import TASK_COLS, task_from_row
 from .packing import load, pack_json
 from .sessions import idle_sessions, record_session_eval
+from .task_ids import id_order, read_id, stored_id
 from .task_times import time_bound, unpack_time
 from .timeseries import add_series
 from .versions import add_version_evals
@@ -75,11 +76,12 @@ class SqliteEvals(Concern):
                 result: EvalResult) -> bool | None:
         """Whether recording `result` changed the agent's scores; None if it was not
         recorded (no finished task, or an older result)."""
+        key = stored_id(task_id)
         row = conn.execute(
             "SELECT agents.id, parent_task_id, status, eval, eval_judge, agent_version, ended_at "
             "FROM tasks "
             "JOIN agents ON agents.id = tasks.agent_id WHERE login = ? AND slug = ? "
-            "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, task_id)).fetchone()
+            "AND task_id = ? AND ended_at IS NOT NULL", (ref.login, ref.slug, key)).fetchone()
         if row is None:
             return None
         old = EvalResult.from_dict(load(row["eval"])) if row["eval"] else None
@@ -88,7 +90,7 @@ class SqliteEvals(Concern):
         agent_id, is_run = row["id"], row["parent_task_id"] is None
         conn.execute("UPDATE tasks SET eval_status = ?, eval_score = ?, eval = ? "
                      "WHERE agent_id = ? AND task_id = ?",
-                     (result.status, result.score, pack_json(result.to_dict()), agent_id, task_id))
+                     (result.status, result.score, pack_json(result.to_dict()), agent_id, key))
         d = evals.eval_delta(result, old, is_run=is_run)
         due = result.at if is_run and evals.makes_cluster_due(row["status"], result) else None
         conn.execute(
@@ -137,7 +139,8 @@ class SqliteEvals(Concern):
             "WHERE eval_status IS NULL AND ended_at IS NOT NULL AND parent_task_id IS NULL "
             "AND ended_at >= ? AND ended_at < ? ORDER BY ended_at LIMIT ?",
             (time_bound(since), time_bound(before), limit)).fetchall()
-        return evals.by_agent((AgentRef(r["login"], r["slug"]), r["task_id"]) for r in rows)
+        return evals.by_agent((AgentRef(r["login"], r["slug"]), read_id(r["task_id"]))
+                              for r in rows)
 
     def judge_spend(self, ref: AgentRef, day: str) -> float:
         row = self.db.reader().execute(
@@ -161,7 +164,8 @@ class SqliteEvals(Concern):
             f"AND eval_score < {evals.LOW_SCORE} ORDER BY sort_ts DESC, task_id DESC LIMIT ?",
             (agent_id, limit)).fetchall()
         tasks = {t.task_id: t for t in map(task_from_row, (*failed, *low))}.values()
-        return sorted(tasks, key=lambda t: (t.sort_ts, t.task_id), reverse=True)[:limit]
+        return sorted(tasks, key=lambda t: (t.sort_ts, id_order(t.task_id)),
+                      reverse=True)[:limit]
 
     def save_insights(self, ref: AgentRef, insights: dict[str, Any]) -> None:
         with self.db.write() as conn:

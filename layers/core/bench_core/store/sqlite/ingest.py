@@ -37,6 +37,7 @@ from .events import new_events, of_task, recent, save_events
 from .packing import load, load_metadata, pack_json, pack_metadata
 from .run_text import index_again, index_new_spans, unindex
 from .sessions import add_session_runs
+from .task_ids import pack_id, read_id, stored_id, unpack_id
 from .task_row import stored_evidence, stored_logs
 from .task_times import (
     pack_recorded,
@@ -105,7 +106,7 @@ def newest_first(reader: sqlite3.Connection, where: list[str], args: list[Any],
     if cursor:
         sort_ts, task_id = decode_cursor(cursor)
         where = [*where, "(sort_ts, task_id) < (?, ?)"]
-        args = [*args, time_bound(sort_ts), task_id]
+        args = [*args, time_bound(sort_ts), stored_id(task_id)]
     rows = reader.execute(
         f"SELECT {TASK_COLS} FROM tasks WHERE {' AND '.join(where)} "
         "ORDER BY sort_ts DESC, task_id DESC LIMIT ?", (*args, limit + 1)).fetchall()
@@ -120,14 +121,15 @@ def task_from_row(row: sqlite3.Row | tuple[Any, ...]) -> TaskState:
     (task_id, parent, name, status, input, output, metadata, duration, cost, reported, logged,
      child, breakdown, started, ended, version, result, evidence, run_id, logs, recorded,
      model, agent_version, session_id, user_id) = tuple(row)[:_TASK_WIDTH]
+    task_id = read_id(task_id)
     return TaskState(
-        task_id=task_id, parent_task_id=parent, name=name, status=status,
+        task_id=task_id, parent_task_id=unpack_id(parent), name=name, status=status,
         input=load(input), output=load(output), metadata=load_metadata(metadata, task_id),
         duration_ms=duration, cost_usd=cost, reported_cost_usd=reported,
         cost_logged_usd=logged, child_cost_usd=child, cost_breakdown=load(breakdown),
         started_at=unpack_time(started), ended_at=unpack_time(ended), version=version,
         eval=EvalResult.from_dict(load(result)) if result else None,
-        evidence=_usage(evidence), run_id=run_id, logs=load(logs) or [],
+        evidence=_usage(evidence), run_id=unpack_id(run_id), logs=load(logs) or [],
         recorded=unpack_recorded(recorded),
         model=model, agent_version=agent_version, session_id=session_id, user_id=user_id)
 
@@ -155,7 +157,7 @@ def reassign_runs(conn: sqlite3.Connection, agent_id: int, moves: list[Reassign]
     found its parent was saved with its new run before)."""
     conn.executemany("UPDATE tasks SET run_id = ? WHERE agent_id = ? AND run_id = ? "
                      "AND run_id != task_id",
-                     [(m.new, agent_id, m.old) for m in moves])
+                     [(stored_id(m.new), agent_id, stored_id(m.old)) for m in moves])
 
 
 def read_task(reader: sqlite3.Connection, ref: AgentRef, task_id: str) -> TaskState | None:
@@ -163,7 +165,7 @@ def read_task(reader: sqlite3.Connection, ref: AgentRef, task_id: str) -> TaskSt
     row = reader.execute(
         f"SELECT {TASK_COLS} FROM tasks JOIN agents ON agents.id = tasks.agent_id "
         "WHERE login = ? AND slug = ? AND task_id = ? AND sort_ts != ''",
-        (ref.login, ref.slug, task_id)).fetchone()
+        (ref.login, ref.slug, stored_id(task_id))).fetchone()
     return task_from_row(row) if row else None
 
 
@@ -303,14 +305,14 @@ class SqliteIngest(Concern):
     def _load_tasks(self, conn: sqlite3.Connection, agent_id: int,
                     task_ids: set[str]) -> dict[str, TaskState]:
         out: dict[str, TaskState] = {}
-        ids = list(task_ids)
+        ids = [stored_id(task_id) for task_id in task_ids]
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             rows = conn.execute(
                 f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND task_id IN "
                 f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)).fetchall()
-            for row in rows:
-                out[row["task_id"]] = task_from_row(row)
+            for task in map(task_from_row, rows):
+                out[task.task_id] = task
         return out
 
     def _save_tasks(self, conn: sqlite3.Connection, agent_id: int, tasks: Iterable[TaskState],
@@ -319,15 +321,15 @@ class SqliteIngest(Concern):
         inserts: list[tuple[Any, ...]] = []
         for t in tasks:
             root = t.parent_task_id is None
-            row = (t.parent_task_id, t.name, t.status, _json_or_null(t.input),
+            row = (pack_id(t.parent_task_id), t.name, t.status, _json_or_null(t.input),
                    _json_or_null(t.output), pack_metadata(_json_or_null(t.metadata), t.task_id),
                    t.duration_ms, t.cost_usd,
                    t.reported_cost_usd, t.cost_logged_usd, t.child_cost_usd,
                    pack_json(t.cost_breakdown), pack_time(t.started_at),
                    pack_time(t.ended_at), packed_time(t.sort_ts),
-                   stored_evidence(_usage_json(t.evidence), root), t.run_id,
+                   stored_evidence(_usage_json(t.evidence), root), pack_id(t.run_id),
                    stored_logs(dumps(t.logs)), pack_recorded(t.recorded), t.model,
-                   t.agent_version, t.session_id, t.user_id, agent_id, t.task_id)
+                   t.agent_version, t.session_id, t.user_id, agent_id, stored_id(t.task_id))
             (updates if t.task_id in existing else inserts).append(row)
         unindexed = unindex(conn, agent_id, [row[-1] for row in updates])  # `run_text.py`
         conn.executemany(
@@ -350,22 +352,23 @@ class SqliteIngest(Concern):
                         amount: float, evidence: Usage | None, session: Owed | None) -> None:
         """A parent not seen yet gets a placeholder row; its start/end fill it in later. The
         write lock is held, so adding to the parent's evidence may read it first."""
+        key = stored_id(parent)
         conn.execute(
             "INSERT INTO tasks (agent_id, task_id, status, child_cost_usd, sort_ts) "
             "VALUES (?, ?, 'running', ?, '') ON CONFLICT (agent_id, task_id) "
             "DO UPDATE SET child_cost_usd = child_cost_usd + excluded.child_cost_usd",
-            (agent_id, parent, amount))
+            (agent_id, key, amount))
         if session is not None:  # `folding.owe_session`
             conn.execute("UPDATE tasks SET session_id = coalesce(session_id, ?), "
                          "user_id = coalesce(user_id, ?) WHERE agent_id = ? AND task_id = ?",
-                         (*session, agent_id, parent))
+                         (*session, agent_id, key))
         if evidence is not None:
             row = conn.execute("SELECT evidence, parent_task_id IS NULL FROM tasks "
-                               "WHERE agent_id = ? AND task_id = ?", (agent_id, parent)).fetchone()
+                               "WHERE agent_id = ? AND task_id = ?", (agent_id, key)).fetchone()
             before = _usage(row[0])
             conn.execute("UPDATE tasks SET evidence = ? WHERE agent_id = ? AND task_id = ?",
                          (stored_evidence(_usage_json(before + evidence if before else evidence),
-                                          bool(row[1])), agent_id, parent))
+                                          bool(row[1])), agent_id, key))
 
     def _apply_evidence(self, conn: sqlite3.Connection, agent_id: int,
                         total: Usage | None) -> None:
@@ -450,7 +453,7 @@ class SqliteIngest(Concern):
             return [], None
         where = ["agent_id = ?", "parent_task_id IS NULL" if parent is None
                  else "parent_task_id = ?", "sort_ts != ''"]  # NULL named: roots by status
-        args: list[Any] = [agent_id] if parent is None else [agent_id, parent]
+        args: list[Any] = [agent_id] if parent is None else [agent_id, stored_id(parent)]
         if status is not None:
             where.append("status = ?")
             args.append(status)
@@ -464,9 +467,9 @@ class SqliteIngest(Concern):
         rows = self.db.reader().execute(
             "SELECT parent_task_id, task_id FROM tasks WHERE agent_id = ? AND parent_task_id IN "
             f"({', '.join('?' * len(task_ids))}) ORDER BY sort_ts, task_id",
-            (agent_id, *task_ids)).fetchall()
+            (agent_id, *map(stored_id, task_ids))).fetchall()
         for parent, child in rows:
-            out[parent].append(child)
+            out[read_id(parent)].append(read_id(child))
         return out
 
     def daily(self, ref: AgentRef, since_day: str) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ from .connection import Database, migrated
 from .ingest import TASK_COLS, task_from_row
 from .packing import load_metadata
 from .run_text import PENDING_TEXT, pending_spans
+from .task_ids import read_id, stored_id
 from .task_times import time_bound, time_text
 
 TRIGRAM = 3
@@ -232,7 +233,7 @@ def list_runs(reader: sqlite3.Connection, agent_id: int, where: RunFilter, limit
     key = [*([SORTED[where.sort]] if where.sort != "started" else []), "r.sort_ts", "r.task_id"]
     if cursor:
         *value, sort_ts, task_id = where.position(decode_cursor(cursor))
-        position = (*value, time_bound(sort_ts), task_id)
+        position = (*value, time_bound(sort_ts), stored_id(task_id))
         query.add(f"({', '.join(key)}) {'<' if where.descending else '>'} "
                   f"({', '.join('?' * len(key))})", *position)
     order = f"ORDER BY {', '.join(f'{k} {way}' for k in key)}"
@@ -273,7 +274,7 @@ def _by_metadata(reader: sqlite3.Connection, where: RunFilter, selected: str,
     for rowid, metadata, task_id, *place in rows:
         examined += 1
         last = tuple(place)
-        if metadata_holds(load_metadata(metadata, task_id), where.meta, where.tag,
+        if metadata_holds(load_metadata(metadata, read_id(task_id)), where.meta, where.tag,
                           content=where.content):
             kept.append(rowid)
             if len(kept) > limit:
@@ -287,6 +288,6 @@ def _by_metadata(reader: sqlite3.Connection, where: RunFilter, selected: str,
         return _page(where, whole, limit)
     *value, sort_ts, task_id = last
     parts = (*(repr(float(v)) if isinstance(v, int | float) else v for v in value),
-             time_text(sort_ts), task_id)
+             time_text(sort_ts), read_id(task_id))
     return RunsPage([task_from_row(r) for r in whole], encode_cursor(*parts), examined,
                     time_text(sort_ts))

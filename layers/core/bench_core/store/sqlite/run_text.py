@@ -63,20 +63,22 @@ def index_new_spans(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE tasks_text_upto SET upto = ?", (last,))
 
 
-def unindex(conn: sqlite3.Connection, agent_id: int, task_ids: list[str]) -> str:
-    """Before a write of the text of the agent's spans `task_ids`: those in the index taken out
-    of it as they are (the others wait for their chunk); `index_again` puts them back."""
-    if not task_ids:
-        return "[]"
-    (rowids,) = conn.execute(
-        "SELECT json_group_array(rowid) FROM tasks WHERE agent_id = ? "
-        f"AND task_id IN (SELECT value FROM json_each(?)) AND rowid <= {_UPTO}",
-        (agent_id, json.dumps(task_ids))).fetchone()
-    if rowids != "[]":
+def unindex(conn: sqlite3.Connection, agent_id: int, task_ids: list[str | bytes]) -> str:
+    """Before a write of the text of the agent's spans `task_ids` (as their column keeps them,
+    `task_ids.stored_id`): those in the index taken out of it as they are (the others wait for
+    their chunk); `index_again` puts them back."""
+    found: list[int] = []
+    for i in range(0, len(task_ids), 500):
+        chunk = task_ids[i:i + 500]
+        found += (rowid for (rowid,) in conn.execute(
+            f"SELECT rowid FROM tasks WHERE agent_id = ? AND task_id IN "
+            f"({', '.join('?' * len(chunk))}) AND rowid <= {_UPTO}", (agent_id, *chunk)))
+    rowids = json.dumps(found)
+    if found:
         conn.execute("INSERT INTO tasks_text (tasks_text, rowid, name, input, output, "
                      "called_model) SELECT 'delete', rowid, name, input, output, called_model "
                      "FROM tasks WHERE rowid IN (SELECT value FROM json_each(?))", (rowids,))
-    return str(rowids)
+    return rowids
 
 
 def index_again(conn: sqlite3.Connection, rowids: str) -> None:

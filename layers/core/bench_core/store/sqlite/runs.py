@@ -23,6 +23,7 @@ from .ingest import EVENT_COLS, TASK_COLS, read_task, task_from_row
 from .packing import event_body
 from .run_list import list_runs
 from .sessions import read_session, read_sessions
+from .task_ids import read_id, stored_id
 from .task_times import time_bound, time_text
 
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
@@ -80,9 +81,9 @@ partial indexes' own term, so that SQLite uses them and reads them alone when it
 75 bytes a run."""
 
 
-def _position(after: tuple[str, str] | None) -> tuple[str | bytes, str]:
+def _position(after: tuple[str, str] | None) -> tuple[str | bytes, str | bytes]:
     """A place in a run's order as its columns keep it: before all of it when None."""
-    return ("", "") if after is None else (time_bound(after[0]), after[1])
+    return ("", "") if after is None else (time_bound(after[0]), stored_id(after[1]))
 
 
 def backfill_runs(conn: sqlite3.Connection) -> None:
@@ -132,13 +133,14 @@ class SqliteRuns(Concern):
         if agent_id is None:
             return []
         columns = TASK_COLS if content else LIGHT_TASK_COLS
+        run_id = stored_id(run.task_id)
         cursor = self.db.reader().cursor()
         cursor.row_factory = None  # plain tuples, read by position: no Row per task of the page
         rows = cursor.execute(
             f"SELECT {columns} FROM tasks WHERE agent_id = ? AND run_id = ? AND sort_ts != '' "
             "AND (sort_ts, task_id) > (?, ?) AND task_id != ? AND run_id != task_id "
             "ORDER BY sort_ts, task_id "
-            "LIMIT ?", (agent_id, run.task_id, *_position(after), run.task_id, limit)
+            "LIMIT ?", (agent_id, run_id, *_position(after), run_id, limit)
         ).fetchall()
         return [task_from_row(r) for r in rows]
 
@@ -152,13 +154,15 @@ class SqliteRuns(Concern):
             return RunCounts(0, 0, None)
         under = ("WHERE agent_id = ? AND run_id = ? AND sort_ts != '' AND task_id != ? "
                  "AND run_id != task_id")
-        args = (agent_id, run.task_id, run.task_id)
+        run_id = stored_id(run.task_id)
+        args = (agent_id, run_id, run_id)
         (spans,) = reader.execute(f"SELECT COUNT(*) FROM tasks {under}", args).fetchone()
         failed = f"FROM tasks INDEXED BY tasks_failed_by_run {under} AND status = 'failed'"
         (count,) = reader.execute(f"SELECT COUNT(*) {failed}", args).fetchone()
-        failures = tuple((time_text(sort_ts), task_id) for sort_ts, task_id in reader.execute(
-            f"SELECT sort_ts, task_id {failed} ORDER BY sort_ts, task_id LIMIT ?",
-            (*args, FAILURES_KEPT)))
+        failures = tuple((time_text(sort_ts), read_id(task_id)) for sort_ts, task_id
+                         in reader.execute(f"SELECT sort_ts, task_id {failed} "
+                                           "ORDER BY sort_ts, task_id LIMIT ?",
+                                           (*args, FAILURES_KEPT)))
         return RunCounts(spans, count, failures[0][1] if failures else None, failures)
 
     def list_runs(self, ref: AgentRef, where: RunFilter, *, limit: int = 50,

@@ -43,6 +43,7 @@ from .runs import (
 )
 from .sessions import SESSION_EVAL_SCHEMA, SESSIONS_SCHEMA
 from .slim_events import slim_events
+from .task_ids import binary_task_ids
 from .task_row import compact_task_row
 from .task_times import compact_task_times
 from .timeseries import ACTIVE_SCHEMA, COST_SQUARES_SCHEMA, TIMESERIES_SCHEMA, SqliteTimeSeries
@@ -131,6 +132,9 @@ MIGRATIONS: list[Migration] = [
     # 38: events without the fields their tasks' rows give back (resumable; after 37, as it
     # reads the rows as 37 leaves them)
     slim_events,
+    # 39: an OTLP span's ids as the 24 bytes they spell, in its row and indexes (resumable;
+    # after 38, which finds rows by their ids as text)
+    binary_task_ids,
 ]
 RANKED_SINCE = 3
 """The migration that added the leaderboard columns; agents older than it are ranked on upgrade."""
