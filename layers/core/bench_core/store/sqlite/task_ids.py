@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from functools import lru_cache
 
 from .connection import Database, in_place
 
@@ -28,9 +29,14 @@ _TRACE = 16
 
 def stored_id(task_id: str) -> str | bytes:
     """The id as its column keeps it."""
-    if len(task_id) == 49 and _SPAN.fullmatch(task_id):
-        return bytes.fromhex(task_id[:32] + task_id[33:])
-    return task_id
+    return _span_bytes(task_id) if len(task_id) == 49 else task_id
+
+
+@lru_cache(maxsize=4096)
+def _span_bytes(task_id: str) -> str | bytes:
+    """Remembered, as are the texts of the bytes: a batch's spans and a run's page share their
+    parents and run, and each id is bound several times a batch."""
+    return bytes.fromhex(task_id[:32] + task_id[33:]) if _SPAN.fullmatch(task_id) else task_id
 
 
 def pack_id(task_id: str | None) -> str | bytes | None:
@@ -39,9 +45,12 @@ def pack_id(task_id: str | None) -> str | bytes | None:
 
 def read_id(stored: str | bytes) -> str:
     """The text of an id `stored_id` kept."""
-    if isinstance(stored, bytes):
-        return f"{stored[:_TRACE].hex()}-{stored[_TRACE:].hex()}"
-    return stored
+    return _span_text(stored) if isinstance(stored, bytes) else stored
+
+
+@lru_cache(maxsize=4096)
+def _span_text(stored: bytes) -> str:
+    return f"{stored[:_TRACE].hex()}-{stored[_TRACE:].hex()}"
 
 
 def unpack_id(stored: str | bytes | None) -> str | None:
