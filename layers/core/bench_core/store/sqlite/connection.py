@@ -152,6 +152,22 @@ class Database:
                 self._writer = None
 
 
+IN_LIST = 500
+"""Values bound to one `IN` list at most (`rows_in`): SQLite's limit on a statement's bound
+parameters is far above it."""
+
+
+def rows_in(conn: sqlite3.Connection, query: str, args: Sequence[Any],
+            values: Sequence[Any]) -> list[Any]:
+    """The rows of `query` for all of `values`: its `{marks}` an `IN` list's placeholders,
+    bound after `args`, `IN_LIST` values a statement."""
+    rows: list[Any] = []
+    for i in range(0, len(values), IN_LIST):
+        chunk = values[i:i + IN_LIST]
+        rows += conn.execute(query.format(marks=", ".join("?" * len(chunk))), (*args, *chunk))
+    return rows
+
+
 def migrated(conn: sqlite3.Connection, number: int) -> bool:
     """Whether the file is at migration `number` or past it: what a step checks at the start of
     each of its transactions, as another process may have finished it meanwhile."""

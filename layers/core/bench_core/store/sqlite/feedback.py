@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ...domain.agreement import CELLS, UNJUDGED, AgreementTable, Cell, as_cell
 from ...domain.feedback import Feedback, in_shown_order
 from ...domain.models import AgentRef
-from .connection import Concern
+from .connection import Concern, rows_in
 
 FEEDBACK_SCHEMA = """
     CREATE TABLE feedback (
@@ -81,14 +81,9 @@ class SqliteFeedback(Concern):
                              [(*key, moved, by) for moved, by in moves])
 
     def run_marks(self, ref: AgentRef, run_ids: Sequence[str]) -> dict[str, Cell | None]:
-        marks: dict[str, Cell | None] = {}
-        reader = self.db.reader()
-        for i in range(0, len(run_ids), 500):
-            chunk = list(run_ids[i:i + 500])
-            marks |= {row["run_id"]: as_cell(row["cell"]) for row in reader.execute(
-                "SELECT run_id, cell FROM agreement_runs WHERE login = ? AND slug = ? AND "
-                f"run_id IN ({', '.join('?' * len(chunk))})", (ref.login, ref.slug, *chunk))}
-        return marks
+        return {row["run_id"]: as_cell(row["cell"]) for row in rows_in(
+            self.db.reader(), "SELECT run_id, cell FROM agreement_runs WHERE login = ? AND "
+            "slug = ? AND run_id IN ({marks})", (ref.login, ref.slug), run_ids)}
 
     def label_set(self, ref: AgentRef) -> list[str] | None:
         row = self.db.reader().execute(

@@ -32,7 +32,7 @@ from ...domain.runs import Reassign, parent_ids
 from ...domain.timeseries import Bucket, BucketKey, batch_buckets
 from ...ports.store import decode_cursor, encode_cursor, one_by_one
 from .agents import admit_agent, find_agent_id, refresh_rank
-from .connection import Concern
+from .connection import Concern, rows_in
 from .events import new_events, of_task, recent, save_events
 from .packing import load, load_metadata, pack_json, pack_metadata
 from .run_text import index_again, index_new_spans, unindex
@@ -304,16 +304,9 @@ class SqliteIngest(Concern):
 
     def _load_tasks(self, conn: sqlite3.Connection, agent_id: int,
                     task_ids: set[str]) -> dict[str, TaskState]:
-        out: dict[str, TaskState] = {}
-        ids = [stored_id(task_id) for task_id in task_ids]
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            rows = conn.execute(
-                f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? AND task_id IN "
-                f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)).fetchall()
-            for task in map(task_from_row, rows):
-                out[task.task_id] = task
-        return out
+        rows = rows_in(conn, f"SELECT {TASK_COLS} FROM tasks WHERE agent_id = ? "
+                       "AND task_id IN ({marks})", (agent_id,), list(map(stored_id, task_ids)))
+        return {task.task_id: task for task in map(task_from_row, rows)}
 
     def _save_tasks(self, conn: sqlite3.Connection, agent_id: int, tasks: Iterable[TaskState],
                     existing: set[str]) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from .connection import rows_in
+
 CHUNK = 1000
 """New spans indexed together: the cost of a span falls tenfold from a batch's few to a
 thousand (measured), and a search reads at most this many unindexed spans."""
@@ -67,13 +69,9 @@ def unindex(conn: sqlite3.Connection, agent_id: int, task_ids: list[str | bytes]
     """Before a write of the text of the agent's spans `task_ids` (as their column keeps them,
     `task_ids.stored_id`): those in the index taken out of it as they are (the others wait for
     their chunk); `index_again` puts them back."""
-    found: list[int] = []
-    for i in range(0, len(task_ids), 500):
-        chunk = task_ids[i:i + 500]
-        found += (rowid for (rowid,) in conn.execute(
-            f"SELECT rowid FROM tasks WHERE agent_id = ? AND task_id IN "
-            f"({', '.join('?' * len(chunk))}) AND rowid <= {_UPTO}", (agent_id, *chunk)))
-    rowids = json.dumps(found)
+    found = rows_in(conn, "SELECT rowid FROM tasks WHERE agent_id = ? AND task_id IN ({marks}) "
+                    f"AND rowid <= {_UPTO}", (agent_id,), task_ids)
+    rowids = json.dumps([rowid for (rowid,) in found])
     if found:
         conn.execute("INSERT INTO tasks_text (tasks_text, rowid, name, input, output, "
                      "called_model) SELECT 'delete', rowid, name, input, output, called_model "
