@@ -58,6 +58,9 @@ _LETTERS: dict[str, dict[str, str]] = {
                  "cost_breakdown": "b", "output": "o", "data": "d"},
 }
 """The fields each kind of event may take from its task: those the fold sets from it."""
+_TAKES = {kind: {name: (letter, *FIELDS[letter][1:]) for name, letter in letters.items()}
+          for kind, letters in _LETTERS.items()}
+"""Each kind's fields as `derived_entry` looks them up: letter, task's field, column's form."""
 _KEPT = "."
 
 
@@ -97,24 +100,29 @@ def derived_entry(event: CleanEvent, state: TaskState | None, back: int) -> str 
     """The event's entry `[kind, id, back, rest, letters]` (and the place of its log entry,
     for `l`) when its task, as the batch leaves it, gives back any of its fields; None when
     it gives back none, or the body does not lead with its id, kind, time and task id."""
-    letters = _LETTERS.get(event.kind)
-    if state is None or letters is None:
+    takes = _TAKES.get(event.kind)
+    if state is None or takes is None:
         return None
     items = iter(event.body.items())
-    if [next(items, None) for _ in range(4)] != [
-            ("id", event.id), ("kind", event.kind), ("ts", event.ts), ("task_id", event.task_id)]:
+    if (next(items, None) != ("id", event.id) or next(items, None) != ("kind", event.kind)
+            or next(items, None) != ("ts", event.ts)
+            or next(items, None) != ("task_id", event.task_id)):
         return None
     code, rest, at = [], {}, None
     for name, sent in items:
-        letter = letters.get(name)
-        if letter == "l":
+        how = takes.get(name)
+        if how is None:
+            taken = False
+        elif how[0] == "l":
             at = _log_at(state.logs, event.ts, sent)
-            letter = None if at is None else letter
-        elif letter is not None and not _same(FIELDS[letter][2], sent, _value(state, letter, 0)):
-            letter = None
-        if letter is None:
+            taken = at is not None
+        else:
+            taken = _same(how[2], sent, getattr(state, how[1]))
+        if taken:
+            code.append(how[0])
+        else:
             rest[name] = sent
-        code.append(letter or _KEPT)
+            code.append(_KEPT)
     if len(rest) == len(code):
         return None
     entry = [event.kind, event.id, back, rest, "".join(code)]

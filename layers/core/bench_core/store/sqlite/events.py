@@ -66,11 +66,13 @@ _IN = 500
 """Values per `IN (...)` list."""
 
 
+@lru_cache(maxsize=4096)
 def key(text: str) -> int:
     """`text`'s 64-bit hash as SQLite stores an integer (8 bytes where the text was dozens):
     its top 16 bits a checksum of its first 8 characters, so that ids sharing a start (a
     trace's spans, a batch's ids made from one prefix) land together in the indexes and a
-    batch's inserts touch few of their pages, the rest a hash of the whole."""
+    batch's inserts touch few of their pages, the rest a hash of the whole. Remembered: a
+    batch's dedupe and its rows hash each task id (1.5 µs a hash)."""
     data = text.encode()
     whole = int.from_bytes(blake2b(data, digest_size=6).digest(), "big")
     value = (crc32(data[:8]) & 0xFFFF) << 48 | whole
@@ -80,6 +82,7 @@ def key(text: str) -> int:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 _MS = timedelta(milliseconds=1)
+_SECOND = timedelta(seconds=1)
 
 
 def millis(ts: str) -> tuple[int, bool]:
@@ -87,13 +90,12 @@ def millis(ts: str) -> tuple[int, bool]:
     the text was 24), and whether `time_of` gives the text back as it was (else the record
     keeps it: `pack_event`'s `with_time`). Ingest's own form (`models.iso`) is read by its
     shape, the C parser given the rest: a tenth of the time of building the datetime by parts,
-    which every stored event pays."""
+    which every stored event pays; its second remembered, as a batch's events share theirs (a
+    third of the time again)."""
     if (len(ts) == 24 and ts[23] == "Z" and ts[19] == "." and ts[10] == "T" and ts[4] == "-"
-            and ts[7] == "-" and ts[13] == ":" and ts[16] == ":" and ts.isascii()):
-        try:
-            return (datetime.fromisoformat(ts[:23]) - _NAIVE_EPOCH) // _MS, True
-        except ValueError:
-            pass
+            and ts[7] == "-" and ts[13] == ":" and ts[16] == ":" and ts.isascii()
+            and ts[20:23].isdigit() and (second := _second_at(ts[:19])) is not None):
+        return second * 1000 + int(ts[20:23]), True
     try:
         when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     except ValueError:
@@ -101,6 +103,15 @@ def millis(ts: str) -> tuple[int, bool]:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return (when - _EPOCH) // _MS, iso(when) == ts
+
+
+@lru_cache(maxsize=4096)
+def _second_at(text: str) -> int | None:
+    """Seconds since 1970 of a `YYYY-MM-DDTHH:MM:SS` text, None if it is no such time."""
+    try:
+        return (datetime.fromisoformat(text) - _NAIVE_EPOCH) // _SECOND
+    except ValueError:
+        return None
 
 
 def time_of(ms: int) -> str:
@@ -231,8 +242,8 @@ def new_events(conn: sqlite3.Connection, agent_id: int, events: list[CleanEvent]
     stored: set[tuple[str | None, str]] = set()
     counts: dict[str, int] = {}
     found = NewEvents(agent_id, [], {})
-    loose = list({key(e.id) for e in events if e.task_id is None})
-    tasks = list({key(e.task_id) for e in events if e.task_id is not None})
+    loose = [key(event_id) for event_id in {e.id for e in events if e.task_id is None}]
+    tasks = [key(task_id) for task_id in {e.task_id for e in events} if task_id is not None]
     for column, keys in (("id_key", loose), ("task_key", tasks)):
         for i in range(0, len(keys), _IN):
             chunk = keys[i:i + _IN]
