@@ -111,18 +111,17 @@ def derived_entry(event: CleanEvent, state: TaskState | None, back: int) -> str 
     code, rest, at = [], {}, None
     for name, sent in items:
         how = takes.get(name)
-        if how is None:
-            taken = False
-        elif how[0] == "l":
-            at = _log_at(state.logs, event.ts, sent)
-            taken = at is not None
-        else:
-            taken = _same(how[2], sent, getattr(state, how[1]))
-        if taken:
-            code.append(how[0])
-        else:
+        letter = None
+        if how is not None:
+            letter, attribute, form = how
+            if letter == "l":
+                at = _log_at(state.logs, event.ts, sent)
+                letter = None if at is None else letter
+            elif not _same(form, sent, getattr(state, attribute)):
+                letter = None
+        if letter is None:
             rest[name] = sent
-            code.append(_KEPT)
+        code.append(letter or _KEPT)
     if len(rest) == len(code):
         return None
     entry = [event.kind, event.id, back, rest, "".join(code)]

@@ -5,12 +5,14 @@ models are JSON, read and written back under the write lock (a batch touches a f
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic_core import from_json
+
 from ...domain import stats
+from ...domain.field_limits import dumps
 from ...domain.models import AgentRef
 from ...domain.timeseries import ALL, HOUR, NUMBERS, Bucket, BucketKey, ModelUse
 from .connection import Concern
@@ -44,31 +46,31 @@ ACTIVE_SCHEMA = """
 
 _KEY = "agent_id = ? AND scope = ? AND grain = ? AND period = ?"
 _COLS = ", ".join((*NUMBERS, "latency_hist", "models"))
+_SETS = ", ".join(f"{name} = ?" for name in (*NUMBERS, "latency_hist", "models"))
 
 
 def add_series(conn: sqlite3.Connection, agent_id: int, buckets: Mapping[BucketKey, Bucket]
                ) -> None:
     """Add `buckets` to their rows (the write lock is held: each row is read and written
-    back whole)."""
+    back whole, in place where it is there already)."""
     for key, added in buckets.items():
-        row = conn.execute(f"SELECT {_COLS} FROM agent_series WHERE {_KEY}",
-                           (agent_id, key.scope, key.grain, key.period)).fetchone()
+        where = (agent_id, key.scope, key.grain, key.period)
+        row = conn.execute(f"SELECT {_COLS} FROM agent_series WHERE {_KEY}", where).fetchone()
         bucket = _bucket(row) if row else Bucket()
         bucket.add(added)
-        conn.execute(
-            f"INSERT OR REPLACE INTO agent_series (agent_id, scope, grain, period, {_COLS}) "
-            f"VALUES ({', '.join('?' * (len(NUMBERS) + 6))})",
-            (agent_id, key.scope, key.grain, key.period,
-             *(getattr(bucket, name) for name in NUMBERS), json.dumps(bucket.latency_hist),
-             json.dumps([[p, m, u.calls, u.input_tokens, u.output_tokens, u.cost_usd]
-                         for (p, m), u in sorted(bucket.models.items())])))
+        values = (*(getattr(bucket, name) for name in NUMBERS), dumps(bucket.latency_hist),
+                  dumps([[p, m, u.calls, u.input_tokens, u.output_tokens, u.cost_usd]
+                         for (p, m), u in sorted(bucket.models.items())]))
+        conn.execute(f"UPDATE agent_series SET {_SETS} WHERE {_KEY}" if row else
+                     f"INSERT INTO agent_series ({_COLS}, agent_id, scope, grain, period) "
+                     f"VALUES ({', '.join('?' * (len(NUMBERS) + 6))})", (*values, *where))
 
 
 def _bucket(row: Sequence[Any]) -> Bucket:
     hist, models = row[len(NUMBERS)], row[len(NUMBERS) + 1]
     return Bucket(**dict(zip(NUMBERS, row, strict=False)),
-                  latency_hist=stats.merge(json.loads(hist), []),
-                  models={(p, m): ModelUse(c, i, o, u) for p, m, c, i, o, u in json.loads(models)})
+                  latency_hist=stats.merge(from_json(hist), []),
+                  models={(p, m): ModelUse(c, i, o, u) for p, m, c, i, o, u in from_json(models)})
 
 
 class SqliteTimeSeries(Concern):
