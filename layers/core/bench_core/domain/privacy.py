@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .alerts import Alert
@@ -158,6 +158,13 @@ class Sight:
     outputs: bool
     agent: AgentRef | None = None
     """Whose pseudonyms a non-owner sees (`pseudonym`)."""
+    content: bool = field(init=False)
+    """Whether what is neither an input nor an output but may carry either (log values,
+    metadata, span attributes, event data, cost details) is shown: unless a switch is on.
+    Decided once: a run's spans ask it four times each."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", self.owner or (self.inputs and self.outputs))
 
     @classmethod
     def of(cls, agent: Agent, viewer: Viewer) -> Sight:
@@ -169,12 +176,6 @@ class Sight:
         if user_id is None or self.owner:
             return user_id
         return pseudonym(self.agent or AgentRef("", ""), user_id)
-
-    @property
-    def content(self) -> bool:
-        """Whether what is neither an input nor an output but may carry either (log values,
-        metadata, span attributes, event data, cost details) is shown: unless a switch is on."""
-        return self.owner or (self.inputs and self.outputs)
 
     def shows_derived(self, private: bool) -> bool:
         """See `shows_derived`: for others than the owner, `inputs` and `outputs` are the

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from .field_limits import dumps
@@ -140,8 +141,11 @@ class Row:
     resume: Node | None = None
 
 
+@lru_cache(maxsize=4096)
 def _ms(ts: str | None) -> float | None:
-    """Milliseconds since the epoch of a stored time (ISO 8601, `models.iso`), None for none."""
+    """Milliseconds since the epoch of a stored time (ISO 8601, `models.iso`), None for none.
+    Remembered: a run's answer places each span against its root's start, loose and then in
+    its tree."""
     return datetime.fromisoformat(ts).timestamp() * 1000 if ts else None
 
 
