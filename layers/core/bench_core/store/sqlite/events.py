@@ -85,13 +85,14 @@ _MS = timedelta(milliseconds=1)
 _SECOND = timedelta(seconds=1)
 
 
+@lru_cache(maxsize=4096)
 def millis(ts: str) -> tuple[int, bool]:
     """An event's time as milliseconds since 1970, as the `ts` column keeps it (6 bytes where
     the text was 24), and whether `time_of` gives the text back as it was (else the record
     keeps it: `pack_event`'s `with_time`). Ingest's own form (`models.iso`) is read by its
     shape, the C parser given the rest: a tenth of the time of building the datetime by parts,
-    which every stored event pays; its second remembered, as a batch's events share theirs (a
-    third of the time again)."""
+    which every stored event pays. Remembered: an event's time is its task's start or end,
+    read again for the task's row; and the second of each, which a batch's times share."""
     if (len(ts) == 24 and ts[23] == "Z" and ts[19] == "." and ts[10] == "T" and ts[4] == "-"
             and ts[7] == "-" and ts[13] == ":" and ts[16] == ":" and ts.isascii()
             and ts[20:23].isdigit() and (second := _second_at(ts[:19])) is not None):
