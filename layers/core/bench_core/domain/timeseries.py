@@ -100,8 +100,9 @@ class Bucket:
         return self.runs - self.successes
 
     def add(self, other: Bucket) -> None:
+        mine, theirs = self.__dict__, other.__dict__  # a dataclass's fields: its own
         for name in NUMBERS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            mine[name] += theirs[name]
         self.latency_hist = stats.merge(self.latency_hist, other.latency_hist)
         for key, use in other.models.items():
             self.models.setdefault(key, ModelUse()).add(use)
@@ -173,7 +174,8 @@ and its first tags."""
 
 
 def _place_of(task: TaskState) -> Place:
-    return (task.ended_at or "")[:13], task.agent_version, tuple(first_tags(task.metadata))
+    tags = tuple(first_tags(task.metadata)) if task.metadata else ()
+    return (task.ended_at or "")[:13], task.agent_version, tags
 
 
 def _place_keys(place: Place) -> list[BucketKey]:
