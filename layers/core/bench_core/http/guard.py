@@ -94,7 +94,8 @@ def _with_deadline(receive: Receive) -> Receive:
         if complete:
             return await receive()
         try:
-            message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            async with asyncio.timeout_at(deadline):  # no task of its own, as `wait_for` makes
+                message = await receive()
         except TimeoutError:
             raise RequestTimeout(f"request body not received within {BODY_DEADLINE_S:.0f} s",
                                  headers={"Connection": "close"}) from None
