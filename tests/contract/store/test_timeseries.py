@@ -88,6 +88,30 @@ def test_a_run_counts_for_its_version_and_its_first_two_tags(store: Store) -> No
     assert runs(scope_of(version="v")) == 0, "a version's range holds that version alone"
 
 
+def test_the_runs_of_one_batch_count_each_where_it_ended(store: Store) -> None:
+    """A batch's runs are summed by hour, version and tags before their buckets: runs of one
+    batch that differ in any of the three still count apart (a run keeps the version it
+    started under)."""
+    ingest(store, at("2026-12-03T09:00:00", task_events("old")[:1]), version="v1")
+    ingest(store, at("2026-12-03T10:59:57", run("a", tags=["prod"], duration_ms=100)
+                     + run("b", status="failed", duration_ms=4000)
+                     + run("old", tags=["eu"], duration_ms=900)[1:]), version="v2")
+
+    def counted(scope: str, grain: str, period: str) -> tuple[int, int, int]:
+        found = store.timeseries.read_buckets(REF, scope, grain, period, period)
+        return (found[0][1].runs, found[0][1].failures, sum(found[0][1].latency_hist)
+                ) if found else (0, 0, 0)
+    assert counted(ALL, HOUR, "2026-12-03T10") == (1, 0, 1)
+    assert counted(ALL, HOUR, "2026-12-03T11") == (2, 1, 2)
+    assert counted(ALL, DAY, "2026-12-03") == (3, 1, 3)
+    assert counted(scope_of(version="v2"), HOUR, "2026-12-03T10") == (1, 0, 1)
+    assert counted(scope_of(version="v2"), HOUR, "2026-12-03T11") == (1, 1, 1)
+    assert counted(scope_of(version="v1"), HOUR, "2026-12-03T11") == (1, 0, 1)
+    assert counted(scope_of(version="v1"), DAY, "2026-12-03") == (1, 0, 1)
+    assert counted(scope_of(tag="prod"), DAY, "2026-12-03") == (1, 0, 1)
+    assert counted(scope_of(tag="eu"), DAY, "2026-12-03") == (1, 0, 1)
+
+
 def test_a_replayed_batch_and_a_subtask_count_no_run(store: Store) -> None:
     events = at("2026-12-03T10:00:00", run("a") + task_events("child", parent="a"))
     ingest(store, events)
