@@ -49,7 +49,7 @@ def empty_histogram() -> list[int]:
 
 
 def merge(a: Sequence[int], b: Sequence[int]) -> list[int]:
-    if len(a) == len(b) == BUCKETS:  # as every histogram written since it had its buckets
+    if len(a) == len(b) == BUCKETS:  # both whole (a stored one may be shorter): added in C
         return list(map(operator.add, a, b))
     return [x + y for x, y in zip(_padded(a), _padded(b), strict=True)]
 

@@ -44,12 +44,12 @@ ACTIVE_SCHEMA = """
 """The migration indexing the agent's own hours by period: the agents active lately
 (`active_agents`) are one range of it, whatever the number of agents or of their hours."""
 
-_KEY = ("agent_id = ? AND scope = CAST(? AS TEXT) AND grain = CAST(? AS TEXT) AND period = ?")
+_KEY = "agent_id = ? AND scope = CAST(? AS TEXT) AND grain = CAST(? AS TEXT) AND period = ?"
 """A row by its primary key. The scope and grain are compared to a cast, not to a bare
 parameter: a parameter compared to a column that `agent_series_active`'s condition compares
 to a constant makes SQLite plan the statement again each time a value is bound to it (to see
-whether the partial index applies), which took a key's read from 1.6 µs to 8 and its write
-alike, four of each for every batch that ends runs."""
+whether the partial index applies), which took a key's read from 1.6 µs to 8, and its write
+alike, for every bucket a batch adds to."""
 _COLS = ", ".join((*NUMBERS, "latency_hist", "models"))
 _SETS = ", ".join(f"{name} = ?" for name in (*NUMBERS, "latency_hist", "models"))
 
