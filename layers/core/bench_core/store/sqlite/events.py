@@ -34,7 +34,7 @@ from zlib import crc32
 
 from ...domain.field_limits import dumps
 from ...domain.models import CleanEvent, TaskState, iso
-from .connection import Database, copy_and_swap, migrated
+from .connection import Database, copy_and_swap, migrated, rows_in
 from .derived_events import derived_entry, is_derived, rebuilt, written_out
 from .packing import (
     entry_body,
@@ -62,10 +62,6 @@ events'."""
 
 CHUNK = 2000
 """Events per transaction of the migration."""
-_IN = 500
-"""Values per `IN (...)` list."""
-
-
 @lru_cache(maxsize=4096)
 def key(text: str) -> int:
     """`text`'s 64-bit hash as SQLite stores an integer (8 bytes where the text was dozens):
@@ -243,20 +239,17 @@ def new_events(conn: sqlite3.Connection, agent_id: int, events: list[CleanEvent]
     stored: set[tuple[str | None, str]] = set()
     counts: dict[str, int] = {}
     found = NewEvents(agent_id, [], {})
-    loose = [key(event_id) for event_id in {e.id for e in events if e.task_id is None}]
-    tasks = [key(task_id) for task_id in {e.task_id for e in events} if task_id is not None]
+    loose = list({key(event_id) for event_id in {e.id for e in events if e.task_id is None}})
+    tasks = list({key(task_id) for task_id in {e.task_id for e in events} if task_id is not None})
     for column, keys in (("id_key", loose), ("task_key", tasks)):
-        for i in range(0, len(keys), _IN):
-            chunk = keys[i:i + _IN]
-            for seq, record in conn.execute(
-                    f"SELECT seq, record FROM events WHERE agent_id = ? AND {column} IN "
-                    f"({', '.join('?' * len(chunk))})", (agent_id, *chunk)):
-                task_id, entries = unpack_record(record)
-                stored.update((task_id, _id(entry)) for entry in entries)
-                if task_id is not None:
-                    counts[task_id] = counts.get(task_id, 0) + len(entries)
-                    if any(is_derived(entry) for entry in entries):
-                        found.derived.append((seq, task_id, entries))
+        for seq, record in rows_in(conn, f"SELECT seq, record FROM events WHERE agent_id = ? "
+                                   f"AND {column} IN ({{marks}})", (agent_id,), keys):
+            task_id, entries = unpack_record(record)
+            stored.update((task_id, _id(entry)) for entry in entries)
+            if task_id is not None:
+                counts[task_id] = counts.get(task_id, 0) + len(entries)
+                if any(is_derived(entry) for entry in entries):
+                    found.derived.append((seq, task_id, entries))
     for event in events:
         if (event.task_id, event.id) not in stored:
             stored.add((event.task_id, event.id))

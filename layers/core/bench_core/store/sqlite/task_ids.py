@@ -64,7 +64,7 @@ def id_order(task_id: str) -> tuple[int, str | bytes]:
     return (1, stored) if isinstance(stored, bytes) else (0, stored)
 
 
-_TEXT = ("(typeof({c}) = 'text' AND length({c}) = 49 AND substr({c}, 33, 1) = '-')")
+_TEXT = "(typeof({c}) = 'text' AND length({c}) = 49 AND substr({c}, 33, 1) = '-')"
 _TO_DO = " OR ".join(_TEXT.format(c=c) for c in ("task_id", "parent_task_id", "run_id"))
 """A row the migration has still to rewrite (or one whose id of that length is no span's,
 which it looks at again if it resumes before it)."""

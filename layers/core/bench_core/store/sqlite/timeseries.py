@@ -50,8 +50,9 @@ parameter: a parameter compared to a column that `agent_series_active`'s conditi
 to a constant makes SQLite plan the statement again each time a value is bound to it (to see
 whether the partial index applies), which took a key's read from 1.6 µs to 8, and its write
 alike, for every bucket a batch adds to."""
-_COLS = ", ".join((*NUMBERS, "latency_hist", "models"))
-_SETS = ", ".join(f"{name} = ?" for name in (*NUMBERS, "latency_hist", "models"))
+_FIELDS = (*NUMBERS, "latency_hist", "models")
+_COLS = ", ".join(_FIELDS)
+_SETS = ", ".join(f"{name} = ?" for name in _FIELDS)
 
 
 def add_series(conn: sqlite3.Connection, agent_id: int, buckets: Mapping[BucketKey, Bucket]
