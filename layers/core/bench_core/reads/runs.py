@@ -20,7 +20,6 @@ run whose spans' content does not fit one answer) pages through every span in st
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -305,40 +304,49 @@ class _WholeSpans:
 
     def __init__(self, store: RunReads, run: Run, after: tuple[str, str] | None) -> None:
         self.store, self.run, self.after = store, run, after
-        self.read: deque[TaskState] = deque()
+        self.read: list[TaskState] = []
         self.done = False
 
-    def next(self, want: int) -> TaskState | None:
-        """The next span, reading `want` more (at least one) if none is read yet."""
+    def take(self, want: int) -> list[TaskState]:
+        """The next spans, at most `want` (at least one, if any is left), reading `want`
+        more if none is read yet."""
+        want = max(1, want)
         if not self.read and not self.done:
-            found = self.store.runs.run_spans(self.run.agent.ref, self.run.root,
-                                              limit=max(1, want), after=self.after)
-            self.read.extend(found)
-            self.done = len(found) < max(1, want)
-            if found:
-                self.after = span_key(found[-1])
-        return self.read.popleft() if self.read else None
+            self.read = self.store.runs.run_spans(self.run.agent.ref, self.run.root,
+                                                  limit=want, after=self.after)
+            self.done = len(self.read) < want
+            if self.read:
+                self.after = span_key(self.read[-1])
+        taken, self.read = self.read[:want], self.read[want:]
+        return taken
 
 
 def _fill(page: list[tuple[TaskState, dict[str, Any]]], spans: _WholeSpans,
           view: Callable[[TaskState], dict[str, Any]]) -> bool:
     """Add to `page` (a task and its view each) the views of the next `spans` while the
     page's views, encoded, stay within `ANSWER_BYTES` and its spans within `SPANS_PAGE` (the
-    first goes in whatever its size); True if a span is left over."""
+    first goes in whatever its size); True if a span is left over. A read's views are
+    measured encoded together (a list's bytes are its items' and a comma between each: one
+    call, not a hundred), span by span only in the read that passes the bytes."""
     used = sum(len(json_bytes(shown)) for _, shown in page)
     while len(page) < SPANS_PAGE:
         fit = (ANSWER_BYTES - used) * len(page) // used + 1 if used else CONTENT_READ
-        want = min(SPANS_PAGE - len(page), CONTENT_READ, fit)
-        task = spans.next(want)
-        if task is None:
+        tasks = spans.take(min(SPANS_PAGE - len(page), CONTENT_READ, fit))
+        if not tasks:
             return False
-        shown = view(task)
-        size = len(json_bytes(shown))
-        if page and used + size > ANSWER_BYTES:
-            return True
-        page.append((task, shown))
-        used += size
-    return spans.next(1) is not None
+        views = [view(task) for task in tasks]
+        size = len(json_bytes(views)) - len(views) - 1
+        if used + size <= ANSWER_BYTES:
+            page += zip(tasks, views, strict=True)
+            used += size
+            continue
+        for task, shown in zip(tasks, views, strict=True):
+            size = len(json_bytes(shown))
+            if page and used + size > ANSWER_BYTES:
+                return True
+            page.append((task, shown))
+            used += size
+    return bool(spans.take(1))
 
 
 def _paged(run: Run, counts: RunCounts, viewer: Viewer,
