@@ -654,6 +654,34 @@ def test_the_json_of_a_run_that_fits_one_answer_reads_each_span_once_content_and
         assert answer["spans"][5]["output"] == ("ok" if viewer.login else HIDDEN)
 
 
+@pytest.mark.parametrize("hidden", [("hide_inputs",), ("hide_outputs",),
+                                    ("hide_inputs", "hide_outputs")])
+def test_a_run_read_for_a_visitor_leaves_out_only_what_the_visitor_may_not_see(
+        store: Store, hidden: tuple[str, ...]) -> None:
+    """The JSON reads a run's spans for its viewer (`run_spans`' `inputs` and `outputs`):
+    SQLite leaves out the inputs or outputs a visitor may not see, the rest of a span is read
+    as ever, and the answer shows what the agent shows and hides the rest, on every store."""
+    ingest(store, [*task_events("root", "agent"),
+                   *task_events("s1", parent="root", output="the answer"),
+                   ev("task.log", "s1", data={"label": "evidence", "provider": "openai",
+                                              "model": "gpt-4o-mini", "input_tokens": 3})])
+    store.agents.update_agent(REF, {"hide_inputs": "hide_inputs" in hidden,
+                                    "hide_outputs": "hide_outputs" in hidden})
+    root, whole = tasks_of(store, "root")
+    inputs, outputs = "hide_inputs" not in hidden, "hide_outputs" not in hidden
+    (read,) = store.runs.run_spans(REF, root, limit=WHOLE, inputs=inputs, outputs=outputs)
+    assert read == replace(whole, input=whole.input if inputs else read.input,
+                           output=whole.output if outputs else read.output)
+    if isinstance(store, SqliteStore):
+        assert (read.input is None) != inputs and (read.output is None) != outputs
+    span = reads.run_answer(store, REF, ANONYMOUS, "root", None)["spans"][1]
+    assert span["input"] == (whole.input if inputs else HIDDEN)
+    assert span["output"] == ("the answer" if outputs else HIDDEN)
+    assert span["evidence"]["input_tokens"] == 3 and span["name"] == whole.name
+    owned = reads.run_answer(store, REF, Viewer("alice"), "root", None)["spans"][1]
+    assert (owned["input"], owned["output"]) == (whole.input, "the answer")
+
+
 def test_dynamodb_reads_a_page_of_the_runs_list_by_what_it_shows() -> None:
     """300 runs: an unfiltered page of 50 reads 50 roots by key (and 51 keys of the index, one
     to know the list goes on), under 27 RRU by DynamoDB's sizing rules; a filtered page reads

@@ -114,8 +114,8 @@ class RunStore(Protocol):
         ...
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
-                  after: tuple[str, str] | None = None, content: bool = True
-                  ) -> list[TaskState]:
+                  after: tuple[str, str] | None = None, content: bool = True,
+                  inputs: bool = True, outputs: bool = True) -> list[TaskState]:
         """At most `limit` of the started or finished tasks recorded under the run whose root
         is `run` (as `get_task` read it), the root left out, in start order
         (`domain.runs.span_key`; SQLite puts ties of a moment whose ids are of different kinds,
@@ -124,7 +124,9 @@ class RunStore(Protocol):
         all but what a tree's rows draw (parent, name, status, times, duration, own cost, the
         model called, the evidence's cost, tokens and calls): inputs, outputs, metadata, logs,
         evals (DynamoDB reads only the rows of its `spans` index); an adapter that cannot leave
-        them out cheaply returns them anyway. DynamoDB may return a few more than `limit`: a
+        them out cheaply returns them anyway. With content, `inputs=False` (`outputs=False`)
+        may leave out the inputs (outputs): a read for a viewer who may not see them (SQLite
+        does; DynamoDB keeps a task's content in one attribute). DynamoDB may return a few more than `limit`: a
         page holds a pack of spans whole (`store/dynamodb/codec/packs.py`)."""
         ...
 

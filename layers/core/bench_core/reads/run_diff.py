@@ -85,7 +85,8 @@ def _side(store: RunReads, agent: Agent, viewer: Viewer, sight: Sight,
         want = min(CONTENT_READ, DIFF_SPANS - len(kept))
         # content only for who may see it: a visitor's diff reads the spans' rows alone
         page = store.runs.run_spans(agent.ref, root, limit=want, after=after,
-                                    content=sight.inputs or sight.outputs)
+                                    content=sight.inputs or sight.outputs,
+                                    inputs=sight.inputs, outputs=sight.outputs)
         for task in page:
             shown[task.task_id] = _shown(task, sight)
             kept.append(_bare(task))

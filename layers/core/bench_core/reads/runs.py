@@ -255,7 +255,7 @@ def run_json(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
     root = _root(store, agent, run_id, root)
     run = Run(agent, root, [], cluster_of(insights, agent, viewer, run_id))
     page = [(root, _loose_view(run, sight, root))]
-    if _fill(page, _WholeSpans(store, run, None), lambda t: _loose_view(run, sight, t)):
+    if _fill(page, _WholeSpans(store, run, None, sight), lambda t: _loose_view(run, sight, t)):
         counts = store.runs.run_counts(agent.ref, root)
         return _paged(Run(agent, root, [], run.cluster, counts), counts, viewer, page,
                       more=True)
@@ -290,7 +290,7 @@ def _later_page(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
     root = _root(store, agent, run_id, root)
     run = Run(agent, root, [], cluster_of(insights, agent, viewer, run_id), counts)
     page: list[tuple[TaskState, dict[str, Any]]] = []
-    more = _fill(page, _WholeSpans(store, run, after), lambda t: _loose_view(run, sight, t))
+    more = _fill(page, _WholeSpans(store, run, after, sight), lambda t: _loose_view(run, sight, t))
     return _paged(run, counts, viewer, page, more=more)
 
 
@@ -299,11 +299,12 @@ def _loose_view(run: Run, sight: Sight, task: TaskState) -> dict[str, Any]:
 
 
 class _WholeSpans:
-    """A run's spans read whole (content and all), in start order from `after` on, a few at
-    a time as an answer takes them."""
+    """A run's spans read whole (the content `sight` shows), in start order from `after` on,
+    a few at a time as an answer takes them."""
 
-    def __init__(self, store: RunReads, run: Run, after: tuple[str, str] | None) -> None:
-        self.store, self.run, self.after = store, run, after
+    def __init__(self, store: RunReads, run: Run, after: tuple[str, str] | None,
+                 sight: Sight) -> None:
+        self.store, self.run, self.after, self.sight = store, run, after, sight
         self.read: list[TaskState] = []
         self.done = False
 
@@ -312,8 +313,9 @@ class _WholeSpans:
         more if none is read yet."""
         want = max(1, want)
         if not self.read and not self.done:
-            self.read = self.store.runs.run_spans(self.run.agent.ref, self.run.root,
-                                                  limit=want, after=self.after)
+            self.read = self.store.runs.run_spans(
+                self.run.agent.ref, self.run.root, limit=want, after=self.after,
+                inputs=self.sight.inputs, outputs=self.sight.outputs)
             self.done = len(self.read) < want
             if self.read:
                 self.after = span_key(self.read[-1])
@@ -499,7 +501,7 @@ def _search(store: RunReads, shown: Run, top: Node, q: str, sight: Sight) -> set
     after: tuple[str, str] | None = (keys[0][0], "") if keys else None
     while after is not None and after <= keys[-1]:
         page = store.runs.run_spans(shown.agent.ref, shown.root, limit=CONTENT_READ,
-                                    after=after)
+                                    after=after, inputs=sight.inputs, outputs=sight.outputs)
         found |= {t.task_id for t in page
                   if t.task_id in nodes and needle in _visible_text(t, sight)}
         after = span_key(page[-1]) if len(page) >= CONTENT_READ else None

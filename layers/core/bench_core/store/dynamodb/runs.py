@@ -107,8 +107,8 @@ class DynamoRuns:
                        insights_from_item(found.get(INSIGHTS)))
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
-                  after: tuple[str, str] | None = None, content: bool = True
-                  ) -> list[TaskState]:
+                  after: tuple[str, str] | None = None, content: bool = True,
+                  inputs: bool = True, outputs: bool = True) -> list[TaskState]:
         """One Query of `spans` from `after` on, `Limit` the page, which reads each span's row
         (`codec.spans`: some 300 bytes whatever the span holds); with `content`, the page's
         spans are then read by key (eventually consistent, as the index is; 100 a request,

@@ -41,8 +41,8 @@ class MemoryRuns(Concern):
                            read_insights(tables, ref))
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
-                  after: tuple[str, str] | None = None, content: bool = True
-                  ) -> list[TaskState]:
+                  after: tuple[str, str] | None = None, content: bool = True,
+                  inputs: bool = True, outputs: bool = True) -> list[TaskState]:
         with self.memory.locked() as tables:
             spans = sorted(self._under(started(tables, ref), run), key=span_key)
             page = [t for t in spans if span_key(t) > (after or ("", ""))][:limit]

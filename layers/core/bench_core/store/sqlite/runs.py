@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from functools import lru_cache
 from typing import Any
 
 from ...domain.field_limits import dumps
@@ -29,6 +30,17 @@ from .task_times import time_bound, time_text
 LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
                             for c in TASK_COLS.split(", "))
 """The task columns without content (inputs, outputs, metadata, logs): a tree's rows."""
+
+
+@lru_cache(maxsize=None)
+def _columns(content: bool, inputs: bool, outputs: bool) -> str:
+    """The task columns a read of a run's spans takes (`SqliteRuns.run_spans`): without
+    content, a tree's rows; with it, all but the inputs or outputs its viewer may not see
+    (each a text to decode and parse, of a span its largest)."""
+    if not content:
+        return LIGHT_TASK_COLS
+    unread = {column for column, read in (("input", inputs), ("output", outputs)) if not read}
+    return ", ".join(f"NULL AS {c}" if c in unread else c for c in TASK_COLS.split(", "))
 
 RUNS_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN run_id TEXT;
@@ -126,13 +138,13 @@ class SqliteRuns(Concern):
                        read_insights(reader, ref))
 
     def run_spans(self, ref: AgentRef, run: TaskState, *, limit: int,
-                  after: tuple[str, str] | None = None, content: bool = True
-                  ) -> list[TaskState]:
+                  after: tuple[str, str] | None = None, content: bool = True,
+                  inputs: bool = True, outputs: bool = True) -> list[TaskState]:
         """One range of `tasks_by_run`, as long as the page."""
         agent_id = find_agent_id(self.db.reader(), ref)
         if agent_id is None:
             return []
-        columns = TASK_COLS if content else LIGHT_TASK_COLS
+        columns = _columns(content, inputs, outputs)
         run_id = stored_id(run.task_id)
         cursor = self.db.reader().cursor()
         cursor.row_factory = None  # plain tuples, read by position: no Row per task of the page
