@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.models import AgentMeta, AgentRef, EvalResult, TaskState, Usage
 from bench_core.domain.run_list import RunFilter
 from bench_core.store.sqlite import task_row
+from bench_core.store.sqlite.ingest import TASK_FIELDS, task_from_row
 from bench_core.store.sqlite.packing import PACK_FROM, load
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.task_ids import read_id, stored_id
@@ -269,3 +270,25 @@ def test_roots_of_one_start_list_by_task_id_page_by_page_from_indexes_without_it
             assert "INDEX tasks_roots " in plan or "INDEX tasks_by_status " in plan, plan
     finally:
         store.close()
+
+
+def test_a_row_is_read_into_the_field_of_each_column() -> None:
+    """`task_from_row` makes a task by position (`TASK_FIELDS`, the dataclass's order): each
+    column of a row as text lands in its own field."""
+    assert tuple(TaskState.__dataclass_fields__) == TASK_FIELDS
+    row = ("t1", "p1", "plan", "failed", '"asked"', '"answered"', '{"k": 1}', 1.5, 2.5, 3.5,
+           4.5, 5.5, '[{"amount_usd": 1}]', "2026-01-01T00:00:00.000Z",
+           "2026-01-01T00:00:01.000Z", 7, '{"status": "scored", "judge": "j", "at": "x", "score": 0.5}', '{"calls": 2}',
+           "r1", '[{"ts": "2026-01-01T00:00:00.500Z", "data": "note"}]', "rec", "gpt-4o", "v1",
+           "s1", "u1")
+    task = task_from_row(row)
+    assert task == TaskState(
+        task_id="t1", parent_task_id="p1", name="plan", status="failed", input="asked",
+        output="answered", metadata={"k": 1}, duration_ms=1.5, cost_usd=2.5,
+        reported_cost_usd=3.5, cost_logged_usd=4.5, child_cost_usd=5.5,
+        cost_breakdown=[{"amount_usd": 1}], started_at="2026-01-01T00:00:00.000Z",
+        ended_at="2026-01-01T00:00:01.000Z", version=7,
+        eval=EvalResult("scored", "j", "x", 0.5), eval_version=0,
+        evidence=Usage(calls=2), run_id="r1",
+        logs=[{"ts": "2026-01-01T00:00:00.500Z", "data": "note"}], recorded="rec",
+        model="gpt-4o", agent_version="v1", session_id="s1", user_id="u1")

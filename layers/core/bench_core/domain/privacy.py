@@ -335,13 +335,16 @@ def evidence_view(task: TaskState, events: list[dict[str, Any]] | None) -> dict[
 def evidence_record(data: dict[str, Any]) -> dict[str, Any]:
     """Usage only (`EVIDENCE_FIELDS`, in order): names that look like names (a record stored
     before ingest checked them may hold anything), counts and Bench's price. A run shows one
-    per model call, so a count that is plainly one skips the full check."""
+    per model call, so a count that is plainly one (or plainly absent) skips the full
+    check."""
     record: dict[str, Any] = {"label": EVIDENCE_LABEL}
     for name in NAME_FIELDS:
-        record[name] = evidence_name(data.get(name))
+        value = data.get(name)
+        record[name] = None if value is None else evidence_name(value)
     for name in TOKEN_FIELDS:
         value = data.get(name)
-        record[name] = value if type(value) is int and value >= 0 else token_count(value)
+        record[name] = (value if type(value) is int and value >= 0 else
+                        None if value is None else token_count(value))
     for name in _PRICED:
         record[name] = data.get(name)
     return record

@@ -113,8 +113,13 @@ def _second_at(text: str) -> int | None:
 
 def time_of(ms: int) -> str:
     """The text of an event's time from its column (`iso`'s, its second's text remembered:
-    a run's thousand spans read theirs, most sharing their seconds)."""
-    return f"{_second(ms // 1000)}.{ms % 1000:03d}Z"
+    a run's thousand spans read theirs, most sharing their seconds; its milliseconds' from a
+    table, a fifth of the time of formatting them)."""
+    seconds, rest = divmod(ms, 1000)
+    return _second(seconds) + _MILLIS[rest]
+
+
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 @lru_cache(maxsize=4096)

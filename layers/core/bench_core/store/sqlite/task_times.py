@@ -86,7 +86,7 @@ def pack_recorded(text: str | None) -> bytes | str | None:
 def unpack_recorded(stored: bytes | str | None) -> str | None:
     if not isinstance(stored, bytes):
         return stored
-    return f"{_batch_text(stored[:2 * _TIME])}#{int.from_bytes(stored[2 * _TIME:]):06d}"
+    return f"{_batch_text(stored[:2 * _TIME])}#{str(int.from_bytes(stored[2 * _TIME:])).zfill(6)}"
 
 
 @lru_cache(maxsize=1024)
