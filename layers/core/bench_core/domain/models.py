@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
 from dataclasses import fields as fields_of
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
@@ -196,9 +197,26 @@ def iso(value: datetime) -> str:
     every event's time."""
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # isoformat's, at two thirds of its time
-        value.year, value.month, value.day, value.hour, value.minute, value.second,
-        value.microsecond // 1000)
+    return iso_ms((value - _EPOCH) // _MS)
+
+
+def iso_ms(ms: int) -> str:
+    """`iso` of a time as milliseconds since 1970: its second's text remembered (a batch's
+    events, a run's spans, share theirs), its milliseconds' from a table: half the time of
+    formatting every field."""
+    seconds, rest = divmod(ms, 1000)
+    return _second_text(seconds) + _MILLIS[rest]
+
+
+@lru_cache(maxsize=4096)
+def _second_text(seconds: int) -> str:
+    t = _EPOCH + timedelta(seconds=seconds)
+    return "%04d-%02d-%02dT%02d:%02d:%02d" % (t.year, t.month, t.day, t.hour, t.minute, t.second)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 @dataclass(frozen=True)

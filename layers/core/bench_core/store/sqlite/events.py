@@ -33,7 +33,7 @@ from typing import Any
 from zlib import crc32
 
 from ...domain.field_limits import dumps
-from ...domain.models import CleanEvent, TaskState, iso
+from ...domain.models import CleanEvent, TaskState, iso, iso_ms
 from .connection import Database, copy_and_swap, migrated, rows_in
 from .derived_events import derived_entry, is_derived, rebuilt, written_out
 from .packing import (
@@ -111,20 +111,8 @@ def _second_at(text: str) -> int | None:
         return None
 
 
-def time_of(ms: int) -> str:
-    """The text of an event's time from its column (`iso`'s, its second's text remembered:
-    a run's thousand spans read theirs, most sharing their seconds; its milliseconds' from a
-    table, a fifth of the time of formatting them)."""
-    seconds, rest = divmod(ms, 1000)
-    return _second(seconds) + _MILLIS[rest]
-
-
-_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
-
-
-@lru_cache(maxsize=4096)
-def _second(seconds: int) -> str:
-    return iso(_EPOCH + timedelta(seconds=seconds))[:19]
+time_of = iso_ms
+"""The text of an event's time from its column."""
 
 
 def _row(agent_id: int, id_key: int, task_key: int | None, body_json: str, event_id: str,
