@@ -126,8 +126,9 @@ class RunStore(Protocol):
         evals (DynamoDB reads only the rows of its `spans` index); an adapter that cannot leave
         them out cheaply returns them anyway. With content, `inputs=False` (`outputs=False`)
         may leave out the inputs (outputs): a read for a viewer who may not see them (SQLite
-        does; DynamoDB keeps a task's content in one attribute). DynamoDB may return a few more than `limit`: a
-        page holds a pack of spans whole (`store/dynamodb/codec/packs.py`)."""
+        does; DynamoDB keeps a task's content in one attribute). DynamoDB may return a few
+        more than `limit`: a page holds a pack of spans whole
+        (`store/dynamodb/codec/packs.py`)."""
         ...
 
     def session_runs(self, ref: AgentRef, session_id: str, *, limit: int

@@ -42,6 +42,7 @@ def _columns(content: bool, inputs: bool, outputs: bool) -> str:
     unread = {column for column, read in (("input", inputs), ("output", outputs)) if not read}
     return ", ".join(f"NULL AS {c}" if c in unread else c for c in TASK_COLS.split(", "))
 
+
 RUNS_SCHEMA = """
     ALTER TABLE tasks ADD COLUMN run_id TEXT;
     ALTER TABLE tasks ADD COLUMN logs TEXT;
