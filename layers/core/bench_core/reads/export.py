@@ -3,7 +3,7 @@
 What is exported is what the runs list finds with the same filters (`reads.runs.run_filter`),
 newest first, each run as the run's JSON shows it (`run_record`, its feedback from people
 included: `reads.feedback.run_feedback`, comments through the privacy gate) and, with `spans`, every span
-under it as the run's JSON shows it (`reads.runs.span_view`, in start order). Records are
+under it as the run's JSON shows it (`reads.runs.loose_view`, in start order). Records are
 yielded one by one, read `RUNS_READ` runs and `CONTENT_READ` spans at a time, so an export
 of any size holds one page in memory; a root's content is read (by key) only when the viewer
 may see some of it. Where answers cannot stream (AWS Lambda, which returns at most 6 MB), an
@@ -34,9 +34,8 @@ from .runs import (
     Run,
     RunListReads,
     RunReads,
-    loose,
+    loose_view,
     run_summary,
-    span_view,
 )
 
 Format = Literal["jsonl", "csv"]
@@ -117,7 +116,7 @@ def span_records(store: RunReads, agent: Agent, sight: Sight, root: TaskState
         page = store.runs.run_spans(agent.ref, root, limit=CONTENT_READ, after=after)
         for task in page:
             yield {"record": "span", "run_id": root.task_id,
-                   **span_view(loose(task, run), sight, placed=False), "model": task.model}
+                   **loose_view(task, run, sight), "model": task.model}
         if len(page) < CONTENT_READ:
             return
         after = span_key(page[-1])

@@ -175,21 +175,34 @@ def span_view(node: Node, sight: Sight, task: TaskState | None = None, *,
     see it, with `task` standing in for the node's own when that was read without content.
     A span of a run read a page at a time is not `placed` in a whole tree: its depth and what
     lies below it are None."""
-    task = task or node.task
+    return _span_fields(task or node.task, sight, node.start_offset_ms,
+                        node if placed else None)
+
+
+def loose_view(task: TaskState, run: Run, sight: Sight) -> dict[str, Any]:
+    """`span_view` of a span of a run read a page at a time, placed only in time (no node is
+    made for it: the JSON makes one view of each span before it knows whether the run is
+    read whole)."""
+    return _span_fields(task, sight, start_offset(task, run.root), None)
+
+
+def _span_fields(task: TaskState, sight: Sight, start_offset_ms: float | None,
+                 node: Node | None) -> dict[str, Any]:
     evidence, logs = sight.span_logs(task)
     return {"task_id": task.task_id, "parent_id": task.parent_task_id,
-            "depth": node.depth if placed else None,
+            "depth": None if node is None else node.depth,
             "name": task.name, "status": task.status,
-            "start_offset_ms": node.start_offset_ms, "duration_ms": task.duration_ms,
+            "start_offset_ms": start_offset_ms, "duration_ms": task.duration_ms,
             "cost_usd": task.cost_usd, **task.cost_headline(), "evidence": evidence,
             "input": task.input if sight.inputs else HIDDEN,
             "output": task.output if sight.outputs else HIDDEN,
             "logs": logs,
             "metadata": sight.metadata(task.metadata),
             "eval": sight.eval(task.eval), "started_at": task.started_at,
-            "ended_at": task.ended_at, "children": len(node.children) if placed else None,
-            "descendants": node.descendants if placed else None,
-            "failed_below": node.failed_below if placed else None,
+            "ended_at": task.ended_at,
+            "children": None if node is None else len(node.children),
+            "descendants": None if node is None else node.descendants,
+            "failed_below": None if node is None else node.failed_below,
             "inputs_hidden": not sight.inputs, "outputs_hidden": not sight.outputs,
             "content_hidden": not sight.content}
 
@@ -254,8 +267,8 @@ def run_json(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
         return _later_page(store, agent, viewer, run_id, insights, cursor, root, sight)
     root = _root(store, agent, run_id, root)
     run = Run(agent, root, [], cluster_of(insights, agent, viewer, run_id))
-    page = [(root, _loose_view(run, sight, root))]
-    if _fill(page, _WholeSpans(store, run, None, sight), lambda t: _loose_view(run, sight, t)):
+    page = [(root, loose_view(root, run, sight))]
+    if _fill(page, _WholeSpans(store, run, None, sight), lambda t: loose_view(t, run, sight)):
         counts = store.runs.run_counts(agent.ref, root)
         return _paged(Run(agent, root, [], run.cluster, counts), counts, viewer, page,
                       more=True)
@@ -272,12 +285,12 @@ def _in_tree(run: Run, page: list[tuple[TaskState, dict[str, Any]]]
 
 
 def _placed(shown: dict[str, Any], node: Node) -> dict[str, Any]:
-    """A span's loose view (`_loose_view`) placed in its whole tree: its depth, start and
+    """A span's loose view (`loose_view`) placed in its whole tree: its depth, start and
     what lies below it, no bigger than the loose view the answer's bytes were counted at (a
     depth or count below 1,000 takes fewer characters than the null it replaces)."""
-    shown.update(depth=node.depth, start_offset_ms=node.start_offset_ms,
-                 children=len(node.children), descendants=node.descendants,
-                 failed_below=node.failed_below)
+    shown["depth"], shown["start_offset_ms"] = node.depth, node.start_offset_ms
+    shown["children"], shown["descendants"] = len(node.children), node.descendants
+    shown["failed_below"] = node.failed_below
     return shown
 
 
@@ -290,12 +303,8 @@ def _later_page(store: RunReads, agent: Agent, viewer: Viewer, run_id: str,
     root = _root(store, agent, run_id, root)
     run = Run(agent, root, [], cluster_of(insights, agent, viewer, run_id), counts)
     page: list[tuple[TaskState, dict[str, Any]]] = []
-    more = _fill(page, _WholeSpans(store, run, after, sight), lambda t: _loose_view(run, sight, t))
+    more = _fill(page, _WholeSpans(store, run, after, sight), lambda t: loose_view(t, run, sight))
     return _paged(run, counts, viewer, page, more=more)
-
-
-def _loose_view(run: Run, sight: Sight, task: TaskState) -> dict[str, Any]:
-    return span_view(loose(task, run), sight, placed=False)
 
 
 class _WholeSpans:
