@@ -104,7 +104,7 @@ def recorded_at(events: list[CleanEvent]) -> dict[str, str]:
     places: dict[str, str] = {}
     for i, event in enumerate(events):
         if event.task_id is not None and event.task_id not in places:
-            places[event.task_id] = f"{batch}#{i:06d}"
+            places[event.task_id] = f"{batch}#{str(i).zfill(6)}"
     return places
 
 
