@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_core.domain.field_limits import dumps
+from bench_core.domain.models import iso_ms
 from bench_core.store.sqlite.derived_events import is_derived, rebuilt
 from bench_core.store.sqlite.events import (
     EVENT_INDEXES,
@@ -21,7 +22,6 @@ from bench_core.store.sqlite.events import (
     GROUPED_SCHEMA,
     key,
     millis,
-    time_of,
 )
 from bench_core.store.sqlite.ingest import TASK_COLS, task_from_row
 from bench_core.store.sqlite.packing import (
@@ -71,10 +71,10 @@ def stored_events(conn: sqlite3.Connection) -> list[tuple[int, dict[str, Any]]]:
             ms = ts - (entry[0] if len(entry) == 2 else entry[2])
             if is_derived(entry):
                 row = _task_row(conn, agent_id, task_id)
-                found.append((agent_id, rebuilt(entry, task_id, time_of(ms),
+                found.append((agent_id, rebuilt(entry, task_id, iso_ms(ms),
                                                 task_from_row(row))))
             else:
-                found.append((agent_id, entry_body(entry, task_id, time_of(ms))))
+                found.append((agent_id, entry_body(entry, task_id, iso_ms(ms))))
     return found
 
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 from bench_core.domain.folding import recorded_at
-from bench_core.domain.models import AgentMeta, AgentRef
+from bench_core.domain.models import AgentMeta, AgentRef, iso_ms
 from bench_core.store.sqlite import task_times
-from bench_core.store.sqlite.events import time_of
 from bench_core.store.sqlite.store import MIGRATIONS, SqliteStore
 from bench_core.store.sqlite.task_times import (
     pack_recorded,
@@ -32,7 +31,7 @@ def test_recorded_moments_read_back_and_sort_as_their_text() -> None:
     texts = []
     for _ in range(500):
         low = random.randrange(0, 253402300799999)
-        events = clean([ev("custom", f"t{i}", ts=time_of(low + random.randrange(0, 5000)))
+        events = clean([ev("custom", f"t{i}", ts=iso_ms(low + random.randrange(0, 5000)))
                         for i in range(random.randrange(1, 4))])
         texts += recorded_at(events).values()
     for text in texts:
@@ -63,7 +62,7 @@ def test_a_bound_compares_packed_times_as_their_texts_compared_to_it() -> None:
     """A filter's or a sweep's bound of any form (a time, a date, a year, '', past 9999) keeps
     `>=` and `<` of the texts when the times are packed (`task_row.py`)."""
     rng = random.Random(5)
-    times = [time_of(rng.randrange(0, 253402300799999)) for _ in range(300)]
+    times = [iso_ms(rng.randrange(0, 253402300799999)) for _ in range(300)]
     times += ["1970-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"]
     bounds = ["", "0000", "1970", "2026-12-02", "2026-12-02T16:00:00Z", "9999", "zzz",
               "2026-12-02T16:00:00.000Z", *(t[:rng.randrange(0, 25)] for t in times[:100])]

@@ -197,7 +197,12 @@ def iso(value: datetime) -> str:
     every event's time."""
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
-    return iso_ms((value - _EPOCH) // _MS)
+    return iso_ms(epoch_ms(value))
+
+
+def epoch_ms(value: datetime) -> int:
+    """Milliseconds since 1970 of an aware time (the millisecond it falls in)."""
+    return (value - _EPOCH) // _MS
 
 
 def iso_ms(ms: int) -> str:

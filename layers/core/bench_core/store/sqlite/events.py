@@ -33,7 +33,7 @@ from typing import Any
 from zlib import crc32
 
 from ...domain.field_limits import dumps
-from ...domain.models import CleanEvent, TaskState, iso, iso_ms
+from ...domain.models import CleanEvent, TaskState, epoch_ms, iso_ms
 from .connection import Database, copy_and_swap, migrated, rows_in
 from .derived_events import derived_entry, is_derived, rebuilt, written_out
 from .packing import (
@@ -62,6 +62,8 @@ events'."""
 
 CHUNK = 2000
 """Events per transaction of the migration."""
+
+
 @lru_cache(maxsize=4096)
 def key(text: str) -> int:
     """`text`'s 64-bit hash as SQLite stores an integer (8 bytes where the text was dozens):
@@ -75,16 +77,14 @@ def key(text: str) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
-_MS = timedelta(milliseconds=1)
 _SECOND = timedelta(seconds=1)
 
 
 @lru_cache(maxsize=4096)
 def millis(ts: str) -> tuple[int, bool]:
     """An event's time as milliseconds since 1970, as the `ts` column keeps it (6 bytes where
-    the text was 24), and whether `time_of` gives the text back as it was (else the record
+    the text was 24), and whether `iso_ms` gives the text back as it was (else the record
     keeps it: `pack_event`'s `with_time`). Ingest's own form (`models.iso`) is read by its
     shape, the C parser given the rest: a tenth of the time of building the datetime by parts,
     which every stored event pays. Remembered: an event's time is its task's start or end,
@@ -99,7 +99,8 @@ def millis(ts: str) -> tuple[int, bool]:
         return 0, False
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return (when - _EPOCH) // _MS, iso(when) == ts
+    ms = epoch_ms(when)
+    return ms, iso_ms(ms) == ts
 
 
 @lru_cache(maxsize=4096)
@@ -109,10 +110,6 @@ def _second_at(text: str) -> int | None:
         return (datetime.fromisoformat(text) - _NAIVE_EPOCH) // _SECOND
     except ValueError:
         return None
-
-
-time_of = iso_ms
-"""The text of an event's time from its column."""
 
 
 def _row(agent_id: int, id_key: int, task_key: int | None, body_json: str, event_id: str,
@@ -200,9 +197,9 @@ def _bodies(reader: sqlite3.Connection, agent_id: int, found: list[Found],
     needed = {task_id for *_, task_id, entry in found
               if task_id is not None and is_derived(entry)}
     states = tasks(reader, agent_id, needed) if needed else {}
-    return [rebuilt(entry, task_id, time_of(ms), states.get(task_id))
+    return [rebuilt(entry, task_id, iso_ms(ms), states.get(task_id))
             if task_id is not None and is_derived(entry)
-            else entry_body(entry, task_id, time_of(ms))
+            else entry_body(entry, task_id, iso_ms(ms))
             for ms, _, _, task_id, entry in found]
 
 
@@ -408,7 +405,7 @@ def copy_groups(conn: sqlite3.Connection) -> int:
         (last if last is not None else -1, CHUNK)).fetchall()
     agents: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     for seq, agent_id, ms, record in rows:
-        agents.setdefault(agent_id, []).append((seq, unpack_event(record, time_of(ms))))
+        agents.setdefault(agent_id, []).append((seq, unpack_event(record, iso_ms(ms))))
     grouped: list[tuple[int, tuple[Any, ...]]] = []
     for agent_id, bodies in agents.items():
         lasts: dict[tuple[str | None, int], int] = {}  # in the order `_rows` makes rows

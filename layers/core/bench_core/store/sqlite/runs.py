@@ -27,8 +27,13 @@ from .sessions import read_session, read_sessions
 from .task_ids import read_id, stored_id
 from .task_times import time_bound, time_text
 
-LIGHT_TASK_COLS = ", ".join(f"NULL AS {c}" if c in TASK_CONTENT else c
-                            for c in TASK_COLS.split(", "))
+
+def _read_without(unread: frozenset[str] | set[str]) -> str:
+    """`TASK_COLS` with NULL in place of the columns `unread`."""
+    return ", ".join(f"NULL AS {c}" if c in unread else c for c in TASK_COLS.split(", "))
+
+
+LIGHT_TASK_COLS = _read_without(TASK_CONTENT)
 """The task columns without content (inputs, outputs, metadata, logs): a tree's rows."""
 
 
@@ -39,8 +44,8 @@ def _columns(content: bool, inputs: bool, outputs: bool) -> str:
     (each a text to decode and parse, of a span its largest)."""
     if not content:
         return LIGHT_TASK_COLS
-    unread = {column for column, read in (("input", inputs), ("output", outputs)) if not read}
-    return ", ".join(f"NULL AS {c}" if c in unread else c for c in TASK_COLS.split(", "))
+    return _read_without({column for column, read in (("input", inputs), ("output", outputs))
+                          if not read})
 
 
 RUNS_SCHEMA = """

@@ -13,10 +13,9 @@ from typing import Any
 from pydantic_core import from_json
 
 from ...domain.field_limits import dumps
-from ...domain.models import CleanEvent, TaskState
+from ...domain.models import CleanEvent, TaskState, iso_ms
 from .connection import Database, in_chunks, migrated
 from .derived_events import derived_entry
-from .events import time_of
 from .ingest import TASK_COLS, task_from_row
 from .packing import pack_record, unpack_record
 
@@ -76,7 +75,7 @@ def _slimmed(entry: list[Any], task_id: str, ts: int, state: TaskState) -> list[
     if len(entry) != 4:
         return entry
     kind, event_id, back, rest = entry
-    when = time_of(ts - back)
+    when = iso_ms(ts - back)
     event = CleanEvent(event_id, kind, when, task_id,
                        {"id": event_id, "kind": kind, "ts": when, "task_id": task_id, **rest})
     found = derived_entry(event, state, back)

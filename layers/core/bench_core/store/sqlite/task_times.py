@@ -17,8 +17,9 @@ from __future__ import annotations
 import sqlite3
 from functools import lru_cache
 
+from ...domain.models import iso_ms
 from .connection import Database, in_place
-from .events import millis, time_of
+from .events import millis
 
 CHUNK = 2000
 """Tasks per transaction of the migration."""
@@ -48,14 +49,14 @@ def time_bound(text: str) -> bytes:
     filter's, a cursor's, the judge's sweep's: `>=`, `<` and the rest hold alike): the
     smallest time whose text is at least `text`, packed. A time's own text gives its own
     bytes; any other (a date, a year, '') the first time at or after it in text order, found
-    by halving (`time_of`'s text sorts as its milliseconds from 1970 to 9999)."""
+    by halving (`iso_ms`'s text sorts as its milliseconds from 1970 to 9999)."""
     packed = packed_time(text)
     if isinstance(packed, bytes):
         return packed
     low, high = 0, _LAST_MS + 1
     while low < high:
         middle = (low + high) // 2
-        if time_of(middle) >= text:
+        if iso_ms(middle) >= text:
             high = middle
         else:
             low = middle + 1
@@ -68,7 +69,7 @@ def unpack_time(stored: bytes | str | None) -> str | None:
 
 def time_text(stored: bytes | str) -> str:
     """The text of a time `packed_time` stored."""
-    return time_of(int.from_bytes(stored)) if isinstance(stored, bytes) else stored
+    return iso_ms(int.from_bytes(stored)) if isinstance(stored, bytes) else stored
 
 
 def pack_recorded(text: str | None) -> bytes | str | None:
@@ -100,7 +101,7 @@ def _packed_batch(batch: str) -> bytes | None:
 
 @lru_cache(maxsize=1024)
 def _batch_text(packed: bytes) -> str:
-    return f"{time_of(int.from_bytes(packed[:_TIME]))}#{time_of(int.from_bytes(packed[_TIME:]))}"
+    return f"{iso_ms(int.from_bytes(packed[:_TIME]))}#{iso_ms(int.from_bytes(packed[_TIME:]))}"
 
 
 def compact_task_times(db: Database, number: int) -> bool:
