@@ -481,12 +481,13 @@ def from_fields(cls: type[_T], fields: dict[str, Any]) -> _T:
     names, required, defaults, factories = _SHAPES.get(cls) or _SHAPES.setdefault(cls, _shape(cls))
     if not names.issuperset(fields):
         fields = {k: v for k, v in fields.items() if k in names}
-    if not required.issubset(fields):
+    if required and not required.issubset(fields):
         raise TypeError(f"{cls.__name__} needs {sorted(required - fields.keys())}")
     values = {**defaults, **fields}
-    for name, factory in factories:
-        if name not in fields:
-            values[name] = factory()
+    if factories:
+        for name, factory in factories:
+            if name not in fields:
+                values[name] = factory()
     instance = cls.__new__(cls)
     instance.__dict__ = values
     return instance

@@ -106,18 +106,14 @@ def _deflate(data: bytes, form: int = _FORMAT) -> bytes:
     return packer.compress(data) + packer.flush()
 
 
-_UNPACKERS = {form: zlib.decompressobj(_WINDOWS[form], dictionary)
-              for form, dictionary in _DICTIONARIES.items()}
-"""A decompressor per format with its dictionary set, never fed: each value is unpacked by a
-copy (a tenth less time than making one, on every packed column a run's page reads)."""
-
-
 def _inflate(form: int, data: bytes) -> bytes:
     """The value `data` packs: all of it in one call (a whole stream leaves nothing for a flush,
-    whose call cost two fifths of the time, which a run's page pays on some 2,000 values)."""
-    if form not in _UNPACKERS:
+    whose call cost two fifths of the time, which a run's page pays on some 2,000 values), by a
+    decompressor made for it (a tenth less time than copying one made with the dictionary set,
+    whose copy takes the whole state and window along: not so for packing, `_PACKERS`)."""
+    if form not in _DICTIONARIES:
         raise ValueError(f"unknown packing format {form}")
-    unpacker = _UNPACKERS[form].copy()
+    unpacker = zlib.decompressobj(_WINDOWS[form], _DICTIONARIES[form])
     value = unpacker.decompress(data)
     if not unpacker.eof:
         raise ValueError("a packed value cut short")
