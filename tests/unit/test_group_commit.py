@@ -69,6 +69,21 @@ def test_a_lone_batch_is_written_at_once_and_a_big_group_is_split() -> None:
     assert counted.groups == [["a"], ["b", "c"], ["d"]]
 
 
+def test_a_batch_handed_over_a_turn_of_the_loop_later_joins_the_group() -> None:
+    """A request that came while the batch before it was cleaned starts its handler at the
+    next turn of the loop (the turn that polls for it): its batch is written with the one
+    before, not after it."""
+    commit, counted = group_commit(MemoryStore.open())
+
+    async def send() -> None:
+        first = asyncio.create_task(commit.write(write("a")))
+        await asyncio.sleep(0)  # "a" handed over at this turn; "b" starts at the next
+        await asyncio.gather(first, commit.write(write("b")))
+
+    asyncio.run(send())
+    assert counted.groups == [["a", "b"]]
+
+
 def test_a_group_waits_for_a_body_still_arriving_but_not_for_long() -> None:
     commit, counted = group_commit(MemoryStore.open(), max_wait_s=0.05)
 
