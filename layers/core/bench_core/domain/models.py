@@ -484,10 +484,9 @@ def from_fields(cls: type[_T], fields: dict[str, Any]) -> _T:
     if required and not required.issubset(fields):
         raise TypeError(f"{cls.__name__} needs {sorted(required - fields.keys())}")
     values = {**defaults, **fields}
-    if factories:
-        for name, factory in factories:
-            if name not in fields:
-                values[name] = factory()
+    for name, factory in factories:
+        if name not in fields:
+            values[name] = factory()
     instance = cls.__new__(cls)
     instance.__dict__ = values
     return instance
